@@ -1,0 +1,122 @@
+import cookie from '@fastify/cookie';
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyError } from 'fastify';
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Container } from './container.ts';
+import { authRoutes } from './features/auth/auth.routes.ts';
+import { oauthRoutes } from './features/auth/oauth/oauth.routes.ts';
+import { opsRoutes } from './features/ops/ops.routes.ts';
+import { orgsRoutes } from './features/orgs/orgs.routes.ts';
+import { threadsRoutes } from './features/threads/threads.routes.ts';
+import { AppError, type ErrorCode } from './lib/errors.ts';
+
+/** Fastify's own 4xx errors, mapped onto our closed set of codes. */
+const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+};
+
+function toAppError(error: FastifyError): AppError | undefined {
+  if (error instanceof AppError) return error;
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const problems = error.validation.map((issue) => `${error.validationContext}${issue.instancePath || ''}: ${issue.message}`);
+    return new AppError('validation_failed', problems.join('; '), { details: error.validation.map((issue) => ({ path: `${error.validationContext}${issue.instancePath}`, message: issue.message })) });
+  }
+  const mapped = error.code ? FASTIFY_ERROR_CODES[error.code] : undefined;
+  if (mapped) return new AppError(mapped, mapped === 'invalid_json' ? 'Request body is not valid JSON' : error.message);
+  if (error instanceof SyntaxError && error.statusCode === 400) return new AppError('invalid_json', 'Request body is not valid JSON');
+  if (error.statusCode === 404) return new AppError('not_found', error.message);
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new AppError('bad_request', error.message);
+  return undefined;
+}
+
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
+/** Builds the HTTP app on a container; never listens (main.ts and the tests do). */
+export async function buildApp(container: Container) {
+  const { config, metrics } = container;
+  const app = Fastify({
+    loggerInstance: container.logger,
+    // A hop count trusts that many proxies in front of us (X-Forwarded-For read from the right).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('user', null);
+  app.decorateRequest('session', null);
+  app.decorateRequest('sessionToken', null);
+
+  await app.register(cookie);
+  await app.register(helmet, { contentSecurityPolicy: false });
+  await app.register(cors, { origin: [...container.trustedOrigins], credentials: true });
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Agent Platform API', version: '0.1.0', description: 'Hosts AI agents for organizations.' },
+      servers: [{ url: config.apiHost }],
+      components: {
+        securitySchemes: {
+          session: { type: 'apiKey', in: 'cookie', name: 'session' },
+          bearer: { type: 'http', scheme: 'bearer', description: 'The session token as `Authorization: Bearer <token>`' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const appError = toAppError(error);
+    if (appError) {
+      if (appError.status >= 500) request.log.error({ err: appError.cause ?? appError }, appError.message);
+      return reply.headers(appError.headers).status(appError.status).send(appError.toBody());
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.status(500).send({ error: 'Internal server error', code: 'internal_error' });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' }),
+  );
+
+  const { services, middlewares } = container;
+  await app.register(opsRoutes({ ping: () => container.database.ping(), metrics }));
+  await app.register(authRoutes({
+    auth: services.auth,
+    passwordReset: services.passwordReset,
+    externalAuth: services.externalAuth,
+    middlewares,
+    limits: container.limits,
+    isProduction: config.isProduction,
+  }));
+  await app.register(oauthRoutes({
+    oauth: services.oauth,
+    limits: { codehost: container.limits.codehost, idp: container.limits.idp },
+    redirectUris: { codehost: config.codehost?.redirectUri, idp: config.idp?.redirectUri },
+    appHost: config.appHost,
+    isProduction: config.isProduction,
+  }));
+  await app.register(orgsRoutes({ orgs: services.orgs, middlewares }));
+  await app.register(threadsRoutes({ threads: services.threads, middlewares }));
+  return app;
+}

@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config.ts';
+import { createContainer } from './container.ts';
+import { serve, work } from './main.ts';
+import { AppError } from './lib/errors.ts';
+import { adminSocketPath, sendToAdminSocket, startAdminSocket } from './admin-socket.ts';
+import { runAdminCommand, UsageError } from './admin-commands.ts';
+
+const USAGE = `Usage: agent-platform <command> [options]
+
+Commands:
+  serve                                  start the HTTP API (and the workers unless RUN_WORKERS=false)
+  worker                                 run background jobs only
+  migrate                                apply database migrations and exit
+  orgs create --slug S --name N          create an organization
+  orgs add-member --org S --email E      add a user to an organization
+  users create --email E --password P --role Admin|Guest [--org S] [--username U] [--first-name F] [--last-name L]
+  users set-password --email E --password P
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command] = argv;
+  if (!command || command === '--help' || command === 'help') {
+    process.stdout.write(USAGE);
+    return command ? 0 : 1;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'serve':
+      await serve(config, {
+        // With embedded PGlite only this process may open the data directory; admin commands from
+        // another terminal reach it through a socket in that directory.
+        afterStart: async (container) => (container.database.kind === 'pglite' ? startAdminSocket(config.dataDir, (args) => runAdminCommand(container, args)) : async () => {}),
+      });
+      return -1;
+    case 'worker':
+      await work(config);
+      return -1;
+    case 'migrate': {
+      const container = await createContainer(config);
+      await container.database.migrate();
+      await container.database.close();
+      process.stdout.write('Migrations applied\n');
+      return 0;
+    }
+    case 'orgs':
+    case 'users': {
+      if (!config.databaseUrl) {
+        const forwarded = await sendToAdminSocket(adminSocketPath(config.dataDir), argv);
+        if (forwarded) {
+          (forwarded.ok ? process.stdout : process.stderr).write(`${forwarded.message}\n`);
+          return forwarded.ok ? 0 : 1;
+        }
+      }
+      const container = await createContainer({ ...config, logLevel: 'warn' });
+      try {
+        await container.database.migrate();
+        process.stdout.write(`${await runAdminCommand(container, argv)}\n`);
+        return 0;
+      } finally {
+        await container.database.close();
+      }
+    }
+    default:
+      throw new UsageError(`Unknown command: ${command}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}`);
+    else if (error instanceof ConfigError || error instanceof AppError) process.stderr.write(`${error.message}\n`);
+    else process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

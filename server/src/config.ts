@@ -1,0 +1,161 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { randomToken } from './lib/crypto.ts';
+
+/** The only reader of process.env: one schema, one frozen typed config. */
+const optionalString = z.string().optional();
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  HOST: optionalString,
+  PORT: port.default(3000),
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
+  DATA_DIR: z.string().default('./data'),
+  ENCRYPTION_MASTER_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  APP_HOST: httpUrl.optional(),
+  API_HOST: httpUrl.optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TRUST_PROXY: optionalString,
+  RUN_WORKERS: booleanFlag.default(true),
+
+  CODEHOST_CLIENT_ID: optionalString,
+  CODEHOST_CLIENT_SECRET: optionalString,
+  CODEHOST_AUTHORIZE_URL: httpUrl.default('https://github.com/login/oauth/authorize'),
+  CODEHOST_TOKEN_URL: httpUrl.default('https://github.com/login/oauth/access_token'),
+  CODEHOST_API_URL: httpUrl.default('https://api.github.com'),
+
+  IDP_CLIENT_ID: optionalString,
+  IDP_CLIENT_SECRET: optionalString,
+  IDP_ISSUER: httpUrl.default('https://accounts.google.com'),
+  IDP_SCOPES: z.string().default('openid email profile'),
+
+  EXTERNAL_AUTH_DEFAULT_PROVIDER: optionalString,
+  EXTERNAL_JWT_PROVIDER_NAME: z.string().default('jwt'),
+  EXTERNAL_JWT_ISSUER: optionalString,
+  EXTERNAL_JWT_JWKS_URL: httpUrl.optional(),
+  EXTERNAL_JWT_AUDIENCE: optionalString,
+  EXTERNAL_JWT_USER_ID_CLAIM: z.string().default('sub'),
+  EXTERNAL_JWT_EMAIL_CLAIM: z.string().default('email'),
+  EXTERNAL_JWT_FIRST_NAME_CLAIM: z.string().default('given_name'),
+  EXTERNAL_JWT_LAST_NAME_CLAIM: z.string().default('family_name'),
+  EXTERNAL_JWT_ADMIN_CLAIM: optionalString,
+
+  SMTP_URL: optionalString,
+  MAIL_API_KEY: optionalString,
+  MAIL_API_URL: httpUrl.default('https://api.resend.com'),
+  MAIL_FROM: z.string().default('Agent Platform <no-reply@agent-platform.localhost>'),
+
+  RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
+  AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function parseTrustProxy(value: string | undefined): boolean | number | string[] {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
+}
+
+/** In development the first start creates a master key under the data directory and reuses it. */
+function developmentMasterKey(dataDir: string, notices: string[]): string {
+  const keyFile = join(dataDir, 'master.key');
+  if (existsSync(keyFile)) return readFileSync(keyFile, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomToken(32);
+  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+  chmodSync(keyFile, 0o600);
+  notices.push(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}. Set ENCRYPTION_MASTER_KEY yourself in production.`);
+  return key;
+}
+
+export function loadConfig(source: Record<string, string | undefined> = process.env) {
+  // An empty variable means "unset", as in most shells' `VAR= command`.
+  const env = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid environment: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  const isProduction = e.NODE_ENV === 'production';
+  if (isProduction) {
+    const missing = (['ENCRYPTION_MASTER_KEY', 'APP_HOST', 'API_HOST'] as const).filter((name) => !e[name]);
+    if (missing.length > 0) {
+      throw new ConfigError(`Missing required environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (required when NODE_ENV=production)`);
+    }
+  }
+  const notices: string[] = [];
+  const dataDir = resolve(e.DATA_DIR);
+  const port = e.PORT;
+  const defaultOrigin = `http://localhost:${port}`;
+  const origin = (url: string) => new URL(url).origin;
+  const apiHost = origin(e.API_HOST ?? defaultOrigin);
+
+  return Object.freeze({
+    env: e.NODE_ENV,
+    isProduction,
+    host: e.HOST ?? (isProduction ? '0.0.0.0' : '127.0.0.1'),
+    port,
+    databaseUrl: e.DATABASE_URL,
+    dataDir,
+    masterKey: e.ENCRYPTION_MASTER_KEY ?? developmentMasterKey(dataDir, notices),
+    appHost: origin(e.APP_HOST ?? defaultOrigin),
+    apiHost,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    runWorkers: e.RUN_WORKERS,
+    codehost: e.CODEHOST_CLIENT_ID && e.CODEHOST_CLIENT_SECRET
+      ? {
+        clientId: e.CODEHOST_CLIENT_ID,
+        clientSecret: e.CODEHOST_CLIENT_SECRET,
+        authorizeUrl: e.CODEHOST_AUTHORIZE_URL,
+        tokenUrl: e.CODEHOST_TOKEN_URL,
+        apiUrl: e.CODEHOST_API_URL.replace(/\/$/, ''),
+        redirectUri: `${apiHost}/auth/codehost/callback`,
+      }
+      : null,
+    idp: e.IDP_CLIENT_ID && e.IDP_CLIENT_SECRET
+      ? {
+        clientId: e.IDP_CLIENT_ID,
+        clientSecret: e.IDP_CLIENT_SECRET,
+        issuer: e.IDP_ISSUER,
+        scopes: e.IDP_SCOPES,
+        redirectUri: `${apiHost}/auth/idp/callback`,
+      }
+      : null,
+    externalAuth: {
+      defaultProvider: e.EXTERNAL_AUTH_DEFAULT_PROVIDER,
+      jwt: e.EXTERNAL_JWT_JWKS_URL
+        ? {
+          name: e.EXTERNAL_JWT_PROVIDER_NAME,
+          issuer: e.EXTERNAL_JWT_ISSUER,
+          jwksUrl: e.EXTERNAL_JWT_JWKS_URL,
+          audience: e.EXTERNAL_JWT_AUDIENCE,
+          claims: {
+            userId: e.EXTERNAL_JWT_USER_ID_CLAIM,
+            email: e.EXTERNAL_JWT_EMAIL_CLAIM,
+            firstName: e.EXTERNAL_JWT_FIRST_NAME_CLAIM,
+            lastName: e.EXTERNAL_JWT_LAST_NAME_CLAIM,
+            isAdmin: e.EXTERNAL_JWT_ADMIN_CLAIM,
+          },
+        }
+        : null,
+    },
+    mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
+    rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE },
+    notices: Object.freeze(notices),
+  });
+}
+
+export type Config = ReturnType<typeof loadConfig>;

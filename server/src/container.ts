@@ -1,0 +1,116 @@
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { authJobHandlers } from './features/auth/auth.jobs.ts';
+import { createAuthService } from './features/auth/auth.service.ts';
+import { createExternalAuthService } from './features/auth/external/external-auth.service.ts';
+import { createJwtAuthProvider } from './features/auth/external/jwt-provider.ts';
+import { createExternalAuthRegistry } from './features/auth/external/registry.ts';
+import { createSessionMiddlewares } from './features/auth/middlewares.ts';
+import { createCodehostProvider } from './features/auth/oauth/codehost.ts';
+import { createIdpProvider } from './features/auth/oauth/idp.ts';
+import { createOAuthService } from './features/auth/oauth/oauth.service.ts';
+import { createPasswordResetService } from './features/auth/password-reset.service.ts';
+import { createSessionsService } from './features/auth/sessions.service.ts';
+import { createOrgsService } from './features/orgs/orgs.service.ts';
+import { createThreadsService } from './features/threads/threads.service.ts';
+import { createUsersService } from './features/users/users.service.ts';
+import { createJobRunner } from './jobs/job-runner.ts';
+import type { JobHandlers } from './jobs/registry.ts';
+import { systemClock, type Clock } from './lib/clock.ts';
+import { createSecretBox } from './lib/crypto.ts';
+import { loggerOptions } from './lib/logger.ts';
+import { createMetrics } from './lib/metrics.ts';
+import { createPasswordHasher } from './lib/passwords.ts';
+import { createRateLimiters } from './lib/rate-limit.ts';
+import { createSystemMailer } from './lib/system-mailer.ts';
+
+export interface ContainerOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /** An already open database (tests make a fresh one per file). */
+  database?: Database;
+}
+
+/** The composition root: database -> repositories -> services -> job handlers. */
+export async function createContainer(config: Config, options: ContainerOptions = {}) {
+  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
+  const clock = options.clock ?? systemClock;
+  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, pgliteDataDir: join(config.dataDir, 'pglite') }));
+  const { db } = database;
+  const metrics = createMetrics();
+  const box = createSecretBox(config.masterKey);
+  const passwords = createPasswordHasher();
+  const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
+  const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
+  const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
+  const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
+  const limits = {
+    login: rateLimiters.create({ name: 'auth-login', ...authPerMinute }),
+    codehost: rateLimiters.create({ name: 'auth-codehost', ...authPerMinute }),
+    idp: rateLimiters.create({ name: 'auth-idp', ...authPerMinute }),
+    external: rateLimiters.create({ name: 'auth-external', ...authPerMinute }),
+    forgotPasswordByIp: rateLimiters.create({ name: 'auth-forgot-ip', ...authPerMinute }),
+    forgotPasswordByEmail: rateLimiters.create({ name: 'auth-forgot-email', points: 5, durationSeconds: 60 * 60 }),
+  };
+
+  const externalAuthRegistry = createExternalAuthRegistry();
+  if (config.externalAuth.jwt) externalAuthRegistry.registerExternalAuthProvider(createJwtAuthProvider(config.externalAuth.jwt));
+
+  const users = createUsersService({ db, passwords });
+  const sessions = createSessionsService({ db, clock });
+  const services = {
+    users,
+    sessions,
+    auth: createAuthService({ db, passwords, sessions }),
+    passwordReset: createPasswordResetService({ db, clock, jobs, mailer, passwords, sessions, appHost: config.appHost, logger }),
+    oauth: createOAuthService({
+      db,
+      users,
+      sessions,
+      providers: {
+        ...(config.codehost ? { codehost: createCodehostProvider(config.codehost) } : {}),
+        ...(config.idp ? { idp: createIdpProvider(config.idp) } : {}),
+      },
+    }),
+    externalAuth: createExternalAuthService({ db, registry: externalAuthRegistry, users, sessions, box, defaultProvider: config.externalAuth.defaultProvider }),
+    orgs: createOrgsService({ db }),
+    threads: createThreadsService({ db }),
+  };
+  const trustedOrigins: ReadonlySet<string> = new Set([config.appHost, config.apiHost]);
+  const middlewares = createSessionMiddlewares({ sessions, trustedOrigins });
+  const jobHandlers: JobHandlers = { ...authJobHandlers(services) };
+
+  return {
+    config,
+    logger,
+    clock,
+    database,
+    db,
+    metrics,
+    box,
+    jobs,
+    mailer,
+    limits,
+    externalAuthRegistry,
+    services,
+    middlewares,
+    trustedOrigins,
+
+    /** Migrates the database and starts the job queue; with `workers`, this process runs jobs too. */
+    async start({ workers }: { workers: boolean }) {
+      await database.migrate();
+      await jobs.start();
+      if (workers) await jobs.work(jobHandlers);
+    },
+
+    async close() {
+      await jobs.stop();
+      await rateLimiters.close();
+      await database.close();
+    },
+  };
+}
+
+export type Container = Awaited<ReturnType<typeof createContainer>>;

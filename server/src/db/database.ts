@@ -1,0 +1,91 @@
+import { PGlite } from '@electric-sql/pglite';
+import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import pg from 'pg';
+import type { ConstructorOptions, Db as JobsDb } from 'pg-boss';
+import { migrationProvider } from './migrations/index.ts';
+import { PGliteDialect, PGliteLock } from './pglite-dialect.ts';
+import type { DB } from './schema.ts';
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+export interface Database {
+  readonly kind: DatabaseKind;
+  readonly db: Kysely<DB>;
+  /** How pg-boss reaches this same database. */
+  readonly jobsOptions: ConstructorOptions;
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres:// URL; when absent, PGlite runs embedded. */
+  url?: string;
+  /** PGlite data directory, or `memory://` for an in-memory database. */
+  pgliteDataDir?: string;
+  poolSize?: number;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.pgliteDataDir ?? 'memory://');
+}
+
+// pg parses timestamptz to Date already; int8 and numeric stay strings unless asked.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>): Database {
+  return {
+    kind,
+    db,
+    jobsOptions,
+    async migrate() {
+      const migrator = new Migrator({ db, provider: migrationProvider });
+      const { error, results } = await migrator.migrateToLatest();
+      const failed = results?.find((result) => result.status === 'Error');
+      if (error || failed) {
+        throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error | undefined)?.message ?? error)}`, { cause: error });
+      }
+    },
+    async ping() {
+      await sql`select 1`.execute(db);
+    },
+    close,
+  };
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that loses its connection must not crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  const jobsOptions: ConstructorOptions = { connectionString: url, max: 4 };
+  return withCommon('postgres', db, jobsOptions, () => db.destroy());
+}
+
+async function openPglite(dataDir: string): Promise<Database> {
+  const pglite = await PGlite.create(dataDir);
+  const lock = new PGliteLock();
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock), plugins: [new CamelCasePlugin()] });
+  const jobsDb: JobsDb = {
+    // pg-boss sends parameterless multi-statement scripts (exec) and single statements (query).
+    // An error inside its BEGIN ... COMMIT blocks must not leave the shared connection aborted,
+    // so the rollback happens before the lock is released.
+    executeSql: (text, values) =>
+      lock.run(async () => {
+        try {
+          if (values?.length) return await pglite.query(text, values);
+          const results = await pglite.exec(text);
+          return { rows: results.flatMap((result) => result.rows) };
+        } catch (error) {
+          await pglite.query('rollback').catch(() => {});
+          throw error;
+        }
+      }),
+  };
+  const jobsOptions: ConstructorOptions = { db: jobsDb, backend: 'pglite' };
+  return withCommon('pglite', db, jobsOptions, async () => {
+    await db.destroy();
+    await pglite.close();
+  });
+}

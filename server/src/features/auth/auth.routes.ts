@@ -1,0 +1,85 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { RateLimiter } from '../../lib/rate-limit.ts';
+import { toPublicUser, userSchema } from '../users/users.schemas.ts';
+import type { AuthService, RequestMeta } from './auth.service.ts';
+import { credentialsLoginBody, errorSchema, sessionSecurity, externalAuthBody, externalAuthResponse, forgotPasswordBody, resetPasswordBody, successSchema } from './auth.schemas.ts';
+import type { ExternalAuthService } from './external/external-auth.service.ts';
+import type { SessionMiddlewares } from './middlewares.ts';
+import type { PasswordResetService } from './password-reset.service.ts';
+import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
+import type { FastifyRequest } from 'fastify';
+
+export interface AuthRouteDeps {
+  auth: AuthService;
+  passwordReset: PasswordResetService;
+  externalAuth: ExternalAuthService;
+  middlewares: SessionMiddlewares;
+  limits: { login: RateLimiter; forgotPasswordByIp: RateLimiter; forgotPasswordByEmail: RateLimiter; external: RateLimiter };
+  isProduction: boolean;
+}
+
+export const requestMeta = (request: FastifyRequest): RequestMeta => ({ ipAddress: request.ip, userAgent: request.headers['user-agent'] });
+
+const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 429: errorSchema };
+
+export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post('/auth/login/credentials', {
+      schema: { tags: ['auth'], summary: 'Log in with email and password', body: credentialsLoginBody, response: { 200: userSchema, ...errors } },
+      preHandler: async (request) => deps.limits.login.consume(request.ip),
+    }, async (request, reply) => {
+      const { user, token } = await deps.auth.loginWithCredentials(request.body.email, request.body.password, requestMeta(request));
+      setSessionCookie(reply, token, deps.isProduction);
+      return toPublicUser(user);
+    });
+
+    app.get('/auth/me', {
+      schema: { tags: ['auth'], summary: 'The signed-in user', security: sessionSecurity, response: { 200: userSchema, ...errors } },
+      preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
+    }, async (request) => toPublicUser(request.user!));
+
+    app.post('/auth/logout', {
+      schema: { tags: ['auth'], summary: 'End the current session', security: sessionSecurity, response: { 200: successSchema, ...errors } },
+      preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
+    }, async (request, reply) => {
+      await deps.auth.logout(request.sessionToken!);
+      clearSessionCookie(reply, deps.isProduction);
+      return { success: true as const };
+    });
+
+    app.post('/auth/forgot-password', {
+      schema: {
+        tags: ['auth'],
+        summary: 'Mail a password reset link',
+        description: 'Answers the same whether or not an account exists for the email.',
+        body: forgotPasswordBody,
+        response: { 200: successSchema, ...errors },
+      },
+      preHandler: async (request) => {
+        await deps.limits.forgotPasswordByIp.consume(request.ip);
+        await deps.limits.forgotPasswordByEmail.consume((request.body as { email: string }).email.toLowerCase());
+      },
+    }, async (request) => {
+      await deps.passwordReset.requestReset(request.body.email);
+      return { success: true as const, message: 'If an account exists for that email, a reset link is on its way.' };
+    });
+
+    app.post('/auth/reset-password', {
+      schema: { tags: ['auth'], summary: 'Set a new password with a reset token', body: resetPasswordBody, response: { 200: successSchema, ...errors } },
+      preHandler: async (request) => deps.limits.forgotPasswordByIp.consume(request.ip),
+    }, async (request) => {
+      await deps.passwordReset.resetPassword(request.body.token, request.body.newPassword);
+      return { success: true as const, message: 'Password updated. Log in with the new password.' };
+    });
+
+    app.post('/auth/external', {
+      schema: { tags: ['auth'], summary: 'Log in with a token of an external auth provider', body: externalAuthBody, response: { 200: externalAuthResponse, ...errors } },
+      preHandler: async (request) => deps.limits.external.consume(request.ip),
+    }, async (request, reply) => {
+      const { user, token, expiresAt } = await deps.externalAuth.authenticate(request.body.authToken, request.body.providerName, requestMeta(request));
+      setSessionCookie(reply, token, deps.isProduction);
+      return { user: toPublicUser(user), sessionToken: token, expiresAt: expiresAt.toISOString() };
+    });
+  };
+}
+

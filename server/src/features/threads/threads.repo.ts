@@ -1,0 +1,22 @@
+import type { Kysely } from 'kysely';
+import type { DB, ThreadRow } from '../../db/schema.ts';
+import type { Cursor } from '../../lib/pagination.ts';
+
+export const threadsRepo = {
+  /** `limit + 1` rows of the user's threads, newest first, after the cursor. */
+  listForUser: (db: Kysely<DB>, userId: string, limit: number, after?: Cursor): Promise<ThreadRow[]> =>
+    db
+      .selectFrom('threads')
+      .selectAll()
+      .where('userId', '=', userId)
+      .$if(after !== undefined, (q) =>
+        q.where((eb) => eb.or([eb('createdAt', '<', after!.createdAt), eb.and([eb('createdAt', '=', after!.createdAt), eb('id', '<', after!.id)])])),
+      )
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute(),
+
+  insert: (db: Kysely<DB>, thread: { id: string; orgId: string | null; userId: string; channel: string; title: string; createdAt?: Date }) =>
+    db.insertInto('threads').values(thread).returningAll().executeTakeFirstOrThrow(),
+};

@@ -1,0 +1,69 @@
+import { PgBoss, fromKysely, type Db, type ConstructorOptions } from 'pg-boss';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
+import type { Metrics } from '../lib/metrics.ts';
+
+export interface JobRunner {
+  start(): Promise<void>;
+  /** Starts a worker per queue; a process that only serves HTTP never calls this. */
+  work(handlers: JobHandlers): Promise<void>;
+  /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
+  enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
+  stop(): Promise<void>;
+}
+
+export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
+  const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
+  const workerIds = new Map<QueueName, string[]>();
+  let started = false;
+  boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
+
+  return {
+    async start() {
+      await boss.start();
+      for (const [name, queue] of Object.entries(jobQueues)) {
+        await boss.createQueue(name, queue.options);
+      }
+      started = true;
+    },
+
+    async work(handlers) {
+      for (const name of Object.keys(jobQueues) as QueueName[]) {
+        const handler = handlers[name] as (payload: unknown, meta: { jobId: string; retryCount: number }) => Promise<void>;
+        const schema = jobQueues[name].payload;
+        const id = await boss.work(name, { pollingIntervalSeconds: 2, batchSize: 1 }, async ([job]) => {
+          if (!job) return;
+          const started = performance.now();
+          try {
+            await handler(schema.parse(job.data), { jobId: job.id, retryCount: job.retryCount });
+            deps.metrics.jobs.inc({ queue: name, outcome: 'completed' });
+          } catch (error) {
+            deps.metrics.jobs.inc({ queue: name, outcome: 'failed' });
+            deps.logger.warn({ err: error, queue: name, jobId: job.id }, 'job failed');
+            throw error;
+          } finally {
+            deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
+          }
+        });
+        workerIds.set(name, [...(workerIds.get(name) ?? []), id]);
+      }
+    },
+
+    async enqueue(queue, payload, options = {}) {
+      if (!started) throw new Error('The job runner is not started');
+      const data = jobQueues[queue].payload.parse(payload);
+      const db: Db | undefined = options.trx ? fromKysely(options.trx) : undefined;
+      const id = await boss.send(queue, data, { ...jobQueues[queue].options, db, startAfter: options.startAfter });
+      // Wake a local worker now instead of at its next poll (only after the job is visible).
+      if (!options.trx) for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
+      return id;
+    },
+
+    async stop() {
+      if (!started) return;
+      started = false;
+      await boss.stop({ graceful: true, timeout: 10_000, close: true });
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** An opaque random token of `bytes` bytes (default 256 bits), base64url. */
+export function randomToken(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+/** Compares two secrets in time independent of where they differ and of their lengths. */
+export function timingSafeEqualString(a: string, b: string): boolean {
+  const left = createHash('sha256').update(a).digest();
+  const right = createHash('sha256').update(b).digest();
+  return timingSafeEqual(left, right);
+}
+
+const BOX_VERSION = 'v1';
+const BOX_INFO = 'agent-platform/secret-box/v1';
+
+/**
+ * AES-256-GCM encryption of secrets at rest. Every value gets its own random 32-byte salt (the key
+ * is derived from the master key with HKDF-SHA256 and that salt) and a random 16-byte IV.
+ * Format: `v1.<salt>.<iv>.<tag>.<ciphertext>`, each part base64url.
+ */
+export interface SecretBox {
+  encrypt(plaintext: string): string;
+  decrypt(sealed: string): string;
+}
+
+export function createSecretBox(masterKey: string): SecretBox {
+  const ikm = Buffer.from(masterKey, 'utf8');
+  const deriveKey = (salt: Buffer) => Buffer.from(hkdfSync('sha256', ikm, salt, BOX_INFO, 32));
+  return {
+    encrypt(plaintext) {
+      const salt = randomBytes(32);
+      const iv = randomBytes(16);
+      const cipher = createCipheriv('aes-256-gcm', deriveKey(salt), iv);
+      const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      const parts = [salt, iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString('base64url'));
+      return [BOX_VERSION, ...parts].join('.');
+    },
+    decrypt(sealed) {
+      const [version, salt, iv, tag, ciphertext] = sealed.split('.');
+      if (version !== BOX_VERSION || !salt || !iv || !tag || ciphertext === undefined) {
+        throw new Error('Malformed sealed value');
+      }
+      const decipher = createDecipheriv('aes-256-gcm', deriveKey(Buffer.from(salt, 'base64url')), Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * The closed set of error codes the API answers with, each mapped to one HTTP status.
+ * Every error body is `{ error: <human message>, code: <one of these> }`.
+ */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  validation_failed: 400,
+  invalid_json: 400,
+  invalid_reset_token: 400,
+  oauth_state_mismatch: 400,
+  oauth_exchange_failed: 400,
+  unknown_auth_provider: 400,
+  session_missing: 401,
+  session_invalid: 401,
+  invalid_credentials: 401,
+  invalid_external_token: 401,
+  admin_required: 403,
+  csrf_rejected: 403,
+  not_found: 404,
+  provider_not_configured: 404,
+  conflict: 409,
+  email_in_use: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  upstream_unavailable: 502,
+  not_ready: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorBody {
+  error: string;
+  code: ErrorCode;
+  details?: unknown;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: unknown;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { details?: unknown; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = options.details;
+    this.headers = options.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return this.details === undefined
+      ? { error: this.message, code: this.code }
+      : { error: this.message, code: this.code, details: this.details };
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} not found`);

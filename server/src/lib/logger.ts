@@ -1,0 +1,39 @@
+import type { LoggerOptions } from 'pino';
+
+const SENSITIVE_QUERY_KEYS = /^(code|state|token|access_token|id_token|session)$/i;
+
+/** Replaces sensitive query values (OAuth codes, tokens) so URLs can be logged. */
+export function redactUrl(url: string): string {
+  const index = url.indexOf('?');
+  if (index === -1) return url;
+  const params = new URLSearchParams(url.slice(index + 1));
+  for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key)) params.set(key, '[REDACTED]');
+  return `${url.slice(0, index)}?${params.toString()}`;
+}
+
+/** pino options shared by the server and the CLI: secrets never reach a log line. */
+export function loggerOptions(level: string): LoggerOptions {
+  return {
+    level,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers.session',
+        'req.headers["x-webhook-token"]',
+        'res.headers["set-cookie"]',
+        '*.password',
+        '*.newPassword',
+        '*.token',
+        '*.authToken',
+        '*.secret',
+        '*.apiKey',
+        '*.accessToken',
+      ],
+      censor: '[REDACTED]',
+    },
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+    },
+  };
+}

@@ -1,0 +1,10 @@
+import type { SessionRow, UserRow } from './db/schema.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the session middlewares. */
+    user: UserRow | null;
+    session: SessionRow | null;
+    sessionToken: string | null;
+  }
+}
