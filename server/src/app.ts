@@ -1,6 +1,5 @@
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError } from 'fastify';
@@ -18,6 +17,7 @@ import { opsRoutes } from './features/ops/ops.routes.ts';
 import { orgsRoutes } from './features/orgs/orgs.routes.ts';
 import { threadsRoutes } from './features/threads/threads.routes.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
+import { securityHeaders } from './lib/security-headers.ts';
 
 /** Fastify's own 4xx errors, mapped onto our closed set of codes. */
 const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
@@ -55,6 +55,8 @@ export async function buildApp(container: Container) {
     forceCloseConnections: 'idle',
   }).withTypeProvider<ZodTypeProvider>();
 
+  // The API speaks JSON; other media types get 415 rather than a confusing validation error.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('user', null);
@@ -62,7 +64,7 @@ export async function buildApp(container: Container) {
   app.decorateRequest('sessionToken', null);
 
   await app.register(cookie);
-  await app.register(helmet, { contentSecurityPolicy: false });
+  app.addHook('onRequest', securityHeaders({ hsts: config.isProduction }));
   await app.register(cors, { origin: [...container.trustedOrigins], credentials: true });
   await app.register(swagger, {
     openapi: {
@@ -80,10 +82,9 @@ export async function buildApp(container: Container) {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    metrics.httpRequests.inc(labels);
-    metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.recordRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {

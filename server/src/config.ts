@@ -52,6 +52,7 @@ const envSchema = z.object({
 
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
+  SESSION_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(60).default(5),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -96,7 +97,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     }
   }
   const notices: string[] = [];
-  const dataDir = resolve(e.DATA_DIR);
+  // npm runs workspace scripts inside server/; relative paths mean the directory npm was run from.
+  const dataDir = resolve(env.INIT_CWD ?? process.cwd(), e.DATA_DIR);
   const port = e.PORT;
   const defaultOrigin = `http://localhost:${port}`;
   const origin = (url: string) => new URL(url).origin;
@@ -153,6 +155,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
         : null,
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
+    sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE },
     notices: Object.freeze(notices),
   });

@@ -21,6 +21,7 @@ import type { JobHandlers } from './jobs/registry.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
 import { loggerOptions } from './lib/logger.ts';
+import { createInvalidationBus } from './lib/invalidation-bus.ts';
 import { createMetrics } from './lib/metrics.ts';
 import { createPasswordHasher } from './lib/passwords.ts';
 import { createRateLimiters } from './lib/rate-limit.ts';
@@ -44,6 +45,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const passwords = createPasswordHasher();
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
+  const bus = createInvalidationBus({ postgresUrl: database.url, logger });
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
   const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
   const limits = {
@@ -59,7 +61,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   if (config.externalAuth.jwt) externalAuthRegistry.registerExternalAuthProvider(createJwtAuthProvider(config.externalAuth.jwt));
 
   const users = createUsersService({ db, passwords });
-  const sessions = createSessionsService({ db, clock });
+  const sessions = createSessionsService({ db, clock, bus, cacheTtlMs: config.sessionCacheTtlMs });
   const services = {
     users,
     sessions,
@@ -91,6 +93,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     metrics,
     box,
     jobs,
+    bus,
     mailer,
     limits,
     externalAuthRegistry,
@@ -107,6 +110,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
 
     async close() {
       await jobs.stop();
+      await bus.close();
       await rateLimiters.close();
       await database.close();
     },

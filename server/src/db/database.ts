@@ -12,6 +12,8 @@ export type DatabaseKind = 'pglite' | 'postgres';
 export interface Database {
   readonly kind: DatabaseKind;
   readonly db: Kysely<DB>;
+  /** The connection URL (PostgreSQL only): for listeners that need a connection of their own. */
+  readonly url?: string;
   /** How pg-boss reaches this same database. */
   readonly jobsOptions: ConstructorOptions;
   migrate(): Promise<void>;
@@ -34,10 +36,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 // pg parses timestamptz to Date already; int8 and numeric stay strings unless asked.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>): Database {
+function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>, url?: string): Database {
   return {
     kind,
     db,
+    url,
     jobsOptions,
     async migrate() {
       const migrator = new Migrator({ db, provider: migrationProvider });
@@ -60,7 +63,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
   const jobsOptions: ConstructorOptions = { connectionString: url, max: 4 };
-  return withCommon('postgres', db, jobsOptions, () => db.destroy());
+  return withCommon('postgres', db, jobsOptions, () => db.destroy(), url);
 }
 
 async function openPglite(dataDir: string): Promise<Database> {

@@ -33,7 +33,8 @@ export function loggerOptions(level: string): LoggerOptions {
       censor: '[REDACTED]',
     },
     serializers: {
-      req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+      // Method, path and client only: headers (cookies, tokens) never reach the log.
+      req: (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: req.url === undefined ? undefined : redactUrl(req.url), ip: req.ip }),
     },
   };
 }

@@ -68,12 +68,14 @@ export function createPasswordResetService(deps: {
       // Hash first: the transaction below stays short.
       const passwordHash = await deps.passwords.hash(newPassword);
       const now = deps.clock.now();
-      await deps.db.transaction().execute(async (trx) => {
-        const userId = await passwordResetRepo.consume(trx, sha256Hex(token), now);
-        if (!userId) throw new AppError('invalid_reset_token', 'Invalid or expired reset token');
-        await usersRepo.update(trx, userId, { passwordHash, updatedAt: now });
-        await deps.sessions.revokeAllForUser(userId, trx);
+      const userId = await deps.db.transaction().execute(async (trx) => {
+        const consumed = await passwordResetRepo.consume(trx, sha256Hex(token), now);
+        if (!consumed) throw new AppError('invalid_reset_token', 'Invalid or expired reset token');
+        await usersRepo.update(trx, consumed, { passwordHash, updatedAt: now });
+        await deps.sessions.revokeAllForUser(consumed, trx);
+        return consumed;
       });
+      await deps.sessions.forgetUser(userId);
     },
   };
 }

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { DB, SessionRow, UserRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
+import { INVALIDATE_ALL, type InvalidationBus } from '../../lib/invalidation-bus.ts';
 import { sessionsRepo } from './sessions.repo.ts';
 
 /** Spec 2.2: 30 days. */
@@ -13,12 +14,45 @@ export interface AuthenticatedSession {
   session: SessionRow;
 }
 
+const CACHE_TOPIC = 'session';
+const CACHE_MAX_ENTRIES = 50_000;
+
 /**
  * Sessions are opaque 256-bit tokens; only their SHA-256 is stored, so a database leak yields no
  * usable session. Looking up by the hash of the presented token is itself the comparison: no
  * secret is compared byte by byte in application code.
+ *
+ * Valid sessions are cached in memory for `cacheTtlMs` (the check runs on every request). Logout
+ * and revocation remove entries at once, in every process through the invalidation bus; a lookup
+ * that raced with a revocation is not cached. The TTL bounds how long a changed role takes effect.
  */
-export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock }) {
+export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus: InvalidationBus; cacheTtlMs: number }) {
+  const cache = new Map<string, { value: AuthenticatedSession; freshUntil: number }>();
+  let generation = 0;
+  deps.bus.subscribe(CACHE_TOPIC, (key) => {
+    generation++;
+    if (key === INVALIDATE_ALL) cache.clear();
+    else if (key.startsWith('user:')) {
+      const userId = key.slice(5);
+      for (const [hash, entry] of cache) if (entry.value.user.id === userId) cache.delete(hash);
+    } else cache.delete(key);
+  });
+
+  async function lookup(tokenHash: string): Promise<AuthenticatedSession | undefined> {
+    const now = deps.clock.now();
+    const cached = cache.get(tokenHash);
+    if (cached && cached.freshUntil > performance.now()) {
+      return cached.value.session.expiresAt > now ? cached.value : undefined;
+    }
+    const startedAt = generation;
+    const found = await sessionsRepo.findValidByTokenHash(deps.db, tokenHash, now);
+    if (found && deps.cacheTtlMs > 0 && generation === startedAt) {
+      if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+      cache.set(tokenHash, { value: found, freshUntil: performance.now() + deps.cacheTtlMs });
+    } else if (!found) cache.delete(tokenHash);
+    return found;
+  }
+
   return {
     async create(userId: string, meta: { ipAddress?: string; userAgent?: string } = {}): Promise<{ token: string; expiresAt: Date }> {
       const token = randomToken(32);
@@ -35,16 +69,23 @@ export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock }) {
     },
 
     validate(token: string): Promise<AuthenticatedSession | undefined> {
-      return sessionsRepo.findValidByTokenHash(deps.db, sha256Hex(token), deps.clock.now());
+      return lookup(sha256Hex(token));
     },
 
     async revoke(token: string): Promise<void> {
-      await sessionsRepo.deleteByTokenHash(deps.db, sha256Hex(token));
+      const tokenHash = sha256Hex(token);
+      await sessionsRepo.deleteByTokenHash(deps.db, tokenHash);
+      await deps.bus.publish(CACHE_TOPIC, tokenHash);
     },
 
+    /** Inside a transaction, call `forgetUser` after it commits. */
     async revokeAllForUser(userId: string, trx: Kysely<DB> = deps.db): Promise<void> {
       await sessionsRepo.deleteAllForUser(trx, userId);
+      if (trx === deps.db) await this.forgetUser(userId);
     },
+
+    /** Drops the user's cached sessions everywhere, e.g. after a role or password change. */
+    forgetUser: (userId: string) => deps.bus.publish(CACHE_TOPIC, `user:${userId}`),
 
     async deleteExpired(): Promise<void> {
       await sessionsRepo.deleteExpired(deps.db, deps.clock.now());

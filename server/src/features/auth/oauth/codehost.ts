@@ -64,7 +64,6 @@ export function createCodehostProvider(config: CodehostConfig): OAuthProvider {
     },
 
     async complete(callbackUrl, checks): Promise<OAuthProfile> {
-      if (!checks.state || !checks.verifier) throw new AppError('oauth_state_mismatch', 'OAuth state is missing; start the login again');
       const tokens = await oidc
         .authorizationCodeGrant(client, callbackUrl, { expectedState: checks.state, pkceCodeVerifier: checks.verifier })
         .catch((error: unknown) => {
@@ -84,16 +83,10 @@ export function createCodehostProvider(config: CodehostConfig): OAuthProvider {
   };
 }
 
-/** A bad or mismatched state is the caller's fault (400); anything else at the provider is 400 too, with its reason. */
+/** A code or answer the provider refuses is a 400 with its reason; an unreachable provider is a 502. */
 export function toOAuthError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const e = error as { code?: string; error?: string; message?: string };
-  if (e.code === 'OAUTH_INVALID_RESPONSE' && /state/i.test(e.message ?? '')) {
-    return new AppError('oauth_state_mismatch', 'OAuth state does not match; start the login again');
-  }
-  if (/state/i.test(e.message ?? '') && e.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') {
-    return new AppError('oauth_state_mismatch', 'OAuth state does not match; start the login again');
-  }
   if (e.error) return new AppError('oauth_exchange_failed', `The provider refused the login: ${e.error}`);
   if (e.code?.startsWith('OAUTH_')) return new AppError('oauth_exchange_failed', `The provider's answer was not accepted: ${e.message}`);
   return new AppError('upstream_unavailable', 'The login provider could not be reached', { cause: error });

@@ -46,9 +46,6 @@ export function createIdpProvider(config: IdpConfig): OAuthProvider {
     },
 
     async complete(callbackUrl, checks): Promise<OAuthProfile> {
-      if (!checks.state || !checks.nonce || !checks.verifier) {
-        throw new AppError('oauth_state_mismatch', 'OAuth state is missing; start the login again');
-      }
       const oidcClient = await getClient();
       try {
         const tokens = await oidc.authorizationCodeGrant(oidcClient, callbackUrl, {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB, UserRow } from '../../../db/schema.ts';
+import { timingSafeEqualString } from '../../../lib/crypto.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { usersRepo } from '../../users/users.repo.ts';
 import type { UsersService } from '../../users/users.service.ts';
@@ -9,6 +10,14 @@ import type { OAuthProfile, OAuthProvider, OAuthProviderName } from './oauth-pro
 
 const PROVIDER_COLUMN = { codehost: 'codehostId', idp: 'idpId' } as const;
 const PROVIDER_LABEL = { codehost: 'codehost', idp: 'idp' } as const;
+
+/** The state sent back must be the one kept in this browser's cookie, or the login was not started here. */
+function assertStateMatches(callbackUrl: URL, checks: Record<string, string | undefined>): void {
+  const returned = callbackUrl.searchParams.get('state');
+  if (!checks.state || !returned || !timingSafeEqualString(returned, checks.state)) {
+    throw new AppError('oauth_state_mismatch', 'OAuth state is missing or does not match; start the login again');
+  }
+}
 
 export function createOAuthService(deps: {
   db: Kysely<DB>;
@@ -57,6 +66,7 @@ export function createOAuthService(deps: {
     begin: (name: OAuthProviderName) => provider(name).begin(),
 
     async complete(name: OAuthProviderName, callbackUrl: URL, checks: Record<string, string | undefined>, meta: RequestMeta): Promise<SignedIn> {
+      assertStateMatches(callbackUrl, checks);
       const profile = await provider(name).complete(callbackUrl, checks);
       const user = await findOrCreateUser(name, profile);
       return { user, ...(await deps.sessions.create(user.id, meta)) };

@@ -1,0 +1,115 @@
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+export const ROOT = join(import.meta.dirname, '..', '..');
+const CLI = join(ROOT, 'server', 'src', 'cli.ts');
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export async function load(options: autocannon.Options): Promise<LoadResult> {
+  const result = await autocannon({ duration: 10, connections: 50, ...options });
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+/** A fresh database for one benchmark run: a new PostgreSQL database, or a PGlite data directory. */
+export async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'ap-bench-'));
+  if (kind === 'pglite') return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `ap_bench_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATA_DIR: dataDir, DATABASE_URL: url.href },
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export function runCli(env: Record<string, string>, ...args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cli ${args.join(' ')} failed: ${stderr}`))));
+  });
+}
+
+/** Our server in its own process, like production. */
+export async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', PORT: String(port), API_HOST: url, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const deadline = Date.now() + 60_000;
+  while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the service did not start');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { url, stop: () => stopChild(child) };
+}
+
+export async function startBareServer(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = fork(join(import.meta.dirname, 'bare-server.ts'), { env: { ...process.env, PORT: String(port) } });
+  await new Promise((resolve) => child.once('message', resolve));
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -1,0 +1,57 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('stops production start-up naming each missing required variable', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_MASTER_KEY, APP_HOST, API_HOST/);
+    expect(() => loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example' })).toThrow(/variable API_HOST/);
+    const config = loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example/', API_HOST: 'https://api.example' });
+    expect(config.isProduction).toBe(true);
+    expect(config.host).toBe('0.0.0.0');
+    expect(config.appHost).toBe('https://app.example');
+  });
+
+  it('in development, generates a master key under the data directory once and reuses it', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ap-config-'));
+    try {
+      const first = loadConfig({ DATA_DIR: dataDir });
+      expect(first.notices.join()).toMatch(/Generated a development ENCRYPTION_MASTER_KEY/);
+      expect(readFileSync(join(dataDir, 'master.key'), 'utf8').trim()).toBe(first.masterKey);
+      expect(statSync(join(dataDir, 'master.key')).mode & 0o777).toBe(0o600);
+      const second = loadConfig({ DATA_DIR: dataDir });
+      expect(second.masterKey).toBe(first.masterKey);
+      expect(second.notices).toEqual([]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('has the documented defaults', () => {
+    const config = loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32) });
+    expect(config.port).toBe(3000);
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.apiHost).toBe('http://localhost:3000');
+    expect(config.codehost).toBeNull();
+    expect(config.idp).toBeNull();
+    expect(config.rateLimit.authPerMinute).toBe(10);
+  });
+
+  it('rejects bad values with a message naming the variable, and treats empty ones as unset', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres/);
+    expect(() => loadConfig({ ENCRYPTION_MASTER_KEY: 'short' })).toThrow(/ENCRYPTION_MASTER_KEY/);
+    expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), DATABASE_URL: '' }).databaseUrl).toBeUndefined();
+  });
+
+  it('turns on an OAuth provider only with both client id and secret', () => {
+    const key = { ENCRYPTION_MASTER_KEY: 'k'.repeat(32) };
+    expect(loadConfig({ ...key, CODEHOST_CLIENT_ID: 'id' }).codehost).toBeNull();
+    const both = loadConfig({ ...key, CODEHOST_CLIENT_ID: 'id', CODEHOST_CLIENT_SECRET: 'secret', API_HOST: 'https://api.example' });
+    expect(both.codehost?.redirectUri).toBe('https://api.example/auth/codehost/callback');
+    expect(loadConfig({ ...key, IDP_CLIENT_ID: 'id', IDP_CLIENT_SECRET: 's' }).idp?.issuer).toBe('https://accounts.google.com');
+  });
+});

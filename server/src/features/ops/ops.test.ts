@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => app?.close());
+
+describe('operations endpoints', () => {
+  it('GET /healthz and /readyz answer', async () => {
+    expect(await (await app.request('GET', '/healthz')).json()).toEqual({ status: 'ok' });
+    expect(await (await app.request('GET', '/readyz')).json()).toEqual({ status: 'ready' });
+  });
+
+  it('GET /metrics counts requests by route and status', async () => {
+    await app.request('GET', '/auth/me');
+    const text = await (await app.request('GET', '/metrics')).text();
+    expect(text).toMatch(/http_requests_total\{method="GET",route="\/auth\/me",status="401"\} \d+/);
+    expect(text).toContain('http_request_duration_seconds_bucket');
+    expect(text).toContain('jobs_processed_total');
+  });
+
+  it('GET /openapi.json documents the auth routes from their schemas, and /docs serves the reference', async () => {
+    const spec = await (await app.request('GET', '/openapi.json')).json();
+    expect(spec.openapi).toMatch(/^3\./);
+    for (const path of ['/auth/login/credentials', '/auth/logout', '/auth/forgot-password', '/auth/reset-password', '/auth/external', '/auth/me', '/api/threads', '/auth/codehost/callback']) {
+      expect(spec.paths[path], path).toBeDefined();
+    }
+    expect(spec.paths['/auth/login/credentials'].post.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    const docs = await app.request('GET', '/docs', { redirect: 'follow' });
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('<html');
+  });
+
+  it('sends the OWASP REST security headers on every response', async () => {
+    for (const path of ['/healthz', '/auth/me', '/nope']) {
+      const response = await app.request('GET', path);
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      expect(response.headers.get('x-frame-options')).toBe('DENY');
+      expect(response.headers.get('content-security-policy')).toBe("frame-ancestors 'none'");
+    }
+  });
+
+  it('answers unknown routes with the error shape', async () => {
+    const response = await app.request('GET', '/nope');
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ error: 'Route GET /nope not found', code: 'not_found' });
+  });
+
+  it('refuses a body of the wrong media type and one over the body limit', async () => {
+    const text = await app.request('POST', '/auth/login/credentials', { body: 'email=a', headers: { 'content-type': 'text/plain' } });
+    expect(text.status).toBe(415);
+    expect((await text.json()).code).toBe('unsupported_media_type');
+    const huge = await app.request('POST', '/auth/login/credentials', { body: JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(2 * 1024 * 1024) }) });
+    expect(huge.status).toBe(413);
+    expect((await huge.json()).code).toBe('payload_too_large');
+  });
+});

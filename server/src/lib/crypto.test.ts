@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { createSecretBox, randomToken, timingSafeEqualString } from './crypto.ts';
+
+describe('secret box (AES-256-GCM)', () => {
+  const box = createSecretBox('a-master-key-of-at-least-32-characters');
+
+  it('round-trips and never repeats a ciphertext', () => {
+    const sealed = box.encrypt('external token');
+    expect(box.decrypt(sealed)).toBe('external token');
+    expect(box.encrypt('external token')).not.toBe(sealed);
+    expect(sealed).not.toContain('external');
+  });
+
+  it('uses a 32-byte salt and a 16-byte IV per value', () => {
+    const [version, salt, iv, tag] = box.encrypt('x').split('.');
+    expect(version).toBe('v1');
+    expect(Buffer.from(salt!, 'base64url')).toHaveLength(32);
+    expect(Buffer.from(iv!, 'base64url')).toHaveLength(16);
+    expect(Buffer.from(tag!, 'base64url')).toHaveLength(16);
+  });
+
+  it('refuses a tampered value and another master key', () => {
+    const sealed = box.encrypt('secret');
+    const parts = sealed.split('.');
+    const ciphertext = Buffer.from(parts[4]!, 'base64url');
+    ciphertext[0] = ciphertext[0]! ^ 1;
+    parts[4] = ciphertext.toString('base64url');
+    expect(() => box.decrypt(parts.join('.'))).toThrow();
+    expect(() => createSecretBox('another-master-key-of-32-characters!!').decrypt(sealed)).toThrow();
+    expect(() => box.decrypt('garbage')).toThrow(/Malformed/);
+  });
+});
+
+describe('tokens and comparisons', () => {
+  it('makes 256-bit random tokens', () => {
+    const token = randomToken();
+    expect(Buffer.from(token, 'base64url')).toHaveLength(32);
+    expect(randomToken()).not.toBe(token);
+  });
+
+  it('compares strings of any length', () => {
+    expect(timingSafeEqualString('abc', 'abc')).toBe(true);
+    expect(timingSafeEqualString('abc', 'abd')).toBe(false);
+    expect(timingSafeEqualString('abc', 'abcd')).toBe(false);
+    expect(timingSafeEqualString('', '')).toBe(true);
+  });
+});

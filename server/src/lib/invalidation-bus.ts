@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+const CHANNEL = 'agent_platform_invalidate';
+/** The key a handler receives when messages may have been missed: drop everything. */
+export const INVALIDATE_ALL = '*';
+
+/**
+ * Tells every process that cached data changed. In-process caches (sessions, webhook configs)
+ * subscribe per topic. With PostgreSQL, messages travel by LISTEN/NOTIFY; after a lost listener
+ * connection, subscribers get INVALIDATE_ALL, since messages may have been missed meanwhile.
+ */
+export interface InvalidationBus {
+  publish(topic: string, key: string): Promise<void>;
+  subscribe(topic: string, handler: (key: string) => void): void;
+  close(): Promise<void>;
+}
+
+export function createInvalidationBus(options: { postgresUrl?: string; logger: Logger }): InvalidationBus {
+  const handlers = new Map<string, Array<(key: string) => void>>();
+  const origin = randomUUID();
+  const deliver = (topic: string, key: string) => {
+    for (const handler of handlers.get(topic) ?? []) handler(key);
+  };
+  const deliverAll = () => {
+    for (const topic of handlers.keys()) deliver(topic, INVALIDATE_ALL);
+  };
+
+  let client: pg.Client | undefined;
+  let closed = false;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let publisher: pg.Pool | undefined;
+
+  async function connect(attempt = 0): Promise<void> {
+    if (closed || !options.postgresUrl) return;
+    const next = new pg.Client({ connectionString: options.postgresUrl });
+    next.on('notification', (message) => {
+      try {
+        const { o, t, k } = JSON.parse(message.payload ?? '') as { o: string; t: string; k: string };
+        if (o !== origin) deliver(t, k);
+      } catch {
+        // not ours
+      }
+    });
+    const reconnect = () => {
+      if (closed || client !== next) return;
+      client = undefined;
+      deliverAll();
+      retryTimer = setTimeout(() => void connect(attempt + 1), Math.min(30_000, 500 * 2 ** attempt));
+    };
+    next.on('error', reconnect);
+    next.on('end', reconnect);
+    try {
+      await next.connect();
+      await next.query(`listen ${CHANNEL}`);
+      client = next;
+      if (attempt > 0) deliverAll();
+    } catch (error) {
+      options.logger.warn({ err: error }, 'cache invalidation listener could not connect; retrying');
+      await next.end().catch(() => {});
+      retryTimer = setTimeout(() => void connect(attempt + 1), Math.min(30_000, 500 * 2 ** attempt));
+    }
+  }
+  const ready = connect();
+  if (options.postgresUrl) publisher = new pg.Pool({ connectionString: options.postgresUrl, max: 1 });
+  publisher?.on('error', () => {});
+
+  return {
+    async publish(topic, key) {
+      deliver(topic, key);
+      if (!publisher) return;
+      await ready;
+      await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
+    },
+    subscribe(topic, handler) {
+      handlers.set(topic, [...(handlers.get(topic) ?? []), handler]);
+    },
+    async close() {
+      closed = true;
+      clearTimeout(retryTimer);
+      await ready;
+      const current = client;
+      client = undefined;
+      await current?.end().catch(() => {});
+      await publisher?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A real HTTP server on loopback, for playing an outside service in a test. */
+export async function startLoopbackServer(handler: (request: IncomingMessage, response: ServerResponse, body: string) => unknown) {
+  const server: Server = createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk) => (body += chunk));
+    request.on('end', () => {
+      Promise.resolve(handler(request, response, body)).catch((error: unknown) => {
+        response.statusCode = 500;
+        response.end(String(error));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(body));
+}
+
+/** The name=value pairs of every Set-Cookie header of a response. */
+export function setCookies(response: { headers: Headers }): Map<string, { value: string; attributes: string }> {
+  const cookies = new Map<string, { value: string; attributes: string }>();
+  for (const header of response.headers.getSetCookie()) {
+    const [pair = '', ...attributes] = header.split(';');
+    const index = pair.indexOf('=');
+    cookies.set(pair.slice(0, index).trim(), { value: pair.slice(index + 1), attributes: attributes.join(';').trim() });
+  }
+  return cookies;
+}

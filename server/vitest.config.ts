@@ -1,0 +1,48 @@
+import pg from 'pg';
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The whole suite runs twice: on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL). Without a
+ * reachable PostgreSQL the second pass is skipped, loudly; REQUIRE_POSTGRES=1 (set by CI) makes
+ * that a failure instead.
+ */
+const postgresUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function postgresReachable(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return undefined;
+  } catch (error) {
+    return (error as Error).message || String(error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export default defineConfig(async () => {
+  const problem = await postgresReachable(postgresUrl);
+  const redacted = postgresUrl.replace(/\/\/[^@/]*@/, '//***@');
+  if (problem) {
+    if (process.env.REQUIRE_POSTGRES === '1') {
+      throw new Error(`REQUIRE_POSTGRES=1 but PostgreSQL at ${redacted} is not reachable: ${problem}`);
+    }
+    process.env.POSTGRES_PASS_SKIPPED = `PostgreSQL at ${redacted} is not reachable (${problem})`;
+  }
+  const project = (name: 'pglite' | 'postgres') => ({
+    extends: true as const,
+    test: { name, env: { TEST_DB: name, TEST_DATABASE_URL: postgresUrl } },
+  });
+  return {
+    test: {
+      include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      setupFiles: ['test/setup.ts'],
+      globalSetup: ['test/global-setup.ts'],
+      reporters: ['default', './test/summary-reporter.ts'],
+      testTimeout: 30_000,
+      hookTimeout: 60_000,
+      projects: problem ? [project('pglite')] : [project('pglite'), project('postgres')],
+    },
+  };
+});
