@@ -61,3 +61,12 @@ export function sendToAdminSocket(path: string, args: string[]): Promise<AdminRe
     });
   });
 }
+
+/** True when a server is listening on the data directory's admin socket. */
+export function adminSocketAnswers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    socket.on('connect', () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+  });
+}

@@ -72,6 +72,12 @@ describe('agent-platform CLI', () => {
       expect(output).toContain('No users yet. Create the first admin: npm run cli -- users create');
 
       expect(cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme Inc').stdout).toMatch(/Created organization acme/);
+      if (!env.DATABASE_URL) {
+        // A second process on the same PGlite directory is refused with a reason, not a crash.
+        const second = cli('serve');
+        expect(second.status).toBe(1);
+        expect(second.stderr).toMatch(/Another agent-platform process is serving from/);
+      }
       const created = cli('users', 'create', '--email', 'admin@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme', '--first-name', 'Ada');
       expect(created.status, created.stderr).toBe(0);
       expect(created.stdout).toMatch(/Created Admin admin@acme.example/);

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createContainer } from './container.ts';
 import { serve, work } from './main.ts';
 import { AppError } from './lib/errors.ts';
-import { adminSocketPath, sendToAdminSocket, startAdminSocket } from './admin-socket.ts';
+import { adminSocketAnswers, adminSocketPath, sendToAdminSocket, startAdminSocket } from './admin-socket.ts';
 import { runAdminCommand, UsageError } from './admin-commands.ts';
 
 const USAGE = `Usage: agent-platform <command> [options]
@@ -25,6 +25,13 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1;
   }
   const config = loadConfig();
+  // Embedded PGlite allows one process per data directory; a second one would corrupt it.
+  if (['serve', 'worker', 'migrate'].includes(command) && !config.databaseUrl && (await adminSocketAnswers(adminSocketPath(config.dataDir)))) {
+    throw new ConfigError(
+      `Another agent-platform process is serving from ${config.dataDir}. Embedded PGlite allows one process per data directory: ` +
+        'stop that one, or set DATABASE_URL to run several processes on PostgreSQL.',
+    );
+  }
   switch (command) {
     case 'serve':
       await serve(config, {

@@ -47,6 +47,8 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
           }
         });
         workerIds.set(name, [...(workerIds.get(name) ?? []), id]);
+        const cron = (jobQueues[name] as { cron?: string }).cron;
+        if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
       }
     },
 

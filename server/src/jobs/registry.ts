@@ -10,7 +10,13 @@ export const jobQueues = {
     payload: z.object({ email: z.string(), requestedAt: z.string() }),
     options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
   },
-} as const;
+  /** Deletes expired sessions and old reset tokens; scheduled hourly. */
+  'auth.purge-expired': {
+    payload: z.object({}).passthrough(),
+    options: { retryLimit: 2, expireInSeconds: 300 },
+    cron: '17 * * * *',
+  },
+} as const satisfies Record<string, { payload: z.ZodType; options: object; cron?: string }>;
 
 export type QueueName = keyof typeof jobQueues;
 export type JobPayload<Q extends QueueName> = z.infer<(typeof jobQueues)[Q]['payload']>;

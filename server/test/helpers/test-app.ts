@@ -23,7 +23,10 @@ export interface TestApp {
  * The real app on a real HTTP port, over a fresh database (PGlite or PostgreSQL, by TEST_DB),
  * with the job workers running. One per test file; tests isolate themselves with fresh tenants.
  */
-export async function startTestApp(env: Partial<Record<keyof Env, string>> = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Partial<Record<keyof Env, string>> = {},
+  options: { routes?: (app: Awaited<ReturnType<typeof buildApp>>, container: Container) => void } = {},
+): Promise<TestApp> {
   const port = await freePort();
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -39,6 +42,7 @@ export async function startTestApp(env: Partial<Record<keyof Env, string>> = {})
   const container = await createContainer(config, { clock, database });
   await container.start({ workers: true });
   const app = await buildApp(container);
+  options.routes?.(app, container);
   await app.listen({ host: '127.0.0.1', port });
   const baseUrl = `http://127.0.0.1:${port}`;
 

@@ -9,6 +9,10 @@ export const passwordResetRepo = {
   insert: (db: Kysely<DB>, token: { id: string; userId: string; tokenHash: string; expiresAt: Date }) =>
     db.insertInto('passwordResetTokens').values(token).execute(),
 
+  /** Used and expired tokens are kept a day for support questions, then deleted. */
+  deleteStale: (db: Kysely<DB>, before: Date) =>
+    db.deleteFrom('passwordResetTokens').where((eb) => eb.or([eb('expiresAt', '<', before), eb('usedAt', '<', before)])).execute(),
+
   /** Marks the token used in one statement, so two concurrent resets cannot both consume it. */
   async consume(db: Kysely<DB>, tokenHash: string, now: Date): Promise<string | undefined> {
     const row = await db

@@ -61,6 +61,10 @@ export function createPasswordResetService(deps: {
       });
     },
 
+    async deleteStaleTokens(): Promise<void> {
+      await passwordResetRepo.deleteStale(deps.db, new Date(deps.clock.now().getTime() - 24 * 60 * 60 * 1000));
+    },
+
     /** Consumes the token atomically, sets the password and ends every session of the user. */
     async resetPassword(token: string, newPassword: string): Promise<void> {
       const check = passwordSchema.safeParse(newPassword);

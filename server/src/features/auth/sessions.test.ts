@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
@@ -157,5 +158,30 @@ describe('session cache across processes', () => {
     expect((await app.request('GET', '/auth/me', { token })).status).toBe(200);
     await app.container.services.sessions.revoke(token);
     expect((await app.request('GET', '/auth/me', { token })).status).toBe(401);
+  });
+});
+
+describe('purging expired sessions', () => {
+  it('is scheduled hourly and deletes expired sessions only', async () => {
+    const { rows } = await sql<{ name: string; cron: string }>`select name, cron from pgboss.schedule where name = 'auth.purge-expired'`.execute(app.container.db);
+    expect(rows[0]?.cron).toBe('17 * * * *');
+
+    const stale = await createUser(app);
+    await signIn(app, stale);
+    app.clock.advance(SESSION_LIFETIME_SECONDS * 1000 + 1000);
+    try {
+      const fresh = await createUser(app);
+      await signIn(app, fresh);
+      await app.container.jobs.enqueue('auth.purge-expired', {});
+      const count = async (userId: string) => (await app.container.db.selectFrom('sessions').select('id').where('userId', '=', userId).execute()).length;
+      const deadline = Date.now() + 10_000;
+      while ((await count(stale.id)) > 0) {
+        if (Date.now() > deadline) throw new Error('expired session not purged');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(await count(fresh.id)).toBe(1);
+    } finally {
+      app.clock.reset();
+    }
   });
 });

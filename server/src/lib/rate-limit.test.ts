@@ -1,0 +1,48 @@
+import { randomInt } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
+
+/** Redis is one of the machine's services, like PostgreSQL; REQUIRE_REDIS=1 (CI) makes its absence a failure. */
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+async function redisReachable(): Promise<boolean> {
+  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+const available = await redisReachable();
+if (!available && process.env.REQUIRE_REDIS === '1') throw new Error(`REQUIRE_REDIS=1 but Redis at ${redisUrl} is not reachable`);
+
+describe.runIf(available)('rate limits shared through Redis', () => {
+  let first: TestApp;
+  let second: TestApp;
+  beforeAll(async () => {
+    const env = { RATE_LIMIT_REDIS_URL: redisUrl, TRUST_PROXY: 'true' };
+    [first, second] = await Promise.all([startTestApp(env), startTestApp(env)]);
+  });
+  afterAll(async () => {
+    await first?.close();
+    await second?.close();
+  });
+
+  it('counts one client across two processes: the 11th login in a minute is refused by either', async () => {
+    // A client address of its own, so parallel runs sharing this Redis do not meet.
+    const ip = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+    const login = (app: TestApp) =>
+      app.request('POST', '/auth/login/credentials', { body: { email: 'nobody@example.com', password: 'wrong password' }, headers: { 'x-forwarded-for': ip } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await login(i % 2 === 0 ? first : second)).status);
+    expect(statuses.every((status) => status === 401)).toBe(true);
+    const refused = await login(first);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect((await login(second)).status).toBe(429);
+  });
+});
