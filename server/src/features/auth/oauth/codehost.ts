@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
 import { AppError } from '../../../lib/errors.ts';
-import { splitName, type OAuthProfile, type OAuthProvider } from './oauth-provider.ts';
+import { splitName, toOAuthError, type OAuthProfile, type OAuthProvider } from './oauth-provider.ts';
 
 export interface CodehostConfig {
   clientId: string;
@@ -81,13 +81,4 @@ export function createCodehostProvider(config: CodehostConfig): OAuthProvider {
       };
     },
   };
-}
-
-/** A code or answer the provider refuses is a 400 with its reason; an unreachable provider is a 502. */
-export function toOAuthError(error: unknown): AppError {
-  if (error instanceof AppError) return error;
-  const e = error as { code?: string; error?: string; message?: string };
-  if (e.error) return new AppError('oauth_exchange_failed', `The provider refused the login: ${e.error}`);
-  if (e.code?.startsWith('OAUTH_')) return new AppError('oauth_exchange_failed', `The provider's answer was not accepted: ${e.message}`);
-  return new AppError('upstream_unavailable', 'The login provider could not be reached', { cause: error });
 }

@@ -1,7 +1,6 @@
 import * as oidc from 'openid-client';
 import { AppError } from '../../../lib/errors.ts';
-import { toOAuthError } from './codehost.ts';
-import type { OAuthProfile, OAuthProvider } from './oauth-provider.ts';
+import { toOAuthError, type OAuthProfile, type OAuthProvider } from './oauth-provider.ts';
 
 export interface IdpConfig {
   clientId: string;

@@ -1,3 +1,5 @@
+import { AppError } from '../../../lib/errors.ts';
+
 /** What an OAuth provider tells us about the person who signed in. */
 export interface OAuthProfile {
   providerId: string;
@@ -23,4 +25,13 @@ export function splitName(name: string | null | undefined): { firstName: string 
   const parts = (name ?? '').trim().split(/\s+/).filter(Boolean);
   if (parts.length === 0) return { firstName: null, lastName: null };
   return { firstName: parts[0] ?? null, lastName: parts.slice(1).join(' ') || null };
+}
+
+/** A code or answer the provider refuses is a 400 with its reason; an unreachable provider is a 502. */
+export function toOAuthError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const e = error as { code?: string; error?: string; message?: string };
+  if (e.error) return new AppError('oauth_exchange_failed', `The provider refused the login: ${e.error}`);
+  if (e.code?.startsWith('OAUTH_')) return new AppError('oauth_exchange_failed', `The provider's answer was not accepted: ${e.message}`);
+  return new AppError('upstream_unavailable', 'The login provider could not be reached', { cause: error });
 }

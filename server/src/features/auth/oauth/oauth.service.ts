@@ -9,7 +9,6 @@ import type { SessionsService } from '../sessions.service.ts';
 import type { OAuthProfile, OAuthProvider, OAuthProviderName } from './oauth-provider.ts';
 
 const PROVIDER_COLUMN = { codehost: 'codehostId', idp: 'idpId' } as const;
-const PROVIDER_LABEL = { codehost: 'codehost', idp: 'idp' } as const;
 
 /** The state sent back must be the one kept in this browser's cookie, or the login was not started here. */
 function assertStateMatches(callbackUrl: URL, checks: Record<string, string | undefined>): void {
@@ -27,7 +26,7 @@ export function createOAuthService(deps: {
 }) {
   function provider(name: OAuthProviderName): OAuthProvider {
     const found = deps.providers[name];
-    if (!found) throw new AppError('provider_not_configured', `The ${PROVIDER_LABEL[name]} login is not configured on this server`);
+    if (!found) throw new AppError('provider_not_configured', `The ${name} login is not configured on this server`);
     return found;
   }
 
