@@ -16,6 +16,9 @@ import { oauthRoutes } from './features/auth/oauth/oauth.routes.ts';
 import { opsRoutes } from './features/ops/ops.routes.ts';
 import { orgsRoutes } from './features/orgs/orgs.routes.ts';
 import { threadsRoutes } from './features/threads/threads.routes.ts';
+import { agentsRoutes } from './features/agents/agents.routes.ts';
+import { ingestRoutes } from './features/action-webhooks/ingest.routes.ts';
+import { webhooksRoutes } from './features/action-webhooks/webhooks.routes.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaders } from './lib/security-headers.ts';
 
@@ -62,6 +65,7 @@ export async function buildApp(container: Container) {
   app.decorateRequest('user', null);
   app.decorateRequest('session', null);
   app.decorateRequest('sessionToken', null);
+  app.decorateRequest('org', null);
 
   await app.register(cookie);
   app.addHook('onRequest', securityHeaders({ hsts: config.isProduction }));
@@ -119,5 +123,9 @@ export async function buildApp(container: Container) {
   }));
   await app.register(orgsRoutes({ orgs: services.orgs, middlewares }));
   await app.register(threadsRoutes({ threads: services.threads, middlewares }));
+  const { orgAccess } = container;
+  await app.register(agentsRoutes({ agents: services.agents, orgAccess }));
+  await app.register(webhooksRoutes({ webhooks: services.webhooks, ledger: services.ledger, deliveries: services.deliveries, sendTest: services.sendTest, orgAccess }));
+  await app.register(ingestRoutes({ ingest: services.ingest }));
   return app;
 }

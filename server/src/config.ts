@@ -52,6 +52,7 @@ const envSchema = z.object({
 
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
+  WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   SESSION_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(60).default(5),
 });
 
@@ -156,7 +157,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
-    rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE },
+    rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE, webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE },
     notices: Object.freeze(notices),
   });
 }

@@ -17,6 +17,15 @@ import { createOrgsService } from './features/orgs/orgs.service.ts';
 import { createThreadsService } from './features/threads/threads.service.ts';
 import { createUsersService } from './features/users/users.service.ts';
 import { createJobRunner } from './jobs/job-runner.ts';
+import { createAgentsService } from './features/agents/agents.service.ts';
+import { createDeliveriesService } from './features/action-webhooks/deliveries.service.ts';
+import { createDeliveryPipeline } from './features/action-webhooks/delivery-pipeline.ts';
+import { createIngestCache } from './features/action-webhooks/ingest-cache.ts';
+import { createIngestService } from './features/action-webhooks/ingest.service.ts';
+import { createLedgerService } from './features/action-webhooks/ledger.service.ts';
+import { createSendTest } from './features/action-webhooks/send-test.ts';
+import { createWebhooksService } from './features/action-webhooks/webhooks.service.ts';
+import { createOrgAccess } from './features/orgs/org-access.ts';
 import type { JobHandlers } from './jobs/registry.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
@@ -82,7 +91,24 @@ export async function createContainer(config: Config, options: ContainerOptions 
   };
   const trustedOrigins: ReadonlySet<string> = new Set([config.appHost, config.apiHost]);
   const middlewares = createSessionMiddlewares({ sessions, trustedOrigins });
-  const jobHandlers: JobHandlers = { ...authJobHandlers(services) };
+  const orgAccess = createOrgAccess({ middlewares, orgs: services.orgs });
+
+  const ingestCache = createIngestCache({ db, box, bus, clock });
+  const pipeline = createDeliveryPipeline({ db, jobs, cache: ingestCache, clock });
+  const webhooks = createWebhooksService({ db, box, bus, apiHost: config.apiHost, clock });
+  const webhookServices = {
+    agents: createAgentsService({ db, bus }),
+    webhooks,
+    ingest: createIngestService({ db, cache: ingestCache, pipeline, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute }),
+    deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, clock, logger }),
+    ledger: createLedgerService({ db }),
+    sendTest: createSendTest({ webhooks, cache: ingestCache, pipeline }),
+  };
+
+  const jobHandlers: JobHandlers = {
+    ...authJobHandlers(services),
+    'webhooks.retry-buffered': async () => void (await webhookServices.deliveries.retryDue()),
+  };
 
   return {
     config,
@@ -97,8 +123,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
     mailer,
     limits,
     externalAuthRegistry,
-    services,
+    services: { ...services, ...webhookServices },
     middlewares,
+    orgAccess,
     trustedOrigins,
 
     /** Migrates the database and starts the job queue; with `workers`, this process runs jobs too. */

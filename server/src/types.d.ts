@@ -1,4 +1,4 @@
-import type { SessionRow, UserRow } from './db/schema.ts';
+import type { OrganizationRow, SessionRow, UserRow } from './db/schema.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -6,5 +6,7 @@ declare module 'fastify' {
     user: UserRow | null;
     session: SessionRow | null;
     sessionToken: string | null;
+    /** Set by the org-membership preHandler of org-scoped routes. */
+    org: OrganizationRow | null;
   }
 }

@@ -66,6 +66,130 @@ export interface ThreadsTable {
   updatedAt: UpdatedAt;
 }
 
+export type ApprovalMode = 'allow' | 'ask' | 'agent';
+export type VerificationScheme = 'wh' | 'hmac_sha256' | 'shared_token' | 'none';
+export type DeliveryStatus = 'accepted' | 'buffered' | 'skipped' | 'failed' | 'dead_lettered';
+type Json = ColumnType<unknown, string | null | undefined, string | null>;
+type JsonOf<T> = ColumnType<T, string, string>;
+
+export interface AgentsTable {
+  id: string;
+  orgId: string;
+  name: string;
+  instructions: string;
+  model: string | null;
+  tools: JsonOf<string[]>;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface ActionRulesTable {
+  id: string;
+  orgId: string;
+  name: string;
+  agentId: string | null;
+  instructions: string;
+  enabled: boolean;
+  approvalRules: JsonOf<Record<string, ApprovalMode>>;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface ScheduleWindow {
+  days: number[];
+  start: string;
+  end: string;
+}
+
+export interface WebhookSchedule {
+  timezone: string;
+  windows: ScheduleWindow[];
+}
+
+export interface WebhooksTable {
+  id: string;
+  orgId: string;
+  name: string;
+  identifier: string;
+  actionRuleId: string | null;
+  agentId: string | null;
+  runAsUserId: string | null;
+  eventFilter: JsonOf<string[]>;
+  verificationScheme: VerificationScheme;
+  secretEncrypted: string;
+  previousSecretEncrypted: string | null;
+  previousSecretExpiresAt: Date | null;
+  rateLimitPerMinute: number;
+  allowRequestOverrides: boolean;
+  enabled: boolean;
+  allowedOrigins: JsonOf<string[]>;
+  blockedIps: JsonOf<string[]>;
+  maxPayloadBytes: number;
+  schedule: JsonOf<WebhookSchedule | null>;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface ActionsTable {
+  id: string;
+  orgId: string;
+  webhookId: string | null;
+  deliveryId: string;
+  agentId: string | null;
+  actionRuleId: string | null;
+  runAsUserId: string | null;
+  status: string;
+  approvalState: Generated<string>;
+  eventType: string;
+  externalId: string | null;
+  instructions: string | null;
+  data: JsonOf<Record<string, unknown>>;
+  toolApprovals: JsonOf<Record<string, ApprovalMode>>;
+  result: Json;
+  error: string | null;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface ActionEventsTable {
+  id: string;
+  actionId: string;
+  orgId: string;
+  status: string;
+  cause: string;
+  data: Json;
+  createdAt: CreatedAt;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  orgId: string;
+  webhookId: string | null;
+  actionId: string | null;
+  status: DeliveryStatus;
+  reason: string | null;
+  replayable: Generated<boolean>;
+  eventType: string | null;
+  externalId: string | null;
+  payload: Json;
+  rawBody: string | null;
+  headers: JsonOf<Record<string, string>>;
+  verificationScheme: VerificationScheme;
+  sourceIp: string | null;
+  messageId: string | null;
+  attempts: Generated<number>;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface WebhookMessageIdsTable {
+  webhookId: string;
+  messageId: string;
+  receivedAt: CreatedAt;
+}
+
 export interface DB {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -73,6 +197,13 @@ export interface DB {
   sessions: SessionsTable;
   passwordResetTokens: PasswordResetTokensTable;
   threads: ThreadsTable;
+  agents: AgentsTable;
+  actionRules: ActionRulesTable;
+  webhooks: WebhooksTable;
+  actions: ActionsTable;
+  actionEvents: ActionEventsTable;
+  webhookDeliveries: WebhookDeliveriesTable;
+  webhookMessageIds: WebhookMessageIdsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -81,4 +212,9 @@ export type UserUpdate = Updateable<UsersTable>;
 export type OrganizationRow = Selectable<OrganizationsTable>;
 export type SessionRow = Selectable<SessionsTable>;
 export type ThreadRow = Selectable<ThreadsTable>;
+export type AgentRow = Selectable<AgentsTable>;
+export type ActionRuleRow = Selectable<ActionRulesTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type ActionRow = Selectable<ActionsTable>;
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type { Generated };

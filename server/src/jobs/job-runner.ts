@@ -24,13 +24,18 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       await boss.start();
       for (const [name, queue] of Object.entries(jobQueues)) {
         await boss.createQueue(name, queue.options);
+        // Fill pg-boss's queue cache now. Otherwise the first send() inside one of our transactions
+        // looks the queue up on pg-boss's own connection; on PGlite (one connection, one lock) that
+        // waits for the lock the transaction holds, for ever.
+        await boss.findJobs(name, { id: '00000000-0000-0000-0000-000000000000' });
       }
       started = true;
     },
 
     async work(handlers) {
       for (const name of Object.keys(jobQueues) as QueueName[]) {
-        const handler = handlers[name] as (payload: unknown, meta: { jobId: string; retryCount: number }) => Promise<void>;
+        const handler = handlers[name] as ((payload: unknown, meta: { jobId: string; retryCount: number }) => Promise<void>) | undefined;
+        if (!handler) continue;
         const schema = jobQueues[name].payload;
         const id = await boss.work(name, { pollingIntervalSeconds: 2, batchSize: 1 }, async ([job]) => {
           if (!job) return;

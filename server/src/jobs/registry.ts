@@ -16,9 +16,21 @@ export const jobQueues = {
     options: { retryLimit: 2, expireInSeconds: 300 },
     cron: '17 * * * *',
   },
+  /** Runs one action with its agent. Worked once the agent runtime lands; until then actions wait queued. */
+  'actions.run': {
+    payload: z.object({ actionId: z.uuid() }),
+    options: { retryLimit: 3, retryDelay: 10, retryBackoff: true, expireInSeconds: 900 },
+  },
+  /** Retries buffered webhook deliveries that are due and forgets old wh-ids; every minute. */
+  'webhooks.retry-buffered': {
+    payload: z.object({}).passthrough(),
+    options: { retryLimit: 1, expireInSeconds: 300 },
+    cron: '* * * * *',
+  },
 } as const satisfies Record<string, { payload: z.ZodType; options: object; cron?: string }>;
 
 export type QueueName = keyof typeof jobQueues;
 export type JobPayload<Q extends QueueName> = z.infer<(typeof jobQueues)[Q]['payload']>;
 export type JobHandler<Q extends QueueName> = (payload: JobPayload<Q>, meta: { jobId: string; retryCount: number }) => Promise<void>;
-export type JobHandlers = { [Q in QueueName]: JobHandler<Q> };
+/** A queue without a handler is not worked by this build (its jobs wait for the feature that works them). */
+export type JobHandlers = { [Q in QueueName]?: JobHandler<Q> };

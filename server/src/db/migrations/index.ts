@@ -1,9 +1,11 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as foundation from './0001_foundation.ts';
+import * as actionWebhooks from './0002_action_webhooks.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
+  '0002_action_webhooks': actionWebhooks,
 };
 
 export const migrationProvider: MigrationProvider = {

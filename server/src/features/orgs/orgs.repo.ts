@@ -28,6 +28,9 @@ export const orgsRepo = {
       )
       .executeTakeFirst(),
 
+  isMember: async (db: Kysely<DB>, orgId: string, userId: string): Promise<boolean> =>
+    (await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst()) !== undefined,
+
   addMember: (db: Kysely<DB>, orgId: string, userId: string) =>
     db.insertInto('memberships').values({ orgId, userId }).onConflict((oc) => oc.doNothing()).execute(),
 

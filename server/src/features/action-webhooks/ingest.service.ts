@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { RateLimiter, RateLimiters } from '../../lib/rate-limit.ts';
+import type { DeliveryPipeline, Outcome } from './delivery-pipeline.ts';
+import { deliveriesRepo } from './deliveries.repo.ts';
+import type { IngestCache } from './ingest-cache.ts';
+import { actionWebhookPayload } from './payload.ts';
+import { readBodyWithLimit } from './read-body.ts';
+import { redactHeaders, verifySender } from './verification.ts';
+
+export interface IngestRequest {
+  org: string;
+  identifier: string;
+  headers: IncomingHttpHeaders;
+  ip: string;
+  body: IncomingMessage;
+}
+
+export type IngestResponse =
+  | { statusCode: 200; body: { success: true; actionId: string; alreadyExists?: true } }
+  | { statusCode: 202; body: { success: true; buffered: true; eventId: string; reason: string } }
+  | { statusCode: 202; body: { success: true; skipped: true; eventId: string; reason: string } };
+
+export function toIngestResponse(outcome: Outcome): IngestResponse {
+  switch (outcome.status) {
+    case 'accepted':
+      return { statusCode: 200, body: outcome.alreadyExists ? { success: true, actionId: outcome.actionId, alreadyExists: true } : { success: true, actionId: outcome.actionId } };
+    case 'buffered':
+      return { statusCode: 202, body: { success: true, buffered: true, eventId: outcome.eventId, reason: outcome.reason } };
+    case 'skipped':
+      return { statusCode: 202, body: { success: true, skipped: true, eventId: outcome.eventId, reason: outcome.reason } };
+  }
+}
+
+export function createIngestService(deps: {
+  db: Kysely<DB>;
+  cache: IngestCache;
+  pipeline: DeliveryPipeline;
+  clock: Clock;
+  rateLimiters: RateLimiters;
+  ipLimitPerMinute: number;
+}) {
+  const perIp = deps.rateLimiters.create({ name: 'webhook-ip', points: deps.ipLimitPerMinute, durationSeconds: 60 });
+  // One limiter per distinct per-webhook limit (at most 1000 of them), keyed by webhook id.
+  const perWebhook = new Map<number, RateLimiter>();
+  const webhookLimiter = (points: number) => {
+    let limiter = perWebhook.get(points);
+    if (!limiter) perWebhook.set(points, (limiter = deps.rateLimiters.create({ name: `webhook-${points}`, points, durationSeconds: 60 })));
+    return limiter;
+  };
+
+  return {
+    /** The front door, in the issue's order: 404, 403, 429, 413, 401, 400, then the pipeline. */
+    async handle(request: IngestRequest): Promise<IngestResponse> {
+      const webhook = await deps.cache.webhook(request.identifier);
+      if (!webhook || (request.org !== webhook.orgSlug && request.org !== webhook.row.orgId)) {
+        throw new AppError('not_found', 'No webhook at this URL');
+      }
+      const { row } = webhook;
+      if (!row.enabled) throw new AppError('webhook_disabled', 'This webhook is disabled');
+      const origin = request.headers.origin;
+      if (origin !== undefined && webhook.allowedOrigins.size > 0 && !webhook.allowedOrigins.has(origin)) {
+        throw new AppError('origin_blocked', `Origin ${origin} may not post to this webhook`);
+      }
+      if (webhook.blockList?.check(request.ip.replace(/^::ffff:/, ''), request.ip.includes(':') && !request.ip.startsWith('::ffff:') ? 'ipv6' : 'ipv4')) {
+        throw new AppError('ip_blocked', 'This sender address is blocked for this webhook');
+      }
+      await perIp.consume(request.ip);
+      await webhookLimiter(row.rateLimitPerMinute).consume(row.id);
+
+      const rawBody = await readBodyWithLimit(request.body, row.maxPayloadBytes);
+      const nowSeconds = Math.floor(deps.clock.now().getTime() / 1000);
+      const { messageId } = verifySender(row.verificationScheme, deps.cache.secretsOf(webhook), request.headers, rawBody, nowSeconds);
+
+      const eventId = randomUUID();
+      const text = rawBody.toString('utf8');
+      const headers = redactHeaders(request.headers);
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        await this.recordFailure({ eventId, webhookId: row.id, orgId: row.orgId, scheme: row.verificationScheme, text, headers, ip: request.ip, messageId, reason: 'invalid_json' });
+        throw new AppError('invalid_json', 'The body is not valid JSON');
+      }
+      const parsed = actionWebhookPayload.safeParse(json);
+      if (!parsed.success) {
+        const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; ');
+        await this.recordFailure({ eventId, webhookId: row.id, orgId: row.orgId, scheme: row.verificationScheme, text, headers, ip: request.ip, messageId, reason: 'invalid_payload' });
+        throw new AppError('validation_failed', `The payload does not match ActionWebhookPayload: ${problems}`);
+      }
+
+      const decision = await deps.pipeline.decide(webhook, parsed.data);
+      const outcome = await deps.pipeline.commit(
+        { eventId, webhook: row, payload: parsed.data, rawBody: null, headers, sourceIp: request.ip, messageId },
+        decision,
+        { existing: false, nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null },
+      );
+      return toIngestResponse(outcome);
+    },
+
+    /** A verified request whose body is unusable: recorded as a failed, not replayable, delivery. */
+    async recordFailure(failure: { eventId: string; webhookId: string; orgId: string; scheme: 'wh' | 'hmac_sha256' | 'shared_token' | 'none'; text: string; headers: Record<string, string>; ip: string; messageId?: string; reason: string }) {
+      await deps.db.transaction().execute(async (trx) => {
+        if (failure.messageId) await deliveriesRepo.rememberMessageId(trx, failure.webhookId, failure.messageId);
+        await deliveriesRepo.insert(trx, {
+          id: failure.eventId, orgId: failure.orgId, webhookId: failure.webhookId, status: 'failed', reason: failure.reason, replayable: false,
+          rawBody: failure.text.slice(0, 64 * 1024), headers: JSON.stringify(failure.headers), verificationScheme: failure.scheme,
+          sourceIp: failure.ip, messageId: failure.messageId ?? null,
+        });
+      }).catch(() => {
+        // A replayed wh-id with a broken body is still just a 400; nothing more to record.
+      });
+    },
+  };
+}
+
+export type IngestService = ReturnType<typeof createIngestService>;

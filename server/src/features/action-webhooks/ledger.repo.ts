@@ -1,0 +1,54 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import type { Cursor } from '../../lib/pagination.ts';
+
+export interface LedgerFilters {
+  kind?: 'action' | 'delivery';
+  status?: string;
+  webhookId?: string;
+  eventType?: string;
+  q?: string;
+}
+
+/** Every delivery, with the action it created if any: the ledger's rows (spec 2.8). */
+function ledgerQuery(db: Kysely<DB>, orgId: string) {
+  return db
+    .selectFrom('webhookDeliveries as d')
+    .leftJoin('actions as a', 'a.id', 'd.actionId')
+    .where('d.orgId', '=', orgId)
+    .select([
+      'd.id as eventId', 'd.actionId', 'd.webhookId', 'd.status as deliveryStatus', 'd.reason', 'd.replayable', 'd.eventType', 'd.externalId',
+      'd.verificationScheme', 'd.attempts', 'd.nextAttemptAt', 'd.createdAt', 'd.updatedAt', 'a.status as actionStatus', 'a.approvalState',
+    ]);
+}
+
+export const ledgerRepo = {
+  list(db: Kysely<DB>, orgId: string, filters: LedgerFilters, limit: number, after?: Cursor) {
+    const escaped = filters.q?.replace(/[\\%_]/g, (char) => `\\${char}`);
+    return ledgerQuery(db, orgId)
+      .$if(filters.kind === 'action', (q) => q.where('d.actionId', 'is not', null))
+      .$if(filters.kind === 'delivery', (q) => q.where('d.actionId', 'is', null))
+      .$if(filters.status !== undefined, (q) =>
+        q.where((eb) => eb.or([eb('a.status', '=', filters.status!), eb.and([eb('a.id', 'is', null), eb('d.status', '=', filters.status as never)])])),
+      )
+      .$if(filters.webhookId !== undefined, (q) => q.where('d.webhookId', '=', filters.webhookId!))
+      .$if(filters.eventType !== undefined, (q) => q.where('d.eventType', '=', filters.eventType!))
+      .$if(escaped !== undefined, (q) =>
+        q.where((eb) => eb.or([eb('d.externalId', 'ilike', `%${escaped}%`), eb('d.eventType', 'ilike', `%${escaped}%`)])),
+      )
+      .$if(after !== undefined, (q) =>
+        q.where((eb) => eb.or([eb('d.createdAt', '<', after!.createdAt), eb.and([eb('d.createdAt', '=', after!.createdAt), eb('d.id', '<', after!.id)])])),
+      )
+      .orderBy('d.createdAt', 'desc')
+      .orderBy('d.id', 'desc')
+      .limit(limit + 1)
+      .execute();
+  },
+
+  /** One row by its eventId, or by the actionId of the action it created. */
+  find: (db: Kysely<DB>, orgId: string, id: string) =>
+    ledgerQuery(db, orgId)
+      .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals'])
+      .where((eb) => eb.or([eb('d.id', '=', id), eb.and([eb('d.actionId', '=', id), eb('a.deliveryId', '=', eb.ref('d.id'))])]))
+      .executeTakeFirst(),
+};

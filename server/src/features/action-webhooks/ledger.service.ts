@@ -1,0 +1,68 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import { notFound } from '../../lib/errors.ts';
+import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
+import { actionsRepo } from '../actions/actions.repo.ts';
+import { ledgerRepo, type LedgerFilters } from './ledger.repo.ts';
+
+type ListedRow = Awaited<ReturnType<typeof ledgerRepo.list>>[number];
+
+function summarize(row: ListedRow) {
+  const kind = row.actionId ? ('action' as const) : ('delivery' as const);
+  const status = row.actionStatus ?? row.deliveryStatus;
+  const what = `${row.eventType ?? 'unparsed event'}${row.externalId ? ` (${row.externalId})` : ''}`;
+  const summary = kind === 'action' ? `${what}: action ${status}` : `${what}: ${row.deliveryStatus}${row.reason ? `, ${row.reason}` : ''}`;
+  return {
+    id: row.actionId ?? row.eventId,
+    kind,
+    eventId: row.eventId,
+    actionId: row.actionId,
+    webhookId: row.webhookId,
+    eventType: row.eventType,
+    externalId: row.externalId,
+    status,
+    deliveryStatus: row.deliveryStatus,
+    reason: row.reason,
+    approvalState: row.approvalState ?? null,
+    replayable: row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
+    attempts: row.attempts,
+    nextAttemptAt: row.nextAttemptAt,
+    createdAt: row.createdAt,
+    summary,
+  };
+}
+
+export function createLedgerService(deps: { db: Kysely<DB> }) {
+  return {
+    async list(orgId: string, query: LedgerFilters & { limit: number; cursor?: string }) {
+      const rows = await ledgerRepo.list(deps.db, orgId, query, query.limit, decodeCursor(query.cursor));
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return {
+        rows: page.map(summarize),
+        nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.eventId }) : null,
+      };
+    },
+
+    async get(orgId: string, id: string) {
+      const row = await ledgerRepo.find(deps.db, orgId, id);
+      if (!row) throw notFound('Ledger row');
+      const lifecycle = row.actionId ? await actionsRepo.events(deps.db, row.actionId) : [];
+      return {
+        ...summarize(row),
+        ingressPayload: row.payload ?? null,
+        rawBody: row.rawBody,
+        headers: row.headers,
+        verificationScheme: row.verificationScheme,
+        sourceIp: row.sourceIp,
+        lifecycleEvents: lifecycle.map((event) => ({ status: event.status, cause: event.cause, data: event.data ?? null, at: event.createdAt })),
+        execution: row.actionId
+          ? { runAsUserId: row.runAsUserId, agentId: row.agentId, actionRuleId: row.actionRuleId, toolApprovals: row.toolApprovals ?? {}, result: row.result ?? null, error: row.error }
+          : null,
+        callbacks: [] as unknown[],
+      };
+    },
+  };
+}
+
+export type LedgerService = ReturnType<typeof createLedgerService>;

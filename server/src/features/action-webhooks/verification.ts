@@ -1,0 +1,130 @@
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { VerificationScheme } from '../../db/schema.ts';
+import { timingSafeEqualString } from '../../lib/crypto.ts';
+import { AppError } from '../../lib/errors.ts';
+
+/** Both directions of the Standard Webhooks tolerance (too old and too new), in seconds. */
+export const TIMESTAMP_TOLERANCE_SECONDS = 5 * 60;
+
+export interface Verified {
+  /** The sender's message id (`wh`), for replay protection. */
+  messageId?: string;
+}
+
+const header = (headers: IncomingHttpHeaders, ...names: string[]): string | undefined => {
+  for (const name of names) {
+    const value = headers[name];
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first) return first;
+  }
+  return undefined;
+};
+
+function checkTimestamp(raw: string, nowSeconds: number): number {
+  if (!/^\d{1,12}$/.test(raw)) throw new AppError('timestamp_out_of_tolerance', 'The timestamp header is not Unix seconds');
+  const timestamp = Number(raw);
+  if (Math.abs(nowSeconds - timestamp) > TIMESTAMP_TOLERANCE_SECONDS) {
+    throw new AppError('timestamp_out_of_tolerance', `The timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds from the server's time`);
+  }
+  return timestamp;
+}
+
+/** The HMAC key of a `whsec_` secret: the base64 after the prefix. */
+export function standardWebhooksKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+}
+
+/** Standard Webhooks signature of `${id}.${timestamp}.${body}`, on the exact bytes received. */
+export function signStandardWebhook(secret: string, id: string, timestamp: number, body: Buffer | string): string {
+  const mac = createHmac('sha256', standardWebhooksKey(secret));
+  mac.update(`${id}.${timestamp}.`);
+  mac.update(body);
+  return `v1,${mac.digest('base64')}`;
+}
+
+function anySignatureMatches(expected: string[], signatureHeader: string): boolean {
+  let matched = false;
+  // Every candidate is compared (no early exit), so timing does not tell which one matched.
+  for (const entry of signatureHeader.split(' ')) {
+    const [version, signature] = entry.split(',', 2);
+    if (version !== 'v1' || !signature) continue;
+    for (const candidate of expected) {
+      const a = Buffer.from(signature);
+      const b = Buffer.from(candidate);
+      if (a.length === b.length && timingSafeEqual(a, b)) matched = true;
+    }
+  }
+  return matched;
+}
+
+/**
+ * Checks the sender of one request by the webhook's scheme (spec 5.3). `secrets` holds the current
+ * secret and, during a rotation's grace period, the previous one. Throws a 401 AppError.
+ */
+export function verifySender(scheme: VerificationScheme, secrets: string[], headers: IncomingHttpHeaders, rawBody: Buffer, nowSeconds: number): Verified {
+  switch (scheme) {
+    case 'none':
+      return {};
+    case 'wh': {
+      const id = header(headers, 'wh-id', 'webhook-id');
+      const timestamp = header(headers, 'wh-timestamp', 'webhook-timestamp');
+      const signature = header(headers, 'wh-signature', 'webhook-signature');
+      if (!id || !timestamp || !signature) throw new AppError('signature_missing', 'Missing wh-id, wh-timestamp or wh-signature header (or their webhook-* equivalents)');
+      const ts = checkTimestamp(timestamp, nowSeconds);
+      const expected = secrets.map((secret) => signStandardWebhook(secret, id, ts, rawBody).slice(3));
+      if (!anySignatureMatches(expected, signature)) throw new AppError('signature_invalid', 'No signature in wh-signature matches the webhook secret');
+      return { messageId: id };
+    }
+    case 'hmac_sha256': {
+      const timestamp = header(headers, 'x-webhook-timestamp');
+      const signature = header(headers, 'x-webhook-signature');
+      if (!timestamp || !signature) throw new AppError('signature_missing', 'Missing x-webhook-timestamp or x-webhook-signature header');
+      const ts = checkTimestamp(timestamp, nowSeconds);
+      const given = signature.startsWith('v1=') ? signature.slice(3) : '';
+      const matches = secrets.map((secret) => {
+        const expected = createHmac('sha256', secret).update(`${ts}.`).update(rawBody).digest('hex');
+        return timingSafeEqualString(given.toLowerCase(), expected);
+      });
+      if (!matches.includes(true)) throw new AppError('signature_invalid', 'x-webhook-signature does not match: expected v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">');
+      return {};
+    }
+    case 'shared_token': {
+      const bearer = header(headers, 'authorization')?.replace(/^Bearer\s+/i, '');
+      const token = bearer || header(headers, 'x-webhook-token');
+      if (!token) throw new AppError('signature_missing', 'Missing Authorization: Bearer <token> or x-webhook-token header');
+      const matches = secrets.map((secret) => timingSafeEqualString(token, secret));
+      if (!matches.includes(true)) throw new AppError('signature_invalid', 'The token does not match the webhook secret');
+      return {};
+    }
+  }
+}
+
+/** The headers a sender attaches for a scheme (Send Test, the SDK's tests and the benchmarks use it). */
+export function signingHeaders(scheme: VerificationScheme, secret: string, body: string, options: { nowSeconds?: number; messageId?: string } = {}): Record<string, string> {
+  const timestamp = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  switch (scheme) {
+    case 'wh': {
+      const id = options.messageId ?? `msg_${randomUUID().replaceAll('-', '')}`;
+      return { 'wh-id': id, 'wh-timestamp': String(timestamp), 'wh-signature': signStandardWebhook(secret, id, timestamp, body) };
+    }
+    case 'hmac_sha256':
+      return { 'x-webhook-timestamp': String(timestamp), 'x-webhook-signature': `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}` };
+    case 'shared_token':
+      return { authorization: `Bearer ${secret}` };
+    case 'none':
+      return {};
+  }
+}
+
+/** Headers kept in the ledger: credentials and signatures never are. */
+const SENSITIVE_HEADER = /authorization|cookie|signature|token|secret|api-key|apikey|password/i;
+
+export function redactHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    kept[name] = SENSITIVE_HEADER.test(name) ? '[REDACTED]' : Array.isArray(value) ? value.join(', ') : value;
+  }
+  return kept;
+}

@@ -1,0 +1,30 @@
+import type { Kysely } from 'kysely';
+import type { DB, WebhookRow, WebhooksTable } from '../../db/schema.ts';
+import type { Insertable, Updateable } from 'kysely';
+
+export const webhooksRepo = {
+  insert: (db: Kysely<DB>, webhook: Insertable<WebhooksTable>): Promise<WebhookRow> =>
+    db.insertInto('webhooks').values(webhook).returningAll().executeTakeFirstOrThrow(),
+
+  list: (db: Kysely<DB>, orgId: string): Promise<WebhookRow[]> =>
+    db.selectFrom('webhooks').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+
+  find: (db: Kysely<DB>, orgId: string, id: string): Promise<WebhookRow | undefined> =>
+    db.selectFrom('webhooks').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+
+  /** The ingest lookup: the identifier within the org named by slug or ID. */
+  findForIngest: (db: Kysely<DB>, identifier: string) =>
+    db
+      .selectFrom('webhooks')
+      .innerJoin('organizations', 'organizations.id', 'webhooks.orgId')
+      .selectAll('webhooks')
+      .select(['organizations.slug as orgSlug'])
+      .where('webhooks.identifier', '=', identifier)
+      .executeTakeFirst(),
+
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: Updateable<WebhooksTable>): Promise<WebhookRow | undefined> =>
+    db.updateTable('webhooks').set({ ...changes, updatedAt: new Date() }).where('orgId', '=', orgId).where('id', '=', id).returningAll().executeTakeFirst(),
+
+  delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<WebhookRow | undefined> =>
+    db.deleteFrom('webhooks').where('orgId', '=', orgId).where('id', '=', id).returningAll().executeTakeFirst(),
+};

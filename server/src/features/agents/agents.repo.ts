@@ -1,0 +1,49 @@
+import type { Kysely } from 'kysely';
+import type { ActionRuleRow, AgentRow, DB } from '../../db/schema.ts';
+
+/** Agents and action rules of one org; every query is scoped by org_id. */
+export const agentsRepo = {
+  insert: (db: Kysely<DB>, agent: { id: string; orgId: string; name: string; instructions: string; model: string | null; tools: string[] }): Promise<AgentRow> =>
+    db.insertInto('agents').values({ ...agent, tools: JSON.stringify(agent.tools) }).returningAll().executeTakeFirstOrThrow(),
+
+  list: (db: Kysely<DB>, orgId: string): Promise<AgentRow[]> =>
+    db.selectFrom('agents').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+
+  find: (db: Kysely<DB>, orgId: string, id: string): Promise<AgentRow | undefined> =>
+    db.selectFrom('agents').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; instructions?: string; model?: string | null; tools?: string[] }) =>
+    db
+      .updateTable('agents')
+      .set({ ...changes, tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools), updatedAt: new Date() })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
+
+  delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
+    (await db.deleteFrom('agents').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
+};
+
+export const actionRulesRepo = {
+  insert: (db: Kysely<DB>, rule: { id: string; orgId: string; name: string; agentId: string | null; instructions: string; enabled: boolean; approvalRules: Record<string, string> }): Promise<ActionRuleRow> =>
+    db.insertInto('actionRules').values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules) }).returningAll().executeTakeFirstOrThrow(),
+
+  list: (db: Kysely<DB>, orgId: string): Promise<ActionRuleRow[]> =>
+    db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+
+  find: (db: Kysely<DB>, orgId: string, id: string): Promise<ActionRuleRow | undefined> =>
+    db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; agentId?: string | null; instructions?: string; enabled?: boolean; approvalRules?: Record<string, string> }) =>
+    db
+      .updateTable('actionRules')
+      .set({ ...changes, approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules), updatedAt: new Date() })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
+
+  delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
+    (await db.deleteFrom('actionRules').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
+};

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+
+export const APPROVAL_MODES = ['allow', 'ask', 'agent'] as const;
+export const approvalModeSchema = z.enum(APPROVAL_MODES);
+const toolName = z.string().min(1).max(100).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only');
+
+export const agentInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  instructions: z.string().max(50_000).default(''),
+  model: z.string().max(200).nullable().default(null),
+  tools: z.array(toolName).max(100).default([]),
+});
+export const agentPatch = agentInput.partial().refine((value) => Object.keys(value).length > 0, 'nothing to change');
+
+export const agentSchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  instructions: z.string(),
+  model: z.string().nullable(),
+  tools: z.array(z.string()),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+
+export const actionRuleInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  agentId: z.uuid().nullable().default(null),
+  instructions: z.string().max(50_000).default(''),
+  enabled: z.boolean().default(true),
+  approvalRules: z.record(toolName, approvalModeSchema).default({}),
+});
+export const actionRulePatch = actionRuleInput.partial().refine((value) => Object.keys(value).length > 0, 'nothing to change');
+
+export const actionRuleSchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  agentId: z.uuid().nullable(),
+  instructions: z.string(),
+  enabled: z.boolean(),
+  approvalRules: z.record(z.string(), approvalModeSchema),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+
+export const orgParams = z.object({ org: z.string().min(1).max(100) });
+export const agentParams = orgParams.extend({ agentId: z.uuid() });
+export const ruleParams = orgParams.extend({ ruleId: z.uuid() });

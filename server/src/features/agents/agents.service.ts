@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import type { DB } from '../../db/schema.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import type { InvalidationBus } from '../../lib/invalidation-bus.ts';
+import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
+import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
+
+/** Topic on the invalidation bus: ingest caches rules by id. */
+export const ACTION_RULE_TOPIC = 'action-rule';
+
+export function createAgentsService(deps: { db: Kysely<DB>; bus: InvalidationBus }) {
+  async function requireAgent(orgId: string, agentId: string | null | undefined): Promise<void> {
+    if (agentId && !(await agentsRepo.find(deps.db, orgId, agentId))) {
+      throw new AppError('validation_failed', 'body/agentId: no agent with this id in the organization');
+    }
+  }
+
+  return {
+    createAgent: (orgId: string, input: z.output<typeof agentInput>) => agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input }),
+    listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
+    async getAgent(orgId: string, id: string) {
+      return (await agentsRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Agent'));
+    },
+    async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
+      return (await agentsRepo.update(deps.db, orgId, id, changes)) ?? Promise.reject(notFound('Agent'));
+    },
+    async deleteAgent(orgId: string, id: string) {
+      if (!(await agentsRepo.delete(deps.db, orgId, id))) throw notFound('Agent');
+    },
+
+    async createRule(orgId: string, input: z.output<typeof actionRuleInput>) {
+      await requireAgent(orgId, input.agentId);
+      return actionRulesRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
+    },
+    listRules: (orgId: string) => actionRulesRepo.list(deps.db, orgId),
+    async getRule(orgId: string, id: string) {
+      return (await actionRulesRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Action rule'));
+    },
+    async updateRule(orgId: string, id: string, changes: z.output<typeof actionRulePatch>) {
+      await requireAgent(orgId, changes.agentId);
+      const rule = await actionRulesRepo.update(deps.db, orgId, id, changes);
+      if (!rule) throw notFound('Action rule');
+      await deps.bus.publish(ACTION_RULE_TOPIC, id);
+      return rule;
+    },
+    async deleteRule(orgId: string, id: string) {
+      if (!(await actionRulesRepo.delete(deps.db, orgId, id))) throw notFound('Action rule');
+      await deps.bus.publish(ACTION_RULE_TOPIC, id);
+    },
+  };
+}
+
+export type AgentsService = ReturnType<typeof createAgentsService>;
