@@ -102,7 +102,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ingest: createIngestService({ db, cache: ingestCache, pipeline, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute }),
     deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, clock, logger }),
     ledger: createLedgerService({ db }),
-    sendTest: createSendTest({ webhooks, cache: ingestCache, pipeline }),
+    sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline }),
   };
 
   const jobHandlers: JobHandlers = {

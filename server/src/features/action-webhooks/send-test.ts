@@ -1,4 +1,6 @@
-import type { OrganizationRow } from '../../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { DB, OrganizationRow } from '../../db/schema.ts';
+import { orgsRepo } from '../orgs/orgs.repo.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { DeliveryPipeline } from './delivery-pipeline.ts';
 import type { IngestCache } from './ingest-cache.ts';
@@ -18,17 +20,17 @@ export interface SendTestInput {
  * scheme and posts it to the public URL, exercising verification like a real sender. With an
  * internal user selected it creates the action directly for that user, without a signature.
  */
-export function createSendTest(deps: { webhooks: WebhooksService; cache: IngestCache; pipeline: DeliveryPipeline }) {
+export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService; cache: IngestCache; pipeline: DeliveryPipeline }) {
   return async (org: OrganizationRow, webhookId: string, input: SendTestInput) => {
     const row = await deps.webhooks.requireWebhook(org.id, webhookId);
     const payload = { eventType: input.eventType, data: input.data, ...(input.externalId ? { externalId: input.externalId } : {}) };
     if (input.userId) {
+      if (!(await orgsRepo.isMember(deps.db, org.id, input.userId))) {
+        throw new AppError('validation_failed', 'body/userId: no member of the organization with this id');
+      }
       const webhook = await deps.cache.webhook(row.identifier);
       if (!webhook) throw new AppError('not_found', 'Webhook not found');
       const decision = await deps.pipeline.decide(webhook, { ...payload, userId: input.userId });
-      if (decision.status === 'create' && decision.runAsUserId !== input.userId) {
-        throw new AppError('validation_failed', 'body/userId: no member of the organization with this id');
-      }
       const outcome = await deps.pipeline.commit(
         { eventId: crypto.randomUUID(), webhook: row, payload: { ...payload, userId: input.userId }, rawBody: null, headers: { 'x-agent-platform-send-test': 'direct' }, sourceIp: null },
         decision,

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { patchSchema } from '../../lib/patch-schema.ts';
 import { orgParams } from '../agents/agents.schemas.ts';
 
 export const VERIFICATION_SCHEMES = ['wh', 'hmac_sha256', 'shared_token', 'none'] as const;
@@ -50,7 +51,7 @@ export const webhookInput = z.object({
 });
 export type WebhookInput = z.output<typeof webhookInput>;
 
-export const webhookPatch = webhookInput.partial().refine((value) => Object.keys(value).length > 0, 'nothing to change');
+export const webhookPatch = patchSchema(webhookInput);
 export type WebhookPatch = z.output<typeof webhookPatch>;
 
 export const webhookSchema = z.object({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { patchSchema } from '../../lib/patch-schema.ts';
 
 export const APPROVAL_MODES = ['allow', 'ask', 'agent'] as const;
 export const approvalModeSchema = z.enum(APPROVAL_MODES);
@@ -10,7 +11,7 @@ export const agentInput = z.object({
   model: z.string().max(200).nullable().default(null),
   tools: z.array(toolName).max(100).default([]),
 });
-export const agentPatch = agentInput.partial().refine((value) => Object.keys(value).length > 0, 'nothing to change');
+export const agentPatch = patchSchema(agentInput);
 
 export const agentSchema = z.object({
   id: z.uuid(),
@@ -29,7 +30,7 @@ export const actionRuleInput = z.object({
   enabled: z.boolean().default(true),
   approvalRules: z.record(toolName, approvalModeSchema).default({}),
 });
-export const actionRulePatch = actionRuleInput.partial().refine((value) => Object.keys(value).length > 0, 'nothing to change');
+export const actionRulePatch = patchSchema(actionRuleInput);
 
 export const actionRuleSchema = z.object({
   id: z.uuid(),
