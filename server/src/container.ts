@@ -20,6 +20,7 @@ import { createJobRunner } from './jobs/job-runner.ts';
 import { createAgentsService } from './features/agents/agents.service.ts';
 import { createDeliveriesService } from './features/action-webhooks/deliveries.service.ts';
 import { createDeliveryPipeline } from './features/action-webhooks/delivery-pipeline.ts';
+import { createDeliveryWriter } from './features/action-webhooks/delivery-writer.ts';
 import { createIngestCache } from './features/action-webhooks/ingest-cache.ts';
 import { createIngestService } from './features/action-webhooks/ingest.service.ts';
 import { createLedgerService } from './features/action-webhooks/ledger.service.ts';
@@ -94,15 +95,16 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const orgAccess = createOrgAccess({ middlewares, orgs: services.orgs });
 
   const ingestCache = createIngestCache({ db, box, bus, clock });
-  const pipeline = createDeliveryPipeline({ db, jobs, cache: ingestCache, clock });
+  const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
+  const writer = createDeliveryWriter({ db, jobs, maxInFlight: database.kind === 'pglite' ? 1 : 2 });
   const webhooks = createWebhooksService({ db, box, bus, apiHost: config.apiHost, clock });
   const webhookServices = {
     agents: createAgentsService({ db, bus }),
     webhooks,
-    ingest: createIngestService({ db, cache: ingestCache, pipeline, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute }),
-    deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, clock, logger }),
+    ingest: createIngestService({ db, cache: ingestCache, pipeline, writer, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute }),
+    deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
     ledger: createLedgerService({ db }),
-    sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline }),
+    sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
   };
 
   const jobHandlers: JobHandlers = {
@@ -136,6 +138,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     },
 
     async close() {
+      await writer.drain();
       await jobs.stop();
       await bus.close();
       await rateLimiters.close();

@@ -10,6 +10,8 @@ export interface JobRunner {
   work(handlers: JobHandlers): Promise<void>;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
+  /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
+  enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<any> }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -65,6 +67,14 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       // Wake a local worker now instead of at its next poll (only after the job is visible).
       if (!options.trx) for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
       return id;
+    },
+
+    async enqueueMany(queue, payloads, options = {}) {
+      if (!started) throw new Error('The job runner is not started');
+      const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
+      const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), retryLimit, retryDelay, retryBackoff, expireInSeconds }));
+      await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
+      if (!options.trx) for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
     },
 
     async stop() {

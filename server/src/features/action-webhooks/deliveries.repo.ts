@@ -4,9 +4,6 @@ import type { DB, DeliveryRow, WebhookDeliveriesTable } from '../../db/schema.ts
 export const deliveriesRepo = {
   insert: (db: Kysely<DB>, row: Insertable<WebhookDeliveriesTable>) => db.insertInto('webhookDeliveries').values(row).execute(),
 
-  update: (db: Kysely<DB>, id: string, changes: Updateable<WebhookDeliveriesTable>) =>
-    db.updateTable('webhookDeliveries').set({ ...changes, updatedAt: new Date() }).where('id', '=', id).execute(),
-
   /** Updates only if `attempts` is still what the caller read: false when someone else got there first. */
   updateIfAttempts: async (db: Kysely<DB>, id: string, expectedAttempts: number, changes: Updateable<WebhookDeliveriesTable>): Promise<boolean> =>
     (await db.updateTable('webhookDeliveries').set({ ...changes, updatedAt: new Date() }).where('id', '=', id).where('attempts', '=', expectedAttempts).executeTakeFirst()).numUpdatedRows > 0n,

@@ -4,6 +4,7 @@ import type { DB, DeliveryRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import type { DeliveryPipeline, Outcome } from './delivery-pipeline.ts';
+import type { DeliveryWriter } from './delivery-writer.ts';
 import { deliveriesRepo } from './deliveries.repo.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
@@ -20,7 +21,7 @@ export function bufferedRetryDelayMs(attempts: number): number {
 
 const REPLAYABLE = new Set(['buffered', 'skipped', 'dead_lettered']);
 
-export function createDeliveriesService(deps: { db: Kysely<DB>; cache: IngestCache; pipeline: DeliveryPipeline; clock: Clock; logger: Logger }) {
+export function createDeliveriesService(deps: { db: Kysely<DB>; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter; clock: Clock; logger: Logger }) {
   /** Runs a stored delivery through today's configuration; `manual` is an operator's replay. */
   async function reprocess(row: DeliveryRow, manual: boolean): Promise<Outcome | { status: 'dead_lettered'; eventId: string; reason: string }> {
     const identifier = row.webhookId
@@ -48,11 +49,12 @@ export function createDeliveriesService(deps: { db: Kysely<DB>; cache: IngestCac
       : null;
     // Waiting for a schedule window is not a failed attempt.
     const counted = decision.status === 'buffered' && decision.reason === 'outside_schedule' && !manual ? row.attempts : attempts;
-    return deps.pipeline.commit(
-      { eventId: row.id, webhook: webhook.row, payload: payload.data, rawBody: null, headers: row.headers, sourceIp: row.sourceIp, messageId: row.messageId ?? undefined },
+    return deps.writer.writeNow({
+      ingress: { eventId: row.id, webhook: webhook.row, payload: payload.data, rawBody: null, headers: row.headers, sourceIp: row.sourceIp, messageId: row.messageId ?? undefined },
       decision,
-      { existing: true, attempts: counted, expectedAttempts: row.attempts, nextAttemptAt },
-    );
+      nextAttemptAt,
+      existing: { attempts: counted, expectedAttempts: row.attempts },
+    });
   }
 
   return {

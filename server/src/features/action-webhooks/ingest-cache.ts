@@ -5,6 +5,7 @@ import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { INVALIDATE_ALL, type InvalidationBus } from '../../lib/invalidation-bus.ts';
 import { actionRulesRepo } from '../agents/agents.repo.ts';
+import { orgsRepo } from '../orgs/orgs.repo.ts';
 import { ACTION_RULE_TOPIC } from '../agents/agents.service.ts';
 import { eventFilterMatcher } from './payload.ts';
 import { WEBHOOK_TOPIC } from './webhooks.service.ts';
@@ -42,6 +43,7 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: I
   const ttlMs = deps.ttlMs ?? 30_000;
   const webhooks = new Map<string, { value: IngestWebhook | null; freshUntil: number }>();
   const rules = new Map<string, { value: ActionRuleRow | null; freshUntil: number }>();
+  const members = new Map<string, { value: true | null; freshUntil: number }>();
   let generation = 0;
   const onInvalidate = (cache: Map<string, unknown>) => (key: string) => {
     generation++;
@@ -83,6 +85,10 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: I
       }),
 
     rule: (orgId: string, ruleId: string) => cached(rules, ruleId, async () => (await actionRulesRepo.find(deps.db, orgId, ruleId)) ?? null).then((rule) => (rule?.orgId === orgId ? rule : null)),
+
+    /** Org membership of a run-as user; a change shows within the cache's lifetime. */
+    isMember: async (orgId: string, userId: string) =>
+      (await cached(members, `${orgId} ${userId}`, async () => ((await orgsRepo.isMember(deps.db, orgId, userId)) ? true : null))) === true,
 
     /** The secrets that verify now: the current one, and the previous one during its grace period. */
     secretsOf(webhook: IngestWebhook): string[] {

@@ -1,5 +1,5 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorSchema } from '../auth/auth.schemas.ts';
 import type { IngestService } from './ingest.service.ts';
@@ -11,6 +11,8 @@ const accepted = z.union([
   z.object({ success: z.literal(true), skipped: z.literal(true), eventId: z.uuid(), reason: z.string() }),
 ]);
 const response = { 200: created, 202: accepted, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 413: errorSchema, 429: errorSchema, 500: errorSchema };
+
+const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) => (route.httpPart === 'body' ? () => ({ value: undefined }) : validatorCompiler(route));
 
 export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyncZod {
   return async (app) => {
@@ -37,14 +39,14 @@ export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyn
         body: actionWebhookPayload,
         response,
       },
-      // The schema documents the body; the service validates the raw bytes itself, after verification.
-      attachValidation: true,
+      // The body schema documents the payload; the service validates the raw bytes itself, after
+      // verification, so Fastify checks the path parameters only.
+      validatorCompiler: paramsOnly as never,
     }, (request, reply) => handler(request.params.org, request.params.webhookIdentifier, request, reply));
 
     // The older path, kept for existing integrations; hidden from the documentation.
     app.post('/webhooks/ingest/:org/:identifier', {
       schema: { hide: true, params: z.object({ org: z.string().max(100), identifier: z.string().max(200) }), response },
-      attachValidation: true,
     }, (request, reply) => handler(request.params.org, request.params.identifier, request, reply));
   };
 }

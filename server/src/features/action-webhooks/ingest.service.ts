@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { RateLimiter, RateLimiters } from '../../lib/rate-limit.ts';
 import type { DeliveryPipeline, Outcome } from './delivery-pipeline.ts';
+import type { DeliveryWriter } from './delivery-writer.ts';
 import { deliveriesRepo } from './deliveries.repo.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
@@ -40,6 +41,7 @@ export function createIngestService(deps: {
   db: Kysely<DB>;
   cache: IngestCache;
   pipeline: DeliveryPipeline;
+  writer: DeliveryWriter;
   clock: Clock;
   rateLimiters: RateLimiters;
   ipLimitPerMinute: number;
@@ -94,11 +96,11 @@ export function createIngestService(deps: {
       }
 
       const decision = await deps.pipeline.decide(webhook, parsed.data);
-      const outcome = await deps.pipeline.commit(
-        { eventId, webhook: row, payload: parsed.data, rawBody: null, headers, sourceIp: request.ip, messageId },
+      const outcome = await deps.writer.write({
+        ingress: { eventId, webhook: row, payload: parsed.data, rawBody: null, headers, sourceIp: request.ip, messageId },
         decision,
-        { existing: false, nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null },
-      );
+        nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null,
+      });
       return toIngestResponse(outcome);
     },
 

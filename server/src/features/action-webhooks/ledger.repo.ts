@@ -48,7 +48,7 @@ export const ledgerRepo = {
   /** One row by its eventId, or by the actionId of the action it created. */
   find: (db: Kysely<DB>, orgId: string, id: string) =>
     ledgerQuery(db, orgId)
-      .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals'])
+      .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals', 'a.deliveryId as actionDeliveryId', 'a.createdAt as actionCreatedAt'])
       .where((eb) => eb.or([eb('d.id', '=', id), eb.and([eb('d.actionId', '=', id), eb('a.deliveryId', '=', eb.ref('d.id'))])]))
       .executeTakeFirst(),
 };

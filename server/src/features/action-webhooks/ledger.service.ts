@@ -47,7 +47,11 @@ export function createLedgerService(deps: { db: Kysely<DB> }) {
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const lifecycle = row.actionId ? await actionsRepo.events(deps.db, row.actionId) : [];
+      const transitions = row.actionId ? await actionsRepo.events(deps.db, row.actionId) : [];
+      // The first state is the action's creation: queued by the delivery that created it.
+      const lifecycle = row.actionId && row.actionCreatedAt
+        ? [{ status: 'queued', cause: `webhook delivery ${row.actionDeliveryId}`, data: null, createdAt: row.actionCreatedAt }, ...transitions]
+        : transitions;
       return {
         ...summarize(row),
         ingressPayload: row.payload ?? null,

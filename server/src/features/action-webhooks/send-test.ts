@@ -3,6 +3,7 @@ import type { DB, OrganizationRow } from '../../db/schema.ts';
 import { orgsRepo } from '../orgs/orgs.repo.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { DeliveryPipeline } from './delivery-pipeline.ts';
+import type { DeliveryWriter } from './delivery-writer.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { toIngestResponse } from './ingest.service.ts';
 import { signingHeaders } from './verification.ts';
@@ -20,7 +21,7 @@ export interface SendTestInput {
  * scheme and posts it to the public URL, exercising verification like a real sender. With an
  * internal user selected it creates the action directly for that user, without a signature.
  */
-export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService; cache: IngestCache; pipeline: DeliveryPipeline }) {
+export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter }) {
   return async (org: OrganizationRow, webhookId: string, input: SendTestInput) => {
     const row = await deps.webhooks.requireWebhook(org.id, webhookId);
     const payload = { eventType: input.eventType, data: input.data, ...(input.externalId ? { externalId: input.externalId } : {}) };
@@ -31,11 +32,11 @@ export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService
       const webhook = await deps.cache.webhook(row.identifier);
       if (!webhook) throw new AppError('not_found', 'Webhook not found');
       const decision = await deps.pipeline.decide(webhook, { ...payload, userId: input.userId });
-      const outcome = await deps.pipeline.commit(
-        { eventId: crypto.randomUUID(), webhook: row, payload: { ...payload, userId: input.userId }, rawBody: null, headers: { 'x-agent-platform-send-test': 'direct' }, sourceIp: null },
+      const outcome = await deps.writer.writeNow({
+        ingress: { eventId: crypto.randomUUID(), webhook: row, payload: { ...payload, userId: input.userId }, rawBody: null, headers: { 'x-agent-platform-send-test': 'direct' }, sourceIp: null },
         decision,
-        { existing: false, nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? new Date()) : null },
-      );
+        nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? new Date()) : null,
+      });
       const { statusCode, body } = toIngestResponse(outcome);
       return { mode: 'direct' as const, statusCode, response: body };
     }

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { VerificationScheme } from '../../db/schema.ts';
 import { timingSafeEqualString } from '../../lib/crypto.ts';
@@ -30,9 +30,23 @@ function checkTimestamp(raw: string, nowSeconds: number): number {
   return timestamp;
 }
 
+/**
+ * HMAC keys as KeyObjects, built once per secret: creating one from bytes on every request showed
+ * in the ingest profile. Bounded; secrets of deleted webhooks age out.
+ */
+const keyObjects = new Map<string, KeyObject>();
+function hmacKey(cacheKey: string, bytes: () => Buffer): KeyObject {
+  let key = keyObjects.get(cacheKey);
+  if (!key) {
+    if (keyObjects.size >= 10_000) keyObjects.delete(keyObjects.keys().next().value!);
+    keyObjects.set(cacheKey, (key = createSecretKey(bytes())));
+  }
+  return key;
+}
+
 /** The HMAC key of a `whsec_` secret: the base64 after the prefix. */
-export function standardWebhooksKey(secret: string): Buffer {
-  return Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+export function standardWebhooksKey(secret: string): KeyObject {
+  return hmacKey(`wh:${secret}`, () => Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64'));
 }
 
 /** Standard Webhooks signature of `${id}.${timestamp}.${body}`, on the exact bytes received. */
@@ -83,7 +97,7 @@ export function verifySender(scheme: VerificationScheme, secrets: string[], head
       const ts = checkTimestamp(timestamp, nowSeconds);
       const given = signature.startsWith('v1=') ? signature.slice(3) : '';
       const matches = secrets.map((secret) => {
-        const expected = createHmac('sha256', secret).update(`${ts}.`).update(rawBody).digest('hex');
+        const expected = createHmac('sha256', hmacKey(`hmac:${secret}`, () => Buffer.from(secret))).update(`${ts}.`).update(rawBody).digest('hex');
         return timingSafeEqualString(given.toLowerCase(), expected);
       });
       if (!matches.includes(true)) throw new AppError('signature_invalid', 'x-webhook-signature does not match: expected v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">');

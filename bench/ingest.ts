@@ -1,0 +1,77 @@
+/**
+ * Webhook ingest benchmark: freshly signed `wh` posts at 50 connections, spread over 500 webhooks in
+ * 50 orgs (per-webhook limits on: at most 1000/min each), unique externalIds. Printed beside a bare
+ * Node HTTP POST server and pgbench's single-row insert rate, measured in the same run.
+ *
+ *   npm run bench:ingest                     # PostgreSQL when reachable, and PGlite
+ *   BENCH_DB=postgres npm run bench:ingest
+ */
+import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
+import { signingHeaders } from '../server/src/features/action-webhooks/verification.ts';
+import { benchDatabase, fmt, load, postgresReachable, startBareServer, startService } from './lib/harness.ts';
+import { pgbenchInsertTps } from './lib/pgbench.ts';
+import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ORGS = 50;
+const WEBHOOKS_PER_ORG = 10;
+const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
+
+function signedRequests(webhooks: SeededWebhook[]): autocannon.Request[] {
+  let next = 0;
+  return [{
+    method: 'POST',
+    setupRequest: (request) => {
+      const webhook = webhooks[next++ % webhooks.length]!;
+      const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: next, total: 42.5, items: [{ sku: 'A-1', qty: 2 }] } });
+      return { ...request, path: webhook.path, body, headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) } };
+    },
+  }];
+}
+
+async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbenchTps: number | undefined) {
+  const database = await benchDatabase(kind);
+  try {
+    const env = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development' };
+    const webhooks = await seedWebhooks(env, { orgs: ORGS, webhooksPerOrg: WEBHOOKS_PER_ORG });
+    const service = await startService({ ...env, WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000', RUN_WORKERS: 'false' });
+    try {
+      await load({ url: service.url, requests: signedRequests(webhooks), duration: 2, connections: CONNECTIONS });
+      const result = await load({ url: service.url, requests: signedRequests(webhooks), duration: DURATION, connections: CONNECTIONS });
+      const accepted = result.requestsPerSecond;
+      const parts = [
+        `ingest (${kind.padEnd(8)}) : ${fmt(accepted).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  non-2xx ${result.non2xx}  errors ${result.errors}`,
+        `${((accepted / bareRps) * 100).toFixed(0)}% of bare`,
+      ];
+      if (pgbenchTps !== undefined) parts.push(`${((accepted / pgbenchTps) * 100).toFixed(0)}% of pgbench (target >= 35%)`);
+      parts.push(kind === 'postgres' ? 'targets: >= 5,000 req/s, p99 <= 50 ms' : 'target: >= 1,000 req/s');
+      console.log(parts.join('  |  '));
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    await database.drop();
+  }
+}
+
+const hasPostgres = await postgresReachable();
+const kinds = process.env.BENCH_DB ? [process.env.BENCH_DB as 'postgres' | 'pglite'] : hasPostgres ? (['postgres', 'pglite'] as const) : (['pglite'] as const);
+console.log(`ingest benchmark: ${CONNECTIONS} connections, ${DURATION} s, ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, every request freshly signed (wh), node ${process.version}`);
+const bare = await startBareServer();
+let bareRps: number;
+try {
+  const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: 1, total: 42.5 } });
+  const baseline = await load({ url: bare.url, method: 'POST', body, headers: { 'content-type': 'application/json' }, duration: DURATION, connections: CONNECTIONS });
+  bareRps = baseline.requestsPerSecond;
+  console.log(`bare node http POST    : ${fmt(bareRps).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`);
+} finally {
+  await bare.stop();
+}
+let pgbenchTps: number | undefined;
+if (hasPostgres) {
+  pgbenchTps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 16, DURATION);
+  console.log(`pgbench 1-row insert   : ${fmt(pgbenchTps).padStart(6)} tps (16 clients, baseline)`);
+}
+for (const kind of kinds) await benchIngest(kind, bareRps, pgbenchTps);

@@ -1,0 +1,35 @@
+import { loadConfig } from '../../server/src/config.ts';
+import { createContainer } from '../../server/src/container.ts';
+import { webhookInput } from '../../server/src/features/action-webhooks/webhooks.schemas.ts';
+
+export interface SeededWebhook {
+  path: string;
+  secret: string;
+}
+
+/**
+ * Orgs, each with an admin member, an agent, a rule and webhooks, written through the services into
+ * the database the benchmarked server will open (before it starts: PGlite allows one process).
+ */
+export async function seedWebhooks(env: Record<string, string>, options: { orgs: number; webhooksPerOrg: number }): Promise<SeededWebhook[]> {
+  const container = await createContainer(loadConfig({ ...env, LOG_LEVEL: 'warn' }));
+  try {
+    await container.database.migrate();
+    const { orgs, users, agents, webhooks } = container.services;
+    const seeded: SeededWebhook[] = [];
+    for (let o = 0; o < options.orgs; o++) {
+      const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
+      const admin = await users.create({ email: `admin-${o}@bench.example`, role: 'Admin', provider: 'credentials' });
+      await orgs.addMember(org.slug, admin.email);
+      const agent = await agents.createAgent(org.id, { name: 'Bench agent', instructions: 'Do it.', model: null, tools: ['generateDocument'] });
+      const rule = await agents.createRule(org.id, { name: 'Bench rule', agentId: agent.id, instructions: '', enabled: true, approvalRules: { generateDocument: 'allow' } });
+      for (let w = 0; w < options.webhooksPerOrg; w++) {
+        const created = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}`, actionRuleId: rule.id, runAsUserId: admin.id, rateLimitPerMinute: 1000 }));
+        seeded.push({ path: new URL(created.url).pathname, secret: created.secret });
+      }
+    }
+    return seeded;
+  } finally {
+    await container.close();
+  }
+}
