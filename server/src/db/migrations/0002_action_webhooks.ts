@@ -9,8 +9,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       instructions text not null default '',
       model text,
       tools jsonb not null default '[]',
-      created_at timestamptz not null default now(),
-      updated_at timestamptz not null default now()
+      created_at timestamptz(3) not null default now(),
+      updated_at timestamptz(3) not null default now()
     );
     create index agents_org_idx on agents (org_id, created_at desc);
 
@@ -22,8 +22,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       instructions text not null default '',
       enabled boolean not null default true,
       approval_rules jsonb not null default '{}',
-      created_at timestamptz not null default now(),
-      updated_at timestamptz not null default now()
+      created_at timestamptz(3) not null default now(),
+      updated_at timestamptz(3) not null default now()
     );
     create index action_rules_org_idx on action_rules (org_id, created_at desc);
 
@@ -39,7 +39,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       verification_scheme text not null check (verification_scheme in ('wh', 'hmac_sha256', 'shared_token', 'none')),
       secret_encrypted text not null,
       previous_secret_encrypted text,
-      previous_secret_expires_at timestamptz,
+      previous_secret_expires_at timestamptz(3),
       rate_limit_per_minute integer not null default 100 check (rate_limit_per_minute between 1 and 1000),
       allow_request_overrides boolean not null default false,
       enabled boolean not null default true,
@@ -47,8 +47,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       blocked_ips jsonb not null default '[]',
       max_payload_bytes integer not null default 262144,
       schedule jsonb,
-      created_at timestamptz not null default now(),
-      updated_at timestamptz not null default now()
+      created_at timestamptz(3) not null default now(),
+      updated_at timestamptz(3) not null default now()
     );
     create index webhooks_org_idx on webhooks (org_id, created_at desc);
 
@@ -69,8 +69,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       tool_approvals jsonb not null default '{}',
       result jsonb,
       error text,
-      created_at timestamptz not null default now(),
-      updated_at timestamptz not null default now()
+      created_at timestamptz(3) not null default now(),
+      updated_at timestamptz(3) not null default now()
     );
     -- Idempotency: one action per externalId and webhook, enforced by the database under concurrency.
     create unique index actions_webhook_external_id_key on actions (webhook_id, external_id) where external_id is not null;
@@ -83,7 +83,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       status text not null,
       cause text not null,
       data jsonb,
-      created_at timestamptz not null default now()
+      created_at timestamptz(3) not null default now()
     );
     create index action_events_action_idx on action_events (action_id, created_at);
 
@@ -104,10 +104,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       source_ip text,
       message_id text,
       attempts integer not null default 1,
-      next_attempt_at timestamptz,
+      next_attempt_at timestamptz(3),
       last_error text,
-      created_at timestamptz not null default now(),
-      updated_at timestamptz not null default now()
+      created_at timestamptz(3) not null default now(),
+      updated_at timestamptz(3) not null default now()
     );
     create index webhook_deliveries_org_idx on webhook_deliveries (org_id, created_at desc, id desc);
     create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where status = 'buffered';
@@ -116,7 +116,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     create table webhook_message_ids (
       webhook_id uuid not null,
       message_id text not null,
-      received_at timestamptz not null default now(),
+      received_at timestamptz(3) not null default now(),
       primary key (webhook_id, message_id)
     );
   `.execute(db);

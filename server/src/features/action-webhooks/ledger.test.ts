@@ -43,6 +43,21 @@ describe('GET /orgs/:org/ledger', () => {
     expect((await app.request('GET', `/orgs/${org.slug}/ledger?kind=everything`, { token })).status).toBe(400);
   });
 
+  it('pages through rows written together (one batch, one timestamp) without skipping or repeating any', async () => {
+    const setup = await setupWebhook(app);
+    const { org, token } = setup.tenant;
+    await Promise.all(Array.from({ length: 30 }, (_, i) => postEvent(app, setup, { eventType: 'burst', externalId: `b-${i}` })));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { rows: Array<{ externalId: string }>; nextCursor: string | null } = await (await app.request('GET', `/orgs/${org.slug}/ledger?limit=7${cursor ? `&cursor=${cursor}` : ''}`, { token })).json();
+      seen.push(...page.rows.map((row) => row.externalId));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toHaveLength(30);
+    expect(new Set(seen).size).toBe(30);
+  });
+
   it('shows one row by actionId or eventId with payload, redacted headers, scheme and lifecycle events', async () => {
     const setup = await setupWebhook(app);
     const { org, token } = setup.tenant;
