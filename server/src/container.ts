@@ -101,7 +101,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const webhookServices = {
     agents: createAgentsService({ db, bus }),
     webhooks,
-    ingest: createIngestService({ db, cache: ingestCache, pipeline, writer, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute }),
+    ingest: createIngestService({ db, cache: ingestCache, pipeline, writer, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute, logger }),
     deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
     ledger: createLedgerService({ db }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -11,6 +12,7 @@ import { deliveriesRepo } from './deliveries.repo.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
 import { readBodyWithLimit } from './read-body.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { redactHeaders, verifySender } from './verification.ts';
 
 export interface IngestRequest {
@@ -45,6 +47,7 @@ export function createIngestService(deps: {
   clock: Clock;
   rateLimiters: RateLimiters;
   ipLimitPerMinute: number;
+  logger: Logger;
 }) {
   const perIp = deps.rateLimiters.create({ name: 'webhook-ip', points: deps.ipLimitPerMinute, durationSeconds: 60 });
   // One limiter per distinct per-webhook limit (at most 1000 of them), keyed by webhook id.
@@ -113,8 +116,10 @@ export function createIngestService(deps: {
           rawBody: failure.text.slice(0, 64 * 1024), headers: JSON.stringify(failure.headers), verificationScheme: failure.scheme,
           sourceIp: failure.ip, messageId: failure.messageId ?? null,
         });
-      }).catch(() => {
-        // A replayed wh-id with a broken body is still just a 400; nothing more to record.
+      }).catch((error: unknown) => {
+        // A replayed wh-id with a broken body is still just a 400; anything else is worth a log line,
+        // but the sender's answer stays the 400 its body earned.
+        if (!isUniqueViolation(error, 'webhook_message_ids_pkey')) deps.logger.warn({ err: error }, 'could not record a failed delivery');
       });
     },
   };

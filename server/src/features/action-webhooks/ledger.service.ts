@@ -63,6 +63,7 @@ export function createLedgerService(deps: { db: Kysely<DB> }) {
         execution: row.actionId
           ? { runAsUserId: row.runAsUserId, agentId: row.agentId, actionRuleId: row.actionRuleId, toolApprovals: row.toolApprovals ?? {}, result: row.result ?? null, error: row.error }
           : null,
+        // Outbound callbacks and their attempts: none are sent before the callbacks feature exists.
         callbacks: [] as unknown[],
       };
     },

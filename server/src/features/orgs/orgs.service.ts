@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB, OrganizationRow } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { isUniqueViolation, usersRepo } from '../users/users.repo.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { usersRepo } from '../users/users.repo.ts';
 import { orgsRepo } from './orgs.repo.ts';
 
 export const ORG_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;

@@ -24,9 +24,3 @@ export const usersRepo = {
   count: async (db: Kysely<DB>): Promise<number> =>
     (await db.selectFrom('users').select(sql<number>`count(*)::int`.as('count')).executeTakeFirstOrThrow()).count,
 };
-
-/** True when an error is PostgreSQL's unique violation (23505), optionally on a given constraint. */
-export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  const e = error as { code?: string; constraint?: string } | null;
-  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
-}

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { DB, UserRole, UserRow } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
 import { PASSWORD_MAX_BYTES, PASSWORD_MIN_LENGTH, type PasswordHasher } from '../../lib/passwords.ts';
-import { isUniqueViolation, usersRepo } from './users.repo.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { usersRepo } from './users.repo.ts';
 
 export const passwordSchema = z
   .string()
