@@ -39,6 +39,18 @@ export function createMetrics() {
       labelNames: ['queue', 'outcome'] as const,
       registers: [registry],
     }),
+    ingestBatchSize: new Histogram({
+      name: 'webhook_ingest_batch_size',
+      help: 'Deliveries written per group-committed ingest transaction',
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200],
+      registers: [registry],
+    }),
+    ingestBatchDuration: new Histogram({
+      name: 'webhook_ingest_batch_duration_seconds',
+      help: 'Duration of one group-committed ingest transaction',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
     jobDuration: new Histogram({
       name: 'job_duration_seconds',
       help: 'Background job duration by queue',

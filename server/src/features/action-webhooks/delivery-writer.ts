@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError } from '../../lib/errors.ts';
+import type { Metrics } from '../../lib/metrics.ts';
 import type { Decision, Ingress, Outcome } from './delivery-pipeline.ts';
 import { requestToolApprovals } from './payload.ts';
 
@@ -27,7 +28,7 @@ const MAX_BATCH = 200;
  * Nothing is answered before its transaction commits. Idempotency and replays are decided by the
  * database (ON CONFLICT), so they hold across batches and processes as within one batch.
  */
-export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany'>; maxInFlight: number }) {
+export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
   async function writeBatch(items: DeliveryWrite[]): Promise<Result[]> {
     return deps.db.transaction().execute(async (trx) => {
       const results: Array<Result | undefined> = items.map(() => undefined);
@@ -154,6 +155,8 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
     if (inFlight >= deps.maxInFlight || pending.length === 0) return;
     const batch = pending.splice(0, MAX_BATCH);
     inFlight++;
+    deps.metrics.ingestBatchSize.observe(batch.length);
+    const endTimer = deps.metrics.ingestBatchDuration.startTimer();
     writeBatch(batch.map(({ item }) => item))
       .then(
         (results) => batch.forEach((entry, index) => entry.resolve(results[index]!)),
@@ -161,6 +164,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
         () => Promise.all(batch.map((entry) => writeAlone(entry.item).then(entry.resolve, entry.reject))),
       )
       .finally(() => {
+        endTimer();
         inFlight--;
         if (inFlight === 0 && pending.length === 0) drained?.();
         scheduleFlush();

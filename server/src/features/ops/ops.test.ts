@@ -19,6 +19,7 @@ describe('operations endpoints', () => {
     expect(text).toMatch(/http_requests_total\{method="GET",route="\/auth\/me",status="401"\} \d+/);
     expect(text).toContain('http_request_duration_seconds_bucket');
     expect(text).toContain('jobs_processed_total');
+    expect(text).toContain('webhook_ingest_batch_size_bucket');
   });
 
   it('GET /openapi.json documents the auth routes from their schemas, and /docs serves the reference', async () => {
