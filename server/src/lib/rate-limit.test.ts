@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
+import { postEvent, setupWebhook } from '../../test/helpers/webhooks.ts';
 
 /** Redis is one of the machine's services, like PostgreSQL; REQUIRE_REDIS=1 (CI) makes its absence a failure. */
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -25,11 +26,12 @@ describe.runIf(available)('rate limits shared through Redis', () => {
   let second: TestApp;
   beforeAll(async () => {
     const env = { RATE_LIMIT_REDIS_URL: redisUrl, TRUST_PROXY: 'true' };
-    [first, second] = await Promise.all([startTestApp(env), startTestApp(env)]);
+    first = await startTestApp(env);
+    second = await startTestApp(env, { shareDatabaseWith: first });
   });
   afterAll(async () => {
-    await first?.close();
     await second?.close();
+    await first?.close();
   });
 
   it('counts one client across two processes: the 11th login in a minute is refused by either', async () => {
@@ -44,5 +46,15 @@ describe.runIf(available)('rate limits shared through Redis', () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
     expect((await login(second)).status).toBe(429);
+  });
+
+  it('counts one webhook across two processes: its per-minute limit holds for the pair', async () => {
+    const setup = await setupWebhook(first, { rateLimitPerMinute: 4 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const ip = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+      statuses.push((await postEvent(i % 2 === 0 ? first : second, setup, { eventType: 'x' }, { headers: { 'x-forwarded-for': ip } })).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
   });
 });

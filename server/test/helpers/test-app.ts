@@ -25,7 +25,11 @@ export interface TestApp {
  */
 export async function startTestApp(
   env: Partial<Record<keyof Env, string>> = {},
-  options: { routes?: (app: Awaited<ReturnType<typeof buildApp>>, container: Container) => void } = {},
+  options: {
+    routes?: (app: Awaited<ReturnType<typeof buildApp>>, container: Container) => void;
+    /** Another app's database, to stand for a second process on it (it is not closed by this app). */
+    shareDatabaseWith?: TestApp;
+  } = {},
 ): Promise<TestApp> {
   const port = await freePort();
   const config = loadConfig({
@@ -38,7 +42,8 @@ export async function startTestApp(
     ...env,
   });
   const clock = new TestClock();
-  const database = await createTestDatabase();
+  const shared = options.shareDatabaseWith?.container.database;
+  const database = shared ? { ...shared, close: async () => {} } : await createTestDatabase();
   const container = await createContainer(config, { clock, database });
   await container.start({ workers: true });
   const app = await buildApp(container);
