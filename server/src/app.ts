@@ -19,6 +19,7 @@ import { threadsRoutes } from './features/threads/threads.routes.ts';
 import { agentsRoutes } from './features/agents/agents.routes.ts';
 import { ingestRoutes } from './features/action-webhooks/ingest.routes.ts';
 import { webhooksRoutes } from './features/action-webhooks/webhooks.routes.ts';
+import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaders } from './lib/security-headers.ts';
 
@@ -127,5 +128,6 @@ export async function buildApp(container: Container) {
   await app.register(agentsRoutes({ agents: services.agents, orgAccess }));
   await app.register(webhooksRoutes({ webhooks: services.webhooks, ledger: services.ledger, deliveries: services.deliveries, sendTest: services.sendTest, orgAccess }));
   await app.register(ingestRoutes({ ingest: services.ingest }));
+  await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
   return app;
 }

@@ -27,6 +27,7 @@ import { createLedgerService } from './features/action-webhooks/ledger.service.t
 import { createSendTest } from './features/action-webhooks/send-test.ts';
 import { createWebhooksService } from './features/action-webhooks/webhooks.service.ts';
 import { createOrgAccess } from './features/orgs/org-access.ts';
+import { createDocumentsService } from './features/documents/documents.service.ts';
 import type { JobHandlers } from './jobs/registry.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
@@ -105,6 +106,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
     ledger: createLedgerService({ db }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
+    documents: createDocumentsService({ db }),
   };
 
   const jobHandlers: JobHandlers = {

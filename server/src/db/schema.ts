@@ -190,6 +190,18 @@ export interface WebhookMessageIdsTable {
   receivedAt: CreatedAt;
 }
 
+export interface DocumentsTable {
+  id: string;
+  orgId: string;
+  title: string;
+  contentMarkdown: string;
+  pdf: Uint8Array;
+  sizeBytes: number;
+  createdByUserId: string | null;
+  actionId: string | null;
+  createdAt: CreatedAt;
+}
+
 export interface DB {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -204,6 +216,7 @@ export interface DB {
   actionEvents: ActionEventsTable;
   webhookDeliveries: WebhookDeliveriesTable;
   webhookMessageIds: WebhookMessageIdsTable;
+  documents: DocumentsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

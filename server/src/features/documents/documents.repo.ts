@@ -1,0 +1,26 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import type { Cursor } from '../../lib/pagination.ts';
+
+const listed = ['id', 'title', 'sizeBytes', 'createdByUserId', 'actionId', 'createdAt'] as const;
+
+export const documentsRepo = {
+  insert: (db: Kysely<DB>, document: { id: string; orgId: string; title: string; contentMarkdown: string; pdf: Uint8Array; createdByUserId: string | null; actionId: string | null }) =>
+    db.insertInto('documents').values({ ...document, sizeBytes: document.pdf.byteLength }).returning(listed).executeTakeFirstOrThrow(),
+
+  list: (db: Kysely<DB>, orgId: string, limit: number, after?: Cursor) =>
+    db
+      .selectFrom('documents')
+      .select(listed)
+      .where('orgId', '=', orgId)
+      .$if(after !== undefined, (q) =>
+        q.where((eb) => eb.or([eb('createdAt', '<', after!.createdAt), eb.and([eb('createdAt', '=', after!.createdAt), eb('id', '<', after!.id)])])),
+      )
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute(),
+
+  findPdf: (db: Kysely<DB>, orgId: string, id: string) =>
+    db.selectFrom('documents').select(['title', 'pdf']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+};

@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { paginationQuery } from '../../lib/pagination.ts';
+import { orgParams } from '../agents/agents.schemas.ts';
+import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
+import type { OrgAccess } from '../orgs/org-access.ts';
+import type { DocumentsService } from './documents.service.ts';
+
+const documentSchema = z.object({ id: z.uuid(), title: z.string(), sizeBytes: z.int(), createdByUserId: z.uuid().nullable(), actionId: z.uuid().nullable(), createdAt: z.date() });
+const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };
+
+export function documentsRoutes(deps: { documents: DocumentsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
+  return async (app) => {
+    // Any member may read the org's documents (agents write them for the people they act for).
+    const preHandler = deps.orgAccess('Guest');
+    const common = { tags: ['documents'], security: sessionSecurity };
+
+    app.get('/orgs/:org/documents', {
+      schema: { ...common, summary: "The org's generated documents, newest first", params: orgParams, querystring: paginationQuery, response: { 200: z.object({ documents: z.array(documentSchema), nextCursor: z.string().nullable() }), ...errors } },
+      preHandler,
+    }, async (request) => {
+      const page = await deps.documents.list(request.org!.id, request.query);
+      return { documents: page.items, nextCursor: page.nextCursor };
+    });
+
+    app.get('/orgs/:org/documents/:documentId', {
+      schema: { ...common, summary: 'Download a document (application/pdf)', params: orgParams.extend({ documentId: z.uuid() }), response: { ...errors } },
+      preHandler,
+    }, async (request, reply) => {
+      const { filename, pdf } = await deps.documents.download(request.org!.id, request.params.documentId);
+      // A Buffer is sent as it is: the error schemas above apply to JSON answers only.
+      return reply.type('application/pdf').header('content-disposition', `attachment; filename="${filename}"`).send(pdf as never);
+    });
+  };
+}

@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { DB } from '../../db/schema.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { decodeCursor, toPage } from '../../lib/pagination.ts';
+import { documentsRepo } from './documents.repo.ts';
+import { markdownToPdf } from './markdown-pdf.ts';
+
+/** The generateDocument tool's input (spec 2.9). */
+export const generateDocumentInput = z.object({
+  title: z.string().trim().min(1).max(200).describe('The document title'),
+  content: z.string().min(1).max(200_000).describe('The document body, in Markdown'),
+});
+
+export function createDocumentsService(deps: { db: Kysely<DB> }) {
+  return {
+    /** Renders the Markdown to a PDF and stores it with the org; the id goes into attachDocumentIds. */
+    async generate(orgId: string, input: z.input<typeof generateDocumentInput>, origin: { userId?: string; actionId?: string } = {}): Promise<{ documentId: string }> {
+      const parsed = generateDocumentInput.safeParse(input);
+      if (!parsed.success) throw new AppError('validation_failed', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
+      const pdf = await markdownToPdf(parsed.data.title, parsed.data.content);
+      const document = await documentsRepo.insert(deps.db, {
+        id: randomUUID(), orgId, title: parsed.data.title, contentMarkdown: parsed.data.content, pdf,
+        createdByUserId: origin.userId ?? null, actionId: origin.actionId ?? null,
+      });
+      return { documentId: document.id };
+    },
+
+    async list(orgId: string, options: { limit: number; cursor?: string }) {
+      const rows = await documentsRepo.list(deps.db, orgId, options.limit, decodeCursor(options.cursor));
+      return toPage(rows, options.limit);
+    },
+
+    async download(orgId: string, id: string): Promise<{ filename: string; pdf: Buffer }> {
+      const document = await documentsRepo.findPdf(deps.db, orgId, id);
+      if (!document) throw notFound('Document');
+      const filename = `${document.title.replace(/[^\w .-]+/g, '_').slice(0, 100) || 'document'}.pdf`;
+      return { filename, pdf: Buffer.from(document.pdf) };
+    },
+  };
+}
+
+export type DocumentsService = ReturnType<typeof createDocumentsService>;

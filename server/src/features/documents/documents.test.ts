@@ -1,0 +1,70 @@
+import { PDFParse } from 'pdf-parse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => app?.close());
+
+const MARKDOWN = [
+  '# Findings',
+  '',
+  'Revenue grew **12%** in the _north_, see [the dashboard](https://example.com/dash).',
+  '',
+  '| Region | Total |',
+  '|---|---|',
+  '| North | 4,200 |',
+  '| South | 3,100 |',
+  '',
+  '```ts',
+  'const answer = computeAnswer(42);',
+  '```',
+  '',
+  '1. first step',
+  '2. second step',
+  '',
+  '> A quoted remark',
+  '',
+  '![tracker](http://169.254.169.254/latest/meta-data)',
+].join('\n');
+
+describe('generateDocument and documents', () => {
+  it('renders Markdown to a PDF whose text has the title, a table cell and a code line; members download it', async () => {
+    const { org, admin, token } = await createTenant(app);
+    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Quarterly Report', content: MARKDOWN }, { userId: admin.id });
+
+    const response = await app.request('GET', `/orgs/${org.slug}/documents/${documentId}`, { token });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/pdf');
+    expect(response.headers.get('content-disposition')).toBe('attachment; filename="Quarterly Report.pdf"');
+    const pdf = Buffer.from(await response.arrayBuffer());
+    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+    const { text } = await new PDFParse({ data: pdf }).getText();
+    for (const expected of ['Quarterly Report', 'Findings', 'North', '4,200', 'const answer = computeAnswer(42);', 'second step', 'A quoted remark', '[image: tracker]']) {
+      expect(text).toContain(expected);
+    }
+
+    const guest = await createUser(app, { org: org.slug });
+    const list = await (await app.request('GET', `/orgs/${org.slug}/documents`, { token: await signIn(app, guest) })).json();
+    expect(list.documents).toEqual([expect.objectContaining({ id: documentId, title: 'Quarterly Report', createdByUserId: admin.id, sizeBytes: pdf.length })]);
+  });
+
+  it('refuses empty or oversized input', async () => {
+    const { org } = await createTenant(app);
+    await expect(app.container.services.documents.generate(org.id, { title: '', content: 'x' })).rejects.toThrow(/title/);
+    await expect(app.container.services.documents.generate(org.id, { title: 'x', content: 'y'.repeat(200_001) })).rejects.toThrow(/content/);
+  });
+
+  it('keeps documents inside their org: another tenant gets 404', async () => {
+    const owner = await createTenant(app);
+    const intruder = await createTenant(app);
+    const { documentId } = await app.container.services.documents.generate(owner.org.id, { title: 'Private', content: 'secret plan' });
+    expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(404);
+    expect((await app.request('GET', `/orgs/${intruder.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(404);
+    expect((await (await app.request('GET', `/orgs/${intruder.org.slug}/documents`, { token: intruder.token })).json()).documents).toEqual([]);
+    expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`)).status).toBe(401);
+  });
+});
