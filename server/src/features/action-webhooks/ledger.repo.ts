@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
+import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 export interface LedgerFilters {
@@ -36,9 +37,7 @@ export const ledgerRepo = {
       .$if(escaped !== undefined, (q) =>
         q.where((eb) => eb.or([eb('d.externalId', 'ilike', `%${escaped}%`), eb('d.eventType', 'ilike', `%${escaped}%`)])),
       )
-      .$if(after !== undefined, (q) =>
-        q.where((eb) => eb.or([eb('d.createdAt', '<', after!.createdAt), eb.and([eb('d.createdAt', '=', after!.createdAt), eb('d.id', '<', after!.id)])])),
-      )
+      .$if(after !== undefined, (q) => q.where(olderThan(after!, 'd.createdAt', 'd.id')))
       .orderBy('d.createdAt', 'desc')
       .orderBy('d.id', 'desc')
       .limit(limit + 1)

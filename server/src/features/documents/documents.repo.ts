@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
+import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 const listed = ['id', 'title', 'sizeBytes', 'createdByUserId', 'actionId', 'createdAt'] as const;
@@ -13,9 +14,7 @@ export const documentsRepo = {
       .selectFrom('documents')
       .select(listed)
       .where('orgId', '=', orgId)
-      .$if(after !== undefined, (q) =>
-        q.where((eb) => eb.or([eb('createdAt', '<', after!.createdAt), eb.and([eb('createdAt', '=', after!.createdAt), eb('id', '<', after!.id)])])),
-      )
+      .$if(after !== undefined, (q) => q.where(olderThan(after!, 'createdAt', 'id')))
       .orderBy('createdAt', 'desc')
       .orderBy('id', 'desc')
       .limit(limit + 1)

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB, ThreadRow } from '../../db/schema.ts';
+import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 export const threadsRepo = {
@@ -9,9 +10,7 @@ export const threadsRepo = {
       .selectFrom('threads')
       .selectAll()
       .where('userId', '=', userId)
-      .$if(after !== undefined, (q) =>
-        q.where((eb) => eb.or([eb('createdAt', '<', after!.createdAt), eb.and([eb('createdAt', '=', after!.createdAt), eb('id', '<', after!.id)])])),
-      )
+      .$if(after !== undefined, (q) => q.where(olderThan(after!, 'createdAt', 'id')))
       .orderBy('createdAt', 'desc')
       .orderBy('id', 'desc')
       .limit(limit + 1)
