@@ -8,6 +8,7 @@ import type { DeliveryWriter } from './delivery-writer.ts';
 import { deliveriesRepo } from './deliveries.repo.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
+import { webhooksRepo } from './webhooks.repo.ts';
 import { TIMESTAMP_TOLERANCE_SECONDS } from './verification.ts';
 
 /** A buffered delivery is retried this many times (outside_schedule waits do not count), then dead-lettered. */
@@ -24,9 +25,7 @@ const REPLAYABLE = new Set(['buffered', 'skipped', 'dead_lettered']);
 export function createDeliveriesService(deps: { db: Kysely<DB>; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter; clock: Clock; logger: Logger }) {
   /** Runs a stored delivery through today's configuration; `manual` is an operator's replay. */
   async function reprocess(row: DeliveryRow, manual: boolean): Promise<Outcome | { status: 'dead_lettered'; eventId: string; reason: string }> {
-    const identifier = row.webhookId
-      ? (await deps.db.selectFrom('webhooks').select('identifier').where('id', '=', row.webhookId).executeTakeFirst())?.identifier
-      : undefined;
+    const identifier = row.webhookId ? await webhooksRepo.identifierOf(deps.db, row.webhookId) : undefined;
     const webhook = identifier ? await deps.cache.webhook(identifier) : null;
     const payload = actionWebhookPayload.safeParse(row.payload);
     // Manual replays start a fresh series of attempts.

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { DB } from '../../db/schema.ts';
+import type { DB, WebhookRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { RateLimiter, RateLimiters } from '../../lib/rate-limit.ts';
@@ -58,6 +59,23 @@ export function createIngestService(deps: {
     return limiter;
   };
 
+  /** A verified request whose body is unusable: recorded as a failed, not replayable, delivery. */
+  async function recordFailure(failure: { eventId: string; webhook: WebhookRow; text: string; headers: Record<string, string>; ip: string; messageId?: string; reason: string }) {
+    const { webhook } = failure;
+    await deps.db.transaction().execute(async (trx) => {
+      if (failure.messageId) await deliveriesRepo.rememberMessageId(trx, webhook.id, failure.messageId);
+      await deliveriesRepo.insert(trx, {
+        id: failure.eventId, orgId: webhook.orgId, webhookId: webhook.id, status: 'failed', reason: failure.reason, replayable: false,
+        rawBody: failure.text.slice(0, 64 * 1024), headers: JSON.stringify(failure.headers), verificationScheme: webhook.verificationScheme,
+        sourceIp: failure.ip, messageId: failure.messageId ?? null,
+      });
+    }).catch((error: unknown) => {
+      // A replayed wh-id with a broken body is still just a 400; anything else is worth a log line,
+      // but the sender's answer stays the 400 its body earned.
+      if (!isUniqueViolation(error, 'webhook_message_ids_pkey')) deps.logger.warn({ err: error }, 'could not record a failed delivery');
+    });
+  }
+
   return {
     /** The front door, in the issue's order: 404, 403, 429, 413, 401, 400, then the pipeline. */
     async handle(request: IngestRequest): Promise<IngestResponse> {
@@ -71,7 +89,8 @@ export function createIngestService(deps: {
       if (origin !== undefined && webhook.allowedOrigins.size > 0 && !webhook.allowedOrigins.has(origin)) {
         throw new AppError('origin_blocked', `Origin ${origin} may not post to this webhook`);
       }
-      if (webhook.blockList?.check(request.ip.replace(/^::ffff:/, ''), request.ip.includes(':') && !request.ip.startsWith('::ffff:') ? 'ipv6' : 'ipv4')) {
+      const address = request.ip.replace(/^::ffff:(?=\d+\.)/, ''); // an IPv4 client seen through an IPv6 socket
+      if (webhook.blockList?.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')) {
         throw new AppError('ip_blocked', 'This sender address is blocked for this webhook');
       }
       await perIp.consume(request.ip);
@@ -84,17 +103,18 @@ export function createIngestService(deps: {
       const eventId = randomUUID();
       const text = rawBody.toString('utf8');
       const headers = redactHeaders(request.headers);
+      const fail = (reason: string) => recordFailure({ eventId, webhook: row, text, headers, ip: request.ip, messageId, reason });
       let json: unknown;
       try {
         json = JSON.parse(text);
       } catch {
-        await this.recordFailure({ eventId, webhookId: row.id, orgId: row.orgId, scheme: row.verificationScheme, text, headers, ip: request.ip, messageId, reason: 'invalid_json' });
+        await fail('invalid_json');
         throw new AppError('invalid_json', 'The body is not valid JSON');
       }
       const parsed = actionWebhookPayload.safeParse(json);
       if (!parsed.success) {
         const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; ');
-        await this.recordFailure({ eventId, webhookId: row.id, orgId: row.orgId, scheme: row.verificationScheme, text, headers, ip: request.ip, messageId, reason: 'invalid_payload' });
+        await fail('invalid_payload');
         throw new AppError('validation_failed', `The payload does not match ActionWebhookPayload: ${problems}`);
       }
 
@@ -105,23 +125,7 @@ export function createIngestService(deps: {
         nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null,
       });
       return toIngestResponse(outcome);
-    },
-
-    /** A verified request whose body is unusable: recorded as a failed, not replayable, delivery. */
-    async recordFailure(failure: { eventId: string; webhookId: string; orgId: string; scheme: 'wh' | 'hmac_sha256' | 'shared_token' | 'none'; text: string; headers: Record<string, string>; ip: string; messageId?: string; reason: string }) {
-      await deps.db.transaction().execute(async (trx) => {
-        if (failure.messageId) await deliveriesRepo.rememberMessageId(trx, failure.webhookId, failure.messageId);
-        await deliveriesRepo.insert(trx, {
-          id: failure.eventId, orgId: failure.orgId, webhookId: failure.webhookId, status: 'failed', reason: failure.reason, replayable: false,
-          rawBody: failure.text.slice(0, 64 * 1024), headers: JSON.stringify(failure.headers), verificationScheme: failure.scheme,
-          sourceIp: failure.ip, messageId: failure.messageId ?? null,
-        });
-      }).catch((error: unknown) => {
-        // A replayed wh-id with a broken body is still just a 400; anything else is worth a log line,
-        // but the sender's answer stays the 400 its body earned.
-        if (!isUniqueViolation(error, 'webhook_message_ids_pkey')) deps.logger.warn({ err: error }, 'could not record a failed delivery');
-      });
-    },
+    }
   };
 }
 

@@ -85,10 +85,7 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
         orgId: org.id,
         identifier: newIdentifier(),
         secretEncrypted: deps.box.encrypt(secret),
-        eventFilter: '[]',
-        allowedOrigins: '[]',
-        blockedIps: '[]',
-        schedule: 'null',
+        // The validated input carries every field (defaults applied), so columns() sets them all.
         ...columns(input),
       } as Parameters<typeof webhooksRepo.insert>[1]);
       return { webhook: toPublic(org, row), secret, url: urlOf(org, row.identifier) };

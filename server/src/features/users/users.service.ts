@@ -69,7 +69,6 @@ export function createUsersService(deps: { db: Kysely<DB>; passwords: PasswordHa
     },
 
     findByEmail: (email: string) => usersRepo.findByEmail(deps.db, email),
-    findById: (id: string) => usersRepo.findById(deps.db, id),
     count: () => usersRepo.count(deps.db),
   };
 }
