@@ -8,7 +8,8 @@ export const jobQueues = {
   /** Creates a reset token for the email, if such a user exists, and mails the link. */
   'auth.password-reset': {
     payload: z.object({ email: z.string(), requestedAt: z.string() }),
-    options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
+    // Someone is waiting for this mail: the first retry comes after 2-4 s, then backing off.
+    options: { retryLimit: 6, retryDelay: 2, retryBackoff: true, expireInSeconds: 60 },
   },
   /** Deletes expired sessions and old reset tokens; scheduled hourly. */
   'auth.purge-expired': {
