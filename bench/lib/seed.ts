@@ -1,6 +1,7 @@
 import { loadConfig } from '../../server/src/config.ts';
 import { createContainer } from '../../server/src/container.ts';
 import { webhookInput } from '../../server/src/features/action-webhooks/webhooks.schemas.ts';
+import { actionRuleInput, agentInput } from '../../server/src/features/agents/agents.schemas.ts';
 
 export interface SeededWebhook {
   path: string;
@@ -21,8 +22,8 @@ export async function seedWebhooks(env: Record<string, string>, options: { orgs:
       const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
       const admin = await users.create({ email: `admin-${o}@bench.example`, role: 'Admin', provider: 'credentials' });
       await orgs.addMember(org.slug, admin.email);
-      const agent = await agents.createAgent(org.id, { name: 'Bench agent', instructions: 'Do it.', model: null, tools: ['generateDocument'] });
-      const rule = await agents.createRule(org.id, { name: 'Bench rule', agentId: agent.id, instructions: '', enabled: true, approvalRules: { generateDocument: 'allow' } });
+      const agent = await agents.createAgent(org.id, agentInput.parse({ name: 'Bench agent', instructions: 'Do it.', tools: ['generateDocument'] }));
+      const rule = await agents.createRule(org.id, actionRuleInput.parse({ name: 'Bench rule', agentId: agent.id, approvalRules: { generateDocument: 'allow' } }));
       for (let w = 0; w < options.webhooksPerOrg; w++) {
         const created = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}`, actionRuleId: rule.id, runAsUserId: admin.id, rateLimitPerMinute: 1000 }));
         seeded.push({ path: new URL(created.url).pathname, secret: created.secret });

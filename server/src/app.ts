@@ -1,3 +1,6 @@
+import { approvalsRoutes } from './features/actions/approvals.routes.ts';
+import { modelCredentialsRoutes } from './features/agents/model-credentials.ts';
+import { toolPreferencesRoutes } from './features/agents/tool-preferences.ts';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
@@ -129,5 +132,8 @@ export async function buildApp(container: Container) {
   await app.register(webhooksRoutes({ webhooks: services.webhooks, ledger: services.ledger, deliveries: services.deliveries, sendTest: services.sendTest, orgAccess }));
   await app.register(ingestRoutes({ ingest: services.ingest }));
   await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
+  await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
+  await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));
+  await app.register(modelCredentialsRoutes({ modelCredentials: services.modelCredentials, orgAccess }));
   return app;
 }

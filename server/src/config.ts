@@ -54,6 +54,18 @@ const envSchema = z.object({
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
   WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   SESSION_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(60).default(5),
+
+  MODEL_PROVIDER: z.enum(['openai-compatible', 'openai', 'anthropic']).default('openai-compatible'),
+  MODEL_BASE_URL: httpUrl.optional(),
+  MODEL_API_KEY: optionalString,
+  MODEL_NAME: optionalString,
+  MODEL_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
+  MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  ACTION_MAX_STEPS: positiveInt.max(1000).default(20),
+  ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  ACTION_CONCURRENCY: positiveInt.max(500).default(20),
+  /** Comma-separated paths of modules whose `tools` export adds tools to the registry (self-hosted extensions). */
+  TOOL_MODULES: optionalString,
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -158,6 +170,16 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE, webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE },
+    model: {
+      provider: e.MODEL_PROVIDER,
+      baseUrl: e.MODEL_BASE_URL,
+      apiKey: e.MODEL_API_KEY,
+      name: e.MODEL_NAME,
+      timeoutMs: e.MODEL_TIMEOUT_SECONDS * 1000,
+      maxRetries: e.MODEL_MAX_RETRIES,
+    },
+    actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },
+    toolModules: (e.TOOL_MODULES ?? '').split(',').map((path) => path.trim()).filter(Boolean).map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
     notices: Object.freeze(notices),
   });
 }

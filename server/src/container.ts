@@ -27,7 +27,13 @@ import { createLedgerService } from './features/action-webhooks/ledger.service.t
 import { createSendTest } from './features/action-webhooks/send-test.ts';
 import { createWebhooksService } from './features/action-webhooks/webhooks.service.ts';
 import { createOrgAccess } from './features/orgs/org-access.ts';
-import { createDocumentsService } from './features/documents/documents.service.ts';
+import { createDocumentsService, generateDocumentTool } from './features/documents/documents.service.ts';
+import { createApprovalsService } from './features/actions/approvals.service.ts';
+import { createActionRunner } from './features/agents/action-runner.ts';
+import { createModelCredentialsService } from './features/agents/model-credentials.ts';
+import { createModelResolver } from './features/agents/model-provider.ts';
+import { createToolPreferencesService } from './features/agents/tool-preferences.ts';
+import { createToolRegistry, registerToolModules } from './features/agents/tool-registry.ts';
 import type { JobHandlers } from './jobs/registry.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
@@ -106,12 +112,31 @@ export async function createContainer(config: Config, options: ContainerOptions 
     deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
     ledger: createLedgerService({ db }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
-    documents: createDocumentsService({ db }),
+  };
+
+  const documents = createDocumentsService({ db });
+  const tools = createToolRegistry();
+  tools.register(generateDocumentTool(documents));
+  await registerToolModules(tools, config.toolModules);
+  const runner = createActionRunner({
+    db, jobs, tools, logger,
+    resolveModel: createModelResolver({ db, box, defaults: config.model }),
+    limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },
+  });
+  const agentServices = {
+    documents,
+    runner,
+    approvals: createApprovalsService({ db, jobs }),
+    toolPreferences: createToolPreferencesService({ db, tools }),
+    modelCredentials: createModelCredentialsService({ db, box }),
   };
 
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
     'webhooks.retry-buffered': async () => void (await webhookServices.deliveries.retryDue()),
+    'actions.run': ({ actionId }) => runner.run(actionId),
+    'actions.recover': async () => void (await runner.resumeAbandoned({ includeLive: false })),
+    'approvals.expire': ({ toolCallRowId }) => agentServices.approvals.expire(toolCallRowId),
   };
 
   return {
@@ -127,7 +152,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
     mailer,
     limits,
     externalAuthRegistry,
-    services: { ...services, ...webhookServices },
+    tools,
+    services: { ...services, ...webhookServices, ...agentServices },
     middlewares,
     orgAccess,
     trustedOrigins,
@@ -136,7 +162,11 @@ export async function createContainer(config: Config, options: ContainerOptions 
     async start({ workers }: { workers: boolean }) {
       await database.migrate();
       await jobs.start();
-      if (workers) await jobs.work(jobHandlers);
+      if (workers) {
+        await jobs.work(jobHandlers, { concurrency: { 'actions.run': config.actions.concurrency } });
+        // Actions a stopped process was running resume once their lease lapses.
+        await runner.resumeAbandoned({ includeLive: true });
+      }
     },
 
     async close() {

@@ -67,6 +67,12 @@ export interface ThreadsTable {
 }
 
 export type ApprovalMode = 'allow' | 'ask' | 'agent';
+export type ModelProvider = 'openai-compatible' | 'openai' | 'anthropic';
+export type ActionStatus = 'queued' | 'running' | 'pending_approval' | 'approved' | 'completed' | 'failed' | 'rejected' | 'expired';
+/** A tool call's resolved mode: an approval mode, or `deny` from the user's "always deny". */
+export type ToolCallMode = ApprovalMode | 'deny';
+export type ToolCallStatus = 'ready' | 'staged' | 'completed' | 'failed' | 'denied' | 'rejected' | 'expired' | 'cancelled';
+export type ToolCallApproval = 'not_required' | 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
 export type VerificationScheme = 'wh' | 'hmac_sha256' | 'shared_token' | 'none';
 export type DeliveryStatus = 'accepted' | 'buffered' | 'skipped' | 'failed' | 'dead_lettered';
 type Json = ColumnType<unknown, string | null | undefined, string | null>;
@@ -77,6 +83,7 @@ export interface AgentsTable {
   orgId: string;
   name: string;
   instructions: string;
+  provider: ModelProvider | null;
   model: string | null;
   tools: JsonOf<string[]>;
   createdAt: CreatedAt;
@@ -91,6 +98,7 @@ export interface ActionRulesTable {
   instructions: string;
   enabled: boolean;
   approvalRules: JsonOf<Record<string, ApprovalMode>>;
+  approvalTimeoutSeconds: Generated<number>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
@@ -138,7 +146,7 @@ export interface ActionsTable {
   agentId: string | null;
   actionRuleId: string | null;
   runAsUserId: string | null;
-  status: string;
+  status: ActionStatus;
   approvalState: Generated<string>;
   eventType: string;
   externalId: string | null;
@@ -147,7 +155,54 @@ export interface ActionsTable {
   toolApprovals: JsonOf<Record<string, ApprovalMode>>;
   result: Json;
   error: string | null;
+  threadId: string | null;
+  leaseExpiresAt: Date | null;
   createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface OrgModelCredentialsTable {
+  orgId: string;
+  provider: ModelProvider;
+  apiKeyEncrypted: string;
+  apiKeyHint: string;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface ThreadMessagesTable {
+  id: string;
+  threadId: string;
+  seq: number;
+  role: 'user' | 'assistant' | 'tool';
+  content: JsonOf<unknown>;
+  actionId: string | null;
+  createdAt: CreatedAt;
+}
+
+export interface ToolCallsTable {
+  id: string;
+  orgId: string;
+  actionId: string;
+  toolCallId: string;
+  toolName: string;
+  input: Json;
+  mode: ToolCallMode;
+  status: ToolCallStatus;
+  approval: ToolCallApproval;
+  output: Json;
+  requestedAt: CreatedAt;
+  expiresAt: Date | null;
+  decidedByUserId: string | null;
+  decidedAt: Date | null;
+  decisionReason: string | null;
+  completedAt: Date | null;
+}
+
+export interface UserToolPreferencesTable {
+  userId: string;
+  toolName: string;
+  preference: 'always_deny';
   updatedAt: UpdatedAt;
 }
 
@@ -199,6 +254,7 @@ export interface DocumentsTable {
   sizeBytes: number;
   createdByUserId: string | null;
   actionId: string | null;
+  toolCallId: string | null;
   createdAt: CreatedAt;
 }
 
@@ -217,6 +273,10 @@ export interface DB {
   webhookDeliveries: WebhookDeliveriesTable;
   webhookMessageIds: WebhookMessageIdsTable;
   documents: DocumentsTable;
+  orgModelCredentials: OrgModelCredentialsTable;
+  threadMessages: ThreadMessagesTable;
+  toolCalls: ToolCallsTable;
+  userToolPreferences: UserToolPreferencesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -230,4 +290,6 @@ export type ActionRuleRow = Selectable<ActionRulesTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type ActionRow = Selectable<ActionsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type ToolCallRow = Selectable<ToolCallsTable>;
+export type ThreadMessageRow = Selectable<ThreadMessagesTable>;
 export type { Generated };

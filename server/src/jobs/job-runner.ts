@@ -7,7 +7,9 @@ import type { Metrics } from '../lib/metrics.ts';
 export interface JobRunner {
   start(): Promise<void>;
   /** Starts a worker per queue; a process that only serves HTTP never calls this. */
-  work(handlers: JobHandlers): Promise<void>;
+  work(handlers: JobHandlers, options?: { concurrency?: Partial<Record<QueueName, number>> }): Promise<void>;
+  /** Wakes this process's workers of a queue now (after a transaction that enqueued jobs commits). */
+  notify(queue: QueueName): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
   /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
@@ -34,12 +36,12 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       started = true;
     },
 
-    async work(handlers) {
+    async work(handlers, options = {}) {
       for (const name of Object.keys(jobQueues) as QueueName[]) {
         const handler = handlers[name] as ((payload: unknown, meta: { jobId: string; retryCount: number }) => Promise<void>) | undefined;
         if (!handler) continue;
         const schema = jobQueues[name].payload;
-        const id = await boss.work(name, { pollingIntervalSeconds: 2, batchSize: 1 }, async ([job]) => {
+        const run = async ([job]: Array<{ id: string; data: unknown; retryCount: number }>) => {
           if (!job) return;
           const started = performance.now();
           try {
@@ -52,8 +54,14 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
           } finally {
             deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
           }
-        });
-        workerIds.set(name, [...(workerIds.get(name) ?? []), id]);
+        };
+        // One pg-boss worker per slot, each with its own id, so that notify() can wake every idle one.
+        // NOTIFY wakes workers for jobs due now; jobs scheduled for later (startAfter) are found by the
+        // poll, so it stays at 2 s even where NOTIFY works.
+        for (let slot = 0; slot < (options.concurrency?.[name] ?? 1); slot++) {
+          const id = await boss.work(name, { pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2, batchSize: 1 }, run);
+          workerIds.set(name, [...(workerIds.get(name) ?? []), id]);
+        }
         const cron = (jobQueues[name] as { cron?: string }).cron;
         if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
       }
@@ -67,6 +75,10 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       // Wake a local worker now instead of at its next poll (only after the job is visible).
       if (!options.trx) for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
       return id;
+    },
+
+    notify(queue) {
+      for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
     },
 
     async enqueueMany(queue, payloads, options = {}) {

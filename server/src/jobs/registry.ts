@@ -17,10 +17,22 @@ export const jobQueues = {
     options: { retryLimit: 2, expireInSeconds: 300 },
     cron: '17 * * * *',
   },
-  /** Runs one action with its agent. Worked once the agent runtime lands; until then actions wait queued. */
+  /** Runs one action with its agent until it completes, fails or waits for approval. */
   'actions.run': {
     payload: z.object({ actionId: z.uuid() }),
-    options: { retryLimit: 3, retryDelay: 10, retryBackoff: true, expireInSeconds: 900 },
+    // Runs are long (model calls); the action's own lease, not the job's expiry, detects a dead runner.
+    options: { retryLimit: 3, retryDelay: 5, retryBackoff: true, expireInSeconds: 3600, notify: true },
+  },
+  /** Resumes running actions whose runner died (lease lapsed); every minute, and when a worker starts. */
+  'actions.recover': {
+    payload: z.object({}).passthrough(),
+    options: { retryLimit: 1, expireInSeconds: 300 },
+    cron: '* * * * *',
+  },
+  /** Expires a staged tool call that nobody decided by its deadline (scheduled for that moment). */
+  'approvals.expire': {
+    payload: z.object({ toolCallRowId: z.uuid() }),
+    options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60, notify: true },
   },
   /** Retries buffered webhook deliveries that are due and forgets old wh-ids; every minute. */
   'webhooks.retry-buffered': {

@@ -28,6 +28,7 @@ export const ERROR_STATUS = {
   conflict: 409,
   email_in_use: 409,
   not_replayable: 409,
+  already_decided: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

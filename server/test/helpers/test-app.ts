@@ -29,6 +29,8 @@ export async function startTestApp(
     routes?: (app: Awaited<ReturnType<typeof buildApp>>, container: Container) => void;
     /** Another app's database, to stand for a second process on it (it is not closed by this app). */
     shareDatabaseWith?: TestApp;
+    /** false: this process serves HTTP only, like `serve` with RUN_WORKERS=false (actions stay queued). */
+    workers?: boolean;
   } = {},
 ): Promise<TestApp> {
   const port = await freePort();
@@ -45,7 +47,7 @@ export async function startTestApp(
   const shared = options.shareDatabaseWith?.container.database;
   const database = shared ? { ...shared, close: async () => {} } : await createTestDatabase();
   const container = await createContainer(config, { clock, database });
-  await container.start({ workers: true });
+  await container.start({ workers: options.workers ?? true });
   const app = await buildApp(container);
   options.routes?.(app, container);
   await app.listen({ host: '127.0.0.1', port });

@@ -2,12 +2,14 @@ import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as foundation from './0001_foundation.ts';
 import * as actionWebhooks from './0002_action_webhooks.ts';
 import * as documents from './0003_documents.ts';
+import * as agentRuntime from './0004_agent_runtime.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_action_webhooks': actionWebhooks,
   '0003_documents': documents,
+  '0004_agent_runtime': agentRuntime,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -28,7 +28,7 @@ const MAX_BATCH = 200;
  * Nothing is answered before its transaction commits. Idempotency and replays are decided by the
  * database (ON CONFLICT), so they hold across batches and processes as within one batch.
  */
-export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
+export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
   async function writeBatch(items: DeliveryWrite[]): Promise<Result[]> {
     return deps.db.transaction().execute(async (trx) => {
       const results: Array<Result | undefined> = items.map(() => undefined);
@@ -127,7 +127,9 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
   /** An accepted-decision write that failed is kept as a buffered delivery (action_create_failed). */
   async function writeAlone(item: DeliveryWrite): Promise<Result> {
     try {
-      return (await writeBatch([item]))[0]!;
+      const result = (await writeBatch([item]))[0]!;
+      deps.jobs.notify('actions.run');
+      return result;
     } catch (error) {
       if (error instanceof AppError || item.decision.status !== 'create') throw error;
       const buffered: DeliveryWrite = { ...item, decision: { status: 'buffered', reason: 'action_create_failed' }, nextAttemptAt: new Date(Date.now() + 60_000) };
@@ -159,7 +161,10 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
     const endTimer = deps.metrics.ingestBatchDuration.startTimer();
     writeBatch(batch.map(({ item }) => item))
       .then(
-        (results) => batch.forEach((entry, index) => entry.resolve(results[index]!)),
+        (results) => {
+          deps.jobs.notify('actions.run');
+          batch.forEach((entry, index) => entry.resolve(results[index]!));
+        },
         // One bad item must not fail the others: write each alone.
         () => Promise.all(batch.map((entry) => writeAlone(entry.item).then(entry.resolve, entry.reject))),
       )

@@ -8,7 +8,8 @@ import { signStandardWebhook, verifySender } from './verification.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ TRUST_PROXY: 'true' });
+  // No workers: these tests look at what ingest stored; actions stay queued (the runtime has its own tests).
+  app = await startTestApp({ TRUST_PROXY: 'true' }, { workers: false });
 });
 afterAll(async () => app?.close());
 

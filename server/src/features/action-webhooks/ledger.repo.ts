@@ -30,7 +30,7 @@ export const ledgerRepo = {
       .$if(filters.kind === 'action', (q) => q.where('d.actionId', 'is not', null))
       .$if(filters.kind === 'delivery', (q) => q.where('d.actionId', 'is', null))
       .$if(filters.status !== undefined, (q) =>
-        q.where((eb) => eb.or([eb('a.status', '=', filters.status!), eb.and([eb('a.id', 'is', null), eb('d.status', '=', filters.status as never)])])),
+        q.where((eb) => eb.or([eb('a.status', '=', filters.status as never), eb.and([eb('a.id', 'is', null), eb('d.status', '=', filters.status as never)])])),
       )
       .$if(filters.webhookId !== undefined, (q) => q.where('d.webhookId', '=', filters.webhookId!))
       .$if(filters.eventType !== undefined, (q) => q.where('d.eventType', '=', filters.eventType!))
@@ -47,7 +47,7 @@ export const ledgerRepo = {
   /** One row by its eventId, or by the actionId of the action it created. */
   find: (db: Kysely<DB>, orgId: string, id: string) =>
     ledgerQuery(db, orgId)
-      .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals', 'a.deliveryId as actionDeliveryId', 'a.createdAt as actionCreatedAt'])
+      .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals', 'a.deliveryId as actionDeliveryId', 'a.createdAt as actionCreatedAt', 'a.threadId'])
       .where((eb) => eb.or([eb('d.id', '=', id), eb.and([eb('d.actionId', '=', id), eb('a.deliveryId', '=', eb.ref('d.id'))])]))
       .executeTakeFirst(),
 };

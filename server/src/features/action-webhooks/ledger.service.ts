@@ -3,6 +3,7 @@ import type { DB } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
+import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
 import { ledgerRepo, type LedgerFilters } from './ledger.repo.ts';
 
 type ListedRow = Awaited<ReturnType<typeof ledgerRepo.list>>[number];
@@ -47,7 +48,9 @@ export function createLedgerService(deps: { db: Kysely<DB> }) {
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const transitions = row.actionId ? await actionsRepo.events(deps.db, row.actionId) : [];
+      const [transitions, toolCalls] = row.actionId
+        ? await Promise.all([actionsRepo.events(deps.db, row.actionId), toolCallsRepo.forAction(deps.db, row.actionId)])
+        : [[], []];
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle = row.actionId && row.actionCreatedAt
         ? [{ status: 'queued', cause: `webhook delivery ${row.actionDeliveryId}`, data: null, createdAt: row.actionCreatedAt }, ...transitions]
@@ -61,7 +64,15 @@ export function createLedgerService(deps: { db: Kysely<DB> }) {
         sourceIp: row.sourceIp,
         lifecycleEvents: lifecycle.map((event) => ({ status: event.status, cause: event.cause, data: event.data ?? null, at: event.createdAt })),
         execution: row.actionId
-          ? { runAsUserId: row.runAsUserId, agentId: row.agentId, actionRuleId: row.actionRuleId, toolApprovals: row.toolApprovals ?? {}, result: row.result ?? null, error: row.error }
+          ? {
+            runAsUserId: row.runAsUserId, agentId: row.agentId, actionRuleId: row.actionRuleId, toolApprovals: row.toolApprovals ?? {}, result: row.result ?? null, error: row.error,
+            // The conversation: GET /api/threads/:threadId/messages (for the run-as user).
+            threadId: row.threadId,
+            toolCalls: toolCalls.map((call) => ({
+              toolCallId: call.toolCallId, toolName: call.toolName, mode: call.mode, status: call.status, approval: call.approval, input: call.input, output: call.output ?? null,
+              requestedAt: call.requestedAt, expiresAt: call.expiresAt, decidedBy: call.decidedByUserId, decidedAt: call.decidedAt, reason: call.decisionReason, completedAt: call.completedAt,
+            })),
+          }
           : null,
         // Outbound callbacks and their attempts: none are sent before the callbacks feature exists.
         callbacks: [] as unknown[],

@@ -5,7 +5,8 @@ import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  // No workers: actions stay queued, as ingest left them.
+  app = await startTestApp({}, { workers: false });
 });
 afterAll(async () => app?.close());
 

@@ -7,7 +7,8 @@ import { MAX_BUFFERED_ATTEMPTS } from './deliveries.service.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  // No workers: buffered deliveries are retried by calling the service; actions stay queued.
+  app = await startTestApp({}, { workers: false });
 });
 afterAll(async () => app?.close());
 

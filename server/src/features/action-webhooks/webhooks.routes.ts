@@ -21,7 +21,13 @@ const ledgerDetail = ledgerRow.extend({
   ingressPayload: z.unknown(), rawBody: z.string().nullable(), headers: z.record(z.string(), z.string()), verificationScheme: z.string(),
   sourceIp: z.string().nullable(),
   lifecycleEvents: z.array(z.object({ status: z.string(), cause: z.string(), data: z.unknown(), at: z.date() })),
-  execution: z.object({ runAsUserId: z.uuid().nullable(), agentId: z.uuid().nullable(), actionRuleId: z.uuid().nullable(), toolApprovals: z.record(z.string(), z.string()), result: z.unknown(), error: z.string().nullable() }).nullable(),
+  execution: z.object({ runAsUserId: z.uuid().nullable(), agentId: z.uuid().nullable(), actionRuleId: z.uuid().nullable(), toolApprovals: z.record(z.string(), z.string()), result: z.unknown(), error: z.string().nullable(),
+    threadId: z.uuid().nullable(),
+    toolCalls: z.array(z.object({
+      toolCallId: z.string(), toolName: z.string(), mode: z.string(), status: z.string(), approval: z.string(), input: z.unknown(), output: z.unknown(),
+      requestedAt: z.date(), expiresAt: z.date().nullable(), decidedBy: z.uuid().nullable(), decidedAt: z.date().nullable(), reason: z.string().nullable(), completedAt: z.date().nullable(),
+    })),
+  }).nullable(),
   callbacks: z.array(z.unknown()),
 });
 const ledgerQuery = paginationQuery.extend({

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { ActionRuleRow, AgentRow, DB } from '../../db/schema.ts';
+import type { ActionRuleRow, AgentRow, DB, ModelProvider } from '../../db/schema.ts';
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
-  insert: (db: Kysely<DB>, agent: { id: string; orgId: string; name: string; instructions: string; model: string | null; tools: string[] }): Promise<AgentRow> =>
+  insert: (db: Kysely<DB>, agent: { id: string; orgId: string; name: string; instructions: string; provider: ModelProvider | null; model: string | null; tools: string[] }): Promise<AgentRow> =>
     db.insertInto('agents').values({ ...agent, tools: JSON.stringify(agent.tools) }).returningAll().executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string): Promise<AgentRow[]> =>
@@ -12,7 +12,7 @@ export const agentsRepo = {
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<AgentRow | undefined> =>
     db.selectFrom('agents').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
-  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; instructions?: string; model?: string | null; tools?: string[] }) =>
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; instructions?: string; provider?: ModelProvider | null; model?: string | null; tools?: string[] }) =>
     db
       .updateTable('agents')
       .set({ ...changes, tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools), updatedAt: new Date() })
@@ -26,7 +26,7 @@ export const agentsRepo = {
 };
 
 export const actionRulesRepo = {
-  insert: (db: Kysely<DB>, rule: { id: string; orgId: string; name: string; agentId: string | null; instructions: string; enabled: boolean; approvalRules: Record<string, string> }): Promise<ActionRuleRow> =>
+  insert: (db: Kysely<DB>, rule: { id: string; orgId: string; name: string; agentId: string | null; instructions: string; enabled: boolean; approvalRules: Record<string, string>; approvalTimeoutSeconds: number }): Promise<ActionRuleRow> =>
     db.insertInto('actionRules').values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules) }).returningAll().executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string): Promise<ActionRuleRow[]> =>
@@ -35,7 +35,7 @@ export const actionRulesRepo = {
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<ActionRuleRow | undefined> =>
     db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
-  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; agentId?: string | null; instructions?: string; enabled?: boolean; approvalRules?: Record<string, string> }) =>
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; agentId?: string | null; instructions?: string; enabled?: boolean; approvalRules?: Record<string, string>; approvalTimeoutSeconds?: number }) =>
     db
       .updateTable('actionRules')
       .set({ ...changes, approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules), updatedAt: new Date() })

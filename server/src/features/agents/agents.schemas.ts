@@ -2,14 +2,16 @@ import { z } from 'zod';
 import { patchSchema } from '../../lib/patch-schema.ts';
 
 export const APPROVAL_MODES = ['allow', 'ask', 'agent'] as const;
+export const MODEL_PROVIDERS = ['openai-compatible', 'openai', 'anthropic'] as const;
 export const approvalModeSchema = z.enum(APPROVAL_MODES);
 const toolName = z.string().min(1).max(100).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only');
 
 export const agentInput = z.object({
   name: z.string().trim().min(1).max(200),
   instructions: z.string().max(50_000).default(''),
-  model: z.string().max(200).nullable().default(null),
-  tools: z.array(toolName).max(100).default([]),
+  provider: z.enum(MODEL_PROVIDERS).nullable().default(null).describe("The model provider; null uses the server's MODEL_PROVIDER"),
+  model: z.string().max(200).nullable().default(null).describe("The model name; null uses the server's MODEL_NAME"),
+  tools: z.array(toolName).max(100).default([]).describe('Names of the tools the agent may call (e.g. generateDocument)'),
 });
 export const agentPatch = patchSchema(agentInput);
 
@@ -17,6 +19,7 @@ export const agentSchema = z.object({
   id: z.uuid(),
   name: z.string(),
   instructions: z.string(),
+  provider: z.enum(MODEL_PROVIDERS).nullable(),
   model: z.string().nullable(),
   tools: z.array(z.string()),
   createdAt: z.date(),
@@ -28,7 +31,8 @@ export const actionRuleInput = z.object({
   agentId: z.uuid().nullable().default(null),
   instructions: z.string().max(50_000).default(''),
   enabled: z.boolean().default(true),
-  approvalRules: z.record(toolName, approvalModeSchema).default({}),
+  approvalRules: z.record(toolName, approvalModeSchema).default({}).describe('Default approval mode per tool; a tool not listed is `ask`'),
+  approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000).default(86_400).describe('How long a staged tool call waits for a decision before it expires'),
 });
 export const actionRulePatch = patchSchema(actionRuleInput);
 
@@ -39,6 +43,7 @@ export const actionRuleSchema = z.object({
   instructions: z.string(),
   enabled: z.boolean(),
   approvalRules: z.record(z.string(), approvalModeSchema),
+  approvalTimeoutSeconds: z.number(),
   createdAt: z.date(),
   updatedAt: z.date(),
 });

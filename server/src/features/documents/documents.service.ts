@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, toPage } from '../../lib/pagination.ts';
+import { defineTool } from '../agents/tool-registry.ts';
 import { documentsRepo } from './documents.repo.ts';
 import { markdownToPdf } from './markdown-pdf.ts';
 
@@ -15,16 +16,21 @@ export const generateDocumentInput = z.object({
 
 export function createDocumentsService(deps: { db: Kysely<DB> }) {
   return {
-    /** Renders the Markdown to a PDF and stores it with the org; the id goes into attachDocumentIds. */
-    async generate(orgId: string, input: z.input<typeof generateDocumentInput>, origin: { userId?: string; actionId?: string } = {}): Promise<{ documentId: string }> {
+    /**
+     * Renders the Markdown to a PDF and stores it with the org; the id goes into attachDocumentIds.
+     * Made by a tool call, it is made once: running the call again returns the same document.
+     */
+    async generate(orgId: string, input: z.input<typeof generateDocumentInput>, origin: { userId?: string; actionId?: string; toolCallId?: string } = {}): Promise<{ documentId: string }> {
       const parsed = generateDocumentInput.safeParse(input);
       if (!parsed.success) throw new AppError('validation_failed', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
       const pdf = await markdownToPdf(parsed.data.title, parsed.data.content);
       const document = await documentsRepo.insert(deps.db, {
         id: randomUUID(), orgId, title: parsed.data.title, contentMarkdown: parsed.data.content, pdf,
-        createdByUserId: origin.userId ?? null, actionId: origin.actionId ?? null,
+        createdByUserId: origin.userId ?? null, actionId: origin.actionId ?? null, toolCallId: (origin.actionId && origin.toolCallId) || null,
       });
-      return { documentId: document.id };
+      if (document) return { documentId: document.id };
+      const existing = await documentsRepo.findByToolCall(deps.db, origin.actionId!, origin.toolCallId!);
+      return { documentId: existing!.id };
     },
 
     async list(orgId: string, options: { limit: number; cursor?: string }) {
@@ -42,3 +48,13 @@ export function createDocumentsService(deps: { db: Kysely<DB> }) {
 }
 
 export type DocumentsService = ReturnType<typeof createDocumentsService>;
+
+/** The generateDocument tool (spec 2.9): Markdown in, a stored PDF's id out. */
+export function generateDocumentTool(documents: DocumentsService) {
+  return defineTool({
+    name: 'generateDocument',
+    description: 'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and stores it with the organization. Returns its documentId, which sendEmail can attach.',
+    inputSchema: generateDocumentInput,
+    execute: (input, context) => documents.generate(context.orgId, input, { userId: context.userId, actionId: context.actionId, toolCallId: context.toolCallId }),
+  });
+}

@@ -30,5 +30,23 @@ export function threadsRoutes(deps: { threads: ThreadsService; middlewares: Sess
       const page = await deps.threads.listForUser(request.user!.id, request.query);
       return { threads: page.items, nextCursor: page.nextCursor };
     });
+
+    app.get('/api/threads/:threadId/messages', {
+      schema: {
+        tags: ['threads'],
+        summary: "One of the caller's threads: its messages, oldest first (AI SDK model messages: text, tool calls, tool results)",
+        security: sessionSecurity,
+        params: z.object({ threadId: z.uuid() }),
+        querystring: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100), cursor: z.string().max(20).optional() }),
+        response: {
+          200: z.object({
+            messages: z.array(z.object({ id: z.uuid(), seq: z.int(), role: z.enum(['user', 'assistant', 'tool']), content: z.unknown(), actionId: z.uuid().nullable(), createdAt: z.date() })),
+            nextCursor: z.string().nullable(),
+          }),
+          400: errorSchema, 401: errorSchema, 404: errorSchema,
+        },
+      },
+      preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
+    }, async (request) => deps.threads.messages(request.user!.id, request.params.threadId, request.query));
   };
 }

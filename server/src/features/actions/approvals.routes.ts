@@ -1,0 +1,68 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { paginationQuery } from '../../lib/pagination.ts';
+import { orgParams } from '../agents/agents.schemas.ts';
+import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
+import type { OrgAccess } from '../orgs/org-access.ts';
+import type { ApprovalsService } from './approvals.service.ts';
+
+const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
+const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+
+const approvalSchema = z.object({
+  toolCallId: z.string(),
+  actionId: z.uuid(),
+  toolName: z.string(),
+  input: z.unknown(),
+  mode: z.string().describe('`ask`, or `agent` when the agent asked for approval'),
+  status: z.enum(APPROVAL_STATES),
+  runAsUserId: z.uuid().nullable(),
+  eventType: z.string(),
+  requestedAt: z.date(),
+  expiresAt: z.date().nullable(),
+  decidedBy: z.uuid().nullable(),
+  decidedAt: z.date().nullable(),
+  reason: z.string().nullable(),
+}).meta({ id: 'Approval' });
+
+type ApprovalRow = Awaited<ReturnType<ApprovalsService['list']>>['approvals'][number];
+const toApproval = (row: ApprovalRow | (Omit<ApprovalRow, 'runAsUserId' | 'eventType' | 'actionStatus'> & { runAsUserId?: string | null; eventType?: string })) => ({
+  toolCallId: row.toolCallId, actionId: row.actionId, toolName: row.toolName, input: row.input, mode: row.mode, status: row.approval as (typeof APPROVAL_STATES)[number],
+  runAsUserId: row.runAsUserId ?? null, eventType: row.eventType ?? '', requestedAt: row.requestedAt, expiresAt: row.expiresAt,
+  decidedBy: row.decidedByUserId, decidedAt: row.decidedAt, reason: row.decisionReason,
+});
+
+const callParams = orgParams.extend({ actionId: z.uuid(), toolCallId: z.string().min(1).max(200) });
+const decisionResult = z.object({ toolCallId: z.string(), actionId: z.uuid(), toolName: z.string(), status: z.enum(APPROVAL_STATES), decidedBy: z.uuid().nullable(), decidedAt: z.date().nullable(), reason: z.string().nullable() });
+
+export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
+  return async (app) => {
+    const preHandler = deps.orgAccess('Admin');
+    const common = { tags: ['approvals'], security: sessionSecurity };
+
+    app.get('/orgs/:org/approvals', {
+      schema: {
+        ...common, summary: 'Tool calls that needed approval, newest first (default: the pending ones)', params: orgParams,
+        querystring: paginationQuery.extend({ status: z.enum(APPROVAL_STATES).default('pending') }),
+        response: { 200: z.object({ approvals: z.array(approvalSchema), nextCursor: z.string().nullable() }), ...errors },
+      },
+      preHandler,
+    }, async (request) => {
+      const page = await deps.approvals.list(request.org!.id, request.query);
+      return { approvals: page.approvals.map(toApproval), nextCursor: page.nextCursor };
+    });
+
+    const decisionSchema = (summary: string, body: z.ZodType) => ({ ...common, summary, params: callParams, body, response: { 200: decisionResult, ...errors } });
+    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/approve', { schema: decisionSchema('Approve a staged tool call: it runs and the action continues', z.object({}).nullish()), preHandler },
+      async (request) => {
+        const decided = await deps.approvals.approve(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id);
+        return toApproval(decided);
+      });
+    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject', { schema: decisionSchema('Reject a staged tool call: the action ends rejected', z.object({ reason: z.string().trim().min(1).max(2000).optional() }).nullish()), preHandler },
+      async (request) => {
+        const body = request.body as { reason?: string } | null | undefined;
+        const decided = await deps.approvals.reject(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id, body?.reason ?? null);
+        return toApproval(decided);
+      });
+  };
+}

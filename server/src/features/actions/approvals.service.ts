@@ -1,0 +1,85 @@
+import type { Kysely } from 'kysely';
+import type { DB, ToolCallApproval, ToolCallRow } from '../../db/schema.ts';
+import type { JobRunner } from '../../jobs/job-runner.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
+import { actionsRepo } from './actions.repo.ts';
+import { transition } from './lifecycle.ts';
+import { toolCallsRepo } from './tool-calls.repo.ts';
+
+type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
+
+export function decisionData(row: ToolCallRow) {
+  return { toolCallId: row.toolCallId, toolName: row.toolName, decidedBy: row.decidedByUserId, decidedAt: row.decidedAt, reason: row.decisionReason };
+}
+
+/**
+ * Human decisions on staged tool calls, and their deadline. Each decision locks the action first, so
+ * it and the runner take turns: whichever comes second sees what the first did.
+ */
+export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'notify'> }) {
+  async function decide(orgId: string, actionId: string, toolCallId: string, userId: string | null, decision: Decision) {
+    const outcome = await deps.db.transaction().execute(async (trx) => {
+      const action = await actionsRepo.lock(trx, actionId);
+      if (!action || action.orgId !== orgId) throw notFound('Action');
+      const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
+      if (!call) throw notFound('Tool call');
+      if (call.status !== 'staged') {
+        throw new AppError('already_decided', call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`);
+      }
+      const now = new Date();
+      const decided = (await toolCallsRepo.decide(trx, call.id, {
+        ...(decision.kind === 'approve' ? { status: 'ready', approval: 'approved' } : decision.kind === 'reject' ? { status: 'rejected', approval: 'rejected' } : { status: 'expired', approval: 'expired' }),
+        userId, reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null, at: now,
+      }))!;
+      // While the runner is still settling the step (status running), it reads this decision itself.
+      if (action.status !== 'pending_approval') return { decided, resumed: false };
+      const data = decisionData(decided);
+      if (decision.kind === 'approve') {
+        const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
+        if (waiting) return { decided, resumed: false };
+        await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause: `${decided.toolName} approved`, data });
+        await deps.jobs.enqueue('actions.run', { actionId }, { trx });
+        return { decided, resumed: true };
+      }
+      await toolCallsRepo.cancelStaged(trx, actionId, now);
+      const to = decision.kind === 'reject' ? 'rejected' : 'expired';
+      await transition(trx, { actionId, from: 'pending_approval', to, cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`, data });
+      return { decided, resumed: false };
+    });
+    if (outcome.resumed) deps.jobs.notify('actions.run');
+    return outcome.decided;
+  }
+
+  return {
+    approve: (orgId: string, actionId: string, toolCallId: string, userId: string) => decide(orgId, actionId, toolCallId, userId, { kind: 'approve' }),
+    reject: (orgId: string, actionId: string, toolCallId: string, userId: string, reason: string | null) => decide(orgId, actionId, toolCallId, userId, { kind: 'reject', reason }),
+
+    /** The deadline job: expires the call if it is still staged and its time has come. */
+    async expire(toolCallRowId: string): Promise<void> {
+      const call = await toolCallsRepo.findById(deps.db, toolCallRowId);
+      if (!call || call.status !== 'staged' || !call.expiresAt) return;
+      if (call.expiresAt > new Date()) {
+        await deps.jobs.enqueue('approvals.expire', { toolCallRowId }, { startAfter: call.expiresAt });
+        return;
+      }
+      try {
+        await decide(call.orgId, call.actionId, call.toolCallId, null, { kind: 'expire' });
+      } catch (error) {
+        if (!(error instanceof AppError && error.code === 'already_decided')) throw error;
+      }
+    },
+
+    async list(orgId: string, query: { status: ToolCallApproval; limit: number; cursor?: string }) {
+      const rows = await toolCallsRepo.listApprovals(deps.db, orgId, query.status, query.limit, decodeCursor(query.cursor));
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return {
+        approvals: page,
+        nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.requestedAt, id: last.id }) : null,
+      };
+    },
+  };
+}
+
+export type ApprovalsService = ReturnType<typeof createApprovalsService>;

@@ -1,0 +1,53 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { DB, ModelProvider } from '../../db/schema.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { notFound } from '../../lib/errors.ts';
+import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
+import type { OrgAccess } from '../orgs/org-access.ts';
+import { MODEL_PROVIDERS, orgParams } from './agents.schemas.ts';
+
+const credentialSchema = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKeyHint: z.string(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'ModelCredential' });
+const listed = ['provider', 'apiKeyHint', 'createdAt', 'updatedAt'] as const;
+
+/** An org's own API key per model provider, encrypted at rest; only its last four characters are ever shown. */
+export function createModelCredentialsService(deps: { db: Kysely<DB>; box: SecretBox }) {
+  return {
+    list: (orgId: string) => deps.db.selectFrom('orgModelCredentials').select(listed).where('orgId', '=', orgId).orderBy('provider').execute(),
+
+    set(orgId: string, provider: ModelProvider, apiKey: string) {
+      const values = { apiKeyEncrypted: deps.box.encrypt(apiKey), apiKeyHint: `...${apiKey.slice(-4)}` };
+      return deps.db.insertInto('orgModelCredentials').values({ orgId, provider, ...values })
+        .onConflict((oc) => oc.columns(['orgId', 'provider']).doUpdateSet({ ...values, updatedAt: new Date() }))
+        .returning(listed).executeTakeFirstOrThrow();
+    },
+
+    async remove(orgId: string, provider: ModelProvider) {
+      const deleted = await deps.db.deleteFrom('orgModelCredentials').where('orgId', '=', orgId).where('provider', '=', provider).executeTakeFirst();
+      if (deleted.numDeletedRows === 0n) throw notFound('Model credential');
+    },
+  };
+}
+
+export type ModelCredentialsService = ReturnType<typeof createModelCredentialsService>;
+
+export function modelCredentialsRoutes(deps: { modelCredentials: ModelCredentialsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
+  return async (app) => {
+    const preHandler = deps.orgAccess('Admin');
+    const common = { tags: ['agents'], security: sessionSecurity };
+    const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };
+    const params = orgParams.extend({ provider: z.enum(MODEL_PROVIDERS) });
+    app.get('/orgs/:org/model-credentials', { schema: { ...common, summary: "The org's model provider keys (hints only)", params: orgParams, response: { 200: z.object({ credentials: z.array(credentialSchema) }), ...errors } }, preHandler },
+      async (request) => ({ credentials: await deps.modelCredentials.list(request.org!.id) }));
+    app.put('/orgs/:org/model-credentials/:provider', {
+      schema: { ...common, summary: "Store the org's API key for a model provider (encrypted; used instead of the server's MODEL_API_KEY)", params, body: z.object({ apiKey: z.string().trim().min(8).max(500) }), response: { 200: credentialSchema, ...errors } },
+      preHandler,
+    }, async (request) => deps.modelCredentials.set(request.org!.id, request.params.provider, request.body.apiKey));
+    app.delete('/orgs/:org/model-credentials/:provider', { schema: { ...common, summary: "Remove the org's key for a provider", params, response: { 204: z.null(), ...errors } }, preHandler },
+      async (request, reply) => {
+        await deps.modelCredentials.remove(request.org!.id, request.params.provider);
+        return reply.status(204).send(null);
+      });
+  };
+}

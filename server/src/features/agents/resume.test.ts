@@ -1,0 +1,99 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeModel, toolResults, type ChatRequest } from '../../../test/helpers/fake-model.ts';
+import { freePort } from '../../../test/helpers/http.ts';
+import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import { signingHeaders } from '../action-webhooks/verification.ts';
+
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
+let countLog: string;
+beforeAll(async () => {
+  model = await startFakeModel();
+  environment = await serverProcessEnvironment({ ...model.env, ACTION_LEASE_SECONDS: '1', TOOL_MODULES: join(import.meta.dirname, '../../../test/fixtures/counting-tool.ts') });
+  countLog = join(environment.env.DATA_DIR!, 'counted-steps.log');
+  writeFileSync(countLog, '');
+  environment.env.COUNTING_TOOL_LOG = countLog;
+});
+afterAll(async () => {
+  await environment?.cleanup();
+  await model?.close();
+});
+
+const isFor = (label: string) => (request: ChatRequest) => request.messages.some((message) => message.role === 'user' && message.content?.includes(`"label": "${label}"`));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('an action across a SIGKILL', () => {
+  it('resumes from what was stored: a finished tool call is not run again; a staged call can be approved after the restart', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    let server = await startServerProcess(environment.env, port);
+    try {
+      expect(environment.cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme').status).toBe(0);
+      expect(environment.cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status).toBe(0);
+      const credentials = { email: 'ops@acme.example', password: 'a long password' };
+      let api = await apiClient(base, credentials);
+      const me = await api('GET', '/auth/me');
+      const agent = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: ['countedStep', 'generateDocument'] });
+      const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId: agent.id, approvalRules: { countedStep: 'allow', generateDocument: 'ask' } });
+      const webhook = await api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id });
+      const post = async (label: string) => {
+        const body = JSON.stringify({ eventType: 'step', externalId: label, data: { label } });
+        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) }, body });
+        return ((await response.json()) as { actionId: string }).actionId;
+      };
+
+      // "mid-run": countedStep runs, then the model takes its time; the server dies while it thinks.
+      // "staged": generateDocument waits for approval when the server dies.
+      let restarted = false;
+      model.script((request) => {
+        const seen = toolResults(request);
+        if (isFor('mid-run')(request)) {
+          if (seen.length === 0) return { toolCalls: [{ name: 'countedStep', arguments: { label: 'mid-run' } }] };
+          return restarted ? { text: `finished after ${JSON.stringify(seen[0]!.content)}` } : { text: 'never delivered', delayMs: 60_000 };
+        }
+        return seen.length === 0 ? { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Staged', content: 'body' } }] } : { text: 'document made' };
+      });
+      const midRun = await post('mid-run');
+      const staged = await post('staged');
+      await until('the model to be thinking after the tool ran', async () => (model.requests.some((r) => isFor('mid-run')(r) && toolResults(r).length > 0) ? true : undefined));
+      await until('the staged call', async () => ((await api('GET', '/orgs/acme/ledger/' + staged)).status === 'pending_approval' ? true : undefined));
+      expect(readFileSync(countLog, 'utf8').trim().split('\n')).toHaveLength(1);
+
+      await killServerProcess(server);
+      restarted = true;
+      server = await startServerProcess(environment.env, port);
+      api = await apiClient(base, credentials);
+
+      const finished = await until('the interrupted action to finish', async () => {
+        const row = await api('GET', `/orgs/acme/ledger/${midRun}`);
+        return ['completed', 'failed'].includes(row.status) ? row : undefined;
+      });
+      expect(finished.status).toBe('completed');
+      expect(finished.execution.result.text).toBe('finished after {"recorded":"mid-run"}');
+      expect(readFileSync(countLog, 'utf8').trim().split('\n')).toHaveLength(1); // not run again
+
+      const [pending] = (await api('GET', '/orgs/acme/approvals')).approvals;
+      expect(pending).toMatchObject({ actionId: staged, toolName: 'generateDocument' });
+      expect((await api('POST', `/orgs/acme/actions/${staged}/tool-calls/${pending.toolCallId}/approve`)).status).toBe('approved');
+      const done = await until('the approved action to finish', async () => {
+        const row = await api('GET', `/orgs/acme/ledger/${staged}`);
+        return ['completed', 'failed'].includes(row.status) ? row : undefined;
+      });
+      expect(done.status).toBe('completed');
+      expect(done.execution.result.text).toBe('document made');
+    } finally {
+      await killServerProcess(server);
+    }
+  }, 120_000);
+});

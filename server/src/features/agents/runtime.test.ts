@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../test/helpers/actions.ts';
+import { startFakeModel, toolResults, type ChatRequest } from '../../../test/helpers/fake-model.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { postEvent, setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
+
+let app: TestApp;
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+beforeAll(async () => {
+  model = await startFakeModel();
+  app = await startTestApp({ ...model.env, MODEL_TIMEOUT_SECONDS: '3', MODEL_MAX_RETRIES: '1', ACTION_MAX_STEPS: '4' });
+});
+afterAll(async () => {
+  await app?.close();
+  await model?.close();
+});
+
+const auth = (setup: WebhookSetup) => ({ token: setup.tenant.token, org: setup.tenant.org.slug });
+const calledTools = (request: ChatRequest) => request.messages.some((message) => message.role === 'tool');
+
+/** First answer: one generateDocument call; once it has the result: a closing text. */
+const documentThenText = (args: unknown = { title: 'Order 42', content: '# Order 42\n\n| sku | qty |\n|---|---|\n| A-1 | 2 |' }) => (request: ChatRequest) =>
+  calledTools(request) ? { text: `Made ${JSON.stringify(toolResults(request)[0]!.content)}` } : { toolCalls: [{ name: 'generateDocument', arguments: args }] };
+
+async function runEvent(setup: WebhookSetup, payload: Record<string, unknown> = {}) {
+  const response = await postEvent(app, setup, { eventType: 'order.created', externalId: randomUUID(), data: { orderId: 42 }, ...payload });
+  expect(response.status).toBe(200);
+  return (await response.json()).actionId as string;
+}
+
+describe('running an action', () => {
+  it('runs an allowed tool, then completes with the model\'s answer; every step is in the thread and the ledger', async () => {
+    const setup = await setupWebhook(app);
+    model.script(documentThenText());
+    const actionId = await runEvent(setup, { instructions: 'Write the order up.' });
+    const row = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(row.status).toBe('completed');
+    expect(row.execution.result.text).toMatch(/^Made \{"documentId":"[0-9a-f-]{36}"\}$/);
+    expect(row.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual(['queued', 'running', 'completed']);
+    expect(row.execution.toolCalls).toEqual([expect.objectContaining({ toolName: 'generateDocument', mode: 'allow', status: 'completed', approval: 'not_required' })]);
+
+    // The prompt: agent and rule instructions as instructions, the payload's instructions and the event as the first message.
+    const first = model.requests.at(-2)!;
+    expect(first.messages[0]).toEqual({ role: 'system', content: 'Help.' });
+    expect(first.messages[1]!.content).toContain('Write the order up.');
+    expect(first.messages[1]!.content).toContain('"orderId": 42');
+    expect(first.tools!.map((tool) => tool.function.name)).toEqual(['generateDocument']);
+
+    const threads = await (await app.request('GET', '/api/threads', { token: setup.tenant.token })).json();
+    expect(threads.threads).toEqual([expect.objectContaining({ id: row.execution.threadId, channel: 'webhook' })]);
+    const messages = await (await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: setup.tenant.token })).json();
+    expect(messages.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    const documents = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })).json();
+    expect(documents.items ?? documents.documents).toHaveLength(1);
+  });
+});
+
+describe('approvals', () => {
+  const approvals = (setup: WebhookSetup, query = '') => app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals${query}`, { token: setup.tenant.token }).then((r) => r.json());
+  const decide = (setup: WebhookSetup, actionId: string, toolCallId: string, verb: 'approve' | 'reject', body?: unknown, token = setup.tenant.token) =>
+    app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token, body });
+
+  it('ask: stages the call; approving runs it and the action completes with its result; deciding again is 409', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    model.script(documentThenText());
+    const actionId = await runEvent(setup);
+    const pending = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    expect(pending.approvalState).toBe('pending');
+    const listed = await approvals(setup, '?status=pending');
+    expect(listed.approvals).toEqual([expect.objectContaining({
+      actionId, toolName: 'generateDocument', mode: 'ask', status: 'pending', runAsUserId: setup.tenant.admin.id, input: { title: 'Order 42', content: expect.any(String) },
+      requestedAt: expect.any(String), expiresAt: expect.any(String), decidedBy: null,
+    })]);
+    const { toolCallId, requestedAt, expiresAt } = listed.approvals[0];
+    expect(Date.parse(expiresAt) - Date.parse(requestedAt)).toBe(86_400_000);
+
+    const approved = await decide(setup, actionId, toolCallId, 'approve');
+    expect(approved.status).toBe(200);
+    expect(await approved.json()).toMatchObject({ toolCallId, status: 'approved', decidedBy: setup.tenant.admin.id, decidedAt: expect.any(String) });
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.result.text).toMatch(/documentId/);
+    expect(done.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual(['queued', 'running', 'pending_approval', 'approved', 'running', 'completed']);
+    expect(done.lifecycleEvents[3].data).toMatchObject({ toolCallId, decidedBy: setup.tenant.admin.id });
+
+    for (const verb of ['approve', 'reject'] as const) {
+      const again = await decide(setup, actionId, toolCallId, verb);
+      expect(again.status).toBe(409);
+      expect(await again.json()).toEqual({ error: 'This tool call was approved already', code: 'already_decided' });
+    }
+    expect((await approvals(setup)).approvals).toEqual([]);
+    expect((await approvals(setup, '?status=approved')).approvals).toHaveLength(1);
+  });
+
+  it('reject: the action ends rejected with the reason, and the tool never runs', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    model.script(documentThenText());
+    const actionId = await runEvent(setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const [{ toolCallId }] = (await approvals(setup)).approvals;
+    const rejected = await decide(setup, actionId, toolCallId, 'reject', { reason: 'Not for this customer' });
+    expect(await rejected.json()).toMatchObject({ status: 'rejected', reason: 'Not for this customer' });
+    const row = await waitForAction(app, auth(setup), actionId, ['rejected']);
+    expect(row.approvalState).toBe('rejected');
+    expect(row.lifecycleEvents.at(-1)).toMatchObject({ status: 'rejected', cause: 'generateDocument rejected: Not for this customer' });
+    expect(row.execution.toolCalls[0]).toMatchObject({ status: 'rejected', output: null });
+    const documents = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })).json();
+    expect(documents.items ?? documents.documents).toEqual([]);
+  });
+
+  it('a staged call not decided by its rule\'s deadline expires, by the scheduled job', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' }, approvalTimeoutSeconds: 1 });
+    model.script(documentThenText());
+    const actionId = await runEvent(setup);
+    const row = await waitForAction(app, auth(setup), actionId, ['expired'], 20_000);
+    expect(row.approvalState).toBe('expired');
+    expect(row.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual(['queued', 'running', 'pending_approval', 'expired']);
+    const [call] = (await approvals(setup, '?status=expired')).approvals;
+    expect(call).toMatchObject({ actionId, status: 'expired', decidedBy: null, reason: 'not decided before the deadline' });
+    expect((await decide(setup, actionId, call.toolCallId, 'approve')).status).toBe(409);
+  });
+
+  it('another tenant can neither list nor decide the approvals, nor read the thread', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    const other = await setupWebhook(app);
+    model.script(documentThenText());
+    const actionId = await runEvent(setup);
+    const row = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const [{ toolCallId }] = (await approvals(setup)).approvals;
+    expect((await approvals(other)).approvals).toEqual([]);
+    const foreignOrg = await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: other.tenant.token });
+    expect(foreignOrg.status).toBe(404);
+    for (const verb of ['approve', 'reject'] as const) {
+      expect((await decide(setup, actionId, toolCallId, verb, undefined, other.tenant.token)).status).toBe(404);
+      // Through their own org: the action is not theirs.
+      expect((await app.request('POST', `/orgs/${other.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token: other.tenant.token })).status).toBe(404);
+    }
+    expect((await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: other.tenant.token })).status).toBe(404);
+    expect((await approvals(setup)).approvals).toHaveLength(1);
+  });
+
+  it('answers 404 for an unknown action or call, and 400 for a bad status filter', async () => {
+    const setup = await setupWebhook(app);
+    expect((await decide(setup, randomUUID(), 'call_x', 'approve')).status).toBe(404);
+    const bad = await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals?status=maybe`, { token: setup.tenant.token });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).code).toBe('validation_failed');
+  });
+});
+
+describe('agent mode (fail-closed)', () => {
+  const cases: Array<[string, unknown, 'completed' | 'pending_approval']> = [
+    ['"no approval needed" runs at once', { title: 'T', content: 'c', approvalDecision: 'no_approval_needed' }, 'completed'],
+    ['"approval needed" stages', { title: 'T', content: 'c', approvalDecision: 'approval_needed' }, 'pending_approval'],
+    ['"unsure" stages', { title: 'T', content: 'c', approvalDecision: 'unsure' }, 'pending_approval'],
+    ['a missing decision stages', { title: 'T', content: 'c' }, 'pending_approval'],
+    ['a malformed decision stages', { title: 'T', content: 'c', approvalDecision: 'No Approval Needed!' }, 'pending_approval'],
+    ['arguments that are not JSON stage', '{"title": "T", "content": ', 'pending_approval'],
+  ];
+  for (const [name, args, expected] of cases) {
+    it(name, async () => {
+      const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'agent' } });
+      model.script(documentThenText(args));
+      const actionId = await runEvent(setup);
+      const row = await waitForAction(app, auth(setup), actionId, ['completed', 'pending_approval', 'failed']);
+      expect(row.status).toBe(expected);
+      expect(row.execution.toolCalls[0]).toMatchObject({ mode: 'agent', approval: expected === 'completed' ? 'not_required' : 'pending' });
+      if (expected === 'completed') expect(row.execution.toolCalls[0].input).toEqual({ title: 'T', content: 'c' });
+    });
+  }
+
+  it('shows the model the decision field as required, and tells it the policy', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'agent' } });
+    model.script(documentThenText({ title: 'T', content: 'c', approvalDecision: 'no_approval_needed' }));
+    await waitForAction(app, auth(setup), await runEvent(setup), ['completed']);
+    const request = model.requests.at(-2)!;
+    const parameters = request.tools![0]!.function.parameters;
+    expect(parameters.required).toEqual(expect.arrayContaining(['title', 'content', 'approvalDecision']));
+    expect(parameters.properties.approvalDecision.enum).toEqual(['no_approval_needed', 'approval_needed', 'unsure']);
+    expect(request.messages[0]!.content).toContain('Approval policy for the tools "generateDocument"');
+  });
+});
+
+describe('failures and limits', () => {
+  const failedWith = async (setup: WebhookSetup, actionId: string) => {
+    const row = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(row.status).toBe('failed');
+    expect(row.lifecycleEvents.at(-1)).toMatchObject({ status: 'failed', cause: row.execution.error });
+    return row.execution.error as string;
+  };
+
+  it('a model error fails the action with its message (after the SDK\'s retries for a 5xx)', async () => {
+    const setup = await setupWebhook(app);
+    model.script(() => ({ error: { status: 500, message: 'the GPU caught fire' } }));
+    const before = model.requests.length;
+    expect(await failedWith(setup, await runEvent(setup))).toMatch(/^The model call failed: .*the GPU caught fire/);
+    expect(model.requests.length - before).toBe(2); // MODEL_MAX_RETRIES=1
+
+    model.script(() => ({ error: { status: 400, message: 'context length exceeded' } }));
+    const again = model.requests.length;
+    expect(await failedWith(setup, await runEvent(setup))).toMatch(/context length exceeded/);
+    expect(model.requests.length - again).toBe(1);
+  });
+
+  it('a model slower than MODEL_TIMEOUT_SECONDS fails the action with that reason', async () => {
+    const setup = await setupWebhook(app);
+    model.script(() => ({ text: 'too late', delayMs: 3500 }));
+    expect(await failedWith(setup, await runEvent(setup))).toBe('The model did not answer within 3 s');
+  });
+
+  it('reaching ACTION_MAX_STEPS fails the action with that reason', async () => {
+    const setup = await setupWebhook(app);
+    model.script(() => ({ toolCalls: [{ name: 'generateDocument', arguments: { title: 'Again', content: 'and again' } }] }));
+    const row = await waitForAction(app, auth(setup), await runEvent(setup), ['failed']);
+    expect(row.execution.error).toBe('The action reached its limit of 4 model steps');
+    expect(row.execution.toolCalls).toHaveLength(4);
+  });
+
+  it('an agent without a usable model fails with a clear message, not a hang', async () => {
+    const setup = await setupWebhook(app);
+    await app.request('PATCH', `/orgs/${setup.tenant.org.slug}/agents/${setup.agentId}`, { token: setup.tenant.token, body: { provider: 'anthropic', model: 'claude-x' } });
+    expect(await failedWith(setup, await runEvent(setup))).toBe('No API key for the anthropic provider: store one for the organization, or set MODEL_API_KEY');
+  });
+
+  it('bad tool arguments and a throwing tool go back to the model as errors; the run goes on', async () => {
+    const setup = await setupWebhook(app);
+    model.script((request) => (calledTools(request)
+      ? { text: `saw: ${toolResults(request).map((result) => result.content).join(' | ')}` }
+      : { toolCalls: [{ name: 'generateDocument', arguments: { title: '' } }, { name: 'generateDocument', arguments: '{not json' }, { name: 'noSuchTool', arguments: {} }] }));
+    const row = await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed']);
+    expect(row.status).toBe('completed');
+    expect(row.execution.result.text).toContain('Invalid input for generateDocument: title:');
+    expect(row.execution.result.text).toContain('There is no tool named "noSuchTool" available to you.');
+    expect(row.execution.toolCalls.map((call: { status: string }) => call.status)).toEqual(['failed', 'failed', 'failed']);
+  });
+});
+
+describe('modes from rule, override and preference', () => {
+  it('a per-request override counts only when the webhook allows overrides', async () => {
+    for (const allowRequestOverrides of [true, false]) {
+      const setup = await setupWebhook(app, { allowRequestOverrides });
+      model.script(documentThenText());
+      const actionId = await runEvent(setup, { toolApprovals: { generateDocument: 'ask', unknownTool: 'allow', sendFax: 'sometimes' } });
+      const row = await waitForAction(app, auth(setup), actionId, ['completed', 'pending_approval', 'failed']);
+      expect(row.status).toBe(allowRequestOverrides ? 'pending_approval' : 'completed');
+    }
+  });
+
+  it('"always deny" beats an allow rule: the tool does not run and the model is told', async () => {
+    const setup = await setupWebhook(app);
+    const put = await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'always_deny' } });
+    expect(put.status).toBe(200);
+    expect(await put.json()).toMatchObject({ toolName: 'generateDocument', preference: 'always_deny' });
+    model.script(documentThenText());
+    const row = await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed']);
+    expect(row.status).toBe('completed');
+    expect(row.execution.toolCalls[0]).toMatchObject({ mode: 'deny', status: 'denied' });
+    expect(model.requests.at(-1)!.messages.find((message) => message.role === 'tool')!.content).toContain('always deny');
+
+    const listed = await (await app.request('GET', '/api/me/tool-preferences', { token: setup.tenant.token })).json();
+    expect(listed.preferences).toEqual([expect.objectContaining({ toolName: 'generateDocument', preference: 'always_deny' })]);
+    await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'default' } });
+    expect((await (await app.request('GET', '/api/me/tool-preferences', { token: setup.tenant.token })).json()).preferences).toEqual([]);
+  });
+
+  it('tool preferences: 404 for an unknown tool, 400 for a bad preference, 401 without a session', async () => {
+    const setup = await setupWebhook(app);
+    expect((await app.request('PUT', '/api/me/tool-preferences/launchMissiles', { token: setup.tenant.token, body: { preference: 'always_deny' } })).status).toBe(404);
+    expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'never' } })).status).toBe(400);
+    expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { body: { preference: 'always_deny' } })).status).toBe(401);
+  });
+});

@@ -1,0 +1,51 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { DB } from '../../db/schema.ts';
+import { notFound } from '../../lib/errors.ts';
+import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
+import type { SessionMiddlewares } from '../auth/middlewares.ts';
+import type { ToolRegistry } from './tool-registry.ts';
+
+const preferenceSchema = z.object({ toolName: z.string(), preference: z.enum(['always_deny', 'default']), updatedAt: z.date().nullable() }).meta({ id: 'ToolPreference' });
+
+/** A user's own preferences per tool: "always deny" beats every approval mode and override (spec 4.2.3). */
+export function createToolPreferencesService(deps: { db: Kysely<DB>; tools: ToolRegistry }) {
+  return {
+    list: (userId: string) =>
+      deps.db.selectFrom('userToolPreferences').select(['toolName', 'preference', 'updatedAt']).where('userId', '=', userId).orderBy('toolName').execute(),
+
+    async set(userId: string, toolName: string, preference: 'always_deny' | 'default') {
+      if (!deps.tools.has(toolName)) throw notFound('Tool');
+      if (preference === 'default') {
+        await deps.db.deleteFrom('userToolPreferences').where('userId', '=', userId).where('toolName', '=', toolName).execute();
+        return { toolName, preference, updatedAt: null };
+      }
+      return deps.db.insertInto('userToolPreferences').values({ userId, toolName, preference })
+        .onConflict((oc) => oc.columns(['userId', 'toolName']).doUpdateSet({ preference, updatedAt: new Date() }))
+        .returning(['toolName', 'preference', 'updatedAt']).executeTakeFirstOrThrow();
+    },
+  };
+}
+
+export type ToolPreferencesService = ReturnType<typeof createToolPreferencesService>;
+
+export function toolPreferencesRoutes(deps: { toolPreferences: ToolPreferencesService; middlewares: SessionMiddlewares }): FastifyPluginAsyncZod {
+  return async (app) => {
+    // Every signed-in user decides for themselves, Guests included.
+    const preHandler = deps.middlewares.flexibleSessionMiddleware('Guest');
+    const common = { tags: ['tool preferences'], security: sessionSecurity };
+    app.get('/api/me/tool-preferences', {
+      schema: { ...common, summary: "The caller's tool preferences (tools not listed use the default)", response: { 200: z.object({ preferences: z.array(preferenceSchema) }), 401: errorSchema } },
+      preHandler,
+    }, async (request) => ({ preferences: await deps.toolPreferences.list(request.user!.id) }));
+    app.put('/api/me/tool-preferences/:toolName', {
+      schema: {
+        ...common, summary: 'Set the caller\'s preference for a tool: "always_deny" refuses every call of it in actions run as the caller',
+        params: z.object({ toolName: z.string().min(1).max(64) }), body: z.object({ preference: z.enum(['always_deny', 'default']) }),
+        response: { 200: preferenceSchema, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+      },
+      preHandler,
+    }, async (request) => deps.toolPreferences.set(request.user!.id, request.params.toolName, request.body.preference));
+  };
+}

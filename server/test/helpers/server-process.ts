@@ -1,0 +1,61 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setCookies } from './http.ts';
+import { createTestDatabaseUrl } from './test-database.ts';
+
+const CLI = join(import.meta.dirname, '../../src/cli.ts');
+
+/**
+ * The real server as its own process (`cli.ts serve`), for tests that kill it: a data directory and,
+ * on the PostgreSQL pass, a fresh database. Call `cleanup` when done.
+ */
+export async function serverProcessEnvironment(extra: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'ap-proc-'));
+  const env: Record<string, string> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir, LOG_LEVEL: 'warn', NODE_ENV: 'development', ...extra };
+  let drop = async () => {};
+  if (process.env.TEST_DB === 'postgres') {
+    const database = await createTestDatabaseUrl();
+    env.DATABASE_URL = database.url;
+    drop = database.drop;
+  }
+  return {
+    env,
+    cli: (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' }),
+    async cleanup() {
+      await drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts `serve` on the port and waits until it is ready. */
+export async function startServerProcess(env: Record<string, string>, port: number): Promise<ChildProcess> {
+  const server = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, PORT: String(port), API_HOST: `http://127.0.0.1:${port}` }, stdio: 'ignore' });
+  const deadline = Date.now() + 45_000;
+  while (!(await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false))) {
+    if (server.exitCode !== null || Date.now() > deadline) throw new Error('server did not start');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return server;
+}
+
+export async function killServerProcess(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null) return;
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  server.kill('SIGKILL');
+  await exited;
+}
+
+/** Signs in over HTTP and returns a JSON client that sends the session as Bearer. */
+export async function apiClient(base: string, credentials: { email: string; password: string }) {
+  const login = await fetch(`${base}/auth/login/credentials`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(credentials) });
+  const token = setCookies(login).get('session')!.value;
+  return async (method: string, path: string, body?: unknown): Promise<any> =>
+    (await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })).json();
+}
