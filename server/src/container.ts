@@ -120,7 +120,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
     db, jobs, tools, logger,
-    resolveModel: createModelResolver({ db, box, defaults: config.model }),
+    resolveModel: createModelResolver({ box, defaults: config.model }),
+    defaultProvider: config.model.provider,
     limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },
   });
   const agentServices = {

@@ -62,8 +62,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
-  // LISTEN/NOTIFY wakes workers in every process as soon as a job commits, instead of at their next poll.
-  const jobsOptions: ConstructorOptions = { connectionString: url, max: 4, useListenNotify: true };
+  const jobsOptions: ConstructorOptions = { connectionString: url, max: 4 };
   return withCommon('postgres', db, jobsOptions, () => db.destroy(), url);
 }
 

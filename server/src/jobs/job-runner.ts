@@ -8,8 +8,8 @@ export interface JobRunner {
   start(): Promise<void>;
   /** Starts a worker per queue; a process that only serves HTTP never calls this. */
   work(handlers: JobHandlers, options?: { concurrency?: Partial<Record<QueueName, number>> }): Promise<void>;
-  /** Wakes this process's workers of a queue now (after a transaction that enqueued jobs commits). */
-  notify(queue: QueueName): void;
+  /** Wakes up to `jobs` idle workers of a queue in this process now (after a transaction that enqueued them commits). */
+  notify(queue: QueueName, jobs?: number): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
   /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
@@ -19,7 +19,15 @@ export interface JobRunner {
 
 export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
-  const workerIds = new Map<QueueName, string[]>();
+  const workers = new Map<QueueName, Array<{ id: string; busy: boolean }>>();
+  let nextToWake = 0;
+
+  // Wakes idle workers only, one per job, taking turns: waking every worker for one job would send
+  // them all to fetch at once, and all but one would find nothing.
+  function wake(queue: QueueName, jobs: number) {
+    const idle = (workers.get(queue) ?? []).filter((worker) => !worker.busy);
+    for (let i = 0; i < Math.min(jobs, idle.length); i++) boss.notifyWorker(idle[(nextToWake++) % idle.length]!.id);
+  }
   let started = false;
   boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
 
@@ -55,12 +63,21 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
             deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
           }
         };
-        // One pg-boss worker per slot, each with its own id, so that notify() can wake every idle one.
-        // NOTIFY wakes workers for jobs due now; jobs scheduled for later (startAfter) are found by the
-        // poll, so it stays at 2 s even where NOTIFY works.
+        // A worker that has just run a job fetches again at once, so a backlog drains without waiting
+        // for polls; it waits for its poll (or a wake-up) only when it finds nothing.
         for (let slot = 0; slot < (options.concurrency?.[name] ?? 1); slot++) {
-          const id = await boss.work(name, { pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2, batchSize: 1 }, run);
-          workerIds.set(name, [...(workerIds.get(name) ?? []), id]);
+          const worker = { id: '', busy: false };
+          worker.id = await boss.work(name, { pollingIntervalSeconds: 2, batchSize: 1 }, async (jobs) => {
+            if (jobs.length === 0) return;
+            worker.busy = true;
+            try {
+              await run(jobs);
+            } finally {
+              worker.busy = false;
+              boss.notifyWorker(worker.id);
+            }
+          });
+          workers.set(name, [...(workers.get(name) ?? []), worker]);
         }
         const cron = (jobQueues[name] as { cron?: string }).cron;
         if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
@@ -73,12 +90,12 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       const db: Db | undefined = options.trx ? fromKysely(options.trx) : undefined;
       const id = await boss.send(queue, data, { ...jobQueues[queue].options, db, startAfter: options.startAfter });
       // Wake a local worker now instead of at its next poll (only after the job is visible).
-      if (!options.trx) for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
+      if (!options.trx) wake(queue, 1);
       return id;
     },
 
-    notify(queue) {
-      for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
+    notify(queue, jobs = 1) {
+      wake(queue, jobs);
     },
 
     async enqueueMany(queue, payloads, options = {}) {
@@ -86,7 +103,7 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
       const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), retryLimit, retryDelay, retryBackoff, expireInSeconds }));
       await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
-      if (!options.trx) for (const workerId of workerIds.get(queue) ?? []) boss.notifyWorker(workerId);
+      if (!options.trx) wake(queue, payloads.length);
     },
 
     async stop() {

@@ -21,7 +21,7 @@ export const jobQueues = {
   'actions.run': {
     payload: z.object({ actionId: z.uuid() }),
     // Runs are long (model calls); the action's own lease, not the job's expiry, detects a dead runner.
-    options: { retryLimit: 3, retryDelay: 5, retryBackoff: true, expireInSeconds: 3600, notify: true },
+    options: { retryLimit: 3, retryDelay: 5, retryBackoff: true, expireInSeconds: 3600 },
   },
   /** Resumes running actions whose runner died (lease lapsed); every minute, and when a worker starts. */
   'actions.recover': {
@@ -32,7 +32,7 @@ export const jobQueues = {
   /** Expires a staged tool call that nobody decided by its deadline (scheduled for that moment). */
   'approvals.expire': {
     payload: z.object({ toolCallRowId: z.uuid() }),
-    options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60, notify: true },
+    options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
   },
   /** Retries buffered webhook deliveries that are due and forgets old wh-ids; every minute. */
   'webhooks.retry-buffered': {

@@ -18,6 +18,9 @@ type Result = Outcome | AppError;
 
 const MAX_BATCH = 200;
 
+/** How many of the results created an action (and so enqueued its run). */
+const createdActions = (results: Result[]) => results.filter((result) => !(result instanceof AppError) && result.status === 'accepted' && !result.alreadyExists).length;
+
 /**
  * Stores delivery outcomes: the wh-id (replay protection), the delivery row, and for an accepted
  * delivery the action and its job, all in one transaction.
@@ -128,7 +131,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
   async function writeAlone(item: DeliveryWrite): Promise<Result> {
     try {
       const result = (await writeBatch([item]))[0]!;
-      deps.jobs.notify('actions.run');
+      deps.jobs.notify('actions.run', createdActions([result]));
       return result;
     } catch (error) {
       if (error instanceof AppError || item.decision.status !== 'create') throw error;
@@ -162,7 +165,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
     writeBatch(batch.map(({ item }) => item))
       .then(
         (results) => {
-          deps.jobs.notify('actions.run');
+          deps.jobs.notify('actions.run', createdActions(results));
           batch.forEach((entry, index) => entry.resolve(results[index]!));
         },
         // One bad item must not fail the others: write each alone.

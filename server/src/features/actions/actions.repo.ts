@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/schema.ts';
+import { sql, type Kysely } from 'kysely';
+import type { DB, ModelProvider } from '../../db/schema.ts';
 
 /** Actions as the runtime and the ledger read them. */
 export const actionsRepo = {
@@ -10,8 +10,11 @@ export const actionsRepo = {
   lock: (trx: Kysely<DB>, actionId: string) =>
     trx.selectFrom('actions').select(['id', 'orgId', 'status', 'threadId', 'leaseExpiresAt', 'runAsUserId']).where('id', '=', actionId).forUpdate().executeTakeFirst(),
 
-  /** Everything a run needs: the action, its agent, its rule and whether its webhook allows overrides. */
-  runContext: (db: Kysely<DB>, actionId: string) =>
+  /**
+   * Everything a run needs, in one query: the action, its agent, its rule, whether its webhook allows
+   * overrides, the tools its run-as user always denies, and the org's key for the agent's provider.
+   */
+  runContext: (db: Kysely<DB>, actionId: string, defaultProvider: ModelProvider) =>
     db.selectFrom('actions as a')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
       .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
@@ -20,19 +23,28 @@ export const actionsRepo = {
         'a.id', 'a.orgId', 'a.status', 'a.threadId', 'a.runAsUserId', 'a.eventType', 'a.externalId', 'a.instructions', 'a.data', 'a.toolApprovals',
         'a.agentId', 'g.instructions as agentInstructions', 'g.provider', 'g.model', 'g.tools', 'g.name as agentName',
         'r.instructions as ruleInstructions', 'r.approvalRules', 'r.approvalTimeoutSeconds', 'w.allowRequestOverrides',
+        (eb) => eb.selectFrom('userToolPreferences as p').whereRef('p.userId', '=', 'a.runAsUserId').where('p.preference', '=', 'always_deny')
+          .select(sql<string[]>`coalesce(array_agg(p.tool_name), '{}')`.as('tools')).as('deniedTools'),
+        (eb) => eb.selectFrom('orgModelCredentials as c').whereRef('c.orgId', '=', 'a.orgId')
+          .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('g.provider')}, ${defaultProvider})`)
+          .select('c.apiKeyEncrypted').as('orgApiKeyEncrypted'),
       ])
       .where('a.id', '=', actionId)
       .executeTakeFirst(),
 
-  setLease: (db: Kysely<DB>, actionId: string, until: Date | null) =>
-    db.updateTable('actions').set({ leaseExpiresAt: until }).where('id', '=', actionId).where('status', '=', 'running').execute(),
+  /** Renews a runner's lease (on the database's clock, like the claim). */
+  renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>
+    db.updateTable('actions').set({ leaseExpiresAt: sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'` }).where('id', '=', actionId).where('status', '=', 'running').execute(),
 
-  setThread: (trx: Kysely<DB>, actionId: string, threadId: string) => trx.updateTable('actions').set({ threadId }).where('id', '=', actionId).execute(),
-
-  /** Running actions whose runner stopped renewing its lease (its process died). */
-  abandoned: (db: Kysely<DB>, now: Date) =>
-    db.selectFrom('actions').select(['id', 'leaseExpiresAt']).where('status', '=', 'running').where((eb) => eb.or([eb('leaseExpiresAt', '<', now), eb('leaseExpiresAt', 'is', null)])).limit(1000).execute(),
-
-  /** Running actions with any lease, for a starting worker to schedule their resumption once it lapses. */
-  running: (db: Kysely<DB>) => db.selectFrom('actions').select(['id', 'leaseExpiresAt']).where('status', '=', 'running').limit(1000).execute(),
+  /**
+   * Running actions whose runner stopped renewing its lease (its process died), or with
+   * `includeLive` all running ones, each with the milliseconds until its lease lapses.
+   */
+  running: (db: Kysely<DB>, options: { includeLive: boolean }) =>
+    db.selectFrom('actions')
+      .select(['id', sql<number>`greatest(0, extract(epoch from (lease_expires_at - now())) * 1000)::int`.as('lapsesInMs')])
+      .where('status', '=', 'running')
+      .$if(!options.includeLive, (q) => q.where((eb) => eb.or([eb('leaseExpiresAt', '<=', sql<Date>`now()`), eb('leaseExpiresAt', 'is', null)])))
+      .limit(1000)
+      .execute(),
 };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { ActionStatus, DB } from '../../db/schema.ts';
+import { sql, type Insertable, type Kysely, type QueryCreator } from 'kysely';
+import type { ActionStatus, DB, ThreadMessagesTable } from '../../db/schema.ts';
 
 /**
  * The action lifecycle (spec 3.3): the only transitions there are. `running -> rejected | expired`
@@ -33,6 +33,8 @@ export interface Transition {
   data?: Record<string, unknown>;
   /** Other columns changed with the status (result, error, lease). */
   changes?: { result?: string | null; error?: string | null; leaseExpiresAt?: Date | null };
+  /** A conversation message stored with the transition (the agent's last word). */
+  message?: Insertable<ThreadMessagesTable>;
 }
 
 export class IllegalTransitionError extends Error {
@@ -40,21 +42,56 @@ export class IllegalTransitionError extends Error {
 }
 
 /**
- * Moves an action from `from` to `to` and records the lifecycle event, in the caller's transaction.
- * Returns false when the action is no longer in `from` (someone else moved it first).
+ * Moves an action from `from` to `to` and records the lifecycle event, in one statement (so it needs
+ * no transaction of its own; inside the caller's, it commits with it). Returns false when the action
+ * is no longer in `from` (someone else moved it first).
  */
-export async function transition(trx: Kysely<DB>, step: Transition): Promise<boolean> {
+export async function transition(db: Kysely<DB>, step: Transition): Promise<boolean> {
   if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
   const approvalState = APPROVAL_STATE[step.to];
-  const moved = await trx.updateTable('actions')
-    .set({ status: step.to, updatedAt: new Date(), ...(approvalState ? { approvalState } : {}), ...step.changes })
-    .where('id', '=', step.actionId)
-    .where('status', '=', step.from)
-    .returning('orgId')
+  // The message that ends a run is stored in the same statement as the transition it causes.
+  const message = step.message;
+  const base = (message ? db.with('message', (cte) => cte.insertInto('threadMessages').values(message)) : db) as QueryCreator<DB>;
+  const recorded = await base
+    .with('moved', (qb) => qb.updateTable('actions')
+      .set({ status: step.to, updatedAt: new Date(), ...(approvalState ? { approvalState } : {}), ...step.changes })
+      .where('id', '=', step.actionId)
+      .where('status', '=', step.from)
+      .returning(['id', 'orgId']))
+    .insertInto('actionEvents')
+    .columns(['id', 'actionId', 'orgId', 'status', 'cause', 'data'])
+    .expression((eb) => eb.selectFrom('moved').select([
+      sql<string>`${randomUUID()}::uuid`.as('id'), 'moved.id as actionId', 'moved.orgId', sql<string>`${step.to}`.as('status'), sql<string>`${step.cause}`.as('cause'),
+      sql<string>`${step.data ? JSON.stringify(step.data) : null}::jsonb`.as('data'),
+    ]))
+    .returning('actionId')
     .executeTakeFirst();
-  if (!moved) return false;
-  await trx.insertInto('actionEvents').values({
-    id: randomUUID(), actionId: step.actionId, orgId: moved.orgId, status: step.to, cause: step.cause, data: step.data ? JSON.stringify(step.data) : null,
-  }).execute();
-  return true;
+  return recorded !== undefined;
+}
+
+const CLAIMABLE: readonly ActionStatus[] = ['queued', 'approved'];
+if (!CLAIMABLE.every((from) => canTransition(from, 'running'))) throw new IllegalTransitionError('claimForRun must follow the lifecycle');
+
+/**
+ * Takes an action for a runner, in one statement: queued or approved -> running (recorded), or a
+ * running action whose runner's lease has lapsed (it died), taken over without a new event. Leases are
+ * on the database's clock, so processes on different machines agree. Returns the status it had, or
+ * undefined when the action is not for taking.
+ */
+export async function claimForRun(db: Kysely<DB>, actionId: string, leaseMs: number): Promise<ActionStatus | undefined> {
+  const result = await sql<{ previous: ActionStatus }>`
+    with previous as (
+      select id, status, lease_expires_at from actions where id = ${actionId} for update
+    ), claimed as (
+      update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
+      from previous p
+      where a.id = p.id and (p.status in ('queued', 'approved') or (p.status = 'running' and (p.lease_expires_at is null or p.lease_expires_at <= now())))
+      returning a.id, a.org_id, p.status as previous
+    ), recorded as (
+      insert into action_events (id, action_id, org_id, status, cause)
+      select ${randomUUID()}::uuid, id, org_id, 'running', case previous when 'queued' then 'picked up by a worker' else 'resumed after approval' end
+      from claimed where previous <> 'running'
+    )
+    select previous from claimed`.execute(db);
+  return result.rows[0]?.previous;
 }

@@ -9,10 +9,6 @@ export const toolCallsRepo = {
   forAction: (db: Kysely<DB>, actionId: string): Promise<ToolCallRow[]> =>
     db.selectFrom('toolCalls').selectAll().where('actionId', '=', actionId).orderBy('requestedAt').orderBy('id').execute(),
 
-  /** Stores a finished call's output: after this it is never run again. */
-  finish: (db: Kysely<DB>, id: string, status: Extract<ToolCallStatus, 'completed' | 'failed'>, output: unknown) =>
-    db.updateTable('toolCalls').set({ status, output: JSON.stringify(output), completedAt: new Date() }).where('id', '=', id).where('status', '=', 'ready').execute(),
-
   /** A human's (or the deadline's) decision on a staged call; undefined when it was decided already. */
   decide: (trx: Kysely<DB>, id: string, decision: { status: ToolCallStatus; approval: ToolCallApproval; userId: string | null; reason: string | null; at: Date }) =>
     trx.updateTable('toolCalls')

@@ -1,79 +1,88 @@
 import { randomUUID } from 'node:crypto';
-import type { ModelMessage } from 'ai';
+import type { ModelMessage, ToolSet } from 'ai';
 import type { Insertable, Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { ActionStatus, DB, ThreadMessageRow, ToolCallsTable } from '../../db/schema.ts';
+import type { ActionStatus, DB, ModelProvider, ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
 import { decisionData } from '../actions/approvals.service.ts';
-import { transition } from '../actions/lifecycle.ts';
+import { claimForRun, transition } from '../actions/lifecycle.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approval-policy.ts';
 import { ModelUnavailableError, type ModelResolver } from './model-provider.ts';
 import { callModel, ModelCallError, modelTools, type ProposedCall, type ToolPlan } from './model-step.ts';
+import { messageRow, runStore } from './run-store.ts';
 import type { ToolRegistry } from './tool-registry.ts';
-import { executeToolCall } from './tool-execution.ts';
+import { runToolCall } from './tool-execution.ts';
 
 type RunContext = NonNullable<Awaited<ReturnType<typeof actionsRepo.runContext>>>;
+type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
+
+/** A tool call as the runner tracks it (input and output parsed). */
+interface Call {
+  id: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  mode: ToolCallMode;
+  status: ToolCallStatus;
+  approval: ToolCallApproval;
+  output: unknown;
+  expiresAt: Date | null;
+}
+
+/** One run of an action in this process: what it knows, kept in step with what it stored. */
+interface Run {
+  context: RunContext;
+  plans: Map<string, ToolPlan>;
+  tools: ToolSet;
+  threadId: string;
+  messages: Message[];
+  calls: Map<string, Call>;
+  signal: AbortSignal;
+}
 
 /** A reason the action fails, shown in the ledger as its error. */
 class ActionFailure extends Error {}
 
 const DENIED_BY_PREFERENCE = { type: 'execution-denied', reason: 'The user has chosen to always deny this tool; it was not run.' };
 
+const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<ToolCallsTable> => ({
+  id: call.id, orgId: context.orgId, actionId: context.id, toolCallId: call.toolCallId, toolName: call.toolName, input: JSON.stringify(call.input ?? null),
+  mode: call.mode, status: call.status, approval: call.approval, output: call.output === null ? null : JSON.stringify(call.output),
+  requestedAt, expiresAt: call.expiresAt, completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
+});
+
 /**
  * Runs actions with their agent, one model step at a time. Each step and each tool result is stored
  * before the next step, so a run killed anywhere resumes from the database: the conversation says
  * where it was, and a tool call stored as finished is never run again. One runner holds an action at a
- * time (a lease it renews); another may take over only once the lease has lapsed.
+ * time (a lease it renews); another may take over only once the lease has lapsed. Every write is one
+ * statement, except where a decision can race with the runner (staged calls), which locks the action.
  */
 export function createActionRunner(deps: {
   db: Kysely<DB>;
   jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
   tools: ToolRegistry;
   resolveModel: ModelResolver;
+  defaultProvider: ModelProvider;
   limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
   logger: Logger;
 }) {
   const { db } = deps;
 
-  /** Takes the action if it is waiting to run, or running under a lapsed lease (its runner died). */
-  async function claim(actionId: string): Promise<boolean> {
-    return db.transaction().execute(async (trx) => {
-      const action = await actionsRepo.lock(trx, actionId);
-      if (!action) return false;
-      const now = new Date();
-      const leaseExpiresAt = new Date(now.getTime() + deps.limits.leaseMs);
-      if (action.status === 'queued' || action.status === 'approved') {
-        const cause = action.status === 'queued' ? 'picked up by a worker' : 'resumed after approval';
-        return transition(trx, { actionId, from: action.status, to: 'running', cause, changes: { leaseExpiresAt } });
-      }
-      if (action.status === 'running' && (action.leaseExpiresAt === null || action.leaseExpiresAt <= now)) {
-        await trx.updateTable('actions').set({ leaseExpiresAt }).where('id', '=', actionId).execute();
-        deps.logger.warn({ actionId }, 'resuming an action whose runner stopped');
-        return true;
-      }
-      return false;
+  const finish = (actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> }) =>
+    transition(db, {
+      actionId, from: 'running', to,
+      cause: to === 'completed' ? 'the agent finished' : outcome.error!,
+      changes: { result: outcome.result === undefined ? null : JSON.stringify(outcome.result), error: outcome.error ?? null, leaseExpiresAt: null },
+      message: outcome.message,
     });
-  }
 
-  async function finish(actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string }) {
-    await db.transaction().execute((trx) =>
-      transition(trx, {
-        actionId, from: 'running', to,
-        cause: to === 'completed' ? 'the agent finished' : outcome.error!,
-        changes: { result: outcome.result === undefined ? null : JSON.stringify(outcome.result), error: outcome.error ?? null, leaseExpiresAt: null },
-      }),
-    );
-  }
-
-  async function planTools(context: RunContext): Promise<Map<string, ToolPlan>> {
-    const denied = new Set(
-      (await db.selectFrom('userToolPreferences').select('toolName').where('userId', '=', context.runAsUserId!).where('preference', '=', 'always_deny').execute())
-        .map((row) => row.toolName),
-    );
+  function planTools(context: RunContext): Map<string, ToolPlan> {
+    const denied = new Set(context.deniedTools ?? []);
     const plans = new Map<string, ToolPlan>();
     for (const name of context.tools ?? []) {
       const definition = deps.tools.get(name);
@@ -96,7 +105,7 @@ export function createActionRunner(deps: {
   }
 
   /** The first message: the request's own instructions and the event as context. */
-  function eventMessage(context: RunContext): { role: 'user'; content: string } {
+  function eventMessage(context: RunContext): Message {
     const lines = [];
     if (context.instructions?.trim()) lines.push(`Instructions for this event:\n${context.instructions.trim()}`, '');
     lines.push(`Event type: ${context.eventType}`);
@@ -105,89 +114,123 @@ export function createActionRunner(deps: {
     return { role: 'user', content: lines.join('\n') };
   }
 
-  async function openThread(context: RunContext): Promise<string> {
-    if (context.threadId) return context.threadId;
-    const threadId = randomUUID();
-    await db.transaction().execute(async (trx) => {
-      await threadsRepo.insert(trx, {
-        id: threadId, orgId: context.orgId, userId: context.runAsUserId!, channel: 'webhook',
-        title: `${context.eventType}${context.externalId ? ` (${context.externalId})` : ''}`.slice(0, 200),
-      });
-      await threadsRepo.appendMessages(trx, threadId, 0, [eventMessage(context)], context.id);
-      await actionsRepo.setThread(trx, context.id, threadId);
-    });
-    return threadId;
+  /** Loads what a run needs; a new run opens its conversation, a resumed one reads it back. */
+  async function begin(actionId: string, signal: AbortSignal): Promise<Run | undefined> {
+    const context = await actionsRepo.runContext(db, actionId, deps.defaultProvider);
+    if (!context) return undefined;
+    if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
+    if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
+    const plans = planTools(context);
+    const run: Run = { context, plans, tools: modelTools(plans), threadId: context.threadId ?? randomUUID(), messages: [], calls: new Map(), signal };
+    if (!context.threadId) {
+      const first = eventMessage(context);
+      const title = `${context.eventType}${context.externalId ? ` (${context.externalId})` : ''}`.slice(0, 200);
+      await runStore.openThread(db, { id: run.threadId, orgId: context.orgId, userId: context.runAsUserId, title, actionId, first });
+      run.messages.push(first);
+      return run;
+    }
+    run.messages = (await threadsRepo.messages(db, run.threadId)).map(({ role, content }) => ({ role, content }));
+    for (const row of await toolCallsRepo.forAction(db, actionId)) run.calls.set(row.toolCallId, { ...row, output: row.output ?? null });
+    return run;
   }
 
   /** The stored row of each call the model proposed: its mode decides whether it runs, waits or is refused. */
-  function toolCallRow(context: RunContext, plans: Map<string, ToolPlan>, call: ProposedCall, now: Date): Insertable<ToolCallsTable> {
-    const base = { id: randomUUID(), orgId: context.orgId, actionId: context.id, toolCallId: call.toolCallId, toolName: call.toolName, requestedAt: now };
-    const plan = plans.get(call.toolName);
-    const input = JSON.stringify(call.input ?? null);
+  function decideCall(run: Run, call: ProposedCall, now: Date): Call {
+    const base = { id: randomUUID(), toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? null, expiresAt: null, output: null };
+    const plan = run.plans.get(call.toolName);
     if (!plan) {
-      const output = { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` };
-      return { ...base, input, mode: 'allow', status: 'failed', approval: 'not_required', output: JSON.stringify(output), completedAt: now };
+      return { ...base, mode: 'allow', status: 'failed', approval: 'not_required', output: { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` } };
     }
-    if (plan.mode === 'deny') return { ...base, input, mode: 'deny', status: 'denied', approval: 'not_required', output: JSON.stringify(DENIED_BY_PREFERENCE), completedAt: now };
-    const staged = { status: 'staged' as const, approval: 'pending' as const, expiresAt: new Date(now.getTime() + (context.approvalTimeoutSeconds ?? 86_400) * 1000) };
-    if (plan.mode === 'allow') return { ...base, input, mode: 'allow', status: 'ready', approval: 'not_required' };
-    if (plan.mode === 'ask') return { ...base, input, mode: 'ask', ...staged };
+    if (plan.mode === 'deny') return { ...base, mode: 'deny', status: 'denied', approval: 'not_required', output: DENIED_BY_PREFERENCE };
+    if (plan.mode === 'allow') return { ...base, mode: 'allow', status: 'ready', approval: 'not_required' };
+    const staged = { status: 'staged' as const, approval: 'pending' as const, expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000) };
+    if (plan.mode === 'ask') return { ...base, mode: 'ask', ...staged };
     // agent: fail-closed; a malformed call keeps its raw input for the human to judge.
     const decision = call.invalid ? { runNow: false, input: call.input } : readApprovalDecision(call.input);
-    const decided = JSON.stringify(decision.input ?? null);
-    return decision.runNow ? { ...base, input: decided, mode: 'agent', status: 'ready', approval: 'not_required' } : { ...base, input: decided, mode: 'agent', ...staged };
+    return decision.runNow
+      ? { ...base, input: decision.input ?? null, mode: 'agent', status: 'ready', approval: 'not_required' }
+      : { ...base, input: decision.input ?? null, mode: 'agent', ...staged };
   }
 
-  async function takeModelStep(context: RunContext, threadId: string, messages: ThreadMessageRow[], plans: Map<string, ToolPlan>, signal: AbortSignal) {
-    const steps = messages.filter((message) => message.role === 'assistant').length;
+  /** One model step, stored; an answer without tool calls completes the action in the same statement. */
+  async function takeModelStep(run: Run): Promise<'done' | 'continue'> {
+    const steps = run.messages.filter((message) => message.role === 'assistant').length;
     if (steps >= deps.limits.maxSteps) throw new ActionFailure(`The action reached its limit of ${deps.limits.maxSteps} model steps`);
-    const model = await deps.resolveModel(context.orgId, { provider: context.provider, model: context.model });
     const step = await callModel({
-      model, instructions: instructionsOf(context, plans), tools: modelTools(plans), timeoutMs: deps.limits.modelTimeoutMs, maxRetries: deps.limits.modelMaxRetries, signal,
-      messages: messages.map((message) => ({ role: message.role, content: message.content }) as ModelMessage),
+      model: deps.resolveModel(run.context), instructions: instructionsOf(run.context, run.plans), tools: run.tools,
+      timeoutMs: deps.limits.modelTimeoutMs, maxRetries: deps.limits.modelMaxRetries, signal: run.signal,
+      messages: run.messages as ModelMessage[],
     });
+    if (step.calls.length === 0) {
+      await finish(run.context.id, 'completed', { result: { text: step.text }, message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id) });
+      return 'done';
+    }
     const now = new Date();
-    const rows = step.calls.map((call) => toolCallRow(context, plans, call, now));
-    await db.transaction().execute(async (trx) => {
-      await threadsRepo.appendMessages(trx, threadId, messages.length, [step.assistant], context.id);
-      await toolCallsRepo.insertMany(trx, rows);
-      for (const row of rows) if (row.status === 'staged') await deps.jobs.enqueue('approvals.expire', { toolCallRowId: row.id }, { trx, startAfter: row.expiresAt! });
-    });
+    const calls = step.calls.map((call) => decideCall(run, call, now));
+    const stored = { threadId: run.threadId, seq: run.messages.length, actionId: run.context.id, message: step.assistant, toolCalls: calls.map((call) => toRow(call, run.context, now)) };
+    const staged = calls.filter((call) => call.status === 'staged');
+    if (staged.length === 0) await runStore.appendStep(db, stored);
+    else {
+      await db.transaction().execute(async (trx) => {
+        await runStore.appendStep(trx, stored);
+        for (const call of staged) await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
+      });
+    }
+    run.messages.push(step.assistant);
+    for (const call of calls) run.calls.set(call.toolCallId, call);
+    return 'continue';
   }
 
   /**
-   * Runs the calls of the last step that may run, then looks, with the action locked against
-   * deciders, at what is left: a rejection or expiry ends the action, a staged call pauses it, and
-   * when every call has its result the conversation goes on.
+   * Runs the calls of the last step that may run. Calls that needed approval may be decided while
+   * the runner works, so then it looks at them again with the action locked against deciders: a
+   * rejection or expiry ends the action, a staged call pauses it. When every call has its result the
+   * conversation goes on.
    */
-  async function settleToolCalls(context: RunContext, threadId: string, seq: number, toolCallIds: string[], signal: AbortSignal): Promise<'continue' | 'stop'> {
+  async function settleToolCalls(run: Run, toolCallIds: string[]): Promise<'continue' | 'stop'> {
+    const { context } = run;
+    const stepCalls = () => toolCallIds.map((id) => run.calls.get(id)!);
+    const decidable = stepCalls().some((call) => call.approval !== 'not_required');
+    const toolMessage = (): Message => ({ role: 'tool', content: stepCalls().map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: call.output })) });
     for (;;) {
-      const rows = (await toolCallsRepo.forAction(db, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
-      for (const row of rows.filter((candidate) => candidate.status === 'ready')) {
-        await executeToolCall({ db, tools: deps.tools, row, context: { orgId: context.orgId, actionId: context.id, userId: context.runAsUserId!, toolCallId: row.toolCallId, signal } });
+      const ready = stepCalls().filter((candidate) => candidate.status === 'ready');
+      for (const [index, call] of ready.entries()) {
+        Object.assign(call, await runToolCall(deps.tools, call, { orgId: context.orgId, actionId: context.id, userId: context.runAsUserId!, toolCallId: call.toolCallId, signal: run.signal }));
+        // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
+        const closesStep = !decidable && index === ready.length - 1;
+        await runStore.finishCall(db, call as { id: string; status: 'completed' | 'failed'; output: unknown }, closesStep ? { threadId: run.threadId, seq: run.messages.length, message: toolMessage(), actionId: context.id } : undefined);
+      }
+      if (!decidable) {
+        if (ready.length === 0) await runStore.appendMessage(db, run.threadId, run.messages.length, toolMessage(), context.id);
+        run.messages.push(toolMessage());
+        return 'continue';
       }
       const verdict = await db.transaction().execute(async (trx) => {
         await actionsRepo.lock(trx, context.id);
-        const current = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
-        const ended = current.find((row) => row.status === 'rejected' || row.status === 'expired');
+        for (const row of await toolCallsRepo.forAction(trx, context.id)) {
+          if (toolCallIds.includes(row.toolCallId)) Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
+        }
+        const current = stepCalls();
+        const ended = current.find((call) => call.status === 'rejected' || call.status === 'expired');
         if (ended) {
+          const row = (await toolCallsRepo.findById(trx, ended.id))!;
           await toolCallsRepo.cancelStaged(trx, context.id, new Date());
-          await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `tool call ${ended.toolName} ${ended.status}`, data: decisionData(ended), changes: { leaseExpiresAt: null } });
+          await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(row), changes: { leaseExpiresAt: null } });
           return 'stop' as const;
         }
-        if (current.some((row) => row.status === 'ready')) return 'again' as const;
-        const staged = current.filter((row) => row.status === 'staged');
+        if (current.some((call) => call.status === 'ready')) return 'again' as const;
+        const staged = current.filter((call) => call.status === 'staged');
         if (staged.length > 0) {
           await transition(trx, {
-            actionId: context.id, from: 'running', to: 'pending_approval', cause: `${staged.map((row) => row.toolName).join(', ')} needs approval`,
-            data: { toolCalls: staged.map((row) => ({ toolCallId: row.toolCallId, toolName: row.toolName, input: row.input, mode: row.mode, expiresAt: row.expiresAt })) },
+            actionId: context.id, from: 'running', to: 'pending_approval', cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
+            data: { toolCalls: staged.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, mode: call.mode, expiresAt: call.expiresAt })) },
             changes: { leaseExpiresAt: null },
           });
           return 'stop' as const;
         }
-        const byId = new Map(current.map((row) => [row.toolCallId, row]));
-        const results = toolCallIds.map((id) => ({ type: 'tool-result', toolCallId: id, toolName: byId.get(id)!.toolName, output: byId.get(id)!.output }));
-        await threadsRepo.appendMessages(trx, threadId, seq, [{ role: 'tool', content: results }], context.id);
+        const message = toolMessage();
+        await runStore.appendMessage(trx, run.threadId, run.messages.length, message, context.id);
+        run.messages.push(message);
         return 'continue' as const;
       });
       if (verdict !== 'again') return verdict;
@@ -195,37 +238,32 @@ export function createActionRunner(deps: {
   }
 
   async function drive(actionId: string, signal: AbortSignal): Promise<void> {
-    const context = await actionsRepo.runContext(db, actionId);
-    if (!context) return;
-    if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
-    if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
-    const plans = await planTools(context);
-    const threadId = await openThread(context);
+    const run = await begin(actionId, signal);
+    if (!run) return;
     for (;;) {
-      const messages = await threadsRepo.messages(db, threadId);
-      const last = messages.at(-1)!;
+      const last = run.messages.at(-1)!;
       if (last.role !== 'assistant') {
-        await takeModelStep(context, threadId, messages, plans, signal);
+        if ((await takeModelStep(run)) === 'done') return;
         continue;
       }
-      const parts = (last.content as Array<{ type: string; toolCallId?: string; text?: string }>);
+      const parts = last.content as Array<{ type: string; toolCallId?: string; text?: string }>;
       const toolCallIds = parts.filter((part) => part.type === 'tool-call').map((part) => part.toolCallId!);
       if (toolCallIds.length === 0) {
         const text = parts.filter((part) => part.type === 'text').map((part) => part.text).join('');
-        await threadsRepo.touch(db, threadId);
-        return finish(actionId, 'completed', { result: { text } });
+        await finish(actionId, 'completed', { result: { text } });
+        return;
       }
-      if ((await settleToolCalls(context, threadId, messages.length, toolCallIds, signal)) === 'stop') return;
+      if ((await settleToolCalls(run, toolCallIds)) === 'stop') return;
     }
   }
 
   return {
     /** Runs the action until it completes, fails, or waits for a human. Safe to call for any action in any state. */
     async run(actionId: string): Promise<void> {
-      if (!(await claim(actionId))) return;
+      if (!(await claimForRun(db, actionId, deps.limits.leaseMs))) return;
       const controller = new AbortController();
       const renew = setInterval(() => {
-        actionsRepo.setLease(db, actionId, new Date(Date.now() + deps.limits.leaseMs)).catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
+        actionsRepo.renewLease(db, actionId, deps.limits.leaseMs).catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
       }, Math.max(100, deps.limits.leaseMs / 3));
       renew.unref();
       try {
@@ -251,12 +289,11 @@ export function createActionRunner(deps: {
       }
     },
 
-    /** Schedules every action whose runner died to resume once its lease has lapsed. */
+    /** Schedules running actions whose runner died (or, with includeLive, every running one) to resume once their lease lapses. */
     async resumeAbandoned(options: { includeLive: boolean }): Promise<number> {
-      const rows = options.includeLive ? await actionsRepo.running(db) : await actionsRepo.abandoned(db, new Date());
+      const rows = await actionsRepo.running(db, options);
       for (const row of rows) {
-        const startAfter = row.leaseExpiresAt && row.leaseExpiresAt > new Date() ? new Date(row.leaseExpiresAt.getTime() + 50) : undefined;
-        await deps.jobs.enqueue('actions.run', { actionId: row.id }, { startAfter });
+        await deps.jobs.enqueue('actions.run', { actionId: row.id }, { startAfter: row.lapsesInMs > 0 ? new Date(Date.now() + row.lapsesInMs + 50) : undefined });
       }
       return rows.length;
     },

@@ -38,13 +38,25 @@ export class ModelCallError extends Error {
 export function modelTools(plans: Map<string, ToolPlan>): ToolSet {
   const tools: ToolSet = {};
   for (const [name, plan] of plans) {
-    const schema = z.toJSONSchema(plan.definition.inputSchema, { io: 'input' }) as Record<string, unknown>;
+    const schema = inputJsonSchema(plan.definition);
     tools[name] = tool({
       description: plan.definition.description,
       inputSchema: jsonSchema(plan.mode === 'agent' ? withApprovalDecision(schema) : schema),
     });
   }
   return tools;
+}
+
+const jsonSchemas = new WeakMap<ToolDefinition, Record<string, unknown>>();
+
+/** A tool's input schema as JSON Schema, converted once per tool. */
+function inputJsonSchema(definition: ToolDefinition): Record<string, unknown> {
+  let schema = jsonSchemas.get(definition);
+  if (!schema) {
+    schema = z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>;
+    jsonSchemas.set(definition, schema);
+  }
+  return schema;
 }
 
 /** One model call: the conversation so far in, the assistant's message and its proposed tool calls out. */

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { randomUUID } from 'node:crypto';
 import type { DB, ThreadMessageRow, ThreadRow } from '../../db/schema.ts';
 import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
@@ -31,14 +30,4 @@ export const threadsRepo = {
       .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
       .execute(),
 
-  /**
-   * Appends messages at `firstSeq` on. (thread, seq) is unique, so two runners that somehow both
-   * continue one conversation cannot both write the next step: the second fails.
-   */
-  appendMessages: (db: Kysely<DB>, threadId: string, firstSeq: number, messages: Array<{ role: 'user' | 'assistant' | 'tool'; content: unknown }>, actionId: string | null) =>
-    db.insertInto('threadMessages')
-      .values(messages.map((message, index) => ({ id: randomUUID(), threadId, seq: firstSeq + index, role: message.role, content: JSON.stringify(message.content), actionId })))
-      .execute(),
-
-  touch: (db: Kysely<DB>, threadId: string) => db.updateTable('threads').set({ updatedAt: new Date() }).where('id', '=', threadId).execute(),
 };
