@@ -271,3 +271,37 @@ describe('modes from rule, override and preference', () => {
     expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { body: { preference: 'always_deny' } })).status).toBe(401);
   });
 });
+
+describe('org model keys', () => {
+  it("stores an org's key encrypted, shows only a hint, and uses it instead of the server's", async () => {
+    const setup = await setupWebhook(app);
+    const base = `/orgs/${setup.tenant.org.slug}/model-credentials`;
+    const put = await app.request('PUT', `${base}/openai-compatible`, { token: setup.tenant.token, body: { apiKey: 'sk-org-key-that-is-wrong-1234' } });
+    expect(put.status).toBe(200);
+    expect(await put.json()).toEqual({ provider: 'openai-compatible', apiKeyHint: '...1234', createdAt: expect.any(String), updatedAt: expect.any(String) });
+    const stored = await app.container.db.selectFrom('orgModelCredentials').selectAll().where('orgId', '=', setup.tenant.org.id).executeTakeFirstOrThrow();
+    expect(stored.apiKeyEncrypted).not.toContain('sk-org-key');
+    expect(JSON.stringify(await (await app.request('GET', base, { token: setup.tenant.token })).json())).not.toContain('sk-org-key');
+
+    // The loopback provider accepts only its own key: the org's wrong one shows.
+    model.script(() => ({ text: 'hello' }));
+    const row = await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed']);
+    expect(row.execution.error).toMatch(/Incorrect API key provided/);
+
+    expect((await app.request('DELETE', `${base}/openai-compatible`, { token: setup.tenant.token })).status).toBe(204);
+    expect((await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed'])).status).toBe('completed');
+  });
+
+  it('answers 400 for a bad provider or key, 404 for a key not stored, and hides keys from other tenants', async () => {
+    const setup = await setupWebhook(app);
+    const other = await setupWebhook(app);
+    const base = `/orgs/${setup.tenant.org.slug}/model-credentials`;
+    expect((await app.request('PUT', `${base}/skynet`, { token: setup.tenant.token, body: { apiKey: 'sk-123456789' } })).status).toBe(400);
+    expect((await app.request('PUT', `${base}/openai`, { token: setup.tenant.token, body: { apiKey: 'short' } })).status).toBe(400);
+    expect((await app.request('DELETE', `${base}/anthropic`, { token: setup.tenant.token })).status).toBe(404);
+    await app.request('PUT', `${base}/openai`, { token: setup.tenant.token, body: { apiKey: 'sk-123456789' } });
+    expect((await app.request('GET', base, { token: other.tenant.token })).status).toBe(404);
+    expect((await app.request('PUT', `${base}/openai`, { token: other.tenant.token, body: { apiKey: 'sk-evil-123456' } })).status).toBe(404);
+    expect((await (await app.request('GET', `/orgs/${other.tenant.org.slug}/model-credentials`, { token: other.tenant.token })).json()).credentials).toEqual([]);
+  });
+});
