@@ -4,6 +4,7 @@ import { paginationQuery } from '../../lib/pagination.ts';
 import { orgParams } from '../agents/agents.schemas.ts';
 import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
+import type { ToolCallRow } from '../../db/schema.ts';
 import type { ApprovalsService } from './approvals.service.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
@@ -25,11 +26,13 @@ const approvalSchema = z.object({
   reason: z.string().nullable(),
 }).meta({ id: 'Approval' });
 
-type ApprovalRow = Awaited<ReturnType<ApprovalsService['list']>>['approvals'][number];
-const toApproval = (row: ApprovalRow | (Omit<ApprovalRow, 'runAsUserId' | 'eventType' | 'actionStatus'> & { runAsUserId?: string | null; eventType?: string })) => ({
-  toolCallId: row.toolCallId, actionId: row.actionId, toolName: row.toolName, input: row.input, mode: row.mode, status: row.approval as (typeof APPROVAL_STATES)[number],
-  runAsUserId: row.runAsUserId ?? null, eventType: row.eventType ?? '', requestedAt: row.requestedAt, expiresAt: row.expiresAt,
+type Status = (typeof APPROVAL_STATES)[number];
+const toDecision = (row: ToolCallRow) => ({
+  toolCallId: row.toolCallId, actionId: row.actionId, toolName: row.toolName, status: row.approval as Status,
   decidedBy: row.decidedByUserId, decidedAt: row.decidedAt, reason: row.decisionReason,
+});
+const toApproval = (row: Awaited<ReturnType<ApprovalsService['list']>>['approvals'][number]) => ({
+  ...toDecision(row), input: row.input, mode: row.mode, runAsUserId: row.runAsUserId, eventType: row.eventType, requestedAt: row.requestedAt, expiresAt: row.expiresAt,
 });
 
 const callParams = orgParams.extend({ actionId: z.uuid(), toolCallId: z.string().min(1).max(200) });
@@ -55,14 +58,12 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
     const decisionSchema = (summary: string, body: z.ZodType) => ({ ...common, summary, params: callParams, body, response: { 200: decisionResult, ...errors } });
     app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/approve', { schema: decisionSchema('Approve a staged tool call: it runs and the action continues', z.object({}).nullish()), preHandler },
       async (request) => {
-        const decided = await deps.approvals.approve(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id);
-        return toApproval(decided);
+        return toDecision(await deps.approvals.approve(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id));
       });
     app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject', { schema: decisionSchema('Reject a staged tool call: the action ends rejected', z.object({ reason: z.string().trim().min(1).max(2000).optional() }).nullish()), preHandler },
       async (request) => {
         const body = request.body as { reason?: string } | null | undefined;
-        const decided = await deps.approvals.reject(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id, body?.reason ?? null);
-        return toApproval(decided);
+        return toDecision(await deps.approvals.reject(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id, body?.reason ?? null));
       });
   };
 }

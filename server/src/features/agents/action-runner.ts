@@ -207,15 +207,13 @@ export function createActionRunner(deps: {
       }
       const verdict = await db.transaction().execute(async (trx) => {
         await actionsRepo.lock(trx, context.id);
-        for (const row of await toolCallsRepo.forAction(trx, context.id)) {
-          if (toolCallIds.includes(row.toolCallId)) Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
-        }
+        const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
+        for (const row of rows) Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
         const current = stepCalls();
-        const ended = current.find((call) => call.status === 'rejected' || call.status === 'expired');
+        const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
         if (ended) {
-          const row = (await toolCallsRepo.findById(trx, ended.id))!;
           await toolCallsRepo.cancelStaged(trx, context.id, new Date());
-          await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(row), changes: { leaseExpiresAt: null } });
+          await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(ended), changes: { leaseExpiresAt: null } });
           return 'stop' as const;
         }
         if (current.some((call) => call.status === 'ready')) return 'again' as const;
