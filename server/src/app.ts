@@ -1,4 +1,5 @@
 import { approvalsRoutes } from './features/actions/approvals.routes.ts';
+import { callbacksRoutes } from './features/callbacks/callbacks.routes.ts';
 import { modelCredentialsRoutes } from './features/agents/model-credentials.ts';
 import { toolPreferencesRoutes } from './features/agents/tool-preferences.ts';
 import cookie from '@fastify/cookie';
@@ -133,6 +134,7 @@ export async function buildApp(container: Container) {
   await app.register(ingestRoutes({ ingest: services.ingest }));
   await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
   await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
+  await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));
   await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));
   await app.register(modelCredentialsRoutes({ modelCredentials: services.modelCredentials, orgAccess }));
   return app;

@@ -64,6 +64,12 @@ const envSchema = z.object({
   ACTION_MAX_STEPS: positiveInt.max(1000).default(20),
   ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
   ACTION_CONCURRENCY: positiveInt.max(500).default(20),
+  /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
+  CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
+  CALLBACK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
+  /** Seconds between attempts after the first (Svix's schedule); one more entry, one more attempt. */
+  CALLBACK_RETRY_SCHEDULE: z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated seconds').default('5,300,1800,7200,18000,36000,36000'),
+  CALLBACK_CONCURRENCY: positiveInt.max(1000).default(100),
   /** Comma-separated paths of modules whose `tools` export adds tools to the registry (self-hosted extensions). */
   TOOL_MODULES: optionalString,
 });
@@ -179,6 +185,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxRetries: e.MODEL_MAX_RETRIES,
     },
     actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },
+    callbacks: {
+      allowPrivateNetworks: e.CALLBACK_ALLOW_PRIVATE_NETWORKS,
+      timeoutMs: e.CALLBACK_TIMEOUT_SECONDS * 1000,
+      retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE.split(',').map((seconds) => Math.round(Number(seconds) * 1000)),
+      concurrency: e.CALLBACK_CONCURRENCY,
+    },
     toolModules: (e.TOOL_MODULES ?? '').split(',').map((path) => path.trim()).filter(Boolean).map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
     notices: Object.freeze(notices),
   });

@@ -34,7 +34,11 @@ import { createModelCredentialsService } from './features/agents/model-credentia
 import { createModelResolver } from './features/agents/model-provider.ts';
 import { createToolPreferencesService } from './features/agents/tool-preferences.ts';
 import { createToolRegistry, registerToolModules } from './features/agents/tool-registry.ts';
+import { createCallbackDispatcher } from './features/callbacks/dispatcher.ts';
+import { createCallbacksService } from './features/callbacks/callbacks.service.ts';
+import { CALLBACKS_TOPIC } from './features/callbacks/outbox.ts';
 import type { JobHandlers } from './jobs/registry.ts';
+import { createOutboundAgents } from './lib/http-client.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
 import { loggerOptions } from './lib/logger.ts';
@@ -62,7 +66,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const passwords = createPasswordHasher();
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
-  const bus = createInvalidationBus({ postgresUrl: database.url, logger });
+  const bus = createInvalidationBus({ postgresUrl: database.url, listen: database.listen, logger });
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
   const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
   const limits = {
@@ -101,6 +105,15 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const middlewares = createSessionMiddlewares({ sessions, trustedOrigins });
   const orgAccess = createOrgAccess({ middlewares, orgs: services.orgs });
 
+  const callbacks = createCallbacksService({
+    db, box, clock, allowPrivateNetworks: config.callbacks.allowPrivateNetworks, wake: () => bus.publish(CALLBACKS_TOPIC, ''),
+  });
+  const outboundAgents = createOutboundAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
+  const dispatcher = createCallbackDispatcher({
+    db, bus, metrics, logger, agents: outboundAgents, decrypt: (encrypted) => box.decrypt(encrypted),
+    options: { concurrency: config.callbacks.concurrency, timeoutMs: config.callbacks.timeoutMs, retryScheduleMs: config.callbacks.retryScheduleMs },
+  });
+
   const ingestCache = createIngestCache({ db, box, bus, clock });
   const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
   const writer = createDeliveryWriter({ db, jobs, metrics, maxInFlight: database.kind === 'pglite' ? 1 : 2 });
@@ -110,7 +123,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     webhooks,
     ingest: createIngestService({ db, cache: ingestCache, pipeline, writer, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute, logger }),
     deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
-    ledger: createLedgerService({ db }),
+    ledger: createLedgerService({ db, callbacks }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
   };
 
@@ -130,6 +143,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     approvals: createApprovalsService({ db, jobs }),
     toolPreferences: createToolPreferencesService({ db, tools }),
     modelCredentials: createModelCredentialsService({ db, box }),
+    callbacks,
   };
 
   const jobHandlers: JobHandlers = {
@@ -154,6 +168,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     limits,
     externalAuthRegistry,
     tools,
+    dispatcher,
     services: { ...services, ...webhookServices, ...agentServices },
     middlewares,
     orgAccess,
@@ -167,11 +182,14 @@ export async function createContainer(config: Config, options: ContainerOptions 
         await jobs.work(jobHandlers, { concurrency: { 'actions.run': config.actions.concurrency } });
         // Actions a stopped process was running resume once their lease lapses.
         await runner.resumeAbandoned({ includeLive: true });
+        dispatcher.start();
       }
     },
 
     async close() {
       await writer.drain();
+      await dispatcher.stop();
+      outboundAgents.destroy();
       await jobs.stop();
       await bus.close();
       await rateLimiters.close();

@@ -14,6 +14,8 @@ export interface Database {
   readonly db: Kysely<DB>;
   /** The connection URL (PostgreSQL only): for listeners that need a connection of their own. */
   readonly url?: string;
+  /** PGlite only: hears NOTIFY on its single connection (PostgreSQL listeners open a connection of their own). */
+  readonly listen?: (channel: string, handler: (payload: string) => void) => Promise<void>;
   /** How pg-boss reaches this same database. */
   readonly jobsOptions: ConstructorOptions;
   migrate(): Promise<void>;
@@ -33,14 +35,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.pgliteDataDir ?? 'memory://');
 }
 
+/**
+ * Column names are snake_case in SQL and camelCase in TypeScript. JSON values (payloads, tool inputs,
+ * results) keep their own keys: a customer's `order_id` stays `order_id`.
+ */
+const camelCase = new CamelCasePlugin({ maintainNestedObjectKeys: true });
+
 // pg parses timestamptz to Date already; int8 and numeric stay strings unless asked.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>, url?: string): Database {
+function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>, extra: Pick<Database, 'url' | 'listen'> = {}): Database {
   return {
     kind,
     db,
-    url,
+    ...extra,
     jobsOptions,
     async migrate() {
       const migrator = new Migrator({ db, provider: migrationProvider });
@@ -61,15 +69,15 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [camelCase] });
   const jobsOptions: ConstructorOptions = { connectionString: url, max: 4 };
-  return withCommon('postgres', db, jobsOptions, () => db.destroy(), url);
+  return withCommon('postgres', db, jobsOptions, () => db.destroy(), { url });
 }
 
 async function openPglite(dataDir: string): Promise<Database> {
   const pglite = await PGlite.create(dataDir);
   const lock = new PGliteLock();
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock), plugins: [new CamelCasePlugin()] });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock), plugins: [camelCase] });
   const jobsDb: JobsDb = {
     // pg-boss sends parameterless multi-statement scripts (exec) and single statements (query).
     // An error inside its BEGIN ... COMMIT blocks must not leave the shared connection aborted,
@@ -90,5 +98,8 @@ async function openPglite(dataDir: string): Promise<Database> {
   return withCommon('pglite', db, jobsOptions, async () => {
     await db.destroy();
     await pglite.close();
+  }, {
+    // Under the lock, so that LISTEN never lands inside (and rolls back with) someone's transaction.
+    listen: async (channel, handler) => void (await lock.run(() => pglite.listen(channel, handler))),
   });
 }

@@ -258,6 +258,56 @@ export interface DocumentsTable {
   createdAt: CreatedAt;
 }
 
+export const CALLBACK_EVENT_TYPES = ['action.pending_approval', 'action.approved', 'action.completed', 'action.failed', 'action.rejected', 'action.expired'] as const;
+export type CallbackEventType = (typeof CALLBACK_EVENT_TYPES)[number];
+export type CallbackDeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'dead_lettered';
+
+export interface CallbackEndpointsTable {
+  id: string;
+  orgId: string;
+  webhookId: string;
+  url: string;
+  description: Generated<string>;
+  events: JsonOf<CallbackEventType[]>;
+  enabled: Generated<boolean>;
+  disabledReason: string | null;
+  disabledAt: Date | null;
+  secretEncrypted: string;
+  previousSecretEncrypted: string | null;
+  previousSecretExpiresAt: Date | null;
+  failingSince: Date | null;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface CallbackDeliveriesTable {
+  id: string;
+  seq: ColumnType<number, never, never>;
+  orgId: string;
+  endpointId: string;
+  actionId: string;
+  eventType: CallbackEventType;
+  payload: Json;
+  status: Generated<CallbackDeliveryStatus>;
+  attemptCount: Generated<number>;
+  nextAttemptAt: Generated<Date>;
+  lastAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface CallbackAttemptsTable {
+  id: string;
+  deliveryId: string;
+  attemptedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseBody: string | null;
+}
+
 export interface DB {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -277,6 +327,9 @@ export interface DB {
   threadMessages: ThreadMessagesTable;
   toolCalls: ToolCallsTable;
   userToolPreferences: UserToolPreferencesTable;
+  callbackEndpoints: CallbackEndpointsTable;
+  callbackDeliveries: CallbackDeliveriesTable;
+  callbackAttempts: CallbackAttemptsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -292,4 +345,6 @@ export type ActionRow = Selectable<ActionsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type ToolCallRow = Selectable<ToolCallsTable>;
 export type ThreadMessageRow = Selectable<ThreadMessagesTable>;
+export type CallbackEndpointRow = Selectable<CallbackEndpointsTable>;
+export type CallbackDeliveryRow = Selectable<CallbackDeliveriesTable>;
 export type { Generated };

@@ -3,6 +3,11 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 const CHANNEL = 'agent_platform_invalidate';
+/** The origin of messages sent by SQL statements (pg_notify inside a statement): every process hears them. */
+const DATABASE_ORIGIN = 'db';
+
+/** A pg_notify(channel, payload) pair for SQL that should signal a topic when its transaction commits. */
+export const busSignal = (topic: string, key = '') => ({ channel: CHANNEL, payload: JSON.stringify({ o: DATABASE_ORIGIN, t: topic, k: key }) });
 /** The key a handler receives when messages may have been missed: drop everything. */
 export const INVALIDATE_ALL = '*';
 
@@ -17,11 +22,24 @@ export interface InvalidationBus {
   close(): Promise<void>;
 }
 
-export function createInvalidationBus(options: { postgresUrl?: string; logger: Logger }): InvalidationBus {
+export function createInvalidationBus(options: {
+  postgresUrl?: string;
+  /** The embedded database's own NOTIFY listener (PGlite), which hears signals sent by SQL. */
+  listen?: (channel: string, handler: (payload: string) => void) => Promise<void>;
+  logger: Logger;
+}): InvalidationBus {
   const handlers = new Map<string, Array<(key: string) => void>>();
   const origin = randomUUID();
   const deliver = (topic: string, key: string) => {
     for (const handler of handlers.get(topic) ?? []) handler(key);
+  };
+  const onMessage = (payload: string | undefined) => {
+    try {
+      const { o, t, k } = JSON.parse(payload ?? '') as { o: string; t: string; k: string };
+      if (o !== origin) deliver(t, k);
+    } catch {
+      // not ours
+    }
   };
   const deliverAll = () => {
     for (const topic of handlers.keys()) deliver(topic, INVALIDATE_ALL);
@@ -35,14 +53,7 @@ export function createInvalidationBus(options: { postgresUrl?: string; logger: L
   async function connect(attempt = 0): Promise<void> {
     if (closed || !options.postgresUrl) return;
     const next = new pg.Client({ connectionString: options.postgresUrl });
-    next.on('notification', (message) => {
-      try {
-        const { o, t, k } = JSON.parse(message.payload ?? '') as { o: string; t: string; k: string };
-        if (o !== origin) deliver(t, k);
-      } catch {
-        // not ours
-      }
-    });
+    next.on('notification', (message) => onMessage(message.payload));
     const reconnect = () => {
       if (closed || client !== next) return;
       client = undefined;
@@ -62,7 +73,7 @@ export function createInvalidationBus(options: { postgresUrl?: string; logger: L
       retryTimer = setTimeout(() => void connect(attempt + 1), Math.min(30_000, 500 * 2 ** attempt));
     }
   }
-  const ready = connect();
+  const ready = options.listen ? options.listen(CHANNEL, onMessage) : connect();
   if (options.postgresUrl) publisher = new pg.Pool({ connectionString: options.postgresUrl, max: 1 });
   publisher?.on('error', () => {});
 

@@ -51,6 +51,12 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
+    callbackAttempts: new Counter({
+      name: 'callback_attempts_total',
+      help: 'Callback delivery attempts by outcome (succeeded, pending = will retry, failed, dead_lettered)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     jobDuration: new Histogram({
       name: 'job_duration_seconds',
       help: 'Background job duration by queue',

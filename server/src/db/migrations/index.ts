@@ -3,6 +3,7 @@ import * as foundation from './0001_foundation.ts';
 import * as actionWebhooks from './0002_action_webhooks.ts';
 import * as documents from './0003_documents.ts';
 import * as agentRuntime from './0004_agent_runtime.ts';
+import * as callbacks from './0005_callbacks.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ const migrations: Record<string, Migration> = {
   '0002_action_webhooks': actionWebhooks,
   '0003_documents': documents,
   '0004_agent_runtime': agentRuntime,
+  '0005_callbacks': callbacks,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -4,6 +4,7 @@ import { notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
+import type { CallbacksService } from '../callbacks/callbacks.service.ts';
 import { ledgerRepo, type LedgerFilters } from './ledger.repo.ts';
 
 type ListedRow = Awaited<ReturnType<typeof ledgerRepo.list>>[number];
@@ -33,7 +34,7 @@ function summarize(row: ListedRow) {
   };
 }
 
-export function createLedgerService(deps: { db: Kysely<DB> }) {
+export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<CallbacksService, 'forAction'> }) {
   return {
     async list(orgId: string, query: LedgerFilters & { limit: number; cursor?: string }) {
       const rows = await ledgerRepo.list(deps.db, orgId, query, query.limit, decodeCursor(query.cursor));
@@ -48,9 +49,9 @@ export function createLedgerService(deps: { db: Kysely<DB> }) {
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const [transitions, toolCalls] = row.actionId
-        ? await Promise.all([actionsRepo.events(deps.db, row.actionId), toolCallsRepo.forAction(deps.db, row.actionId)])
-        : [[], []];
+      const [transitions, toolCalls, callbacks] = row.actionId
+        ? await Promise.all([actionsRepo.events(deps.db, row.actionId), toolCallsRepo.forAction(deps.db, row.actionId), deps.callbacks.forAction(orgId, row.actionId)])
+        : [[], [], []];
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle = row.actionId && row.actionCreatedAt
         ? [{ status: 'queued', cause: `webhook delivery ${row.actionDeliveryId}`, data: null, createdAt: row.actionCreatedAt }, ...transitions]
@@ -74,8 +75,8 @@ export function createLedgerService(deps: { db: Kysely<DB> }) {
             })),
           }
           : null,
-        // Outbound callbacks and their attempts: none are sent before the callbacks feature exists.
-        callbacks: [] as unknown[],
+        // Outbound callbacks, in lifecycle order, with their attempts.
+        callbacks,
       };
     },
   };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
+import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 import { orgParams } from '../agents/agents.schemas.ts';
 import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
@@ -28,7 +29,7 @@ const ledgerDetail = ledgerRow.extend({
       requestedAt: z.date(), expiresAt: z.date().nullable(), decidedBy: z.uuid().nullable(), decidedAt: z.date().nullable(), reason: z.string().nullable(), completedAt: z.date().nullable(),
     })),
   }).nullable(),
-  callbacks: z.array(z.unknown()),
+  callbacks: z.array(callbackDeliverySchema),
 });
 const ledgerQuery = paginationQuery.extend({
   kind: z.enum(['action', 'delivery']).optional(),

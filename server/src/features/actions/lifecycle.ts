@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Insertable, type Kysely, type QueryCreator } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
+import { CALLBACK_EVENT_OF, callbackDetails, outboxCtes } from '../callbacks/outbox.ts';
 import type { ActionStatus, DB, ThreadMessagesTable } from '../../db/schema.ts';
 
 /**
@@ -42,31 +43,39 @@ export class IllegalTransitionError extends Error {
 }
 
 /**
- * Moves an action from `from` to `to` and records the lifecycle event, in one statement (so it needs
- * no transaction of its own; inside the caller's, it commits with it). Returns false when the action
- * is no longer in `from` (someone else moved it first).
+ * Moves an action from `from` to `to`, records the lifecycle event and writes the callbacks that
+ * announce it (the outbox), in one statement: so it needs no transaction of its own, and inside the
+ * caller's it commits with it; a transition is never announced without happening, nor the reverse.
+ * Returns false when the action is no longer in `from` (someone else moved it first).
  */
 export async function transition(db: Kysely<DB>, step: Transition): Promise<boolean> {
   if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
+  const changes = step.changes ?? {};
   const approvalState = APPROVAL_STATE[step.to];
+  const sets = [sql`status = ${step.to}`, sql`updated_at = now()`];
+  if (approvalState) sets.push(sql`approval_state = ${approvalState}`);
+  if (changes.result !== undefined) sets.push(sql`result = ${changes.result}::jsonb`);
+  if (changes.error !== undefined) sets.push(sql`error = ${changes.error}`);
+  if (changes.leaseExpiresAt !== undefined) sets.push(sql`lease_expires_at = ${changes.leaseExpiresAt}`);
+  const ctes = [];
   // The message that ends a run is stored in the same statement as the transition it causes.
-  const message = step.message;
-  const base = (message ? db.with('message', (cte) => cte.insertInto('threadMessages').values(message)) : db) as QueryCreator<DB>;
-  const recorded = await base
-    .with('moved', (qb) => qb.updateTable('actions')
-      .set({ status: step.to, updatedAt: new Date(), ...(approvalState ? { approvalState } : {}), ...step.changes })
-      .where('id', '=', step.actionId)
-      .where('status', '=', step.from)
-      .returning(['id', 'orgId']))
-    .insertInto('actionEvents')
-    .columns(['id', 'actionId', 'orgId', 'status', 'cause', 'data'])
-    .expression((eb) => eb.selectFrom('moved').select([
-      sql<string>`${randomUUID()}::uuid`.as('id'), 'moved.id as actionId', 'moved.orgId', sql<string>`${step.to}`.as('status'), sql<string>`${step.cause}`.as('cause'),
-      sql<string>`${step.data ? JSON.stringify(step.data) : null}::jsonb`.as('data'),
-    ]))
-    .returning('actionId')
-    .executeTakeFirst();
-  return recorded !== undefined;
+  if (step.message) {
+    const m = step.message;
+    ctes.push(sql`message as (insert into thread_messages (id, thread_id, seq, role, content, action_id) values (${m.id}, ${m.threadId}, ${m.seq}, ${m.role}, ${m.content}::jsonb, ${m.actionId ?? null}))`);
+  }
+  ctes.push(sql`moved as (
+    update actions set ${sql.join(sets)} where id = ${step.actionId} and status = ${step.from}
+    returning id, org_id, webhook_id, delivery_id, external_id, event_type)`);
+  ctes.push(sql`recorded as (
+    insert into action_events (id, action_id, org_id, status, cause, data)
+    select ${randomUUID()}::uuid, id, org_id, ${step.to}, ${step.cause}, ${step.data ? JSON.stringify(step.data) : null}::jsonb from moved
+    returning action_id)`);
+  const event = CALLBACK_EVENT_OF[step.to];
+  if (event) ctes.push(outboxCtes(event, step.to, callbackDetails(step.to, step.data, changes)));
+  // Referencing `signalled` is what makes it run (a plain SELECT in WITH runs only when used).
+  const result = await sql<{ moved: number }>`with ${sql.join(ctes)}
+    select (select count(*) from recorded)::int as moved${event ? sql`, (select count(*) from signalled)::int as signalled` : sql``}`.execute(db);
+  return (result.rows[0]?.moved ?? 0) > 0;
 }
 
 const CLAIMABLE: readonly ActionStatus[] = ['queued', 'approved'];

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
+import { paginationQuery } from '../../lib/pagination.ts';
+import { patchSchema } from '../../lib/patch-schema.ts';
+import { orgParams } from '../agents/agents.schemas.ts';
+
+const eventTypes = z.array(z.enum(CALLBACK_EVENT_TYPES)).min(1).max(CALLBACK_EVENT_TYPES.length)
+  .transform((events) => [...new Set(events)])
+  .describe('Any mix of the six action.* event types');
+
+export const callbackEndpointInput = z.object({
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000),
+  description: z.string().trim().max(500).default(''),
+  events: eventTypes.default([...CALLBACK_EVENT_TYPES]),
+  enabled: z.boolean().default(true),
+});
+export type CallbackEndpointInput = z.output<typeof callbackEndpointInput>;
+export const callbackEndpointPatch = patchSchema(callbackEndpointInput);
+export type CallbackEndpointPatch = z.output<typeof callbackEndpointPatch>;
+
+export const callbackEndpointSchema = z.object({
+  id: z.uuid(),
+  webhookId: z.uuid(),
+  url: z.string(),
+  description: z.string(),
+  events: z.array(z.enum(CALLBACK_EVENT_TYPES)),
+  enabled: z.boolean(),
+  disabledReason: z.string().nullable().describe('Why the endpoint was disabled: by a user, 410 Gone, or failing for 5 days'),
+  disabledAt: z.date().nullable(),
+  failingSince: z.date().nullable().describe('First failed attempt since the last success'),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+
+export const callbackEndpointCreated = z.object({
+  callback: callbackEndpointSchema,
+  secret: z.string().describe('whsec_...: shown only here and on rotate-secret'),
+});
+export const callbackSecretRotated = z.object({
+  secret: z.string(),
+  previousSecretExpiresAt: z.date().describe('Until then callbacks carry signatures with both secrets'),
+});
+
+export const webhookCallbacksParams = orgParams.extend({ webhookId: z.uuid() });
+export const callbackParams = webhookCallbacksParams.extend({ callbackId: z.uuid() });
+export const deliveryParams = orgParams.extend({ deliveryId: z.uuid() });
+
+export const CALLBACK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead_lettered'] as const;
+
+export const callbackAttemptSchema = z.object({
+  attemptedAt: z.date(),
+  durationMs: z.int(),
+  statusCode: z.int().nullable(),
+  error: z.string().nullable(),
+  responseBody: z.string().nullable().describe('The first 1 KiB of the answer'),
+});
+
+export const callbackDeliverySchema = z.object({
+  id: z.uuid().describe('Also the webhook-id header: the same on every attempt'),
+  callbackId: z.uuid(),
+  url: z.string(),
+  actionId: z.uuid(),
+  eventType: z.enum(CALLBACK_EVENT_TYPES),
+  status: z.enum(CALLBACK_DELIVERY_STATUSES),
+  attemptCount: z.int().describe('Attempts in the current round (a replay starts a new one)'),
+  nextAttemptAt: z.date().nullable(),
+  lastStatusCode: z.int().nullable(),
+  lastError: z.string().nullable(),
+  payload: z.unknown(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+  attempts: z.array(callbackAttemptSchema),
+});
+
+export const deliveriesQuery = paginationQuery.extend({ status: z.enum(CALLBACK_DELIVERY_STATUSES).optional() });
+export const recoverBody = z.object({
+  since: z.iso.datetime({ offset: true }).transform((value) => new Date(value)).describe('Re-send failed and dead-lettered deliveries created since then'),
+});

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { CallbackEndpointRow, DB } from '../../db/schema.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { outboundUrlProblem } from '../../lib/http-client.ts';
+import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
+import { newWebhookSecret, PREVIOUS_SECRET_GRACE_MS } from '../action-webhooks/webhooks.service.ts';
+import { webhooksRepo } from '../action-webhooks/webhooks.repo.ts';
+import { callbackDeliveriesRepo, callbackEndpointsRepo, type ListedDelivery } from './callbacks.repo.ts';
+import type { CallbackDeliveryStatus } from '../../db/schema.ts';
+import type { CallbackEndpointInput, CallbackEndpointPatch } from './callbacks.schemas.ts';
+
+const toPublic = (row: CallbackEndpointRow) => ({
+  id: row.id, webhookId: row.webhookId, url: row.url, description: row.description, events: row.events, enabled: row.enabled,
+  disabledReason: row.disabledReason, disabledAt: row.disabledAt, failingSince: row.failingSince, createdAt: row.createdAt, updatedAt: row.updatedAt,
+});
+
+/** Callback endpoints of an org's action webhooks, and their deliveries (replay, recover). */
+export function createCallbacksService(deps: {
+  db: Kysely<DB>;
+  box: SecretBox;
+  clock: { now(): Date };
+  allowPrivateNetworks: boolean;
+  /** Tells the dispatchers that deliveries are due now. */
+  wake: () => Promise<void>;
+}) {
+  const { db } = deps;
+
+  async function checkUrl(url: string): Promise<void> {
+    const problem = await outboundUrlProblem(url, { allowPrivateNetworks: deps.allowPrivateNetworks });
+    if (problem) throw new AppError('validation_failed', `body/url: ${problem}; callbacks go only to public addresses`);
+  }
+
+  async function requireEndpoint(orgId: string, webhookId: string, id: string): Promise<CallbackEndpointRow> {
+    return (await callbackEndpointsRepo.find(db, orgId, webhookId, id)) ?? Promise.reject(notFound('Callback endpoint'));
+  }
+
+  async function withAttempts(rows: ListedDelivery[]) {
+    const attempts = await callbackDeliveriesRepo.attemptsOf(db, rows.map((row) => row.id));
+    return rows.map(({ seq: _seq, ...row }) => ({
+      ...row,
+      nextAttemptAt: row.status === 'pending' ? row.nextAttemptAt : null,
+      attempts: attempts.filter((attempt) => attempt.deliveryId === row.id).map(({ deliveryId: _id, ...attempt }) => attempt),
+    }));
+  }
+
+  return {
+    async create(orgId: string, webhookId: string, input: CallbackEndpointInput) {
+      if (!(await webhooksRepo.find(db, orgId, webhookId))) throw notFound('Webhook');
+      await checkUrl(input.url);
+      const secret = newWebhookSecret();
+      const row = await callbackEndpointsRepo.insert(db, {
+        id: randomUUID(), orgId, webhookId, url: input.url, description: input.description, events: JSON.stringify(input.events),
+        enabled: input.enabled, disabledReason: input.enabled ? null : 'disabled by a user', disabledAt: input.enabled ? null : deps.clock.now(),
+        secretEncrypted: deps.box.encrypt(secret), previousSecretEncrypted: null, previousSecretExpiresAt: null, failingSince: null,
+      });
+      return { callback: toPublic(row), secret };
+    },
+
+    list: async (orgId: string, webhookId: string) => {
+      if (!(await webhooksRepo.find(db, orgId, webhookId))) throw notFound('Webhook');
+      return (await callbackEndpointsRepo.list(db, orgId, webhookId)).map(toPublic);
+    },
+
+    get: async (orgId: string, webhookId: string, id: string) => toPublic(await requireEndpoint(orgId, webhookId, id)),
+
+    async update(orgId: string, webhookId: string, id: string, patch: CallbackEndpointPatch) {
+      const current = await requireEndpoint(orgId, webhookId, id);
+      if (patch.url !== undefined && patch.url !== current.url) await checkUrl(patch.url);
+      const { enabled, events, ...plain } = patch;
+      if (enabled === false && current.enabled) await callbackEndpointsRepo.disable(db, [id], 'disabled by a user');
+      const row = await callbackEndpointsRepo.update(db, id, {
+        ...plain,
+        ...(events !== undefined ? { events: JSON.stringify(events) } : {}),
+        // Enabling starts afresh: what failed while disabled can be sent again with recover.
+        ...(enabled === true && !current.enabled ? { enabled: true, disabledReason: null, disabledAt: null, failingSince: null } : {}),
+      });
+      return toPublic(row ?? current);
+    },
+
+    async delete(orgId: string, webhookId: string, id: string) {
+      if (!(await callbackEndpointsRepo.delete(db, orgId, webhookId, id))) throw notFound('Callback endpoint');
+    },
+
+    async rotateSecret(orgId: string, webhookId: string, id: string) {
+      const current = await requireEndpoint(orgId, webhookId, id);
+      const secret = newWebhookSecret();
+      const previousSecretExpiresAt = new Date(deps.clock.now().getTime() + PREVIOUS_SECRET_GRACE_MS);
+      await callbackEndpointsRepo.update(db, id, { secretEncrypted: deps.box.encrypt(secret), previousSecretEncrypted: current.secretEncrypted, previousSecretExpiresAt });
+      return { secret, previousSecretExpiresAt };
+    },
+
+    async deliveries(orgId: string, webhookId: string, id: string, query: { status?: CallbackDeliveryStatus; limit: number; cursor?: string }) {
+      await requireEndpoint(orgId, webhookId, id);
+      const rows = await callbackDeliveriesRepo.forEndpoint(db, orgId, id, query.status, query.limit, decodeCursor(query.cursor));
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return { deliveries: await withAttempts(page), nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null };
+    },
+
+    /** The ledger's view: every callback of an action, in order, with its attempts. */
+    forAction: async (orgId: string, actionId: string) => withAttempts(await callbackDeliveriesRepo.forAction(db, orgId, actionId)),
+
+    /** Sends one delivery again, with the same webhook-id (receivers deduplicate on it). */
+    async replay(orgId: string, deliveryId: string) {
+      const delivery = await callbackDeliveriesRepo.find(db, orgId, deliveryId);
+      if (!delivery) throw notFound('Callback delivery');
+      if (delivery.status === 'pending') throw new AppError('not_replayable', 'This delivery is still being attempted');
+      const endpoint = await db.selectFrom('callbackEndpoints').select('enabled').where('id', '=', delivery.callbackId).executeTakeFirstOrThrow();
+      if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
+      await callbackDeliveriesRepo.requeue(db, { ids: [deliveryId] });
+      await deps.wake();
+      return (await withAttempts([(await callbackDeliveriesRepo.find(db, orgId, deliveryId))!]))[0]!;
+    },
+
+    /** Sends again every failed or dead-lettered delivery of an endpoint created since `since`. */
+    async recover(orgId: string, webhookId: string, id: string, since: Date) {
+      const endpoint = await requireEndpoint(orgId, webhookId, id);
+      if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
+      const requeued = await callbackDeliveriesRepo.requeue(db, { endpointId: id, since });
+      if (requeued.length > 0) await deps.wake();
+      return { recovered: requeued.length };
+    },
+  };
+}
+
+export type CallbacksService = ReturnType<typeof createCallbacksService>;

@@ -1,0 +1,89 @@
+import { sql, type Kysely } from 'kysely';
+import type { CallbackDeliveryStatus, DB } from '../../db/schema.ts';
+
+export interface ClaimedDelivery {
+  id: string;
+  payload: unknown;
+  attemptCount: number;
+  endpointId: string;
+  url: string;
+  secretEncrypted: string;
+  previousSecretEncrypted: string | null;
+  previousSecretExpiresAt: Date | null;
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  endpointId: string;
+  attemptedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseBody: string | null;
+  status: CallbackDeliveryStatus;
+  delayMs: number | null;
+}
+
+/** How long a claimed delivery is ours before another dispatcher may take it (we died mid-attempt). */
+export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 15_000;
+
+export const dispatchRepo = {
+  /**
+   * Takes up to `limit` due deliveries, leasing each (next_attempt_at moves to the lease's end) and
+   * counting the attempt. A delivery is due only when no earlier callback of the same action to the
+   * same endpoint is still pending: that is what keeps each action's callbacks in lifecycle order,
+   * also across dispatcher processes (the earlier row is either locked by its claimer, or committed).
+   */
+  claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> =>
+    (await sql<ClaimedDelivery>`
+      with due as (
+        select d.id from callback_deliveries d
+        join callback_endpoints ep on ep.id = d.endpoint_id and ep.enabled
+        where d.status = 'pending' and d.next_attempt_at <= now()
+          and not exists (
+            select 1 from callback_deliveries e
+            where e.action_id = d.action_id and e.endpoint_id = d.endpoint_id and e.status = 'pending' and e.seq < d.seq
+          )
+        order by d.next_attempt_at
+        limit ${limit}
+        for update of d skip locked
+      )
+      update callback_deliveries d
+      set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
+      from due, callback_endpoints ep
+      where d.id = due.id and ep.id = d.endpoint_id
+      returning d.id, d.payload, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at`
+      .execute(db)).rows,
+
+  /**
+   * Records finished attempts in one statement: the attempt rows, each delivery's new state (a
+   * delivery disabled meanwhile keeps its `failed`), and each endpoint's health. Returns the
+   * endpoints that have now been failing for `disableAfterMs` (to be disabled).
+   */
+  record: async (db: Kysely<DB>, attempts: AttemptRecord[], disableAfterMs: number): Promise<string[]> =>
+    (await sql<{ id: string }>`
+      with input as (
+        select * from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as r(
+          "deliveryId" uuid, "endpointId" uuid, "attemptedAt" timestamptz, "durationMs" int, "statusCode" int,
+          "error" text, "responseBody" text, "status" text, "delayMs" int)
+      ), attempts as (
+        insert into callback_attempts (id, delivery_id, attempted_at, duration_ms, status_code, error, response_body)
+        select gen_random_uuid(), "deliveryId", "attemptedAt", "durationMs", "statusCode", "error", "responseBody" from input
+      ), delivered as (
+        update callback_deliveries d
+        set status = i.status,
+            next_attempt_at = case when i.status = 'pending' then now() + i."delayMs" * interval '1 millisecond' else d.next_attempt_at end,
+            last_attempt_at = i."attemptedAt", last_status_code = i."statusCode", last_error = i.error, updated_at = now()
+        from input i
+        where d.id = i."deliveryId" and d.status = 'pending'
+      ), health as (
+        select "endpointId" as id, bool_or(status = 'succeeded') as ok from input group by "endpointId"
+      ), marked as (
+        update callback_endpoints ep set failing_since = case when h.ok then null else now() end
+        from health h
+        where ep.id = h.id and (h.ok = (ep.failing_since is not null))
+      )
+      select ep.id from callback_endpoints ep join health h on h.id = ep.id
+      where not h.ok and ep.enabled and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`
+      .execute(db)).rows.map((row) => row.id),
+};

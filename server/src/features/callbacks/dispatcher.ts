@@ -1,0 +1,167 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { DB } from '../../db/schema.ts';
+import { postOnce, type OutboundAgents } from '../../lib/http-client.ts';
+import type { InvalidationBus } from '../../lib/invalidation-bus.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import { callbackEndpointsRepo } from './callbacks.repo.ts';
+import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedDelivery } from './dispatch.repo.ts';
+import { CALLBACKS_TOPIC } from './outbox.ts';
+import { judgeAttempt } from './retry-policy.ts';
+import { createSignerCache, signedHeaders } from './signing.ts';
+
+const KEEP_RESPONSE_BYTES = 1024;
+const MAX_CLAIM = 200;
+const FAILING_DAYS_BEFORE_DISABLE = 5;
+
+export interface DispatcherOptions {
+  concurrency: number;
+  timeoutMs: number;
+  retryScheduleMs: readonly number[];
+  /** Due retries are looked for this often; new callbacks come with a wake-up and do not wait for it. */
+  pollMs?: number;
+}
+
+/**
+ * Sends the outbox: claims due deliveries (in order per action and endpoint), signs and POSTs each
+ * with a deadline and no redirects, and records the attempts in batches. It wakes up when a
+ * transition that wrote callbacks commits (a NOTIFY on the bus, from any process), and polls for
+ * retries that come due. Several dispatchers (processes) can run at once: claims skip each other's.
+ */
+export function createCallbackDispatcher(deps: {
+  db: Kysely<DB>;
+  decrypt: (encrypted: string) => string;
+  bus: InvalidationBus;
+  agents: OutboundAgents;
+  metrics: Metrics;
+  logger: Logger;
+  options: DispatcherOptions;
+}) {
+  const { db, options } = deps;
+  const signer = createSignerCache(deps.decrypt);
+  const leaseMs = claimLeaseMs(options.timeoutMs);
+  const finished: AttemptRecord[] = [];
+  /** Endpoints that answered 410 since the last flush: disabled with it. */
+  const goneEndpoints = new Set<string>();
+  let running = false;
+  let inFlight = 0;
+  let claiming = false;
+  let claimAgain = false;
+  let flushing: Promise<void> | undefined;
+  let poll: NodeJS.Timeout | undefined;
+  const idle: Array<() => void> = [];
+
+  async function pump(): Promise<void> {
+    if (!running) return;
+    if (claiming) {
+      claimAgain = true;
+      return;
+    }
+    claiming = true;
+    try {
+      do {
+        claimAgain = false;
+        const room = Math.min(options.concurrency - inFlight, MAX_CLAIM);
+        if (room <= 0) break;
+        const claimed = await dispatchRepo.claimDue(db, room, leaseMs);
+        inFlight += claimed.length;
+        for (const delivery of claimed) void attempt(delivery);
+        if (claimed.length === room) claimAgain = true;
+      } while (claimAgain && running);
+    } catch (error) {
+      deps.logger.error({ err: error }, 'callback dispatcher could not claim deliveries');
+    } finally {
+      claiming = false;
+    }
+  }
+
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    const attemptedAt = new Date();
+    const started = performance.now();
+    const body = JSON.stringify(delivery.payload);
+    const signers = [signer(delivery.secretEncrypted)];
+    if (delivery.previousSecretEncrypted && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > attemptedAt) {
+      signers.push(signer(delivery.previousSecretEncrypted));
+    }
+    let statusCode: number | null = null;
+    let retryAfter: string | undefined;
+    let error: string | null = null;
+    let responseBody: string | null = null;
+    try {
+      const response = await postOnce(deps.agents, delivery.url, {
+        headers: { 'content-type': 'application/json', 'user-agent': 'AgentPlatform-Callbacks/1', ...signedHeaders(delivery.id, attemptedAt, body, signers) },
+        body,
+        timeoutMs: options.timeoutMs,
+        keepBodyBytes: KEEP_RESPONSE_BYTES,
+      });
+      statusCode = response.status;
+      responseBody = response.body;
+      retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
+      if (statusCode >= 300 && statusCode < 400) error = `redirect to ${response.headers.location ?? '(no location)'} not followed`;
+      else if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
+    } catch (cause) {
+      error = (cause as Error).message || String(cause);
+    }
+    const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: delivery.attemptCount }, options.retryScheduleMs);
+    deps.metrics.callbackAttempts.inc({ outcome: verdict.status });
+    finished.push({
+      deliveryId: delivery.id, endpointId: delivery.endpointId, attemptedAt, durationMs: Math.round(performance.now() - started),
+      statusCode, error, responseBody, status: verdict.status, delayMs: verdict.delayMs,
+    });
+    if (verdict.gone) goneEndpoints.add(delivery.endpointId);
+    flush();
+  }
+
+  /** Writes finished attempts, many per statement; then claims again (an order may have opened up). */
+  function flush(): void {
+    if (flushing) return;
+    flushing = (async () => {
+      while (finished.length > 0) {
+        const batch = finished.splice(0, 500);
+        try {
+          const failing = await dispatchRepo.record(db, batch, FAILING_DAYS_BEFORE_DISABLE * 86_400_000);
+          await callbackEndpointsRepo.disable(db, failing, `failing for ${FAILING_DAYS_BEFORE_DISABLE} days`);
+          const gone = [...goneEndpoints];
+          goneEndpoints.clear();
+          await callbackEndpointsRepo.disable(db, gone, 'the receiver answered 410 Gone');
+        } catch (error) {
+          // The deliveries stay leased; once the lease lapses they are sent again (at least once).
+          deps.logger.error({ err: error, deliveries: batch.length }, 'callback attempts could not be recorded');
+        }
+        inFlight -= batch.length;
+      }
+    })().finally(() => {
+      flushing = undefined;
+      if (finished.length > 0) flush();
+      else if (inFlight === 0) idle.splice(0).forEach((resolve) => resolve());
+      void pump();
+    });
+  }
+
+  deps.bus.subscribe(CALLBACKS_TOPIC, () => void pump());
+
+  return {
+    start(): void {
+      if (running) return;
+      running = true;
+      poll = setInterval(() => void pump(), options.pollMs ?? 1000);
+      poll.unref();
+      void pump();
+    },
+    /** Wakes the dispatcher now (this process wrote or re-queued deliveries). */
+    wake: () => void pump(),
+    /** Stops claiming; waits (at most the attempt deadline) for attempts in flight to be recorded. */
+    async stop(): Promise<void> {
+      running = false;
+      clearInterval(poll);
+      if (inFlight === 0 && !flushing) return;
+      await Promise.race([
+        new Promise<void>((resolve) => idle.push(resolve)),
+        new Promise((resolve) => setTimeout(resolve, options.timeoutMs + 1000).unref()),
+      ]);
+      await flushing;
+    },
+  };
+}
+
+export type CallbackDispatcher = ReturnType<typeof createCallbackDispatcher>;

@@ -1,0 +1,64 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { ActionStatus, CallbackEventType } from '../../db/schema.ts';
+import { busSignal } from '../../lib/invalidation-bus.ts';
+
+/** The bus topic that wakes callback dispatchers: signalled by the statement that writes outbox rows. */
+export const CALLBACKS_TOPIC = 'callbacks';
+
+/** The callback event an action announces when it enters a status (spec 6.1); `running` announces none. */
+export const CALLBACK_EVENT_OF: Partial<Record<ActionStatus, CallbackEventType>> = {
+  pending_approval: 'action.pending_approval',
+  approved: 'action.approved',
+  completed: 'action.completed',
+  failed: 'action.failed',
+  rejected: 'action.rejected',
+  expired: 'action.expired',
+};
+
+interface StagedCall { toolCallId: string; toolName: string; input: unknown; expiresAt: unknown }
+
+/** What a callback adds to the action's identity for each event: the staged call, the decision, the result or the error. */
+export function callbackDetails(to: ActionStatus, data: Record<string, unknown> | undefined, changes: { result?: string | null; error?: string | null }): Record<string, unknown> {
+  switch (to) {
+    case 'pending_approval': {
+      const toolCalls = ((data?.toolCalls ?? []) as StagedCall[]).map(({ toolCallId, toolName, input, expiresAt }) => ({ toolCallId, toolName, input, expiresAt }));
+      return { toolCall: toolCalls[0] ?? null, toolCalls };
+    }
+    case 'approved':
+    case 'rejected':
+    case 'expired':
+      return { decision: data ?? null };
+    case 'completed':
+      return { result: changes.result ? JSON.parse(changes.result) : null };
+    case 'failed':
+      return { error: changes.error ?? null };
+    default:
+      return {};
+  }
+}
+
+/**
+ * CTEs for a transition statement whose `moved` CTE returns the action (id, org_id, webhook_id,
+ * delivery_id, external_id, event_type): one outbox row per enabled endpoint of the action's webhook
+ * that subscribes to the event, and a signal to the dispatchers that goes out only when the
+ * transaction commits (NOTIFY is transactional) and only when there is something to deliver.
+ */
+export function outboxCtes(event: CallbackEventType, status: ActionStatus, details: Record<string, unknown>): RawBuilder<unknown> {
+  const signal = busSignal(CALLBACKS_TOPIC);
+  return sql`callbacks as (
+      insert into callback_deliveries (id, org_id, endpoint_id, action_id, event_type, payload)
+      select gen_random_uuid(), m.org_id, ep.id, m.id, ${event}, jsonb_build_object(
+        'type', ${event}::text,
+        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'data', jsonb_build_object(
+          'actionId', m.id, 'status', ${status}::text, 'webhookId', m.webhook_id, 'webhookIdentifier', w.identifier,
+          'eventId', m.delivery_id, 'externalId', m.external_id, 'eventType', m.event_type
+        ) || ${JSON.stringify(details)}::jsonb)
+      from moved m
+      join callback_endpoints ep on ep.webhook_id = m.webhook_id and ep.enabled and ep.events @> ${JSON.stringify([event])}::jsonb
+      join webhooks w on w.id = m.webhook_id
+      returning 1 as one
+    ), signalled as (
+      select pg_notify(${signal.channel}, ${signal.payload}) from (select 1 from callbacks limit 1) as any_callback
+    )`;
+}

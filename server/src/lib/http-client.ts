@@ -1,0 +1,109 @@
+import { lookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+
+/**
+ * Outbound HTTP to URLs that users give us (callback endpoints): only public unicast addresses, checked
+ * when the URL is configured and again when a connection is made (a name may resolve elsewhere by
+ * then), never following redirects, with a deadline and a bounded response.
+ */
+
+/** Public unicast only: not loopback, private, link-local (cloud metadata), unique-local, CGNAT, reserved... */
+export function isPublicAddress(address: string): boolean {
+  try {
+    return ipaddr.process(address).range() === 'unicast';
+  } catch {
+    return false;
+  }
+}
+
+/** Why the URL may not be called, or null when it may. Names are resolved: every address must be public. */
+export async function outboundUrlProblem(raw: string, options: { allowPrivateNetworks: boolean }): Promise<string | null> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'not a valid URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL';
+  if (options.allowPrivateNetworks) return null;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return isPublicAddress(host) ? null : `${host} is not a public address`;
+  let addresses: Array<{ address: string }>;
+  try {
+    addresses = await lookup(host, { all: true, verbatim: true });
+  } catch {
+    return `${host} does not resolve`;
+  }
+  const blocked = addresses.find(({ address }) => !isPublicAddress(address));
+  return blocked ? `${host} resolves to ${blocked.address}, which is not a public address` : null;
+}
+
+export interface OutboundAgents {
+  http: http.Agent;
+  https: https.Agent;
+  destroy(): void;
+}
+
+/** Keep-alive agents that refuse, at connect time, any address outboundUrlProblem would refuse. */
+export function createOutboundAgents(options: { allowPrivateNetworks: boolean; maxSockets?: number }): OutboundAgents {
+  const common = {
+    keepAlive: true,
+    maxSockets: options.maxSockets ?? 256,
+    allowPrivateIPAddress: options.allowPrivateNetworks,
+    allowMetaIPAddress: options.allowPrivateNetworks,
+  };
+  const agents = { http: new RequestFilteringHttpAgent(common), https: new RequestFilteringHttpsAgent(common) };
+  return { ...agents, destroy: () => { agents.http.destroy(); agents.https.destroy(); } };
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The start of the body, at most `keepBodyBytes`. */
+  body: string;
+}
+
+/** Reads at most this much of a response before giving up on the connection. */
+const MAX_READ_BYTES = 64 * 1024;
+
+/** One POST; a 3xx is returned as it is (never followed). Throws on network errors and the deadline. */
+export function postOnce(
+  agents: OutboundAgents,
+  url: string,
+  request: { headers: Record<string, string>; body: string; timeoutMs: number; keepBodyBytes: number },
+): Promise<OutboundResponse> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const transport = target.protocol === 'https:' ? https : http;
+    const body = Buffer.from(request.body);
+    const req = transport.request(target, {
+      method: 'POST',
+      agent: target.protocol === 'https:' ? agents.https : agents.http,
+      headers: { ...request.headers, 'content-length': String(body.length) },
+      signal: AbortSignal.timeout(request.timeoutMs),
+    }, (res) => {
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
+      let readBytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        readBytes += chunk.length;
+        if (keptBytes < request.keepBodyBytes) {
+          kept.push(chunk.subarray(0, request.keepBodyBytes - keptBytes));
+          keptBytes += Math.min(chunk.length, request.keepBodyBytes - keptBytes);
+        }
+        // A receiver that streams a huge answer loses its connection, not our memory.
+        if (readBytes > MAX_READ_BYTES) res.destroy();
+      });
+      const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
+      res.on('end', done);
+      res.on('close', done);
+      res.on('error', (error) => (readBytes > MAX_READ_BYTES ? done() : reject(error)));
+    });
+    req.on('error', (error) => reject(error.name === 'AbortError' ? new Error(`timed out after ${request.timeoutMs / 1000} s`) : error));
+    req.end(body);
+  });
+}
