@@ -36,7 +36,7 @@ export default defineConfig(async () => {
   });
   return {
     test: {
-      include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      include: ['src/**/*.test.ts', 'test/**/*.test.ts', '../sdk/test/**/*.test.ts'],
       setupFiles: ['test/setup.ts'],
       globalSetup: ['test/global-setup.ts'],
       reporters: ['default', './test/summary-reporter.ts'],

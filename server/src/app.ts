@@ -79,6 +79,11 @@ export async function buildApp(container: Container) {
     openapi: {
       info: { title: 'Agent Platform API', version: '0.1.0', description: 'Hosts AI agents for organizations.' },
       servers: [{ url: config.apiHost }],
+      tags: [{
+        name: 'callbacks',
+        description: 'Signed lifecycle callbacks (schema CallbackEvent). Each delivery is retried 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after a failed '
+          + 'attempt (2xx is success; 410 disables the endpoint), and reaches its endpoint in lifecycle order per action.',
+      }],
       components: {
         securitySchemes: {
           session: { type: 'apiKey', in: 'cookie', name: 'session' },

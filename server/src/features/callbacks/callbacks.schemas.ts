@@ -55,6 +55,36 @@ export const callbackAttemptSchema = z.object({
   responseBody: z.string().nullable().describe('The first 1 KiB of the answer'),
 });
 
+const actionIdentity = {
+  actionId: z.uuid(),
+  webhookId: z.uuid(),
+  webhookIdentifier: z.string(),
+  eventId: z.uuid().describe('The webhook event (delivery) that created the action'),
+  externalId: z.string().nullable(),
+  eventType: z.string(),
+};
+const stagedToolCall = z.object({ toolCallId: z.string(), toolName: z.string(), input: z.unknown(), expiresAt: z.string().nullable() });
+const decision = z.object({
+  toolCallId: z.string(), toolName: z.string(), decidedBy: z.uuid().nullable().describe('null when the deadline decided'), decidedAt: z.string().nullable(), reason: z.string().nullable(),
+});
+const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(type: Type, status: Status, data: Data) =>
+  z.object({ type: z.literal(type), timestamp: z.string().describe('ISO time of the transition'), data: z.object({ ...actionIdentity, status: z.literal(status), ...data }) });
+
+/** The body of a callback (spec 6.1): the SDK's CallbackEvent type describes the same. */
+export const callbackEventSchema = z.discriminatedUnion('type', [
+  envelope('action.pending_approval', 'pending_approval', { toolCall: stagedToolCall.nullable().describe('The (first) staged call'), toolCalls: z.array(stagedToolCall) }),
+  envelope('action.approved', 'approved', { decision }),
+  envelope('action.completed', 'completed', { result: z.unknown() }),
+  envelope('action.failed', 'failed', { error: z.string().nullable() }),
+  envelope('action.rejected', 'rejected', { decision }),
+  envelope('action.expired', 'expired', { decision }),
+]).meta({
+  id: 'CallbackEvent',
+  description: 'POSTed as JSON to each subscribed endpoint, signed with the Standard Webhooks scheme: webhook-id (stable across retries), webhook-timestamp, webhook-signature, and the same under wh-*.',
+});
+
+export type CallbackEvent = z.infer<typeof callbackEventSchema>;
+
 export const callbackDeliverySchema = z.object({
   id: z.uuid().describe('Also the webhook-id header: the same on every attempt'),
   callbackId: z.uuid(),
@@ -66,7 +96,7 @@ export const callbackDeliverySchema = z.object({
   nextAttemptAt: z.date().nullable(),
   lastStatusCode: z.int().nullable(),
   lastError: z.string().nullable(),
-  payload: z.unknown(),
+  payload: callbackEventSchema,
   createdAt: z.date(),
   updatedAt: z.date(),
   attempts: z.array(callbackAttemptSchema),

@@ -9,7 +9,7 @@ import { newWebhookSecret, PREVIOUS_SECRET_GRACE_MS } from '../action-webhooks/w
 import { webhooksRepo } from '../action-webhooks/webhooks.repo.ts';
 import { callbackDeliveriesRepo, callbackEndpointsRepo, type ListedDelivery } from './callbacks.repo.ts';
 import type { CallbackDeliveryStatus } from '../../db/schema.ts';
-import type { CallbackEndpointInput, CallbackEndpointPatch } from './callbacks.schemas.ts';
+import type { CallbackEndpointInput, CallbackEndpointPatch, CallbackEvent } from './callbacks.schemas.ts';
 
 const toPublic = (row: CallbackEndpointRow) => ({
   id: row.id, webhookId: row.webhookId, url: row.url, description: row.description, events: row.events, enabled: row.enabled,
@@ -40,6 +40,8 @@ export function createCallbacksService(deps: {
     const attempts = await callbackDeliveriesRepo.attemptsOf(db, rows.map((row) => row.id));
     return rows.map(({ seq: _seq, ...row }) => ({
       ...row,
+      // Written by the outbox (outbox.ts) in this shape.
+      payload: row.payload as CallbackEvent,
       nextAttemptAt: row.status === 'pending' ? row.nextAttemptAt : null,
       attempts: attempts.filter((attempt) => attempt.deliveryId === row.id).map(({ deliveryId: _id, ...attempt }) => attempt),
     }));

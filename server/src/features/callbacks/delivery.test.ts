@@ -48,7 +48,7 @@ describe('lifecycle callbacks', () => {
     expect(approved).toMatchObject({ type: 'action.approved', data: { ...identity, status: 'approved', decision: { toolName: 'generateDocument', decidedBy: setup.tenant.admin.id, decidedAt: expect.any(String) } } });
     expect(completed).toMatchObject({ type: 'action.completed', data: { ...identity, status: 'completed', result: { text: expect.stringMatching(/^Made /) } } });
     const ledger = await waitForAction(app, auth(setup), approvedId, ['completed']);
-    expect(pending.data.eventId).toBe(ledger.eventId);
+    expect(pending!.data.eventId).toBe(ledger.eventId);
     expect(ledger.ingressPayload.data).toEqual({ order_id: 42 }); // JSON keeps its own keys
     const onlyOne = receiver.forAction(approvedId).filter((callback) => callback.path === '/completed');
     expect(onlyOne.map((callback) => verifyWithLibrary(onlyCompleted.secret, callback).type)).toEqual(['action.completed']);

@@ -1,0 +1,166 @@
+/**
+ * Callback benchmark: lifecycle transitions (running -> completed) committed at a fixed rate over 100
+ * webhooks in 20 orgs, each webhook with one callback endpoint on a local receiver (its own process).
+ * The server's dispatcher (its own process, like production) signs and POSTs each callback. Reports
+ * deliveries per second and the latency from the transition's commit to the receiver's receipt,
+ * beside the baseline: a bare Node HTTP client POSTing the same bodies to the same receiver.
+ *
+ *   npm run bench:callbacks                 # BENCH_RATE=2500 transitions/s for BENCH_DURATION=10 s
+ */
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { loadConfig } from '../server/src/config.ts';
+import { createContainer } from '../server/src/container.ts';
+import { openDatabase } from '../server/src/db/database.ts';
+import { webhookInput } from '../server/src/features/action-webhooks/webhooks.schemas.ts';
+import { transition } from '../server/src/features/actions/lifecycle.ts';
+import { callbackEndpointInput } from '../server/src/features/callbacks/callbacks.schemas.ts';
+import { benchDatabase, fmt, freePort, postgresReachable, startService } from './lib/harness.ts';
+
+const RATE = Number(process.env.BENCH_RATE ?? 2500);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ORGS = 20;
+const WEBHOOKS_PER_ORG = 5;
+const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
+const now = () => performance.timeOrigin + performance.now();
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+
+if (!(await postgresReachable())) {
+  console.log('callbacks benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
+  process.exit(0);
+}
+
+const receiverPort = await freePort();
+const receiverUrl = `http://127.0.0.1:${receiverPort}/callbacks`;
+const receiver = fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), { env: { ...process.env, PORT: String(receiverPort) } });
+await new Promise((resolve) => receiver.once('message', resolve));
+const receiverReport = () => new Promise<Map<string, number>>((resolve) => {
+  receiver.once('message', (message: { arrivals: Array<[string, number]> }) => resolve(new Map(message.arrivals)));
+  receiver.send({ report: true });
+});
+
+/** The baseline: the same number of POSTs a bare keep-alive Node client gets through, 100 in flight, for 5 s. */
+async function bareClientBaseline(): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 100 });
+  const body = JSON.stringify({ type: 'action.completed', timestamp: new Date().toISOString(), data: { actionId: randomUUID(), status: 'completed', result: { ok: true } } });
+  let done = 0;
+  const until = Date.now() + 5000;
+  const worker = async () => {
+    while (Date.now() < until) {
+      await new Promise<void>((resolve, reject) => {
+        const req = request(receiverUrl, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': randomUUID() } }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: 100 }, worker));
+  agent.destroy();
+  return done / 5;
+}
+
+const database = await benchDatabase('postgres');
+try {
+  const env: Record<string, string> = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' };
+  // Seed through the services: orgs, webhooks, one endpoint each; then the running actions to complete.
+  const container = await createContainer(loadConfig(env));
+  const total = RATE * DURATION;
+  try {
+    await container.database.migrate();
+    const { orgs, webhooks, callbacks } = container.services;
+    for (let o = 0; o < ORGS; o++) {
+      const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
+      for (let w = 0; w < WEBHOOKS_PER_ORG; w++) {
+        const { webhook } = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}` }));
+        await callbacks.create(org.id, webhook.id, callbackEndpointInput.parse({ url: receiverUrl, events: ['action.completed', 'action.failed'] }));
+      }
+    }
+    await sql`
+      insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id)
+      select gen_random_uuid(), w.org_id, w.id, gen_random_uuid(), 'running', 'order.created', 'bench-' || n
+      from generate_series(1, ${total}::int) as n
+      join (select id, org_id, row_number() over (order by id) - 1 as i from webhooks) w on w.i = n % ${ORGS * WEBHOOKS_PER_ORG}`.execute(container.db);
+  } finally {
+    await container.close();
+  }
+  const actionIds = (await (async () => {
+    const reader = await openDatabase({ url: env.DATABASE_URL, poolSize: 1 });
+    try {
+      return (await reader.db.selectFrom('actions').select('id').execute()).map((row) => row.id);
+    } finally {
+      await reader.close();
+    }
+  })());
+
+  const baseline = await bareClientBaseline();
+  const service = await startService({ ...env });
+  // The transitions come from this process, as from another worker: one statement each, 32 at a time at most.
+  const producer = await openDatabase({ url: env.DATABASE_URL, poolSize: 32 });
+  try {
+    console.log(`callbacks benchmark: ${RATE} transitions/s for ${DURATION} s over ${ORGS * WEBHOOKS_PER_ORG} webhooks (one endpoint each), node ${process.version}`);
+    const committedAt = new Map<string, number>();
+    let next = 0;
+    let inFlight = 0;
+    let skipped = 0;
+    const commit = async (actionId: string) => {
+      inFlight++;
+      try {
+        await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
+        committedAt.set(actionId, now());
+      } finally {
+        inFlight--;
+      }
+    };
+    const begin = now();
+    const pending: Array<Promise<void>> = [];
+    while (now() - begin < DURATION * 1000) {
+      const due = Math.min(actionIds.length, Math.floor(((now() - begin) / 1000) * RATE));
+      for (; next < due; next++) {
+        if (inFlight >= 32) {
+          skipped++;
+          continue;
+        }
+        pending.push(commit(actionIds[next]!));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await Promise.all(pending);
+    const committed = committedAt.size;
+
+    let arrivals = await receiverReport();
+    const deadline = Date.now() + 60_000;
+    while (arrivals.size < committed && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      arrivals = await receiverReport();
+    }
+    const deliveries = (await producer.db.selectFrom('callbackDeliveries').select(['id', 'actionId']).execute());
+    const latencies: number[] = [];
+    let last = 0;
+    for (const delivery of deliveries) {
+      const received = arrivals.get(delivery.id);
+      const at = committedAt.get(delivery.actionId);
+      if (received === undefined || at === undefined) continue;
+      latencies.push(received - at);
+      last = Math.max(last, received);
+    }
+    latencies.sort((a, b) => a - b);
+    const throughput = latencies.length / ((last - begin) / 1000);
+    console.log(`baseline: bare client  : ${fmt(baseline).padStart(6)} POSTs/s to the same receiver (100 in flight)`);
+    console.log(`transitions committed  : ${fmt(committed / DURATION).padStart(6)} /s (${committed} committed, ${skipped} not offered: producer at its 32 in flight)`);
+    console.log(`callbacks delivered    : ${fmt(throughput).padStart(6)} deliveries/s (${latencies.length} of ${deliveries.length}) = ${(throughput / baseline * 100).toFixed(0)}% of the bare client`);
+    console.log(`commit -> receipt      : p50 ${percentile(latencies, 50).toFixed(1)} ms  p99 ${percentile(latencies, 99).toFixed(1)} ms  (targets: >= 2,000 deliveries/s, p50 <= 20 ms)`);
+  } finally {
+    await producer.close();
+    await service.stop();
+  }
+} finally {
+  await database.drop();
+  receiver.kill('SIGTERM');
+}

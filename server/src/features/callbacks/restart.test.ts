@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, startCallbackReceiver } from '../../../test/helpers/callback-receiver.ts';
+import { startFakeModel } from '../../../test/helpers/fake-model.ts';
+import { freePort } from '../../../test/helpers/http.ts';
+import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import { signingHeaders } from '../action-webhooks/verification.ts';
+
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
+beforeAll(async () => {
+  model = await startFakeModel();
+  model.script(() => ({ text: 'done' }));
+  receiver = await startCallbackReceiver();
+  environment = await serverProcessEnvironment({ ...model.env, CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '2,2,2' });
+});
+afterAll(async () => {
+  await environment?.cleanup();
+  await receiver?.close();
+  await model?.close();
+});
+
+describe('callbacks across a SIGKILL', () => {
+  it('a restart while retries are pending loses nothing: every callback arrives once the receiver recovers', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    let server = await startServerProcess(environment.env, port);
+    try {
+      expect(environment.cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme').status).toBe(0);
+      expect(environment.cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status).toBe(0);
+      const credentials = { email: 'ops@acme.example', password: 'a long password' };
+      let api = await apiClient(base, credentials);
+      const me = await api('GET', '/auth/me');
+      const agent = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: [] });
+      const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId: agent.id });
+      const webhook = await api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id });
+      await api('POST', `/orgs/acme/webhooks/${webhook.webhook.id}/callbacks`, { url: receiver.url('/restart') });
+      receiver.answer(() => ({ status: 503 }));
+
+      const actionIds: string[] = [];
+      for (let index = 0; index < 5; index++) {
+        const body = JSON.stringify({ eventType: 'step', externalId: `restart-${index}`, data: {} });
+        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) }, body });
+        actionIds.push(((await response.json()) as { actionId: string }).actionId);
+      }
+      // Every delivery has a recorded failed attempt and waits for its retry.
+      for (const actionId of actionIds) {
+        await eventually(`a recorded failed attempt for ${actionId}`, async () => {
+          const [delivery] = (await api('GET', `/orgs/acme/ledger/${actionId}`)).callbacks ?? [];
+          return delivery?.status === 'pending' && delivery.attempts.length === 1 ? true : undefined;
+        });
+      }
+
+      await killServerProcess(server);
+      receiver.answer(() => ({}));
+      server = await startServerProcess(environment.env, port);
+      api = await apiClient(base, credentials);
+
+      for (const actionId of actionIds) {
+        const delivered = await eventually(`the callback of ${actionId}`, async () => {
+          const row = await api('GET', `/orgs/acme/ledger/${actionId}`);
+          return row.callbacks?.[0]?.status === 'succeeded' ? row.callbacks[0] : undefined;
+        }, 30_000);
+        expect(delivered).toMatchObject({ eventType: 'action.completed', attemptCount: 2 });
+        expect(delivered.attempts.map((attempt: { statusCode: number }) => attempt.statusCode)).toEqual([503, 200]);
+        const arrivals = receiver.forAction(actionId);
+        expect(arrivals.map((callback) => callback.status)).toEqual([503, 200]);
+        expect(arrivals[1]!.headers['webhook-id']).toBe(arrivals[0]!.headers['webhook-id']);
+      }
+    } finally {
+      await killServerProcess(server);
+    }
+  }, 120_000);
+});

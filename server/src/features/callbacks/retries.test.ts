@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, startCallbackReceiver, type ReceiverAnswer } from '../../../test/helpers/callback-receiver.ts';
+import { addCallback, runEvent } from '../../../test/helpers/callbacks.ts';
+import { startFakeModel } from '../../../test/helpers/fake-model.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
+
+let app: TestApp;
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+beforeAll(async () => {
+  model = await startFakeModel();
+  model.script(() => ({ text: 'done' }));
+  receiver = await startCallbackReceiver();
+  app = await startTestApp({ ...model.env, CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '1,1,1', CALLBACK_TIMEOUT_SECONDS: '1' });
+});
+afterAll(async () => {
+  await app?.close();
+  await receiver?.close();
+  await model?.close();
+});
+
+/** A webhook whose actions complete at once, with one endpoint answering as `answers` say, attempt by attempt. */
+async function endpointAnswering(path: string, answers: ReceiverAnswer[]) {
+  const setup = await setupWebhook(app);
+  const endpoint = await addCallback(app, setup, { url: receiver.url(path), events: ['action.completed'] });
+  let attempt = 0;
+  receiver.answer((callback) => (callback.path === path ? answers[Math.min(attempt++, answers.length - 1)]! : {}));
+  return { setup, endpoint };
+}
+
+const api = (setup: WebhookSetup) => ({
+  endpoint: (id: string) => app.request('GET', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks/${id}`, { token: setup.tenant.token }).then((r) => r.json()),
+  deliveries: (id: string) => app.request('GET', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks/${id}/deliveries`, { token: setup.tenant.token }).then((r) => r.json()),
+  ledger: (actionId: string) => app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${actionId}`, { token: setup.tenant.token }).then((r) => r.json()),
+});
+
+/** Waits until the action's one callback delivery reaches a final status; returns it as the ledger shows it. */
+const settled = (setup: WebhookSetup, actionId: string, timeoutMs = 15_000) =>
+  eventually('a settled callback delivery', async () => {
+    const [delivery] = (await api(setup).ledger(actionId)).callbacks;
+    return delivery && delivery.status !== 'pending' ? delivery : undefined;
+  }, timeoutMs);
+
+const arrivals = (path: string) => receiver.received.filter((callback) => callback.path === path);
+
+describe('delivery attempts', () => {
+  it('retry after a 500 with the same webhook-id, and the ledger shows every attempt', async () => {
+    const { setup } = await endpointAnswering('/r500', [{ status: 500, body: 'x'.repeat(5000) }, { status: 204 }]);
+    const actionId = await runEvent(app, setup);
+    const delivery = await settled(setup, actionId);
+    expect(delivery).toMatchObject({ status: 'succeeded', eventType: 'action.completed', attemptCount: 2, lastStatusCode: 204, nextAttemptAt: null });
+    expect(delivery.attempts).toEqual([
+      expect.objectContaining({ statusCode: 500, error: 'HTTP 500', responseBody: 'x'.repeat(1024) }),
+      expect.objectContaining({ statusCode: 204, error: null }),
+    ]);
+    const [first, second] = arrivals('/r500');
+    expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
+    expect(first!.headers['webhook-id']).toBe(delivery.id);
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(750);
+  });
+
+  it('retry after a timeout', async () => {
+    const { setup } = await endpointAnswering('/slow', [{ delayMs: 1500 }, {}]);
+    const actionId = await runEvent(app, setup);
+    const delivery = await settled(setup, actionId);
+    expect(delivery.status).toBe('succeeded');
+    expect(delivery.attempts[0]).toMatchObject({ statusCode: null, error: 'timed out after 1 s' });
+  });
+
+  it('honour Retry-After (within twice the scheduled delay)', async () => {
+    const { setup } = await endpointAnswering('/later', [{ status: 429, headers: { 'retry-after': '2' } }, {}]);
+    const actionId = await runEvent(app, setup);
+    await settled(setup, actionId);
+    const [first, second] = arrivals('/later');
+    // The schedule says 1 s (+-20%); the receiver asked for 2 s.
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(1900);
+  });
+
+  it('do not follow a redirect', async () => {
+    const { setup } = await endpointAnswering('/moved', [{ status: 302, headers: { location: receiver.url('/elsewhere') } }, {}]);
+    const actionId = await runEvent(app, setup);
+    const delivery = await settled(setup, actionId);
+    expect(delivery.attempts[0]).toMatchObject({ statusCode: 302, error: `redirect to ${receiver.url('/elsewhere')} not followed` });
+    expect(arrivals('/elsewhere')).toEqual([]);
+  });
+
+  it('stop at 410 Gone: the endpoint is disabled, shows why, and gets nothing more', async () => {
+    const { setup, endpoint } = await endpointAnswering('/gone', [{ status: 410 }]);
+    const actionId = await runEvent(app, setup);
+    expect(await settled(setup, actionId)).toMatchObject({ status: 'failed', attemptCount: 1, lastStatusCode: 410 });
+    expect(await api(setup).endpoint(endpoint.id)).toMatchObject({ enabled: false, disabledReason: 'the receiver answered 410 Gone', disabledAt: expect.any(String) });
+    await runEvent(app, setup);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(arrivals('/gone')).toHaveLength(1);
+  });
+
+  it('dead-letter after the last scheduled retry; recover sends them again; replay sends one again', async () => {
+    const { setup, endpoint } = await endpointAnswering('/down', [{ status: 503 }]);
+    const since = new Date().toISOString();
+    const actionId = await runEvent(app, setup);
+    const dead = await settled(setup, actionId, 20_000);
+    expect(dead).toMatchObject({ status: 'dead_lettered', attemptCount: 4, lastError: 'HTTP 503' });
+    expect(arrivals('/down')).toHaveLength(4);
+    expect((await api(setup).endpoint(endpoint.id)).failingSince).not.toBeNull();
+
+    receiver.answer(() => ({}));
+    const base = `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks/${endpoint.id}`;
+    const recovered = await app.request('POST', `${base}/recover`, { token: setup.tenant.token, body: { since } });
+    expect(recovered.status).toBe(202);
+    expect(await recovered.json()).toEqual({ recovered: 1 });
+    const resent = await settled(setup, actionId);
+    expect(resent).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    expect(resent.attempts).toHaveLength(5);
+    expect((await api(setup).endpoint(endpoint.id)).failingSince).toBeNull();
+
+    const replayed = await app.request('POST', `/orgs/${setup.tenant.org.slug}/callback-deliveries/${dead.id}/replay`, { token: setup.tenant.token });
+    expect(replayed.status).toBe(202);
+    await eventually('the replay', () => (arrivals('/down').length === 6 ? true : undefined));
+    expect(new Set(arrivals('/down').map((callback) => callback.headers['webhook-id']))).toEqual(new Set([dead.id]));
+    const listed = await api(setup).deliveries(endpoint.id);
+    expect(listed.deliveries).toEqual([expect.objectContaining({ id: dead.id, callbackId: endpoint.id, actionId })]);
+  }, 30_000);
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { isPublicAddress } from '../../lib/http-client.ts';
+import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
+
+const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+const middle = () => 0.5; // no jitter
+
+describe('the retry schedule', () => {
+  it('retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after each failed attempt, then dead-letters', () => {
+    const delays = SCHEDULE.map((_, index) => judgeAttempt({ statusCode: 500, attemptCount: index + 1 }, SCHEDULE, middle).delayMs);
+    expect(delays).toEqual(SCHEDULE);
+    expect(judgeAttempt({ statusCode: 500, attemptCount: 8 }, SCHEDULE, middle)).toEqual({ status: 'dead_lettered', delayMs: null, gone: false });
+  });
+
+  it('jitters by at most 20% either way', () => {
+    expect(judgeAttempt({ statusCode: null, attemptCount: 1 }, SCHEDULE, () => 0).delayMs).toBe(4_000);
+    expect(judgeAttempt({ statusCode: null, attemptCount: 1 }, SCHEDULE, () => 0.999999).delayMs).toBe(6_000);
+  });
+
+  it('succeeds on 2xx only; 410 stops and disables; 3xx and 4xx are retried', () => {
+    for (const status of [200, 201, 204, 299]) expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('succeeded');
+    expect(judgeAttempt({ statusCode: 410, attemptCount: 1 }, SCHEDULE)).toEqual({ status: 'failed', delayMs: null, gone: true });
+    for (const status of [301, 302, 400, 401, 404, 429, 500, 503]) expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('pending');
+  });
+
+  it('honours Retry-After within [scheduled, 2 x scheduled]', () => {
+    const after = (value: string) => judgeAttempt({ statusCode: 429, retryAfter: value, attemptCount: 1 }, SCHEDULE, middle).delayMs;
+    expect(after('8')).toBe(8_000);
+    expect(after('1')).toBe(5_000);
+    expect(after('3600')).toBe(10_000);
+    expect(after('soon')).toBe(5_000);
+    expect(parseRetryAfter(new Date(Date.now() + 7_000).toUTCString())).toBeGreaterThan(5_000);
+    expect(parseRetryAfter(undefined)).toBeNull();
+  });
+});
+
+describe('public addresses', () => {
+  it.each([
+    ['93.184.215.14', true], ['2606:2800:21f:cb07:6820:80da:af6b:8b2c', true],
+    ['127.0.0.1', false], ['10.0.0.1', false], ['172.16.5.4', false], ['192.168.0.1', false], ['169.254.169.254', false], ['100.64.0.1', false],
+    ['0.0.0.0', false], ['::1', false], ['::', false], ['fe80::1', false], ['fd00:ec2::254', false], ['::ffff:127.0.0.1', false], ['::ffff:10.0.0.1', false],
+    ['not an address', false],
+  ])('%s public: %s', (address, expected) => {
+    expect(isPublicAddress(address)).toBe(expected);
+  });
+});
