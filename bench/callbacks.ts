@@ -1,11 +1,11 @@
 /**
  * Callback benchmark: lifecycle transitions (running -> completed) committed at a fixed rate over 100
- * webhooks in 20 orgs, each webhook with one callback endpoint on a local receiver (its own process).
- * The server's dispatcher (its own process, like production) signs and POSTs each callback. Reports
- * deliveries per second and the latency from the transition's commit to the receiver's receipt,
- * beside the baseline: a bare Node HTTP client POSTing the same bodies to the same receiver.
+ * webhooks in 20 orgs, with one, then two callback endpoints per webhook on a local receiver (its own
+ * process). The server's dispatcher (its own process, like production) signs and POSTs each callback.
+ * Reports deliveries per second and the latency from the transition's commit to the receiver's
+ * receipt, beside the baseline: a bare Node HTTP client POSTing to the same receiver.
  *
- *   npm run bench:callbacks                 # BENCH_RATE=2500 transitions/s for BENCH_DURATION=10 s
+ *   npm run bench:callbacks                 # BENCH_RATE=1200 transitions/s for BENCH_DURATION=10 s
  */
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -18,10 +18,14 @@ import { openDatabase } from '../server/src/db/database.ts';
 import { webhookInput } from '../server/src/features/action-webhooks/webhooks.schemas.ts';
 import { transition } from '../server/src/features/actions/lifecycle.ts';
 import { callbackEndpointInput } from '../server/src/features/callbacks/callbacks.schemas.ts';
+import { CALLBACKS_TOPIC } from '../server/src/features/callbacks/outbox.ts';
+import { createInvalidationBus } from '../server/src/lib/invalidation-bus.ts';
+import { pino } from 'pino';
 import { benchDatabase, fmt, freePort, postgresReachable, startService } from './lib/harness.ts';
 
-const RATE = Number(process.env.BENCH_RATE ?? 2500);
+const RATE = Number(process.env.BENCH_RATE ?? 1200);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const PRODUCER_IN_FLIGHT = Number(process.env.BENCH_PRODUCER_IN_FLIGHT ?? 12);
 const ORGS = 20;
 const WEBHOOKS_PER_ORG = 5;
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
@@ -37,9 +41,10 @@ const receiverPort = await freePort();
 const receiverUrl = `http://127.0.0.1:${receiverPort}/callbacks`;
 const receiver = fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), { env: { ...process.env, PORT: String(receiverPort) } });
 await new Promise((resolve) => receiver.once('message', resolve));
-const receiverReport = () => new Promise<Map<string, number>>((resolve) => {
+/** What the receiver has seen (and, with `reset`, forget it). */
+const receiverReport = (reset = false) => new Promise<Map<string, number>>((resolve) => {
   receiver.once('message', (message: { arrivals: Array<[string, number]> }) => resolve(new Map(message.arrivals)));
-  receiver.send({ report: true });
+  receiver.send({ report: true, reset });
 });
 
 /** The baseline: the same number of POSTs a bare keep-alive Node client gets through, 100 in flight, for 5 s. */
@@ -66,101 +71,122 @@ async function bareClientBaseline(): Promise<number> {
   return done / 5;
 }
 
-const database = await benchDatabase('postgres');
-try {
-  const env: Record<string, string> = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' };
-  // Seed through the services: orgs, webhooks, one endpoint each; then the running actions to complete.
-  const container = await createContainer(loadConfig(env));
-  const total = RATE * DURATION;
+interface PhaseResult { committedPerSecond: number; deliveriesPerSecond: number; delivered: number; expected: number; skipped: number; p50: number; p99: number }
+
+/** One measured run on a fresh database and server: transitions at RATE, `endpoints` endpoints per webhook. */
+async function phase(endpoints: number): Promise<PhaseResult> {
+  const database = await benchDatabase('postgres');
   try {
-    await container.database.migrate();
-    const { orgs, webhooks, callbacks } = container.services;
-    for (let o = 0; o < ORGS; o++) {
-      const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
-      for (let w = 0; w < WEBHOOKS_PER_ORG; w++) {
-        const { webhook } = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}` }));
-        await callbacks.create(org.id, webhook.id, callbackEndpointInput.parse({ url: receiverUrl, events: ['action.completed', 'action.failed'] }));
-      }
-    }
-    await sql`
-      insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id)
-      select gen_random_uuid(), w.org_id, w.id, gen_random_uuid(), 'running', 'order.created', 'bench-' || n
-      from generate_series(1, ${total}::int) as n
-      join (select id, org_id, row_number() over (order by id) - 1 as i from webhooks) w on w.i = n % ${ORGS * WEBHOOKS_PER_ORG}`.execute(container.db);
-  } finally {
-    await container.close();
-  }
-  const actionIds = (await (async () => {
-    const reader = await openDatabase({ url: env.DATABASE_URL, poolSize: 1 });
+    const env: Record<string, string> = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' };
+    // Seed through the services: orgs, webhooks and their endpoints; then the running actions to
+    // complete (leased to this benchmark, so that the server's runner does not resume them).
+    const container = await createContainer(loadConfig(env));
     try {
-      return (await reader.db.selectFrom('actions').select('id').execute()).map((row) => row.id);
-    } finally {
-      await reader.close();
-    }
-  })());
-
-  const baseline = await bareClientBaseline();
-  const service = await startService({ ...env });
-  // The transitions come from this process, as from another worker: one statement each, 32 at a time at most.
-  const producer = await openDatabase({ url: env.DATABASE_URL, poolSize: 32 });
-  try {
-    console.log(`callbacks benchmark: ${RATE} transitions/s for ${DURATION} s over ${ORGS * WEBHOOKS_PER_ORG} webhooks (one endpoint each), node ${process.version}`);
-    const committedAt = new Map<string, number>();
-    let next = 0;
-    let inFlight = 0;
-    let skipped = 0;
-    const commit = async (actionId: string) => {
-      inFlight++;
-      try {
-        await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
-        committedAt.set(actionId, now());
-      } finally {
-        inFlight--;
-      }
-    };
-    const begin = now();
-    const pending: Array<Promise<void>> = [];
-    while (now() - begin < DURATION * 1000) {
-      const due = Math.min(actionIds.length, Math.floor(((now() - begin) / 1000) * RATE));
-      for (; next < due; next++) {
-        if (inFlight >= 32) {
-          skipped++;
-          continue;
+      await container.database.migrate();
+      const { orgs, webhooks, callbacks } = container.services;
+      for (let o = 0; o < ORGS; o++) {
+        const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
+        for (let w = 0; w < WEBHOOKS_PER_ORG; w++) {
+          const { webhook } = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}` }));
+          for (let e = 0; e < endpoints; e++) await callbacks.create(org.id, webhook.id, callbackEndpointInput.parse({ url: `${receiverUrl}/${e}`, events: ['action.completed', 'action.failed'] }));
         }
-        pending.push(commit(actionIds[next]!));
       }
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await sql`
+        insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id, lease_expires_at)
+        select gen_random_uuid(), w.org_id, w.id, gen_random_uuid(), 'running', 'order.created', 'bench-' || n, now() + interval '1 hour'
+        from generate_series(1, ${RATE * DURATION}::int) as n
+        join (select id, org_id, row_number() over (order by id) - 1 as i from webhooks) w on w.i = n % ${ORGS * WEBHOOKS_PER_ORG}`.execute(container.db);
+    } finally {
+      await container.close();
     }
-    await Promise.all(pending);
-    const committed = committedAt.size;
 
-    let arrivals = await receiverReport();
-    const deadline = Date.now() + 60_000;
-    while (arrivals.size < committed && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      arrivals = await receiverReport();
+    const service = await startService({ ...env, ...(process.env.SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVICE_NODE_OPTIONS } : {}) });
+    // The transitions come from this process, as from another worker: one statement each, at most
+    // PRODUCER_IN_FLIGHT at a time, each followed by the signal a worker sends after a transition.
+    const producer = await openDatabase({ url: env.DATABASE_URL, poolSize: PRODUCER_IN_FLIGHT });
+    const bus = createInvalidationBus({ postgresUrl: env.DATABASE_URL, logger: pino({ level: 'warn' }) });
+    try {
+      const actionIds = (await producer.db.selectFrom('actions').select('id').execute()).map((row) => row.id);
+      await receiverReport(true);
+      const committedAt = new Map<string, number>();
+      let next = 0;
+      let inFlight = 0;
+      let skipped = 0;
+      const commit = async (actionId: string) => {
+        inFlight++;
+        try {
+          const moved = await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
+          if (!moved) throw new Error(`action ${actionId} was not running`);
+          committedAt.set(actionId, now());
+          bus.signal(CALLBACKS_TOPIC);
+        } finally {
+          inFlight--;
+        }
+      };
+      const begin = now();
+      const pending: Array<Promise<void>> = [];
+      while (now() - begin < DURATION * 1000) {
+        const due = Math.min(actionIds.length, Math.floor(((now() - begin) / 1000) * RATE));
+        for (; next < due; next++) {
+          if (inFlight >= PRODUCER_IN_FLIGHT) {
+            skipped++;
+            continue;
+          }
+          pending.push(commit(actionIds[next]!));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await Promise.all(pending);
+      const expected = committedAt.size * endpoints;
+
+      let arrivals = await receiverReport();
+      const deadline = Date.now() + 60_000;
+      while (arrivals.size < expected && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        arrivals = await receiverReport();
+      }
+      const deliveries = await producer.db.selectFrom('callbackDeliveries').select(['id', 'actionId', 'status', 'attemptCount', 'lastError']).execute();
+      const states = new Map<string, number>();
+      for (const delivery of deliveries) {
+        const key = `${delivery.status}${delivery.attemptCount > 1 ? ` after ${delivery.attemptCount} attempts` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}`;
+        states.set(key, (states.get(key) ?? 0) + 1);
+      }
+      console.log(`  deliveries by state         : ${[...states].map(([key, count]) => `${count} ${key}`).join(', ')}`);
+      const latencies: number[] = [];
+      let last = 0;
+      for (const delivery of deliveries) {
+        const received = arrivals.get(delivery.id);
+        const at = committedAt.get(delivery.actionId);
+        if (received === undefined || at === undefined) continue;
+        latencies.push(received - at);
+        last = Math.max(last, received);
+      }
+      latencies.sort((a, b) => a - b);
+      return {
+        committedPerSecond: committedAt.size / DURATION, deliveriesPerSecond: latencies.length / ((last - begin) / 1000), delivered: latencies.length, expected, skipped,
+        p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+      };
+    } finally {
+      await bus.close();
+      await producer.close();
+      await service.stop();
     }
-    const deliveries = (await producer.db.selectFrom('callbackDeliveries').select(['id', 'actionId']).execute());
-    const latencies: number[] = [];
-    let last = 0;
-    for (const delivery of deliveries) {
-      const received = arrivals.get(delivery.id);
-      const at = committedAt.get(delivery.actionId);
-      if (received === undefined || at === undefined) continue;
-      latencies.push(received - at);
-      last = Math.max(last, received);
-    }
-    latencies.sort((a, b) => a - b);
-    const throughput = latencies.length / ((last - begin) / 1000);
-    console.log(`baseline: bare client  : ${fmt(baseline).padStart(6)} POSTs/s to the same receiver (100 in flight)`);
-    console.log(`transitions committed  : ${fmt(committed / DURATION).padStart(6)} /s (${committed} committed, ${skipped} not offered: producer at its 32 in flight)`);
-    console.log(`callbacks delivered    : ${fmt(throughput).padStart(6)} deliveries/s (${latencies.length} of ${deliveries.length}) = ${(throughput / baseline * 100).toFixed(0)}% of the bare client`);
-    console.log(`commit -> receipt      : p50 ${percentile(latencies, 50).toFixed(1)} ms  p99 ${percentile(latencies, 99).toFixed(1)} ms  (targets: >= 2,000 deliveries/s, p50 <= 20 ms)`);
   } finally {
-    await producer.close();
-    await service.stop();
+    await database.drop();
+  }
+}
+
+try {
+  console.log(`callbacks benchmark: ${RATE} transitions/s offered for ${DURATION} s over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`);
+  const baseline = await bareClientBaseline();
+  console.log(`baseline: bare client          : ${fmt(baseline).padStart(6)} POSTs/s to the same receiver (100 in flight)`);
+  for (const endpoints of [1, 2]) {
+    const result = await phase(endpoints);
+    console.log(`${endpoints} endpoint${endpoints > 1 ? 's' : ''} per webhook:`);
+    console.log(`  transitions committed       : ${fmt(result.committedPerSecond).padStart(6)} /s (${result.skipped} not offered: the producer had ${PRODUCER_IN_FLIGHT} in flight)`);
+    console.log(`  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${(result.deliveriesPerSecond / baseline * 100).toFixed(0)}% of the bare client`);
+    console.log(`  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms  (targets: >= 2,000 deliveries/s, p50 <= 20 ms)`);
   }
 } finally {
-  await database.drop();
   receiver.kill('SIGTERM');
 }

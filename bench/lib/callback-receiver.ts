@@ -14,7 +14,8 @@ const server = createServer((request, response) => {
 });
 server.keepAliveTimeout = 60_000;
 server.listen(Number(process.env.PORT), '127.0.0.1', () => process.send?.({ ready: true }));
-process.on('message', (message: { report?: boolean }) => {
+process.on('message', (message: { report?: boolean; reset?: boolean }) => {
   if (message.report) process.send?.({ arrivals: [...arrivals] });
+  if (message.reset) arrivals.clear();
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

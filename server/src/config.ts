@@ -69,7 +69,7 @@ const envSchema = z.object({
   CALLBACK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
   /** Seconds between attempts after the first (Svix's schedule); one more entry, one more attempt. */
   CALLBACK_RETRY_SCHEDULE: z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated seconds').default('5,300,1800,7200,18000,36000,36000'),
-  CALLBACK_CONCURRENCY: positiveInt.max(1000).default(100),
+  CALLBACK_CONCURRENCY: positiveInt.max(5000).default(500),
   /** Comma-separated paths of modules whose `tools` export adds tools to the registry (self-hosted extensions). */
   TOOL_MODULES: optionalString,
 });

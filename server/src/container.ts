@@ -66,7 +66,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const passwords = createPasswordHasher();
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
-  const bus = createInvalidationBus({ postgresUrl: database.url, listen: database.listen, logger });
+  const bus = createInvalidationBus({ postgresUrl: database.url, logger });
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
   const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
   const limits = {
@@ -105,8 +105,10 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const middlewares = createSessionMiddlewares({ sessions, trustedOrigins });
   const orgAccess = createOrgAccess({ middlewares, orgs: services.orgs });
 
+  // After a transition that may have written callbacks commits: the dispatchers wake up.
+  const announce = () => bus.signal(CALLBACKS_TOPIC);
   const callbacks = createCallbacksService({
-    db, box, clock, allowPrivateNetworks: config.callbacks.allowPrivateNetworks, wake: () => bus.publish(CALLBACKS_TOPIC, ''),
+    db, box, clock, allowPrivateNetworks: config.callbacks.allowPrivateNetworks, announce,
   });
   const outboundAgents = createOutboundAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
   const dispatcher = createCallbackDispatcher({
@@ -132,7 +134,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   tools.register(generateDocumentTool(documents));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
-    db, jobs, tools, logger,
+    db, jobs, tools, logger, announce,
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,
     limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },
@@ -140,7 +142,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const agentServices = {
     documents,
     runner,
-    approvals: createApprovalsService({ db, jobs }),
+    approvals: createApprovalsService({ db, jobs, announce }),
     toolPreferences: createToolPreferencesService({ db, tools }),
     modelCredentials: createModelCredentialsService({ db, box }),
     callbacks,

@@ -14,8 +14,6 @@ export interface Database {
   readonly db: Kysely<DB>;
   /** The connection URL (PostgreSQL only): for listeners that need a connection of their own. */
   readonly url?: string;
-  /** PGlite only: hears NOTIFY on its single connection (PostgreSQL listeners open a connection of their own). */
-  readonly listen?: (channel: string, handler: (payload: string) => void) => Promise<void>;
   /** How pg-boss reaches this same database. */
   readonly jobsOptions: ConstructorOptions;
   migrate(): Promise<void>;
@@ -44,11 +42,11 @@ const camelCase = new CamelCasePlugin({ maintainNestedObjectKeys: true });
 // pg parses timestamptz to Date already; int8 and numeric stay strings unless asked.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>, extra: Pick<Database, 'url' | 'listen'> = {}): Database {
+function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>, url?: string): Database {
   return {
     kind,
     db,
-    ...extra,
+    url,
     jobsOptions,
     async migrate() {
       const migrator = new Migrator({ db, provider: migrationProvider });
@@ -71,7 +69,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [camelCase] });
   const jobsOptions: ConstructorOptions = { connectionString: url, max: 4 };
-  return withCommon('postgres', db, jobsOptions, () => db.destroy(), { url });
+  return withCommon('postgres', db, jobsOptions, () => db.destroy(), url);
 }
 
 async function openPglite(dataDir: string): Promise<Database> {
@@ -98,8 +96,5 @@ async function openPglite(dataDir: string): Promise<Database> {
   return withCommon('pglite', db, jobsOptions, async () => {
     await db.destroy();
     await pglite.close();
-  }, {
-    // Under the lock, so that LISTEN never lands inside (and rolls back with) someone's transaction.
-    listen: async (channel, handler) => void (await lock.run(() => pglite.listen(channel, handler))),
   });
 }

@@ -3,11 +3,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 const CHANNEL = 'agent_platform_invalidate';
-/** The origin of messages sent by SQL statements (pg_notify inside a statement): every process hears them. */
-const DATABASE_ORIGIN = 'db';
-
-/** A pg_notify(channel, payload) pair for SQL that should signal a topic when its transaction commits. */
-export const busSignal = (topic: string, key = '') => ({ channel: CHANNEL, payload: JSON.stringify({ o: DATABASE_ORIGIN, t: topic, k: key }) });
+/** Signals within this window of one another reach other processes as one NOTIFY. */
+const SIGNAL_WINDOW_MS = 5;
 /** The key a handler receives when messages may have been missed: drop everything. */
 export const INVALIDATE_ALL = '*';
 
@@ -18,14 +15,18 @@ export const INVALIDATE_ALL = '*';
  */
 export interface InvalidationBus {
   publish(topic: string, key: string): Promise<void>;
+  /**
+   * A wake-up, where one is as good as many: this process's subscribers hear it at once; other
+   * processes within SIGNAL_WINDOW_MS, a burst of signals travelling as one NOTIFY (each costs the
+   * database a serialized commit step).
+   */
+  signal(topic: string): void;
   subscribe(topic: string, handler: (key: string) => void): void;
   close(): Promise<void>;
 }
 
 export function createInvalidationBus(options: {
   postgresUrl?: string;
-  /** The embedded database's own NOTIFY listener (PGlite), which hears signals sent by SQL. */
-  listen?: (channel: string, handler: (payload: string) => void) => Promise<void>;
   logger: Logger;
 }): InvalidationBus {
   const handlers = new Map<string, Array<(key: string) => void>>();
@@ -73,7 +74,23 @@ export function createInvalidationBus(options: {
       retryTimer = setTimeout(() => void connect(attempt + 1), Math.min(30_000, 500 * 2 ** attempt));
     }
   }
-  const ready = options.listen ? options.listen(CHANNEL, onMessage) : connect();
+  const ready = connect();
+  // Signals: the first goes at once; those within the window after it go as one NOTIFY at its end.
+  const signalWindows = new Map<string, { timer?: NodeJS.Timeout; again: boolean }>();
+  const notify = (topic: string) => void ready
+    .then(() => publisher?.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: '' })]))
+    .catch((error: unknown) => options.logger.warn({ err: error, topic }, 'could not signal other processes'));
+  const openWindow = (topic: string) => {
+    const window: { timer?: NodeJS.Timeout; again: boolean } = { again: false };
+    signalWindows.set(topic, window);
+    window.timer = setTimeout(() => {
+      signalWindows.delete(topic);
+      if (window.again && !closed) {
+        notify(topic);
+        openWindow(topic);
+      }
+    }, SIGNAL_WINDOW_MS);
+  };
   if (options.postgresUrl) publisher = new pg.Pool({ connectionString: options.postgresUrl, max: 1 });
   publisher?.on('error', () => {});
 
@@ -84,12 +101,23 @@ export function createInvalidationBus(options: {
       await ready;
       await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
     },
+    signal(topic) {
+      deliver(topic, '');
+      if (!publisher || closed) return;
+      const open = signalWindows.get(topic);
+      if (open) open.again = true;
+      else {
+        notify(topic);
+        openWindow(topic);
+      }
+    },
     subscribe(topic, handler) {
       handlers.set(topic, [...(handlers.get(topic) ?? []), handler]);
     },
     async close() {
       closed = true;
       clearTimeout(retryTimer);
+      for (const { timer } of signalWindows.values()) clearTimeout(timer);
       await ready;
       const current = client;
       client = undefined;

@@ -37,7 +37,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       status text not null default 'pending' check (status in ('pending', 'succeeded', 'failed', 'dead_lettered')),
       -- Attempts in the current round: a replay or recover starts a new round of the schedule.
       attempt_count integer not null default 0,
-      -- When pending: the next attempt is due (while an attempt is in flight, the end of its lease).
+      -- When pending: the next attempt is due. While an attempt is in flight, the end of its lease
+      -- (if its dispatcher dies, another retries once it lapses); out of the due range meanwhile.
       next_attempt_at timestamptz(3) not null default now(),
       last_attempt_at timestamptz(3),
       last_status_code integer,
@@ -46,7 +47,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       updated_at timestamptz(3) not null default now()
     );
     create index callback_deliveries_due_idx on callback_deliveries (next_attempt_at) where status = 'pending';
-    create index callback_deliveries_order_idx on callback_deliveries (action_id, endpoint_id, seq) where status = 'pending';
+    -- The ledger's callbacks of an action, and the order check (an action has a handful of rows).
     create index callback_deliveries_action_idx on callback_deliveries (action_id, seq);
     create index callback_deliveries_endpoint_idx on callback_deliveries (endpoint_id, created_at);
 

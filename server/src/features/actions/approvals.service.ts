@@ -17,7 +17,7 @@ export function decisionData(row: ToolCallRow) {
  * Human decisions on staged tool calls, and their deadline. Each decision locks the action first, so
  * it and the runner take turns: whichever comes second sees what the first did.
  */
-export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'notify'> }) {
+export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'notify'>; announce: () => void }) {
   async function decide(orgId: string, actionId: string, toolCallId: string, userId: string | null, decision: Decision) {
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
@@ -33,20 +33,21 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
         userId, reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null, at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
-      if (action.status !== 'pending_approval') return { decided, resumed: false };
+      if (action.status !== 'pending_approval') return { decided, resumed: false, moved: false };
       const data = decisionData(decided);
       if (decision.kind === 'approve') {
         const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
-        if (waiting) return { decided, resumed: false };
+        if (waiting) return { decided, resumed: false, moved: false };
         await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause: `${decided.toolName} approved`, data });
         await deps.jobs.enqueue('actions.run', { actionId }, { trx });
-        return { decided, resumed: true };
+        return { decided, resumed: true, moved: true };
       }
       await toolCallsRepo.cancelStaged(trx, actionId, now);
       const to = decision.kind === 'reject' ? 'rejected' : 'expired';
       await transition(trx, { actionId, from: 'pending_approval', to, cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`, data });
-      return { decided, resumed: false };
+      return { decided, resumed: false, moved: true };
     });
+    if (outcome.moved) deps.announce();
     if (outcome.resumed) deps.jobs.notify('actions.run');
     return outcome.decided;
   }

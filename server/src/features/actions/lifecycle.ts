@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
-import { CALLBACK_EVENT_OF, callbackDetails, outboxCtes } from '../callbacks/outbox.ts';
+import { CALLBACK_EVENT_OF, callbackDetails, outboxCte } from '../callbacks/outbox.ts';
 import type { ActionStatus, DB, ThreadMessagesTable } from '../../db/schema.ts';
 
 /**
@@ -46,7 +46,8 @@ export class IllegalTransitionError extends Error {
  * Moves an action from `from` to `to`, records the lifecycle event and writes the callbacks that
  * announce it (the outbox), in one statement: so it needs no transaction of its own, and inside the
  * caller's it commits with it; a transition is never announced without happening, nor the reverse.
- * Returns false when the action is no longer in `from` (someone else moved it first).
+ * Returns false when the action is no longer in `from` (someone else moved it first). Once it has
+ * committed, the caller signals CALLBACKS_TOPIC, so that the callbacks go out now, not at the next poll.
  */
 export async function transition(db: Kysely<DB>, step: Transition): Promise<boolean> {
   if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
@@ -71,10 +72,8 @@ export async function transition(db: Kysely<DB>, step: Transition): Promise<bool
     select ${randomUUID()}::uuid, id, org_id, ${step.to}, ${step.cause}, ${step.data ? JSON.stringify(step.data) : null}::jsonb from moved
     returning action_id)`);
   const event = CALLBACK_EVENT_OF[step.to];
-  if (event) ctes.push(outboxCtes(event, step.to, callbackDetails(step.to, step.data, changes)));
-  // Referencing `signalled` is what makes it run (a plain SELECT in WITH runs only when used).
-  const result = await sql<{ moved: number }>`with ${sql.join(ctes)}
-    select (select count(*) from recorded)::int as moved${event ? sql`, (select count(*) from signalled)::int as signalled` : sql``}`.execute(db);
+  if (event) ctes.push(outboxCte(event, step.to, callbackDetails(step.to, step.data, changes)));
+  const result = await sql<{ moved: number }>`with ${sql.join(ctes)} select (select count(*) from recorded)::int as moved`.execute(db);
   return (result.rows[0]?.moved ?? 0) > 0;
 }
 

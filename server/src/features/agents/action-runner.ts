@@ -69,17 +69,22 @@ export function createActionRunner(deps: {
   resolveModel: ModelResolver;
   defaultProvider: ModelProvider;
   limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
+  /** Called once a transition has committed: its callbacks go out now. */
+  announce: () => void;
   logger: Logger;
 }) {
   const { db } = deps;
 
-  const finish = (actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> }) =>
-    transition(db, {
+  async function finish(actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> }) {
+    const moved = await transition(db, {
       actionId, from: 'running', to,
       cause: to === 'completed' ? 'the agent finished' : outcome.error!,
       changes: { result: outcome.result === undefined ? null : JSON.stringify(outcome.result), error: outcome.error ?? null, leaseExpiresAt: null },
       message: outcome.message,
     });
+    if (moved) deps.announce();
+    return moved;
+  }
 
   function planTools(context: RunContext): Map<string, ToolPlan> {
     const denied = new Set(context.deniedTools ?? []);
@@ -231,6 +236,8 @@ export function createActionRunner(deps: {
         run.messages.push(message);
         return 'continue' as const;
       });
+      // 'stop' transitioned the action (pending_approval, rejected or expired).
+      if (verdict === 'stop') deps.announce();
       if (verdict !== 'again') return verdict;
     }
   }

@@ -23,7 +23,7 @@ export function createCallbacksService(deps: {
   clock: { now(): Date };
   allowPrivateNetworks: boolean;
   /** Tells the dispatchers that deliveries are due now. */
-  wake: () => Promise<void>;
+  announce: () => void;
 }) {
   const { db } = deps;
 
@@ -112,7 +112,7 @@ export function createCallbacksService(deps: {
       const endpoint = await db.selectFrom('callbackEndpoints').select('enabled').where('id', '=', delivery.callbackId).executeTakeFirstOrThrow();
       if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
       await callbackDeliveriesRepo.requeue(db, { ids: [deliveryId] });
-      await deps.wake();
+      deps.announce();
       return (await withAttempts([(await callbackDeliveriesRepo.find(db, orgId, deliveryId))!]))[0]!;
     },
 
@@ -121,7 +121,7 @@ export function createCallbacksService(deps: {
       const endpoint = await requireEndpoint(orgId, webhookId, id);
       if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
       const requeued = await callbackDeliveriesRepo.requeue(db, { endpointId: id, since });
-      if (requeued.length > 0) await deps.wake();
+      if (requeued.length > 0) deps.announce();
       return { recovered: requeued.length };
     },
   };

@@ -3,7 +3,8 @@ import type { CallbackDeliveryStatus, DB } from '../../db/schema.ts';
 
 export interface ClaimedDelivery {
   id: string;
-  payload: unknown;
+  /** The body to send, as text: signed and sent byte for byte. */
+  body: string;
   attemptCount: number;
   endpointId: string;
   url: string;
@@ -33,13 +34,15 @@ export const dispatchRepo = {
    * counting the attempt. A delivery is due only when no earlier callback of the same action to the
    * same endpoint is still pending: that is what keeps each action's callbacks in lifecycle order,
    * also across dispatcher processes (the earlier row is either locked by its claimer, or committed).
+   * `skipEndpoints` are endpoints this dispatcher already has enough attempts in flight to.
    */
-  claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> =>
+  claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number, skipEndpoints: string[] = []): Promise<ClaimedDelivery[]> =>
     (await sql<ClaimedDelivery>`
       with due as (
         select d.id from callback_deliveries d
         join callback_endpoints ep on ep.id = d.endpoint_id and ep.enabled
         where d.status = 'pending' and d.next_attempt_at <= now()
+          ${skipEndpoints.length > 0 ? sql`and not (d.endpoint_id = any (select value::uuid from jsonb_array_elements_text(${JSON.stringify(skipEndpoints)}::jsonb)))` : sql``}
           and not exists (
             select 1 from callback_deliveries e
             where e.action_id = d.action_id and e.endpoint_id = d.endpoint_id and e.status = 'pending' and e.seq < d.seq
@@ -52,7 +55,7 @@ export const dispatchRepo = {
       set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
       from due, callback_endpoints ep
       where d.id = due.id and ep.id = d.endpoint_id
-      returning d.id, d.payload, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at`
+      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at`
       .execute(db)).rows,
 
   /**

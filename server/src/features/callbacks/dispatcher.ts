@@ -12,6 +12,9 @@ import { createSignerCache, signedHeaders } from './signing.ts';
 
 const KEEP_RESPONSE_BYTES = 1024;
 const MAX_CLAIM = 200;
+const CLAIMERS = 1;
+/** Attempts in flight to one endpoint at most: a slow receiver cannot take every slot from the others. */
+const PER_ENDPOINT_IN_FLIGHT = 50;
 const FAILING_DAYS_BEFORE_DISABLE = 5;
 
 export interface DispatcherOptions {
@@ -25,8 +28,8 @@ export interface DispatcherOptions {
 /**
  * Sends the outbox: claims due deliveries (in order per action and endpoint), signs and POSTs each
  * with a deadline and no redirects, and records the attempts in batches. It wakes up when a
- * transition that wrote callbacks commits (a NOTIFY on the bus, from any process), and polls for
- * retries that come due. Several dispatchers (processes) can run at once: claims skip each other's.
+ * transition commits (a signal on the bus, from this process or, by NOTIFY, another), and polls
+ * for retries that come due. Several dispatchers (processes) can run at once: claims skip each other's.
  */
 export function createCallbackDispatcher(deps: {
   db: Kysely<DB>;
@@ -45,40 +48,52 @@ export function createCallbackDispatcher(deps: {
   const goneEndpoints = new Set<string>();
   let running = false;
   let inFlight = 0;
-  let claiming = false;
+  const inFlightByEndpoint = new Map<string, number>();
+  let claimers = 0;
   let claimAgain = false;
   let flushing: Promise<void> | undefined;
   let poll: NodeJS.Timeout | undefined;
   const idle: Array<() => void> = [];
 
+  /**
+   * Claims while there is room and work. Up to CLAIMERS claims run at once, so that a signal that
+   * comes while one waits on the database starts another instead of waiting its turn.
+   */
   async function pump(): Promise<void> {
     if (!running) return;
-    if (claiming) {
+    if (claimers >= CLAIMERS) {
       claimAgain = true;
       return;
     }
-    claiming = true;
+    claimers++;
     try {
       do {
         claimAgain = false;
         const room = Math.min(options.concurrency - inFlight, MAX_CLAIM);
         if (room <= 0) break;
-        const claimed = await dispatchRepo.claimDue(db, room, leaseMs);
-        inFlight += claimed.length;
+        inFlight += room; // reserved while the claim runs; what it did not find is given back
+        let claimed: ClaimedDelivery[] = [];
+        try {
+          const busy = [...inFlightByEndpoint].filter(([, count]) => count >= PER_ENDPOINT_IN_FLIGHT).map(([id]) => id);
+          claimed = await dispatchRepo.claimDue(db, room, leaseMs, busy);
+        } finally {
+          inFlight -= room - claimed.length;
+        }
+        for (const { endpointId } of claimed) inFlightByEndpoint.set(endpointId, (inFlightByEndpoint.get(endpointId) ?? 0) + 1);
         for (const delivery of claimed) void attempt(delivery);
         if (claimed.length === room) claimAgain = true;
       } while (claimAgain && running);
     } catch (error) {
       deps.logger.error({ err: error }, 'callback dispatcher could not claim deliveries');
     } finally {
-      claiming = false;
+      claimers--;
     }
   }
 
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const attemptedAt = new Date();
     const started = performance.now();
-    const body = JSON.stringify(delivery.payload);
+    const { body } = delivery;
     const signers = [signer(delivery.secretEncrypted)];
     if (delivery.previousSecretEncrypted && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > attemptedAt) {
       signers.push(signer(delivery.previousSecretEncrypted));
@@ -129,6 +144,11 @@ export function createCallbackDispatcher(deps: {
           deps.logger.error({ err: error, deliveries: batch.length }, 'callback attempts could not be recorded');
         }
         inFlight -= batch.length;
+        for (const { endpointId } of batch) {
+          const left = inFlightByEndpoint.get(endpointId)! - 1;
+          if (left === 0) inFlightByEndpoint.delete(endpointId);
+          else inFlightByEndpoint.set(endpointId, left);
+        }
       }
     })().finally(() => {
       flushing = undefined;
@@ -148,8 +168,6 @@ export function createCallbackDispatcher(deps: {
       poll.unref();
       void pump();
     },
-    /** Wakes the dispatcher now (this process wrote or re-queued deliveries). */
-    wake: () => void pump(),
     /** Stops claiming; waits (at most the attempt deadline) for attempts in flight to be recorded. */
     async stop(): Promise<void> {
       running = false;

@@ -1,8 +1,10 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ActionStatus, CallbackEventType } from '../../db/schema.ts';
-import { busSignal } from '../../lib/invalidation-bus.ts';
 
-/** The bus topic that wakes callback dispatchers: signalled by the statement that writes outbox rows. */
+/**
+ * The bus topic that wakes callback dispatchers: signalled (bus.signal) after a transaction with
+ * transitions commits. A signal that does not come costs latency only: dispatchers also poll.
+ */
 export const CALLBACKS_TOPIC = 'callbacks';
 
 /** The callback event an action announces when it enters a status (spec 6.1); `running` announces none. */
@@ -38,13 +40,12 @@ export function callbackDetails(to: ActionStatus, data: Record<string, unknown> 
 }
 
 /**
- * CTEs for a transition statement whose `moved` CTE returns the action (id, org_id, webhook_id,
+ * A CTE for a transition statement whose `moved` CTE returns the action (id, org_id, webhook_id,
  * delivery_id, external_id, event_type): one outbox row per enabled endpoint of the action's webhook
- * that subscribes to the event, and a signal to the dispatchers that goes out only when the
- * transaction commits (NOTIFY is transactional) and only when there is something to deliver.
+ * that subscribes to the event. (Not a NOTIFY in the same statement: it would serialize every such
+ * commit in the database, a third of the transition's cost.)
  */
-export function outboxCtes(event: CallbackEventType, status: ActionStatus, details: Record<string, unknown>): RawBuilder<unknown> {
-  const signal = busSignal(CALLBACKS_TOPIC);
+export function outboxCte(event: CallbackEventType, status: ActionStatus, details: Record<string, unknown>): RawBuilder<unknown> {
   return sql`callbacks as (
       insert into callback_deliveries (id, org_id, endpoint_id, action_id, event_type, payload)
       select gen_random_uuid(), m.org_id, ep.id, m.id, ${event}, jsonb_build_object(
@@ -57,8 +58,5 @@ export function outboxCtes(event: CallbackEventType, status: ActionStatus, detai
       from moved m
       join callback_endpoints ep on ep.webhook_id = m.webhook_id and ep.enabled and ep.events @> ${JSON.stringify([event])}::jsonb
       join webhooks w on w.id = m.webhook_id
-      returning 1 as one
-    ), signalled as (
-      select pg_notify(${signal.channel}, ${signal.payload}) from (select 1 from callbacks limit 1) as any_callback
     )`;
 }
