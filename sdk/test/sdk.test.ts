@@ -3,10 +3,9 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentPlatformClient, AgentPlatformError, constructEvent, verify, verifyOrThrow, WebhookVerificationError, type CallbackEvent } from '@agent-platform/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startCallbackReceiver } from '../../server/test/helpers/callback-receiver.ts';
-import { addCallback } from '../../server/test/helpers/callbacks.ts';
-import { startFakeModel } from '../../server/test/helpers/fake-model.ts';
-import { startTestApp, type TestApp } from '../../server/test/helpers/test-app.ts';
+import { eventually } from '../../server/test/helpers/eventually.ts';
+import { addCallback, startCallbackStack } from '../../server/test/helpers/callbacks.ts';
+import type { TestApp } from '../../server/test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../server/test/helpers/webhooks.ts';
 
 const vectors = JSON.parse(readFileSync(new URL('../../../shared/vectors/standard-webhooks.json', import.meta.url), 'utf8')) as {
@@ -33,20 +32,16 @@ describe('verifying with the Standard Webhooks vectors', () => {
   });
 });
 
+let stack: Awaited<ReturnType<typeof startCallbackStack>>;
 let app: TestApp;
-let model: Awaited<ReturnType<typeof startFakeModel>>;
-let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+let model: typeof stack.model;
+let receiver: typeof stack.receiver;
 beforeAll(async () => {
-  model = await startFakeModel();
+  stack = await startCallbackStack({ CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' });
+  ({ app, model, receiver } = stack);
   model.script(() => ({ text: 'done' }));
-  receiver = await startCallbackReceiver();
-  app = await startTestApp({ ...model.env, CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' });
 });
-afterAll(async () => {
-  await app?.close();
-  await receiver?.close();
-  await model?.close();
-});
+afterAll(async () => stack?.close());
 
 const clientFor = (setup: WebhookSetup, options: Partial<ConstructorParameters<typeof AgentPlatformClient>[0]> = {}) =>
   new AgentPlatformClient({ baseUrl: app.baseUrl, org: setup.tenant.org.slug, webhookIdentifier: setup.webhook.webhookIdentifier, secret: setup.secret, scheme: setup.webhook.verificationScheme, ...options });

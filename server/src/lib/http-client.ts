@@ -100,8 +100,12 @@ export function postOnce(
       });
       const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
       res.on('end', done);
-      res.on('close', done);
-      res.on('error', (error) => (readBytes > MAX_READ_BYTES ? done() : reject(error)));
+      // Cut off by us (too long an answer: its status stands) or by the deadline or the peer (an error).
+      res.on('close', () => {
+        if (res.complete) return;
+        if (readBytes > MAX_READ_BYTES) done();
+        else reject(new Error(`the answer was cut off${res.errored ? `: ${res.errored.message}` : ''}`));
+      });
     });
     req.on('error', (error) => reject(error.name === 'AbortError' ? new Error(`timed out after ${request.timeoutMs / 1000} s`) : error));
     req.end(body);

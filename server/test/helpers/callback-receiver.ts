@@ -53,14 +53,3 @@ export async function startCallbackReceiver() {
     close: server.close,
   };
 }
-
-/** Polls until `probe` returns something other than undefined. */
-export async function eventually<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}

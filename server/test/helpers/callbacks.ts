@@ -1,10 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { expect } from 'vitest';
-import type { ReceivedCallback } from './callback-receiver.ts';
-import { toolResults, type ChatRequest } from './fake-model.ts';
-import type { TestApp } from './test-app.ts';
+import { startCallbackReceiver, type ReceivedCallback } from './callback-receiver.ts';
+import { startFakeModel, toolResults, type ChatRequest } from './fake-model.ts';
+import { startTestApp, type TestApp } from './test-app.ts';
 import { postEvent, type WebhookSetup } from './webhooks.ts';
+
+/** A test app with a loopback model and a loopback callback receiver (close it in afterAll). */
+export async function startCallbackStack(env: Parameters<typeof startTestApp>[0] = {}) {
+  const model = await startFakeModel();
+  const receiver = await startCallbackReceiver();
+  const app = await startTestApp({ ...model.env, ...env });
+  return {
+    app, model, receiver,
+    async close() {
+      await app.close();
+      await receiver.close();
+      await model.close();
+    },
+  };
+}
 
 export const auth = (setup: WebhookSetup) => ({ token: setup.tenant.token, org: setup.tenant.org.slug });
 

@@ -20,9 +20,19 @@ export async function serverProcessEnvironment(extra: Record<string, string> = {
     env.DATABASE_URL = database.url;
     drop = database.drop;
   }
+  const cli = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
   return {
     env,
-    cli: (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' }),
+    cli,
+    /** Org `acme` with an Admin, made with the CLI as an operator would (the server must be running); returns the login. */
+    createAdmin() {
+      const credentials = { email: 'ops@acme.example', password: 'a long password' };
+      for (const args of [['orgs', 'create', '--slug', 'acme', '--name', 'Acme'], ['users', 'create', '--email', credentials.email, '--password', credentials.password, '--role', 'Admin', '--org', 'acme']]) {
+        const run = cli(...args);
+        if (run.status !== 0) throw new Error(`cli ${args.join(' ')} failed: ${run.stderr}`);
+      }
+      return credentials;
+    },
     async cleanup() {
       await drop();
       rmSync(dataDir, { recursive: true, force: true });

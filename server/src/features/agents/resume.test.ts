@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/helpers/eventually.ts';
 import { startFakeModel, toolResults, type ChatRequest } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
 import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
@@ -23,25 +24,13 @@ afterAll(async () => {
 
 const isFor = (label: string) => (request: ChatRequest) => request.messages.some((message) => message.role === 'user' && message.content?.includes(`"label": "${label}"`));
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 describe('an action across a SIGKILL', () => {
   it('resumes from what was stored: a finished tool call is not run again; a staged call can be approved after the restart', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     let server = await startServerProcess(environment.env, port);
     try {
-      expect(environment.cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme').status).toBe(0);
-      expect(environment.cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status).toBe(0);
-      const credentials = { email: 'ops@acme.example', password: 'a long password' };
+      const credentials = environment.createAdmin();
       let api = await apiClient(base, credentials);
       const me = await api('GET', '/auth/me');
       const agent = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: ['countedStep', 'generateDocument'] });
@@ -66,8 +55,8 @@ describe('an action across a SIGKILL', () => {
       });
       const midRun = await post('mid-run');
       const staged = await post('staged');
-      await until('the model to be thinking after the tool ran', async () => (model.requests.some((r) => isFor('mid-run')(r) && toolResults(r).length > 0) ? true : undefined));
-      await until('the staged call', async () => ((await api('GET', '/orgs/acme/ledger/' + staged)).status === 'pending_approval' ? true : undefined));
+      await eventually('the model to be thinking after the tool ran', async () => (model.requests.some((r) => isFor('mid-run')(r) && toolResults(r).length > 0) ? true : undefined));
+      await eventually('the staged call', async () => ((await api('GET', '/orgs/acme/ledger/' + staged)).status === 'pending_approval' ? true : undefined));
       expect(readFileSync(countLog, 'utf8').trim().split('\n')).toHaveLength(1);
 
       await killServerProcess(server);
@@ -75,7 +64,7 @@ describe('an action across a SIGKILL', () => {
       server = await startServerProcess(environment.env, port);
       api = await apiClient(base, credentials);
 
-      const finished = await until('the interrupted action to finish', async () => {
+      const finished = await eventually('the interrupted action to finish', async () => {
         const row = await api('GET', `/orgs/acme/ledger/${midRun}`);
         return ['completed', 'failed'].includes(row.status) ? row : undefined;
       });
@@ -86,7 +75,7 @@ describe('an action across a SIGKILL', () => {
       const [pending] = (await api('GET', '/orgs/acme/approvals')).approvals;
       expect(pending).toMatchObject({ actionId: staged, toolName: 'generateDocument' });
       expect((await api('POST', `/orgs/acme/actions/${staged}/tool-calls/${pending.toolCallId}/approve`)).status).toBe('approved');
-      const done = await until('the approved action to finish', async () => {
+      const done = await eventually('the approved action to finish', async () => {
         const row = await api('GET', `/orgs/acme/ledger/${staged}`);
         return ['completed', 'failed'].includes(row.status) ? row : undefined;
       });

@@ -1,25 +1,20 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
-import { eventually, startCallbackReceiver } from '../../../test/helpers/callback-receiver.ts';
-import { addCallback, approveStaged, auth, documentThenText, runEvent, verifyWithLibrary } from '../../../test/helpers/callbacks.ts';
-import { startFakeModel } from '../../../test/helpers/fake-model.ts';
-import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
+import { addCallback, approveStaged, auth, documentThenText, runEvent, verifyWithLibrary, startCallbackStack } from '../../../test/helpers/callbacks.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
 
+let stack: Awaited<ReturnType<typeof startCallbackStack>>;
 let app: TestApp;
-let model: Awaited<ReturnType<typeof startFakeModel>>;
-let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+let model: typeof stack.model;
+let receiver: typeof stack.receiver;
 beforeAll(async () => {
-  model = await startFakeModel();
-  receiver = await startCallbackReceiver();
-  app = await startTestApp({ ...model.env, MODEL_MAX_RETRIES: '0', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '1,1,1' });
+  stack = await startCallbackStack({ MODEL_MAX_RETRIES: '0', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '1,1,1' });
+  ({ app, model, receiver } = stack);
 });
-afterAll(async () => {
-  await app?.close();
-  await receiver?.close();
-  await model?.close();
-});
+afterAll(async () => stack?.close());
 
 const ask = { approvalRules: { generateDocument: 'ask' } };
 const typesOf = (actionId: string) => receiver.forAction(actionId).map((callback) => callback.event.type);

@@ -12,7 +12,6 @@ import { createSignerCache, signedHeaders } from './signing.ts';
 
 const KEEP_RESPONSE_BYTES = 1024;
 const MAX_CLAIM = 200;
-const CLAIMERS = 1;
 /** Attempts in flight to one endpoint at most: a slow receiver cannot take every slot from the others. */
 const PER_ENDPOINT_IN_FLIGHT = 50;
 const FAILING_DAYS_BEFORE_DISABLE = 5;
@@ -49,36 +48,28 @@ export function createCallbackDispatcher(deps: {
   let running = false;
   let inFlight = 0;
   const inFlightByEndpoint = new Map<string, number>();
-  let claimers = 0;
+  let claiming = false;
   let claimAgain = false;
   let flushing: Promise<void> | undefined;
   let poll: NodeJS.Timeout | undefined;
   const idle: Array<() => void> = [];
 
-  /**
-   * Claims while there is room and work. Up to CLAIMERS claims run at once, so that a signal that
-   * comes while one waits on the database starts another instead of waiting its turn.
-   */
+  /** Claims while there is room and work; a wake-up during a claim makes it claim once more after. */
   async function pump(): Promise<void> {
     if (!running) return;
-    if (claimers >= CLAIMERS) {
+    if (claiming) {
       claimAgain = true;
       return;
     }
-    claimers++;
+    claiming = true;
     try {
       do {
         claimAgain = false;
         const room = Math.min(options.concurrency - inFlight, MAX_CLAIM);
         if (room <= 0) break;
-        inFlight += room; // reserved while the claim runs; what it did not find is given back
-        let claimed: ClaimedDelivery[] = [];
-        try {
-          const busy = [...inFlightByEndpoint].filter(([, count]) => count >= PER_ENDPOINT_IN_FLIGHT).map(([id]) => id);
-          claimed = await dispatchRepo.claimDue(db, room, leaseMs, busy);
-        } finally {
-          inFlight -= room - claimed.length;
-        }
+        const busy = [...inFlightByEndpoint].filter(([, count]) => count >= PER_ENDPOINT_IN_FLIGHT).map(([id]) => id);
+        const claimed = await dispatchRepo.claimDue(db, room, leaseMs, busy);
+        inFlight += claimed.length;
         for (const { endpointId } of claimed) inFlightByEndpoint.set(endpointId, (inFlightByEndpoint.get(endpointId) ?? 0) + 1);
         for (const delivery of claimed) void attempt(delivery);
         if (claimed.length === room) claimAgain = true;
@@ -86,7 +77,7 @@ export function createCallbackDispatcher(deps: {
     } catch (error) {
       deps.logger.error({ err: error }, 'callback dispatcher could not claim deliveries');
     } finally {
-      claimers--;
+      claiming = false;
     }
   }
 

@@ -1,26 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startCallbackReceiver } from '../../../test/helpers/callback-receiver.ts';
-import { addCallback, runEvent } from '../../../test/helpers/callbacks.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
+import { addCallback, runEvent, startCallbackStack } from '../../../test/helpers/callbacks.ts';
 import { createUser, signIn } from '../../../test/helpers/factories.ts';
-import { startFakeModel } from '../../../test/helpers/fake-model.ts';
-import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 
 // This app guards outbound URLs as production does (CALLBACK_ALLOW_PRIVATE_NETWORKS unset).
+let stack: Awaited<ReturnType<typeof startCallbackStack>>;
 let app: TestApp;
-let model: Awaited<ReturnType<typeof startFakeModel>>;
-let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+let model: typeof stack.model;
+let receiver: typeof stack.receiver;
 beforeAll(async () => {
-  model = await startFakeModel();
+  stack = await startCallbackStack({ CALLBACK_RETRY_SCHEDULE: '60' });
+  ({ app, model, receiver } = stack);
   model.script(() => ({ text: 'done' }));
-  receiver = await startCallbackReceiver();
-  app = await startTestApp({ ...model.env, CALLBACK_RETRY_SCHEDULE: '60' });
 });
-afterAll(async () => {
-  await app?.close();
-  await receiver?.close();
-  await model?.close();
-});
+afterAll(async () => stack?.close());
 
 const PUBLIC_URL = 'https://93.184.215.14/hooks/agent';
 const paths = (setup: WebhookSetup) => {

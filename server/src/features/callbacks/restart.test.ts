@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startCallbackReceiver } from '../../../test/helpers/callback-receiver.ts';
+import { startCallbackReceiver } from '../../../test/helpers/callback-receiver.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
 import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
@@ -26,9 +27,7 @@ describe('callbacks across a SIGKILL', () => {
     const base = `http://127.0.0.1:${port}`;
     let server = await startServerProcess(environment.env, port);
     try {
-      expect(environment.cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme').status).toBe(0);
-      expect(environment.cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status).toBe(0);
-      const credentials = { email: 'ops@acme.example', password: 'a long password' };
+      const credentials = environment.createAdmin();
       let api = await apiClient(base, credentials);
       const me = await api('GET', '/auth/me');
       const agent = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: [] });

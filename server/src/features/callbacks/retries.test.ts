@@ -1,24 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startCallbackReceiver, type ReceiverAnswer } from '../../../test/helpers/callback-receiver.ts';
-import { addCallback, runEvent } from '../../../test/helpers/callbacks.ts';
-import { startFakeModel } from '../../../test/helpers/fake-model.ts';
-import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { type ReceiverAnswer } from '../../../test/helpers/callback-receiver.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
+import { addCallback, runEvent, startCallbackStack } from '../../../test/helpers/callbacks.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 
+let stack: Awaited<ReturnType<typeof startCallbackStack>>;
 let app: TestApp;
-let model: Awaited<ReturnType<typeof startFakeModel>>;
-let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+let model: typeof stack.model;
+let receiver: typeof stack.receiver;
 beforeAll(async () => {
-  model = await startFakeModel();
+  stack = await startCallbackStack({ CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '1,1,1', CALLBACK_TIMEOUT_SECONDS: '1' });
+  ({ app, model, receiver } = stack);
   model.script(() => ({ text: 'done' }));
-  receiver = await startCallbackReceiver();
-  app = await startTestApp({ ...model.env, CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '1,1,1', CALLBACK_TIMEOUT_SECONDS: '1' });
 });
-afterAll(async () => {
-  await app?.close();
-  await receiver?.close();
-  await model?.close();
-});
+afterAll(async () => stack?.close());
 
 /** A webhook whose actions complete at once, with one endpoint answering as `answers` say, attempt by attempt. */
 async function endpointAnswering(path: string, answers: ReceiverAnswer[]) {
