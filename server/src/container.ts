@@ -127,6 +127,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
     ledger: createLedgerService({ db, callbacks }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
+    callbacks,
   };
 
   const documents = createDocumentsService({ db });
@@ -145,7 +146,6 @@ export async function createContainer(config: Config, options: ContainerOptions 
     approvals: createApprovalsService({ db, jobs, announce }),
     toolPreferences: createToolPreferencesService({ db, tools }),
     modelCredentials: createModelCredentialsService({ db, box }),
-    callbacks,
   };
 
   const jobHandlers: JobHandlers = {

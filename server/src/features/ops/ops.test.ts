@@ -29,6 +29,10 @@ describe('operations endpoints', () => {
       expect(spec.paths[path], path).toBeDefined();
     }
     expect(spec.paths['/auth/login/credentials'].post.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    // The callback payload is documented, one variant per event type.
+    expect(spec.paths['/orgs/{org}/webhooks/{webhookId}/callbacks']).toBeDefined();
+    const callbackEvent = JSON.stringify(spec.components.schemas.CallbackEvent);
+    for (const type of ['action.pending_approval', 'action.approved', 'action.completed', 'action.failed', 'action.rejected', 'action.expired']) expect(callbackEvent).toContain(type);
     const docs = await app.request('GET', '/docs', { redirect: 'follow' });
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('<html');
