@@ -91,6 +91,14 @@ describe('delivery attempts', () => {
     expect(arrivals('/gone')).toHaveLength(1);
   });
 
+  it('disable an endpoint that has been failing for 5 days, and show why', async () => {
+    const { setup, endpoint } = await endpointAnswering('/failing', [{ status: 500 }]);
+    await app.container.db.updateTable('callbackEndpoints').set({ failingSince: new Date(Date.now() - 5 * 86_400_000 - 60_000) }).where('id', '=', endpoint.id).execute();
+    const actionId = await runEvent(app, setup);
+    expect(await settled(setup, actionId)).toMatchObject({ status: 'failed', attemptCount: 1, lastError: 'endpoint disabled: failing for 5 days' });
+    expect(await api(setup).endpoint(endpoint.id)).toMatchObject({ enabled: false, disabledReason: 'failing for 5 days' });
+  });
+
   it('dead-letter after the last scheduled retry; recover sends them again; replay sends one again', async () => {
     const { setup, endpoint } = await endpointAnswering('/down', [{ status: 503 }]);
     const since = new Date().toISOString();
