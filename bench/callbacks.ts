@@ -115,7 +115,7 @@ async function phase(endpoints: number): Promise<PhaseResult> {
       const commit = async (actionId: string) => {
         inFlight++;
         try {
-          const moved = await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
+          const { moved } = await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
           if (!moved) throw new Error(`action ${actionId} was not running`);
           committedAt.set(actionId, now());
           bus.signal(CALLBACKS_TOPIC);

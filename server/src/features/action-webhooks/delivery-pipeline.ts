@@ -30,7 +30,8 @@ export interface Ingress {
   messageId?: string;
 }
 
-const isUuid = (value: string) => z.uuid().safeParse(value).success;
+const uuidSchema = z.uuid();
+const isUuid = (value: string) => uuidSchema.safeParse(value).success;
 
 export function createDeliveryPipeline(deps: { db: Kysely<DB>; cache: IngestCache; clock: Clock }) {
   /** Spec 4.2.1: (a) external user of authProvider, (b) internal user id, (c) the webhook's default; members only. */

@@ -33,21 +33,21 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
         userId, reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null, at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
-      if (action.status !== 'pending_approval') return { decided, resumed: false, moved: false };
+      if (action.status !== 'pending_approval') return { decided, resumed: false, callbacks: 0 };
       const data = decisionData(decided);
       if (decision.kind === 'approve') {
         const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
-        if (waiting) return { decided, resumed: false, moved: false };
-        await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause: `${decided.toolName} approved`, data });
+        if (waiting) return { decided, resumed: false, callbacks: 0 };
+        const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause: `${decided.toolName} approved`, data });
         await deps.jobs.enqueue('actions.run', { actionId }, { trx });
-        return { decided, resumed: true, moved: true };
+        return { decided, resumed: true, callbacks };
       }
       await toolCallsRepo.cancelStaged(trx, actionId, now);
       const to = decision.kind === 'reject' ? 'rejected' : 'expired';
-      await transition(trx, { actionId, from: 'pending_approval', to, cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`, data });
-      return { decided, resumed: false, moved: true };
+      const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to, cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`, data });
+      return { decided, resumed: false, callbacks };
     });
-    if (outcome.moved) deps.announce();
+    if (outcome.callbacks > 0) deps.announce();
     if (outcome.resumed) deps.jobs.notify('actions.run');
     return outcome.decided;
   }

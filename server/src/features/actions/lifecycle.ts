@@ -46,10 +46,11 @@ export class IllegalTransitionError extends Error {
  * Moves an action from `from` to `to`, records the lifecycle event and writes the callbacks that
  * announce it (the outbox), in one statement: so it needs no transaction of its own, and inside the
  * caller's it commits with it; a transition is never announced without happening, nor the reverse.
- * Returns false when the action is no longer in `from` (someone else moved it first). Once it has
- * committed, the caller signals CALLBACKS_TOPIC, so that the callbacks go out now, not at the next poll.
+ * `moved` is false when the action is no longer in `from` (someone else moved it first). When it
+ * wrote `callbacks`, the caller signals CALLBACKS_TOPIC once it has committed, so that they go out
+ * now, not at the next poll.
  */
-export async function transition(db: Kysely<DB>, step: Transition): Promise<boolean> {
+export async function transition(db: Kysely<DB>, step: Transition): Promise<{ moved: boolean; callbacks: number }> {
   if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
   const changes = step.changes ?? {};
   const approvalState = APPROVAL_STATE[step.to];
@@ -73,8 +74,10 @@ export async function transition(db: Kysely<DB>, step: Transition): Promise<bool
     returning action_id)`);
   const event = CALLBACK_EVENT_OF[step.to];
   if (event) ctes.push(outboxCte(event, step.to, callbackDetails(step.to, step.data, changes)));
-  const result = await sql<{ moved: number }>`with ${sql.join(ctes)} select (select count(*) from recorded)::int as moved`.execute(db);
-  return (result.rows[0]?.moved ?? 0) > 0;
+  const result = await sql<{ moved: number; callbacks: number }>`with ${sql.join(ctes)}
+    select (select count(*) from recorded)::int as moved, ${event ? sql`(select count(*) from callbacks)::int` : sql`0`} as callbacks`.execute(db);
+  const row = result.rows[0];
+  return { moved: (row?.moved ?? 0) > 0, callbacks: row?.callbacks ?? 0 };
 }
 
 const CLAIMABLE: readonly ActionStatus[] = ['queued', 'approved'];

@@ -76,13 +76,13 @@ export function createActionRunner(deps: {
   const { db } = deps;
 
   async function finish(actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> }) {
-    const moved = await transition(db, {
+    const { moved, callbacks } = await transition(db, {
       actionId, from: 'running', to,
       cause: to === 'completed' ? 'the agent finished' : outcome.error!,
       changes: { result: outcome.result === undefined ? null : JSON.stringify(outcome.result), error: outcome.error ?? null, leaseExpiresAt: null },
       message: outcome.message,
     });
-    if (moved) deps.announce();
+    if (callbacks > 0) deps.announce();
     return moved;
   }
 
@@ -210,6 +210,8 @@ export function createActionRunner(deps: {
         run.messages.push(toolMessage());
         return 'continue';
       }
+      // Callbacks written by a transition in the transaction below: announced once it commits.
+      let callbacks = 0;
       const verdict = await db.transaction().execute(async (trx) => {
         await actionsRepo.lock(trx, context.id);
         const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
@@ -218,17 +220,17 @@ export function createActionRunner(deps: {
         const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
         if (ended) {
           await toolCallsRepo.cancelStaged(trx, context.id, new Date());
-          await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(ended), changes: { leaseExpiresAt: null } });
+          ({ callbacks } = await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(ended), changes: { leaseExpiresAt: null } }));
           return 'stop' as const;
         }
         if (current.some((call) => call.status === 'ready')) return 'again' as const;
         const staged = current.filter((call) => call.status === 'staged');
         if (staged.length > 0) {
-          await transition(trx, {
+          ({ callbacks } = await transition(trx, {
             actionId: context.id, from: 'running', to: 'pending_approval', cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
             data: { toolCalls: staged.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, mode: call.mode, expiresAt: call.expiresAt })) },
             changes: { leaseExpiresAt: null },
-          });
+          }));
           return 'stop' as const;
         }
         const message = toolMessage();
@@ -236,8 +238,7 @@ export function createActionRunner(deps: {
         run.messages.push(message);
         return 'continue' as const;
       });
-      // 'stop' transitioned the action (pending_approval, rejected or expired).
-      if (verdict === 'stop') deps.announce();
+      if (callbacks > 0) deps.announce();
       if (verdict !== 'again') return verdict;
     }
   }

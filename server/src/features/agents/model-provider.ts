@@ -21,10 +21,12 @@ export class ModelUnavailableError extends Error {
  * The language model of an agent: its provider and model name, or the server's (MODEL_PROVIDER,
  * MODEL_NAME); the org's own key for that provider (read with the run's context), or the server's
  * MODEL_API_KEY. The base URL is the operator's (MODEL_BASE_URL), never an org's, so no tenant can
- * point the server at an address. Providers are made once per key and reused.
+ * point the server at an address. Providers and their models are made once per key and reused (a
+ * model instance builds its response schemas when made: too costly for every step).
  */
 export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefaults }) {
   const providers = new Map<string, (modelName: string) => LanguageModel>();
+  const models = new Map<string, LanguageModel>();
 
   function providerFor(provider: ModelProvider, apiKey: string | undefined, baseURL: string | undefined) {
     const key = JSON.stringify([provider, apiKey, baseURL]);
@@ -55,7 +57,14 @@ export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefau
     const baseURL = serverDefault ? deps.defaults.baseUrl : undefined;
     if (provider === 'openai-compatible' && !baseURL) throw new ModelUnavailableError('The openai-compatible provider needs a base URL: set MODEL_BASE_URL on the server');
     if (provider !== 'openai-compatible' && !apiKey) throw new ModelUnavailableError(`No API key for the ${provider} provider: store one for the organization, or set MODEL_API_KEY`);
-    return providerFor(provider, apiKey, baseURL)(modelName);
+    const key = JSON.stringify([provider, apiKey, baseURL, modelName]);
+    let model = models.get(key);
+    if (!model) {
+      model = providerFor(provider, apiKey, baseURL)(modelName);
+      if (models.size > 1000) models.clear();
+      models.set(key, model);
+    }
+    return model;
   };
 }
 

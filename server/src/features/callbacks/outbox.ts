@@ -58,5 +58,6 @@ export function outboxCte(event: CallbackEventType, status: ActionStatus, detail
       from moved m
       join callback_endpoints ep on ep.webhook_id = m.webhook_id and ep.enabled and ep.events @> ${JSON.stringify([event])}::jsonb
       join webhooks w on w.id = m.webhook_id
+      returning 1
     )`;
 }
