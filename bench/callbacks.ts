@@ -100,7 +100,7 @@ async function phase(endpoints: number): Promise<PhaseResult> {
       await container.close();
     }
 
-    const service = await startService({ ...env, ...(process.env.SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVICE_NODE_OPTIONS } : {}) });
+    const service = await startService({ ...env });
     // The transitions come from this process, as from another worker: one statement each, at most
     // PRODUCER_IN_FLIGHT at a time, each followed by the signal a worker sends after a transition.
     const producer = await openDatabase({ url: env.DATABASE_URL, poolSize: PRODUCER_IN_FLIGHT });

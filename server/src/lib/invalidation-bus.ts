@@ -77,8 +77,13 @@ export function createInvalidationBus(options: {
   const ready = connect();
   // Signals: the first goes at once; those within the window after it go as one NOTIFY at its end.
   const signalWindows = new Map<string, { timer?: NodeJS.Timeout; again: boolean }>();
-  const notify = (topic: string) => void ready
-    .then(() => publisher?.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: '' })]))
+  /** Tells the other processes (this one has been told already). */
+  const send = async (topic: string, key: string) => {
+    if (!publisher) return;
+    await ready;
+    await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
+  };
+  const notify = (topic: string) => void send(topic, '')
     .catch((error: unknown) => options.logger.warn({ err: error, topic }, 'could not signal other processes'));
   const openWindow = (topic: string) => {
     const window: { timer?: NodeJS.Timeout; again: boolean } = { again: false };
@@ -97,9 +102,7 @@ export function createInvalidationBus(options: {
   return {
     async publish(topic, key) {
       deliver(topic, key);
-      if (!publisher) return;
-      await ready;
-      await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
+      await send(topic, key);
     },
     signal(topic) {
       deliver(topic, '');

@@ -69,3 +69,11 @@ export async function apiClient(base: string, credentials: { email: string; pass
       body: body === undefined ? undefined : JSON.stringify(body),
     })).json();
 }
+
+/** An agent with `tools`, a rule with `approvalRules` and a webhook in org `acme`, run as the signed-in admin; returns the webhook as created. */
+export async function createWebhookThroughApi(api: Awaited<ReturnType<typeof apiClient>>, agent: { tools: string[]; approvalRules?: Record<string, string> }) {
+  const me = await api('GET', '/auth/me');
+  const { id: agentId } = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: agent.tools });
+  const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId, approvalRules: agent.approvalRules ?? {} });
+  return api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id });
+}

@@ -76,14 +76,13 @@ export function createActionRunner(deps: {
   const { db } = deps;
 
   async function finish(actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> }) {
-    const { moved, callbacks } = await transition(db, {
+    const { callbacks } = await transition(db, {
       actionId, from: 'running', to,
       cause: to === 'completed' ? 'the agent finished' : outcome.error!,
       changes: { result: outcome.result === undefined ? null : JSON.stringify(outcome.result), error: outcome.error ?? null, leaseExpiresAt: null },
       message: outcome.message,
     });
     if (callbacks > 0) deps.announce();
-    return moved;
   }
 
   function planTools(context: RunContext): Map<string, ToolPlan> {

@@ -21,31 +21,16 @@ export class ModelUnavailableError extends Error {
  * The language model of an agent: its provider and model name, or the server's (MODEL_PROVIDER,
  * MODEL_NAME); the org's own key for that provider (read with the run's context), or the server's
  * MODEL_API_KEY. The base URL is the operator's (MODEL_BASE_URL), never an org's, so no tenant can
- * point the server at an address. Providers and their models are made once per key and reused (a
- * model instance builds its response schemas when made: too costly for every step).
+ * point the server at an address. Models are made once per (provider, key, base URL, name) and reused
+ * (a model instance builds its response schemas when made: too costly for every step).
  */
 export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefaults }) {
-  const providers = new Map<string, (modelName: string) => LanguageModel>();
   const models = new Map<string, LanguageModel>();
 
-  function providerFor(provider: ModelProvider, apiKey: string | undefined, baseURL: string | undefined) {
-    const key = JSON.stringify([provider, apiKey, baseURL]);
-    let make = providers.get(key);
-    if (!make) {
-      if (provider === 'openai-compatible') {
-        const compatible = createOpenAICompatible({ name: 'openai-compatible', baseURL: baseURL!, apiKey });
-        make = (modelName) => compatible.chatModel(modelName);
-      } else if (provider === 'openai') {
-        const openai = createOpenAI({ apiKey, baseURL });
-        make = (modelName) => openai(modelName);
-      } else {
-        const anthropic = createAnthropic({ apiKey, baseURL });
-        make = (modelName) => anthropic(modelName);
-      }
-      if (providers.size > 1000) providers.clear();
-      providers.set(key, make);
-    }
-    return make;
+  function makeModel(provider: ModelProvider, apiKey: string | undefined, baseURL: string | undefined, modelName: string): LanguageModel {
+    if (provider === 'openai-compatible') return createOpenAICompatible({ name: 'openai-compatible', baseURL: baseURL!, apiKey }).chatModel(modelName);
+    if (provider === 'openai') return createOpenAI({ apiKey, baseURL })(modelName);
+    return createAnthropic({ apiKey, baseURL })(modelName);
   }
 
   return function resolveModel(agent: { provider: ModelProvider | null; model: string | null; orgApiKeyEncrypted: string | null }): LanguageModel {
@@ -60,7 +45,7 @@ export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefau
     const key = JSON.stringify([provider, apiKey, baseURL, modelName]);
     let model = models.get(key);
     if (!model) {
-      model = providerFor(provider, apiKey, baseURL)(modelName);
+      model = makeModel(provider, apiKey, baseURL, modelName);
       if (models.size > 1000) models.clear();
       models.set(key, model);
     }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { startFakeModel, toolResults, type ChatRequest } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
-import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import { apiClient, createWebhookThroughApi, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
 import { signingHeaders } from '../action-webhooks/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
@@ -32,10 +32,7 @@ describe('an action across a SIGKILL', () => {
     try {
       const credentials = environment.createAdmin();
       let api = await apiClient(base, credentials);
-      const me = await api('GET', '/auth/me');
-      const agent = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: ['countedStep', 'generateDocument'] });
-      const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId: agent.id, approvalRules: { countedStep: 'allow', generateDocument: 'ask' } });
-      const webhook = await api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id });
+      const webhook = await createWebhookThroughApi(api, { tools: ['countedStep', 'generateDocument'], approvalRules: { countedStep: 'allow', generateDocument: 'ask' } });
       const post = async (label: string) => {
         const body = JSON.stringify({ eventType: 'step', externalId: label, data: { label } });
         const response = await fetch(`${base}${new URL(webhook.url).pathname}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) }, body });

@@ -44,9 +44,12 @@ function deliveriesQuery(db: Kysely<DB>, orgId: string) {
     .where('d.orgId', '=', orgId)
     .select([
       'd.id', 'd.endpointId as callbackId', 'ep.url', 'd.actionId', 'd.eventType', 'd.status', 'd.attemptCount', 'd.nextAttemptAt', 'd.lastStatusCode',
-      'd.lastError', 'd.payload', 'd.createdAt', 'd.updatedAt', 'd.seq',
+      'd.lastError', 'd.payload', 'd.createdAt', 'd.updatedAt', 'd.seq', 'ep.enabled as endpointEnabled',
     ]);
 }
+
+const requeued = (db: Kysely<DB>) =>
+  db.updateTable('callbackDeliveries').set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: new Date() }).returning('id');
 
 export type ListedDelivery = Awaited<ReturnType<ReturnType<typeof deliveriesQuery>['execute']>>[number];
 
@@ -72,15 +75,10 @@ export const callbackDeliveriesRepo = {
       : db.selectFrom('callbackAttempts').select(['deliveryId', 'attemptedAt', 'durationMs', 'statusCode', 'error', 'responseBody'])
         .where('deliveryId', 'in', deliveryIds).orderBy('attemptedAt').execute(),
 
-  /** Sends deliveries again from the start of the schedule: due now, in their order per action. */
-  requeue: (db: Kysely<DB>, where: { ids: string[] } | { endpointId: string; since: Date }) =>
-    db.updateTable('callbackDeliveries')
-      .set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: new Date() })
-      .$if('ids' in where, (q) => q.where('id', 'in', (where as { ids: string[] }).ids))
-      .$if('endpointId' in where, (q) => q
-        .where('endpointId', '=', (where as { endpointId: string }).endpointId)
-        .where('createdAt', '>=', (where as { since: Date }).since)
-        .where('status', 'in', ['failed', 'dead_lettered']))
-      .returning('id')
-      .execute(),
+  /** Sends a delivery again from the start of the schedule, due now. */
+  requeue: (db: Kysely<DB>, id: string) => requeued(db).where('id', '=', id).execute(),
+
+  /** The same for every failed or dead-lettered delivery of an endpoint since `since` (in their order per action). */
+  requeueFailedSince: (db: Kysely<DB>, endpointId: string, since: Date) =>
+    requeued(db).where('endpointId', '=', endpointId).where('createdAt', '>=', since).where('status', 'in', ['failed', 'dead_lettered']).execute(),
 };

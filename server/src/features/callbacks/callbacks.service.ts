@@ -38,7 +38,7 @@ export function createCallbacksService(deps: {
 
   async function withAttempts(rows: ListedDelivery[]) {
     const attempts = await callbackDeliveriesRepo.attemptsOf(db, rows.map((row) => row.id));
-    return rows.map(({ seq: _seq, ...row }) => ({
+    return rows.map(({ seq: _seq, endpointEnabled: _enabled, ...row }) => ({
       ...row,
       // Written by the outbox (outbox.ts) in this shape.
       payload: row.payload as CallbackEvent,
@@ -109,9 +109,8 @@ export function createCallbacksService(deps: {
       const delivery = await callbackDeliveriesRepo.find(db, orgId, deliveryId);
       if (!delivery) throw notFound('Callback delivery');
       if (delivery.status === 'pending') throw new AppError('not_replayable', 'This delivery is still being attempted');
-      const endpoint = await db.selectFrom('callbackEndpoints').select('enabled').where('id', '=', delivery.callbackId).executeTakeFirstOrThrow();
-      if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
-      await callbackDeliveriesRepo.requeue(db, { ids: [deliveryId] });
+      if (!delivery.endpointEnabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
+      await callbackDeliveriesRepo.requeue(db, deliveryId);
       deps.announce();
       return (await withAttempts([(await callbackDeliveriesRepo.find(db, orgId, deliveryId))!]))[0]!;
     },
@@ -120,7 +119,7 @@ export function createCallbacksService(deps: {
     async recover(orgId: string, webhookId: string, id: string, since: Date) {
       const endpoint = await requireEndpoint(orgId, webhookId, id);
       if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
-      const requeued = await callbackDeliveriesRepo.requeue(db, { endpointId: id, since });
+      const requeued = await callbackDeliveriesRepo.requeueFailedSince(db, id, since);
       if (requeued.length > 0) deps.announce();
       return { recovered: requeued.length };
     },

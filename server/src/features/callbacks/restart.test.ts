@@ -3,7 +3,7 @@ import { startCallbackReceiver } from '../../../test/helpers/callback-receiver.t
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
-import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import { apiClient, createWebhookThroughApi, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
 import { signingHeaders } from '../action-webhooks/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
@@ -29,10 +29,7 @@ describe('callbacks across a SIGKILL', () => {
     try {
       const credentials = environment.createAdmin();
       let api = await apiClient(base, credentials);
-      const me = await api('GET', '/auth/me');
-      const agent = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: [] });
-      const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId: agent.id });
-      const webhook = await api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id });
+      const webhook = await createWebhookThroughApi(api, { tools: [] });
       await api('POST', `/orgs/acme/webhooks/${webhook.webhook.id}/callbacks`, { url: receiver.url('/restart') });
       receiver.answer(() => ({ status: 503 }));
 

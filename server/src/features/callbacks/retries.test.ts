@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ReceiverAnswer } from '../../../test/helpers/callback-receiver.ts';
+import type { ReceiverAnswer } from '../../../test/helpers/callback-receiver.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { addCallback, runEvent, startCallbackStack } from '../../../test/helpers/callbacks.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
@@ -89,6 +89,13 @@ describe('delivery attempts', () => {
     await runEvent(app, setup);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(arrivals('/gone')).toHaveLength(1);
+    // Nothing is sent again to a disabled endpoint.
+    const [failed] = (await api(setup).ledger(actionId)).callbacks;
+    const replay = await app.request('POST', `/orgs/${setup.tenant.org.slug}/callback-deliveries/${failed.id}/replay`, { token: setup.tenant.token });
+    expect(replay.status).toBe(409);
+    expect(await replay.json()).toEqual({ error: 'The callback endpoint is disabled; enable it first', code: 'conflict' });
+    const recover = await app.request('POST', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks/${endpoint.id}/recover`, { token: setup.tenant.token, body: { since: new Date(0).toISOString() } });
+    expect(recover.status).toBe(409);
   });
 
   it('disable an endpoint that has been failing for 5 days, and show why', async () => {
@@ -103,6 +110,14 @@ describe('delivery attempts', () => {
     const { setup, endpoint } = await endpointAnswering('/down', [{ status: 503 }]);
     const since = new Date().toISOString();
     const actionId = await runEvent(app, setup);
+    // While it is still being attempted, it is not replayed.
+    const pending = await eventually('a pending delivery', async () => {
+      const [delivery] = (await api(setup).ledger(actionId)).callbacks;
+      return delivery?.status === 'pending' && delivery.attempts.length >= 1 ? delivery : undefined;
+    });
+    const early = await app.request('POST', `/orgs/${setup.tenant.org.slug}/callback-deliveries/${pending.id}/replay`, { token: setup.tenant.token });
+    expect(early.status).toBe(409);
+    expect((await early.json()).code).toBe('not_replayable');
     const dead = await settled(setup, actionId, 20_000);
     expect(dead).toMatchObject({ status: 'dead_lettered', attemptCount: 4, lastError: 'HTTP 503' });
     expect(arrivals('/down')).toHaveLength(4);
