@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { ConstructorOptions, Db as JobsDb } from 'pg-boss';
 import { migrationProvider } from './migrations/index.ts';
 import { PGliteDialect, PGliteLock } from './pglite-dialect.ts';
+import { preparingPool } from './prepared.ts';
 import type { DB } from './schema.ts';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -64,7 +65,7 @@ function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: Constructor
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  const pool = preparingPool(new pg.Pool({ connectionString: url, max: poolSize }));
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [camelCase] });

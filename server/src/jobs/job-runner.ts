@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { markPrepared } from '../db/prepared.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
@@ -15,6 +16,11 @@ export interface JobRunner {
   /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
   enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<any> }): Promise<void>;
   stop(): Promise<void>;
+}
+
+function preparedJobsDb(trx: Kysely<any>): Db {
+  const db = fromKysely(trx);
+  return { executeSql: (text, values) => db.executeSql(markPrepared(text), values) };
 }
 
 export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
@@ -102,7 +108,8 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       if (!started) throw new Error('The job runner is not started');
       const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
       const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), retryLimit, retryDelay, retryBackoff, expireInSeconds }));
-      await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
+      // pg-boss's insert has one text per queue: prepared once per connection.
+      await boss.insert(queue, jobs, { db: options.trx ? preparedJobsDb(options.trx) : undefined });
       if (!options.trx) wake(queue, payloads.length);
     },
 

@@ -113,6 +113,19 @@ describe('idempotency under concurrency', () => {
     const actions = await app.container.db.selectFrom('actions').select('id').where('orgId', '=', setup.tenant.org.id).execute();
     expect(actions.map((a) => a.id)).toEqual([...ids]);
   });
+
+  it('concurrent posts with one wh-id: the first is accepted, every other is a replay, written together or not', async () => {
+    const setup = await setupWebhook(app, { rateLimitPerMinute: 1000 });
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => postEvent(app, setup, { eventType: 'order.created', externalId: `wh-${i}` }, { messageId: 'msg_shared' })));
+    const statuses = responses.map((response) => response.status).sort();
+    expect(statuses).toEqual([200, ...Array.from({ length: 49 }, () => 401)]);
+    const replays = await Promise.all(responses.filter((response) => response.status === 401).map((response) => response.json()));
+    expect(new Set(replays.map((body) => body.code))).toEqual(new Set(['message_replayed']));
+    const actions = await app.container.db.selectFrom('actions').select('id').where('orgId', '=', setup.tenant.org.id).execute();
+    expect(actions).toHaveLength(1);
+    const deliveries = await app.container.db.selectFrom('webhookDeliveries').select('status').where('orgId', '=', setup.tenant.org.id).execute();
+    expect(deliveries).toEqual([{ status: 'accepted' }]);
+  });
 });
 
 describe('buffered retries and dead letters', () => {

@@ -1,0 +1,162 @@
+import { sql, type Kysely } from 'kysely';
+import { PREPARED } from '../../db/prepared.ts';
+import type { DB } from '../../db/schema.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { Decision, Ingress, Outcome } from './delivery-pipeline.ts';
+import { requestToolApprovals } from './payload.ts';
+
+/** One delivery outcome to store; `existing` for a stored row being retried or replayed. */
+export interface DeliveryWrite {
+  ingress: Ingress;
+  decision: Decision;
+  nextAttemptAt: Date | null;
+  existing?: { expectedAttempts: number; attempts: number };
+}
+
+export type WriteResult = Outcome | AppError;
+
+/** What a stored write did: its result, and the id of the action it created, if it created one. */
+export interface Stored {
+  results: WriteResult[];
+  createdActionIds: string[];
+}
+
+const replayed = () => new AppError('message_replayed', 'This wh-id was already received within the last 5 minutes');
+const externalKey = (webhookId: string, externalId: string) => `${webhookId} ${externalId}`;
+
+/**
+ * New deliveries, any number, in one statement: the wh-id claims (the first claim of a (webhook,
+ * id) wins; any other, in this batch or before, is a replay), the actions (idempotent on (webhook,
+ * externalId): a conflict means the action exists already, and a duplicate adds no delivery row)
+ * and the delivery rows. One statement is one round trip whatever the batch size, and the database
+ * decides replays and duplicates (ON CONFLICT), so they hold across batches and processes.
+ */
+export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[]): Promise<Stored> {
+  const input = items.map(({ ingress, decision, nextAttemptAt }, idx) => ({
+    idx,
+    event_id: ingress.eventId,
+    org_id: ingress.webhook.orgId,
+    webhook_id: ingress.webhook.id,
+    message_id: ingress.messageId ?? null,
+    status: decision.status === 'create' ? 'accepted' : decision.status,
+    reason: decision.status === 'create' ? null : decision.reason,
+    next_attempt_at: decision.status === 'buffered' ? nextAttemptAt : null,
+    ...(decision.status === 'create' && {
+      action_id: crypto.randomUUID(),
+      agent_id: decision.agentId,
+      action_rule_id: decision.actionRuleId,
+      run_as_user_id: decision.runAsUserId,
+      instructions: decision.instructions,
+      tool_approvals: requestToolApprovals(ingress.payload, ingress.webhook.allowRequestOverrides),
+    }),
+    payload: ingress.payload,
+    raw_body: ingress.rawBody,
+    headers: ingress.headers,
+    verification_scheme: ingress.webhook.verificationScheme,
+    source_ip: ingress.sourceIp,
+  }));
+
+  const { rows } = await sql<{ idx: number; fresh: boolean; created: boolean; existingId: string | null }>`${PREPARED}
+    with input as (
+      select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as i(
+        idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, status text, reason text, next_attempt_at timestamptz,
+        action_id uuid, agent_id uuid, action_rule_id uuid, run_as_user_id uuid, instructions text, tool_approvals jsonb,
+        payload jsonb, raw_body text, headers jsonb, verification_scheme text, source_ip text)
+    ),
+    first_claims as (
+      select distinct on (webhook_id, message_id) idx, webhook_id, message_id from input where message_id is not null order by webhook_id, message_id, idx
+    ),
+    claimed as (
+      insert into webhook_message_ids (webhook_id, message_id) select webhook_id, message_id from first_claims
+      on conflict do nothing returning webhook_id, message_id
+    ),
+    fresh as (
+      select * from input where message_id is null
+      union all
+      select i.* from input i join first_claims f using (idx) join claimed c on c.webhook_id = f.webhook_id and c.message_id = f.message_id
+    ),
+    created as (
+      insert into actions (id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, status, event_type, external_id, instructions, data, tool_approvals)
+      select distinct on (webhook_id, coalesce(payload->>'externalId', action_id::text))
+        action_id, org_id, webhook_id, event_id, agent_id, action_rule_id, run_as_user_id, 'queued', payload->>'eventType', payload->>'externalId',
+        instructions, coalesce(payload->'data', '{}'), tool_approvals
+      from fresh where status = 'accepted'
+      order by webhook_id, coalesce(payload->>'externalId', action_id::text), idx
+      on conflict (webhook_id, external_id) where external_id is not null do nothing
+      returning id
+    ),
+    delivered as (
+      insert into webhook_deliveries (id, org_id, webhook_id, action_id, status, reason, next_attempt_at, event_type, external_id, payload, raw_body, headers, verification_scheme, source_ip, message_id)
+      select event_id, org_id, webhook_id, action_id, status, reason, next_attempt_at, payload->>'eventType', payload->>'externalId', payload, raw_body, headers, verification_scheme, source_ip, message_id
+      from fresh where status <> 'accepted' or action_id in (select id from created)
+    )
+    select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
+      (select a.id from actions a where i.status = 'accepted' and c.id is null and a.webhook_id = i.webhook_id and a.external_id = i.payload->>'externalId') as existing_id
+    from input i left join created c on c.id = i.action_id
+    order by i.idx
+  `.execute(trx);
+
+  // A duplicate is answered with the existing action: one stored before this statement, one this
+  // batch created, or (rarely) one a concurrent transaction committed after this statement began,
+  // which only a new statement sees.
+  const createdIds = new Map<string, string>();
+  for (const row of rows) {
+    const { ingress } = items[row.idx]!;
+    if (row.created && ingress.payload.externalId) createdIds.set(externalKey(ingress.webhook.id, ingress.payload.externalId), input[row.idx]!.action_id!);
+  }
+  const unresolved = rows.filter((row) => row.fresh && input[row.idx]!.status === 'accepted' && !row.created && !row.existingId && !createdIds.has(externalKey(items[row.idx]!.ingress.webhook.id, items[row.idx]!.ingress.payload.externalId!)));
+  const lateIds = unresolved.length === 0 ? new Map<string, string>() : await existingActionIds(trx, unresolved.map((row) => items[row.idx]!.ingress));
+
+  const results = rows.map((row): WriteResult => {
+    const { ingress } = items[row.idx]!;
+    const { status, reason, action_id: actionId } = input[row.idx]!;
+    if (!row.fresh) return replayed();
+    if (status !== 'accepted') return { status: status as 'buffered' | 'skipped', eventId: ingress.eventId, reason: reason! };
+    if (row.created) return { status: 'accepted', eventId: ingress.eventId, actionId: actionId!, alreadyExists: false };
+    const key = externalKey(ingress.webhook.id, ingress.payload.externalId!);
+    return { status: 'accepted', eventId: ingress.eventId, actionId: row.existingId ?? createdIds.get(key) ?? lateIds.get(key)!, alreadyExists: true };
+  });
+  return { results, createdActionIds: rows.filter((row) => row.created).map((row) => input[row.idx]!.action_id!) };
+}
+
+async function existingActionIds(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, string>> {
+  const rows = await trx.selectFrom('actions').select(['id', 'webhookId', 'externalId'])
+    .where((eb) => eb.or(ingresses.map(({ webhook, payload }) => eb.and([eb('webhookId', '=', webhook.id), eb('externalId', '=', payload.externalId!)]))))
+    .execute();
+  return new Map(rows.map((row) => [externalKey(row.webhookId!, row.externalId!), row.id]));
+}
+
+/**
+ * A stored delivery retried or replayed: creates its action when today's configuration says so and
+ * updates the row, which it claims by its attempt count, so that a retry and a replay of one
+ * delivery cannot both write (and both create an action).
+ */
+export async function updateStoredDelivery(trx: Kysely<DB>, item: DeliveryWrite & { existing: NonNullable<DeliveryWrite['existing']> }): Promise<Stored> {
+  const { ingress, decision, existing } = item;
+  let actionId: string | null = null;
+  let created = false;
+  if (decision.status === 'create') {
+    const { webhook, payload, eventId } = ingress;
+    const inserted = await trx.insertInto('actions')
+      .values({
+        id: crypto.randomUUID(), orgId: webhook.orgId, webhookId: webhook.id, deliveryId: eventId, agentId: decision.agentId, actionRuleId: decision.actionRuleId,
+        runAsUserId: decision.runAsUserId, status: 'queued', eventType: payload.eventType, externalId: payload.externalId ?? null,
+        instructions: decision.instructions, data: JSON.stringify(payload.data ?? {}), toolApprovals: JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides)),
+      })
+      .onConflict((oc) => oc.columns(['webhookId', 'externalId']).where('externalId', 'is not', null).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    created = inserted !== undefined;
+    actionId = inserted?.id ?? (await existingActionIds(trx, [ingress])).get(externalKey(webhook.id, payload.externalId!))!;
+  }
+  const status = decision.status === 'create' ? 'accepted' : decision.status;
+  const reason = decision.status === 'create' ? null : decision.reason;
+  const updated = await trx.updateTable('webhookDeliveries')
+    .set({ status, reason, actionId, nextAttemptAt: status === 'buffered' ? item.nextAttemptAt : null, attempts: existing.attempts, updatedAt: new Date() })
+    .where('id', '=', ingress.eventId).where('attempts', '=', existing.expectedAttempts).executeTakeFirst();
+  if (updated.numUpdatedRows === 0n) throw new AppError('conflict', 'This delivery is being processed right now');
+  const result: Outcome = actionId
+    ? { status: 'accepted', eventId: ingress.eventId, actionId, alreadyExists: !created }
+    : { status: status as 'buffered' | 'skipped', eventId: ingress.eventId, reason: reason! };
+  return { results: [result], createdActionIds: created ? [actionId!] : [] };
+}
