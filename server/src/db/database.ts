@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { ConstructorOptions, Db as JobsDb } from 'pg-boss';
 import { migrationProvider } from './migrations/index.ts';
 import { PGliteDialect, PGliteLock } from './pglite-dialect.ts';
-import { preparingPool } from './prepared.ts';
+import { createStatementNamer, preparingPool } from './prepared.ts';
 import type { DB } from './schema.ts';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -65,12 +65,19 @@ function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: Constructor
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const pool = preparingPool(new pg.Pool({ connectionString: url, max: poolSize }));
+  const namer = createStatementNamer();
+  const pool = preparingPool(new pg.Pool({ connectionString: url, max: poolSize }), namer);
+  // pg-boss runs on a pool of ours, so that its fetch and complete statements are prepared too.
+  const jobsPool = preparingPool(new pg.Pool({ connectionString: url, max: 4 }), namer);
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => {});
+  jobsPool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [camelCase] });
-  const jobsOptions: ConstructorOptions = { connectionString: url, max: 4 };
-  return withCommon('postgres', db, jobsOptions, () => db.destroy(), url);
+  const jobsOptions: ConstructorOptions = { db: { executeSql: (text, values) => jobsPool.query(text, values) } };
+  return withCommon('postgres', db, jobsOptions, async () => {
+    await db.destroy();
+    await jobsPool.end();
+  }, url);
 }
 
 async function openPglite(dataDir: string): Promise<Database> {

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../test/helpers/test-database.ts';
 import type { Database } from './database.ts';
-import { PREPARED } from './prepared.ts';
+import { createStatementNamer } from './prepared.ts';
 
 describe('prepared statements', () => {
   let database: Database;
@@ -11,11 +11,13 @@ describe('prepared statements', () => {
   });
   afterAll(() => database.close());
 
-  it('runs a marked statement as a named prepared statement on PostgreSQL, and only marked ones', async () => {
+  it('runs a repeated statement with parameters as a named prepared statement on PostgreSQL', async () => {
     const seen = await database.db.transaction().execute(async (trx) => {
       const results = [];
-      for (const n of [1, 2, 3]) results.push((await sql<{ twice: number }>`${PREPARED} select ${n}::int * 2 as twice`.execute(trx)).rows[0]!.twice);
-      await sql`select ${4}::int as unmarked`.execute(trx);
+      for (const n of [1, 2, 3]) results.push((await sql<{ twice: number }>`select ${n}::int * 2 as twice`.execute(trx)).rows[0]!.twice);
+      await sql`select ${4}::int as once`.execute(trx);
+      await sql`select 5 as no_parameters`.execute(trx);
+      await sql`select 5 as no_parameters`.execute(trx);
       const statements = database.kind === 'postgres'
         ? (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx)).rows
         : [];
@@ -23,13 +25,51 @@ describe('prepared statements', () => {
     });
     expect(seen.results).toEqual([2, 4, 6]);
     if (database.kind !== 'postgres') return;
-    expect(seen.statements).toHaveLength(1);
-    expect(seen.statements[0]!.name).toMatch(/^p_[0-9a-f]{20}$/);
-    expect(seen.statements[0]!.statement).toContain('select $1::int * 2 as twice');
+    expect(seen.statements.map((statement) => statement.statement)).toEqual(['select $1::int * 2 as twice']);
   });
 
-  it('reports a marked statement\'s errors like any other', async () => {
-    await expect(sql`${PREPARED} select 1 / ${0}::int`.execute(database.db)).rejects.toThrow(/division by zero/);
-    expect((await sql<{ ok: number }>`${PREPARED} select ${1}::int as ok`.execute(database.db)).rows[0]!.ok).toBe(1);
+  it('reports a prepared statement\'s errors like any other', async () => {
+    for (let i = 0; i < 3; i++) await expect(sql`select 1 / ${0}::int`.execute(database.db)).rejects.toThrow(/division by zero/);
+    expect((await sql<{ ok: number }>`select ${1}::int as ok`.execute(database.db)).rows[0]!.ok).toBe(1);
+  });
+
+  it('recovers when a table changes under a prepared select *: one failure, then the new columns', async () => {
+    if (database.kind !== 'postgres') return;
+    await database.db.connection().execute(async (connection) => {
+      await sql`create table prepared_probe (id int)`.execute(connection);
+      await sql`insert into prepared_probe values (1)`.execute(connection);
+      const select = () => sql<Record<string, unknown>>`select * from prepared_probe where id = ${1}`.execute(connection);
+      await select();
+      expect((await select()).rows).toEqual([{ id: 1 }]);
+      await sql`alter table prepared_probe add column label text default 'x'`.execute(connection);
+      await expect(select()).rejects.toThrow(/cached plan must not change result type/);
+      await select();
+      expect((await select()).rows).toEqual([{ id: 1, label: 'x' }]);
+    });
+  });
+
+  it('prepares at most maxStatements texts, on their second run', () => {
+    const namer = createStatementNamer({ maxStatements: 2 });
+    expect(namer.nameOf('a')).toBeUndefined();
+    const a = namer.nameOf('a');
+    expect(a).toMatch(/^p0_[0-9a-f]{24}$/);
+    expect(namer.nameOf('a')).toBe(a);
+    namer.nameOf('b');
+    expect(namer.nameOf('b')).toBeDefined();
+    namer.nameOf('c');
+    expect(namer.nameOf('c')).toBeUndefined();
+  });
+
+  it('moves a statement whose result type changed under it to a new name', () => {
+    const namer = createStatementNamer();
+    namer.nameOf('select * from t');
+    const before = namer.nameOf('select * from t');
+    namer.forgetIfStale('select * from t', Object.assign(new Error('division by zero'), { code: '22012' }));
+    expect(namer.nameOf('select * from t')).toBe(before);
+    namer.forgetIfStale('select * from t', Object.assign(new Error('cached plan must not change result type'), { code: '0A000' }));
+    namer.nameOf('select * from t');
+    const after = namer.nameOf('select * from t');
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
   });
 });

@@ -1,35 +1,73 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import type pg from 'pg';
 
-const MARK = '/*prepared*/';
-
 /**
- * Put first in a hot statement whose text never changes (`sql\`${PREPARED} select ...\``): on
- * PostgreSQL each connection then parses and plans it once, as a named prepared statement, instead
- * of on every execution. Only marked statements are prepared, so their number stays small and fixed.
- * (PGlite runs in process; the mark is a comment there.)
+ * Named prepared statements for repeated statements, as JDBC's driver does (prepareThreshold): a
+ * statement with parameters whose text has run before is parsed and planned once per connection,
+ * then only bound and executed. Parsing and planning were a third of PostgreSQL's time on the hot
+ * paths (ingest, action runs, pg-boss's fetch and complete). At most `maxStatements` texts are
+ * prepared per process, so statements whose text varies (multi-row inserts) cannot grow it without
+ * bound. Statements without parameters (BEGIN, scripts) run as before.
  */
-export const PREPARED = sql.raw(MARK);
+export function createStatementNamer(options: { maxStatements?: number } = {}) {
+  const maxStatements = options.maxStatements ?? 300;
+  const seen = new Map<string, number>();
+  const names = new Map<string, string>();
+  let generation = 0;
 
-/** The same mark, for statement text we do not build ourselves (pg-boss's job insert). */
-export const markPrepared = (text: string) => MARK + text;
+  return {
+    /** The name to prepare `text` under, or undefined to run it unnamed. */
+    nameOf(text: string): string | undefined {
+      const name = names.get(text);
+      if (name || names.size >= maxStatements) return name;
+      const count = (seen.get(text) ?? 0) + 1;
+      if (count < 2) {
+        if (seen.size > 10 * maxStatements) seen.clear();
+        seen.set(text, count);
+        return undefined;
+      }
+      seen.delete(text);
+      const created = `p${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+      names.set(text, created);
+      return created;
+    },
 
-const names = new Map<string, string>();
-const nameOf = (text: string) => {
-  let name = names.get(text);
-  if (!name) names.set(text, (name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
-  return name;
-};
+    /**
+     * A table's columns changed under a prepared `select *` ("cached plan must not change result
+     * type"): that statement fails once, and runs under a new name from then on.
+     */
+    forgetIfStale(text: string, error: unknown): void {
+      if ((error as { code?: string }).code !== '0A000' || !/cached plan must not change result type/.test(String((error as Error).message))) return;
+      names.delete(text);
+      generation++;
+    },
+  };
+}
+
+export type StatementNamer = ReturnType<typeof createStatementNamer>;
 
 type Query = (...args: unknown[]) => unknown;
+type Callback = (error: unknown, result?: unknown) => void;
 
-/** Makes every client of the pool run marked statements as named prepared statements. */
-export function preparingPool(pool: pg.Pool): pg.Pool {
+/** Makes every client of the pool run repeated statements as named prepared statements. */
+export function preparingPool(pool: pg.Pool, namer: StatementNamer): pg.Pool {
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as Query;
-    (client as unknown as { query: Query }).query = (text: unknown, ...rest: unknown[]) =>
-      typeof text === 'string' && text.startsWith(MARK) ? query({ name: nameOf(text), text, values: rest[0] }, ...rest.slice(1)) : query(text, ...rest);
+    (client as unknown as { query: Query }).query = (text: unknown, values?: unknown, callback?: unknown) => {
+      const name = typeof text === 'string' && Array.isArray(values) && values.length > 0 ? namer.nameOf(text) : undefined;
+      if (!name) return query(text, values, callback);
+      const config = { name, text, values };
+      if (typeof callback === 'function') {
+        return query(config, (error: unknown, result: unknown) => {
+          if (error) namer.forgetIfStale(text as string, error);
+          (callback as Callback)(error, result);
+        });
+      }
+      return (query(config) as Promise<unknown>).catch((error: unknown) => {
+        namer.forgetIfStale(text as string, error);
+        throw error;
+      });
+    };
   });
   return pool;
 }

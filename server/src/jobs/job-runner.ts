@@ -3,13 +3,13 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { markPrepared } from '../db/prepared.ts';
+import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
-  /** Starts a worker per queue; a process that only serves HTTP never calls this. */
+  /** Starts a worker per queue (up to its concurrency in jobs at once); a process that only serves HTTP never calls this. */
   work(handlers: JobHandlers, options?: { concurrency?: Partial<Record<QueueName, number>> }): Promise<void>;
-  /** Wakes up to `jobs` idle workers of a queue in this process now (after a transaction that enqueued them commits). */
+  /** Makes this process's worker of a queue fetch now, when a transaction that enqueued `jobs` of its jobs has committed. */
   notify(queue: QueueName, jobs?: number): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
@@ -18,22 +18,10 @@ export interface JobRunner {
   stop(): Promise<void>;
 }
 
-function preparedJobsDb(trx: Kysely<any>): Db {
-  const db = fromKysely(trx);
-  return { executeSql: (text, values) => db.executeSql(markPrepared(text), values) };
-}
-
 export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
-  const workers = new Map<QueueName, Array<{ id: string; busy: boolean }>>();
-  let nextToWake = 0;
-
-  // Wakes idle workers only, one per job, taking turns: waking every worker for one job would send
-  // them all to fetch at once, and all but one would find nothing.
-  function wake(queue: QueueName, jobs: number) {
-    const idle = (workers.get(queue) ?? []).filter((worker) => !worker.busy);
-    for (let i = 0; i < Math.min(jobs, idle.length); i++) boss.notifyWorker(idle[(nextToWake++) % idle.length]!.id);
-  }
+  const pumps = new Map<QueueName, QueuePump>();
+  const wake = (queue: QueueName) => pumps.get(queue)?.wake();
   let started = false;
   boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
 
@@ -55,8 +43,7 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
         const handler = handlers[name] as ((payload: unknown, meta: { jobId: string; retryCount: number }) => Promise<void>) | undefined;
         if (!handler) continue;
         const schema = jobQueues[name].payload;
-        const run = async ([job]: Array<{ id: string; data: unknown; retryCount: number }>) => {
-          if (!job) return;
+        const run = async (job: FetchedJob) => {
           const started = performance.now();
           try {
             await handler(schema.parse(job.data), { jobId: job.id, retryCount: job.retryCount });
@@ -69,22 +56,7 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
             deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
           }
         };
-        // A worker that has just run a job fetches again at once, so a backlog drains without waiting
-        // for polls; it waits for its poll (or a wake-up) only when it finds nothing.
-        for (let slot = 0; slot < (options.concurrency?.[name] ?? 1); slot++) {
-          const worker = { id: '', busy: false };
-          worker.id = await boss.work(name, { pollingIntervalSeconds: 2, batchSize: 1 }, async (jobs) => {
-            if (jobs.length === 0) return;
-            worker.busy = true;
-            try {
-              await run(jobs);
-            } finally {
-              worker.busy = false;
-              boss.notifyWorker(worker.id);
-            }
-          });
-          workers.set(name, [...(workers.get(name) ?? []), worker]);
-        }
+        pumps.set(name, createQueuePump({ boss, name, concurrency: options.concurrency?.[name] ?? 1, pollMs: 2000, run, logger: deps.logger }));
         const cron = (jobQueues[name] as { cron?: string }).cron;
         if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
       }
@@ -96,26 +68,27 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       const db: Db | undefined = options.trx ? fromKysely(options.trx) : undefined;
       const id = await boss.send(queue, data, { ...jobQueues[queue].options, db, startAfter: options.startAfter });
       // Wake a local worker now instead of at its next poll (only after the job is visible).
-      if (!options.trx) wake(queue, 1);
+      if (!options.trx) wake(queue);
       return id;
     },
 
     notify(queue, jobs = 1) {
-      wake(queue, jobs);
+      if (jobs > 0) wake(queue);
     },
 
     async enqueueMany(queue, payloads, options = {}) {
       if (!started) throw new Error('The job runner is not started');
       const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
       const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), retryLimit, retryDelay, retryBackoff, expireInSeconds }));
-      // pg-boss's insert has one text per queue: prepared once per connection.
-      await boss.insert(queue, jobs, { db: options.trx ? preparedJobsDb(options.trx) : undefined });
-      if (!options.trx) wake(queue, payloads.length);
+      await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
+      if (!options.trx) wake(queue);
     },
 
     async stop() {
       if (!started) return;
       started = false;
+      await Promise.all([...pumps.values()].map((pump) => pump.stop(10_000)));
+      pumps.clear();
       await boss.stop({ graceful: true, timeout: 10_000, close: true });
     },
   };

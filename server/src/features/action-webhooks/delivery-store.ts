@@ -1,5 +1,4 @@
 import { sql, type Kysely } from 'kysely';
-import { PREPARED } from '../../db/prepared.ts';
 import type { DB } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Decision, Ingress, Outcome } from './delivery-pipeline.ts';
@@ -56,7 +55,7 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     source_ip: ingress.sourceIp,
   }));
 
-  const { rows } = await sql<{ idx: number; fresh: boolean; created: boolean; existingId: string | null }>`${PREPARED}
+  const { rows } = await sql<{ idx: number; fresh: boolean; created: boolean; existingId: string | null }>`
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as i(
         idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, status text, reason text, next_attempt_at timestamptz,
