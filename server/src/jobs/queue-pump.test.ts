@@ -1,0 +1,99 @@
+import { PgBoss } from 'pg-boss';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../test/helpers/eventually.ts';
+import { createTestDatabase } from '../../test/helpers/test-database.ts';
+import type { Database } from '../db/database.ts';
+import { createQueuePump, type FetchedJob } from './queue-pump.ts';
+
+let database: Database;
+let boss: PgBoss;
+const logger = pino({ level: 'silent' });
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  boss = new PgBoss({ ...database.jobsOptions, supervise: false, schedule: false });
+  boss.on('error', () => {});
+  await boss.start();
+});
+afterAll(async () => {
+  await boss?.stop({ graceful: false, close: true });
+  await database?.close();
+});
+
+/** A handler whose jobs finish when the test says so. */
+function controlledHandler() {
+  const running = new Map<string, () => void>();
+  let most = 0;
+  return {
+    running,
+    most: () => most,
+    run: (job: FetchedJob) => new Promise<void>((resolve, reject) => {
+      running.set((job.data as { key: string }).key, () => resolve());
+      most = Math.max(most, running.size);
+      if ((job.data as { fail?: boolean }).fail) reject(new Error('the handler failed'));
+    }).finally(() => running.delete((job.data as { key: string }).key)),
+    finish(key: string) {
+      const resolve = running.get(key)!;
+      running.delete(key);
+      resolve();
+    },
+  };
+}
+
+const state = async (name: string, id: string) => (await boss.getJobById(name, id))?.state;
+
+describe('queue pump', () => {
+  it('runs at most `concurrency` jobs at once, fetches the rest as slots free up, and completes them all', async () => {
+    const name = 'pump-concurrency';
+    await boss.createQueue(name);
+    const ids = await Promise.all(Array.from({ length: 7 }, (_, i) => boss.send(name, { key: `k${i}` })));
+    const handler = controlledHandler();
+    const pump = createQueuePump({ boss, name, concurrency: 3, pollMs: 60_000, run: handler.run, logger });
+    try {
+      for (let finished = 0; finished < 7; finished++) {
+        const key = await eventually('a running job', async () => handler.running.keys().next().value);
+        handler.finish(key);
+      }
+      for (const id of ids) await eventually(`job ${id} completed`, async () => ((await state(name, id!)) === 'completed' ? true : undefined));
+      expect(handler.most()).toBe(3);
+    } finally {
+      await pump.stop(1000);
+    }
+  });
+
+  it('a wake-up fetches at once; one that comes while every slot is busy is served when a slot frees, not at the poll', async () => {
+    const name = 'pump-wake';
+    await boss.createQueue(name);
+    const handler = controlledHandler();
+    const pump = createQueuePump({ boss, name, concurrency: 1, pollMs: 60_000, run: handler.run, logger });
+    try {
+      await boss.send(name, { key: 'first' });
+      pump.wake();
+      await eventually('the first job', async () => (handler.running.has('first') ? true : undefined));
+      await boss.send(name, { key: 'second' });
+      pump.wake(); // no free slot now
+      handler.finish('first');
+      await eventually('the second job, long before the poll', async () => (handler.running.has('second') ? true : undefined), 5_000);
+      handler.finish('second');
+    } finally {
+      await pump.stop(1000);
+    }
+  });
+
+  it('a failed job goes back to pg-boss for its retry; stopping hands a running job back', async () => {
+    const name = 'pump-failures';
+    await boss.createQueue(name, { retryLimit: 1, retryDelay: 60 });
+    const failing = await boss.send(name, { key: 'failing', fail: true });
+    const handler = controlledHandler();
+    const pump = createQueuePump({ boss, name, concurrency: 2, pollMs: 60_000, run: handler.run, logger });
+    await eventually('the failure recorded for a retry', async () => ((await state(name, failing!)) === 'retry' ? true : undefined));
+    const slow = await boss.send(name, { key: 'slow' });
+    pump.wake();
+    await eventually('the slow job', async () => (handler.running.has('slow') ? true : undefined));
+    await pump.stop(50);
+    expect(await state(name, slow!)).toBe('retry');
+    const job = await boss.getJobById(name, slow!);
+    expect(JSON.stringify(job?.output)).toContain('the worker stopped before the job finished');
+  });
+});
