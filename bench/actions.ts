@@ -7,7 +7,7 @@
  * The first BENCH_WARMUP seconds (5) warm the process up (JIT, connections, prepared statements) and
  * are reported apart.
  *
- *   npm run bench:actions                  # BENCH_RATE=250 events/s for BENCH_DURATION=10 s
+ *   npm run bench:actions                  # BENCH_RATE=200 events/s for BENCH_DURATION=10 s
  */
 import { join } from 'node:path';
 import pg from 'pg';
@@ -16,7 +16,7 @@ import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.t
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
 
-const RATE = Number(process.env.BENCH_RATE ?? 250);
+const RATE = Number(process.env.BENCH_RATE ?? 200);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
