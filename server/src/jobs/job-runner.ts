@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
+import { captureEmbeddedInsert, type EmbeddedInsert } from './embedded-insert.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
@@ -15,12 +16,21 @@ export interface JobRunner {
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
   /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
   enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<any> }): Promise<void>;
+  /** pg-boss's insert of a queue's jobs, to embed in a statement of ours (see embedded-insert.ts); undefined when it cannot be. */
+  embeddedInsert(queue: QueueName): EmbeddedInsert | undefined;
   stop(): Promise<void>;
+}
+
+/** The options every job of a queue is inserted with. */
+function jobOptionsOf(queue: QueueName) {
+  const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
+  return { retryLimit, retryDelay, retryBackoff, expireInSeconds };
 }
 
 export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const pumps = new Map<QueueName, QueuePump>();
+  const embeddedInserts = new Map<QueueName, EmbeddedInsert>();
   const wake = (queue: QueueName) => pumps.get(queue)?.wake();
   let started = false;
   boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
@@ -34,6 +44,8 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
         // looks the queue up on pg-boss's own connection; on PGlite (one connection, one lock) that
         // waits for the lock the transaction holds, for ever.
         await boss.findJobs(name, { id: '00000000-0000-0000-0000-000000000000' });
+        const embedded = await captureEmbeddedInsert(boss, name, jobOptionsOf(name as QueueName));
+        if (embedded) embeddedInserts.set(name as QueueName, embedded);
       }
       started = true;
     },
@@ -78,11 +90,12 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
 
     async enqueueMany(queue, payloads, options = {}) {
       if (!started) throw new Error('The job runner is not started');
-      const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
-      const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), retryLimit, retryDelay, retryBackoff, expireInSeconds }));
+      const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), ...jobOptionsOf(queue) }));
       await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
       if (!options.trx) wake(queue);
     },
+
+    embeddedInsert: (queue) => embeddedInserts.get(queue),
 
     async stop() {
       if (!started) return;

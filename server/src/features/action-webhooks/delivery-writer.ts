@@ -12,26 +12,29 @@ const MAX_BATCH = 200;
 
 /**
  * Stores delivery outcomes: the wh-id (replay protection), the delivery row, and for an accepted
- * delivery the action and its job, all in one transaction.
+ * delivery the action and its job, all in one transaction (for new deliveries, one statement).
  *
  * Ingest writes are group-committed: requests that arrive while earlier transactions run are written
- * together, in one statement plus the jobs' insert, with at most `maxInFlight` transactions at once
+ * together, in one statement whatever their number, with at most `maxInFlight` transactions at once
  * (one on PGlite, whose single connection runs one at a time anyway, so batches grow instead).
  * Nothing is answered before its transaction commits.
  */
-export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
+export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
   /** Returns each item's result and how many actions (and so runs) were created. */
   async function writeBatch(items: DeliveryWrite[]): Promise<{ results: Result[]; created: number }> {
-    return deps.db.transaction().execute(async (trx) => {
-      const [first] = items;
-      const stored = items.length === 1 && first!.existing
-        ? await updateStoredDelivery(trx, { ...first!, existing: first!.existing })
-        : await insertNewDeliveries(trx, items);
-      // The job of every new action. (Its first lifecycle state, queued by this delivery, is the
-      // action row itself: the ledger derives it from created_at and delivery_id.)
-      if (stored.createdActionIds.length > 0) await deps.jobs.enqueueMany('actions.run', stored.createdActionIds.map((actionId) => ({ actionId })), { trx });
-      return { results: stored.results, created: stored.createdActionIds.length };
-    });
+    const [first] = items;
+    // New deliveries and their actions' jobs in one statement, when pg-boss's insert can be embedded.
+    const insertRunJobs = first!.existing ? undefined : deps.jobs.embeddedInsert('actions.run');
+    const stored = insertRunJobs
+      ? await insertNewDeliveries(deps.db, items, insertRunJobs)
+      : await deps.db.transaction().execute(async (trx) => {
+        const written = first!.existing ? await updateStoredDelivery(trx, { ...first!, existing: first!.existing }) : await insertNewDeliveries(trx, items);
+        if (written.createdActionIds.length > 0) await deps.jobs.enqueueMany('actions.run', written.createdActionIds.map((actionId) => ({ actionId })), { trx });
+        return written;
+      });
+    // (An action's first lifecycle state, queued by this delivery, is the action row itself: the
+    // ledger derives it from created_at and delivery_id.)
+    return { results: stored.results, created: stored.createdActionIds.length };
   }
 
   /** An accepted-decision write that failed is kept as a buffered delivery (action_create_failed). */
