@@ -7,7 +7,7 @@
  * The first BENCH_WARMUP seconds (5) warm the process up (JIT, connections, prepared statements) and
  * are reported apart.
  *
- *   npm run bench:actions                  # BENCH_RATE=200 events/s for BENCH_DURATION=10 s
+ *   npm run bench:actions                  # BENCH_RATE=220 events/s for BENCH_DURATION=10 s
  */
 import { join } from 'node:path';
 import pg from 'pg';
@@ -16,7 +16,8 @@ import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.t
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
 
-const RATE = Number(process.env.BENCH_RATE ?? 200);
+// 10% above the 200 actions/s target: completions can only show the target met when more is offered.
+const RATE = Number(process.env.BENCH_RATE ?? 220);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
@@ -62,8 +63,9 @@ try {
       const inFlight: Array<Promise<void>> = [];
       const begin = Date.now();
       let sent = 0;
-      while (Date.now() - begin < seconds * 1000) {
-        const due = Math.floor(((Date.now() - begin) / 1000) * RATE);
+      const total = Math.round(seconds * RATE);
+      while (sent < total) {
+        const due = Math.min(total, Math.floor(((Date.now() - begin) / 1000) * RATE));
         for (; sent < due; sent++) inFlight.push(post());
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
