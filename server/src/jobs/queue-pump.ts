@@ -22,7 +22,7 @@ export function createQueuePump(deps: {
 }) {
   const { boss, name, concurrency } = deps;
   const running = new Map<string, FetchedJob>();
-  let fetching = false;
+  let fetching: Promise<void> | undefined;
   let wokenWhileFetching = false;
   // Jobs may be waiting that no fetch has taken: the last fetch came back full, or a wake-up came
   // while every slot was busy. A freed slot then fetches at once rather than at the poll.
@@ -32,7 +32,7 @@ export function createQueuePump(deps: {
   const toComplete: FetchedJob[] = [];
   let completing: Promise<void> = Promise.resolve();
 
-  async function pump(): Promise<void> {
+  function pump(): void {
     if (stopped) return;
     if (fetching) {
       wokenWhileFetching = true;
@@ -43,18 +43,21 @@ export function createQueuePump(deps: {
       behind = true;
       return;
     }
-    fetching = true;
     wokenWhileFetching = false;
+    fetching = fetchAndStart(free).finally(() => {
+      fetching = undefined;
+      if (wokenWhileFetching) pump();
+    });
+  }
+
+  async function fetchAndStart(free: number): Promise<void> {
     try {
       const jobs = (await boss.fetch(name, { batchSize: free })) as FetchedJob[];
       behind = jobs.length === free;
       for (const job of jobs) start(job);
     } catch (error) {
       deps.logger.error({ err: error, queue: name }, 'job fetch failed');
-    } finally {
-      fetching = false;
     }
-    if (wokenWhileFetching) void pump();
   }
 
   function start(job: FetchedJob): void {
@@ -66,12 +69,16 @@ export function createQueuePump(deps: {
       },
       (error: unknown) => {
         const message = error instanceof Error ? error.message : String(error);
-        boss.fail(name, job, { message }).catch((failure: unknown) => deps.logger.error({ err: failure, queue: name, jobId: job.id }, 'could not record a job failure'));
+        // Settled in turn with the completions, so that stopping waits for it too.
+        completing = completing.then(() => boss.fail(name, job, { message }).then(
+          () => {},
+          (failure: unknown) => deps.logger.error({ err: failure, queue: name, jobId: job.id }, 'could not record a job failure'),
+        ));
       },
     ).finally(() => {
       running.delete(job.id);
       if (running.size === 0) idle?.();
-      if (behind) void pump();
+      if (behind) pump();
     });
   }
 
@@ -84,18 +91,19 @@ export function createQueuePump(deps: {
     ));
   }
 
-  const timer = setInterval(() => void pump(), deps.pollMs);
+  const timer = setInterval(pump, deps.pollMs);
   timer.unref();
-  void pump();
+  pump();
 
   return {
     /** Fetch now (jobs were enqueued by this process). */
-    wake: () => void pump(),
+    wake: pump,
 
     /** Stops fetching; waits up to `timeoutMs` for running jobs, then hands the rest back to be retried. */
     async stop(timeoutMs: number): Promise<void> {
       stopped = true;
       clearInterval(timer);
+      await fetching; // what it fetches runs, or is handed back below
       if (running.size > 0) {
         await new Promise<void>((resolve) => {
           idle = resolve;

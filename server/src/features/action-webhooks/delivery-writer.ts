@@ -6,8 +6,6 @@ import type { Metrics } from '../../lib/metrics.ts';
 import type { Outcome } from './delivery-pipeline.ts';
 import { insertNewDeliveries, updateStoredDelivery, type DeliveryWrite, type WriteResult } from './delivery-store.ts';
 
-type Result = WriteResult;
-
 const MAX_BATCH = 200;
 
 /**
@@ -21,7 +19,7 @@ const MAX_BATCH = 200;
  */
 export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
   /** Returns each item's result and how many actions (and so runs) were created. */
-  async function writeBatch(items: DeliveryWrite[]): Promise<{ results: Result[]; created: number }> {
+  async function writeBatch(items: DeliveryWrite[]): Promise<{ results: WriteResult[]; created: number }> {
     const [first] = items;
     // New deliveries and their actions' jobs in one statement, when pg-boss's insert can be embedded.
     const insertRunJobs = first!.existing ? undefined : deps.jobs.embeddedInsert('actions.run');
@@ -38,7 +36,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
   }
 
   /** An accepted-decision write that failed is kept as a buffered delivery (action_create_failed). */
-  async function writeAlone(item: DeliveryWrite): Promise<Result> {
+  async function writeAlone(item: DeliveryWrite): Promise<WriteResult> {
     try {
       const { results, created } = await writeBatch([item]);
       deps.jobs.notify('actions.run', created);
@@ -50,7 +48,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
     }
   }
 
-  const pending: Array<{ item: DeliveryWrite; resolve: (result: Result) => void; reject: (error: unknown) => void }> = [];
+  const pending: Array<{ item: DeliveryWrite; resolve: (result: WriteResult) => void; reject: (error: unknown) => void }> = [];
   let inFlight = 0;
   let scheduled = false;
   let drained: (() => void) | undefined;
@@ -89,7 +87,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
       });
   }
 
-  const unwrap = (result: Result): Outcome => {
+  const unwrap = (result: WriteResult): Outcome => {
     if (result instanceof AppError) throw result;
     return result;
   };
@@ -97,7 +95,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
   return {
     /** Batched with concurrent writes (the ingest path). */
     write(item: DeliveryWrite): Promise<Outcome> {
-      return new Promise<Result>((resolve, reject) => {
+      return new Promise<WriteResult>((resolve, reject) => {
         pending.push({ item, resolve, reject });
         scheduleFlush();
       }).then(unwrap);
