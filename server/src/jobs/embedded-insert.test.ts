@@ -1,23 +1,18 @@
 import { sql } from 'kysely';
-import { PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../test/helpers/test-database.ts';
+import { startTestBoss } from '../../test/helpers/test-boss.ts';
 import type { Database } from '../db/database.ts';
 import { captureEmbeddedInsert } from './embedded-insert.ts';
 
 let database: Database;
 let boss: PgBoss;
+let close: () => Promise<void>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  boss = new PgBoss({ ...database.jobsOptions, supervise: false, schedule: false });
-  boss.on('error', () => {});
-  await boss.start();
+  ({ database, boss, close } = await startTestBoss());
 });
-afterAll(async () => {
-  await boss?.stop({ graceful: false, close: true });
-  await database?.close();
-});
+afterAll(() => close?.());
 
 const jobColumns = async (name: string) =>
   (await sql<Record<string, unknown>>`select data, state, priority, retry_limit, retry_delay, retry_backoff, expire_seconds, deletion_seconds, policy, singleton_key

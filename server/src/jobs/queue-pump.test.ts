@@ -1,25 +1,18 @@
-import { PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { createTestDatabase } from '../../test/helpers/test-database.ts';
-import type { Database } from '../db/database.ts';
+import { startTestBoss } from '../../test/helpers/test-boss.ts';
 import { createQueuePump, type FetchedJob } from './queue-pump.ts';
 
-let database: Database;
 let boss: PgBoss;
+let close: () => Promise<void>;
 const logger = pino({ level: 'silent' });
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  boss = new PgBoss({ ...database.jobsOptions, supervise: false, schedule: false });
-  boss.on('error', () => {});
-  await boss.start();
+  ({ boss, close } = await startTestBoss());
 });
-afterAll(async () => {
-  await boss?.stop({ graceful: false, close: true });
-  await database?.close();
-});
+afterAll(() => close?.());
 
 /** A handler whose jobs finish when the test says so. */
 function controlledHandler() {
