@@ -92,20 +92,17 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     )${insertRunJobs ? sql`,
     run_jobs as (${insertRunJobs(sql`select jsonb_build_object('actionId', id) as data from created`)})` : sql``}
     select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
-      (select a.id from actions a where i.status = 'accepted' and c.id is null and a.webhook_id = i.webhook_id and a.external_id = i.payload->>'externalId') as existing_id
+      case when i.status = 'accepted' and c.id is null then coalesce(
+        (select w.action_id from input w join created wc on wc.id = w.action_id where w.webhook_id = i.webhook_id and w.payload->>'externalId' = i.payload->>'externalId'),
+        (select a.id from actions a where a.webhook_id = i.webhook_id and a.external_id = i.payload->>'externalId')) end as existing_id
     from input i left join created c on c.id = i.action_id
     order by i.idx
   `.execute(trx);
 
-  // A duplicate is answered with the existing action: one stored before this statement, one this
-  // batch created, or (rarely) one a concurrent transaction committed after this statement began,
+  // A duplicate is answered with the existing action: one this batch created, one stored before
+  // this statement, or (rarely) one a concurrent transaction committed after this statement began,
   // which only a new statement sees.
-  const createdIds = new Map<string, string>();
-  for (const row of rows) {
-    const { ingress } = items[row.idx]!;
-    if (row.created && ingress.payload.externalId) createdIds.set(externalKey(ingress.webhook.id, ingress.payload.externalId), input[row.idx]!.action_id!);
-  }
-  const unresolved = rows.filter((row) => row.fresh && input[row.idx]!.status === 'accepted' && !row.created && !row.existingId && !createdIds.has(externalKey(items[row.idx]!.ingress.webhook.id, items[row.idx]!.ingress.payload.externalId!)));
+  const unresolved = rows.filter((row) => row.fresh && input[row.idx]!.status === 'accepted' && !row.created && !row.existingId);
   const lateIds = unresolved.length === 0 ? new Map<string, string>() : await existingActionIds(trx, unresolved.map((row) => items[row.idx]!.ingress));
 
   const results = rows.map((row): WriteResult => {
@@ -114,8 +111,8 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     if (!row.fresh) return replayed();
     if (status !== 'accepted') return { status: status as 'buffered' | 'skipped', eventId: ingress.eventId, reason: reason! };
     if (row.created) return { status: 'accepted', eventId: ingress.eventId, actionId: actionId!, alreadyExists: false };
-    const key = externalKey(ingress.webhook.id, ingress.payload.externalId!);
-    return { status: 'accepted', eventId: ingress.eventId, actionId: row.existingId ?? createdIds.get(key) ?? lateIds.get(key)!, alreadyExists: true };
+    const existingId = row.existingId ?? lateIds.get(externalKey(ingress.webhook.id, ingress.payload.externalId!))!;
+    return { status: 'accepted', eventId: ingress.eventId, actionId: existingId, alreadyExists: true };
   });
   return { results, createdActionIds: rows.filter((row) => row.created).map((row) => input[row.idx]!.action_id!) };
 }
