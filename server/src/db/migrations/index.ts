@@ -4,6 +4,7 @@ import * as actionWebhooks from './0002_action_webhooks.ts';
 import * as documents from './0003_documents.ts';
 import * as agentRuntime from './0004_agent_runtime.ts';
 import * as callbacks from './0005_callbacks.ts';
+import * as ledgerReferences from './0006_ledger_references.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '0003_documents': documents,
   '0004_agent_runtime': agentRuntime,
   '0005_callbacks': callbacks,
+  '0006_ledger_references': ledgerReferences,
 };
 
 export const migrationProvider: MigrationProvider = {

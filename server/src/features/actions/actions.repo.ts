@@ -13,17 +13,20 @@ export const actionsRepo = {
   /**
    * Everything a run needs, in one query: the action, its agent, its rule, whether its webhook allows
    * overrides, the tools its run-as user always denies, and the org's key for the agent's provider.
+   * The action keeps the ids it was created with; `agentId` and `runAsUserId` are null here when
+   * that agent or user no longer exists.
    */
   runContext: (db: Kysely<DB>, actionId: string, defaultProvider: ModelProvider) =>
     db.selectFrom('actions as a')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
       .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
       .leftJoin('webhooks as w', 'w.id', 'a.webhookId')
+      .leftJoin('users as u', 'u.id', 'a.runAsUserId')
       .select([
-        'a.id', 'a.orgId', 'a.status', 'a.threadId', 'a.runAsUserId', 'a.eventType', 'a.externalId', 'a.instructions', 'a.data', 'a.toolApprovals',
-        'a.agentId', 'g.instructions as agentInstructions', 'g.provider', 'g.model', 'g.tools', 'g.name as agentName',
+        'a.id', 'a.orgId', 'a.status', 'a.threadId', 'u.id as runAsUserId', 'a.eventType', 'a.externalId', 'a.instructions', 'a.data', 'a.toolApprovals',
+        'g.id as agentId', 'g.instructions as agentInstructions', 'g.provider', 'g.model', 'g.tools', 'g.name as agentName',
         'r.instructions as ruleInstructions', 'r.approvalRules', 'r.approvalTimeoutSeconds', 'w.allowRequestOverrides',
-        (eb) => eb.selectFrom('userToolPreferences as p').whereRef('p.userId', '=', 'a.runAsUserId').where('p.preference', '=', 'always_deny')
+        (eb) => eb.selectFrom('userToolPreferences as p').whereRef('p.userId', '=', 'u.id').where('p.preference', '=', 'always_deny')
           .select(sql<string[]>`coalesce(array_agg(p.tool_name), '{}')`.as('tools')).as('deniedTools'),
         (eb) => eb.selectFrom('orgModelCredentials as c').whereRef('c.orgId', '=', 'a.orgId')
           .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('g.provider')}, ${defaultProvider})`)

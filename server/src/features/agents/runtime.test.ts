@@ -118,6 +118,24 @@ describe('approvals', () => {
     expect(documents.documents).toEqual([]);
   });
 
+  it('deleting the agent, rule and webhook of a waiting action: the ledger still names them, and approving fails the action cleanly', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    model.script(documentThenText());
+    const actionId = await runEvent(setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const [{ toolCallId }] = (await approvals(setup)).approvals;
+    const { org } = setup.tenant;
+    for (const path of [`webhooks/${setup.webhook.id}`, `agents/${setup.agentId}`, `action-rules/${setup.ruleId}`]) {
+      expect((await app.request('DELETE', `/orgs/${org.slug}/${path}`, { token: setup.tenant.token })).status).toBe(204);
+    }
+    expect((await decide(setup, actionId, toolCallId, 'approve')).status).toBe(200);
+    const row = await waitForAction(app, auth(setup), actionId, ['failed']);
+    expect(row.execution.error).toBe('The action has no agent: set one on its action rule or webhook');
+    expect(row).toMatchObject({ webhookId: setup.webhook.id, execution: { agentId: setup.agentId, actionRuleId: setup.ruleId, runAsUserId: setup.tenant.admin.id } });
+    const documents = await (await app.request('GET', `/orgs/${org.slug}/documents`, { token: setup.tenant.token })).json();
+    expect(documents.documents).toEqual([]);
+  });
+
   it('a staged call not decided by its rule\'s deadline expires, by the scheduled job', async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' }, approvalTimeoutSeconds: 1 });
     model.script(documentThenText());
