@@ -44,10 +44,13 @@ export const ledgerRepo = {
       .execute();
   },
 
-  /** One row by its eventId, or by the actionId of the action it created. */
+  /**
+   * One row by its eventId, or by the actionId of the action it created: an action names the
+   * delivery that created it, so either way the row is found by primary keys.
+   */
   find: (db: Kysely<DB>, orgId: string, id: string) =>
     ledgerQuery(db, orgId)
       .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals', 'a.deliveryId as actionDeliveryId', 'a.createdAt as actionCreatedAt', 'a.threadId'])
-      .where((eb) => eb.or([eb('d.id', '=', id), eb.and([eb('d.actionId', '=', id), eb('a.deliveryId', '=', eb.ref('d.id'))])]))
+      .where((eb) => eb('d.id', '=', eb.fn.coalesce(eb.selectFrom('actions').select('deliveryId').where('id', '=', id).where('orgId', '=', orgId), eb.val(id))))
       .executeTakeFirst(),
 };
