@@ -1,34 +1,38 @@
 /**
- * Webhook ingest benchmark: freshly signed `wh` posts at 50 connections, spread over 500 webhooks in
- * 50 orgs (per-webhook limits on: at most 1000/min each), unique externalIds. Printed beside a bare
+ * Webhook ingest benchmark: signed `wh` posts at 50 connections, spread over 500 webhooks in 50 orgs
+ * (per-webhook limits on: at most 1000/min each), unique externalIds and wh-ids. Printed beside a bare
  * Node HTTP POST server and pgbench's single-row insert rate, measured in the same run.
+ *
+ * The load comes from wrk (Debian package `wrk`): its C client leaves the two cores of a small
+ * machine to the server and the database, as pgbench's client does. Every request is signed just
+ * before its run (well within the 5-minute tolerance) and sent once.
  *
  *   npm run bench:ingest                     # PostgreSQL when reachable, and PGlite
  *   BENCH_DB=postgres npm run bench:ingest
  */
 import { randomUUID } from 'node:crypto';
-import autocannon from 'autocannon';
 import { signingHeaders } from '../server/src/features/action-webhooks/verification.ts';
-import { benchDatabase, fmt, load, postgresReachable, startBareServer, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, postgresReachable, startBareServer, startService } from './lib/harness.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';
+import { wrkLoad, type PreparedRequest } from './lib/wrk.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ORGS = 50;
 const WEBHOOKS_PER_ORG = 10;
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
+// More than any run here can send (a request sent twice would be a replay, and show as non-2xx).
+const REQUESTS_PER_SECOND_PREPARED = 15_000;
+if (DURATION > 120) throw new Error('BENCH_DURATION: at most 120 s, so that the last request is still within the signature tolerance');
 
-function signedRequests(webhooks: SeededWebhook[]): autocannon.Request[] {
-  let next = 0;
-  return [{
-    method: 'POST',
-    setupRequest: (request) => {
-      const webhook = webhooks[next++ % webhooks.length]!;
-      const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: next, total: 42.5, items: [{ sku: 'A-1', qty: 2 }] } });
-      return { ...request, path: webhook.path, body, headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) } };
-    },
-  }];
+/** Freshly signed events, round-robin over the webhooks. */
+function signedRequests(webhooks: SeededWebhook[], count: number): PreparedRequest[] {
+  return Array.from({ length: count }, (_, n) => {
+    const webhook = webhooks[n % webhooks.length]!;
+    const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: n, total: 42.5, items: [{ sku: 'A-1', qty: 2 }] } });
+    return { method: 'POST', path: webhook.path, body, headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) } };
+  });
 }
 
 /** Where the time goes: the writer's transactions, from the service's own metrics. */
@@ -46,8 +50,8 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
     const webhooks = await seedWebhooks(env, { orgs: ORGS, webhooksPerOrg: WEBHOOKS_PER_ORG });
     const service = await startService({ ...env, WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000', RUN_WORKERS: 'false' });
     try {
-      await load({ url: service.url, requests: signedRequests(webhooks), duration: 2, connections: CONNECTIONS });
-      const result = await load({ url: service.url, requests: signedRequests(webhooks), duration: DURATION, connections: CONNECTIONS });
+      await wrkLoad(service.url, signedRequests(webhooks, 2 * REQUESTS_PER_SECOND_PREPARED), { duration: 2, connections: CONNECTIONS });
+      const result = await wrkLoad(service.url, signedRequests(webhooks, DURATION * REQUESTS_PER_SECOND_PREPARED), { duration: DURATION, connections: CONNECTIONS });
       const accepted = result.requestsPerSecond;
       const parts = [
         `ingest (${kind.padEnd(8)}) : ${fmt(accepted).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  non-2xx ${result.non2xx}  errors ${result.errors}`,
@@ -67,12 +71,12 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
 
 const hasPostgres = await postgresReachable();
 const kinds = process.env.BENCH_DB ? [process.env.BENCH_DB as 'postgres' | 'pglite'] : hasPostgres ? (['postgres', 'pglite'] as const) : (['pglite'] as const);
-console.log(`ingest benchmark: ${CONNECTIONS} connections, ${DURATION} s, ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, every request freshly signed (wh), node ${process.version}`);
+console.log(`ingest benchmark: ${CONNECTIONS} connections (wrk), ${DURATION} s, ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, every request freshly signed (wh), node ${process.version}`);
 const bare = await startBareServer();
 let bareRps: number;
 try {
   const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: 1, total: 42.5 } });
-  const baseline = await load({ url: bare.url, method: 'POST', body, headers: { 'content-type': 'application/json' }, duration: DURATION, connections: CONNECTIONS });
+  const baseline = await wrkLoad(bare.url, [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }], { duration: DURATION, connections: CONNECTIONS });
   bareRps = baseline.requestsPerSecond;
   console.log(`bare node http POST    : ${fmt(bareRps).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`);
 } finally {
