@@ -70,6 +70,16 @@ describe('approvals', () => {
   const decide = (setup: WebhookSetup, actionId: string, toolCallId: string, verb: 'approve' | 'reject', body?: unknown, token = setup.tenant.token) =>
     app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token, body });
 
+  /** An action waiting on its one staged generateDocument call. */
+  async function stagedCall() {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    model.script(documentThenText());
+    const actionId = await runEvent(setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const [{ toolCallId }] = (await approvals(setup)).approvals;
+    return { setup, actionId, toolCallId: toolCallId as string };
+  }
+
   it('ask: stages the call; approving runs it and the action completes with its result; deciding again is 409', async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
     model.script(documentThenText());
@@ -103,11 +113,7 @@ describe('approvals', () => {
   });
 
   it('reject: the action ends rejected with the reason, and the tool never runs', async () => {
-    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
-    model.script(documentThenText());
-    const actionId = await runEvent(setup);
-    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
-    const [{ toolCallId }] = (await approvals(setup)).approvals;
+    const { setup, actionId, toolCallId } = await stagedCall();
     const rejected = await decide(setup, actionId, toolCallId, 'reject', { reason: 'Not for this customer' });
     expect(await rejected.json()).toMatchObject({ status: 'rejected', reason: 'Not for this customer' });
     const row = await waitForAction(app, auth(setup), actionId, ['rejected']);
@@ -119,11 +125,7 @@ describe('approvals', () => {
   });
 
   it('deleting the agent, rule and webhook of a waiting action: the ledger still names them, and approving fails the action cleanly', async () => {
-    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
-    model.script(documentThenText());
-    const actionId = await runEvent(setup);
-    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
-    const [{ toolCallId }] = (await approvals(setup)).approvals;
+    const { setup, actionId, toolCallId } = await stagedCall();
     const { org } = setup.tenant;
     for (const path of [`webhooks/${setup.webhook.id}`, `agents/${setup.agentId}`, `action-rules/${setup.ruleId}`]) {
       expect((await app.request('DELETE', `/orgs/${org.slug}/${path}`, { token: setup.tenant.token })).status).toBe(204);
