@@ -110,6 +110,9 @@ describe('POST /orgs/:org/deliveries/:eventId/replay', () => {
     const { org } = setup.tenant;
     expect((await app.request('GET', `/orgs/${org.slug}/ledger`, { token: intruder.token })).status).toBe(404);
     expect((await app.request('GET', `/orgs/${intruder.org.slug}/ledger/${buffered.eventId}`, { token: intruder.token })).status).toBe(404);
+    // By an action's id too (found through the delivery it names).
+    const accepted = await (await postEvent(app, await setupWebhook(app), { eventType: 'x', externalId: 'cross-tenant' })).json();
+    expect((await app.request('GET', `/orgs/${intruder.org.slug}/ledger/${accepted.actionId}`, { token: intruder.token })).status).toBe(404);
     expect((await app.request('POST', `/orgs/${intruder.org.slug}/deliveries/${buffered.eventId}/replay`, { token: intruder.token })).status).toBe(404);
     const theirs = await (await app.request('GET', `/orgs/${intruder.org.slug}/ledger`, { token: intruder.token })).json();
     expect(theirs.rows).toEqual([]);
