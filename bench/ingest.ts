@@ -11,6 +11,7 @@
  *   BENCH_DB=postgres npm run bench:ingest
  */
 import { randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { signingHeaders } from '../server/src/features/action-webhooks/verification.ts';
 import { benchDatabase, fmt, postgresReachable, startBareServer, startService } from './lib/harness.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
@@ -51,7 +52,7 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
     const service = await startService({ ...env, WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000', RUN_WORKERS: 'false' });
     try {
       await wrkLoad(service.url, signedRequests(webhooks, 2 * REQUESTS_PER_SECOND_PREPARED), { duration: 2, connections: CONNECTIONS });
-      const result = await wrkLoad(service.url, signedRequests(webhooks, DURATION * REQUESTS_PER_SECOND_PREPARED), { duration: DURATION, connections: CONNECTIONS });
+      const result = await wrkLoad(service.url, signedRequests(webhooks, DURATION * REQUESTS_PER_SECOND_PREPARED), { duration: DURATION, connections: CONNECTIONS, cpuOf: service.pid });
       const accepted = result.requestsPerSecond;
       const parts = [
         `ingest (${kind.padEnd(8)}) : ${fmt(accepted).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  non-2xx ${result.non2xx}  errors ${result.errors}`,
@@ -61,6 +62,12 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
       parts.push(kind === 'postgres' ? 'targets: >= 5,000 req/s, p99 <= 50 ms' : 'target: >= 1,000 req/s');
       console.log(parts.join('  |  '));
       console.log(`  group commit: ${await batchSummary(service.url)}`);
+      if (result.cpu) {
+        const { serverUs, postgresUs, idlePercent } = result.cpu;
+        // PGlite runs inside the server's process: its time is the server's.
+        const database = kind === 'postgres' ? `, PostgreSQL ${postgresUs} µs (all its processes)` : '';
+        console.log(`  CPU per request: server ${serverUs} µs${database}; machine idle ${idlePercent}% of ${availableParallelism()} cores (wrk runs on them too)`);
+      }
     } finally {
       await service.stop();
     }

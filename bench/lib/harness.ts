@@ -82,7 +82,7 @@ export function runCli(env: Record<string, string>, ...args: string[]): Promise<
 }
 
 /** Our server in its own process, like production. */
-export async function startService(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startService(env: Record<string, string>): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [CLI, 'serve'], {
@@ -94,7 +94,7 @@ export async function startService(env: Record<string, string>): Promise<{ url: 
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the service did not start');
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  return { url, stop: () => stopChild(child) };
+  return { url, pid: child.pid!, stop: () => stopChild(child) };
 }
 
 export async function startBareServer(): Promise<{ url: string; stop: () => Promise<void> }> {
