@@ -25,11 +25,12 @@ const replayed = () => new AppError('message_replayed', 'This wh-id was already 
 const externalKey = (webhookId: string, externalId: string) => `${webhookId} ${externalId}`;
 
 /**
- * New deliveries, any number, in one statement (with `insertRunJobs`, their actions' jobs too): the wh-id claims (the first claim of a (webhook,
- * id) wins; any other, in this batch or before, is a replay), the actions (idempotent on (webhook,
- * externalId): a conflict means the action exists already, and a duplicate adds no delivery row)
- * and the delivery rows. One statement is one round trip whatever the batch size, and the database
- * decides replays and duplicates (ON CONFLICT), so they hold across batches and processes.
+ * New deliveries, any number, in one statement (with `insertRunJobs`, their actions' jobs too): the
+ * wh-id claims (the first claim of a (webhook, id) wins; any other, in this batch or before, is a
+ * replay), the actions (idempotent on (webhook, externalId): a conflict means the action exists
+ * already, and a duplicate adds no delivery row) and the delivery rows. One statement is one round
+ * trip whatever the batch size, and the database decides replays and duplicates (ON CONFLICT), so
+ * they hold across batches and processes.
  */
 export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[], insertRunJobs?: EmbeddedInsert): Promise<Stored> {
   const input = items.map(({ ingress, decision, nextAttemptAt }, idx) => ({
