@@ -38,12 +38,14 @@ describe('loadConfig', () => {
     expect(config.codehost).toBeNull();
     expect(config.idp).toBeNull();
     expect(config.rateLimit.authPerMinute).toBe(10);
+    expect(config.ingestWriteConcurrency).toBe(2);
   });
 
   it('rejects bad values with a message naming the variable, and treats empty ones as unset', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres/);
     expect(() => loadConfig({ ENCRYPTION_MASTER_KEY: 'short' })).toThrow(/ENCRYPTION_MASTER_KEY/);
+    expect(() => loadConfig({ INGEST_WRITE_CONCURRENCY: '9' })).toThrow(/INGEST_WRITE_CONCURRENCY/);
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
 

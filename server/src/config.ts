@@ -53,6 +53,8 @@ const envSchema = z.object({
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
   WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
+  /** Ingest transactions at once on PostgreSQL (of the pool's 10 connections); requests that arrive meanwhile are written together. */
+  INGEST_WRITE_CONCURRENCY: positiveInt.max(8).default(2),
   SESSION_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(60).default(5),
 
   MODEL_PROVIDER: z.enum(['openai-compatible', 'openai', 'anthropic']).default('openai-compatible'),
@@ -176,6 +178,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE, webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE },
+    ingestWriteConcurrency: e.INGEST_WRITE_CONCURRENCY,
     model: {
       provider: e.MODEL_PROVIDER,
       baseUrl: e.MODEL_BASE_URL,

@@ -118,7 +118,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
 
   const ingestCache = createIngestCache({ db, box, bus, clock });
   const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
-  const writer = createDeliveryWriter({ db, jobs, metrics, maxInFlight: database.kind === 'pglite' ? 1 : 3 });
+  const writer = createDeliveryWriter({ db, jobs, metrics, maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency });
   const webhooks = createWebhooksService({ db, box, bus, apiHost: config.apiHost, clock });
   const webhookServices = {
     agents: createAgentsService({ db, bus }),
