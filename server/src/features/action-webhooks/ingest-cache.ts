@@ -38,36 +38,70 @@ function blockListOf(entries: string[]): BlockList | null {
  * Webhook configs and action rules cached for ingest (a few seconds at most), dropped at once in
  * every process when the console changes them. Unknown identifiers are cached too, briefly, so a
  * flood of bad URLs costs no queries.
+ *
+ * An entry past its lifetime is still answered while one reload of it runs (for at most another
+ * lifetime): entries loaded together expire together, and their requests should not all wait on
+ * the database at that moment. Concurrent loads of one key share one query.
  */
 export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: InvalidationBus; clock: Clock; ttlMs?: number }) {
   const ttlMs = deps.ttlMs ?? 30_000;
-  const webhooks = new Map<string, { value: IngestWebhook | null; freshUntil: number }>();
-  const rules = new Map<string, { value: ActionRuleRow | null; freshUntil: number }>();
-  const members = new Map<string, { value: true | null; freshUntil: number }>();
+  // Bumped by every invalidation: a load that began before one neither stores nor is shared after it.
   let generation = 0;
-  const onInvalidate = (cache: Map<string, unknown>) => (key: string) => {
-    generation++;
-    if (key === INVALIDATE_ALL) cache.clear();
-    else cache.delete(key);
-  };
-  deps.bus.subscribe(WEBHOOK_TOPIC, onInvalidate(webhooks));
-  deps.bus.subscribe(ACTION_RULE_TOPIC, onInvalidate(rules));
 
-  async function cached<T>(cache: Map<string, { value: T | null; freshUntil: number }>, key: string, load: () => Promise<T | null>): Promise<T | null> {
-    const hit = cache.get(key);
-    if (hit && hit.freshUntil > performance.now()) return hit.value;
-    const startedAt = generation;
-    const value = await load();
-    if (generation === startedAt) {
-      if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
-      cache.set(key, { value, freshUntil: performance.now() + (value ? ttlMs : Math.min(ttlMs, 5_000)) });
+  function createCache<T>() {
+    const entries = new Map<string, { value: T | null; freshUntil: number; staleUntil: number }>();
+    const loads = new Map<string, { generation: number; promise: Promise<T | null> }>();
+
+    function reload(key: string, load: () => Promise<T | null>): Promise<T | null> {
+      const running = loads.get(key);
+      if (running?.generation === generation) return running.promise;
+      const startedAt = generation;
+      const promise = load().then((value) => {
+        if (generation === startedAt) {
+          if (entries.size > 10_000) entries.delete(entries.keys().next().value!);
+          const lifetime = value ? ttlMs : Math.min(ttlMs, 5_000);
+          const now = performance.now();
+          entries.set(key, { value, freshUntil: now + lifetime, staleUntil: now + 2 * lifetime });
+        }
+        return value;
+      }).finally(() => {
+        if (loads.get(key)?.promise === promise) loads.delete(key);
+      });
+      loads.set(key, { generation: startedAt, promise });
+      return promise;
     }
-    return value;
+
+    return {
+      entries,
+      async get(key: string, load: () => Promise<T | null>): Promise<T | null> {
+        const hit = entries.get(key);
+        const now = performance.now();
+        if (hit && hit.freshUntil > now) return hit.value;
+        const reloaded = reload(key, load);
+        if (!hit || hit.staleUntil <= now) return reloaded;
+        // A failed reload leaves the entry as it is; a request after its stale time waits for a load.
+        reloaded.catch(() => undefined);
+        return hit.value;
+      },
+    };
   }
+
+  const webhooks = createCache<IngestWebhook>();
+  const rules = createCache<ActionRuleRow>();
+  const members = createCache<true>();
+  /** Drops the entries a console change made stale (every entry, for INVALIDATE_ALL). */
+  const onInvalidate = (cache: { entries: Map<string, unknown> }, isStale: (key: string, changed: string) => boolean) => (changed: string) => {
+    generation++;
+    if (changed === INVALIDATE_ALL) return cache.entries.clear();
+    for (const key of cache.entries.keys()) if (isStale(key, changed)) cache.entries.delete(key);
+  };
+  deps.bus.subscribe(WEBHOOK_TOPIC, onInvalidate(webhooks, (identifier, changed) => identifier === changed));
+  // A rule is cached per org that asks for it: a rule id sent by another org must not hide it from its own.
+  deps.bus.subscribe(ACTION_RULE_TOPIC, onInvalidate(rules, (key, changed) => key.startsWith(`${changed} `)));
 
   return {
     webhook: (identifier: string) =>
-      cached(webhooks, identifier, async () => {
+      webhooks.get(identifier, async () => {
         const row = await webhooksRepo.findForIngest(deps.db, identifier);
         if (!row) return null;
         const { orgSlug, ...webhook } = row;
@@ -84,11 +118,11 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: I
         };
       }),
 
-    rule: (orgId: string, ruleId: string) => cached(rules, ruleId, async () => (await actionRulesRepo.find(deps.db, orgId, ruleId)) ?? null).then((rule) => (rule?.orgId === orgId ? rule : null)),
+    rule: (orgId: string, ruleId: string) => rules.get(`${ruleId} ${orgId}`, async () => (await actionRulesRepo.find(deps.db, orgId, ruleId)) ?? null),
 
-    /** Org membership of a run-as user; a change shows within the cache's lifetime. */
+    /** Org membership of a run-as user; a change shows within about the cache's lifetime. */
     isMember: async (orgId: string, userId: string) =>
-      (await cached(members, `${orgId} ${userId}`, async () => ((await orgsRepo.isMember(deps.db, orgId, userId)) ? true : null))) === true,
+      (await members.get(`${orgId} ${userId}`, async () => ((await orgsRepo.isMember(deps.db, orgId, userId)) ? true : null))) === true,
 
     /** The secrets that verify now: the current one, and the previous one during its grace period. */
     secretsOf(webhook: IngestWebhook): string[] {
