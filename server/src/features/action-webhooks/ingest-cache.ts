@@ -72,7 +72,6 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: I
     }
 
     return {
-      entries,
       async get(key: string, load: () => Promise<T | null>): Promise<T | null> {
         const hit = entries.get(key);
         const now = performance.now();
@@ -83,21 +82,24 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: I
         reloaded.catch(() => undefined);
         return hit.value;
       },
+
+      /** Drops what a console change made stale: its own key, the keys `isStale` picks, or every one. */
+      invalidate(changed: string, isStale?: (key: string) => boolean): void {
+        generation++;
+        if (changed === INVALIDATE_ALL) entries.clear();
+        else if (!isStale) entries.delete(changed);
+        else for (const key of entries.keys()) if (isStale(key)) entries.delete(key);
+      },
     };
   }
 
   const webhooks = createCache<IngestWebhook>();
   const rules = createCache<ActionRuleRow>();
   const members = createCache<true>();
-  /** Drops the entries a console change made stale (every entry, for INVALIDATE_ALL). */
-  const onInvalidate = (cache: { entries: Map<string, unknown> }, isStale: (key: string, changed: string) => boolean) => (changed: string) => {
-    generation++;
-    if (changed === INVALIDATE_ALL) return cache.entries.clear();
-    for (const key of cache.entries.keys()) if (isStale(key, changed)) cache.entries.delete(key);
-  };
-  deps.bus.subscribe(WEBHOOK_TOPIC, onInvalidate(webhooks, (identifier, changed) => identifier === changed));
-  // A rule is cached per org that asks for it: a rule id sent by another org must not hide it from its own.
-  deps.bus.subscribe(ACTION_RULE_TOPIC, onInvalidate(rules, (key, changed) => key.startsWith(`${changed} `)));
+  deps.bus.subscribe(WEBHOOK_TOPIC, (identifier) => webhooks.invalidate(identifier));
+  // A rule is cached per org that asks for it (a rule id sent by another org must not hide it from
+  // its own), so a change to it drops the entry of every org.
+  deps.bus.subscribe(ACTION_RULE_TOPIC, (ruleId) => rules.invalidate(ruleId, (key) => key.startsWith(`${ruleId} `)));
 
   return {
     webhook: (identifier: string) =>

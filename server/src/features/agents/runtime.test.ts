@@ -75,9 +75,9 @@ describe('approvals', () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
     model.script(documentThenText());
     const actionId = await runEvent(setup);
-    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const pending = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     const [{ toolCallId }] = (await approvals(setup)).approvals;
-    return { setup, actionId, toolCallId: toolCallId as string };
+    return { setup, actionId, toolCallId: toolCallId as string, pending };
   }
 
   it('ask: stages the call; approving runs it and the action completes with its result; deciding again is 409', async () => {
@@ -151,12 +151,8 @@ describe('approvals', () => {
   });
 
   it('another tenant can neither list nor decide the approvals, nor read the thread', async () => {
-    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    const { setup, actionId, toolCallId, pending: row } = await stagedCall();
     const other = await setupWebhook(app);
-    model.script(documentThenText());
-    const actionId = await runEvent(setup);
-    const row = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
-    const [{ toolCallId }] = (await approvals(setup)).approvals;
     expect((await approvals(other)).approvals).toEqual([]);
     const foreignOrg = await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: other.tenant.token });
     expect(foreignOrg.status).toBe(404);
