@@ -6,6 +6,8 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import proxyAddr from '@fastify/proxy-addr';
+import { createServer, type IncomingMessage } from 'node:http';
 import Fastify, { type FastifyError } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
@@ -22,11 +24,13 @@ import { opsRoutes } from './features/ops/ops.routes.ts';
 import { orgsRoutes } from './features/orgs/orgs.routes.ts';
 import { threadsRoutes } from './features/threads/threads.routes.ts';
 import { agentsRoutes } from './features/agents/agents.routes.ts';
+import { createIngestFrontDoor } from './features/action-webhooks/ingest.front-door.ts';
 import { ingestRoutes } from './features/action-webhooks/ingest.routes.ts';
 import { webhooksRoutes } from './features/action-webhooks/webhooks.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
+import { errorResponse } from './lib/error-response.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
-import { securityHeaders } from './lib/security-headers.ts';
+import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
 
 /** Fastify's own 4xx errors, mapped onto our closed set of codes. */
 const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
@@ -50,15 +54,46 @@ function toAppError(error: FastifyError): AppError | undefined {
   return undefined;
 }
 
-const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+/** TRUST_PROXY as one function, for Fastify's `request.ip` and the ingest front door alike. */
+function proxyTrust(trustProxy: Container['config']['trustProxy']): ((address: string, hop: number) => boolean) | undefined {
+  if (trustProxy === false) return undefined;
+  if (trustProxy === true) return () => true;
+  // A hop count trusts that many proxies in front of us (X-Forwarded-For read from the right).
+  if (typeof trustProxy === 'number') return (_address, hop) => hop < trustProxy;
+  return proxyAddr.compile(trustProxy);
+}
 
 /** Builds the HTTP app on a container; never listens (main.ts and the tests do). */
 export async function buildApp(container: Container) {
   const { config, metrics } = container;
+  const trust = proxyTrust(config.trustProxy);
+  const responseHeaders = securityHeaderValues({ hsts: config.isProduction });
+  let requestCount = 0;
+  const nextRequestId = () => `req-${(requestCount++).toString(36)}`;
+  const ingestFrontDoor = createIngestFrontDoor({
+    ingest: container.services.ingest,
+    clientIp: trust ? (request: IncomingMessage) => proxyAddr(request, trust) : (request: IncomingMessage) => request.socket.remoteAddress ?? '',
+    nextRequestId,
+    responseHeaders,
+    metrics,
+    logger: container.logger,
+  });
   const app = Fastify({
     loggerInstance: container.logger,
-    // A hop count trusts that many proxies in front of us (X-Forwarded-For read from the right).
-    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    trustProxy: trust ?? false,
+    genReqId: nextRequestId,
+    // Ingest posts are answered before Fastify routes them (ingest.front-door.ts); the server is
+    // otherwise the one Fastify makes (its timeouts as Fastify sets them).
+    serverFactory: (fastifyHandler, options) => {
+      const server = createServer(options.http ?? {}, (request, response) => {
+        if (!ingestFrontDoor.serve(request, response)) fastifyHandler(request, response);
+      });
+      const timeouts = options as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
+      server.keepAliveTimeout = timeouts.keepAliveTimeout;
+      server.requestTimeout = timeouts.requestTimeout;
+      server.setTimeout(timeouts.connectionTimeout);
+      return server;
+    },
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -74,7 +109,11 @@ export async function buildApp(container: Container) {
   app.decorateRequest('org', null);
 
   await app.register(cookie);
-  app.addHook('onRequest', securityHeaders({ hsts: config.isProduction }));
+  app.addHook('onRequest', securityHeaders(responseHeaders));
+  app.addHook('preClose', (done) => {
+    ingestFrontDoor.close();
+    done();
+  });
   await app.register(cors, { origin: [...container.trustedOrigins], credentials: true });
   await app.register(swagger, {
     openapi: {
@@ -104,13 +143,8 @@ export async function buildApp(container: Container) {
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const appError = toAppError(error);
-    if (appError) {
-      if (appError.status >= 500) request.log.error({ err: appError.cause ?? appError }, appError.message);
-      return reply.headers(appError.headers).status(appError.status).send(appError.toBody());
-    }
-    request.log.error({ err: error }, 'unhandled error');
-    return reply.status(500).send({ error: 'Internal server error', code: 'internal_error' });
+    const { status, headers, body } = errorResponse(error, request.log, toAppError(error));
+    return reply.headers(headers).status(status).send(body);
   });
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' }),

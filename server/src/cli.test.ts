@@ -29,6 +29,9 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+// Each CLI run is a new Node process (2 to 4 s on a 2-core machine while the rest of the suite runs
+// in parallel), and these tests run several: they get more time than the suite's default 30 s.
+const CLI_TEST_TIMEOUT_MS = 120_000;
 const cli = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8', timeout: 60_000 });
 
 async function waitForReady(baseUrl: string, server: ChildProcess): Promise<void> {
@@ -58,7 +61,7 @@ describe('agent-platform CLI', () => {
       expect(result.stderr, args.join(' ')).toMatch(message);
     }
     expect(cli().status).toBe(1);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it('creates orgs and users while the server runs, and the created admin can log in; SIGTERM lets an in-flight request finish', async () => {
     const port = await freePort();
@@ -119,5 +122,5 @@ describe('agent-platform CLI', () => {
     } finally {
       if (server.exitCode === null) server.kill('SIGKILL');
     }
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 });

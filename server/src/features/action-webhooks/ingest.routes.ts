@@ -14,6 +14,11 @@ const response = { 200: created, 202: accepted, 400: errorSchema, 401: errorSche
 
 const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) => (route.httpPart === 'body' ? () => ({ value: undefined }) : validatorCompiler(route));
 
+/**
+ * The ingest endpoints as the OpenAPI document shows them. Posts to them are answered by
+ * ingest.front-door.ts before Fastify routes them; these routes answer what it leaves to Fastify
+ * (a percent-encoded path segment) with the same service call.
+ */
 export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyncZod {
   return async (app) => {
     // The body is read by the service, as raw bytes, under the webhook's own size limit: the
