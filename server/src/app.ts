@@ -24,7 +24,7 @@ import { opsRoutes } from './features/ops/ops.routes.ts';
 import { orgsRoutes } from './features/orgs/orgs.routes.ts';
 import { threadsRoutes } from './features/threads/threads.routes.ts';
 import { agentsRoutes } from './features/agents/agents.routes.ts';
-import { createIngestFrontDoor } from './features/action-webhooks/ingest.front-door.ts';
+import { createIngestFastPath } from './features/action-webhooks/ingest.fast-path.ts';
 import { ingestRoutes } from './features/action-webhooks/ingest.routes.ts';
 import { webhooksRoutes } from './features/action-webhooks/webhooks.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
@@ -54,7 +54,7 @@ function toAppError(error: FastifyError): AppError | undefined {
   return undefined;
 }
 
-/** TRUST_PROXY as one function, for Fastify's `request.ip` and the ingest front door alike. */
+/** TRUST_PROXY as one function, for Fastify's `request.ip` and the ingest fast path alike. */
 function proxyTrust(trustProxy: Container['config']['trustProxy']): ((address: string, hop: number) => boolean) | undefined {
   if (trustProxy === false) return undefined;
   if (trustProxy === true) return () => true;
@@ -70,7 +70,7 @@ export async function buildApp(container: Container) {
   const responseHeaders = securityHeaderValues({ hsts: config.isProduction });
   let requestCount = 0;
   const nextRequestId = () => `req-${(requestCount++).toString(36)}`;
-  const ingestFrontDoor = createIngestFrontDoor({
+  const ingestFastPath = createIngestFastPath({
     ingest: container.services.ingest,
     clientIp: trust ? (request: IncomingMessage) => proxyAddr(request, trust) : (request: IncomingMessage) => request.socket.remoteAddress ?? '',
     nextRequestId,
@@ -82,11 +82,11 @@ export async function buildApp(container: Container) {
     loggerInstance: container.logger,
     trustProxy: trust ?? false,
     genReqId: nextRequestId,
-    // Ingest posts are answered before Fastify routes them (ingest.front-door.ts); the server is
+    // Ingest posts are answered before Fastify routes them (ingest.fast-path.ts); the server is
     // otherwise the one Fastify makes (its timeouts as Fastify sets them).
     serverFactory: (fastifyHandler, options) => {
       const server = createServer(options.http ?? {}, (request, response) => {
-        if (!ingestFrontDoor.serve(request, response)) fastifyHandler(request, response);
+        if (!ingestFastPath.serve(request, response)) fastifyHandler(request, response);
       });
       const timeouts = options as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
@@ -111,7 +111,7 @@ export async function buildApp(container: Container) {
   await app.register(cookie);
   app.addHook('onRequest', securityHeaders(responseHeaders));
   app.addHook('preClose', (done) => {
-    ingestFrontDoor.close();
+    ingestFastPath.close();
     done();
   });
   await app.register(cors, { origin: [...container.trustedOrigins], credentials: true });

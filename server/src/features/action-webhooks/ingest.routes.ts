@@ -16,7 +16,7 @@ const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) => (route.httpPart 
 
 /**
  * The ingest endpoints as the OpenAPI document shows them. Posts to them are answered by
- * ingest.front-door.ts before Fastify routes them; these routes answer what it leaves to Fastify
+ * ingest.fast-path.ts before Fastify routes them; these routes answer what it leaves to Fastify
  * (a percent-encoded path segment) with the same service call.
  */
 export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyncZod {

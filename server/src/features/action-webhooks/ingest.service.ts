@@ -16,6 +16,10 @@ import { readBodyWithLimit } from './read-body.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { redactHeaders, verifySender } from './verification.ts';
 
+/** Longer than any org slug (63), org id (36) or webhook identifier (32). */
+const MAX_PATH_SEGMENT = 100;
+const noWebhook = () => new AppError('not_found', 'No webhook at this URL');
+
 export interface IngestRequest {
   org: string;
   identifier: string;
@@ -79,9 +83,12 @@ export function createIngestService(deps: {
   return {
     /** The front door, in the order: 404, 403, 429, 413, 401, 400, then the pipeline. */
     async handle(request: IngestRequest): Promise<IngestResponse> {
+      // No org slug or id, nor any identifier we mint, is this long: not found, without a lookup
+      // (or a cache entry) for a made-up key of any length.
+      if (request.org.length > MAX_PATH_SEGMENT || request.identifier.length > MAX_PATH_SEGMENT) throw noWebhook();
       const webhook = await deps.cache.webhook(request.identifier);
       if (!webhook || (request.org !== webhook.orgSlug && request.org !== webhook.row.orgId)) {
-        throw new AppError('not_found', 'No webhook at this URL');
+        throw noWebhook();
       }
       const { row } = webhook;
       if (!row.enabled) throw new AppError('webhook_disabled', 'This webhook is disabled');

@@ -4,8 +4,8 @@ import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 import { signingHeaders } from './verification.ts';
 
-// Ingest posts are answered before Fastify routes them (ingest.front-door.ts): these check what
-// Fastify's hooks would otherwise have added, and that what the front door declines still reaches
+// Ingest posts are answered before Fastify routes them (ingest.fast-path.ts): these check what
+// Fastify's hooks would otherwise have added, and that what the fast path declines still reaches
 // Fastify's routes. The endpoint's own behaviour is tested in ingest.test.ts and routing.test.ts.
 let app: TestApp;
 beforeAll(async () => {
@@ -31,7 +31,7 @@ function rawRequest(baseUrl: string, head: string, rest: string, beforeRest: () 
   });
 }
 
-describe('ingest front door', () => {
+describe('ingest fast path', () => {
   it('answers both ingest paths with JSON, the security headers and no CORS headers, and counts them in the metrics', async () => {
     const setup = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
@@ -55,7 +55,7 @@ describe('ingest front door', () => {
     expect(count('/webhooks/actions/:org/:webhookIdentifier', 404)).toBeGreaterThanOrEqual(1);
   });
 
-  it('leaves other methods, percent-encoded and over-long segments to Fastify, which answers them as before', async () => {
+  it('leaves other methods and percent-encoded segments to Fastify, which answers them as before', async () => {
     const setup = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
     const encodedSlug = [...slug!].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
@@ -67,9 +67,16 @@ describe('ingest front door', () => {
     const trailingSlash = await postEvent(app, setup, { eventType: 'x' }, { path: `${setup.path}/` });
     expect(trailingSlash.status).toBe(404);
     expect((await trailingSlash.json()).code).toBe('not_found');
-    // Fastify's router refuses a path segment over 100 characters itself.
-    const overLong = await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${slug}/${'x'.repeat(101)}` });
-    expect(overLong.status).toBe(414);
+  });
+
+  it('answers 404 for an org or identifier longer than any there is (spec 7.2), not Fastify\'s 414', async () => {
+    const setup = await setupWebhook(app);
+    const [, , , slug, identifier] = setup.path.split('/');
+    for (const path of [`/webhooks/actions/${slug}/${'x'.repeat(101)}`, `/webhooks/ingest/${slug}/${'x'.repeat(5000)}`, `/webhooks/actions/${'o'.repeat(101)}/${identifier}`]) {
+      const response = await postEvent(app, setup, { eventType: 'x' }, { path });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toEqual({ error: 'No webhook at this URL', code: 'not_found' });
+    }
   });
 
   it('ignores X-Forwarded-For for the sender address unless TRUST_PROXY says so', async () => {
