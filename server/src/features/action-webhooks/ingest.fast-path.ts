@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../../lib/metrics.ts';
 import { errorResponse } from '../../lib/error-response.ts';
 import { AppError } from '../../lib/errors.ts';
+import { INGEST_ROUTE_URLS } from './ingest.routes.ts';
 import type { IngestService } from './ingest.service.ts';
 
-/** The two ingest paths and their route labels (as Fastify names them in metrics). */
+/** The two ingest paths (INGEST_ROUTE_URLS, by the word after /webhooks/). */
 const INGEST_PATH = /^\/webhooks\/(actions|ingest)\/([^/?%]+)\/([^/?%]+)(?:\?|$)/;
-const ROUTES = { actions: '/webhooks/actions/:org/:webhookIdentifier', ingest: '/webhooks/ingest/:org/:identifier' } as const;
 
 /**
  * The ingest endpoints, answered straight from Node's HTTP server before Fastify routes the request.
@@ -44,9 +44,9 @@ export function createIngestFastPath(deps: {
     response.end(json);
   }
 
-  async function handle(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, log: Logger) {
+  async function handle(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, ip: string, log: Logger) {
     try {
-      const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip: deps.clientIp(request), body: request });
+      const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip, body: request });
       answer(response, result.statusCode, result.body);
     } catch (error) {
       const { status, headers, body } = errorResponse(error, log);
@@ -62,10 +62,11 @@ export function createIngestFastPath(deps: {
       const match = request.method === 'POST' ? INGEST_PATH.exec(request.url!) : null;
       if (!match) return false;
       const started = performance.now();
-      const route = ROUTES[match[1] as keyof typeof ROUTES];
+      const route = INGEST_ROUTE_URLS[match[1] as keyof typeof INGEST_ROUTE_URLS];
+      const ip = deps.clientIp(request);
       const logsRequests = deps.logger.isLevelEnabled('info');
       const log = logsRequests ? deps.logger.child({ reqId: deps.nextRequestId() }) : deps.logger;
-      if (logsRequests) log.info({ req: { method: request.method, url: request.url, ip: deps.clientIp(request) } }, 'incoming request');
+      if (logsRequests) log.info({ req: { method: request.method, url: request.url, ip } }, 'incoming request');
       response.once('finish', () => {
         const seconds = (performance.now() - started) / 1000;
         deps.metrics.recordRequest('POST', route, response.statusCode, seconds);
@@ -74,7 +75,7 @@ export function createIngestFastPath(deps: {
       if (closing) {
         answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
       } else {
-        void handle(request, response, match[2]!, match[3]!, log);
+        void handle(request, response, match[2]!, match[3]!, ip, log);
       }
       return true;
     },

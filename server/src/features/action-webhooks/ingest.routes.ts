@@ -12,6 +12,9 @@ const accepted = z.union([
 ]);
 const response = { 200: created, 202: accepted, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 413: errorSchema, 429: errorSchema, 500: errorSchema };
 
+/** The two ingest routes, as Fastify names them (and so the request metrics, whichever path serves them). */
+export const INGEST_ROUTE_URLS = { actions: '/webhooks/actions/:org/:webhookIdentifier', ingest: '/webhooks/ingest/:org/:identifier' } as const;
+
 const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) => (route.httpPart === 'body' ? () => ({ value: undefined }) : validatorCompiler(route));
 
 /**
@@ -35,7 +38,7 @@ export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyn
       return reply.status(result.statusCode).send(result.body);
     };
 
-    app.post('/webhooks/actions/:org/:webhookIdentifier', {
+    app.post(INGEST_ROUTE_URLS.actions, {
       schema: {
         tags: ['webhooks'],
         summary: 'Post an event to an action webhook',
@@ -50,7 +53,7 @@ export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyn
     }, (request, reply) => handler(request.params.org, request.params.webhookIdentifier, request, reply));
 
     // The older path, kept for existing integrations; hidden from the documentation.
-    app.post('/webhooks/ingest/:org/:identifier', {
+    app.post(INGEST_ROUTE_URLS.ingest, {
       schema: { hide: true, params: z.object({ org: z.string().max(100), identifier: z.string().max(200) }), response },
     }, (request, reply) => handler(request.params.org, request.params.identifier, request, reply));
   };
