@@ -8,7 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import proxyAddr from '@fastify/proxy-addr';
 import { createServer, type IncomingMessage } from 'node:http';
-import Fastify, { type FastifyError } from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
@@ -28,7 +28,9 @@ import { createIngestFastPath } from './features/action-webhooks/ingest.fast-pat
 import { ingestRoutes } from './features/action-webhooks/ingest.routes.ts';
 import { webhooksRoutes } from './features/action-webhooks/webhooks.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
+import { createClientErrorHandler } from './lib/client-errors.ts';
 import { errorResponse } from './lib/error-response.ts';
+import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
 
@@ -82,17 +84,26 @@ export async function buildApp(container: Container) {
     loggerInstance: container.logger,
     trustProxy: trust ?? false,
     genReqId: nextRequestId,
-    // Ingest posts are answered before Fastify routes them (ingest.fast-path.ts); the server is
-    // otherwise the one Fastify makes (its timeouts as Fastify sets them).
+    // Ingest posts are answered before Fastify routes them (ingest.fast-path.ts). A client has
+    // HTTP_HEADERS_TIMEOUT_SECONDS for its headers and HTTP_REQUEST_TIMEOUT_SECONDS for its whole
+    // request on either path, checked every second: a sender that trickles a body holds nothing long.
     serverFactory: (fastifyHandler, options) => {
-      const server = createServer(options.http ?? {}, (request, response) => {
+      const server = createServer({
+        ...(options.http as object),
+        headersTimeout: config.http.headersTimeoutMs,
+        requestTimeout: config.http.requestTimeoutMs,
+        connectionsCheckingInterval: 1000,
+      }, (request, response) => {
         if (!ingestFastPath.serve(request, response)) fastifyHandler(request, response);
       });
-      const timeouts = options as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
-      server.keepAliveTimeout = timeouts.keepAliveTimeout;
-      server.requestTimeout = timeouts.requestTimeout;
-      server.setTimeout(timeouts.connectionTimeout);
+      server.keepAliveTimeout = (options as { keepAliveTimeout: number }).keepAliveTimeout;
       return server;
+    },
+    clientErrorHandler: createClientErrorHandler(responseHeaders),
+    // Fastify's own answers for a URL it cannot decode or a parameter over its length, in our body.
+    frameworkErrors: (error, request, reply) => {
+      const appError = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new AppError('not_found', 'Not found') : new AppError('bad_request', 'The URL is not valid: a percent-encoded part is not UTF-8');
+      void (reply as FastifyReply).headers(responseHeaders).status(appError.status).send(appError.toBody());
     },
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
@@ -114,7 +125,8 @@ export async function buildApp(container: Container) {
     ingestFastPath.close();
     done();
   });
-  await app.register(cors, { origin: [...container.trustedOrigins], credentials: true });
+  // An OPTIONS request that is no CORS preflight (no Origin) gets 204, not the plugin's plain-text 400.
+  await app.register(cors, { origin: [...container.trustedOrigins], credentials: true, strictPreflight: false });
   await app.register(swagger, {
     openapi: {
       info: { title: 'Agent Platform API', version: '0.1.0', description: 'Hosts AI agents for organizations.' },
@@ -136,6 +148,13 @@ export async function buildApp(container: Container) {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  // One rule for the text of every route (json-input.ts): params, query and body, before the
+  // route's own validation and handlers, so that no NUL or unpaired surrogate reaches a query.
+  app.addHook('preValidation', async (request) => {
+    const problem = unstorableText(request.params, 'params') ?? unstorableText(request.query, 'querystring') ?? unstorableText(request.body, 'body');
+    if (problem) throw new AppError('validation_failed', problem);
+  });
 
   app.addHook('onResponse', (request, reply, done) => {
     metrics.recordRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);

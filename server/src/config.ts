@@ -1,4 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { randomToken } from './lib/crypto.ts';
@@ -22,6 +23,14 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: optionalString,
   RUN_WORKERS: booleanFlag.default(true),
+  /** A client must send its request line and headers within this... */
+  HTTP_HEADERS_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(10),
+  /** ...and its whole request, body included, within this; otherwise 408 and the connection closes. */
+  HTTP_REQUEST_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  /** Ingest bodies being received at once, at most; past it a post gets 503 at once (slow senders cannot hold the memory). */
+  /** A webhook message id answers a retry of its event this long (Svix retries for about 28 hours). */
+  WEBHOOK_MESSAGE_ID_RETENTION_HOURS: z.coerce.number().positive().max(24 * 90).default(48),
+  INGEST_MAX_PENDING_BODIES: positiveInt.max(100_000).default(512),
 
   CODEHOST_CLIENT_ID: optionalString,
   CODEHOST_CLIENT_SECRET: optionalString,
@@ -72,6 +81,10 @@ const envSchema = z.object({
   /** Seconds between attempts after the first (Svix's schedule); one more entry, one more attempt. */
   CALLBACK_RETRY_SCHEDULE: z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated seconds').default('5,300,1800,7200,18000,36000,36000'),
   CALLBACK_CONCURRENCY: positiveInt.max(5000).default(500),
+  /** A document render past this is stopped and its tool call fails. */
+  DOCUMENT_RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(30),
+  /** Worker threads that render documents (default: the cores less one, at least 1, at most 4). */
+  DOCUMENT_RENDER_THREADS: positiveInt.max(64).optional(),
   /** Comma-separated paths of modules whose `tools` export adds tools to the registry (self-hosted extensions). */
   TOOL_MODULES: optionalString,
 });
@@ -138,6 +151,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: e.LOG_LEVEL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     runWorkers: e.RUN_WORKERS,
+    http: { headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000, requestTimeoutMs: Math.max(e.HTTP_REQUEST_TIMEOUT_SECONDS, e.HTTP_HEADERS_TIMEOUT_SECONDS) * 1000 },
     codehost: e.CODEHOST_CLIENT_ID && e.CODEHOST_CLIENT_SECRET
       ? {
         clientId: e.CODEHOST_CLIENT_ID,
@@ -179,6 +193,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE, webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE },
     ingestWriteConcurrency: e.INGEST_WRITE_CONCURRENCY,
+    ingestMaxPendingBodies: e.INGEST_MAX_PENDING_BODIES,
+    messageIdRetentionMs: e.WEBHOOK_MESSAGE_ID_RETENTION_HOURS * 60 * 60 * 1000,
     model: {
       provider: e.MODEL_PROVIDER,
       baseUrl: e.MODEL_BASE_URL,
@@ -193,6 +209,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       timeoutMs: e.CALLBACK_TIMEOUT_SECONDS * 1000,
       retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE.split(',').map((seconds) => Math.round(Number(seconds) * 1000)),
       concurrency: e.CALLBACK_CONCURRENCY,
+    },
+    documents: {
+      renderTimeoutMs: e.DOCUMENT_RENDER_TIMEOUT_SECONDS * 1000,
+      renderThreads: e.DOCUMENT_RENDER_THREADS ?? Math.min(4, Math.max(1, availableParallelism() - 1)),
     },
     toolModules: (e.TOOL_MODULES ?? '').split(',').map((path) => path.trim()).filter(Boolean).map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
     notices: Object.freeze(notices),

@@ -28,6 +28,7 @@ import { createSendTest } from './features/action-webhooks/send-test.ts';
 import { createWebhooksService } from './features/action-webhooks/webhooks.service.ts';
 import { createOrgAccess } from './features/orgs/org-access.ts';
 import { createDocumentsService, generateDocumentTool } from './features/documents/documents.service.ts';
+import { createRenderPool } from './features/documents/render-pool.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
 import { createActionRunner } from './features/agents/action-runner.ts';
 import { createModelCredentialsService } from './features/agents/model-credentials.ts';
@@ -120,18 +121,23 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
   const writer = createDeliveryWriter({ db, jobs, metrics, maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency });
   const webhooks = createWebhooksService({ db, box, bus, apiHost: config.apiHost, clock });
+  // Tools are registered below (and from TOOL_MODULES) before the server takes a request.
+  const tools = createToolRegistry();
   const webhookServices = {
-    agents: createAgentsService({ db, bus }),
+    agents: createAgentsService({ db, bus, tools }),
     webhooks,
-    ingest: createIngestService({ db, cache: ingestCache, pipeline, writer, clock, rateLimiters, ipLimitPerMinute: config.rateLimit.webhookIpPerMinute, logger }),
-    deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger }),
+    ingest: createIngestService({
+      db, cache: ingestCache, pipeline, writer, clock, rateLimiters, metrics, logger,
+      ipLimitPerMinute: config.rateLimit.webhookIpPerMinute, maxPendingBodies: config.ingestMaxPendingBodies,
+    }),
+    deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger, metrics, messageIdRetentionMs: config.messageIdRetentionMs }),
     ledger: createLedgerService({ db, callbacks }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
     callbacks,
   };
 
-  const documents = createDocumentsService({ db });
-  const tools = createToolRegistry();
+  const renderPool = createRenderPool({ threads: config.documents.renderThreads, timeoutMs: config.documents.renderTimeoutMs });
+  const documents = createDocumentsService({ db, renderer: renderPool });
   tools.register(generateDocumentTool(documents));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
@@ -148,6 +154,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     modelCredentials: createModelCredentialsService({ db, box }),
   };
 
+  let stalledRunsTimer: NodeJS.Timeout | undefined;
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
     'webhooks.retry-buffered': async () => void (await webhookServices.deliveries.retryDue()),
@@ -184,15 +191,22 @@ export async function createContainer(config: Config, options: ContainerOptions 
         await jobs.work(jobHandlers, { concurrency: { 'actions.run': config.actions.concurrency } });
         // Actions a stopped process was running resume once their lease lapses.
         await runner.resumeAbandoned({ includeLive: true });
+        // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
+        stalledRunsTimer = setInterval(() => {
+          runner.handBackStalledRuns().catch((error) => logger.warn({ err: error }, 'could not hand back stalled action runs'));
+        }, Math.max(1000, config.actions.leaseMs / 4));
+        stalledRunsTimer.unref();
         dispatcher.start();
       }
     },
 
     async close() {
+      clearInterval(stalledRunsTimer);
       await writer.drain();
       await dispatcher.stop();
       outboundAgents.destroy();
       await jobs.stop();
+      await renderPool.close();
       await bus.close();
       await rateLimiters.close();
       await database.close();

@@ -243,6 +243,10 @@ export interface WebhookMessageIdsTable {
   webhookId: string;
   messageId: string;
   receivedAt: CreatedAt;
+  /** SHA-256 (base64url) of the body first received under this id. */
+  bodyDigest: string | null;
+  eventId: string | null;
+  externalId: string | null;
 }
 
 export interface DocumentsTable {

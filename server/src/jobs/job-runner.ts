@@ -16,9 +16,19 @@ export interface JobRunner {
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
   /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
   enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<any> }): Promise<void>;
+  /** Jobs of a queue that some process fetched over `seconds` ago and has not settled: their holder may be dead. */
+  activeLongerThan(queue: QueueName, seconds: number): Promise<StalledJob[]>;
+  /** Fails these attempts (only while they are still the active attempt), so that the queue's retry runs them again. */
+  handBack(queue: QueueName, jobs: StalledJob[], reason: string): Promise<void>;
   /** pg-boss's insert of a queue's jobs, to embed in a statement of ours (see embedded-insert.ts); undefined when it cannot be. */
   embeddedInsert(queue: QueueName): EmbeddedInsert | undefined;
   stop(): Promise<void>;
+}
+
+export interface StalledJob {
+  id: string;
+  retryCount: number;
+  data: unknown;
 }
 
 /** The options every job of a queue is inserted with. */
@@ -29,6 +39,7 @@ function jobOptionsOf(queue: QueueName) {
 
 export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
+  const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
   const pumps = new Map<QueueName, QueuePump>();
   const embeddedInserts = new Map<QueueName, EmbeddedInsert>();
   const wake = (queue: QueueName) => pumps.get(queue)?.wake();
@@ -93,6 +104,19 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
       const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), ...jobOptionsOf(queue) }));
       await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
       if (!options.trx) wake(queue);
+    },
+
+    async activeLongerThan(queue, seconds) {
+      // Active jobs are few (at most each worker's concurrency), and the queue name picks the partition.
+      const { rows } = await boss.getDb().executeSql(
+        `select id, retry_count as "retryCount", data from ${schema}.job where name = $1 and state = 'active' and started_on < now() - make_interval(secs => $2)`,
+        [queue, seconds],
+      );
+      return rows as StalledJob[];
+    },
+
+    async handBack(queue, jobs, reason) {
+      if (jobs.length > 0) await boss.fail(queue, jobs.map(({ id, retryCount }) => ({ id, retryCount })), { message: reason });
     },
 
     embeddedInsert: (queue) => embeddedInserts.get(queue),

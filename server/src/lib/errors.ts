@@ -6,6 +6,7 @@ export const ERROR_STATUS = {
   bad_request: 400,
   validation_failed: 400,
   invalid_json: 400,
+  invalid_payload: 400,
   invalid_reset_token: 400,
   oauth_state_mismatch: 400,
   oauth_exchange_failed: 400,
@@ -29,12 +30,15 @@ export const ERROR_STATUS = {
   email_in_use: 409,
   not_replayable: 409,
   already_decided: 409,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  headers_too_large: 431,
   internal_error: 500,
   upstream_unavailable: 502,
   not_ready: 503,
+  overloaded: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

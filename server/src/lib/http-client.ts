@@ -11,10 +11,21 @@ import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-f
  * then), never following redirects, with a deadline and a bounded response.
  */
 
-/** Public unicast only: not loopback, private, link-local (cloud metadata), unique-local, CGNAT, reserved... */
+/**
+ * IPv6 forms that carry an IPv4 address, refused whole: IPv4-compatible ::/96 (deprecated since RFC
+ * 4291; Node writes `[::127.0.0.1]` as `[::7f00:1]`, which ipaddr.js ranks unicast), NAT64 64:ff9b::/96
+ * and 64:ff9b:1::/48, 6to4 2002::/16 and Teredo 2001::/32. (IPv4-mapped ::ffff:0:0/96 is checked as
+ * the IPv4 address it maps.)
+ */
+const EMBEDS_IPV4 = ['::/96', '64:ff9b::/96', '64:ff9b:1::/48', '2002::/16', '2001::/32'];
+const embedsIpv4 = EMBEDS_IPV4.map((cidr) => ipaddr.parseCIDR(cidr));
+
+/** Public unicast only: not loopback, private, link-local (cloud metadata), unique-local, CGNAT, reserved, IPv4 inside IPv6... */
 export function isPublicAddress(address: string): boolean {
   try {
-    return ipaddr.process(address).range() === 'unicast';
+    const parsed = ipaddr.process(address);
+    if (parsed.range() !== 'unicast') return false;
+    return !(parsed.kind() === 'ipv6' && embedsIpv4.some((cidr) => parsed.match(cidr)));
   } catch {
     return false;
   }
@@ -55,6 +66,8 @@ export function createOutboundAgents(options: { allowPrivateNetworks: boolean; m
     maxSockets: options.maxSockets ?? 256,
     allowPrivateIPAddress: options.allowPrivateNetworks,
     allowMetaIPAddress: options.allowPrivateNetworks,
+    // The agents refuse what is not unicast; isPublicAddress's extra refusals are added here.
+    denyIPAddressList: options.allowPrivateNetworks ? [] : EMBEDS_IPV4,
   };
   const agents = { http: new RequestFilteringHttpAgent(common), https: new RequestFilteringHttpsAgent(common) };
   return { ...agents, destroy: () => { agents.http.destroy(); agents.https.destroy(); } };

@@ -1,4 +1,4 @@
-import type { LoggerOptions } from 'pino';
+import { stdSerializers, type LoggerOptions } from 'pino';
 
 const SENSITIVE_QUERY_KEYS = /^(code|state|token|access_token|id_token|session)$/i;
 
@@ -9,6 +9,18 @@ export function redactUrl(url: string): string {
   const params = new URLSearchParams(url.slice(index + 1));
   for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key)) params.set(key, '[REDACTED]');
   return `${url.slice(0, index)}?${params.toString()}`;
+}
+
+/** Error properties that carry a query's values (PGlite's errors: `params`): rejected reasons, ciphertexts, hints. */
+const QUERY_VALUES = ['params', 'parameters', 'queryOptions'];
+
+/** pino's error serializer, without the values of the query that failed (down the cause chain too). */
+function serializeError(error: unknown): unknown {
+  const serialized = stdSerializers.err(error as Error) as unknown as Record<string, unknown>;
+  for (let current: Record<string, unknown> | undefined = serialized; current && typeof current === 'object'; current = current.cause as Record<string, unknown> | undefined) {
+    for (const key of QUERY_VALUES) delete current[key];
+  }
+  return serialized;
 }
 
 /** pino options shared by the server and the CLI: secrets never reach a log line. */
@@ -33,6 +45,7 @@ export function loggerOptions(level: string): LoggerOptions {
       censor: '[REDACTED]',
     },
     serializers: {
+      err: serializeError,
       // Method, path and client only: headers (cookies, tokens) never reach the log.
       req: (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: req.url === undefined ? undefined : redactUrl(req.url), ip: req.ip }),
     },

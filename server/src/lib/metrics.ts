@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Prometheus metrics of one process, served at GET /metrics. */
 export function createMetrics() {
@@ -37,6 +37,21 @@ export function createMetrics() {
       name: 'jobs_processed_total',
       help: 'Background jobs processed by queue and outcome',
       labelNames: ['queue', 'outcome'] as const,
+      registers: [registry],
+    }),
+    ingestPendingBodies: new Gauge({
+      name: 'webhook_ingest_pending_bodies',
+      help: 'Ingest request bodies being received now (capped by INGEST_MAX_PENDING_BODIES)',
+      registers: [registry],
+    }),
+    messageIdsPurged: new Counter({
+      name: 'webhook_message_ids_purged_total',
+      help: 'Webhook message ids forgotten after WEBHOOK_MESSAGE_ID_RETENTION_HOURS',
+      registers: [registry],
+    }),
+    messageIdsKept: new Gauge({
+      name: 'webhook_message_ids_kept',
+      help: 'Webhook message ids kept to answer retries (the planner\'s estimate, updated every minute)',
       registers: [registry],
     }),
     ingestBatchSize: new Histogram({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from './errors.ts';
+import { isAcceptedInstant } from './instants.ts';
 
 /** Keyset pagination over (createdAt desc, id desc): stable while rows are added. */
 export interface Cursor {
@@ -20,7 +21,7 @@ export function decodeCursor(value: string | undefined): Cursor | undefined {
   if (value === undefined) return undefined;
   const [createdAt, id] = Buffer.from(value, 'base64url').toString('utf8').split('|');
   const date = new Date(createdAt ?? '');
-  if (!id || Number.isNaN(date.getTime()) || !z.uuid().safeParse(id).success) {
+  if (!id || !isAcceptedInstant(date) || !z.uuid().safeParse(id).success) {
     throw new AppError('validation_failed', 'querystring/cursor: not a cursor this API returned');
   }
   return { createdAt: date, id };

@@ -5,6 +5,7 @@ import * as documents from './0003_documents.ts';
 import * as agentRuntime from './0004_agent_runtime.ts';
 import * as callbacks from './0005_callbacks.ts';
 import * as ledgerReferences from './0006_ledger_references.ts';
+import * as idempotentMessageIds from './0007_idempotent_message_ids.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ const migrations: Record<string, Migration> = {
   '0004_agent_runtime': agentRuntime,
   '0005_callbacks': callbacks,
   '0006_ledger_references': ledgerReferences,
+  '0007_idempotent_message_ids': idempotentMessageIds,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Updateable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
 import type { DB, DeliveryRow, WebhookDeliveriesTable } from '../../db/schema.ts';
 
 export const deliveriesRepo = {
@@ -18,10 +18,14 @@ export const deliveriesRepo = {
   dueIds: async (db: Kysely<DB>, now: Date, limit: number): Promise<string[]> =>
     (await db.selectFrom('webhookDeliveries').select('id').where('status', '=', 'buffered').where('nextAttemptAt', '<=', now).orderBy('nextAttemptAt').limit(limit).execute()).map((row) => row.id),
 
-  /** A wh-id seen before on this webhook within the tolerance is a replay (unique key). */
+  /** A message id seen before on this webhook is a retry (unique key). */
   rememberMessageId: (db: Kysely<DB>, webhookId: string, messageId: string) =>
     db.insertInto('webhookMessageIds').values({ webhookId, messageId }).execute(),
 
-  forgetMessageIdsBefore: (db: Kysely<DB>, before: Date) =>
-    db.deleteFrom('webhookMessageIds').where('receivedAt', '<', before).execute(),
+  forgetMessageIdsBefore: async (db: Kysely<DB>, before: Date): Promise<number> =>
+    Number((await db.deleteFrom('webhookMessageIds').where('receivedAt', '<', before).executeTakeFirst()).numDeletedRows),
+
+  /** The planner's estimate of the message ids kept (a count would scan them all). */
+  estimateMessageIds: async (db: Kysely<DB>): Promise<number> =>
+    Math.max(0, Number((await sql<{ estimate: number }>`select reltuples::float8 as estimate from pg_class where relname = 'webhook_message_ids'`.execute(db)).rows[0]?.estimate ?? 0)),
 };

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB, DeliveryRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
+import type { Metrics } from '../../lib/metrics.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import type { DeliveryPipeline, Outcome } from './delivery-pipeline.ts';
 import type { DeliveryWriter } from './delivery-writer.ts';
@@ -9,7 +10,6 @@ import { deliveriesRepo } from './deliveries.repo.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
 import { webhooksRepo } from './webhooks.repo.ts';
-import { TIMESTAMP_TOLERANCE_SECONDS } from './verification.ts';
 
 /** A buffered delivery is retried this many times (outside_schedule waits do not count), then dead-lettered. */
 export const MAX_BUFFERED_ATTEMPTS = 10;
@@ -22,7 +22,12 @@ export function bufferedRetryDelayMs(attempts: number): number {
 
 const REPLAYABLE = new Set(['buffered', 'skipped', 'dead_lettered']);
 
-export function createDeliveriesService(deps: { db: Kysely<DB>; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter; clock: Clock; logger: Logger }) {
+export function createDeliveriesService(deps: {
+  db: Kysely<DB>; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter; clock: Clock; logger: Logger;
+  /** How long a message id answers a retry of its event (WEBHOOK_MESSAGE_ID_RETENTION_HOURS). */
+  messageIdRetentionMs: number;
+  metrics: Pick<Metrics, 'messageIdsPurged' | 'messageIdsKept'>;
+}) {
   /** Runs a stored delivery through today's configuration; `manual` is an operator's replay. */
   async function reprocess(row: DeliveryRow, manual: boolean): Promise<Outcome | { status: 'dead_lettered'; eventId: string; reason: string }> {
     const identifier = row.webhookId ? await webhooksRepo.identifierOf(deps.db, row.webhookId) : undefined;
@@ -68,10 +73,11 @@ export function createDeliveriesService(deps: { db: Kysely<DB>; cache: IngestCac
       return reprocess(row, true);
     },
 
-    /** Job: retries the buffered deliveries that are due, and forgets wh-ids past the tolerance. */
+    /** Job: retries the buffered deliveries that are due, and forgets message ids past their retention. */
     async retryDue(): Promise<number> {
       const now = deps.clock.now();
-      await deliveriesRepo.forgetMessageIdsBefore(deps.db, new Date(now.getTime() - 2 * TIMESTAMP_TOLERANCE_SECONDS * 1000));
+      deps.metrics.messageIdsPurged.inc(await deliveriesRepo.forgetMessageIdsBefore(deps.db, new Date(now.getTime() - deps.messageIdRetentionMs)));
+      deps.metrics.messageIdsKept.set(await deliveriesRepo.estimateMessageIds(deps.db));
       const ids = await deliveriesRepo.dueIds(deps.db, now, RETRY_BATCH);
       for (const id of ids) {
         const row = await deliveriesRepo.findById(deps.db, id);

@@ -28,6 +28,8 @@ export interface Ingress {
   headers: Record<string, string>;
   sourceIp: string | null;
   messageId?: string;
+  /** SHA-256 (base64url) of the raw body, when it came with a message id: a retry must match it. */
+  bodyDigest?: string;
 }
 
 const uuidSchema = z.uuid();

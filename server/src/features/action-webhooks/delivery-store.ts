@@ -21,7 +21,8 @@ export interface Stored {
   createdActionIds: string[];
 }
 
-const replayed = () => new AppError('message_replayed', 'This wh-id was already received within the last 5 minutes');
+const replayedWithOtherBody = () => new AppError('message_replayed', 'This message id was already received with a different body');
+const claimKey = (webhookId: string, messageId: string) => `${webhookId} ${messageId}`;
 const externalKey = (webhookId: string, externalId: string) => `${webhookId} ${externalId}`;
 
 /**
@@ -39,6 +40,7 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     org_id: ingress.webhook.orgId,
     webhook_id: ingress.webhook.id,
     message_id: ingress.messageId ?? null,
+    body_digest: ingress.bodyDigest ?? null,
     status: decision.status === 'create' ? 'accepted' : decision.status,
     reason: decision.status === 'create' ? null : decision.reason,
     next_attempt_at: decision.status === 'buffered' ? nextAttemptAt : null,
@@ -60,15 +62,17 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
   const { rows } = await sql<{ idx: number; fresh: boolean; created: boolean; existingId: string | null }>`
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as i(
-        idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, status text, reason text, next_attempt_at timestamptz,
+        idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, body_digest text, status text, reason text, next_attempt_at timestamptz,
         action_id uuid, agent_id uuid, action_rule_id uuid, run_as_user_id uuid, instructions text, tool_approvals jsonb,
         payload jsonb, raw_body text, headers jsonb, verification_scheme text, source_ip text)
     ),
     first_claims as (
-      select distinct on (webhook_id, message_id) idx, webhook_id, message_id from input where message_id is not null order by webhook_id, message_id, idx
+      select distinct on (webhook_id, message_id) idx, webhook_id, message_id, body_digest, event_id, payload->>'externalId' as external_id
+      from input where message_id is not null order by webhook_id, message_id, idx
     ),
     claimed as (
-      insert into webhook_message_ids (webhook_id, message_id) select webhook_id, message_id from first_claims
+      insert into webhook_message_ids (webhook_id, message_id, body_digest, event_id, external_id)
+      select webhook_id, message_id, body_digest, event_id, external_id from first_claims
       on conflict do nothing returning webhook_id, message_id
     ),
     fresh as (
@@ -106,16 +110,74 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
   const unresolved = rows.filter((row) => row.fresh && input[row.idx]!.status === 'accepted' && !row.created && !row.existingId);
   const lateIds = unresolved.length === 0 ? new Map<string, string>() : await existingActionIds(trx, unresolved.map((row) => items[row.idx]!.ingress));
 
-  const results = rows.map((row): WriteResult => {
+  const results = rows.map((row): WriteResult | undefined => {
     const { ingress } = items[row.idx]!;
     const { status, reason, action_id: actionId } = input[row.idx]!;
-    if (!row.fresh) return replayed();
+    if (!row.fresh) return undefined; // a retry of a message id: answered below
     if (status !== 'accepted') return { status: status as 'buffered' | 'skipped', eventId: ingress.eventId, reason: reason! };
     if (row.created) return { status: 'accepted', eventId: ingress.eventId, actionId: actionId!, alreadyExists: false };
     const existingId = row.existingId ?? lateIds.get(externalKey(ingress.webhook.id, ingress.payload.externalId!))!;
     return { status: 'accepted', eventId: ingress.eventId, actionId: existingId, alreadyExists: true };
   });
-  return { results, createdActionIds: rows.filter((row) => row.created).map((row) => input[row.idx]!.action_id!) };
+  const retries = rows.filter((row) => !row.fresh).map((row) => row.idx);
+  if (retries.length > 0) await answerRetries(trx, items, results, retries);
+  return { results: results as WriteResult[], createdActionIds: rows.filter((row) => row.created).map((row) => input[row.idx]!.action_id!) };
+}
+
+/**
+ * A message id received before (by this batch or earlier) with the same body gets the answer the
+ * first one got: its action, or its buffered or skipped event; with another body, message_replayed.
+ */
+async function answerRetries(trx: Kysely<DB>, items: DeliveryWrite[], results: (WriteResult | undefined)[], retries: number[]): Promise<void> {
+  const firstInBatch = new Map<string, number>();
+  items.forEach(({ ingress }, idx) => {
+    const key = ingress.messageId && claimKey(ingress.webhook.id, ingress.messageId);
+    if (key && results[idx] !== undefined && !firstInBatch.has(key)) firstInBatch.set(key, idx);
+  });
+  const earlier = retries.filter((idx) => !firstInBatch.has(claimKey(items[idx]!.ingress.webhook.id, items[idx]!.ingress.messageId!)));
+  const stored = earlier.length === 0 ? new Map<string, FirstAnswer>() : await firstAnswers(trx, earlier.map((idx) => items[idx]!.ingress));
+  for (const idx of retries) {
+    const { ingress } = items[idx]!;
+    const key = claimKey(ingress.webhook.id, ingress.messageId!);
+    const batchFirst = firstInBatch.get(key);
+    if (batchFirst !== undefined) {
+      results[idx] = items[batchFirst]!.ingress.bodyDigest === ingress.bodyDigest ? results[batchFirst] : replayedWithOtherBody();
+      continue;
+    }
+    const first = stored.get(key);
+    results[idx] = first && first.bodyDigest === ingress.bodyDigest ? (toOutcome(first) ?? replayedWithOtherBody()) : replayedWithOtherBody();
+  }
+}
+
+interface FirstAnswer {
+  webhookId: string;
+  messageId: string;
+  bodyDigest: string | null;
+  eventId: string | null;
+  status: string | null;
+  reason: string | null;
+  actionId: string | null;
+  duplicateOf: string | null;
+}
+
+/** What answered a message id: its delivery (the event it became), or for a duplicate externalId (no delivery row), that action. */
+async function firstAnswers(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, FirstAnswer>> {
+  const rows = await trx.selectFrom('webhookMessageIds as c')
+    .leftJoin('webhookDeliveries as d', 'd.id', 'c.eventId')
+    .leftJoin('actions as a', (join) => join.onRef('a.webhookId', '=', 'c.webhookId').onRef('a.externalId', '=', 'c.externalId'))
+    .select(['c.webhookId', 'c.messageId', 'c.bodyDigest', 'c.eventId', 'd.status', 'd.reason', 'd.actionId', 'a.id as duplicateOf'])
+    .where((eb) => eb.or(ingresses.map(({ webhook, messageId }) => eb.and([eb('c.webhookId', '=', webhook.id), eb('c.messageId', '=', messageId!)]))))
+    .execute();
+  return new Map(rows.map((row) => [claimKey(row.webhookId, row.messageId), row]));
+}
+
+function toOutcome(first: FirstAnswer): Outcome | undefined {
+  if (!first.eventId) return undefined;
+  if (first.actionId) return { status: 'accepted', eventId: first.eventId, actionId: first.actionId, alreadyExists: false };
+  if (first.status === 'skipped') return { status: 'skipped', eventId: first.eventId, reason: first.reason! };
+  if (first.status) return { status: 'buffered', eventId: first.eventId, reason: first.reason ?? first.status };
+  // No delivery row: the event was a duplicate of an action with its externalId.
+  return first.duplicateOf ? { status: 'accepted', eventId: first.eventId, actionId: first.duplicateOf, alreadyExists: true } : undefined;
 }
 
 async function existingActionIds(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, string>> {

@@ -55,7 +55,7 @@ describe('ingest fast path', () => {
     expect(count('/webhooks/actions/:org/:webhookIdentifier', 404)).toBeGreaterThanOrEqual(1);
   });
 
-  it('leaves other methods and percent-encoded segments to Fastify, which answers them as before', async () => {
+  it('decodes percent-encoded segments itself, and leaves other methods to Fastify, which answers them as before', async () => {
     const setup = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
     const encodedSlug = [...slug!].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');

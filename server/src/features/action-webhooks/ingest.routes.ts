@@ -18,9 +18,9 @@ export const INGEST_ROUTE_URLS = { actions: '/webhooks/actions/:org/:webhookIden
 const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) => (route.httpPart === 'body' ? () => ({ value: undefined }) : validatorCompiler(route));
 
 /**
- * The ingest endpoints as the OpenAPI document shows them. Posts to them are answered by
- * ingest.fast-path.ts before Fastify routes them; these routes answer what it leaves to Fastify
- * (a percent-encoded path segment) with the same service call.
+ * The ingest endpoints as the OpenAPI document shows them. Every post to them is answered by
+ * ingest.fast-path.ts before Fastify routes it; these routes make the same service call, should a
+ * post ever reach Fastify.
  */
 export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyncZod {
   return async (app) => {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { DB, WebhookRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
+import type { Metrics } from '../../lib/metrics.ts';
 import type { RateLimiter, RateLimiters } from '../../lib/rate-limit.ts';
 import type { DeliveryPipeline, Outcome } from './delivery-pipeline.ts';
 import type { DeliveryWriter } from './delivery-writer.ts';
@@ -14,10 +15,15 @@ import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
 import { readBodyWithLimit } from './read-body.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { jsonShapeProblem, storableText, unstorableText } from '../../lib/json-input.ts';
 import { redactHeaders, verifySender } from './verification.ts';
 
-/** Longer than any org slug (63), org id (36) or webhook identifier (32). */
-const MAX_PATH_SEGMENT = 100;
+/**
+ * What an org slug, org id or webhook identifier can be (letters, digits, - and _; at most 63, 36 and
+ * 32 characters): anything else (a NUL, a percent-decoded slash, 5,000 characters) is not found
+ * without a lookup or a cache entry.
+ */
+const PATH_SEGMENT = /^[A-Za-z0-9_-]{1,100}$/;
 const noWebhook = () => new AppError('not_found', 'No webhook at this URL');
 
 export interface IngestRequest {
@@ -52,8 +58,26 @@ export function createIngestService(deps: {
   clock: Clock;
   rateLimiters: RateLimiters;
   ipLimitPerMinute: number;
+  /** Bodies being received at once, at most: slow senders cannot hold more memory than this many bodies. */
+  maxPendingBodies: number;
+  metrics: Pick<Metrics, 'ingestPendingBodies'>;
   logger: Logger;
 }) {
+  let pendingBodies = 0;
+  async function readBody(request: IngestRequest, limit: number): Promise<Buffer> {
+    if (pendingBodies >= deps.maxPendingBodies) {
+      throw new AppError('overloaded', 'Too many requests are sending their bodies at once; try again shortly', { headers: { 'retry-after': '1', connection: 'close' } });
+    }
+    pendingBodies++;
+    deps.metrics.ingestPendingBodies.set(pendingBodies);
+    try {
+      return await readBodyWithLimit(request.body, limit);
+    } finally {
+      pendingBodies--;
+      deps.metrics.ingestPendingBodies.set(pendingBodies);
+    }
+  }
+
   const perIp = deps.rateLimiters.create({ name: 'webhook-ip', points: deps.ipLimitPerMinute, durationSeconds: 60 });
   // One limiter per distinct per-webhook limit (at most 1000 of them), keyed by webhook id.
   const perWebhook = new Map<number, RateLimiter>();
@@ -70,7 +94,7 @@ export function createIngestService(deps: {
       if (failure.messageId) await deliveriesRepo.rememberMessageId(trx, webhook.id, failure.messageId);
       await deliveriesRepo.insert(trx, {
         id: failure.eventId, orgId: webhook.orgId, webhookId: webhook.id, status: 'failed', reason: failure.reason, replayable: false,
-        rawBody: failure.text.slice(0, 64 * 1024), headers: JSON.stringify(failure.headers), verificationScheme: webhook.verificationScheme,
+        rawBody: storableText(failure.text.slice(0, 64 * 1024)), headers: JSON.stringify(failure.headers), verificationScheme: webhook.verificationScheme,
         sourceIp: failure.ip, messageId: failure.messageId ?? null,
       });
     }).catch((error: unknown) => {
@@ -81,11 +105,9 @@ export function createIngestService(deps: {
   }
 
   return {
-    /** The front door, in the issue's order: 404, 403, 429, 413, 401, 400, then the pipeline. */
+    /** 404, 403, 429 (per IP), 413, 401, 429 (per webhook), 400, then the pipeline. */
     async handle(request: IngestRequest): Promise<IngestResponse> {
-      // No org slug or id, nor any identifier we mint, is this long: not found, without a lookup
-      // (or a cache entry) for a made-up key of any length.
-      if (request.org.length > MAX_PATH_SEGMENT || request.identifier.length > MAX_PATH_SEGMENT) throw noWebhook();
+      if (!PATH_SEGMENT.test(request.org) || !PATH_SEGMENT.test(request.identifier)) throw noWebhook();
       const webhook = await deps.cache.webhook(request.identifier);
       if (!webhook || (request.org !== webhook.orgSlug && request.org !== webhook.row.orgId)) {
         throw noWebhook();
@@ -101,22 +123,33 @@ export function createIngestService(deps: {
         throw new AppError('ip_blocked', 'This sender address is blocked for this webhook');
       }
       await perIp.consume(request.ip);
-      await webhookLimiter(row.rateLimitPerMinute).consume(row.id);
-
-      const rawBody = await readBodyWithLimit(request.body, row.maxPayloadBytes);
+      const rawBody = await readBody(request, row.maxPayloadBytes);
       const nowSeconds = Math.floor(deps.clock.now().getTime() / 1000);
       const { messageId } = verifySender(row.verificationScheme, deps.cache.secretsOf(webhook), request.headers, rawBody, nowSeconds);
+      // Only verified requests count against the webhook's own limit: anyone who knows its URL could
+      // otherwise lock its real sender out (the per-IP limit above counts every request).
+      await webhookLimiter(row.rateLimitPerMinute).consume(row.id);
 
       const eventId = randomUUID();
       const text = rawBody.toString('utf8');
       const headers = redactHeaders(request.headers);
       const fail = (reason: string) => recordFailure({ eventId, webhook: row, text, headers, ip: request.ip, messageId, reason });
+      const shapeProblem = jsonShapeProblem(rawBody);
+      if (shapeProblem) {
+        await fail('invalid_payload');
+        throw new AppError('invalid_payload', `The body ${shapeProblem}`);
+      }
       let json: unknown;
       try {
         json = JSON.parse(text);
       } catch {
         await fail('invalid_json');
         throw new AppError('invalid_json', 'The body is not valid JSON');
+      }
+      const textProblem = unstorableText(json);
+      if (textProblem) {
+        await fail('invalid_payload');
+        throw new AppError('invalid_payload', `The payload cannot be accepted: ${textProblem}`);
       }
       const parsed = actionWebhookPayload.safeParse(json);
       if (!parsed.success) {
@@ -127,7 +160,7 @@ export function createIngestService(deps: {
 
       const decision = await deps.pipeline.decide(webhook, parsed.data);
       const outcome = await deps.writer.write({
-        ingress: { eventId, webhook: row, payload: parsed.data, rawBody: null, headers, sourceIp: request.ip, messageId },
+        ingress: { eventId, webhook: row, payload: parsed.data, rawBody: null, headers, sourceIp: request.ip, messageId, bodyDigest: messageId && createHash('sha256').update(rawBody).digest('base64url') },
         decision,
         nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null,
       });

@@ -17,6 +17,15 @@ describe('rate limits (spec 8)', () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(1);
   });
 
+  it('counts only verified requests against the webhook\'s own limit: 150 unsigned posts do not lock its sender out', async () => {
+    const setup = await setupWebhook(app);
+    const unsigned = await Promise.all(Array.from({ length: 150 }, (_, i) => app.request('POST', setup.path, {
+      body: { eventType: 'x' }, headers: { 'x-forwarded-for': `10.9.${Math.floor(i / 50)}.${i % 50}` },
+    }).then((response) => response.status)));
+    expect(new Set(unsigned)).toEqual(new Set([401]));
+    expect((await postEvent(app, setup, { eventType: 'x' }, { headers: { 'x-forwarded-for': '10.9.9.9' } })).status).toBe(200);
+  });
+
   it('limits one client address across webhooks (WEBHOOK_IP_RATE_LIMIT_PER_MINUTE)', async () => {
     const a = await setupWebhook(app, { rateLimitPerMinute: 1000 });
     const b = await setupWebhook(app, { rateLimitPerMinute: 1000 });

@@ -101,13 +101,16 @@ export function verifySender(scheme: VerificationScheme, secrets: string[], head
         return timingSafeEqualString(given.toLowerCase(), expected);
       });
       if (!matches.includes(true)) throw new AppError('signature_invalid', 'x-webhook-signature does not match: expected v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">');
-      return {};
+      // The scheme has no message id: the signature, unique to (timestamp, body), stands for one,
+      // so that the same request sent again within the tolerance is answered once, not acted on twice.
+      return { messageId: `hmac_sha256:${ts}:${given.toLowerCase()}` };
     }
     case 'shared_token': {
-      const bearer = header(headers, 'authorization')?.replace(/^Bearer\s+/i, '');
-      const token = bearer || header(headers, 'x-webhook-token');
-      if (!token) throw new AppError('signature_missing', 'Missing Authorization: Bearer <token> or x-webhook-token header');
-      const matches = secrets.map((secret) => timingSafeEqualString(token, secret));
+      // Either credential counts: an Authorization header of some proxy's does not hide x-webhook-token.
+      const bearer = header(headers, 'authorization')?.match(/^Bearer\s+(\S+)/i)?.[1];
+      const tokens = [bearer, header(headers, 'x-webhook-token')].filter((token): token is string => !!token);
+      if (tokens.length === 0) throw new AppError('signature_missing', 'Missing Authorization: Bearer <token> or x-webhook-token header');
+      const matches = tokens.flatMap((token) => secrets.map((secret) => timingSafeEqualString(token, secret)));
       if (!matches.includes(true)) throw new AppError('signature_invalid', 'The token does not match the webhook secret');
       return {};
     }
@@ -131,14 +134,20 @@ export function signingHeaders(scheme: VerificationScheme, secret: string, body:
   }
 }
 
-/** Headers kept in the ledger: credentials and signatures never are. */
-const SENSITIVE_HEADER = /authorization|cookie|signature|token|secret|api-key|apikey|password/i;
+/**
+ * Headers kept in the ledger: a name that speaks of a credential is redacted, whatever its exact
+ * spelling (x-auth, x-access-key, api_key, x-session-id, x-credentials...), except the few below
+ * whose values are known not to be secrets.
+ */
+const SENSITIVE_HEADER = /auth|key|token|secret|session|cookie|signature|passw|credential/i;
+const SHOWN_IN_CLEAR = new Set(['idempotency-key', 'x-idempotency-key', 'keep-alive']);
 
 export function redactHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    kept[name] = SENSITIVE_HEADER.test(name) ? '[REDACTED]' : Array.isArray(value) ? value.join(', ') : value;
+    const redacted = SENSITIVE_HEADER.test(name) && !SHOWN_IN_CLEAR.has(name);
+    kept[name] = redacted ? '[REDACTED]' : Array.isArray(value) ? value.join(', ') : value;
   }
   return kept;
 }

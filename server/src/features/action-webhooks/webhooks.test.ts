@@ -140,4 +140,17 @@ describe('agents and action rules', () => {
     expect((await app.request('DELETE', `/orgs/${org.slug}/agents/${agent.id}`, { token })).status).toBe(204);
     expect((await app.request('GET', `/orgs/${org.slug}/agents/${agent.id}`, { token })).status).toBe(404);
   });
+
+  it('refuses an agent with a tool this server does not have (400 naming the known tools), on create and on change', async () => {
+    const { org, token } = await createTenant(app);
+    const created = await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Typo', tools: ['generateDocument', 'sendEmal'] } });
+    expect(created.status).toBe(400);
+    expect(await created.json()).toEqual({
+      error: 'body/tools: unknown tool "sendEmal"; the tools are: generateDocument',
+      code: 'validation_failed',
+    });
+    const agent = await (await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Fine', tools: ['generateDocument'] } })).json();
+    expect((await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { tools: ['nope'] } })).status).toBe(400);
+    expect((await (await app.request('GET', `/orgs/${org.slug}/agents/${agent.id}`, { token })).json()).tools).toEqual(['generateDocument']);
+  });
 });

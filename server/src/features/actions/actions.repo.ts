@@ -35,6 +35,10 @@ export const actionsRepo = {
       .where('a.id', '=', actionId)
       .executeTakeFirst(),
 
+  /** Which of these actions are still queued (no runner has claimed them). */
+  queuedAmong: async (db: Kysely<DB>, actionIds: string[]): Promise<string[]> =>
+    actionIds.length === 0 ? [] : (await db.selectFrom('actions').select('id').where('id', 'in', actionIds).where('status', '=', 'queued').execute()).map((row) => row.id),
+
   /** Renews a runner's lease (on the database's clock, like the claim). */
   renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>
     db.updateTable('actions').set({ leaseExpiresAt: sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'` }).where('id', '=', actionId).where('status', '=', 'running').execute(),

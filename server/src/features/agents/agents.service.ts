@@ -4,13 +4,22 @@ import type { z } from 'zod';
 import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import type { InvalidationBus } from '../../lib/invalidation-bus.ts';
+import type { ToolRegistry } from './tool-registry.ts';
 import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
 import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
 
 /** Topic on the invalidation bus: ingest caches rules by id. */
 export const ACTION_RULE_TOPIC = 'action-rule';
 
-export function createAgentsService(deps: { db: Kysely<DB>; bus: InvalidationBus }) {
+export function createAgentsService(deps: { db: Kysely<DB>; bus: InvalidationBus; tools: Pick<ToolRegistry, 'has' | 'list'> }) {
+  /** An agent may name only tools this server has: a misspelt one would be dropped at run time, silently. */
+  function requireKnownTools(tools: string[] | undefined): void {
+    const unknown = (tools ?? []).filter((name) => !deps.tools.has(name));
+    if (unknown.length === 0) return;
+    const known = deps.tools.list().map((tool) => tool.name).sort();
+    throw new AppError('validation_failed', `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; the tools are: ${known.join(', ')}`);
+  }
+
   async function requireAgent(orgId: string, agentId: string | null | undefined): Promise<void> {
     if (agentId && !(await agentsRepo.find(deps.db, orgId, agentId))) {
       throw new AppError('validation_failed', 'body/agentId: no agent with this id in the organization');
@@ -18,12 +27,16 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: InvalidationBus
   }
 
   return {
-    createAgent: (orgId: string, input: z.output<typeof agentInput>) => agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input }),
+    createAgent(orgId: string, input: z.output<typeof agentInput>) {
+      requireKnownTools(input.tools);
+      return agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
+    },
     listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
     async getAgent(orgId: string, id: string) {
       return (await agentsRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Agent'));
     },
     async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
+      requireKnownTools(changes.tools);
       return (await agentsRepo.update(deps.db, orgId, id, changes)) ?? Promise.reject(notFound('Agent'));
     },
     async deleteAgent(orgId: string, id: string) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
+import { instantSchema } from '../../lib/instants.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
 import { orgParams } from '../agents/agents.schemas.ts';
@@ -104,5 +105,5 @@ export const callbackDeliverySchema = z.object({
 
 export const deliveriesQuery = paginationQuery.extend({ status: z.enum(CALLBACK_DELIVERY_STATUSES).optional() });
 export const recoverBody = z.object({
-  since: z.iso.datetime({ offset: true }).transform((value) => new Date(value)).describe('Re-send failed and dead-lettered deliveries created since then'),
+  since: instantSchema.describe('Re-send failed and dead-lettered deliveries created since then'),
 });

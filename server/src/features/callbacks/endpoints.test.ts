@@ -107,7 +107,8 @@ describe('the SSRF guard', () => {
     const setup = await setupWebhook(app);
     const { base, one } = paths(setup);
     const { token } = setup.tenant;
-    for (const url of ['http://127.0.0.1:8080/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:8080/x', 'http://[::ffff:127.0.0.1]/x', 'http://localhost:8080/x', 'http://0.0.0.0/x', 'http://192.168.1.10/x', 'http://[fd00::1]/x']) {
+    for (const url of ['http://127.0.0.1:8080/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:8080/x', 'http://[::ffff:127.0.0.1]/x', 'http://localhost:8080/x', 'http://0.0.0.0/x', 'http://192.168.1.10/x', 'http://[fd00::1]/x',
+      'http://[::127.0.0.1]/x', 'http://[::a9fe:a9fe]/x', 'http://[64:ff9b::a9fe:a9fe]/x', 'http://[2002:a9fe:a9fe::]/x', 'http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x']) {
       const response = await app.request('POST', base, { token, body: { url } });
       expect(response.status, url).toBe(400);
       expect((await response.json()).error).toMatch(/not a public address|callbacks go only to public addresses/);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isPublicAddress } from '../../lib/http-client.ts';
+import { createOutboundAgents, isPublicAddress, postOnce } from '../../lib/http-client.ts';
 import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -39,8 +39,24 @@ describe('public addresses', () => {
     ['93.184.215.14', true], ['2606:2800:21f:cb07:6820:80da:af6b:8b2c', true],
     ['127.0.0.1', false], ['10.0.0.1', false], ['172.16.5.4', false], ['192.168.0.1', false], ['169.254.169.254', false], ['100.64.0.1', false],
     ['0.0.0.0', false], ['::1', false], ['::', false], ['fe80::1', false], ['fd00:ec2::254', false], ['::ffff:127.0.0.1', false], ['::ffff:10.0.0.1', false],
+    // IPv6 that carries an IPv4 address: compatible (as Node's URL writes [::127.0.0.1]), mapped, NAT64, 6to4, Teredo.
+    ['::7f00:1', false], ['::a9fe:a9fe', false], ['::a00:1', false], ['::808:808', false], ['::ffff:a9fe:a9fe', false],
+    ['64:ff9b::a00:1', false], ['64:ff9b:1::a00:1', false], ['2002:a00:1::', false], ['2002:7f00:1::1', false], ['2001:0:4136:e378:8000:63bf:f5ff:fffe', false],
     ['not an address', false],
   ])('%s public: %s', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected);
+  });
+});
+
+describe('the outbound agents at connect time', () => {
+  it('refuse IPv4-compatible IPv6 (as Node writes [::127.0.0.1]) before connecting', async () => {
+    const agents = createOutboundAgents({ allowPrivateNetworks: false });
+    try {
+      for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x']) {
+        await expect(postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }), url).rejects.toThrow(/is not allowed/);
+      }
+    } finally {
+      agents.destroy();
+    }
   });
 });

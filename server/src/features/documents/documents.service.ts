@@ -6,7 +6,7 @@ import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, toPage } from '../../lib/pagination.ts';
 import { defineTool } from '../agents/tool-registry.ts';
 import { documentsRepo } from './documents.repo.ts';
-import { markdownToPdf } from './markdown-pdf.ts';
+import type { RenderPool } from './render-pool.ts';
 
 /** The generateDocument tool's input (spec 2.9). */
 export const generateDocumentInput = z.object({
@@ -14,16 +14,16 @@ export const generateDocumentInput = z.object({
   content: z.string().min(1).max(200_000).describe('The document body, in Markdown'),
 });
 
-export function createDocumentsService(deps: { db: Kysely<DB> }) {
+export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<RenderPool, 'render'> }) {
   return {
     /**
      * Renders the Markdown to a PDF and stores it with the org; the id goes into attachDocumentIds.
      * Made by a tool call, it is made once: running the call again returns the same document.
      */
-    async generate(orgId: string, input: z.input<typeof generateDocumentInput>, origin: { userId?: string; actionId?: string; toolCallId?: string } = {}): Promise<{ documentId: string }> {
+    async generate(orgId: string, input: z.input<typeof generateDocumentInput>, origin: { userId?: string; actionId?: string; toolCallId?: string; signal?: AbortSignal } = {}): Promise<{ documentId: string }> {
       const parsed = generateDocumentInput.safeParse(input);
       if (!parsed.success) throw new AppError('validation_failed', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
-      const pdf = await markdownToPdf(parsed.data.title, parsed.data.content);
+      const pdf = await deps.renderer.render(parsed.data.title, parsed.data.content, origin.signal);
       const document = await documentsRepo.insert(deps.db, {
         id: randomUUID(), orgId, title: parsed.data.title, contentMarkdown: parsed.data.content, pdf,
         createdByUserId: origin.userId ?? null, actionId: origin.actionId ?? null, toolCallId: (origin.actionId && origin.toolCallId) || null,
@@ -55,6 +55,6 @@ export function generateDocumentTool(documents: DocumentsService) {
     name: 'generateDocument',
     description: 'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and stores it with the organization. Returns its documentId, which sendEmail can attach.',
     inputSchema: generateDocumentInput,
-    execute: (input, context) => documents.generate(context.orgId, input, { userId: context.userId, actionId: context.actionId, toolCallId: context.toolCallId }),
+    execute: (input, context) => documents.generate(context.orgId, input, { userId: context.userId, actionId: context.actionId, toolCallId: context.toolCallId, signal: context.signal }),
   });
 }

@@ -58,6 +58,50 @@ describe('generateDocument and documents', () => {
     await expect(app.container.services.documents.generate(org.id, { title: 'x', content: 'y'.repeat(200_001) })).rejects.toThrow(/content/);
   });
 
+  it('renders pathological Markdown off the main thread: /healthz keeps answering and each render ends', async () => {
+    const { org } = await createTenant(app);
+    const inputs = {
+      'one 199,000-character word': 'x'.repeat(199_000),
+      '100k "[" and 99k "]"': '['.repeat(100_000) + ']'.repeat(99_000),
+      'a 90,000-line code block': `\`\`\`\n${'a\n'.repeat(90_000)}\`\`\``,
+      'a 40,000-character word': 'y'.repeat(40_000),
+      '5,000 nested quotes': `${'> '.repeat(5_000)}deep`,
+    };
+    for (const [name, content] of Object.entries(inputs)) {
+      let slowest = 0;
+      let rendering = true;
+      const probe = (async () => {
+        while (rendering) {
+          const started = performance.now();
+          expect((await app.request('GET', '/healthz')).status).toBe(200);
+          slowest = Math.max(slowest, performance.now() - started);
+        }
+      })();
+      const started = performance.now();
+      const { documentId } = await app.container.services.documents.generate(org.id, { title: name, content }).finally(() => (rendering = false));
+      await probe;
+      console.info(`generateDocument(${name}): ${Math.round(performance.now() - started)} ms; slowest /healthz meanwhile ${slowest.toFixed(1)} ms`);
+      expect(documentId).toBeTypeOf('string');
+      // Before rendering moved off the main thread these held /healthz for 5 to 120 s.
+      expect(slowest).toBeLessThan(1_000);
+    }
+  });
+
+  it('stops a render that outlives its deadline; the tool call fails with a message the model can act on', async () => {
+    const strict = await startTestApp({ DOCUMENT_RENDER_TIMEOUT_SECONDS: '1' });
+    try {
+      const { org } = await createTenant(strict);
+      const started = performance.now();
+      await expect(strict.container.services.documents.generate(org.id, { title: 'Long', content: `\`\`\`\n${'a\n'.repeat(90_000)}\`\`\`` }))
+        .rejects.toThrow('The document took longer than 1 s to render and was stopped: make it shorter or simpler');
+      expect(performance.now() - started).toBeLessThan(10_000);
+      // The pool replaces the stopped thread: the next document renders.
+      expect(await strict.container.services.documents.generate(org.id, { title: 'Short', content: 'fine' })).toEqual({ documentId: expect.any(String) });
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('keeps documents inside their org: another tenant gets 404', async () => {
     const owner = await createTenant(app);
     const intruder = await createTenant(app);

@@ -18,6 +18,27 @@ type Block = Record<string, unknown> | string;
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
 
+/*
+ * Bounds that keep pathological Markdown cheap before pdfmake sees it. pdfmake breaks a word wider
+ * than the line one character at a time (quadratic in its length), and lays out a text block that
+ * spans pages again on each page (quadratic in its lines); marked recurses once per nesting level.
+ */
+/** A run of non-space characters longer than this gets invisible break opportunities (U+200B). */
+const MAX_UNBROKEN = 48;
+/** A text block longer than this many lines is laid out in pieces of this many lines. */
+const LINES_PER_PIECE = 40;
+/** Blockquote markers beyond this depth on a line are dropped. */
+const MAX_QUOTE_DEPTH = 8;
+
+const LONG_WORD = new RegExp(`\\S{${MAX_UNBROKEN}}(?=\\S)`, 'g');
+const breakLongWords = (text: string) => (text.length > MAX_UNBROKEN ? text.replace(LONG_WORD, '$&\u200B') : text);
+const DEEP_QUOTE = new RegExp(`^((?: {0,3}>){${MAX_QUOTE_DEPTH}})(?: {0,3}>)+`, 'gm');
+
+/** Thrown for input that cannot be laid out; its message is what the model sees. */
+export class DocumentTooComplexError extends Error {
+  override name = 'DocumentTooComplexError';
+}
+
 function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): Inline[] {
   const runs: Inline[] = [];
   for (const token of tokens ?? []) {
@@ -32,7 +53,7 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
         runs.push(...inline((token as Tokens.Del).tokens, { ...marks, decoration: 'lineThrough' }));
         break;
       case 'codespan':
-        runs.push({ ...marks, text: (token as Tokens.Codespan).text, font: 'Courier' });
+        runs.push({ ...marks, text: breakLongWords((token as Tokens.Codespan).text), font: 'Courier' });
         break;
       case 'link': {
         const link = token as Tokens.Link;
@@ -50,7 +71,7 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
         break;
       default:
         if ('tokens' in token && token.tokens?.length) runs.push(...inline(token.tokens, marks));
-        else runs.push({ ...marks, text: decodeEntities((token as { text?: string }).text ?? token.raw) });
+        else runs.push({ ...marks, text: breakLongWords(decodeEntities((token as { text?: string }).text ?? token.raw)) });
     }
   }
   return runs;
@@ -58,6 +79,34 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
 
 function decodeEntities(text: string): string {
   return text.replace(/&(amp|lt|gt|quot|#39);/g, (_, entity: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[entity]!);
+}
+
+/** Splits inline runs after every LINES_PER_PIECE line breaks, so that no one block spans pages. */
+function pieces(runs: Inline[]): Inline[][] {
+  const out: Inline[][] = [[]];
+  let lines = 0;
+  for (const run of runs) {
+    if (typeof run.text !== 'string' || !run.text.includes('\n')) {
+      out.at(-1)!.push(run);
+      continue;
+    }
+    const parts = run.text.split('\n');
+    for (const [index, part] of parts.entries()) {
+      const last = index === parts.length - 1;
+      // The line break that ends a piece is the break between the pieces' blocks.
+      const endsPiece = !last && ++lines % LINES_PER_PIECE === 0;
+      if (part || last || !endsPiece) out.at(-1)!.push({ ...run, text: last || endsPiece ? part : `${part}\n` });
+      if (endsPiece) out.push([]);
+    }
+  }
+  return out.filter((piece) => piece.length > 0);
+}
+
+/** A block of text, in pieces when it is long; the style's margins go around the whole. */
+function textBlock(runs: Inline[], style: string, extra: Record<string, unknown> = {}): Block {
+  const split = pieces(runs);
+  if (split.length <= 1) return { text: runs, style, ...extra };
+  return { stack: split.map((piece) => ({ text: piece, ...extra })), style };
 }
 
 function blocks(tokens: Token[]): Block[] {
@@ -70,10 +119,10 @@ function blocks(tokens: Token[]): Block[] {
         break;
       }
       case 'paragraph':
-        out.push({ text: inline((token as Tokens.Paragraph).tokens), style: 'paragraph' });
+        out.push(textBlock(inline((token as Tokens.Paragraph).tokens), 'paragraph'));
         break;
       case 'text':
-        out.push({ text: inline((token as Tokens.Text).tokens ?? [{ type: 'text', raw: token.raw, text: (token as Tokens.Text).text } as Token]), style: 'paragraph' });
+        out.push(textBlock(inline((token as Tokens.Text).tokens ?? [{ type: 'text', raw: token.raw, text: (token as Tokens.Text).text } as Token]), 'paragraph'));
         break;
       case 'list': {
         const list = token as Tokens.List;
@@ -89,7 +138,7 @@ function blocks(tokens: Token[]): Block[] {
         break;
       }
       case 'code':
-        out.push({ text: (token as Tokens.Code).text, style: 'code', preserveLeadingSpaces: true });
+        out.push(textBlock([{ text: breakLongWords((token as Tokens.Code).text) }], 'code', { preserveLeadingSpaces: true }));
         break;
       case 'blockquote':
         out.push({ stack: blocks((token as Tokens.Blockquote).tokens), style: 'quote' });
@@ -98,7 +147,7 @@ function blocks(tokens: Token[]): Block[] {
         out.push({ canvas: [{ type: 'line', x1: 0, y1: 0, x2: 515, y2: 0, lineWidth: 0.5, lineColor: '#999999' }], margin: [0, 6, 0, 6] });
         break;
       case 'html':
-        out.push({ text: (token as Tokens.HTML).text, style: 'paragraph' });
+        out.push(textBlock([{ text: breakLongWords((token as Tokens.HTML).text) }], 'paragraph'));
         break;
       default:
         break; // space
@@ -107,14 +156,26 @@ function blocks(tokens: Token[]): Block[] {
   return out;
 }
 
-/** Renders Markdown to a PDF without a browser: marked's lexer mapped onto pdfmake. */
+function layout(markdown: string): Block[] {
+  try {
+    return blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true }));
+  } catch (error) {
+    if (error instanceof RangeError) throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
+    throw error;
+  }
+}
+
+/**
+ * Renders Markdown to a PDF without a browser: marked's lexer mapped onto pdfmake. CPU-bound for
+ * large input: the service calls it in a worker thread (render-pool.ts), never on the main thread.
+ */
 export async function markdownToPdf(title: string, markdown: string): Promise<Buffer> {
   const definition = {
     info: { title, creator: 'Agent Platform' },
     pageSize: 'A4',
     pageMargins: [40, 48, 40, 48],
     defaultStyle: { font: 'Helvetica', fontSize: 10.5, lineHeight: 1.25 },
-    content: [{ text: title, style: 'title' }, ...blocks(marked.lexer(markdown, { gfm: true }))],
+    content: [{ text: breakLongWords(title), style: 'title' }, ...layout(markdown)],
     styles: {
       title: { fontSize: 20, bold: true, margin: [0, 0, 0, 12] },
       h1: { fontSize: 17, bold: true, margin: [0, 10, 0, 6] },
@@ -128,5 +189,10 @@ export async function markdownToPdf(title: string, markdown: string): Promise<Bu
       quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
     },
   };
-  return (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
+  try {
+    return (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
+  } catch (error) {
+    if (error instanceof RangeError) throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
+    throw error;
+  }
 }

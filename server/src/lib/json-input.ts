@@ -1,0 +1,80 @@
+/**
+ * The one rule for text and JSON that the service accepts from outside: every route's params,
+ * query and body (a hook in app.ts), webhook payloads (ingest) and what is stored from them.
+ *
+ * - NUL (U+0000) is refused: PostgreSQL's text and jsonb cannot store it.
+ * - An unpaired surrogate (`"\ud800"`) is refused: it is not a character, and jsonb refuses it.
+ * - Nesting deeper than MAX_JSON_DEPTH is refused: deep values overflow the stack of every
+ *   recursive reader (JSON.stringify, zod, the ledger's renderers), and no real payload needs it.
+ * - More than MAX_JSON_VALUES values in one body is refused before it is parsed, so that parsing,
+ *   validating and storing a body stays in the tens of milliseconds whatever a webhook's size limit.
+ */
+export const MAX_JSON_DEPTH = 64;
+export const MAX_JSON_VALUES = 100_000;
+
+const BRACE_OPEN = 0x7b;
+const BRACKET_OPEN = 0x5b;
+const BRACE_CLOSE = 0x7d;
+const BRACKET_CLOSE = 0x5d;
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * The nesting depth and value count of raw JSON bytes, in one pass that does not parse: what a
+ * body would cost is known before paying for it. Malformed input is left to JSON.parse.
+ */
+export function jsonShapeProblem(bytes: Uint8Array, limits = { maxDepth: MAX_JSON_DEPTH, maxValues: MAX_JSON_VALUES }): string | undefined {
+  let depth = 0;
+  let values = 1;
+  let inString = false;
+  for (let index = 0; index < bytes.length; index++) {
+    const byte = bytes[index]!;
+    if (inString) {
+      if (byte === BACKSLASH) index++;
+      else if (byte === QUOTE) inString = false;
+      continue;
+    }
+    if (byte === QUOTE) inString = true;
+    else if (byte === BRACE_OPEN || byte === BRACKET_OPEN) {
+      if (++depth > limits.maxDepth) return `is nested deeper than ${limits.maxDepth} levels`;
+    } else if (byte === BRACE_CLOSE || byte === BRACKET_CLOSE) depth--;
+    else if (byte === COMMA && ++values > limits.maxValues) return `has more than ${limits.maxValues} values`;
+  }
+  return undefined;
+}
+
+const textProblem = (text: string): string | undefined =>
+  text.includes('\u0000') ? 'contains a NUL character (\\u0000)' : text.isWellFormed() ? undefined : 'contains an unpaired surrogate';
+
+/**
+ * Where a parsed value breaks the rule, as `path: problem` (path from `root`), or undefined.
+ * Iterative, so that it is safe on any input; object keys are text too.
+ */
+export function unstorableText(value: unknown, root = 'body', maxDepth = MAX_JSON_DEPTH): string | undefined {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, path, depth } = stack.pop()!;
+    if (typeof current === 'string') {
+      const problem = textProblem(current);
+      if (problem) return `${path}: ${problem}`;
+    } else if (typeof current === 'object' && current !== null) {
+      if (depth >= maxDepth) return `${path}: nested deeper than ${maxDepth} levels`;
+      if (Array.isArray(current)) {
+        for (let index = 0; index < current.length; index++) stack.push({ value: current[index], path: `${path}.${index}`, depth: depth + 1 });
+      } else {
+        for (const [key, entry] of Object.entries(current)) {
+          const problem = textProblem(key);
+          if (problem) return `${path}: a key ${problem}`;
+          stack.push({ value: entry, path: `${path}.${key}`, depth: depth + 1 });
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Text to store as a record of what was received: NULs and unpaired surrogates become U+FFFD. */
+export function storableText(text: string): string {
+  return text.includes('\u0000') || !text.isWellFormed() ? text.toWellFormed().replaceAll('\u0000', '\uFFFD') : text;
+}
