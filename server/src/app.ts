@@ -175,6 +175,7 @@ export async function buildApp(container: Container) {
     auth: services.auth,
     passwordReset: services.passwordReset,
     externalAuth: services.externalAuth,
+    userLimits: services.userLimits,
     middlewares,
     limits: container.limits,
     isProduction: config.isProduction,

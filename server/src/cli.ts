@@ -35,9 +35,10 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       await serve(config, {
-        // With embedded PGlite only this process may open the data directory; admin commands from
-        // another terminal reach it through a socket in that directory.
-        afterStart: async (container) => (container.database.kind === 'pglite' ? startAdminSocket(config.dataDir, (args) => runAdminCommand(container, args)) : async () => {}),
+        // Admin commands from another terminal reach the running server through a socket in the data
+        // directory, whatever its database: with embedded PGlite only this process may open it, and
+        // on PostgreSQL a terminal without DATABASE_URL still writes where the server reads.
+        afterStart: async (container) => startAdminSocket(config.dataDir, (args) => runAdminCommand(container, args)),
       });
       return -1;
     case 'worker':
@@ -58,6 +59,10 @@ async function main(argv: string[]): Promise<number> {
           (forwarded.ok ? process.stdout : process.stderr).write(`${forwarded.message}\n`);
           return forwarded.ok ? 0 : 1;
         }
+        process.stderr.write(
+          `No agent-platform server is running from ${config.dataDir}: writing to its embedded PGlite database. `
+            + 'To reach a server on PostgreSQL, run this with its DATABASE_URL (or with its DATA_DIR while it runs).\n',
+        );
       }
       const container = await createContainer({ ...config, logLevel: 'warn' });
       try {

@@ -81,6 +81,10 @@ const envSchema = z.object({
   /** Seconds between attempts after the first (Svix's schedule); one more entry, one more attempt. */
   CALLBACK_RETRY_SCHEDULE: z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated seconds').default('5,300,1800,7200,18000,36000,36000'),
   CALLBACK_CONCURRENCY: positiveInt.max(5000).default(500),
+  /** How long a user's limits from their external auth provider (getUserLimits) are reused. */
+  USER_LIMITS_CACHE_SECONDS: z.coerce.number().min(0).max(3600).default(60),
+  /** A provider's getUserLimits that has not answered by then sets no limit (logged). */
+  USER_LIMITS_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(5),
   /** A document render past this is stopped and its tool call fails. */
   DOCUMENT_RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(30),
   /** Worker threads that render documents (default: the cores less one, at least 1, at most 4). */
@@ -210,6 +214,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE.split(',').map((seconds) => Math.round(Number(seconds) * 1000)),
       concurrency: e.CALLBACK_CONCURRENCY,
     },
+    userLimits: { cacheTtlMs: e.USER_LIMITS_CACHE_SECONDS * 1000, providerTimeoutMs: e.USER_LIMITS_TIMEOUT_SECONDS * 1000 },
     documents: {
       renderTimeoutMs: e.DOCUMENT_RENDER_TIMEOUT_SECONDS * 1000,
       renderThreads: e.DOCUMENT_RENDER_THREADS ?? Math.min(4, Math.max(1, availableParallelism() - 1)),

@@ -6,6 +6,7 @@ import { authJobHandlers } from './features/auth/auth.jobs.ts';
 import { createAuthService } from './features/auth/auth.service.ts';
 import { createExternalAuthService } from './features/auth/external/external-auth.service.ts';
 import { createJwtAuthProvider } from './features/auth/external/jwt-provider.ts';
+import { createUserLimitsService } from './features/auth/external/user-limits.service.ts';
 import { createExternalAuthRegistry } from './features/auth/external/registry.ts';
 import { createSessionMiddlewares } from './features/auth/middlewares.ts';
 import { createCodehostProvider } from './features/auth/oauth/codehost.ts';
@@ -99,6 +100,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       },
     }),
     externalAuth: createExternalAuthService({ db, registry: externalAuthRegistry, users, sessions, box, defaultProvider: config.externalAuth.defaultProvider }),
+    userLimits: createUserLimitsService({ db, registry: externalAuthRegistry, box, clock, logger, ...config.userLimits }),
     orgs: createOrgsService({ db }),
     threads: createThreadsService({ db }),
   };
@@ -141,7 +143,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   tools.register(generateDocumentTool(documents));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
-    db, jobs, tools, logger, announce,
+    db, jobs, tools, logger, announce, userLimits: services.userLimits,
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,
     limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },

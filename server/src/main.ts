@@ -43,7 +43,8 @@ export async function serve(config: Config, hooks: { afterStart?: (container: Co
   container.logger.info(`Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`);
   if ((await container.services.users.count()) === 0) {
     container.logger.warn(
-      "No users yet. Create the first admin: npm run cli -- users create --email admin@example.com --password 'a long password' --role Admin",
+      'No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme --name "Acme", then '
+        + "npm run cli -- users create --email admin@example.com --password 'a long password' --role Admin --org acme",
     );
   }
   return { container, app };

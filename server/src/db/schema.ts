@@ -249,6 +249,14 @@ export interface WebhookMessageIdsTable {
   externalId: string | null;
 }
 
+export interface UserModelUsageTable {
+  userId: string;
+  /** The reset date (ISO) that names the window, or 'all-time'. */
+  windowKey: string;
+  messages: Generated<number>;
+  updatedAt: UpdatedAt;
+}
+
 export interface DocumentsTable {
   id: string;
   orgId: string;
@@ -326,6 +334,7 @@ export interface DB {
   actionEvents: ActionEventsTable;
   webhookDeliveries: WebhookDeliveriesTable;
   webhookMessageIds: WebhookMessageIdsTable;
+  userModelUsage: UserModelUsageTable;
   documents: DocumentsTable;
   orgModelCredentials: OrgModelCredentialsTable;
   threadMessages: ThreadMessagesTable;

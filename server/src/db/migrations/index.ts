@@ -6,6 +6,7 @@ import * as agentRuntime from './0004_agent_runtime.ts';
 import * as callbacks from './0005_callbacks.ts';
 import * as ledgerReferences from './0006_ledger_references.ts';
 import * as idempotentMessageIds from './0007_idempotent_message_ids.ts';
+import * as userModelUsage from './0008_user_model_usage.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '0005_callbacks': callbacks,
   '0006_ledger_references': ledgerReferences,
   '0007_idempotent_message_ids': idempotentMessageIds,
+  '0008_user_model_usage': userModelUsage,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -71,6 +71,8 @@ export function createActionRunner(deps: {
   limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
   /** Called once a transition has committed: its callbacks go out now. */
   announce: () => void;
+  /** Limits on the run-as user's model messages (set by their external auth provider). */
+  userLimits: { refusal(userId: string): Promise<string | undefined>; recordMessage(userId: string): Promise<void> };
   logger: Logger;
 }) {
   const { db } = deps;
@@ -160,11 +162,15 @@ export function createActionRunner(deps: {
   async function takeModelStep(run: Run): Promise<'done' | 'continue'> {
     const steps = run.messages.filter((message) => message.role === 'assistant').length;
     if (steps >= deps.limits.maxSteps) throw new ActionFailure(`The action reached its limit of ${deps.limits.maxSteps} model steps`);
+    const userId = run.context.runAsUserId!;
+    const refusal = await deps.userLimits.refusal(userId);
+    if (refusal) throw new ActionFailure(refusal);
     const step = await callModel({
       model: deps.resolveModel(run.context), instructions: instructionsOf(run.context, run.plans), tools: run.tools,
       timeoutMs: deps.limits.modelTimeoutMs, maxRetries: deps.limits.modelMaxRetries, signal: run.signal,
       messages: run.messages as ModelMessage[],
     });
+    await deps.userLimits.recordMessage(userId);
     if (step.calls.length === 0) {
       await finish(run.context.id, 'completed', { result: { text: step.text }, message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id) });
       return 'done';

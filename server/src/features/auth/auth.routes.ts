@@ -1,8 +1,10 @@
+import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RateLimiter } from '../../lib/rate-limit.ts';
 import { toPublicUser, userSchema } from '../users/users.schemas.ts';
 import type { AuthService, RequestMeta } from './auth.service.ts';
 import { credentialsLoginBody, errorSchema, sessionSecurity, externalAuthBody, externalAuthResponse, forgotPasswordBody, resetPasswordBody, successSchema } from './auth.schemas.ts';
+import type { UserLimitsService } from './external/user-limits.service.ts';
 import type { ExternalAuthService } from './external/external-auth.service.ts';
 import type { SessionMiddlewares } from './middlewares.ts';
 import type { PasswordResetService } from './password-reset.service.ts';
@@ -13,12 +15,21 @@ export interface AuthRouteDeps {
   auth: AuthService;
   passwordReset: PasswordResetService;
   externalAuth: ExternalAuthService;
+  userLimits: Pick<UserLimitsService, 'status'>;
   middlewares: SessionMiddlewares;
   limits: { login: RateLimiter; forgotPasswordByIp: RateLimiter; forgotPasswordByEmail: RateLimiter; external: RateLimiter };
   isProduction: boolean;
 }
 
 export const requestMeta = (request: FastifyRequest): RequestMeta => ({ ipAddress: request.ip, userAgent: request.headers['user-agent'] });
+
+const meSchema = userSchema.extend({
+  limits: z.object({
+    maxMessages: z.int().nullable(),
+    resetDate: z.date().nullable(),
+    usedMessages: z.int().describe('Model messages used by actions run as this user since the last reset'),
+  }).nullable(),
+});
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 429: errorSchema };
 
@@ -34,9 +45,9 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
     });
 
     app.get('/auth/me', {
-      schema: { tags: ['auth'], summary: 'The signed-in user', security: sessionSecurity, response: { 200: userSchema, ...errors } },
+      schema: { tags: ['auth'], summary: 'The signed-in user, with the limits their external auth provider sets (null: none)', security: sessionSecurity, response: { 200: meSchema, ...errors } },
       preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
-    }, async (request) => toPublicUser(request.user!));
+    }, async (request) => ({ ...toPublicUser(request.user!), limits: await deps.userLimits.status(request.user!.id) }));
 
     app.post('/auth/logout', {
       schema: { tags: ['auth'], summary: 'End the current session', security: sessionSecurity, response: { 200: successSchema, ...errors } },

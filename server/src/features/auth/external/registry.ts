@@ -13,10 +13,16 @@ export interface ValidateTokenResult {
   error?: string;
 }
 
+/** Limits a provider sets on a user's model messages: at most `maxMessages` until `resetDate`. */
+export interface UserLimits {
+  maxMessages?: number;
+  resetDate?: Date;
+}
+
 export interface ExternalAuthProvider {
   name: string;
   validateToken(authToken: string): Promise<ValidateTokenResult>;
-  getUserLimits?(externalUserId: string, authToken: string): Promise<{ maxMessages?: number; resetDate?: Date }>;
+  getUserLimits?(externalUserId: string, authToken: string): Promise<UserLimits>;
 }
 
 export interface ExternalAuthRegistry {
