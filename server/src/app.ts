@@ -29,6 +29,7 @@ import { ingestRoutes } from './features/action-webhooks/ingest.routes.ts';
 import { webhooksRoutes } from './features/action-webhooks/webhooks.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
+import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
 import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
@@ -112,6 +113,14 @@ export async function buildApp(container: Container) {
 
   // The API speaks JSON; other media types get 415 rather than a confusing validation error.
   app.removeContentTypeParser('text/plain');
+  // An empty body is no body, with or without a JSON content type: an operation whose body is
+  // optional (its schema has a default) accepts it, any other says what it expected.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') done(null, undefined);
+    else parseJson(request, body as string, done);
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('user', null);
@@ -144,7 +153,7 @@ export async function buildApp(container: Container) {
       },
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => finishOpenApiDocument(jsonSchemaTransformObject(input) as never),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -152,6 +161,9 @@ export async function buildApp(container: Container) {
   // One rule for the text of every route (json-input.ts): params, query and body, before the
   // route's own validation and handlers, so that no NUL or unpaired surrogate reaches a query.
   app.addHook('preValidation', async (request) => {
+    // No body is an empty object: an optional body's schema (with a default) takes it, and a required
+    // one says which fields it lacks (Fastify would validate `null`: "expected object, received null").
+    if (request.body == null && request.method !== 'GET' && request.method !== 'DELETE') request.body = {};
     const problem = unstorableText(request.params, 'params') ?? unstorableText(request.query, 'querystring') ?? unstorableText(request.body, 'body');
     if (problem) throw new AppError('validation_failed', problem);
   });

@@ -40,6 +40,7 @@ export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyn
 
     app.post(INGEST_ROUTE_URLS.actions, {
       schema: {
+        operationId: 'postActionWebhookEvent', security: [],
         tags: ['webhooks'],
         summary: 'Post an event to an action webhook',
         description,
@@ -54,7 +55,7 @@ export function ingestRoutes(deps: { ingest: IngestService }): FastifyPluginAsyn
 
     // The older path, kept for existing integrations; hidden from the documentation.
     app.post(INGEST_ROUTE_URLS.ingest, {
-      schema: { hide: true, params: z.object({ org: z.string().max(100), identifier: z.string().max(200) }), response },
+      schema: { operationId: 'postLegacyIngestEvent', security: [], hide: true, params: z.object({ org: z.string().max(100), identifier: z.string().max(200) }), response },
     }, (request, reply) => handler(request.params.org, request.params.identifier, request, reply));
   };
 }

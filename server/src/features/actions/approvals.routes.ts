@@ -45,6 +45,7 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
 
     app.get('/orgs/:org/approvals', {
       schema: {
+        operationId: 'listApprovals',
         ...common, summary: 'Tool calls that needed approval, newest first (default: the pending ones)', params: orgParams,
         querystring: paginationQuery.extend({ status: z.enum(APPROVAL_STATES).default('pending') }),
         response: { 200: z.object({ approvals: z.array(approvalSchema), nextCursor: z.string().nullable() }), ...errors },
@@ -55,15 +56,15 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
       return { approvals: page.approvals.map(toApproval), nextCursor: page.nextCursor };
     });
 
-    const decisionSchema = (summary: string, body: z.ZodType) => ({ ...common, summary, params: callParams, body, response: { 200: decisionResult, ...errors } });
-    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/approve', { schema: decisionSchema('Approve a staged tool call: it runs and the action continues', z.object({}).nullish()), preHandler },
+    const decisionSchema = (operationId: string, summary: string, body: z.ZodType) => ({ ...common, operationId, summary, params: callParams, body, response: { 200: decisionResult, ...errors } });
+    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/approve', { schema: decisionSchema('approveToolCall', 'Approve a staged tool call: it runs and the action continues', z.object({}).prefault({})), preHandler },
       async (request) => {
         return toDecision(await deps.approvals.approve(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id));
       });
-    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject', { schema: decisionSchema('Reject a staged tool call: the action ends rejected', z.object({ reason: z.string().trim().min(1).max(2000).optional() }).nullish()), preHandler },
+    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject', { schema: decisionSchema('rejectToolCall', 'Reject a staged tool call: the action ends rejected', z.object({ reason: z.string().trim().min(1).max(2000).optional() }).prefault({})), preHandler },
       async (request) => {
-        const body = request.body as { reason?: string } | null | undefined;
-        return toDecision(await deps.approvals.reject(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id, body?.reason ?? null));
+        const body = request.body as { reason?: string };
+        return toDecision(await deps.approvals.reject(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id, body.reason ?? null));
       });
   };
 }

@@ -36,11 +36,12 @@ export function toolPreferencesRoutes(deps: { toolPreferences: ToolPreferencesSe
     const preHandler = deps.middlewares.flexibleSessionMiddleware('Guest');
     const common = { tags: ['tool preferences'], security: sessionSecurity };
     app.get('/api/me/tool-preferences', {
-      schema: { ...common, summary: "The caller's tool preferences (tools not listed use the default)", response: { 200: z.object({ preferences: z.array(preferenceSchema) }), 401: errorSchema } },
+      schema: { operationId: 'listToolPreferences', ...common, summary: "The caller's tool preferences (tools not listed use the default)", response: { 200: z.object({ preferences: z.array(preferenceSchema) }), 401: errorSchema } },
       preHandler,
     }, async (request) => ({ preferences: await deps.toolPreferences.list(request.user!.id) }));
     app.put('/api/me/tool-preferences/:toolName', {
       schema: {
+        operationId: 'setToolPreference',
         ...common, summary: 'Set the caller\'s preference for a tool: "always_deny" refuses every call of it in actions run as the caller',
         params: z.object({ toolName: z.string().min(1).max(64) }), body: z.object({ preference: z.enum(['always_deny', 'default']) }),
         response: { 200: preferenceSchema, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },

@@ -36,7 +36,7 @@ const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 429: erro
 export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.post('/auth/login/credentials', {
-      schema: { tags: ['auth'], summary: 'Log in with email and password', body: credentialsLoginBody, response: { 200: userSchema, ...errors } },
+      schema: { operationId: 'loginWithCredentials', security: [], tags: ['auth'], summary: 'Log in with email and password', body: credentialsLoginBody, response: { 200: userSchema, ...errors } },
       preHandler: async (request) => deps.limits.login.consume(request.ip),
     }, async (request, reply) => {
       const { user, token } = await deps.auth.loginWithCredentials(request.body.email, request.body.password, requestMeta(request));
@@ -45,12 +45,12 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
     });
 
     app.get('/auth/me', {
-      schema: { tags: ['auth'], summary: 'The signed-in user, with the limits their external auth provider sets (null: none)', security: sessionSecurity, response: { 200: meSchema, ...errors } },
+      schema: { operationId: 'getMe', tags: ['auth'], summary: 'The signed-in user, with the limits their external auth provider sets (null: none)', security: sessionSecurity, response: { 200: meSchema, ...errors } },
       preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
     }, async (request) => ({ ...toPublicUser(request.user!), limits: await deps.userLimits.status(request.user!.id) }));
 
     app.post('/auth/logout', {
-      schema: { tags: ['auth'], summary: 'End the current session', security: sessionSecurity, response: { 200: successSchema, ...errors } },
+      schema: { operationId: 'logout', tags: ['auth'], summary: 'End the current session', security: sessionSecurity, response: { 200: successSchema, ...errors } },
       preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
     }, async (request, reply) => {
       await deps.auth.logout(request.sessionToken!);
@@ -60,6 +60,7 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
 
     app.post('/auth/forgot-password', {
       schema: {
+        operationId: 'forgotPassword', security: [],
         tags: ['auth'],
         summary: 'Mail a password reset link',
         description: 'Answers the same whether or not an account exists for the email.',
@@ -76,7 +77,7 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
     });
 
     app.post('/auth/reset-password', {
-      schema: { tags: ['auth'], summary: 'Set a new password with a reset token', body: resetPasswordBody, response: { 200: successSchema, ...errors } },
+      schema: { operationId: 'resetPassword', security: [], tags: ['auth'], summary: 'Set a new password with a reset token', body: resetPasswordBody, response: { 200: successSchema, ...errors } },
       preHandler: async (request) => deps.limits.forgotPasswordByIp.consume(request.ip),
     }, async (request) => {
       await deps.passwordReset.resetPassword(request.body.token, request.body.newPassword);
@@ -84,7 +85,7 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
     });
 
     app.post('/auth/external', {
-      schema: { tags: ['auth'], summary: 'Log in with a token of an external auth provider', body: externalAuthBody, response: { 200: externalAuthResponse, ...errors } },
+      schema: { operationId: 'loginWithExternalToken', security: [], tags: ['auth'], summary: 'Log in with a token of an external auth provider', body: externalAuthBody, response: { 200: externalAuthResponse, ...errors } },
       preHandler: async (request) => deps.limits.external.consume(request.ip),
     }, async (request, reply) => {
       const { user, token, expiresAt } = await deps.externalAuth.authenticate(request.body.authToken, request.body.providerName, requestMeta(request));

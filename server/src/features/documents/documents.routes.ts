@@ -16,7 +16,7 @@ export function documentsRoutes(deps: { documents: DocumentsService; orgAccess: 
     const common = { tags: ['documents'], security: sessionSecurity };
 
     app.get('/orgs/:org/documents', {
-      schema: { ...common, summary: "The org's generated documents, newest first", params: orgParams, querystring: paginationQuery, response: { 200: z.object({ documents: z.array(documentSchema), nextCursor: z.string().nullable() }), ...errors } },
+      schema: { operationId: 'listDocuments', ...common, summary: "The org's generated documents, newest first", params: orgParams, querystring: paginationQuery, response: { 200: z.object({ documents: z.array(documentSchema), nextCursor: z.string().nullable() }), ...errors } },
       preHandler,
     }, async (request) => {
       const page = await deps.documents.list(request.org!.id, request.query);
@@ -24,7 +24,8 @@ export function documentsRoutes(deps: { documents: DocumentsService; orgAccess: 
     });
 
     app.get('/orgs/:org/documents/:documentId', {
-      schema: { ...common, summary: 'Download a document (application/pdf)', params: orgParams.extend({ documentId: z.uuid() }), response: { ...errors } },
+      schema: { operationId: 'downloadDocument', ...common, summary: 'Download a document (application/pdf)', params: orgParams.extend({ documentId: z.uuid() }), response: { ...errors },
+        'x-binary-response': 'application/pdf' },
       preHandler,
     }, async (request, reply) => {
       const { filename, pdf } = await deps.documents.download(request.org!.id, request.params.documentId);

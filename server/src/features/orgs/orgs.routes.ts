@@ -12,17 +12,18 @@ const errors = { 401: errorSchema, 403: errorSchema, 404: errorSchema };
 export function orgsRoutes(deps: { orgs: OrgsService; middlewares: SessionMiddlewares }): FastifyPluginAsyncZod {
   return async (app) => {
     app.get('/orgs', {
-      schema: { tags: ['orgs'], summary: "The caller's organizations", security: sessionSecurity, response: { 200: z.object({ organizations: z.array(orgSchema) }), ...errors } },
+      schema: { operationId: 'listOrgs', tags: ['orgs'], summary: "The caller's organizations", security: sessionSecurity, response: { 200: z.object({ organizations: z.array(orgSchema) }), ...errors } },
       preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
     }, async (request) => ({ organizations: await deps.orgs.listForUser(request.user!.id) }));
 
     app.get('/orgs/:org', {
-      schema: { tags: ['orgs'], summary: 'One organization (members only)', security: sessionSecurity, params: orgParams, response: { 200: orgSchema, ...errors } },
+      schema: { operationId: 'getOrg', tags: ['orgs'], summary: 'One organization (members only)', security: sessionSecurity, params: orgParams, response: { 200: orgSchema, ...errors } },
       preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
     }, async (request) => deps.orgs.requireMembership(request.params.org, request.user!.id));
 
     app.get('/orgs/:org/members', {
       schema: {
+        operationId: 'listOrgMembers',
         tags: ['orgs'],
         summary: 'Members of an organization (Admin, members only)',
         security: sessionSecurity,

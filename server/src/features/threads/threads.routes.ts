@@ -18,6 +18,7 @@ export function threadsRoutes(deps: { threads: ThreadsService; middlewares: Sess
   return async (app) => {
     app.get('/api/threads', {
       schema: {
+        operationId: 'listThreads',
         tags: ['threads'],
         summary: "The caller's conversation threads, newest first",
         security: sessionSecurity,
@@ -33,6 +34,7 @@ export function threadsRoutes(deps: { threads: ThreadsService; middlewares: Sess
 
     app.get('/api/threads/:threadId/messages', {
       schema: {
+        operationId: 'listThreadMessages',
         tags: ['threads'],
         summary: "One of the caller's threads: its messages, oldest first (AI SDK model messages: text, tool calls, tool results)",
         security: sessionSecurity,

@@ -32,7 +32,7 @@ export function oauthRoutes(deps: OAuthRouteDeps): FastifyPluginAsyncZod {
       };
 
       app.get(`/auth/${name}`, {
-        schema: { tags: ['auth'], summary: `Start the ${name} login (redirects to the provider)`, response: { 404: errorSchema, 429: errorSchema } },
+        schema: { operationId: `${name}Login`, security: [], tags: ['auth'], summary: `Start the ${name} login (redirects to the provider)`, response: { 404: errorSchema, 429: errorSchema } },
         preHandler: limit,
       }, async (_request, reply) => {
         const { url, checks } = await deps.oauth.begin(name);
@@ -44,6 +44,7 @@ export function oauthRoutes(deps: OAuthRouteDeps): FastifyPluginAsyncZod {
 
       app.get(`/auth/${name}/callback`, {
         schema: {
+          operationId: `${name}LoginCallback`, security: [],
           tags: ['auth'],
           summary: `Finish the ${name} login: session created, redirect to the app`,
           querystring: oauthCallbackQuery,
