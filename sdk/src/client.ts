@@ -62,14 +62,12 @@ export class AgentPlatformClient {
     this.#url = `${options.baseUrl.replace(/\/+$/, '')}/webhooks/actions/${encodeURIComponent(options.org)}/${encodeURIComponent(options.webhookIdentifier)}`;
   }
 
-  #headers(body: string): Record<string, string> {
+  #headers(body: string, messageId: string): Record<string, string> {
     const { scheme, secret } = this.#options;
     const timestamp = Math.floor(Date.now() / 1000);
     switch (scheme) {
-      case 'wh': {
-        const id = newMessageId();
-        return { 'wh-id': id, 'wh-timestamp': String(timestamp), 'wh-signature': standardSignature(secretKey(secret!), id, timestamp, body) };
-      }
+      case 'wh':
+        return { 'wh-id': messageId, 'wh-timestamp': String(timestamp), 'wh-signature': standardSignature(secretKey(secret!), messageId, timestamp, body) };
       case 'hmac_sha256':
         return { 'x-webhook-timestamp': String(timestamp), 'x-webhook-signature': hmacSha256Signature(secret!, timestamp, body) };
       case 'shared_token':
@@ -81,19 +79,21 @@ export class AgentPlatformClient {
 
   /**
    * Sends one event. 429, 5xx and network errors are retried with backoff (honouring Retry-After):
-   * safe, because every attempt carries the same externalId (a UUID is filled in when the payload has
-   * none), so the service creates one action however many attempts arrive. Each attempt is signed
-   * afresh (new message id and timestamp).
+   * safe, because every attempt carries the same message id and the same externalId (a UUID is
+   * filled in when the payload has none), so the service creates one action however many attempts
+   * arrive, and answers a retry of an event it took with its first answer. Each attempt is signed
+   * afresh (new timestamp), as Standard Webhooks senders do.
    */
   async send(payload: ActionWebhookPayload): Promise<SendResult> {
     const body = JSON.stringify({ ...payload, externalId: payload.externalId ?? crypto.randomUUID() });
+    const messageId = newMessageId();
     const { maxRetries, timeoutMs, maxRetryDelayMs } = this.#options;
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
         response = await this.#options.fetch(this.#url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-sdk/0.1', ...this.#headers(body) },
+          headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-sdk/0.1', ...this.#headers(body, messageId) },
           body,
           signal: AbortSignal.timeout(timeoutMs),
         });

@@ -32,6 +32,7 @@ import { createDocumentsService, generateDocumentTool } from './features/documen
 import { createRenderPool } from './features/documents/render-pool.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
 import { createActionRunner } from './features/agents/action-runner.ts';
+import { createRunRecovery } from './features/agents/run-recovery.ts';
 import { createModelCredentialsService } from './features/agents/model-credentials.ts';
 import { createModelResolver } from './features/agents/model-provider.ts';
 import { createToolPreferencesService } from './features/agents/tool-preferences.ts';
@@ -148,6 +149,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     defaultProvider: config.model.provider,
     limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },
   });
+  const recovery = createRunRecovery({ db, jobs, leaseMs: config.actions.leaseMs });
   const agentServices = {
     documents,
     runner,
@@ -161,7 +163,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ...authJobHandlers(services),
     'webhooks.retry-buffered': async () => void (await webhookServices.deliveries.retryDue()),
     'actions.run': ({ actionId }) => runner.run(actionId),
-    'actions.recover': async () => void (await runner.resumeAbandoned({ includeLive: false })),
+    'actions.recover': async () => void (await recovery.resumeAbandoned({ includeLive: false })),
     'approvals.expire': ({ toolCallRowId }) => agentServices.approvals.expire(toolCallRowId),
   };
 
@@ -192,10 +194,10 @@ export async function createContainer(config: Config, options: ContainerOptions 
       if (workers) {
         await jobs.work(jobHandlers, { concurrency: { 'actions.run': config.actions.concurrency } });
         // Actions a stopped process was running resume once their lease lapses.
-        await runner.resumeAbandoned({ includeLive: true });
+        await recovery.resumeAbandoned({ includeLive: true });
         // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
         stalledRunsTimer = setInterval(() => {
-          runner.handBackStalledRuns().catch((error) => logger.warn({ err: error }, 'could not hand back stalled action runs'));
+          recovery.handBackStalledRuns().catch((error) => logger.warn({ err: error }, 'could not hand back stalled action runs'));
         }, Math.max(1000, config.actions.leaseMs / 4));
         stalledRunsTimer.unref();
         dispatcher.start();

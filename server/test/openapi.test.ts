@@ -37,7 +37,7 @@ describe('optional bodies: one rule', () => {
     const setup = await setupWebhook(app);
     const { token, org } = setup.tenant;
     const sendTest = `/orgs/${org.slug}/webhooks/${setup.webhook.id}/test`;
-    for (const headers of [{}, { 'content-type': 'application/json' }]) {
+    for (const headers of [{}, { 'content-type': 'application/json' }] as Record<string, string>[]) {
       const response = await app.request('POST', sendTest, { token, headers });
       expect({ headers, status: response.status }).toEqual({ headers, status: 200 });
       expect(await response.json()).toMatchObject({ mode: 'http', statusCode: 200 });

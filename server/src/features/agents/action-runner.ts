@@ -64,7 +64,7 @@ const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<T
  */
 export function createActionRunner(deps: {
   db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify' | 'activeLongerThan' | 'handBack'>;
+  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
   tools: ToolRegistry;
   resolveModel: ModelResolver;
   defaultProvider: ModelProvider;
@@ -298,31 +298,6 @@ export function createActionRunner(deps: {
         clearInterval(renew);
         controller.abort();
       }
-    },
-
-    /**
-     * Hands back the run jobs that a process fetched over half a lease ago without claiming their action
-     * (the claim is the first thing a run does): that process died in between. The queue's retry
-     * then runs them at once, instead of after the job's hour-long expiry. Safe to call from every
-     * worker: only the attempt that is still active is failed.
-     */
-    async handBackStalledRuns(): Promise<number> {
-      const stalled = await deps.jobs.activeLongerThan('actions.run', deps.limits.leaseMs / 2000);
-      if (stalled.length === 0) return 0;
-      const actionIdOf = (job: { data: unknown }) => (job.data as { actionId: string }).actionId;
-      const queued = new Set(await actionsRepo.queuedAmong(db, stalled.map(actionIdOf)));
-      const abandoned = stalled.filter((job) => queued.has(actionIdOf(job)));
-      await deps.jobs.handBack('actions.run', abandoned, 'its worker stopped between fetching the job and claiming the action');
-      return abandoned.length;
-    },
-
-    /** Schedules running actions whose runner died (or, with includeLive, every running one) to resume once their lease lapses. */
-    async resumeAbandoned(options: { includeLive: boolean }): Promise<number> {
-      const rows = await actionsRepo.running(db, options);
-      for (const row of rows) {
-        await deps.jobs.enqueue('actions.run', { actionId: row.id }, { startAfter: row.lapsesInMs > 0 ? new Date(Date.now() + row.lapsesInMs + 50) : undefined });
-      }
-      return rows.length;
     },
   };
 }
