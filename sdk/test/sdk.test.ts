@@ -8,7 +8,7 @@ import { addCallback, startCallbackStack } from '../../server/test/helpers/callb
 import type { TestApp } from '../../server/test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../server/test/helpers/webhooks.ts';
 
-const vectors = JSON.parse(readFileSync(new URL('../../../shared/vectors/standard-webhooks.json', import.meta.url), 'utf8')) as {
+const vectors = JSON.parse(readFileSync(new URL('../../server/test/fixtures/standard-webhooks.json', import.meta.url), 'utf8')) as {
   valid: Array<{ secret: string; id: string; timestamp: number; payload: string; signature: string }>;
   invalid: Array<{ secret: string; id: string; timestamp: number; payload: string; signature: string }>;
 };

@@ -13,6 +13,9 @@ describe('loadConfig', () => {
     expect(config.isProduction).toBe(true);
     expect(config.host).toBe('0.0.0.0');
     expect(config.appHost).toBe('https://app.example');
+    // The spec's password hash cost is the default; only an explicit PASSWORD_HASH_COST lowers it.
+    expect(config.passwordHashCost).toBe(12);
+    expect(() => loadConfig({ PASSWORD_HASH_COST: '3' })).toThrow(/PASSWORD_HASH_COST/);
   });
 
   it('in development, generates a master key under the data directory once and reuses it', () => {

@@ -64,6 +64,8 @@ const envSchema = z.object({
   WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   /** Ingest transactions at once on PostgreSQL (of the pool's 10 connections); requests that arrive meanwhile are written together. */
   INGEST_WRITE_CONCURRENCY: positiveInt.max(8).default(2),
+  /** bcrypt's cost for stored passwords (the spec's 12); lower only where speed beats strength, as in tests. */
+  PASSWORD_HASH_COST: z.coerce.number().int().min(4).max(15).default(12),
   SESSION_CACHE_TTL_SECONDS: z.coerce.number().min(0).max(60).default(5),
 
   MODEL_PROVIDER: z.enum(['openai-compatible', 'openai', 'anthropic']).default('openai-compatible'),
@@ -195,6 +197,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
+    passwordHashCost: e.PASSWORD_HASH_COST,
     rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE, webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE },
     ingestWriteConcurrency: e.INGEST_WRITE_CONCURRENCY,
     ingestMaxPendingBodies: e.INGEST_MAX_PENDING_BODIES,

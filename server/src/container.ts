@@ -66,7 +66,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const { db } = database;
   const metrics = createMetrics();
   const box = createSecretBox(config.masterKey);
-  const passwords = createPasswordHasher();
+  const passwords = createPasswordHasher(config.passwordHashCost);
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
   const bus = createInvalidationBus({ postgresUrl: database.url, logger });

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import type { UserRole, UserRow } from '../../src/db/schema.ts';
 import { usersRepo } from '../../src/features/users/users.repo.ts';
-import { PASSWORD_HASH_ROUNDS } from '../../src/lib/passwords.ts';
 import type { TestApp } from './test-app.ts';
 
 export const DEFAULT_PASSWORD = 'correct horse battery staple';
@@ -13,7 +12,7 @@ export const uniqueSlug = (prefix = 'org') => `${prefix}-${randomUUID().slice(0,
 
 /** A user with DEFAULT_PASSWORD (hashed once per file: cost-12 hashes are slow on purpose). */
 export async function createUser(app: TestApp, options: { role?: UserRole; email?: string; org?: string } = {}): Promise<UserRow> {
-  defaultHash ??= bcrypt.hash(DEFAULT_PASSWORD, PASSWORD_HASH_ROUNDS);
+  defaultHash ??= bcrypt.hash(DEFAULT_PASSWORD, Number(app.container.config.passwordHashCost));
   const email = options.email ?? uniqueEmail();
   const user = await usersRepo.insert(app.container.db, {
     id: randomUUID(),

@@ -41,6 +41,8 @@ export async function startTestApp(
     APP_HOST: TEST_APP_HOST,
     API_HOST: `http://127.0.0.1:${port}`,
     PORT: String(port),
+    // bcrypt at cost 12 takes a quarter of a second per hash on this machine; tests need no strength.
+    PASSWORD_HASH_COST: '4',
     ...env,
   });
   const clock = new TestClock();

@@ -17,7 +17,7 @@ const actionsOf = (orgId: string) => app.container.db.selectFrom('actions').sele
 const deliveriesOf = (orgId: string) => app.container.db.selectFrom('webhookDeliveries').selectAll().where('orgId', '=', orgId).execute();
 
 describe('Standard Webhooks test vectors', () => {
-  const vectors = JSON.parse(readFileSync(join(import.meta.dirname, '../../../../../shared/vectors/standard-webhooks.json'), 'utf8'));
+  const vectors = JSON.parse(readFileSync(join(import.meta.dirname, '../../../test/fixtures/standard-webhooks.json'), 'utf8'));
   it('signs the valid vectors to their signatures and verifies them at their timestamp', () => {
     for (const vector of vectors.valid) {
       expect(signStandardWebhook(vector.secret, vector.id, vector.timestamp, Buffer.from(vector.payload))).toBe(vector.signature);
