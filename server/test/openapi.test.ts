@@ -1,5 +1,6 @@
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_STATUS } from '../src/lib/errors.ts';
 import { setupWebhook } from './helpers/webhooks.ts';
 import { startTestApp, type TestApp } from './helpers/test-app.ts';
 
@@ -28,6 +29,8 @@ describe('the OpenAPI document', () => {
       const [operation] = Object.values(spec.paths[path]) as any[];
       expect(operation.security, path).toEqual([]);
     }
+    // Error bodies: the closed set of codes, so that a client can switch on them.
+    expect(spec.components.schemas.Error.properties.code.enum).toEqual(Object.keys(ERROR_STATUS));
     expect(spec.paths['/orgs/{org}/documents/{documentId}'].get.responses['200'].content).toEqual({ 'application/pdf': { schema: { type: 'string', format: 'binary' } } });
   });
 });

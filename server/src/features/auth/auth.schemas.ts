@@ -1,7 +1,12 @@
 import { z } from 'zod';
+import { ERROR_STATUS, type ErrorCode } from '../../lib/errors.ts';
 import { userSchema } from '../users/users.schemas.ts';
 
-export const errorSchema = z.object({ error: z.string(), code: z.string() }).meta({ id: 'Error' });
+/** Every error body: a human message and one code of the closed set in lib/errors.ts. */
+export const errorSchema = z.object({
+  error: z.string(),
+  code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+}).meta({ id: 'Error' });
 export const successSchema = z.object({ success: z.literal(true), message: z.string().optional() });
 
 export const credentialsLoginBody = z.object({
