@@ -1,7 +1,7 @@
 import { approvalsRoutes } from './features/actions/approvals.routes.ts';
 import { callbacksRoutes } from './features/callbacks/callbacks.routes.ts';
-import { modelCredentialsRoutes } from './features/agents/model-credentials.ts';
-import { toolPreferencesRoutes } from './features/agents/tool-preferences.ts';
+import { modelCredentialsRoutes } from './features/agents/model-credentials.routes.ts';
+import { toolPreferencesRoutes } from './features/agents/tool-preferences.routes.ts';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';

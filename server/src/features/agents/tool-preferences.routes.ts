@@ -1,34 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import type { DB } from '../../db/schema.ts';
-import { notFound } from '../../lib/errors.ts';
 import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
-import type { ToolRegistry } from './tool-registry.ts';
+import type { ToolPreferencesService } from './tool-preferences.service.ts';
 
 const preferenceSchema = z.object({ toolName: z.string(), preference: z.enum(['always_deny', 'default']), updatedAt: z.date().nullable() }).meta({ id: 'ToolPreference' });
-
-/** A user's own preferences per tool: "always deny" beats every approval mode and override (spec 4.2.3). */
-export function createToolPreferencesService(deps: { db: Kysely<DB>; tools: ToolRegistry }) {
-  return {
-    list: (userId: string) =>
-      deps.db.selectFrom('userToolPreferences').select(['toolName', 'preference', 'updatedAt']).where('userId', '=', userId).orderBy('toolName').execute(),
-
-    async set(userId: string, toolName: string, preference: 'always_deny' | 'default') {
-      if (!deps.tools.has(toolName)) throw notFound('Tool');
-      if (preference === 'default') {
-        await deps.db.deleteFrom('userToolPreferences').where('userId', '=', userId).where('toolName', '=', toolName).execute();
-        return { toolName, preference, updatedAt: null };
-      }
-      return deps.db.insertInto('userToolPreferences').values({ userId, toolName, preference })
-        .onConflict((oc) => oc.columns(['userId', 'toolName']).doUpdateSet({ preference, updatedAt: new Date() }))
-        .returning(['toolName', 'preference', 'updatedAt']).executeTakeFirstOrThrow();
-    },
-  };
-}
-
-export type ToolPreferencesService = ReturnType<typeof createToolPreferencesService>;
 
 export function toolPreferencesRoutes(deps: { toolPreferences: ToolPreferencesService; middlewares: SessionMiddlewares }): FastifyPluginAsyncZod {
   return async (app) => {

@@ -1,36 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import type { DB, ModelProvider } from '../../db/schema.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
-import { notFound } from '../../lib/errors.ts';
 import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import { MODEL_PROVIDERS, orgParams } from './agents.schemas.ts';
+import type { ModelCredentialsService } from './model-credentials.service.ts';
 
 const credentialSchema = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKeyHint: z.string(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'ModelCredential' });
-const listed = ['provider', 'apiKeyHint', 'createdAt', 'updatedAt'] as const;
-
-/** An org's own API key per model provider, encrypted at rest; only its last four characters are ever shown. */
-export function createModelCredentialsService(deps: { db: Kysely<DB>; box: SecretBox }) {
-  return {
-    list: (orgId: string) => deps.db.selectFrom('orgModelCredentials').select(listed).where('orgId', '=', orgId).orderBy('provider').execute(),
-
-    set(orgId: string, provider: ModelProvider, apiKey: string) {
-      const values = { apiKeyEncrypted: deps.box.encrypt(apiKey), apiKeyHint: `...${apiKey.slice(-4)}` };
-      return deps.db.insertInto('orgModelCredentials').values({ orgId, provider, ...values })
-        .onConflict((oc) => oc.columns(['orgId', 'provider']).doUpdateSet({ ...values, updatedAt: new Date() }))
-        .returning(listed).executeTakeFirstOrThrow();
-    },
-
-    async remove(orgId: string, provider: ModelProvider) {
-      const deleted = await deps.db.deleteFrom('orgModelCredentials').where('orgId', '=', orgId).where('provider', '=', provider).executeTakeFirst();
-      if (deleted.numDeletedRows === 0n) throw notFound('Model credential');
-    },
-  };
-}
-
-export type ModelCredentialsService = ReturnType<typeof createModelCredentialsService>;
 
 export function modelCredentialsRoutes(deps: { modelCredentials: ModelCredentialsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
   return async (app) => {

@@ -1,0 +1,23 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import { notFound } from '../../lib/errors.ts';
+import { toolPreferencesRepo } from './tool-preferences.repo.ts';
+import type { ToolRegistry } from './tool-registry.ts';
+
+/** A user's own preferences per tool: "always deny" beats every approval mode and override (spec 4.2.3). */
+export function createToolPreferencesService(deps: { db: Kysely<DB>; tools: ToolRegistry }) {
+  return {
+    list: (userId: string) => toolPreferencesRepo.list(deps.db, userId),
+
+    async set(userId: string, toolName: string, preference: 'always_deny' | 'default') {
+      if (!deps.tools.has(toolName)) throw notFound('Tool');
+      if (preference === 'default') {
+        await toolPreferencesRepo.remove(deps.db, userId, toolName);
+        return { toolName, preference, updatedAt: null };
+      }
+      return toolPreferencesRepo.upsert(deps.db, userId, toolName, preference);
+    },
+  };
+}
+
+export type ToolPreferencesService = ReturnType<typeof createToolPreferencesService>;
