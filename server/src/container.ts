@@ -161,7 +161,10 @@ export async function createContainer(config: Config, options: ContainerOptions 
   let stalledRunsTimer: NodeJS.Timeout | undefined;
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
-    'webhooks.retry-buffered': async () => void (await webhookServices.deliveries.retryDue()),
+    'webhooks.retry-buffered': async () => {
+      await webhookServices.deliveries.retryDue();
+      await webhookServices.deliveries.forgetOldMessageIds();
+    },
     'actions.run': ({ actionId }) => runner.run(actionId),
     'actions.recover': async () => void (await recovery.resumeAbandoned({ includeLive: false })),
     'approvals.expire': ({ toolCallRowId }) => agentServices.approvals.expire(toolCallRowId),

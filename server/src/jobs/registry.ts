@@ -34,7 +34,7 @@ export const jobQueues = {
     payload: z.object({ toolCallRowId: z.uuid() }),
     options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
   },
-  /** Retries buffered webhook deliveries that are due and forgets old wh-ids; every minute. */
+  /** Retries buffered webhook deliveries that are due, then forgets message ids past their retention; every minute. */
   'webhooks.retry-buffered': {
     payload: z.object({}).passthrough(),
     options: { retryLimit: 1, expireInSeconds: 300 },

@@ -73,11 +73,17 @@ export function createDeliveriesService(deps: {
       return reprocess(row, true);
     },
 
-    /** Job: retries the buffered deliveries that are due, and forgets message ids past their retention. */
+    /** Forgets the message ids past their retention (a retry of one is a new event from then on). */
+    async forgetOldMessageIds(): Promise<number> {
+      const forgotten = await deliveriesRepo.forgetMessageIdsBefore(deps.db, new Date(deps.clock.now().getTime() - deps.messageIdRetentionMs));
+      deps.metrics.messageIdsPurged.inc(forgotten);
+      deps.metrics.messageIdsKept.set(await deliveriesRepo.estimateMessageIds(deps.db));
+      return forgotten;
+    },
+
+    /** Retries the buffered deliveries that are due. */
     async retryDue(): Promise<number> {
       const now = deps.clock.now();
-      deps.metrics.messageIdsPurged.inc(await deliveriesRepo.forgetMessageIdsBefore(deps.db, new Date(now.getTime() - deps.messageIdRetentionMs)));
-      deps.metrics.messageIdsKept.set(await deliveriesRepo.estimateMessageIds(deps.db));
       const ids = await deliveriesRepo.dueIds(deps.db, now, RETRY_BATCH);
       for (const id of ids) {
         const row = await deliveriesRepo.findById(deps.db, id);
