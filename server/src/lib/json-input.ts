@@ -47,26 +47,37 @@ export function jsonShapeProblem(bytes: Uint8Array, limits = { maxDepth: MAX_JSO
 const textProblem = (text: string): string | undefined =>
   text.includes('\u0000') ? 'contains a NUL character (\\u0000)' : text.isWellFormed() ? undefined : 'contains an unpaired surrogate';
 
+interface Visit {
+  value: unknown;
+  key: string;
+  parent: Visit | undefined;
+  depth: number;
+}
+
+/** `root.a.0.b`: built only for the one value that breaks the rule, not for every value visited. */
+const pathOf = (visit: Visit): string => (visit.parent ? `${pathOf(visit.parent)}.${visit.key}` : visit.key);
+
 /**
  * Where a parsed value breaks the rule, as `path: problem` (path from `root`), or undefined.
  * Iterative, so that it is safe on any input; object keys are text too.
  */
 export function unstorableText(value: unknown, root = 'body', maxDepth = MAX_JSON_DEPTH): string | undefined {
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: root, depth: 0 }];
+  const stack: Visit[] = [{ value, key: root, parent: undefined, depth: 0 }];
   while (stack.length > 0) {
-    const { value: current, path, depth } = stack.pop()!;
+    const visit = stack.pop()!;
+    const current = visit.value;
     if (typeof current === 'string') {
       const problem = textProblem(current);
-      if (problem) return `${path}: ${problem}`;
+      if (problem) return `${pathOf(visit)}: ${problem}`;
     } else if (typeof current === 'object' && current !== null) {
-      if (depth >= maxDepth) return `${path}: nested deeper than ${maxDepth} levels`;
+      if (visit.depth >= maxDepth) return `${pathOf(visit)}: nested deeper than ${maxDepth} levels`;
       if (Array.isArray(current)) {
-        for (let index = 0; index < current.length; index++) stack.push({ value: current[index], path: `${path}.${index}`, depth: depth + 1 });
+        for (let index = 0; index < current.length; index++) stack.push({ value: current[index], key: String(index), parent: visit, depth: visit.depth + 1 });
       } else {
         for (const [key, entry] of Object.entries(current)) {
           const problem = textProblem(key);
-          if (problem) return `${path}: a key ${problem}`;
-          stack.push({ value: entry, path: `${path}.${key}`, depth: depth + 1 });
+          if (problem) return `${pathOf(visit)}: a key ${problem}`;
+          stack.push({ value: entry, key, parent: visit, depth: visit.depth + 1 });
         }
       }
     }

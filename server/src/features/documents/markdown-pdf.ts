@@ -156,26 +156,27 @@ function blocks(tokens: Token[]): Block[] {
   return out;
 }
 
-function layout(markdown: string): Block[] {
-  try {
-    return blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true }));
-  } catch (error) {
-    if (error instanceof RangeError) throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
-    throw error;
-  }
-}
-
 /**
  * Renders Markdown to a PDF without a browser: marked's lexer mapped onto pdfmake. CPU-bound for
  * large input: the service calls it in a worker thread (render-pool.ts), never on the main thread.
  */
 export async function markdownToPdf(title: string, markdown: string): Promise<Buffer> {
+  try {
+    return await render(title, markdown);
+  } catch (error) {
+    // marked and pdfmake recurse once per nesting level: what is still too deep overflows the stack.
+    if (error instanceof RangeError) throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
+    throw error;
+  }
+}
+
+async function render(title: string, markdown: string): Promise<Buffer> {
   const definition = {
     info: { title, creator: 'Agent Platform' },
     pageSize: 'A4',
     pageMargins: [40, 48, 40, 48],
     defaultStyle: { font: 'Helvetica', fontSize: 10.5, lineHeight: 1.25 },
-    content: [{ text: breakLongWords(title), style: 'title' }, ...layout(markdown)],
+    content: [{ text: breakLongWords(title), style: 'title' }, ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true }))],
     styles: {
       title: { fontSize: 20, bold: true, margin: [0, 0, 0, 12] },
       h1: { fontSize: 17, bold: true, margin: [0, 10, 0, 6] },
@@ -189,10 +190,5 @@ export async function markdownToPdf(title: string, markdown: string): Promise<Bu
       quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
     },
   };
-  try {
-    return (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
-  } catch (error) {
-    if (error instanceof RangeError) throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
-    throw error;
-  }
+  return (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
 }
