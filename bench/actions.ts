@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { signingHeaders } from '../server/src/features/action-webhooks/verification.ts';
+import { signingHeaders } from '../server/src/features/ingest/verification.ts';
 import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';

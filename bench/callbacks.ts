@@ -15,11 +15,10 @@ import { sql } from 'kysely';
 import { loadConfig } from '../server/src/config.ts';
 import { createContainer } from '../server/src/container.ts';
 import { openDatabase } from '../server/src/db/database.ts';
-import { webhookInput } from '../server/src/features/action-webhooks/webhooks.schemas.ts';
+import { webhookInput } from '../server/src/features/webhooks/webhooks.schemas.ts';
 import { transition } from '../server/src/features/actions/lifecycle.ts';
 import { callbackEndpointInput } from '../server/src/features/callbacks/callbacks.schemas.ts';
-import { CALLBACKS_TOPIC } from '../server/src/features/callbacks/outbox.ts';
-import { createInvalidationBus } from '../server/src/lib/invalidation-bus.ts';
+import { BUS_TOPICS, createProcessBus } from '../server/src/lib/process-bus.ts';
 import { pino } from 'pino';
 import { benchDatabase, fmt, freePort, postgresReachable, startService } from './lib/harness.ts';
 
@@ -104,7 +103,7 @@ async function phase(endpoints: number): Promise<PhaseResult> {
     // The transitions come from this process, as from another worker: one statement each, at most
     // PRODUCER_IN_FLIGHT at a time, each followed by the signal a worker sends after a transition.
     const producer = await openDatabase({ url: env.DATABASE_URL, poolSize: PRODUCER_IN_FLIGHT });
-    const bus = createInvalidationBus({ postgresUrl: env.DATABASE_URL, logger: pino({ level: 'warn' }) });
+    const bus = createProcessBus({ postgresUrl: env.DATABASE_URL, logger: pino({ level: 'warn' }) });
     try {
       const actionIds = (await producer.db.selectFrom('actions').select('id').execute()).map((row) => row.id);
       await receiverReport(true);
@@ -118,7 +117,7 @@ async function phase(endpoints: number): Promise<PhaseResult> {
           const { moved } = await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
           if (!moved) throw new Error(`action ${actionId} was not running`);
           committedAt.set(actionId, now());
-          bus.signal(CALLBACKS_TOPIC);
+          bus.signal(BUS_TOPICS.callbacks);
         } finally {
           inFlight--;
         }

@@ -7,7 +7,7 @@
  *   BENCH_DB=pglite npm run check:hardening
  */
 import { connect } from 'node:net';
-import { signingHeaders } from '../server/src/features/action-webhooks/verification.ts';
+import { signingHeaders } from '../server/src/features/ingest/verification.ts';
 import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
 import { benchDatabase, postgresReachable, runCli, startService } from './lib/harness.ts';
 

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { signingHeaders } from '../server/src/features/action-webhooks/verification.ts';
+import { signingHeaders } from '../server/src/features/ingest/verification.ts';
 import { benchDatabase, fmt, postgresReachable, startBareServer, startService } from './lib/harness.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';

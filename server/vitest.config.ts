@@ -1,14 +1,14 @@
 import pg from 'pg';
 import { configDefaults, defineConfig } from 'vitest/config';
 
-const PROCESS_TESTS = ['src/features/action-webhooks/durability.test.ts', 'src/features/callbacks/restart.test.ts', 'src/features/agents/resume.test.ts'];
+const PROCESS_TESTS = ['src/features/ingest/durability.test.ts', 'src/features/callbacks/restart.test.ts', 'src/features/actions/resume.test.ts'];
 
 /**
  * The whole suite runs twice: on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL). Without a
  * reachable PostgreSQL the second pass is skipped, loudly; REQUIRE_POSTGRES=1 (set by CI) makes
  * that a failure instead.
  */
-const postgresUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const postgresUrl = (process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/postgres');
 
 async function postgresReachable(url: string): Promise<string | undefined> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
@@ -49,6 +49,9 @@ export default defineConfig(async () => {
       setupFiles: ['test/setup.ts'],
       globalSetup: ['test/global-setup.ts'],
       reporters: ['default', './test/summary-reporter.ts'],
+      // Test files mostly wait (on sockets, fake providers, child processes): on 2 cores, vitest's
+      // default of one worker per core less one left the machine idle for most of the run.
+      maxWorkers: Number(process.env.TEST_WORKERS ?? 4),
       testTimeout: 30_000,
       hookTimeout: 60_000,
       projects: problem ? [project('pglite')] : [project('pglite'), project('postgres')],

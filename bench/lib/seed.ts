@@ -1,6 +1,6 @@
 import { loadConfig } from '../../server/src/config.ts';
 import { createContainer } from '../../server/src/container.ts';
-import { webhookInput } from '../../server/src/features/action-webhooks/webhooks.schemas.ts';
+import { webhookInput } from '../../server/src/features/webhooks/webhooks.schemas.ts';
 import { actionRuleInput, agentInput } from '../../server/src/features/agents/agents.schemas.ts';
 
 export interface SeededWebhook {

@@ -19,33 +19,32 @@ import { createThreadsService } from './features/threads/threads.service.ts';
 import { createUsersService } from './features/users/users.service.ts';
 import { createJobRunner } from './jobs/job-runner.ts';
 import { createAgentsService } from './features/agents/agents.service.ts';
-import { createDeliveriesService } from './features/action-webhooks/deliveries.service.ts';
-import { createDeliveryPipeline } from './features/action-webhooks/delivery-pipeline.ts';
-import { createDeliveryWriter } from './features/action-webhooks/delivery-writer.ts';
-import { createIngestCache } from './features/action-webhooks/ingest-cache.ts';
-import { createIngestService } from './features/action-webhooks/ingest.service.ts';
-import { createLedgerService } from './features/action-webhooks/ledger.service.ts';
-import { createSendTest } from './features/action-webhooks/send-test.ts';
-import { createWebhooksService } from './features/action-webhooks/webhooks.service.ts';
+import { createDeliveriesService } from './features/ingest/deliveries.service.ts';
+import { createDeliveryPipeline } from './features/ingest/delivery-pipeline.ts';
+import { createDeliveryWriter } from './features/ingest/delivery-writer.ts';
+import { createIngestCache } from './features/ingest/ingest-cache.ts';
+import { createIngestService } from './features/ingest/ingest.service.ts';
+import { createLedgerService } from './features/ledger/ledger.service.ts';
+import { createSendTest } from './features/webhooks/send-test.ts';
+import { createWebhooksService } from './features/webhooks/webhooks.service.ts';
 import { createOrgAccess } from './features/orgs/org-access.ts';
 import { createDocumentsService, generateDocumentTool } from './features/documents/documents.service.ts';
 import { createRenderPool } from './features/documents/render-pool.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
-import { createActionRunner } from './features/agents/action-runner.ts';
-import { createRunRecovery } from './features/agents/run-recovery.ts';
+import { createActionRunner } from './features/actions/action-runner.ts';
+import { createRunRecovery } from './features/actions/run-recovery.ts';
 import { createModelCredentialsService } from './features/agents/model-credentials.service.ts';
 import { createModelResolver } from './features/agents/model-provider.ts';
-import { createToolPreferencesService } from './features/agents/tool-preferences.service.ts';
+import { createToolPreferencesService } from './features/actions/tool-preferences.service.ts';
 import { createToolRegistry, registerToolModules } from './features/agents/tool-registry.ts';
 import { createCallbackDispatcher } from './features/callbacks/dispatcher.ts';
 import { createCallbacksService } from './features/callbacks/callbacks.service.ts';
-import { CALLBACKS_TOPIC } from './features/callbacks/outbox.ts';
 import type { JobHandlers } from './jobs/registry.ts';
-import { createOutboundAgents } from './lib/http-client.ts';
+import { createGuardedHttpAgents } from './lib/http-client.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
 import { loggerOptions } from './lib/logger.ts';
-import { createInvalidationBus } from './lib/invalidation-bus.ts';
+import { BUS_TOPICS, createProcessBus } from './lib/process-bus.ts';
 import { createMetrics } from './lib/metrics.ts';
 import { createPasswordHasher } from './lib/passwords.ts';
 import { createRateLimiters } from './lib/rate-limit.ts';
@@ -69,7 +68,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const passwords = createPasswordHasher(config.passwordHashCost);
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
-  const bus = createInvalidationBus({ postgresUrl: database.url, logger });
+  const bus = createProcessBus({ postgresUrl: database.url, logger });
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
   const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
   const limits = {
@@ -110,13 +109,13 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const orgAccess = createOrgAccess({ middlewares, orgs: services.orgs });
 
   // After a transition that may have written callbacks commits: the dispatchers wake up.
-  const announce = () => bus.signal(CALLBACKS_TOPIC);
+  const announce = () => bus.signal(BUS_TOPICS.callbacks);
   const callbacks = createCallbacksService({
     db, box, clock, allowPrivateNetworks: config.callbacks.allowPrivateNetworks, announce,
   });
-  const outboundAgents = createOutboundAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
+  const httpAgents = createGuardedHttpAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
   const dispatcher = createCallbackDispatcher({
-    db, bus, metrics, logger, agents: outboundAgents, decrypt: (encrypted) => box.decrypt(encrypted),
+    db, bus, metrics, logger, httpAgents, decrypt: (encrypted) => box.decrypt(encrypted),
     options: { concurrency: config.callbacks.concurrency, timeoutMs: config.callbacks.timeoutMs, retryScheduleMs: config.callbacks.retryScheduleMs },
   });
 
@@ -211,7 +210,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       clearInterval(stalledRunsTimer);
       await writer.drain();
       await dispatcher.stop();
-      outboundAgents.destroy();
+      httpAgents.destroy();
       await jobs.stop();
       await renderPool.close();
       await bus.close();

@@ -81,7 +81,11 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
 }
 
 async function openPglite(dataDir: string): Promise<Database> {
-  const pglite = await PGlite.create(dataDir);
+  return databaseOnPglite(await PGlite.create(dataDir));
+}
+
+/** A Database over an open PGlite (the caller may have restored it from a dump); closing it closes PGlite. */
+export function databaseOnPglite(pglite: PGlite): Database {
   const lock = new PGliteLock();
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock), plugins: [camelCase] });
   const jobsDb: JobsDb = {

@@ -5,6 +5,11 @@ export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
+/** `whsec_` + 24 random bytes, base64: the Standard Webhooks secret format (webhooks and callback endpoints). */
+export const newSigningSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+/** After a rotation the previous signing secret stays valid this long, so that the other side can switch over. */
+export const PREVIOUS_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
+
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value).digest('hex');
 }

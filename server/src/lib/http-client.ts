@@ -53,14 +53,14 @@ export async function outboundUrlProblem(raw: string, options: { allowPrivateNet
   return blocked ? `${host} resolves to ${blocked.address}, which is not a public address` : null;
 }
 
-export interface OutboundAgents {
+export interface GuardedHttpAgents {
   http: http.Agent;
   https: https.Agent;
   destroy(): void;
 }
 
 /** Keep-alive agents that refuse, at connect time, any address outboundUrlProblem would refuse. */
-export function createOutboundAgents(options: { allowPrivateNetworks: boolean; maxSockets?: number }): OutboundAgents {
+export function createGuardedHttpAgents(options: { allowPrivateNetworks: boolean; maxSockets?: number }): GuardedHttpAgents {
   const common = {
     keepAlive: true,
     maxSockets: options.maxSockets ?? 256,
@@ -85,7 +85,7 @@ const MAX_READ_BYTES = 64 * 1024;
 
 /** One POST; a 3xx is returned as it is (never followed). Throws on network errors and the deadline. */
 export function postOnce(
-  agents: OutboundAgents,
+  agents: GuardedHttpAgents,
   url: string,
   request: { headers: Record<string, string>; body: string; timeoutMs: number; keepBodyBytes: number },
 ): Promise<OutboundResponse> {

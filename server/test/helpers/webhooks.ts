@@ -1,4 +1,4 @@
-import { signingHeaders } from '../../src/features/action-webhooks/verification.ts';
+import { signingHeaders } from '../../src/features/ingest/verification.ts';
 import type { VerificationScheme } from '../../src/db/schema.ts';
 import { createTenant } from './factories.ts';
 import type { TestApp, TestResponse } from './test-app.ts';

@@ -1,5 +1,20 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DB, ModelProvider } from '../../db/schema.ts';
+
+/**
+ * The one insert of actions: each row of `source` (a query with the columns id, org_id, webhook_id,
+ * delivery_id, agent_id, action_rule_id, run_as_user_id, event_type, external_id, instructions, data,
+ * tool_approvals) becomes a queued action, unless its webhook has an action with its externalId
+ * already. Returns the ids it inserted. A fragment, so that ingest can embed it in its one statement.
+ */
+export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ id: string }> {
+  return sql<{ id: string }>`
+    insert into actions (id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, status, event_type, external_id, instructions, data, tool_approvals)
+    select id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, 'queued', event_type, external_id, instructions, data, tool_approvals
+    from (${source}) as new_action
+    on conflict (webhook_id, external_id) where external_id is not null do nothing
+    returning id`;
+}
 
 /** Actions as the runtime and the ledger read them. */
 export const actionsRepo = {

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
-import { orgParams } from '../agents/agents.schemas.ts';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import type { ToolCallRow } from '../../db/schema.ts';
 import type { ApprovalsService } from './approvals.service.ts';
+import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
 const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;

@@ -47,7 +47,7 @@ export class IllegalTransitionError extends Error {
  * announce it (the outbox), in one statement: so it needs no transaction of its own, and inside the
  * caller's it commits with it; a transition is never announced without happening, nor the reverse.
  * `moved` is false when the action is no longer in `from` (someone else moved it first). When it
- * wrote `callbacks`, the caller signals CALLBACKS_TOPIC once it has committed, so that they go out
+ * wrote `callbacks`, the caller signals BUS_TOPICS.callbacks once it has committed, so that they go out
  * now, not at the next poll.
  */
 export async function transition(db: Kysely<DB>, step: Transition): Promise<{ moved: boolean; callbacks: number }> {

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
-import { actionRuleInput, actionRulePatch, actionRuleSchema, agentInput, agentParams, agentPatch, agentSchema, orgParams, ruleParams } from './agents.schemas.ts';
+import { actionRuleInput, actionRulePatch, actionRuleSchema, agentInput, agentParams, agentPatch, agentSchema, ruleParams } from './agents.schemas.ts';
 import type { AgentsService } from './agents.service.ts';
+import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };
 const noContent = z.null().describe('No content');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { orgParams } from '../../lib/http-schemas.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
 
 export const APPROVAL_MODES = ['allow', 'ask', 'agent'] as const;
@@ -48,6 +49,5 @@ export const actionRuleSchema = z.object({
   updatedAt: z.date(),
 });
 
-export const orgParams = z.object({ org: z.string().min(1).max(100) });
 export const agentParams = orgParams.extend({ agentId: z.uuid() });
 export const ruleParams = orgParams.extend({ ruleId: z.uuid() });

@@ -3,15 +3,14 @@ import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import type { InvalidationBus } from '../../lib/invalidation-bus.ts';
+import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { ToolRegistry } from './tool-registry.ts';
 import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
 import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
 
 /** Topic on the invalidation bus: ingest caches rules by id. */
-export const ACTION_RULE_TOPIC = 'action-rule';
 
-export function createAgentsService(deps: { db: Kysely<DB>; bus: InvalidationBus; tools: Pick<ToolRegistry, 'has' | 'list'> }) {
+export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; tools: Pick<ToolRegistry, 'has' | 'list'> }) {
   /** An agent may name only tools this server has: a misspelt one would be dropped at run time, silently. */
   function requireKnownTools(tools: string[] | undefined): void {
     const unknown = (tools ?? []).filter((name) => !deps.tools.has(name));
@@ -55,12 +54,12 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: InvalidationBus
       await requireAgent(orgId, changes.agentId);
       const rule = await actionRulesRepo.update(deps.db, orgId, id, changes);
       if (!rule) throw notFound('Action rule');
-      await deps.bus.publish(ACTION_RULE_TOPIC, id);
+      await deps.bus.publish(BUS_TOPICS.actionRule, id);
       return rule;
     },
     async deleteRule(orgId: string, id: string) {
       if (!(await actionRulesRepo.delete(deps.db, orgId, id))) throw notFound('Action rule');
-      await deps.bus.publish(ACTION_RULE_TOPIC, id);
+      await deps.bus.publish(BUS_TOPICS.actionRule, id);
     },
   };
 }

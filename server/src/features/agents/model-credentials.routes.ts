@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
-import { MODEL_PROVIDERS, orgParams } from './agents.schemas.ts';
+import { MODEL_PROVIDERS } from './agents.schemas.ts';
 import type { ModelCredentialsService } from './model-credentials.service.ts';
+import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const credentialSchema = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKeyHint: z.string(), createdAt: z.date(), updatedAt: z.date() }).meta({ id: 'ModelCredential' });
 

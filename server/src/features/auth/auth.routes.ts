@@ -3,13 +3,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RateLimiter } from '../../lib/rate-limit.ts';
 import { toPublicUser, userSchema } from '../users/users.schemas.ts';
 import type { AuthService, RequestMeta } from './auth.service.ts';
-import { credentialsLoginBody, errorSchema, sessionSecurity, externalAuthBody, externalAuthResponse, forgotPasswordBody, resetPasswordBody, successSchema } from './auth.schemas.ts';
+import { credentialsLoginBody, externalAuthBody, externalAuthResponse, forgotPasswordBody, resetPasswordBody, successSchema } from './auth.schemas.ts';
 import type { UserLimitsService } from './external/user-limits.service.ts';
 import type { ExternalAuthService } from './external/external-auth.service.ts';
 import type { SessionMiddlewares } from './middlewares.ts';
 import type { PasswordResetService } from './password-reset.service.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
 import type { FastifyRequest } from 'fastify';
+import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 
 export interface AuthRouteDeps {
   auth: AuthService;

@@ -1,12 +1,6 @@
 import { z } from 'zod';
-import { ERROR_STATUS, type ErrorCode } from '../../lib/errors.ts';
 import { userSchema } from '../users/users.schemas.ts';
 
-/** Every error body: a human message and one code of the closed set in lib/errors.ts. */
-export const errorSchema = z.object({
-  error: z.string(),
-  code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
-}).meta({ id: 'Error' });
 export const successSchema = z.object({ success: z.literal(true), message: z.string().optional() });
 
 export const credentialsLoginBody = z.object({
@@ -39,6 +33,3 @@ export const oauthCallbackQuery = z.object({
   error: z.string().max(256).optional(),
   error_description: z.string().max(1024).optional(),
 });
-
-/** OpenAPI: the routes that take the session cookie or `Authorization: Bearer`. */
-export const sessionSecurity: Array<Record<string, string[]>> = [{ session: [] }, { bearer: [] }];

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { DB, SessionRow, UserRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { randomToken, sha256Hex } from '../../lib/crypto.ts';
-import { INVALIDATE_ALL, type InvalidationBus } from '../../lib/invalidation-bus.ts';
+import { BUS_TOPICS, INVALIDATE_ALL, type ProcessBus } from '../../lib/process-bus.ts';
 import { sessionsRepo } from './sessions.repo.ts';
 
 /** Spec 2.2: 30 days. */
@@ -14,7 +14,6 @@ export interface AuthenticatedSession {
   session: SessionRow;
 }
 
-const CACHE_TOPIC = 'session';
 const CACHE_MAX_ENTRIES = 50_000;
 
 /**
@@ -26,10 +25,10 @@ const CACHE_MAX_ENTRIES = 50_000;
  * and revocation remove entries at once, in every process through the invalidation bus; a lookup
  * that raced with a revocation is not cached. The TTL bounds how long a changed role takes effect.
  */
-export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus: InvalidationBus; cacheTtlMs: number }) {
+export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus: ProcessBus; cacheTtlMs: number }) {
   const cache = new Map<string, { value: AuthenticatedSession; freshUntil: number }>();
   let generation = 0;
-  deps.bus.subscribe(CACHE_TOPIC, (key) => {
+  deps.bus.subscribe(BUS_TOPICS.session, (key) => {
     generation++;
     if (key === INVALIDATE_ALL) cache.clear();
     else if (key.startsWith('user:')) {
@@ -75,7 +74,7 @@ export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus:
     async revoke(token: string): Promise<void> {
       const tokenHash = sha256Hex(token);
       await sessionsRepo.deleteByTokenHash(deps.db, tokenHash);
-      await deps.bus.publish(CACHE_TOPIC, tokenHash);
+      await deps.bus.publish(BUS_TOPICS.session, tokenHash);
     },
 
     /** Inside a transaction, call `forgetUser` after it commits. */
@@ -85,7 +84,7 @@ export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus:
     },
 
     /** Drops the user's cached sessions everywhere, e.g. after a role or password change. */
-    forgetUser: (userId: string) => deps.bus.publish(CACHE_TOPIC, `user:${userId}`),
+    forgetUser: (userId: string) => deps.bus.publish(BUS_TOPICS.session, `user:${userId}`),
 
     async deleteExpired(): Promise<void> {
       await sessionsRepo.deleteExpired(deps.db, deps.clock.now());

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import {
   callbackDeliverySchema, callbackEndpointCreated, callbackEndpointInput, callbackEndpointPatch, callbackEndpointSchema, callbackParams,
   callbackSecretRotated, deliveriesQuery, deliveryParams, recoverBody, webhookCallbacksParams,
 } from './callbacks.schemas.ts';
 import type { CallbacksService } from './callbacks.service.ts';
+import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
 

@@ -3,7 +3,7 @@ import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
 import { instantSchema } from '../../lib/instants.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
-import { orgParams } from '../agents/agents.schemas.ts';
+import { orgParams } from '../../lib/http-schemas.ts';
 
 const eventTypes = z.array(z.enum(CALLBACK_EVENT_TYPES)).min(1).max(CALLBACK_EVENT_TYPES.length)
   .transform((events) => [...new Set(events)])

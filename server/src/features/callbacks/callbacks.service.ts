@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { CallbackEndpointRow, DB } from '../../db/schema.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
+import { newSigningSecret, PREVIOUS_SECRET_GRACE_MS, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { outboundUrlProblem } from '../../lib/http-client.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
-import { newWebhookSecret, PREVIOUS_SECRET_GRACE_MS } from '../action-webhooks/webhooks.service.ts';
-import { webhooksRepo } from '../action-webhooks/webhooks.repo.ts';
 import { callbackDeliveriesRepo, callbackEndpointsRepo, type ListedDelivery } from './callbacks.repo.ts';
 import type { CallbackDeliveryStatus } from '../../db/schema.ts';
 import type { CallbackEndpointInput, CallbackEndpointPatch, CallbackEvent } from './callbacks.schemas.ts';
@@ -49,9 +47,9 @@ export function createCallbacksService(deps: {
 
   return {
     async create(orgId: string, webhookId: string, input: CallbackEndpointInput) {
-      if (!(await webhooksRepo.find(db, orgId, webhookId))) throw notFound('Webhook');
+      if (!(await callbackEndpointsRepo.webhookExists(db, orgId, webhookId))) throw notFound('Webhook');
       await checkUrl(input.url);
-      const secret = newWebhookSecret();
+      const secret = newSigningSecret();
       const row = await callbackEndpointsRepo.insert(db, {
         id: randomUUID(), orgId, webhookId, url: input.url, description: input.description, events: JSON.stringify(input.events),
         enabled: input.enabled, disabledReason: input.enabled ? null : 'disabled by a user', disabledAt: input.enabled ? null : deps.clock.now(),
@@ -61,7 +59,7 @@ export function createCallbacksService(deps: {
     },
 
     list: async (orgId: string, webhookId: string) => {
-      if (!(await webhooksRepo.find(db, orgId, webhookId))) throw notFound('Webhook');
+      if (!(await callbackEndpointsRepo.webhookExists(db, orgId, webhookId))) throw notFound('Webhook');
       return (await callbackEndpointsRepo.list(db, orgId, webhookId)).map(toPublic);
     },
 
@@ -87,7 +85,7 @@ export function createCallbacksService(deps: {
 
     async rotateSecret(orgId: string, webhookId: string, id: string) {
       const current = await requireEndpoint(orgId, webhookId, id);
-      const secret = newWebhookSecret();
+      const secret = newSigningSecret();
       const previousSecretExpiresAt = new Date(deps.clock.now().getTime() + PREVIOUS_SECRET_GRACE_MS);
       await callbackEndpointsRepo.update(db, id, { secretEncrypted: deps.box.encrypt(secret), previousSecretEncrypted: current.secretEncrypted, previousSecretExpiresAt });
       return { secret, previousSecretExpiresAt };

@@ -1,12 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
-import { postOnce, type OutboundAgents } from '../../lib/http-client.ts';
-import type { InvalidationBus } from '../../lib/invalidation-bus.ts';
+import { postOnce, type GuardedHttpAgents } from '../../lib/http-client.ts';
+import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { callbackEndpointsRepo } from './callbacks.repo.ts';
 import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedDelivery } from './dispatch.repo.ts';
-import { CALLBACKS_TOPIC } from './outbox.ts';
 import { judgeAttempt } from './retry-policy.ts';
 import { createSignerCache, signedHeaders } from './signing.ts';
 
@@ -33,8 +32,8 @@ export interface DispatcherOptions {
 export function createCallbackDispatcher(deps: {
   db: Kysely<DB>;
   decrypt: (encrypted: string) => string;
-  bus: InvalidationBus;
-  agents: OutboundAgents;
+  bus: ProcessBus;
+  httpAgents: GuardedHttpAgents;
   metrics: Metrics;
   logger: Logger;
   options: DispatcherOptions;
@@ -94,7 +93,7 @@ export function createCallbackDispatcher(deps: {
     let error: string | null = null;
     let responseBody: string | null = null;
     try {
-      const response = await postOnce(deps.agents, delivery.url, {
+      const response = await postOnce(deps.httpAgents, delivery.url, {
         headers: { 'content-type': 'application/json', 'user-agent': 'AgentPlatform-Callbacks/1', ...signedHeaders(delivery.id, attemptedAt, body, signers) },
         body,
         timeoutMs: options.timeoutMs,
@@ -149,7 +148,7 @@ export function createCallbackDispatcher(deps: {
     });
   }
 
-  deps.bus.subscribe(CALLBACKS_TOPIC, () => void pump());
+  deps.bus.subscribe(BUS_TOPICS.callbacks, () => void pump());
 
   return {
     start(): void {

@@ -1,12 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ActionStatus, CallbackEventType } from '../../db/schema.ts';
 
-/**
- * The bus topic that wakes callback dispatchers: signalled (bus.signal) after a transaction with
- * transitions commits. A signal that does not come costs latency only: dispatchers also poll.
- */
-export const CALLBACKS_TOPIC = 'callbacks';
-
 /** The callback event an action announces when it enters a status (spec 6.1); `running` announces none. */
 export const CALLBACK_EVENT_OF: Partial<Record<ActionStatus, CallbackEventType>> = {
   pending_approval: 'action.pending_approval',

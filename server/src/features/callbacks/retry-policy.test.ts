@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOutboundAgents, isPublicAddress, postOnce } from '../../lib/http-client.ts';
+import { createGuardedHttpAgents, isPublicAddress, postOnce } from '../../lib/http-client.ts';
 import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -50,7 +50,7 @@ describe('public addresses', () => {
 
 describe('the outbound agents at connect time', () => {
   it('refuse IPv4-compatible IPv6 (as Node writes [::127.0.0.1]) before connecting', async () => {
-    const agents = createOutboundAgents({ allowPrivateNetworks: false });
+    const agents = createGuardedHttpAgents({ allowPrivateNetworks: false });
     try {
       for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x']) {
         await expect(postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }), url).rejects.toThrow(/is not allowed/);

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
-import { orgParams } from '../agents/agents.schemas.ts';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import type { DocumentsService } from './documents.service.ts';
+import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const documentSchema = z.object({ id: z.uuid(), title: z.string(), sizeBytes: z.int(), createdByUserId: z.uuid().nullable(), actionId: z.uuid().nullable(), createdAt: z.date() });
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };

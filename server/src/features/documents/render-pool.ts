@@ -23,6 +23,8 @@ export function createRenderPool(options: RenderPoolOptions) {
 
   return {
     async render(title: string, markdown: string, signal?: AbortSignal): Promise<Buffer> {
+      // The deadline is the render's: a thread's start (loading the PDF library) does not count.
+      await pool.run(null, signal ? { signal } : {});
       const deadline = AbortSignal.timeout(options.timeoutMs);
       try {
         const pdf: Uint8Array = await pool.run({ title, markdown }, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline });

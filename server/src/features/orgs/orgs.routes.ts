@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
 import { toPublicUser, userSchema } from '../users/users.schemas.ts';
 import type { OrgsService } from './orgs.service.ts';
+import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const orgSchema = z.object({ id: z.uuid(), slug: z.string(), name: z.string(), createdAt: z.date() });
 const orgParams = z.object({ org: z.string().min(1).max(100) });

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
 import type { ThreadsService } from './threads.service.ts';
+import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const threadSchema = z.object({
   id: z.uuid(),

@@ -2,11 +2,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AppError } from '../../../lib/errors.ts';
 import type { RateLimiter } from '../../../lib/rate-limit.ts';
-import { errorSchema, oauthCallbackQuery } from '../auth.schemas.ts';
+import { oauthCallbackQuery } from '../auth.schemas.ts';
 import { requestMeta } from '../auth.routes.ts';
 import { setSessionCookie } from '../session-cookie.ts';
 import type { OAuthProviderName } from './oauth-provider.ts';
 import type { OAuthService } from './oauth.service.ts';
+import { errorSchema } from '../../../lib/http-schemas.ts';
 
 const CHECKS_MAX_AGE_SECONDS = 10 * 60;
 

@@ -4,7 +4,7 @@ import { eventually } from '../../../test/helpers/eventually.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 import { createIngestCache } from './ingest-cache.ts';
-import { webhooksRepo } from './webhooks.repo.ts';
+import { ingestRepo } from './ingest.repo.ts';
 
 const TTL_MS = 500;
 
@@ -42,7 +42,7 @@ describe('ingest cache', () => {
     const setup = await setupWebhook(app);
     const identifier = identifierOf(setup.path);
     const cache = newCache();
-    const lookups = vi.spyOn(webhooksRepo, 'findForIngest');
+    const lookups = vi.spyOn(ingestRepo, 'findWebhook');
     const found = await Promise.all(Array.from({ length: 20 }, () => cache.webhook(identifier)));
     expect(lookups).toHaveBeenCalledTimes(1);
     expect(new Set(found).size).toBe(1);

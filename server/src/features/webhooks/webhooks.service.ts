@@ -1,25 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely, Updateable } from 'kysely';
 import type { DB, OrganizationRow, WebhookRow, WebhooksTable } from '../../db/schema.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
+import { newSigningSecret, PREVIOUS_SECRET_GRACE_MS, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import type { InvalidationBus } from '../../lib/invalidation-bus.ts';
+import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import { actionRulesRepo, agentsRepo } from '../agents/agents.repo.ts';
 import { orgsRepo } from '../orgs/orgs.repo.ts';
 import type { PublicWebhook, WebhookInput, WebhookPatch } from './webhooks.schemas.ts';
 import { webhooksRepo } from './webhooks.repo.ts';
 
-/** Topic on the invalidation bus: the ingest cache is keyed by identifier. */
-export const WEBHOOK_TOPIC = 'webhook';
-/** After a rotation the previous secret keeps verifying for this long, so senders can switch over. */
-export const PREVIOUS_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
 
-/** `whsec_` + 24 random bytes, base64: the Standard Webhooks secret format, used for every scheme. */
-export const newWebhookSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 /** 192 random bits: unguessable, so that the URL alone can be the credential of a `none` webhook. */
 const newIdentifier = () => randomBytes(24).toString('base64url');
 
-export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bus: InvalidationBus; apiHost: string; clock: { now(): Date } }) {
+export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bus: ProcessBus; apiHost: string; clock: { now(): Date } }) {
   const urlOf = (org: Pick<OrganizationRow, 'slug'>, identifier: string) => `${deps.apiHost}/webhooks/actions/${org.slug}/${identifier}`;
 
   function toPublic(org: Pick<OrganizationRow, 'slug'>, row: WebhookRow): PublicWebhook {
@@ -79,7 +73,7 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
 
     async create(org: OrganizationRow, input: WebhookInput) {
       await checkReferences(org.id, input);
-      const secret = newWebhookSecret();
+      const secret = newSigningSecret();
       const row = await webhooksRepo.insert(deps.db, {
         id: randomUUID(),
         orgId: org.id,
@@ -100,13 +94,13 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
       // Switching to or from `none` changes who can post: the URL changes with it (spec 4.2.6).
       const switchesNone = patch.verificationScheme !== undefined && (patch.verificationScheme === 'none') !== (current.verificationScheme === 'none');
       const row = await webhooksRepo.update(deps.db, org.id, id, { ...columns(patch), ...(switchesNone ? { identifier: newIdentifier() } : {}) });
-      await deps.bus.publish(WEBHOOK_TOPIC, current.identifier);
+      await deps.bus.publish(BUS_TOPICS.webhook, current.identifier);
       return toPublic(org, row ?? current);
     },
 
     async rotateSecret(org: OrganizationRow, id: string) {
       const current = await requireWebhook(org.id, id);
-      const secret = newWebhookSecret();
+      const secret = newSigningSecret();
       const isNone = current.verificationScheme === 'none';
       const row = (await webhooksRepo.update(deps.db, org.id, id, {
         secretEncrypted: deps.box.encrypt(secret),
@@ -114,14 +108,14 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
         previousSecretExpiresAt: isNone ? null : new Date(deps.clock.now().getTime() + PREVIOUS_SECRET_GRACE_MS),
         ...(isNone ? { identifier: newIdentifier() } : {}),
       }))!;
-      await deps.bus.publish(WEBHOOK_TOPIC, current.identifier);
+      await deps.bus.publish(BUS_TOPICS.webhook, current.identifier);
       return { secret, webhookIdentifier: row.identifier, url: urlOf(org, row.identifier) };
     },
 
     async delete(org: OrganizationRow, id: string) {
       const row = await webhooksRepo.delete(deps.db, org.id, id);
       if (!row) throw notFound('Webhook');
-      await deps.bus.publish(WEBHOOK_TOPIC, row.identifier);
+      await deps.bus.publish(BUS_TOPICS.webhook, row.identifier);
     },
 
     requireWebhook,

@@ -1,4 +1,4 @@
-import type { ToolContext, ToolRegistry } from './tool-registry.ts';
+import type { ToolContext, ToolRegistry } from '../agents/tool-registry.ts';
 
 const toJsonValue = (value: unknown): unknown => (value === undefined ? null : JSON.parse(JSON.stringify(value)));
 

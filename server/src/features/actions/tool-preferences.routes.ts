@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorSchema, sessionSecurity } from '../auth/auth.schemas.ts';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
 import type { ToolPreferencesService } from './tool-preferences.service.ts';
+import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const preferenceSchema = z.object({ toolName: z.string(), preference: z.enum(['always_deny', 'default']), updatedAt: z.date().nullable() }).meta({ id: 'ToolPreference' });
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ApprovalMode, ToolCallMode } from '../../db/schema.ts';
-import { APPROVAL_MODES } from './agents.schemas.ts';
+import { APPROVAL_MODES } from '../agents/agents.schemas.ts';
 
 const isMode = (value: unknown): value is ApprovalMode => (APPROVAL_MODES as readonly unknown[]).includes(value);
 

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorSchema } from '../auth/auth.schemas.ts';
 import type { IngestService } from './ingest.service.ts';
 import { actionWebhookPayload } from './payload.ts';
+import { errorSchema } from '../../lib/http-schemas.ts';
 
 const created = z.object({ success: z.literal(true), actionId: z.uuid(), alreadyExists: z.literal(true).optional() });
 const accepted = z.union([

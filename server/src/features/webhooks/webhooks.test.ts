@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
-import { PREVIOUS_SECRET_GRACE_MS } from './webhooks.service.ts';
+import { PREVIOUS_SECRET_GRACE_MS } from '../../lib/crypto.ts';
 
 let app: TestApp;
 beforeAll(async () => {

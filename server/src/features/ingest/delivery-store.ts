@@ -4,6 +4,7 @@ import type { EmbeddedInsert } from '../../jobs/embedded-insert.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Decision, Ingress, Outcome } from './delivery-pipeline.ts';
 import { requestToolApprovals } from './payload.ts';
+import { insertQueuedActions } from '../actions/actions.repo.ts';
 
 /** One delivery outcome to store; `existing` for a stored row being retried or replayed. */
 export interface DeliveryWrite {
@@ -80,15 +81,12 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
       union all
       select i.* from input i join first_claims f using (idx) join claimed c on c.webhook_id = f.webhook_id and c.message_id = f.message_id
     ),
-    created as (
-      insert into actions (id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, status, event_type, external_id, instructions, data, tool_approvals)
+    created as (${insertQueuedActions(sql`
       select distinct on (webhook_id, coalesce(payload->>'externalId', action_id::text))
-        action_id, org_id, webhook_id, event_id, agent_id, action_rule_id, run_as_user_id, 'queued', payload->>'eventType', payload->>'externalId',
-        instructions, coalesce(payload->'data', '{}'), tool_approvals
+        action_id as id, org_id, webhook_id, event_id as delivery_id, agent_id, action_rule_id, run_as_user_id,
+        payload->>'eventType' as event_type, payload->>'externalId' as external_id, instructions, coalesce(payload->'data', '{}') as data, tool_approvals
       from fresh where status = 'accepted'
-      order by webhook_id, coalesce(payload->>'externalId', action_id::text), idx
-      on conflict (webhook_id, external_id) where external_id is not null do nothing
-      returning id
+      order by webhook_id, coalesce(payload->>'externalId', action_id::text), idx`)}
     ),
     delivered as (
       insert into webhook_deliveries (id, org_id, webhook_id, action_id, status, reason, next_attempt_at, event_type, external_id, payload, raw_body, headers, verification_scheme, source_ip, message_id)
@@ -198,15 +196,11 @@ export async function updateStoredDelivery(trx: Kysely<DB>, item: DeliveryWrite 
   let created = false;
   if (decision.status === 'create') {
     const { webhook, payload, eventId } = ingress;
-    const inserted = await trx.insertInto('actions')
-      .values({
-        id: crypto.randomUUID(), orgId: webhook.orgId, webhookId: webhook.id, deliveryId: eventId, agentId: decision.agentId, actionRuleId: decision.actionRuleId,
-        runAsUserId: decision.runAsUserId, status: 'queued', eventType: payload.eventType, externalId: payload.externalId ?? null,
-        instructions: decision.instructions, data: JSON.stringify(payload.data ?? {}), toolApprovals: JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides)),
-      })
-      .onConflict((oc) => oc.columns(['webhookId', 'externalId']).where('externalId', 'is not', null).doNothing())
-      .returning('id')
-      .executeTakeFirst();
+    const { rows: [inserted] } = await insertQueuedActions(sql`
+      select ${crypto.randomUUID()}::uuid as id, ${webhook.orgId}::uuid as org_id, ${webhook.id}::uuid as webhook_id, ${eventId}::uuid as delivery_id,
+        ${decision.agentId}::uuid as agent_id, ${decision.actionRuleId}::uuid as action_rule_id, ${decision.runAsUserId}::uuid as run_as_user_id,
+        ${payload.eventType}::text as event_type, ${payload.externalId ?? null}::text as external_id, ${decision.instructions}::text as instructions,
+        ${JSON.stringify(payload.data ?? {})}::jsonb as data, ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals`).execute(trx);
     created = inserted !== undefined;
     actionId = inserted?.id ?? (await existingActionIds(trx, [ingress])).get(externalKey(webhook.id, payload.externalId!))!;
   }

@@ -3,13 +3,11 @@ import type { Kysely } from 'kysely';
 import type { ActionRuleRow, DB, WebhookRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { INVALIDATE_ALL, type InvalidationBus } from '../../lib/invalidation-bus.ts';
+import { BUS_TOPICS, INVALIDATE_ALL, type ProcessBus } from '../../lib/process-bus.ts';
 import { actionRulesRepo } from '../agents/agents.repo.ts';
 import { orgsRepo } from '../orgs/orgs.repo.ts';
-import { ACTION_RULE_TOPIC } from '../agents/agents.service.ts';
 import { eventFilterMatcher } from './payload.ts';
-import { WEBHOOK_TOPIC } from './webhooks.service.ts';
-import { webhooksRepo } from './webhooks.repo.ts';
+import { ingestRepo } from './ingest.repo.ts';
 
 /** A webhook as ingest needs it, with everything derived once per load rather than per request. */
 export interface IngestWebhook {
@@ -43,7 +41,7 @@ function blockListOf(entries: string[]): BlockList | null {
  * lifetime): entries loaded together expire together, and their requests should not all wait on
  * the database at that moment. Concurrent loads of one key share one query.
  */
-export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: InvalidationBus; clock: Clock; ttlMs?: number }) {
+export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: ProcessBus; clock: Clock; ttlMs?: number }) {
   const ttlMs = deps.ttlMs ?? 30_000;
   // Bumped by every invalidation: a load that began before one neither stores nor is shared after it.
   let generation = 0;
@@ -96,15 +94,15 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: I
   const webhooks = createCache<IngestWebhook>();
   const rules = createCache<ActionRuleRow>();
   const members = createCache<true>();
-  deps.bus.subscribe(WEBHOOK_TOPIC, (identifier) => webhooks.invalidate(identifier));
+  deps.bus.subscribe(BUS_TOPICS.webhook, (identifier) => webhooks.invalidate(identifier));
   // A rule is cached per org that asks for it (a rule id sent by another org must not hide it from
   // its own), so a change to it drops the entry of every org.
-  deps.bus.subscribe(ACTION_RULE_TOPIC, (ruleId) => rules.invalidate(ruleId, (key) => key.startsWith(`${ruleId} `)));
+  deps.bus.subscribe(BUS_TOPICS.actionRule, (ruleId) => rules.invalidate(ruleId, (key) => key.startsWith(`${ruleId} `)));
 
   return {
     webhook: (identifier: string) =>
       webhooks.get(identifier, async () => {
-        const row = await webhooksRepo.findForIngest(deps.db, identifier);
+        const row = await ingestRepo.findWebhook(deps.db, identifier);
         if (!row) return null;
         const { orgSlug, ...webhook } = row;
         return {

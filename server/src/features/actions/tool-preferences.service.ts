@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
 import { toolPreferencesRepo } from './tool-preferences.repo.ts';
-import type { ToolRegistry } from './tool-registry.ts';
+import type { ToolRegistry } from '../agents/tool-registry.ts';
 
 /** A user's own preferences per tool: "always deny" beats every approval mode and override (spec 4.2.3). */
 export function createToolPreferencesService(deps: { db: Kysely<DB>; tools: ToolRegistry }) {

@@ -12,19 +12,6 @@ export const webhooksRepo = {
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<WebhookRow | undefined> =>
     db.selectFrom('webhooks').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
-  identifierOf: async (db: Kysely<DB>, id: string): Promise<string | undefined> =>
-    (await db.selectFrom('webhooks').select('identifier').where('id', '=', id).executeTakeFirst())?.identifier,
-
-  /** The ingest lookup: the identifier within the org named by slug or ID. */
-  findForIngest: (db: Kysely<DB>, identifier: string) =>
-    db
-      .selectFrom('webhooks')
-      .innerJoin('organizations', 'organizations.id', 'webhooks.orgId')
-      .selectAll('webhooks')
-      .select(['organizations.slug as orgSlug'])
-      .where('webhooks.identifier', '=', identifier)
-      .executeTakeFirst(),
-
   update: (db: Kysely<DB>, orgId: string, id: string, changes: Updateable<WebhooksTable>): Promise<WebhookRow | undefined> =>
     db.updateTable('webhooks').set({ ...changes, updatedAt: new Date() }).where('orgId', '=', orgId).where('id', '=', id).returningAll().executeTakeFirst(),
 

@@ -8,27 +8,40 @@ const SIGNAL_WINDOW_MS = 5;
 /** The key a handler receives when messages may have been missed: drop everything. */
 export const INVALIDATE_ALL = '*';
 
+/** What travels on the bus: cache invalidations (keyed) and the callback dispatchers' wake-up. */
+export const BUS_TOPICS = {
+  /** A session ended (key: token hash, or `user:<id>` for all of a user's sessions). */
+  session: 'session',
+  /** A webhook's configuration changed (key: its identifier). */
+  webhook: 'webhook',
+  /** An action rule changed (key: its id). */
+  actionRule: 'action-rule',
+  /** Callbacks are due now: the dispatchers look (a signal, no key). */
+  callbacks: 'callbacks',
+} as const;
+export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS];
+
 /**
- * Tells every process that cached data changed. In-process caches (sessions, webhook configs)
- * subscribe per topic. With PostgreSQL, messages travel by LISTEN/NOTIFY; after a lost listener
+ * Messages between this service's processes: cached data changed (sessions, webhook configs and
+ * action rules subscribe per topic), or callbacks are due. With PostgreSQL, messages travel by LISTEN/NOTIFY; after a lost listener
  * connection, subscribers get INVALIDATE_ALL, since messages may have been missed meanwhile.
  */
-export interface InvalidationBus {
-  publish(topic: string, key: string): Promise<void>;
+export interface ProcessBus {
+  publish(topic: BusTopic, key: string): Promise<void>;
   /**
    * A wake-up, where one is as good as many: this process's subscribers hear it at once; other
    * processes within SIGNAL_WINDOW_MS, a burst of signals travelling as one NOTIFY (each costs the
    * database a serialized commit step).
    */
-  signal(topic: string): void;
-  subscribe(topic: string, handler: (key: string) => void): void;
+  signal(topic: BusTopic): void;
+  subscribe(topic: BusTopic, handler: (key: string) => void): void;
   close(): Promise<void>;
 }
 
-export function createInvalidationBus(options: {
+export function createProcessBus(options: {
   postgresUrl?: string;
   logger: Logger;
-}): InvalidationBus {
+}): ProcessBus {
   const handlers = new Map<string, Array<(key: string) => void>>();
   const origin = randomUUID();
   const deliver = (topic: string, key: string) => {

@@ -5,7 +5,7 @@ import { eventually } from '../../../test/helpers/eventually.ts';
 import { startFakeModel, toolResults, type ChatRequest } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
 import { apiClient, createWebhookThroughApi, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
-import { signingHeaders } from '../action-webhooks/verification.ts';
+import { signingHeaders } from '../ingest/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;

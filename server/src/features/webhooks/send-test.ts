@@ -2,11 +2,11 @@ import type { Kysely } from 'kysely';
 import type { DB, OrganizationRow } from '../../db/schema.ts';
 import { orgsRepo } from '../orgs/orgs.repo.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { DeliveryPipeline } from './delivery-pipeline.ts';
-import type { DeliveryWriter } from './delivery-writer.ts';
-import type { IngestCache } from './ingest-cache.ts';
-import { toIngestResponse } from './ingest.service.ts';
-import { signingHeaders } from './verification.ts';
+import type { DeliveryPipeline } from '../ingest/delivery-pipeline.ts';
+import type { DeliveryWriter } from '../ingest/delivery-writer.ts';
+import type { IngestCache } from '../ingest/ingest-cache.ts';
+import { toIngestResponse } from '../ingest/ingest.service.ts';
+import { signingHeaders } from '../ingest/verification.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
 export interface SendTestInput {

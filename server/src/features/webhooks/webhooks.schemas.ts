@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { patchSchema } from '../../lib/patch-schema.ts';
-import { orgParams } from '../agents/agents.schemas.ts';
+import { orgParams } from '../../lib/http-schemas.ts';
 
 export const VERIFICATION_SCHEMES = ['wh', 'hmac_sha256', 'shared_token', 'none'] as const;
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -83,3 +83,11 @@ export const webhookCreated = z.object({
 });
 export const secretRotated = z.object({ secret: z.string(), webhookIdentifier: z.string(), url: z.string() });
 export const webhookParams = orgParams.extend({ id: z.uuid() });
+
+/** Send Test: a test event for a webhook, straight into an action (userId) or through its URL. */
+export const sendTestBody = z.object({
+  eventType: z.string().min(1).max(200).default('test.event'),
+  data: z.record(z.string(), z.unknown()).default({ test: true }),
+  externalId: z.string().min(1).max(500).optional(),
+  userId: z.uuid().optional().describe('An internal user: creates the action directly, without signature verification'),
+}).prefault({});

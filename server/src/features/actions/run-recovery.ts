@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
-import { actionsRepo } from '../actions/actions.repo.ts';
+import { actionsRepo } from './actions.repo.ts';
 
 /** Runs whose process died, found and given to a live worker: by their action's lease, or by their job. */
 export function createRunRecovery(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'activeLongerThan' | 'handBack'>; leaseMs: number }) {

@@ -2,7 +2,7 @@ import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, 
 import { z } from 'zod';
 import type { ToolCallMode } from '../../db/schema.ts';
 import { withApprovalDecision } from './approval-policy.ts';
-import type { ToolDefinition } from './tool-registry.ts';
+import type { ToolDefinition } from '../agents/tool-registry.ts';
 
 /** One tool of a run: its definition and the mode its calls get. */
 export interface ToolPlan {

@@ -9,7 +9,7 @@ import type { DeliveryWriter } from './delivery-writer.ts';
 import { deliveriesRepo } from './deliveries.repo.ts';
 import type { IngestCache } from './ingest-cache.ts';
 import { actionWebhookPayload } from './payload.ts';
-import { webhooksRepo } from './webhooks.repo.ts';
+import { ingestRepo } from './ingest.repo.ts';
 
 /** A buffered delivery is retried this many times (outside_schedule waits do not count), then dead-lettered. */
 export const MAX_BUFFERED_ATTEMPTS = 10;
@@ -30,7 +30,7 @@ export function createDeliveriesService(deps: {
 }) {
   /** Runs a stored delivery through today's configuration; `manual` is an operator's replay. */
   async function reprocess(row: DeliveryRow, manual: boolean): Promise<Outcome | { status: 'dead_lettered'; eventId: string; reason: string }> {
-    const identifier = row.webhookId ? await webhooksRepo.identifierOf(deps.db, row.webhookId) : undefined;
+    const identifier = row.webhookId ? await ingestRepo.webhookIdentifier(deps.db, row.webhookId) : undefined;
     const webhook = identifier ? await deps.cache.webhook(identifier) : null;
     const payload = actionWebhookPayload.safeParse(row.payload);
     // Manual replays start a fresh series of attempts.

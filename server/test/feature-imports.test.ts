@@ -1,0 +1,77 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The features form a layered graph: none imports another back, directly or around a loop. A cycle
+ * means two features share something that belongs in lib/, or one reads the other's internals.
+ * Tests may reach across (they drive the whole app); production files may not loop.
+ */
+const FEATURES = join(import.meta.dirname, '../src/features');
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+const featureOf = (file: string) => {
+  const inside = relative(FEATURES, file);
+  return inside.startsWith('..') ? undefined : inside.split(sep)[0];
+};
+
+/** feature -> the features it imports, each with one file that shows it. */
+function featureGraph(): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const file of sourceFiles(FEATURES)) {
+    const from = featureOf(file)!;
+    const edges = graph.get(from) ?? new Map<string, string>();
+    graph.set(from, edges);
+    for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+      const to = featureOf(resolve(dirname(file), match[1] ?? match[2]!));
+      if (to && to !== from && !edges.has(to)) edges.set(to, relative(FEATURES, file));
+    }
+  }
+  return graph;
+}
+
+/** Every cycle's features, found by depth-first search (each reported once, from its first member). */
+function cycles(graph: Map<string, Map<string, string>>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string) => {
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of graph.get(node)?.keys() ?? []) {
+      if (state.get(next) === 'open') found.push([...path.slice(path.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(node, 'done');
+  };
+  for (const node of [...graph.keys()].sort()) if (!state.has(node)) visit(node);
+  return found;
+}
+
+describe('features', () => {
+  it('import one another without a cycle', () => {
+    const graph = featureGraph();
+    const loops = cycles(graph).map((loop) =>
+      loop.slice(1).map((to, index) => `${loop[index]} -> ${to} (${graph.get(loop[index]!)!.get(to)})`).join(', '),
+    );
+    expect(loops).toEqual([]);
+  });
+
+  it('finds a cycle when there is one', () => {
+    const graph = new Map([
+      ['a', new Map([['b', 'a/x.ts']])],
+      ['b', new Map([['c', 'b/y.ts']])],
+      ['c', new Map([['a', 'c/z.ts']])],
+    ]);
+    expect(cycles(graph)).toEqual([['a', 'b', 'c', 'a']]);
+  });
+});

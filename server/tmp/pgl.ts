@@ -1,0 +1,14 @@
+import { performance } from 'node:perf_hooks';
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase } from '../src/db/database.ts';
+import { createJobRunner } from '../src/jobs/job-runner.ts';
+import { pino } from 'pino';
+import { createMetrics } from '../src/lib/metrics.ts';
+let t = performance.now();
+const lap = (l: string) => { const n = performance.now(); console.log(l, Math.round(n - t)); t = n; };
+const d = await openDatabase({ pgliteDataDir: 'memory://' }); lap('create');
+await d.migrate(); lap('migrate');
+const jobs = createJobRunner({ boss: d.jobsOptions, logger: pino({level:'silent'}), metrics: createMetrics() });
+await jobs.start(); lap('boss start');
+await jobs.stop(); lap('boss stop');
+const raw = (d as any);
