@@ -1,4 +1,4 @@
-/** The payload of an action webhook (spec 2.5): what `send` posts. */
+/** The payload of an action webhook: what `send` posts. */
 export interface ActionWebhookPayload {
   eventType: string;
   /** Idempotency key: a second event with the same externalId returns the first action. `send` fills in a UUID when absent. */

@@ -33,6 +33,7 @@ import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
+import { requestLog } from './lib/request-log.ts';
 import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
@@ -57,6 +58,12 @@ function toAppError(error: FastifyError): AppError | undefined {
   if (error.statusCode === 404) return new AppError('not_found', error.message);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new AppError('bad_request', error.message);
   return undefined;
+}
+
+/** 5 s, 5 min, 2 h: a configured delay as people write it. */
+function humanDuration(ms: number): string {
+  const [value, unit] = ms % 3_600_000 === 0 ? [ms / 3_600_000, 'h'] : ms % 60_000 === 0 ? [ms / 60_000, 'min'] : [ms / 1000, 's'];
+  return `${value} ${unit}`;
 }
 
 /** TRUST_PROXY as one function, for Fastify's `request.ip` and the ingest fast path alike. */
@@ -109,7 +116,10 @@ export async function buildApp(container: Container) {
       void (reply as FastifyReply).headers(responseHeaders).status(appError.status).send(appError.toBody());
     },
     bodyLimit: 1024 * 1024,
-    return503OnClosing: true,
+    // Both servers log requests through one function (lib/request-log.ts), in the hooks below.
+    disableRequestLogging: true,
+    // While closing, requests on open connections get our 503 (the onRequest hook below), not Fastify's body.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
   }).withTypeProvider<ZodTypeProvider>();
 
@@ -132,9 +142,17 @@ export async function buildApp(container: Container) {
 
   await app.register(cookie);
   app.addHook('onRequest', securityHeaders(responseHeaders));
+  let closing = false;
   app.addHook('preClose', (done) => {
+    closing = true;
     ingestFastPath.close();
     done();
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new AppError('not_ready', 'The service is shutting down');
+    }
   });
   // An OPTIONS request that is no CORS preflight (no Origin) gets 204, not the plugin's plain-text 400.
   await app.register(cors, { origin: [...container.trustedOrigins], credentials: true, strictPreflight: false });
@@ -144,7 +162,7 @@ export async function buildApp(container: Container) {
       servers: [{ url: config.apiHost }],
       tags: [{
         name: 'callbacks',
-        description: 'Signed lifecycle callbacks (schema CallbackEvent). Each delivery is retried 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after a failed '
+        description: `Signed lifecycle callbacks (schema CallbackEvent). Each delivery is retried ${config.callbacks.retryScheduleMs.map(humanDuration).join(', ')} after a failed `
           + 'attempt (2xx is success; 410 disables the endpoint), and reaches its endpoint in lifecycle order per action.',
       }],
       components: {
@@ -170,8 +188,13 @@ export async function buildApp(container: Container) {
     if (problem) throw new AppError('validation_failed', problem);
   });
 
+  app.addHook('onRequest', (request, _reply, done) => {
+    requestLog.incoming(request.log, request);
+    done();
+  });
   app.addHook('onResponse', (request, reply, done) => {
     metrics.recordRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    requestLog.completed(request.log, reply.statusCode, reply.elapsedTime);
     done();
   });
 
@@ -208,7 +231,7 @@ export async function buildApp(container: Container) {
   await app.register(webhooksRoutes({ webhooks: services.webhooks, sendTest: services.sendTest, orgAccess }));
   await app.register(ledgerRoutes({ ledger: services.ledger, orgAccess }));
   await app.register(deliveriesRoutes({ deliveries: services.deliveries, orgAccess }));
-  await app.register(ingestRoutes({ ingest: services.ingest }));
+  await app.register(ingestRoutes({ fastPath: ingestFastPath }));
   await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
   await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
   await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));

@@ -1,10 +1,12 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
-import { createContainer } from './container.ts';
-import { serve, work } from './main.ts';
 import { AppError } from './lib/errors.ts';
 import { adminSocketAnswers, adminSocketPath, sendToAdminSocket, startAdminSocket } from './admin-socket.ts';
-import { runAdminCommand, UsageError } from './admin-commands.ts';
+import { parseAdminCommand, runAdminCommand, UsageError } from './admin-commands.ts';
+
+// The service itself (container, app) loads only for a command that needs it: a mistyped command
+// is answered in a fraction of the time.
+const service = () => Promise.all([import('./container.ts'), import('./main.ts')]).then(([container, main]) => ({ ...container, ...main }));
 
 const USAGE = `Usage: agent-platform <command> [options]
 
@@ -33,7 +35,8 @@ async function main(argv: string[]): Promise<number> {
     );
   }
   switch (command) {
-    case 'serve':
+    case 'serve': {
+      const { serve } = await service();
       await serve(config, {
         // Admin commands from another terminal reach the running server through a socket in the data
         // directory, whatever its database: with embedded PGlite only this process may open it, and
@@ -41,10 +44,12 @@ async function main(argv: string[]): Promise<number> {
         afterStart: async (container) => startAdminSocket(config.dataDir, (args) => runAdminCommand(container, args)),
       });
       return -1;
+    }
     case 'worker':
-      await work(config);
+      await (await service()).work(config);
       return -1;
     case 'migrate': {
+      const { createContainer } = await service();
       const container = await createContainer(config);
       await container.database.migrate();
       await container.database.close();
@@ -53,6 +58,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'orgs':
     case 'users': {
+      parseAdminCommand(argv);
       if (!config.databaseUrl) {
         const forwarded = await sendToAdminSocket(adminSocketPath(config.dataDir), argv);
         if (forwarded) {
@@ -64,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
             + 'To reach a server on PostgreSQL, run this with its DATABASE_URL (or with its DATA_DIR while it runs).\n',
         );
       }
+      const { createContainer } = await service();
       const container = await createContainer({ ...config, logLevel: 'warn' });
       try {
         await container.database.migrate();

@@ -3,6 +3,8 @@ import { pino, type Logger } from 'pino';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { authJobHandlers } from './features/auth/auth.jobs.ts';
+import { ingestJobHandlers } from './features/ingest/ingest.jobs.ts';
+import { actionsJobHandlers } from './features/actions/actions.jobs.ts';
 import { createAuthService } from './features/auth/auth.service.ts';
 import { createExternalAuthService } from './features/auth/external/external-auth.service.ts';
 import { createJwtAuthProvider } from './features/auth/external/jwt-provider.ts';
@@ -115,13 +117,13 @@ export async function createContainer(config: Config, options: ContainerOptions 
   });
   const httpAgents = createGuardedHttpAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
   const dispatcher = createCallbackDispatcher({
-    db, bus, metrics, logger, httpAgents, decrypt: (encrypted) => box.decrypt(encrypted),
+    db, bus, metrics, logger, clock, httpAgents, decrypt: (encrypted) => box.decrypt(encrypted),
     options: { concurrency: config.callbacks.concurrency, timeoutMs: config.callbacks.timeoutMs, retryScheduleMs: config.callbacks.retryScheduleMs },
   });
 
   const ingestCache = createIngestCache({ db, box, bus, clock });
   const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
-  const writer = createDeliveryWriter({ db, jobs, metrics, maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency });
+  const writer = createDeliveryWriter({ db, jobs, metrics, clock, maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency });
   const webhooks = createWebhooksService({ db, box, bus, apiHost: config.apiHost, clock });
   // Tools are registered below (and from TOOL_MODULES) before the server takes a request.
   const tools = createToolRegistry();
@@ -143,30 +145,26 @@ export async function createContainer(config: Config, options: ContainerOptions 
   tools.register(generateDocumentTool(documents));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
-    db, jobs, tools, logger, announce, userLimits: services.userLimits,
+    db, jobs, tools, logger, clock, announce, userLimits: services.userLimits,
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,
     limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },
   });
-  const recovery = createRunRecovery({ db, jobs, leaseMs: config.actions.leaseMs });
+  const recovery = createRunRecovery({ db, jobs, clock, leaseMs: config.actions.leaseMs });
   const agentServices = {
     documents,
     runner,
-    approvals: createApprovalsService({ db, jobs, announce }),
+    approvals: createApprovalsService({ db, jobs, announce, clock }),
     toolPreferences: createToolPreferencesService({ db, tools }),
     modelCredentials: createModelCredentialsService({ db, box }),
   };
 
   let stalledRunsTimer: NodeJS.Timeout | undefined;
+  // Each feature registers the handlers of its queues.
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
-    'webhooks.retry-buffered': async () => {
-      await webhookServices.deliveries.retryDue();
-      await webhookServices.deliveries.forgetOldMessageIds();
-    },
-    'actions.run': ({ actionId }) => runner.run(actionId),
-    'actions.recover': async () => void (await recovery.resumeAbandoned({ includeLive: false })),
-    'approvals.expire': ({ toolCallRowId }) => agentServices.approvals.expire(toolCallRowId),
+    ...ingestJobHandlers(webhookServices),
+    ...actionsJobHandlers({ runner, recovery, approvals: agentServices.approvals }),
   };
 
   return {

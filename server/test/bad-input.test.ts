@@ -14,7 +14,7 @@ let tenant: Awaited<ReturnType<typeof createTenant>>;
 let operations: { method: string; path: string; operation: any }[];
 let spec: any;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({}, { workers: false });
   tenant = await createTenant(app);
   spec = await (await app.request('GET', '/openapi.json')).json();
   operations = Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>

@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from './helpers/test-app.ts';
 let app: TestApp;
 let spec: any;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({}, { workers: false });
   spec = await (await app.request('GET', '/openapi.json')).json();
 });
 afterAll(async () => app?.close());

@@ -11,7 +11,7 @@ import { postEvent, setupWebhook } from './helpers/webhooks.ts';
  */
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ HTTP_HEADERS_TIMEOUT_SECONDS: '1', HTTP_REQUEST_TIMEOUT_SECONDS: '2', INGEST_MAX_PENDING_BODIES: '2' });
+  app = await startTestApp({ HTTP_HEADERS_TIMEOUT_SECONDS: '1', HTTP_REQUEST_TIMEOUT_SECONDS: '2', INGEST_MAX_PENDING_BODIES: '2' }, { workers: false });
 });
 afterAll(async () => app?.close());
 

@@ -66,15 +66,24 @@ export interface ThreadsTable {
   updatedAt: UpdatedAt;
 }
 
-export type ApprovalMode = 'allow' | 'ask' | 'agent';
-export type ModelProvider = 'openai-compatible' | 'openai' | 'anthropic';
-export type ActionStatus = 'queued' | 'running' | 'pending_approval' | 'approved' | 'completed' | 'failed' | 'rejected' | 'expired';
+// The closed sets stored in text columns: each written once here, its type derived, and the API's
+// enums built from the same arrays.
+export const APPROVAL_MODES = ['allow', 'ask', 'agent'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+export const MODEL_PROVIDERS = ['openai-compatible', 'openai', 'anthropic'] as const;
+export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
+export const ACTION_STATUSES = ['queued', 'running', 'pending_approval', 'approved', 'completed', 'failed', 'rejected', 'expired'] as const;
+export type ActionStatus = (typeof ACTION_STATUSES)[number];
 /** A tool call's resolved mode: an approval mode, or `deny` from the user's "always deny". */
 export type ToolCallMode = ApprovalMode | 'deny';
-export type ToolCallStatus = 'ready' | 'staged' | 'completed' | 'failed' | 'denied' | 'rejected' | 'expired' | 'cancelled';
-export type ToolCallApproval = 'not_required' | 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
-export type VerificationScheme = 'wh' | 'hmac_sha256' | 'shared_token' | 'none';
-export type DeliveryStatus = 'accepted' | 'buffered' | 'skipped' | 'failed' | 'dead_lettered';
+export const TOOL_CALL_STATUSES = ['ready', 'staged', 'completed', 'failed', 'denied', 'rejected', 'expired', 'cancelled'] as const;
+export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
+export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+export type ToolCallApproval = (typeof TOOL_CALL_APPROVALS)[number];
+export const VERIFICATION_SCHEMES = ['wh', 'hmac_sha256', 'shared_token', 'none'] as const;
+export type VerificationScheme = (typeof VERIFICATION_SCHEMES)[number];
+export const DELIVERY_STATUSES = ['accepted', 'buffered', 'skipped', 'failed', 'dead_lettered'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 type Json = ColumnType<unknown, string | null | undefined, string | null>;
 type JsonOf<T> = ColumnType<T, string, string>;
 
@@ -272,7 +281,8 @@ export interface DocumentsTable {
 
 export const CALLBACK_EVENT_TYPES = ['action.pending_approval', 'action.approved', 'action.completed', 'action.failed', 'action.rejected', 'action.expired'] as const;
 export type CallbackEventType = (typeof CALLBACK_EVENT_TYPES)[number];
-export type CallbackDeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'dead_lettered';
+export const CALLBACK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead_lettered'] as const;
+export type CallbackDeliveryStatus = (typeof CALLBACK_DELIVERY_STATUSES)[number];
 
 export interface CallbackEndpointsTable {
   id: string;

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -44,4 +45,20 @@ export function setCookies(response: { headers: Headers }): Map<string, { value:
     cookies.set(pair.slice(0, index).trim(), { value: pair.slice(index + 1), attributes: attributes.join(';').trim() });
   }
   return cookies;
+}
+
+/** A request written by hand: `head` first, then `beforeRest` (e.g. start closing the server), then `rest`; resolves with all that came back. */
+export function rawRequest(baseUrl: string, head: string, rest: string, beforeRest: () => Promise<void>): Promise<string> {
+  const { port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('end', () => resolve(received));
+    socket.on('error', reject);
+    socket.on('connect', () => {
+      socket.write(head);
+      void new Promise((wait) => setTimeout(wait, 50)).then(beforeRest).then(() => socket.write(rest), reject);
+    });
+  });
 }

@@ -16,6 +16,7 @@ import { callModel, ModelCallError, modelTools, type ProposedCall, type ToolPlan
 import { messageRow, runStore } from './run-store.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { runToolCall } from './tool-execution.ts';
+import type { Clock } from '../../lib/clock.ts';
 
 type RunContext = NonNullable<Awaited<ReturnType<typeof actionsRepo.runContext>>>;
 type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
@@ -74,6 +75,7 @@ export function createActionRunner(deps: {
   /** Limits on the run-as user's model messages (set by their external auth provider). */
   userLimits: { refusal(userId: string): Promise<string | undefined>; recordMessage(userId: string): Promise<void> };
   logger: Logger;
+  clock: Clock;
 }) {
   const { db } = deps;
 
@@ -175,7 +177,7 @@ export function createActionRunner(deps: {
       await finish(run.context.id, 'completed', { result: { text: step.text }, message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id) });
       return 'done';
     }
-    const now = new Date();
+    const now = deps.clock.now();
     const calls = step.calls.map((call) => decideCall(run, call, now));
     const stored = { threadId: run.threadId, seq: run.messages.length, actionId: run.context.id, message: step.assistant, toolCalls: calls.map((call) => toRow(call, run.context, now)) };
     const staged = calls.filter((call) => call.status === 'staged');
@@ -224,7 +226,7 @@ export function createActionRunner(deps: {
         const current = stepCalls();
         const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
         if (ended) {
-          await toolCallsRepo.cancelStaged(trx, context.id, new Date());
+          await toolCallsRepo.cancelStaged(trx, context.id, deps.clock.now());
           ({ callbacks } = await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(ended), changes: { leaseExpiresAt: null } }));
           return 'stop' as const;
         }

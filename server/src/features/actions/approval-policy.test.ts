@@ -5,7 +5,7 @@ const TOOL = 'generateDocument';
 type Setting = 'allow' | 'ask' | 'agent' | 'invalid' | 'absent';
 const setting = (value: Setting): Record<string, unknown> => (value === 'absent' ? {} : { [TOOL]: value === 'invalid' ? 'sometimes' : value });
 
-describe('resolveToolMode (spec 2.7, 4.2.3-4.2.4)', () => {
+describe('resolveToolMode', () => {
   // [rule default, per-request override, webhook allows overrides] -> mode, without an "always deny".
   const table: Array<[Setting, Setting, boolean, string]> = [
     ['allow', 'absent', false, 'allow'],

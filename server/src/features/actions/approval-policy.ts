@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { ApprovalMode, ToolCallMode } from '../../db/schema.ts';
-import { APPROVAL_MODES } from '../agents/agents.schemas.ts';
+import { APPROVAL_MODES } from '../../db/schema.ts';
 
 const isMode = (value: unknown): value is ApprovalMode => (APPROVAL_MODES as readonly unknown[]).includes(value);
 
 /**
- * The mode of one tool call (spec 2.7, 4.2.3-4.2.4): the user's "always deny" beats everything; a
+ * The mode of one tool call: the user's "always deny" beats everything; a
  * per-request override counts only while the webhook allows overrides; then the rule's default;
  * a tool the rule does not list is `ask`. Invalid modes anywhere are ignored.
  */

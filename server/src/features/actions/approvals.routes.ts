@@ -2,12 +2,13 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
-import type { ToolCallRow } from '../../db/schema.ts';
+import { TOOL_CALL_APPROVALS, type ToolCallApproval, type ToolCallRow } from '../../db/schema.ts';
 import type { ApprovalsService } from './approvals.service.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
-const APPROVAL_STATES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+/** A staged call's approval states (a call that needed none is not listed here). */
+const APPROVAL_STATES = TOOL_CALL_APPROVALS.filter((state) => state !== 'not_required') as [Exclude<ToolCallApproval, 'not_required'>, ...Exclude<ToolCallApproval, 'not_required'>[]];
 
 const approvalSchema = z.object({
   toolCallId: z.string(),

@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { transition } from './lifecycle.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
+import type { Clock } from '../../lib/clock.ts';
 
 type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
 
@@ -17,7 +18,7 @@ export function decisionData(row: ToolCallRow) {
  * Human decisions on staged tool calls, and their deadline. Each decision locks the action first, so
  * it and the runner take turns: whichever comes second sees what the first did.
  */
-export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'notify'>; announce: () => void }) {
+export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'notify'>; announce: () => void; clock: Clock }) {
   async function decide(orgId: string, actionId: string, toolCallId: string, userId: string | null, decision: Decision) {
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
@@ -27,7 +28,7 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
       if (call.status !== 'staged') {
         throw new AppError('already_decided', call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`);
       }
-      const now = new Date();
+      const now = deps.clock.now();
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve' ? { status: 'ready', approval: 'approved' } : decision.kind === 'reject' ? { status: 'rejected', approval: 'rejected' } : { status: 'expired', approval: 'expired' }),
         userId, reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null, at: now,
@@ -60,7 +61,7 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
     async expire(toolCallRowId: string): Promise<void> {
       const call = await toolCallsRepo.findById(deps.db, toolCallRowId);
       if (!call || call.status !== 'staged' || !call.expiresAt) return;
-      if (call.expiresAt > new Date()) {
+      if (call.expiresAt > deps.clock.now()) {
         await deps.jobs.enqueue('approvals.expire', { toolCallRowId }, { startAfter: call.expiresAt });
         return;
       }

@@ -4,7 +4,7 @@ import { CALLBACK_EVENT_OF, callbackDetails, outboxCte } from '../callbacks/outb
 import type { ActionStatus, DB, ThreadMessagesTable } from '../../db/schema.ts';
 
 /**
- * The action lifecycle (spec 3.3): the only transitions there are. `running -> rejected | expired`
+ * The action lifecycle: the only transitions there are. `running -> rejected | expired`
  * covers a staged call decided in the moment between staging it and pausing the action.
  */
 const TRANSITIONS: Readonly<Record<ActionStatus, readonly ActionStatus[]>> = {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
 import type { ToolPreferencesService } from './tool-preferences.service.ts';
+import { toolNameSchema } from '../agents/agents.schemas.ts';
 import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 
 const preferenceSchema = z.object({ toolName: z.string(), preference: z.enum(['always_deny', 'default']), updatedAt: z.date().nullable() }).meta({ id: 'ToolPreference' });
@@ -19,7 +20,7 @@ export function toolPreferencesRoutes(deps: { toolPreferences: ToolPreferencesSe
       schema: {
         operationId: 'setToolPreference',
         ...common, summary: 'Set the caller\'s preference for a tool: "always_deny" refuses every call of it in actions run as the caller',
-        params: z.object({ toolName: z.string().min(1).max(64) }), body: z.object({ preference: z.enum(['always_deny', 'default']) }),
+        params: z.object({ toolName: toolNameSchema }), body: z.object({ preference: z.enum(['always_deny', 'default']) }),
         response: { 200: preferenceSchema, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
       },
       preHandler,

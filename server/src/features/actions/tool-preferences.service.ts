@@ -4,7 +4,7 @@ import { notFound } from '../../lib/errors.ts';
 import { toolPreferencesRepo } from './tool-preferences.repo.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 
-/** A user's own preferences per tool: "always deny" beats every approval mode and override (spec 4.2.3). */
+/** A user's own preferences per tool: "always deny" beats every approval mode and override. */
 export function createToolPreferencesService(deps: { db: Kysely<DB>; tools: ToolRegistry }) {
   return {
     list: (userId: string) => toolPreferencesRepo.list(deps.db, userId),

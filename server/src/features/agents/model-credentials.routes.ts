@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { OrgAccess } from '../orgs/org-access.ts';
-import { MODEL_PROVIDERS } from './agents.schemas.ts';
+import { MODEL_PROVIDERS } from '../../db/schema.ts';
 import type { ModelCredentialsService } from './model-credentials.service.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TOOL_NAME } from './agents.schemas.ts';
 
 /** What a tool knows about the call it serves. `toolCallId` is stable across a resumed run: use it as an idempotency key. */
 export interface ToolContext {
@@ -16,7 +17,6 @@ export interface ToolDefinition<Input = any> {
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }
 
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Defines a tool with its input type inferred from the schema. */
 export function defineTool<Schema extends z.ZodType>(tool: { name: string; description: string; inputSchema: Schema; execute(input: z.output<Schema>, context: ToolContext): Promise<unknown> }): ToolDefinition<z.output<Schema>> {

@@ -14,7 +14,7 @@ async function login(email: string, password: string) {
 }
 
 describe('POST /auth/login/credentials', () => {
-  it('returns the user object and sets the session cookie with the attributes of spec 2.2', async () => {
+  it('returns the user object and sets the session cookie: HttpOnly, Secure, SameSite=Lax, Path=/, Max-Age of the session', async () => {
     const user = await createUser(app);
     const response = await login(user.email, DEFAULT_PASSWORD);
     expect(response.status).toBe(200);
@@ -97,7 +97,7 @@ describe('production cookies', () => {
   });
 });
 
-describe('auth rate limit (spec 8: 10 per 60 s)', () => {
+describe('auth rate limit (10 per 60 s)', () => {
   it('answers the 11th login in a minute from one address with 429 and Retry-After', async () => {
     const user = await createUser(app);
     const limited = await startTestApp({ TRUST_PROXY: 'true' });

@@ -3,7 +3,7 @@ import { createUser, signIn } from '../../../test/helpers/factories.ts';
 import { TEST_APP_HOST, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 
 /**
- * The three middlewares of spec 5.1 on routes of their own: sessionMiddleware (cookie only,
+ * The three session middlewares on routes of their own: sessionMiddleware (cookie only,
  * default Guest) and optionalSessionMiddleware have no product route yet.
  */
 let app: TestApp;
@@ -22,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-describe('sessionMiddleware(routeRole = Guest) (spec 5.1.2)', () => {
+describe('sessionMiddleware(routeRole = Guest)', () => {
   it('reads only the session cookie: a Bearer token alone is "no session"', async () => {
     const user = await createUser(app);
     const token = await signIn(app, user);
@@ -54,7 +54,7 @@ describe('sessionMiddleware(routeRole = Guest) (spec 5.1.2)', () => {
   });
 });
 
-describe('optionalSessionMiddleware (spec 5.1.4)', () => {
+describe('optionalSessionMiddleware', () => {
   it('attaches user and session from a valid cookie', async () => {
     const user = await createUser(app);
     const response = await app.request('GET', '/test/optional', { cookie: await signIn(app, user) });

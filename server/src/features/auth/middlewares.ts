@@ -8,7 +8,7 @@ import type { SessionsService } from './sessions.service.ts';
 type TokenSource = 'cookie' | 'header';
 type PreHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-/** The exact bodies of spec 7.1. */
+/** The documented 401 and 403 bodies, word for word (clients match on them). */
 const noSession = () => new AppError('session_missing', 'Unauthorized: No session found');
 const invalidSession = () => new AppError('session_invalid', 'Unauthorized: Invalid session');
 const adminRequired = () => new AppError('admin_required', 'Forbidden: Requires Admin role');
@@ -18,7 +18,7 @@ function tokenFromCookie(request: FastifyRequest): string | undefined {
   return request.cookies[SESSION_COOKIE] || undefined;
 }
 
-/** Authorization (`Bearer ` removed), else the `session` header, else the cookie (spec 5.1.3). */
+/** Authorization (`Bearer ` removed), else the `session` header, else the cookie. */
 function tokenFromHeadersOrCookie(request: FastifyRequest): { token: string; source: TokenSource } | undefined {
   const authorization = request.headers.authorization?.replace(/^Bearer\s+/i, '').trim();
   if (authorization) return { token: authorization, source: 'header' };
@@ -42,7 +42,7 @@ export function createSessionMiddlewares(deps: { sessions: SessionsService; trus
   }
 
   return {
-    /** Cookie only; default role Guest (spec 5.1.2). */
+    /** Cookie only; default role Guest. */
     sessionMiddleware(routeRole: UserRole = 'Guest'): PreHandler {
       return async (request) => {
         const token = tokenFromCookie(request);
@@ -50,14 +50,14 @@ export function createSessionMiddlewares(deps: { sessions: SessionsService; trus
       };
     },
 
-    /** Header or cookie, header first; default role Admin (spec 5.1.3). */
+    /** Header or cookie, header first; default role Admin. */
     flexibleSessionMiddleware(requiredRole: UserRole = 'Admin'): PreHandler {
       return async (request) => {
         await authenticate(request, tokenFromHeadersOrCookie(request), requiredRole);
       };
     },
 
-    /** Attaches user and session from a valid cookie; never fails the request (spec 5.1.4). */
+    /** Attaches user and session from a valid cookie; never fails the request. */
     optionalSessionMiddleware: (async (request) => {
       const token = tokenFromCookie(request);
       if (!token || !isCsrfSafe(request, deps.trustedOrigins)) return;

@@ -35,7 +35,7 @@ async function requestResetToken(email: string): Promise<string> {
   return new URL(link).searchParams.get('token')!;
 }
 
-describe('forgot-password (spec 3.2, 5.1.8)', () => {
+describe('forgot-password', () => {
   it('answers the same for a known and an unknown email', async () => {
     const user = await createUser(app);
     const known = await request('POST', '/auth/forgot-password', { email: user.email });
@@ -87,7 +87,7 @@ describe('forgot-password (spec 3.2, 5.1.8)', () => {
   });
 });
 
-describe('reset-password (spec 3.2)', () => {
+describe('reset-password', () => {
   it('replaces the password, marks the token used and ends every session of the user', async () => {
     const user = await createUser(app);
     const session = await signIn(app, user);

@@ -40,14 +40,14 @@ export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus:
   async function lookup(tokenHash: string): Promise<AuthenticatedSession | undefined> {
     const now = deps.clock.now();
     const cached = cache.get(tokenHash);
-    if (cached && cached.freshUntil > performance.now()) {
+    if (cached && cached.freshUntil > now.getTime()) {
       return cached.value.session.expiresAt > now ? cached.value : undefined;
     }
     const startedAt = generation;
     const found = await sessionsRepo.findValidByTokenHash(deps.db, tokenHash, now);
     if (found && deps.cacheTtlMs > 0 && generation === startedAt) {
       if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
-      cache.set(tokenHash, { value: found, freshUntil: performance.now() + deps.cacheTtlMs });
+      cache.set(tokenHash, { value: found, freshUntil: deps.clock.now().getTime() + deps.cacheTtlMs });
     } else if (!found) cache.delete(tokenHash);
     return found;
   }

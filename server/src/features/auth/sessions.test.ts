@@ -15,7 +15,7 @@ const NO_SESSION = { error: 'Unauthorized: No session found', code: 'session_mis
 const INVALID_SESSION = { error: 'Unauthorized: Invalid session', code: 'session_invalid' };
 const ADMIN_REQUIRED = { error: 'Forbidden: Requires Admin role', code: 'admin_required' };
 
-describe('flexibleSessionMiddleware (spec 5.1.3, 7.1)', () => {
+describe('flexibleSessionMiddleware', () => {
   it('answers 401 with the exact body when no token is sent', async () => {
     const response = await app.request('GET', '/auth/me');
     expect(response.status).toBe(401);
@@ -64,7 +64,7 @@ describe('flexibleSessionMiddleware (spec 5.1.3, 7.1)', () => {
   });
 });
 
-describe('session lifetime and storage (spec 2.2, 3.1)', () => {
+describe('session lifetime and storage', () => {
   it('stores only the SHA-256 of the token', async () => {
     const user = await createUser(app);
     const token = await signIn(app, user);
@@ -91,7 +91,7 @@ describe('session lifetime and storage (spec 2.2, 3.1)', () => {
   });
 });
 
-describe('logout (spec 3.1)', () => {
+describe('logout', () => {
   it('invalidates the session and clears the cookie with maxAge 0', async () => {
     const user = await createUser(app);
     const token = await signIn(app, user);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
+import { CALLBACK_DELIVERY_STATUSES, CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
 import { instantSchema } from '../../lib/instants.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
@@ -46,7 +46,6 @@ export const webhookCallbacksParams = orgParams.extend({ webhookId: z.uuid() });
 export const callbackParams = webhookCallbacksParams.extend({ callbackId: z.uuid() });
 export const deliveryParams = orgParams.extend({ deliveryId: z.uuid() });
 
-export const CALLBACK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead_lettered'] as const;
 
 export const callbackAttemptSchema = z.object({
   attemptedAt: z.date(),
@@ -71,7 +70,7 @@ const decision = z.object({
 const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(type: Type, status: Status, data: Data) =>
   z.object({ type: z.literal(type), timestamp: z.string().describe('ISO time of the transition'), data: z.object({ ...actionIdentity, status: z.literal(status), ...data }) });
 
-/** The body of a callback (spec 6.1): the SDK's CallbackEvent type describes the same. */
+/** The body of a callback: the SDK's CallbackEvent type describes the same. */
 export const callbackEventSchema = z.discriminatedUnion('type', [
   envelope('action.pending_approval', 'pending_approval', { toolCall: stagedToolCall.nullable().describe('The (first) staged call'), toolCalls: z.array(stagedToolCall) }),
   envelope('action.approved', 'approved', { decision }),

@@ -8,6 +8,7 @@ import { callbackEndpointsRepo } from './callbacks.repo.ts';
 import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedDelivery } from './dispatch.repo.ts';
 import { judgeAttempt } from './retry-policy.ts';
 import { createSignerCache, signedHeaders } from './signing.ts';
+import type { Clock } from '../../lib/clock.ts';
 
 const KEEP_RESPONSE_BYTES = 1024;
 const MAX_CLAIM = 200;
@@ -32,6 +33,7 @@ export interface DispatcherOptions {
 export function createCallbackDispatcher(deps: {
   db: Kysely<DB>;
   decrypt: (encrypted: string) => string;
+  clock: Clock;
   bus: ProcessBus;
   httpAgents: GuardedHttpAgents;
   metrics: Metrics;
@@ -81,7 +83,7 @@ export function createCallbackDispatcher(deps: {
   }
 
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
-    const attemptedAt = new Date();
+    const attemptedAt = deps.clock.now();
     const started = performance.now();
     const { body } = delivery;
     const signers = [signer(delivery.secretEncrypted)];

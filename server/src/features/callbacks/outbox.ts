@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ActionStatus, CallbackEventType } from '../../db/schema.ts';
 
-/** The callback event an action announces when it enters a status (spec 6.1); `running` announces none. */
+/** The callback event an action announces when it enters a status; `running` announces none. */
 export const CALLBACK_EVENT_OF: Partial<Record<ActionStatus, CallbackEventType>> = {
   pending_approval: 'action.pending_approval',
   approved: 'action.approved',

@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 
 /**
  * Standard Webhooks headers for one attempt: `webhook-*` (what the standardwebhooks libraries read)
- * and the same values under the spec's `wh-*` names. With a rotation in progress, the signature
+ * and the same values under the `wh-*` names our callback receivers read. With a rotation in progress, the signature
  * header carries one `v1,` entry per secret; a receiver accepts if any matches.
  */
 export function signedHeaders(messageId: string, at: Date, body: string, signers: readonly Webhook[]): Record<string, string> {

@@ -8,7 +8,7 @@ import { defineTool } from '../agents/tool-registry.ts';
 import { documentsRepo } from './documents.repo.ts';
 import type { RenderPool } from './render-pool.ts';
 
-/** The generateDocument tool's input (spec 2.9). */
+/** The generateDocument tool's input. */
 export const generateDocumentInput = z.object({
   title: z.string().trim().min(1).max(200).describe('The document title'),
   content: z.string().min(1).max(200_000).describe('The document body, in Markdown'),
@@ -49,7 +49,7 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
 
 export type DocumentsService = ReturnType<typeof createDocumentsService>;
 
-/** The generateDocument tool (spec 2.9): Markdown in, a stored PDF's id out. */
+/** The generateDocument tool: Markdown in, a stored PDF's id out. */
 export function generateDocumentTool(documents: DocumentsService) {
   return defineTool({
     name: 'generateDocument',

@@ -62,7 +62,7 @@ export function createDeliveriesService(deps: {
   }
 
   return {
-    /** Operator replay (spec 3.4): buffered, skipped, dead-lettered and replayable failures only. */
+    /** Operator replay: buffered, skipped, dead-lettered and replayable failures only. */
     async replay(orgId: string, eventId: string) {
       const row = await deliveriesRepo.find(deps.db, orgId, eventId);
       if (!row) throw notFound('Delivery');

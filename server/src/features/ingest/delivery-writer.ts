@@ -5,6 +5,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { Outcome } from './delivery-pipeline.ts';
 import { insertNewDeliveries, updateStoredDelivery, type DeliveryWrite, type WriteResult } from './delivery-store.ts';
+import type { Clock } from '../../lib/clock.ts';
 
 const MAX_BATCH = 200;
 
@@ -17,7 +18,7 @@ const MAX_BATCH = 200;
  * (one on PGlite, whose single connection runs one at a time anyway, so batches grow instead).
  * Nothing is answered before its transaction commits.
  */
-export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'> }) {
+export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'>; clock: Clock }) {
   /** Returns each item's result and how many actions (and so runs) were created. */
   async function writeBatch(items: DeliveryWrite[]): Promise<{ results: WriteResult[]; created: number }> {
     const [first] = items;
@@ -43,7 +44,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
       return results[0]!;
     } catch (error) {
       if (error instanceof AppError || item.decision.status !== 'create') throw error;
-      const buffered: DeliveryWrite = { ...item, decision: { status: 'buffered', reason: 'action_create_failed' }, nextAttemptAt: new Date(Date.now() + 60_000) };
+      const buffered: DeliveryWrite = { ...item, decision: { status: 'buffered', reason: 'action_create_failed' }, nextAttemptAt: new Date(deps.clock.now().getTime() + 60_000) };
       return (await writeBatch([buffered])).results[0]!;
     }
   }

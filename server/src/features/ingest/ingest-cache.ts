@@ -58,7 +58,7 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: P
         if (generation === startedAt) {
           if (entries.size > 10_000) entries.delete(entries.keys().next().value!);
           const lifetime = value ? ttlMs : Math.min(ttlMs, 5_000);
-          const now = performance.now();
+          const now = deps.clock.now().getTime();
           entries.set(key, { value, freshUntil: now + lifetime, staleUntil: now + 2 * lifetime });
         }
         return value;
@@ -72,7 +72,7 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: P
     return {
       async get(key: string, load: () => Promise<T | null>): Promise<T | null> {
         const hit = entries.get(key);
-        const now = performance.now();
+        const now = deps.clock.now().getTime();
         if (hit && hit.freshUntil > now) return hit.value;
         const reloaded = reload(key, load);
         if (!hit || hit.staleUntil <= now) return reloaded;

@@ -5,7 +5,7 @@ import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({}, { workers: false });
 });
 afterAll(async () => app?.close());
 

@@ -3,10 +3,13 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../../lib/metrics.ts';
 import { errorResponse } from '../../lib/error-response.ts';
 import { AppError } from '../../lib/errors.ts';
-import { INGEST_ROUTE_URLS } from './ingest.routes.ts';
+import { requestLog, type RequestLogger } from '../../lib/request-log.ts';
 import type { IngestService } from './ingest.service.ts';
 
-/** The two ingest paths (INGEST_ROUTE_URLS, by the word after /webhooks/). */
+/** The two ingest routes, as Fastify names them (and so the request metrics), by the word after /webhooks/. */
+export const INGEST_ROUTE_URLS = { actions: '/webhooks/actions/:org/:webhookIdentifier', ingest: '/webhooks/ingest/:org/:identifier' } as const;
+export type IngestRoute = keyof typeof INGEST_ROUTE_URLS;
+
 const INGEST_PATH = /^\/webhooks\/(actions|ingest)\/([^/?]+)\/([^/?]+)(?:\?|$)/;
 
 /** A path segment as text; one that is not valid percent-encoded UTF-8 matches no webhook (''). */
@@ -24,14 +27,14 @@ function decodeSegment(segment: string): string {
  * Ingest is the service's hottest path, and Fastify's per-request machinery (router, request and reply
  * objects, hooks, child logger, serializer) was a fifth of its CPU: in paired bench/ingest runs this
  * path took the server from 144-160 to 115-133 µs per request, and the throughput up 9% to 16%
- * (trimming hooks, logger and serializer inside Fastify saved nothing measurable). The answers are
- * those the Fastify routes in ingest.routes.ts declare, which stay for the OpenAPI document: every
- * post to an ingest path is answered here (percent-encoded segments decoded here too), and any other
- * method goes on to Fastify.
+ * (trimming hooks, logger and serializer inside Fastify saved nothing measurable). This is the one
+ * handler of ingest posts: the HTTP server hands them here before Fastify routes anything
+ * (percent-encoded segments are decoded here too), and the Fastify routes of ingest.routes.ts, which
+ * exist for the OpenAPI document, hand over here should a post ever reach them (`app.inject` does).
  *
  * What Fastify's hooks add to every answer is added here too: the security headers, the request
- * metrics, the request log lines at info level, and a 503 once the server is closing. CORS is not:
- * webhook senders are servers, and the console's origins never post here.
+ * metrics, the request log lines (lib/request-log.ts), and a 503 once the server is closing. CORS is
+ * not: webhook senders are servers, and the console's origins never post here.
  */
 export function createIngestFastPath(deps: {
   ingest: IngestService;
@@ -55,7 +58,7 @@ export function createIngestFastPath(deps: {
     response.end(json);
   }
 
-  async function handle(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, ip: string, log: Logger) {
+  async function handle(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, ip: string, log: RequestLogger) {
     try {
       const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip, body: request });
       answer(response, result.statusCode, result.body);
@@ -67,29 +70,33 @@ export function createIngestFastPath(deps: {
     }
   }
 
+  /** The answer to one ingest post for these (decoded) path segments. */
+  function answerIngest(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, ip: string, log: RequestLogger): void {
+    if (closing) answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
+    else void handle(request, response, org, identifier, ip, log);
+  }
+
   return {
     /** Answers an ingest post and returns true; returns false for any other request, for Fastify. */
     serve(request: IncomingMessage, response: ServerResponse): boolean {
       const match = request.method === 'POST' ? INGEST_PATH.exec(request.url!) : null;
       if (!match) return false;
       const started = performance.now();
-      const route = INGEST_ROUTE_URLS[match[1] as keyof typeof INGEST_ROUTE_URLS];
       const ip = deps.clientIp(request);
       const logsRequests = deps.logger.isLevelEnabled('info');
       const log = logsRequests ? deps.logger.child({ reqId: deps.nextRequestId() }) : deps.logger;
-      if (logsRequests) log.info({ req: { method: request.method, url: request.url, ip } }, 'incoming request');
+      if (logsRequests) requestLog.incoming(log, { method: request.method, url: request.url, ip });
       response.once('finish', () => {
         const seconds = (performance.now() - started) / 1000;
-        deps.metrics.recordRequest('POST', route, response.statusCode, seconds);
-        if (logsRequests) log.info({ res: { statusCode: response.statusCode }, responseTime: seconds * 1000 }, 'request completed');
+        deps.metrics.recordRequest('POST', INGEST_ROUTE_URLS[match[1] as IngestRoute], response.statusCode, seconds);
+        if (logsRequests) requestLog.completed(log, response.statusCode, seconds * 1000);
       });
-      if (closing) {
-        answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
-      } else {
-        void handle(request, response, decodeSegment(match[2]!), decodeSegment(match[3]!), ip, log);
-      }
+      answerIngest(request, response, decodeSegment(match[2]!), decodeSegment(match[3]!), ip, log);
       return true;
     },
+
+    /** The same answer for a post that Fastify routed (its hooks log and measure it). */
+    answerRouted: answerIngest,
 
     /** From now on, answers 503 and closes the connection, as Fastify does for its routes while it closes. */
     close(): void {

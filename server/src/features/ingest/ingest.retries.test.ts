@@ -8,7 +8,7 @@ import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
  */
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ WEBHOOK_MESSAGE_ID_RETENTION_HOURS: '48' });
+  app = await startTestApp({ WEBHOOK_MESSAGE_ID_RETENTION_HOURS: '48' }, { workers: false });
 });
 beforeEach(() => app.clock.reset());
 afterAll(async () => app?.close());

@@ -34,7 +34,7 @@ describe('Standard Webhooks test vectors', () => {
 });
 
 describe('POST /webhooks/actions/:org/:webhookIdentifier with scheme wh', () => {
-  it('creates a queued action for a request signed by the standardwebhooks library (spec headers)', async () => {
+  it('creates a queued action for a request signed by the standardwebhooks library (webhook-* headers)', async () => {
     const setup = await setupWebhook(app);
     const body = JSON.stringify({ eventType: 'order.created', externalId: 'ord-1', data: { total: 42 } });
     const id = 'msg_lib_1';
@@ -137,7 +137,7 @@ describe('other verification schemes', () => {
   });
 });
 
-describe('front-door checks (spec 7.2)', () => {
+describe('front-door checks', () => {
   it('404 for an unknown org, an unknown identifier, or an identifier of another org; the org may be slug or id', async () => {
     const setup = await setupWebhook(app);
     const other = await setupWebhook(app);

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 
-describe('rate limits (spec 8)', () => {
+describe('rate limits (per sender IP and per webhook)', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp({ WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '120', TRUST_PROXY: 'true' });
+    app = await startTestApp({ WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '120', TRUST_PROXY: 'true' }, { workers: false });
   });
   afterAll(async () => app?.close());
 
@@ -41,7 +41,7 @@ describe('rate limits (spec 8)', () => {
 describe('a persistence failure', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp();
+    app = await startTestApp({}, { workers: false });
   });
   afterAll(async () => app?.close());
 

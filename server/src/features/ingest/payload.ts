@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ApprovalMode } from '../../db/schema.ts';
-import { APPROVAL_MODES } from '../agents/agents.schemas.ts';
+import { APPROVAL_MODES } from '../../db/schema.ts';
+import { TOOL_NAME } from '../agents/agents.schemas.ts';
 
 /**
  * Any JSON object, checked without visiting its entries: a record schema validates every key, a
@@ -10,7 +11,7 @@ const jsonObject = z
   .custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'expected an object')
   .meta({ type: 'object', additionalProperties: {} });
 
-/** ActionWebhookPayload (spec 2.5). Unknown top-level fields are ignored. */
+/** ActionWebhookPayload. Unknown top-level fields are ignored. */
 export const actionWebhookPayload = z.object({
   eventType: z.string().trim().min(1).max(200),
   externalId: z.string().min(1).max(500).optional(),
@@ -24,14 +25,14 @@ export const actionWebhookPayload = z.object({
 export type ActionWebhookPayload = z.infer<typeof actionWebhookPayload>;
 
 /**
- * Per-request approval overrides (spec 4.2.3): kept only when the webhook allows them; entries
- * with an invalid mode are dropped; unknown tool names are kept (ignored at run time).
+ * Per-request approval overrides: kept only when the webhook allows them; entries with an invalid
+ * mode, or a key that cannot name a tool, are dropped; unknown tool names are kept (ignored at run time).
  */
 export function requestToolApprovals(payload: ActionWebhookPayload, allowOverrides: boolean): Record<string, ApprovalMode> {
   if (!allowOverrides || !payload.toolApprovals) return {};
   const kept: Record<string, ApprovalMode> = {};
   for (const [tool, mode] of Object.entries(payload.toolApprovals)) {
-    if (typeof mode === 'string' && (APPROVAL_MODES as readonly string[]).includes(mode)) kept[tool] = mode as ApprovalMode;
+    if (TOOL_NAME.test(tool) && typeof mode === 'string' && (APPROVAL_MODES as readonly string[]).includes(mode)) kept[tool] = mode as ApprovalMode;
   }
   return kept;
 }

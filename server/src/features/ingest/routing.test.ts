@@ -28,7 +28,7 @@ async function expectBuffered(setup: WebhookSetup, payload: Record<string, unkno
   return body.eventId as string;
 }
 
-describe('buffering (spec 4.1, 4.2.2)', () => {
+describe('buffering', () => {
   it('user_unresolved when no run-as user can be found; the row shows in the ledger', async () => {
     const setup = await setupWebhook(app, { runAsUserId: null });
     const eventId = await expectBuffered(setup, { eventType: 'x', userId: 'ext-404', authProvider: 'jwt' }, 'user_unresolved');
@@ -72,7 +72,7 @@ describe('buffering (spec 4.1, 4.2.2)', () => {
   });
 });
 
-describe('run-as user (spec 4.2.1)', () => {
+describe('run-as user', () => {
   it('takes (a) the external user of authProvider, then (b) an internal user id, then (c) the default; members only', async () => {
     const setup = await setupWebhook(app);
     const { org } = setup.tenant;
@@ -89,7 +89,7 @@ describe('run-as user (spec 4.2.1)', () => {
   });
 });
 
-describe('per-request tool approvals (spec 4.2.3)', () => {
+describe('per-request tool approvals', () => {
   it('keeps valid overrides only when the webhook allows them; drops invalid modes; keeps unknown tools', async () => {
     const overrides = { generateDocument: 'ask', sendEmail: 'sometimes', someFutureTool: 'allow' };
     const off = await setupWebhook(app);

@@ -73,7 +73,7 @@ function anySignatureMatches(expected: string[], signatureHeader: string): boole
 }
 
 /**
- * Checks the sender of one request by the webhook's scheme (spec 5.3). `secrets` holds the current
+ * Checks the sender of one request by the webhook's scheme. `secrets` holds the current
  * secret and, during a rotation's grace period, the previous one. Throws a 401 AppError.
  */
 export function verifySender(scheme: VerificationScheme, secrets: string[], headers: IncomingHttpHeaders, rawBody: Buffer, nowSeconds: number): Verified {

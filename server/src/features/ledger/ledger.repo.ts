@@ -11,7 +11,7 @@ export interface LedgerFilters {
   q?: string;
 }
 
-/** Every delivery, with the action it created if any: the ledger's rows (spec 2.8). */
+/** Every delivery, with the action it created if any: the ledger's rows. */
 function ledgerQuery(db: Kysely<DB>, orgId: string) {
   return db
     .selectFrom('webhookDeliveries as d')

@@ -121,7 +121,7 @@ describe('POST /orgs/:org/deliveries/:eventId/replay', () => {
   });
 });
 
-describe('Send Test (spec 4.2.5)', () => {
+describe('Send Test', () => {
   it('posts a signed test event to the public URL with the webhook\'s scheme', async () => {
     for (const scheme of ['wh', 'hmac_sha256', 'shared_token', 'none']) {
       const setup = await setupWebhook(app, { verificationScheme: scheme });

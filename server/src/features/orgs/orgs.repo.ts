@@ -8,7 +8,7 @@ export const orgsRepo = {
   insert: (db: Kysely<DB>, org: { id: string; slug: string; name: string }): Promise<OrganizationRow> =>
     db.insertInto('organizations').values(org).returningAll().executeTakeFirstOrThrow(),
 
-  /** `{org}` in a URL is the slug or the ID (spec 2.6). */
+  /** `{org}` in a URL is the slug or the ID. */
   findBySlugOrId: (db: Kysely<DB>, slugOrId: string): Promise<OrganizationRow | undefined> =>
     db
       .selectFrom('organizations')

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { UserRow } from '../../db/schema.ts';
 
-/** The user object of spec 2.1; response schemas pick these fields, so a hash can never leak. */
+/** The user object every auth route answers with; response schemas pick these fields, so a hash can never leak. */
 export const userSchema = z.object({
   id: z.uuid(),
   email: z.string(),

@@ -17,7 +17,7 @@ export interface SendTestInput {
 }
 
 /**
- * The console's Send Test (spec 4.2.5). Without a user it signs a test event with the webhook's
+ * The console's Send Test. Without a user it signs a test event with the webhook's
  * scheme and posts it to the public URL, exercising verification like a real sender. With an
  * internal user selected it creates the action directly for that user, without a signature.
  */

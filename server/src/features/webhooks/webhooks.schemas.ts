@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { VERIFICATION_SCHEMES } from '../../db/schema.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
 import { orgParams } from '../../lib/http-schemas.ts';
 
-export const VERIFICATION_SCHEMES = ['wh', 'hmac_sha256', 'shared_token', 'none'] as const;
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 export const MAX_PAYLOAD_BYTES_LIMIT = 10 * 1024 * 1024;
 

@@ -91,7 +91,7 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
     async update(org: OrganizationRow, id: string, patch: WebhookPatch) {
       const current = await requireWebhook(org.id, id);
       await checkReferences(org.id, patch);
-      // Switching to or from `none` changes who can post: the URL changes with it (spec 4.2.6).
+      // Switching to or from `none` changes who can post: the URL changes with it.
       const switchesNone = patch.verificationScheme !== undefined && (patch.verificationScheme === 'none') !== (current.verificationScheme === 'none');
       const row = await webhooksRepo.update(deps.db, org.id, id, { ...columns(patch), ...(switchesNone ? { identifier: newIdentifier() } : {}) });
       await deps.bus.publish(BUS_TOPICS.webhook, current.identifier);

@@ -6,7 +6,7 @@ import { PREVIOUS_SECRET_GRACE_MS } from '../../lib/crypto.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({}, { workers: false });
 });
 afterAll(async () => app?.close());
 

@@ -17,7 +17,7 @@ export interface UserLimitsStatus {
 const windowKeyOf = (limits: UserLimits) => limits.resetDate?.toISOString() ?? 'all-time';
 
 /**
- * Limits that an external auth provider sets on its users' model messages (getUserLimits, spec 2.4).
+ * Limits that an external auth provider sets on its users' model messages (getUserLimits).
  * Read with the user's stored token, cached briefly per user; a provider that throws or does not
  * answer in time sets no limit (logged): a flaky provider must not stop every action.
  */

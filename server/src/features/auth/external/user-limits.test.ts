@@ -8,7 +8,7 @@ import { postEvent, setupWebhook, type WebhookSetup } from '../../../../test/hel
 import type { UserLimits } from './registry.ts';
 
 /**
- * An external auth provider may set limits on its users' model messages (getUserLimits, spec 2.4):
+ * An external auth provider may set limits on its users' model messages (getUserLimits):
  * actions run as such a user stop calling the model once the limit is reached, until its reset date.
  */
 let app: TestApp;

@@ -135,7 +135,7 @@ describe('an unconfigured provider', () => {
   });
 });
 
-describe('OAuth rate limit (spec 8)', () => {
+describe('OAuth rate limit (10 per minute per IP)', () => {
   it('answers the 11th request in a minute with 429', async () => {
     const limited = await startTestApp(codehost.env);
     try {
