@@ -41,24 +41,37 @@ const receiverUrl = `http://127.0.0.1:${receiverPort}/callbacks`;
 const receiver = fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), { env: { ...process.env, PORT: String(receiverPort) } });
 await new Promise((resolve) => receiver.once('message', resolve));
 /** What the receiver has seen (and, with `reset`, forget it). */
-const receiverReport = (reset = false) => new Promise<Map<string, number>>((resolve) => {
-  receiver.once('message', (message: { arrivals: Array<[string, number]> }) => resolve(new Map(message.arrivals)));
-  receiver.send({ report: true, reset });
-});
+const receiverReport = (reset = false) =>
+  new Promise<Map<string, number>>((resolve) => {
+    receiver.once('message', (message: { arrivals: Array<[string, number]> }) => resolve(new Map(message.arrivals)));
+    receiver.send({ report: true, reset });
+  });
 
 /** The baseline: the same number of POSTs a bare keep-alive Node client gets through, 100 in flight, for 5 s. */
 async function bareClientBaseline(): Promise<number> {
   const agent = new Agent({ keepAlive: true, maxSockets: 100 });
-  const body = JSON.stringify({ type: 'action.completed', timestamp: new Date().toISOString(), data: { actionId: randomUUID(), status: 'completed', result: { ok: true } } });
+  const body = JSON.stringify({
+    type: 'action.completed',
+    timestamp: new Date().toISOString(),
+    data: { actionId: randomUUID(), status: 'completed', result: { ok: true } },
+  });
   let done = 0;
   const until = Date.now() + 5000;
   const worker = async () => {
     while (Date.now() < until) {
       await new Promise<void>((resolve, reject) => {
-        const req = request(receiverUrl, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': randomUUID() } }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-        });
+        const req = request(
+          receiverUrl,
+          {
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': randomUUID() },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', resolve);
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -70,13 +83,27 @@ async function bareClientBaseline(): Promise<number> {
   return done / 5;
 }
 
-interface PhaseResult { committedPerSecond: number; deliveriesPerSecond: number; delivered: number; expected: number; skipped: number; p50: number; p99: number }
+interface PhaseResult {
+  committedPerSecond: number;
+  deliveriesPerSecond: number;
+  delivered: number;
+  expected: number;
+  skipped: number;
+  p50: number;
+  p99: number;
+}
 
 /** One measured run on a fresh database and server: transitions at RATE, `endpoints` endpoints per webhook. */
 async function phase(endpoints: number): Promise<PhaseResult> {
   const database = await benchDatabase('postgres');
   try {
-    const env: Record<string, string> = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'warn' };
+    const env: Record<string, string> = {
+      ...database.env,
+      ENCRYPTION_MASTER_KEY: MASTER_KEY,
+      NODE_ENV: 'development',
+      CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+      LOG_LEVEL: 'warn',
+    };
     // Seed through the services: orgs, webhooks and their endpoints; then the running actions to
     // complete (leased to this benchmark, so that the server's runner does not resume them).
     const container = await createContainer(loadConfig(env));
@@ -87,14 +114,21 @@ async function phase(endpoints: number): Promise<PhaseResult> {
         const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
         for (let w = 0; w < WEBHOOKS_PER_ORG; w++) {
           const { webhook } = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}` }));
-          for (let e = 0; e < endpoints; e++) await callbacks.create(org.id, webhook.id, callbackEndpointInput.parse({ url: `${receiverUrl}/${e}`, events: ['action.completed', 'action.failed'] }));
+          for (let e = 0; e < endpoints; e++)
+            await callbacks.create(
+              org.id,
+              webhook.id,
+              callbackEndpointInput.parse({ url: `${receiverUrl}/${e}`, events: ['action.completed', 'action.failed'] }),
+            );
         }
       }
       await sql`
         insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id, lease_expires_at)
         select gen_random_uuid(), w.org_id, w.id, gen_random_uuid(), 'running', 'order.created', 'bench-' || n, now() + interval '1 hour'
         from generate_series(1, ${RATE * DURATION}::int) as n
-        join (select id, org_id, row_number() over (order by id) - 1 as i from webhooks) w on w.i = n % ${ORGS * WEBHOOKS_PER_ORG}`.execute(container.db);
+        join (select id, org_id, row_number() over (order by id) - 1 as i from webhooks) w on w.i = n % ${ORGS * WEBHOOKS_PER_ORG}`.execute(
+        container.db,
+      );
     } finally {
       await container.close();
     }
@@ -114,7 +148,13 @@ async function phase(endpoints: number): Promise<PhaseResult> {
       const commit = async (actionId: string) => {
         inFlight++;
         try {
-          const { moved } = await transition(producer.db, { actionId, from: 'running', to: 'completed', cause: 'bench', changes: { result: '{"ok":true}', leaseExpiresAt: null } });
+          const { moved } = await transition(producer.db, {
+            actionId,
+            from: 'running',
+            to: 'completed',
+            cause: 'bench',
+            changes: { result: '{"ok":true}', leaseExpiresAt: null },
+          });
           if (!moved) throw new Error(`action ${actionId} was not running`);
           committedAt.set(actionId, now());
           bus.signal(BUS_TOPICS.callbacks);
@@ -144,7 +184,10 @@ async function phase(endpoints: number): Promise<PhaseResult> {
         await new Promise((resolve) => setTimeout(resolve, 250));
         arrivals = await receiverReport();
       }
-      const deliveries = await producer.db.selectFrom('callbackDeliveries').select(['id', 'actionId', 'status', 'attemptCount', 'lastError']).execute();
+      const deliveries = await producer.db
+        .selectFrom('callbackDeliveries')
+        .select(['id', 'actionId', 'status', 'attemptCount', 'lastError'])
+        .execute();
       const states = new Map<string, number>();
       for (const delivery of deliveries) {
         const key = `${delivery.status}${delivery.attemptCount > 1 ? ` after ${delivery.attemptCount} attempts` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}`;
@@ -162,8 +205,13 @@ async function phase(endpoints: number): Promise<PhaseResult> {
       }
       latencies.sort((a, b) => a - b);
       return {
-        committedPerSecond: committedAt.size / DURATION, deliveriesPerSecond: latencies.length / ((last - begin) / 1000), delivered: latencies.length, expected, skipped,
-        p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+        committedPerSecond: committedAt.size / DURATION,
+        deliveriesPerSecond: latencies.length / ((last - begin) / 1000),
+        delivered: latencies.length,
+        expected,
+        skipped,
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
       };
     } finally {
       await bus.close();
@@ -176,15 +224,23 @@ async function phase(endpoints: number): Promise<PhaseResult> {
 }
 
 try {
-  console.log(`callbacks benchmark: ${RATE} transitions/s offered for ${DURATION} s over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`);
+  console.log(
+    `callbacks benchmark: ${RATE} transitions/s offered for ${DURATION} s over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`,
+  );
   const baseline = await bareClientBaseline();
   console.log(`baseline: bare client          : ${fmt(baseline).padStart(6)} POSTs/s to the same receiver (100 in flight)`);
   for (const endpoints of [1, 2]) {
     const result = await phase(endpoints);
     console.log(`${endpoints} endpoint${endpoints > 1 ? 's' : ''} per webhook:`);
-    console.log(`  transitions committed       : ${fmt(result.committedPerSecond).padStart(6)} /s (${result.skipped} not offered: the producer had ${PRODUCER_IN_FLIGHT} in flight)`);
-    console.log(`  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${(result.deliveriesPerSecond / baseline * 100).toFixed(0)}% of the bare client`);
-    console.log(`  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms  (targets: >= 2,000 deliveries/s, p50 <= 20 ms)`);
+    console.log(
+      `  transitions committed       : ${fmt(result.committedPerSecond).padStart(6)} /s (${result.skipped} not offered: the producer had ${PRODUCER_IN_FLIGHT} in flight)`,
+    );
+    console.log(
+      `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${((result.deliveriesPerSecond / baseline) * 100).toFixed(0)}% of the bare client`,
+    );
+    console.log(
+      `  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms  (targets: >= 2,000 deliveries/s, p50 <= 20 ms)`,
+    );
   }
 } finally {
   receiver.kill('SIGTERM');

@@ -31,8 +31,17 @@ if (DURATION > 120) throw new Error('BENCH_DURATION: at most 120 s, so that the 
 function signedRequests(webhooks: SeededWebhook[], count: number): PreparedRequest[] {
   return Array.from({ length: count }, (_, n) => {
     const webhook = webhooks[n % webhooks.length]!;
-    const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: n, total: 42.5, items: [{ sku: 'A-1', qty: 2 }] } });
-    return { method: 'POST', path: webhook.path, body, headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) } };
+    const body = JSON.stringify({
+      eventType: 'order.created',
+      externalId: randomUUID(),
+      data: { orderId: n, total: 42.5, items: [{ sku: 'A-1', qty: 2 }] },
+    });
+    return {
+      method: 'POST',
+      path: webhook.path,
+      body,
+      headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+    };
   });
 }
 
@@ -52,13 +61,18 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
     const service = await startService({ ...env, WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000', RUN_WORKERS: 'false' });
     try {
       await wrkLoad(service.url, signedRequests(webhooks, 2 * REQUESTS_PER_SECOND_PREPARED), { duration: 2, connections: CONNECTIONS });
-      const result = await wrkLoad(service.url, signedRequests(webhooks, DURATION * REQUESTS_PER_SECOND_PREPARED), { duration: DURATION, connections: CONNECTIONS, cpuOf: service.pid });
+      const result = await wrkLoad(service.url, signedRequests(webhooks, DURATION * REQUESTS_PER_SECOND_PREPARED), {
+        duration: DURATION,
+        connections: CONNECTIONS,
+        cpuOf: service.pid,
+      });
       const accepted = result.requestsPerSecond;
       const parts = [
         `ingest (${kind.padEnd(8)}) : ${fmt(accepted).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  non-2xx ${result.non2xx}  errors ${result.errors}`,
         `${((accepted / bareRps) * 100).toFixed(0)}% of bare`,
       ];
-      if (pgbenchTps !== undefined) parts.push(`${((accepted / pgbenchTps) * 100).toFixed(0)}% of pgbench${kind === 'postgres' ? ' (target >= 35%)' : ''}`);
+      if (pgbenchTps !== undefined)
+        parts.push(`${((accepted / pgbenchTps) * 100).toFixed(0)}% of pgbench${kind === 'postgres' ? ' (target >= 35%)' : ''}`);
       parts.push(kind === 'postgres' ? 'targets: >= 5,000 req/s, p99 <= 50 ms' : 'target: >= 1,000 req/s');
       console.log(parts.join('  |  '));
       console.log(`  group commit: ${await batchSummary(service.url)}`);
@@ -66,7 +80,9 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
         const { serverUs, postgresUs, idlePercent } = result.cpu;
         // PGlite runs inside the server's process: its time is the server's.
         const database = kind === 'postgres' ? `, PostgreSQL ${postgresUs} µs (all its processes)` : '';
-        console.log(`  CPU per request: server ${serverUs} µs${database}; machine idle ${idlePercent}% of ${availableParallelism()} cores (wrk runs on them too)`);
+        console.log(
+          `  CPU per request: server ${serverUs} µs${database}; machine idle ${idlePercent}% of ${availableParallelism()} cores (wrk runs on them too)`,
+        );
       }
     } finally {
       await service.stop();
@@ -77,13 +93,22 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
 }
 
 const hasPostgres = await postgresReachable();
-const kinds = process.env.BENCH_DB ? [process.env.BENCH_DB as 'postgres' | 'pglite'] : hasPostgres ? (['postgres', 'pglite'] as const) : (['pglite'] as const);
-console.log(`ingest benchmark: ${CONNECTIONS} connections (wrk), ${DURATION} s, ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, every request freshly signed (wh), node ${process.version}`);
+const kinds = process.env.BENCH_DB
+  ? [process.env.BENCH_DB as 'postgres' | 'pglite']
+  : hasPostgres
+    ? (['postgres', 'pglite'] as const)
+    : (['pglite'] as const);
+console.log(
+  `ingest benchmark: ${CONNECTIONS} connections (wrk), ${DURATION} s, ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, every request freshly signed (wh), node ${process.version}`,
+);
 const bare = await startBareServer();
 let bareRps: number;
 try {
   const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: 1, total: 42.5 } });
-  const baseline = await wrkLoad(bare.url, [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }], { duration: DURATION, connections: CONNECTIONS });
+  const baseline = await wrkLoad(bare.url, [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }], {
+    duration: DURATION,
+    connections: CONNECTIONS,
+  });
   bareRps = baseline.requestsPerSecond;
   console.log(`bare node http POST    : ${fmt(bareRps).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`);
 } finally {

@@ -27,7 +27,12 @@ async function benchDatabaseKind(kind: 'postgres' | 'pglite', bareRps: number) {
       if (!token) throw new Error(`login failed: ${login.status}`);
 
       await load({ url: `${service.url}/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: 2, connections: CONNECTIONS });
-      const me = await load({ url: `${service.url}/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: DURATION, connections: CONNECTIONS });
+      const me = await load({
+        url: `${service.url}/auth/me`,
+        headers: { authorization: `Bearer ${token}` },
+        duration: DURATION,
+        connections: CONNECTIONS,
+      });
       const ratio = me.requestsPerSecond / bareRps;
       console.log(
         `GET /auth/me (${kind.padEnd(8)}) : ${fmt(me.requestsPerSecond).padStart(7)} req/s  p50 ${me.p50} ms  p99 ${me.p99} ms  ` +
@@ -36,7 +41,14 @@ async function benchDatabaseKind(kind: 'postgres' | 'pglite', bareRps: number) {
 
       const loginBody = JSON.stringify({ email: 'bench@example.com', password: PASSWORD });
       const [logins, health] = await Promise.all([
-        load({ url: `${service.url}/auth/login/credentials`, method: 'POST', headers: { 'content-type': 'application/json' }, body: loginBody, connections: 20, duration: DURATION }),
+        load({
+          url: `${service.url}/auth/login/credentials`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: loginBody,
+          connections: 20,
+          duration: DURATION,
+        }),
         load({ url: `${service.url}/healthz`, connections: 1, duration: DURATION }),
       ]);
       console.log(
@@ -51,13 +63,19 @@ async function benchDatabaseKind(kind: 'postgres' | 'pglite', bareRps: number) {
   }
 }
 
-const kinds = process.env.BENCH_DB ? [process.env.BENCH_DB as 'postgres' | 'pglite'] : (await postgresReachable()) ? (['postgres', 'pglite'] as const) : (['pglite'] as const);
+const kinds = process.env.BENCH_DB
+  ? [process.env.BENCH_DB as 'postgres' | 'pglite']
+  : (await postgresReachable())
+    ? (['postgres', 'pglite'] as const)
+    : (['pglite'] as const);
 console.log(`session benchmark: ${CONNECTIONS} connections, ${DURATION} s per measurement, node ${process.version}`);
 const bare = await startBareServer();
 try {
   await load({ url: bare.url, duration: 2, connections: CONNECTIONS });
   const baseline = await load({ url: bare.url, duration: DURATION, connections: CONNECTIONS });
-  console.log(`bare node http        : ${fmt(baseline.requestsPerSecond).padStart(7)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`);
+  console.log(
+    `bare node http        : ${fmt(baseline.requestsPerSecond).padStart(7)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`,
+  );
   await bare.stop();
   for (const kind of kinds) await benchDatabaseKind(kind, baseline.requestsPerSecond);
 } finally {

@@ -1,14 +1,19 @@
 import pg from 'pg';
 import { configDefaults, defineConfig } from 'vitest/config';
 
-const PROCESS_TESTS = ['src/features/ingest/durability.test.ts', 'src/features/callbacks/restart.test.ts', 'src/features/actions/resume.test.ts'];
+const PROCESS_TESTS = [
+  'src/features/ingest/durability.test.ts',
+  'src/features/callbacks/restart.test.ts',
+  'src/features/actions/resume.test.ts',
+];
 
 /**
  * The whole suite runs twice: on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL). Without a
  * reachable PostgreSQL the second pass is skipped, loudly; REQUIRE_POSTGRES=1 (set by CI) makes
  * that a failure instead.
  */
-const postgresUrl = (process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/postgres');
+process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/postgres';
+const postgresUrl = process.env.TEST_DATABASE_URL;
 
 async function postgresReachable(url: string): Promise<string | undefined> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });

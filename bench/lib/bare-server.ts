@@ -2,8 +2,16 @@
 import { createServer } from 'node:http';
 
 const body = JSON.stringify({
-  id: '2f0be72e-e2c7-4b29-ad90-696380f1a30c', email: 'bench@example.com', username: 'bench', firstName: 'Bench', lastName: 'User',
-  codehostId: null, idpId: null, role: 'Admin', provider: 'credentials', externalUserId: null,
+  id: '2f0be72e-e2c7-4b29-ad90-696380f1a30c',
+  email: 'bench@example.com',
+  username: 'bench',
+  firstName: 'Bench',
+  lastName: 'User',
+  codehostId: null,
+  idpId: null,
+  role: 'Admin',
+  provider: 'credentials',
+  externalUserId: null,
 });
 // Reads the request body before answering, as any POST handler must.
 const server = createServer((request, response) => {

@@ -61,7 +61,10 @@ export async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<{ env:
 }
 
 export async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({
+    connectionString: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    connectionTimeoutMillis: 2000,
+  });
   try {
     await client.connect();
     return true;
@@ -90,7 +93,12 @@ export async function startService(env: Record<string, string>): Promise<{ url: 
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const deadline = Date.now() + 60_000;
-  while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the service did not start');
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

@@ -20,7 +20,24 @@ export async function pgbenchInsertTps(adminUrl: string, clients = 16, seconds =
   const script = join(tmpdir(), `${name}.sql`);
   writeFileSync(script, `insert into events (payload) values ('{"eventType":"order.created","externalId":"x"}');\n`);
   try {
-    const { stdout } = await promisify(execFile)('pgbench', ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', script, '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), name]);
+    const { stdout } = await promisify(execFile)('pgbench', [
+      '-n',
+      '-c',
+      String(clients),
+      '-j',
+      '2',
+      '-T',
+      String(seconds),
+      '-f',
+      script,
+      '-h',
+      url.hostname,
+      '-p',
+      url.port || '5432',
+      '-U',
+      decodeURIComponent(url.username || 'postgres'),
+      name,
+    ]);
     const tps = /tps = ([\d.]+)/.exec(stdout);
     if (!tps) throw new Error(`pgbench printed no tps: ${stdout}`);
     return Number(tps[1]);

@@ -12,7 +12,10 @@ export interface SeededWebhook {
  * Orgs, each with an admin member, an agent, a rule and webhooks, written through the services into
  * the database the benchmarked server will open (before it starts: PGlite allows one process).
  */
-export async function seedWebhooks(env: Record<string, string>, options: { orgs: number; webhooksPerOrg: number; tool?: string }): Promise<SeededWebhook[]> {
+export async function seedWebhooks(
+  env: Record<string, string>,
+  options: { orgs: number; webhooksPerOrg: number; tool?: string },
+): Promise<SeededWebhook[]> {
   const container = await createContainer(loadConfig({ ...env, LOG_LEVEL: 'warn' }));
   try {
     await container.database.migrate();
@@ -22,10 +25,19 @@ export async function seedWebhooks(env: Record<string, string>, options: { orgs:
       const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
       const admin = await users.create({ email: `admin-${o}@bench.example`, role: 'Admin', provider: 'credentials' });
       await orgs.addMember(org.slug, admin.email);
-      const agent = await agents.createAgent(org.id, agentInput.parse({ name: 'Bench agent', instructions: 'Do it.', tools: [options.tool ?? 'generateDocument'] }));
-      const rule = await agents.createRule(org.id, actionRuleInput.parse({ name: 'Bench rule', agentId: agent.id, approvalRules: { [options.tool ?? 'generateDocument']: 'allow' } }));
+      const agent = await agents.createAgent(
+        org.id,
+        agentInput.parse({ name: 'Bench agent', instructions: 'Do it.', tools: [options.tool ?? 'generateDocument'] }),
+      );
+      const rule = await agents.createRule(
+        org.id,
+        actionRuleInput.parse({ name: 'Bench rule', agentId: agent.id, approvalRules: { [options.tool ?? 'generateDocument']: 'allow' } }),
+      );
       for (let w = 0; w < options.webhooksPerOrg; w++) {
-        const created = await webhooks.create(org, webhookInput.parse({ name: `hook ${w}`, actionRuleId: rule.id, runAsUserId: admin.id, rateLimitPerMinute: 1000 }));
+        const created = await webhooks.create(
+          org,
+          webhookInput.parse({ name: `hook ${w}`, actionRuleId: rule.id, runAsUserId: admin.id, rateLimitPerMinute: 1000 }),
+        );
         seeded.push({ path: new URL(created.url).pathname, secret: created.secret });
       }
     }

@@ -58,7 +58,14 @@ export class AgentPlatformClient {
     const scheme = options.scheme ?? 'wh';
     if (scheme !== 'none' && !options.secret) throw new TypeError(`The ${scheme} scheme needs the webhook's secret`);
     if (scheme === 'wh') secretKey(options.secret!);
-    this.#options = { scheme, maxRetries: 3, timeoutMs: 30_000, maxRetryDelayMs: 60_000, ...options, fetch: options.fetch ?? globalThis.fetch };
+    this.#options = {
+      scheme,
+      maxRetries: 3,
+      timeoutMs: 30_000,
+      maxRetryDelayMs: 60_000,
+      ...options,
+      fetch: options.fetch ?? globalThis.fetch,
+    };
     this.#url = `${options.baseUrl.replace(/\/+$/, '')}/webhooks/actions/${encodeURIComponent(options.org)}/${encodeURIComponent(options.webhookIdentifier)}`;
   }
 
@@ -67,7 +74,11 @@ export class AgentPlatformClient {
     const timestamp = Math.floor(Date.now() / 1000);
     switch (scheme) {
       case 'wh':
-        return { 'wh-id': messageId, 'wh-timestamp': String(timestamp), 'wh-signature': standardSignature(secretKey(secret!), messageId, timestamp, body) };
+        return {
+          'wh-id': messageId,
+          'wh-timestamp': String(timestamp),
+          'wh-signature': standardSignature(secretKey(secret!), messageId, timestamp, body),
+        };
       case 'hmac_sha256':
         return { 'x-webhook-timestamp': String(timestamp), 'x-webhook-signature': hmacSha256Signature(secret!, timestamp, body) };
       case 'shared_token':
@@ -118,8 +129,16 @@ export class AgentPlatformClient {
 const backoff = (attempt: number, capMs: number) => Math.min(capMs, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function toResult(body: { actionId?: string; alreadyExists?: boolean; buffered?: boolean; skipped?: boolean; eventId?: string; reason?: string }): SendResult {
-  if (body.actionId) return body.alreadyExists ? { outcome: 'alreadyExists', actionId: body.actionId } : { outcome: 'created', actionId: body.actionId };
+function toResult(body: {
+  actionId?: string;
+  alreadyExists?: boolean;
+  buffered?: boolean;
+  skipped?: boolean;
+  eventId?: string;
+  reason?: string;
+}): SendResult {
+  if (body.actionId)
+    return body.alreadyExists ? { outcome: 'alreadyExists', actionId: body.actionId } : { outcome: 'created', actionId: body.actionId };
   if (body.buffered) return { outcome: 'buffered', eventId: body.eventId!, reason: body.reason! };
   return { outcome: 'skipped', eventId: body.eventId!, reason: body.reason! };
 }

@@ -13,7 +13,14 @@ export interface ActionWebhookPayload {
   data?: Record<string, unknown>;
 }
 
-export const CALLBACK_EVENT_TYPES = ['action.pending_approval', 'action.approved', 'action.completed', 'action.failed', 'action.rejected', 'action.expired'] as const;
+export const CALLBACK_EVENT_TYPES = [
+  'action.pending_approval',
+  'action.approved',
+  'action.completed',
+  'action.failed',
+  'action.rejected',
+  'action.expired',
+] as const;
 export type CallbackEventType = (typeof CALLBACK_EVENT_TYPES)[number];
 
 /** What every callback says about its action. */
@@ -52,7 +59,10 @@ interface Envelope<Type extends CallbackEventType, Data> {
   data: ActionIdentity & Data;
 }
 
-export type PendingApprovalEvent = Envelope<'action.pending_approval', { status: 'pending_approval'; toolCall: StagedToolCall; toolCalls: StagedToolCall[] }>;
+export type PendingApprovalEvent = Envelope<
+  'action.pending_approval',
+  { status: 'pending_approval'; toolCall: StagedToolCall; toolCalls: StagedToolCall[] }
+>;
 export type ApprovedEvent = Envelope<'action.approved', { status: 'approved'; decision: ToolCallDecision }>;
 export type CompletedEvent = Envelope<'action.completed', { status: 'completed'; result: unknown }>;
 export type FailedEvent = Envelope<'action.failed', { status: 'failed'; error: string }>;

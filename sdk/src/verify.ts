@@ -1,7 +1,13 @@
 import type { CallbackEvent } from './events.js';
 import { safeEqual, secretKey, standardSignature } from './signing.js';
 
-export type VerificationErrorCode = 'missing_headers' | 'invalid_timestamp' | 'timestamp_too_old' | 'timestamp_too_new' | 'invalid_signature' | 'invalid_payload';
+export type VerificationErrorCode =
+  | 'missing_headers'
+  | 'invalid_timestamp'
+  | 'timestamp_too_old'
+  | 'timestamp_too_new'
+  | 'invalid_signature'
+  | 'invalid_payload';
 
 /** A callback that failed verification: answer it 400 (or 401) and do not act on it. */
 export class WebhookVerificationError extends Error {
@@ -30,7 +36,8 @@ function header(headers: HeadersLike, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-const text = (body: string | Uint8Array) => (typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+const text = (body: string | Uint8Array) =>
+  typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
 
 /**
  * Throws a WebhookVerificationError unless the body is signed with the secret (Standard Webhooks:
@@ -41,7 +48,11 @@ export function verifyOrThrow(rawBody: string | Uint8Array, headers: HeadersLike
   const id = header(headers, 'webhook-id') ?? header(headers, 'wh-id');
   const timestamp = header(headers, 'webhook-timestamp') ?? header(headers, 'wh-timestamp');
   const signatures = header(headers, 'webhook-signature') ?? header(headers, 'wh-signature');
-  if (!id || !timestamp || !signatures) throw new WebhookVerificationError('missing_headers', 'Missing webhook-id, webhook-timestamp or webhook-signature (or their wh-* forms)');
+  if (!id || !timestamp || !signatures)
+    throw new WebhookVerificationError(
+      'missing_headers',
+      'Missing webhook-id, webhook-timestamp or webhook-signature (or their wh-* forms)',
+    );
   if (!/^\d+$/.test(timestamp)) throw new WebhookVerificationError('invalid_timestamp', 'The timestamp is not Unix seconds');
   const seconds = Number(timestamp);
   const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
@@ -50,7 +61,10 @@ export function verifyOrThrow(rawBody: string | Uint8Array, headers: HeadersLike
   if (seconds > now + tolerance) throw new WebhookVerificationError('timestamp_too_new', 'The message is from the future');
   const expected = standardSignature(secretKey(secret), id, seconds, rawBody);
   // During a secret rotation the header carries one signature per secret: any match will do.
-  const matches = signatures.split(' ').filter((candidate) => candidate.startsWith('v1,')).some((candidate) => safeEqual(candidate, expected));
+  const matches = signatures
+    .split(' ')
+    .filter((candidate) => candidate.startsWith('v1,'))
+    .some((candidate) => safeEqual(candidate, expected));
   if (!matches) throw new WebhookVerificationError('invalid_signature', 'No signature matches the secret');
 }
 
@@ -66,7 +80,12 @@ export function verify(rawBody: string | Uint8Array, headers: HeadersLike, secre
 }
 
 /** Verifies the callback and returns its event, typed by `type`; throws WebhookVerificationError otherwise. */
-export function constructEvent(rawBody: string | Uint8Array, headers: HeadersLike, secret: string, options: VerifyOptions = {}): CallbackEvent {
+export function constructEvent(
+  rawBody: string | Uint8Array,
+  headers: HeadersLike,
+  secret: string,
+  options: VerifyOptions = {},
+): CallbackEvent {
   verifyOrThrow(rawBody, headers, secret, options);
   let event: unknown;
   try {

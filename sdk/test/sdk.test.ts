@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentPlatformClient, AgentPlatformError, constructEvent, verify, verifyOrThrow, WebhookVerificationError, type CallbackEvent } from '@agent-platform/sdk';
+import {
+  AgentPlatformClient,
+  AgentPlatformError,
+  constructEvent,
+  verify,
+  verifyOrThrow,
+  WebhookVerificationError,
+  type CallbackEvent,
+} from '@agent-platform/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../server/test/helpers/eventually.ts';
 import { addCallback, startCallbackStack } from '../../server/test/helpers/callbacks.ts';
@@ -12,23 +20,39 @@ const vectors = JSON.parse(readFileSync(new URL('../../server/test/fixtures/stan
   valid: Array<{ secret: string; id: string; timestamp: number; payload: string; signature: string }>;
   invalid: Array<{ secret: string; id: string; timestamp: number; payload: string; signature: string }>;
 };
-const headersOf = (vector: { id: string; timestamp: number; signature: string }) => ({ 'webhook-id': vector.id, 'webhook-timestamp': String(vector.timestamp), 'webhook-signature': vector.signature });
+const headersOf = (vector: { id: string; timestamp: number; signature: string }) => ({
+  'webhook-id': vector.id,
+  'webhook-timestamp': String(vector.timestamp),
+  'webhook-signature': vector.signature,
+});
 
 describe('verifying with the Standard Webhooks vectors', () => {
   it('accepts the valid ones, under either header family, and refuses the invalid ones', () => {
     for (const vector of vectors.valid) {
       expect(verify(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp })).toBe(true);
-      const wh = { 'wh-id': vector.id, 'wh-timestamp': String(vector.timestamp), 'wh-signature': `v1,bm90IHRoaXMgb25l ${vector.signature}` };
+      const wh = {
+        'wh-id': vector.id,
+        'wh-timestamp': String(vector.timestamp),
+        'wh-signature': `v1,bm90IHRoaXMgb25l ${vector.signature}`,
+      };
       expect(verify(Buffer.from(vector.payload), new Headers(wh), vector.secret, { nowSeconds: vector.timestamp })).toBe(true);
-      expect(() => verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp + 301 })).toThrow(expect.objectContaining({ code: 'timestamp_too_old' }));
-      expect(() => verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp - 301 })).toThrow(expect.objectContaining({ code: 'timestamp_too_new' }));
+      expect(() => verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp + 301 })).toThrow(
+        expect.objectContaining({ code: 'timestamp_too_old' }),
+      );
+      expect(() => verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp - 301 })).toThrow(
+        expect.objectContaining({ code: 'timestamp_too_new' }),
+      );
     }
     for (const vector of vectors.invalid) {
       expect(verify(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp })).toBe(false);
-      expect(() => constructEvent(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp })).toThrow(WebhookVerificationError);
+      expect(() => constructEvent(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp })).toThrow(
+        WebhookVerificationError,
+      );
     }
     expect(() => verifyOrThrow('{}', {}, vectors.valid[0]!.secret)).toThrow(expect.objectContaining({ code: 'missing_headers' }));
-    expect(() => verifyOrThrow('{}', { ...headersOf(vectors.valid[0]!), 'webhook-timestamp': 'soon' }, vectors.valid[0]!.secret)).toThrow(expect.objectContaining({ code: 'invalid_timestamp' }));
+    expect(() => verifyOrThrow('{}', { ...headersOf(vectors.valid[0]!), 'webhook-timestamp': 'soon' }, vectors.valid[0]!.secret)).toThrow(
+      expect.objectContaining({ code: 'invalid_timestamp' }),
+    );
   });
 });
 
@@ -44,22 +68,43 @@ beforeAll(async () => {
 afterAll(async () => stack?.close());
 
 const clientFor = (setup: WebhookSetup, options: Partial<ConstructorParameters<typeof AgentPlatformClient>[0]> = {}) =>
-  new AgentPlatformClient({ baseUrl: app.baseUrl, org: setup.tenant.org.slug, webhookIdentifier: setup.webhook.webhookIdentifier, secret: setup.secret, scheme: setup.webhook.verificationScheme, ...options });
+  new AgentPlatformClient({
+    baseUrl: app.baseUrl,
+    org: setup.tenant.org.slug,
+    webhookIdentifier: setup.webhook.webhookIdentifier,
+    secret: setup.secret,
+    scheme: setup.webhook.verificationScheme,
+    ...options,
+  });
 
 describe('sending events against the real server', () => {
-  it.each(['wh', 'hmac_sha256', 'shared_token', 'none'] as const)('signs for the %s scheme: created, then alreadyExists for the same externalId', async (scheme) => {
-    const setup = await setupWebhook(app, { verificationScheme: scheme });
-    const client = clientFor(setup, { scheme });
-    const created = await client.send({ eventType: 'order.created', externalId: `sdk-${scheme}`, data: { order_id: 1 } });
-    expect(created).toEqual({ outcome: 'created', actionId: expect.any(String) });
-    expect(await client.send({ eventType: 'order.created', externalId: `sdk-${scheme}` })).toEqual({ outcome: 'alreadyExists', actionId: (created as { actionId: string }).actionId });
-  });
+  it.each(['wh', 'hmac_sha256', 'shared_token', 'none'] as const)(
+    'signs for the %s scheme: created, then alreadyExists for the same externalId',
+    async (scheme) => {
+      const setup = await setupWebhook(app, { verificationScheme: scheme });
+      const client = clientFor(setup, { scheme });
+      const created = await client.send({ eventType: 'order.created', externalId: `sdk-${scheme}`, data: { order_id: 1 } });
+      expect(created).toEqual({ outcome: 'created', actionId: expect.any(String) });
+      expect(await client.send({ eventType: 'order.created', externalId: `sdk-${scheme}` })).toEqual({
+        outcome: 'alreadyExists',
+        actionId: (created as { actionId: string }).actionId,
+      });
+    },
+  );
 
   it('reports a buffered event, and throws a typed error for a wrong secret or scheme without retrying', async () => {
     const setup = await setupWebhook(app, { actionRuleId: null, agentId: null });
-    expect(await clientFor(setup).send({ eventType: 'order.created' })).toEqual({ outcome: 'buffered', eventId: expect.any(String), reason: 'no_action_rule_configured' });
+    expect(await clientFor(setup).send({ eventType: 'order.created' })).toEqual({
+      outcome: 'buffered',
+      eventId: expect.any(String),
+      reason: 'no_action_rule_configured',
+    });
     const wrong = clientFor(setup, { secret: `whsec_${Buffer.alloc(24, 7).toString('base64')}` });
-    await expect(wrong.send({ eventType: 'x' })).rejects.toMatchObject({ name: 'AgentPlatformError', status: 401, code: 'signature_invalid' });
+    await expect(wrong.send({ eventType: 'x' })).rejects.toMatchObject({
+      name: 'AgentPlatformError',
+      status: 401,
+      code: 'signature_invalid',
+    });
     await expect(clientFor(setup, { scheme: 'none' }).send({ eventType: 'x' })).rejects.toBeInstanceOf(AgentPlatformError);
     expect(() => clientFor(setup, { secret: undefined })).toThrow(TypeError);
   });
@@ -71,15 +116,21 @@ describe('sending events against the real server', () => {
     // A proxy in front of the server: the first answer is 429 with Retry-After, the second a 503 after forwarding.
     const proxy = createServer((request, response) => {
       seen.push(Date.now());
-      if (seen.length === 1) return void response.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"error":"slow down","code":"rate_limited"}');
-      const upstream = httpRequest({ host: target.hostname, port: target.port, path: request.url, method: request.method, headers: request.headers }, (answer) => {
-        if (seen.length === 2) {
-          answer.resume();
-          return void response.writeHead(503).end();
-        }
-        response.writeHead(answer.statusCode!, answer.headers);
-        answer.pipe(response);
-      });
+      if (seen.length === 1)
+        return void response
+          .writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' })
+          .end('{"error":"slow down","code":"rate_limited"}');
+      const upstream = httpRequest(
+        { host: target.hostname, port: target.port, path: request.url, method: request.method, headers: request.headers },
+        (answer) => {
+          if (seen.length === 2) {
+            answer.resume();
+            return void response.writeHead(503).end();
+          }
+          response.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(response);
+        },
+      );
       request.pipe(upstream);
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
@@ -91,7 +142,9 @@ describe('sending events against the real server', () => {
       expect(result.outcome).toBe('created');
       expect(seen).toHaveLength(3);
       expect(seen[1]! - seen[0]!).toBeGreaterThanOrEqual(950);
-      const ledger = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger?kind=action`, { token: setup.tenant.token })).json();
+      const ledger = await (
+        await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger?kind=action`, { token: setup.tenant.token })
+      ).json();
       expect(ledger.rows).toHaveLength(1);
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
@@ -105,13 +158,22 @@ describe('verifying real callbacks', () => {
     const endpoint = await addCallback(app, setup, { url: receiver.url('/sdk'), events: ['action.completed'] });
     const sent = await clientFor(setup).send({ eventType: 'order.created', externalId: 'sdk-callback' });
     const actionId = (sent as { actionId: string }).actionId;
-    const [callback] = await eventually('the callback', () => (receiver.forAction(actionId).length > 0 ? receiver.forAction(actionId) : undefined));
+    const [callback] = await eventually('the callback', () =>
+      receiver.forAction(actionId).length > 0 ? receiver.forAction(actionId) : undefined,
+    );
     const event: CallbackEvent = constructEvent(callback!.body, callback!.headers, endpoint.secret);
     if (event.type !== 'action.completed') throw new Error(`unexpected ${event.type}`);
     expect(event.data).toMatchObject({ actionId, status: 'completed', externalId: 'sdk-callback', result: { text: 'done' } });
-    const onlyWh = Object.fromEntries(Object.entries(callback!.headers).filter(([name]) => !name.startsWith('webhook-'))) as Record<string, string>;
+    const onlyWh = Object.fromEntries(Object.entries(callback!.headers).filter(([name]) => !name.startsWith('webhook-'))) as Record<
+      string,
+      string
+    >;
     expect(verify(callback!.body, onlyWh, endpoint.secret)).toBe(true);
-    expect(() => constructEvent(callback!.body.replace('completed', 'failed'), callback!.headers, endpoint.secret)).toThrow(expect.objectContaining({ code: 'invalid_signature' }));
-    expect(() => constructEvent(callback!.body, callback!.headers, endpoint.secret, { nowSeconds: Math.floor(Date.now() / 1000) + 3600 })).toThrow(expect.objectContaining({ code: 'timestamp_too_old' }));
+    expect(() => constructEvent(callback!.body.replace('completed', 'failed'), callback!.headers, endpoint.secret)).toThrow(
+      expect.objectContaining({ code: 'invalid_signature' }),
+    );
+    expect(() =>
+      constructEvent(callback!.body, callback!.headers, endpoint.secret, { nowSeconds: Math.floor(Date.now() / 1000) + 3600 }),
+    ).toThrow(expect.objectContaining({ code: 'timestamp_too_old' }));
   });
 });

@@ -15,16 +15,31 @@ function required(values: Values, ...names: string[]): string[] {
 export type AdminCommand =
   | { kind: 'orgs create'; slug: string; name: string }
   | { kind: 'orgs add-member'; org: string; email: string }
-  | { kind: 'users create'; email: string; password: string; role: 'Admin' | 'Guest'; org?: string; username?: string; firstName: string | null; lastName: string | null }
+  | {
+      kind: 'users create';
+      email: string;
+      password: string;
+      role: 'Admin' | 'Guest';
+      org?: string;
+      username?: string;
+      firstName: string | null;
+      lastName: string | null;
+    }
   | { kind: 'users set-password'; email: string; password: string };
 
 /** An admin command's arguments, checked before anything opens the database; a UsageError says what is wrong. */
 export function parseAdminCommand(args: string[]): AdminCommand {
   const [group, action, ...rest] = args;
   const options = {
-    slug: { type: 'string' }, name: { type: 'string' }, org: { type: 'string' }, email: { type: 'string' },
-    password: { type: 'string' }, role: { type: 'string' }, username: { type: 'string' },
-    'first-name': { type: 'string' }, 'last-name': { type: 'string' },
+    slug: { type: 'string' },
+    name: { type: 'string' },
+    org: { type: 'string' },
+    email: { type: 'string' },
+    password: { type: 'string' },
+    role: { type: 'string' },
+    username: { type: 'string' },
+    'first-name': { type: 'string' },
+    'last-name': { type: 'string' },
   } as const;
   let values: Values;
   try {
@@ -45,8 +60,14 @@ export function parseAdminCommand(args: string[]): AdminCommand {
       const [email, password, role] = required(values, 'email', 'password', 'role');
       if (role !== 'Admin' && role !== 'Guest') throw new UsageError('--role must be Admin or Guest');
       return {
-        kind: 'users create', email: email!, password: password!, role, org: values.org,
-        username: values.username, firstName: values['first-name'] ?? null, lastName: values['last-name'] ?? null,
+        kind: 'users create',
+        email: email!,
+        password: password!,
+        role,
+        org: values.org,
+        username: values.username,
+        firstName: values['first-name'] ?? null,
+        lastName: values['last-name'] ?? null,
       };
     }
     case 'users set-password': {
@@ -74,8 +95,13 @@ export async function runAdminCommand(container: Container, args: string[]): Pro
       // Check the org first, so a typo does not leave a user created outside it.
       if (command.org && !(await orgs.find(command.org))) throw new AppError('not_found', `No organization ${command.org}`);
       const user = await users.create({
-        email: command.email, password: command.password, role: command.role, provider: 'credentials',
-        username: command.username, firstName: command.firstName, lastName: command.lastName,
+        email: command.email,
+        password: command.password,
+        role: command.role,
+        provider: 'credentials',
+        username: command.username,
+        firstName: command.firstName,
+        lastName: command.lastName,
       });
       if (command.org) await orgs.addMember(command.org, user.email);
       return `Created ${command.role} ${user.email} (${user.id})${command.org ? ` in ${command.org}` : ''}`;
@@ -88,4 +114,3 @@ export async function runAdminCommand(container: Container, args: string[]): Pro
     }
   }
 }
-

@@ -66,7 +66,10 @@ export function sendToAdminSocket(path: string, args: string[]): Promise<AdminRe
 export function adminSocketAnswers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection(path);
-    socket.on('connect', () => (socket.destroy(), resolve(true)));
+    socket.on('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.on('error', () => resolve(false));
   });
 }

@@ -50,7 +50,9 @@ function toAppError(error: FastifyError): AppError | undefined {
   if (error instanceof AppError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const problems = error.validation.map((issue) => `${error.validationContext}${issue.instancePath || ''}: ${issue.message}`);
-    return new AppError('validation_failed', problems.join('; '), { details: error.validation.map((issue) => ({ path: `${error.validationContext}${issue.instancePath}`, message: issue.message })) });
+    return new AppError('validation_failed', problems.join('; '), {
+      details: error.validation.map((issue) => ({ path: `${error.validationContext}${issue.instancePath}`, message: issue.message })),
+    });
   }
   const mapped = error.code ? FASTIFY_ERROR_CODES[error.code] : undefined;
   if (mapped) return new AppError(mapped, mapped === 'invalid_json' ? 'Request body is not valid JSON' : error.message);
@@ -84,7 +86,9 @@ export async function buildApp(container: Container) {
   const nextRequestId = () => `req-${(requestCount++).toString(36)}`;
   const ingestFastPath = createIngestFastPath({
     ingest: container.services.ingest,
-    clientIp: trust ? (request: IncomingMessage) => proxyAddr(request, trust) : (request: IncomingMessage) => request.socket.remoteAddress ?? '',
+    clientIp: trust
+      ? (request: IncomingMessage) => proxyAddr(request, trust)
+      : (request: IncomingMessage) => request.socket.remoteAddress ?? '',
     nextRequestId,
     responseHeaders,
     metrics,
@@ -98,21 +102,27 @@ export async function buildApp(container: Container) {
     // HTTP_HEADERS_TIMEOUT_SECONDS for its headers and HTTP_REQUEST_TIMEOUT_SECONDS for its whole
     // request on either path, checked every second: a sender that trickles a body holds nothing long.
     serverFactory: (fastifyHandler, options) => {
-      const server = createServer({
-        ...(options.http as object),
-        headersTimeout: config.http.headersTimeoutMs,
-        requestTimeout: config.http.requestTimeoutMs,
-        connectionsCheckingInterval: 1000,
-      }, (request, response) => {
-        if (!ingestFastPath.serve(request, response)) fastifyHandler(request, response);
-      });
+      const server = createServer(
+        {
+          ...(options.http as object),
+          headersTimeout: config.http.headersTimeoutMs,
+          requestTimeout: config.http.requestTimeoutMs,
+          connectionsCheckingInterval: 1000,
+        },
+        (request, response) => {
+          if (!ingestFastPath.serve(request, response)) fastifyHandler(request, response);
+        },
+      );
       server.keepAliveTimeout = (options as { keepAliveTimeout: number }).keepAliveTimeout;
       return server;
     },
     clientErrorHandler: createClientErrorHandler(responseHeaders),
     // Fastify's own answers for a URL it cannot decode or a parameter over its length, in our body.
-    frameworkErrors: (error, request, reply) => {
-      const appError = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new AppError('not_found', 'Not found') : new AppError('bad_request', 'The URL is not valid: a percent-encoded part is not UTF-8');
+    frameworkErrors: (error, _request, reply) => {
+      const appError =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new AppError('not_found', 'Not found')
+          : new AppError('bad_request', 'The URL is not valid: a percent-encoded part is not UTF-8');
       void (reply as FastifyReply).headers(responseHeaders).status(appError.status).send(appError.toBody());
     },
     bodyLimit: 1024 * 1024,
@@ -160,11 +170,14 @@ export async function buildApp(container: Container) {
     openapi: {
       info: { title: 'Agent Platform API', version: '0.1.0', description: 'Hosts AI agents for organizations.' },
       servers: [{ url: config.apiHost }],
-      tags: [{
-        name: 'callbacks',
-        description: `Signed lifecycle callbacks (schema CallbackEvent). Each delivery is retried ${config.callbacks.retryScheduleMs.map(humanDuration).join(', ')} after a failed `
-          + 'attempt (2xx is success; 410 disables the endpoint), and reaches its endpoint in lifecycle order per action.',
-      }],
+      tags: [
+        {
+          name: 'callbacks',
+          description:
+            `Signed lifecycle callbacks (schema CallbackEvent). Each delivery is retried ${config.callbacks.retryScheduleMs.map(humanDuration).join(', ')} after a failed ` +
+            'attempt (2xx is success; 410 disables the endpoint), and reaches its endpoint in lifecycle order per action.',
+        },
+      ],
       components: {
         securitySchemes: {
           session: { type: 'apiKey', in: 'cookie', name: 'session' },
@@ -184,7 +197,8 @@ export async function buildApp(container: Container) {
     // No body is an empty object: an optional body's schema (with a default) takes it, and a required
     // one says which fields it lacks (Fastify would validate `null`: "expected object, received null").
     if (request.body == null && request.method !== 'GET' && request.method !== 'DELETE') request.body = {};
-    const problem = unstorableText(request.params, 'params') ?? unstorableText(request.query, 'querystring') ?? unstorableText(request.body, 'body');
+    const problem =
+      unstorableText(request.params, 'params') ?? unstorableText(request.query, 'querystring') ?? unstorableText(request.body, 'body');
     if (problem) throw new AppError('validation_failed', problem);
   });
 
@@ -208,22 +222,26 @@ export async function buildApp(container: Container) {
 
   const { services, middlewares } = container;
   await app.register(opsRoutes({ ping: () => container.database.ping(), metrics }));
-  await app.register(authRoutes({
-    auth: services.auth,
-    passwordReset: services.passwordReset,
-    externalAuth: services.externalAuth,
-    userLimits: services.userLimits,
-    middlewares,
-    limits: container.limits,
-    isProduction: config.isProduction,
-  }));
-  await app.register(oauthRoutes({
-    oauth: services.oauth,
-    limits: { codehost: container.limits.codehost, idp: container.limits.idp },
-    redirectUris: { codehost: config.codehost?.redirectUri, idp: config.idp?.redirectUri },
-    appHost: config.appHost,
-    isProduction: config.isProduction,
-  }));
+  await app.register(
+    authRoutes({
+      auth: services.auth,
+      passwordReset: services.passwordReset,
+      externalAuth: services.externalAuth,
+      userLimits: services.userLimits,
+      middlewares,
+      limits: container.limits,
+      isProduction: config.isProduction,
+    }),
+  );
+  await app.register(
+    oauthRoutes({
+      oauth: services.oauth,
+      limits: { codehost: container.limits.codehost, idp: container.limits.idp },
+      redirectUris: { codehost: config.codehost?.redirectUri, idp: config.idp?.redirectUri },
+      appHost: config.appHost,
+      isProduction: config.isProduction,
+    }),
+  );
   await app.register(orgsRoutes({ orgs: services.orgs, middlewares }));
   await app.register(threadsRoutes({ threads: services.threads, middlewares }));
   const { orgAccess } = container;

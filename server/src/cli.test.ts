@@ -1,10 +1,11 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, setCookies } from '../test/helpers/http.ts';
+import { waitForReady } from '../test/helpers/server-process.ts';
 import { createTestDatabaseUrl } from '../test/helpers/test-database.ts';
 
 const CLI = join(import.meta.dirname, 'cli.ts');
@@ -39,97 +40,121 @@ const secondTerminal = (...args: string[]) => {
   return spawnSync(process.execPath, [CLI, ...args], { env: withoutDatabase, encoding: 'utf8', timeout: 60_000 });
 };
 
-async function waitForReady(baseUrl: string, server: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 45_000;
-  while (Date.now() < deadline) {
-    if (server.exitCode !== null) throw new Error(`server exited with ${server.exitCode}`);
-    const ok = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error('server did not become ready');
-}
-
 describe('agent-platform CLI', () => {
-  it('exits non-zero with a message on bad arguments', () => {
-    const cases: Array<[string[], RegExp]> = [
-      [['users', 'create', '--email', 'a@example.com'], /Missing --password, --role/],
-      [['users', 'create', '--email', 'a@example.com', '--password', 'long enough pw', '--role', 'Root'], /--role must be Admin or Guest/],
-      [['users', 'create', '--bogus'], /Unknown option '--bogus'/],
-      [['frobnicate'], /Unknown command: frobnicate/],
-      [['orgs', 'create', '--slug', 'Bad Slug!', '--name', 'x'], /slug must be/],
-      [['users', 'set-password', '--email', 'nobody@example.com', '--password', 'long enough pw'], /No user with email/],
-    ];
-    for (const [args, message] of cases) {
-      const result = cli(...args);
-      expect(result.status, args.join(' ')).not.toBe(0);
-      expect(result.stderr, args.join(' ')).toMatch(message);
-    }
-    expect(cli().status).toBe(1);
-  }, CLI_TEST_TIMEOUT_MS);
-
-  it('creates orgs and users while the server runs, and the created admin can log in; SIGTERM lets an in-flight request finish', async () => {
-    const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const server = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, PORT: String(port), API_HOST: baseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    server.stdout!.on('data', (chunk) => (output += chunk));
-    server.stderr!.on('data', (chunk) => (output += chunk));
-    try {
-      await waitForReady(baseUrl, server);
-      expect(output).toContain('No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme');
-      expect(output).toContain('--role Admin --org acme');
-
-      // Without DATABASE_URL, even when the server runs on PostgreSQL, the command is carried out by the server.
-      const org = secondTerminal('orgs', 'create', '--slug', 'acme', '--name', 'Acme Inc');
-      expect(org.stdout, org.stderr).toMatch(/Created organization acme/);
-      expect(org.stderr).toBe('');
-      if (!env.DATABASE_URL) {
-        // A second process on the same PGlite directory is refused with a reason, not a crash.
-        const second = cli('serve');
-        expect(second.status).toBe(1);
-        expect(second.stderr).toMatch(/Another agent-platform process is serving from/);
+  it(
+    'exits non-zero with a message on bad arguments',
+    () => {
+      const cases: Array<[string[], RegExp]> = [
+        [['users', 'create', '--email', 'a@example.com'], /Missing --password, --role/],
+        [
+          ['users', 'create', '--email', 'a@example.com', '--password', 'long enough pw', '--role', 'Root'],
+          /--role must be Admin or Guest/,
+        ],
+        [['users', 'create', '--bogus'], /Unknown option '--bogus'/],
+        [['frobnicate'], /Unknown command: frobnicate/],
+        [['orgs', 'create', '--slug', 'Bad Slug!', '--name', 'x'], /slug must be/],
+        [['users', 'set-password', '--email', 'nobody@example.com', '--password', 'long enough pw'], /No user with email/],
+      ];
+      for (const [args, message] of cases) {
+        const result = cli(...args);
+        expect(result.status, args.join(' ')).not.toBe(0);
+        expect(result.stderr, args.join(' ')).toMatch(message);
       }
-      const created = secondTerminal('users', 'create', '--email', 'admin@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme', '--first-name', 'Ada');
-      expect(created.status, created.stderr).toBe(0);
-      expect(created.stdout).toMatch(/Created Admin admin@acme.example/);
-      const duplicate = cli('users', 'create', '--email', 'admin@acme.example', '--password', 'a long password', '--role', 'Admin');
-      expect(duplicate.status).toBe(1);
-      expect(duplicate.stderr).toMatch(/already exists/);
-      expect(cli('users', 'create', '--email', 'g@acme.example', '--password', 'a long password', '--role', 'Guest', '--org', 'nope').status).toBe(1);
-      expect(cli('users', 'set-password', '--email', 'admin@acme.example', '--password', 'an even longer password').status).toBe(0);
+      expect(cli().status).toBe(1);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
 
-      const login = await fetch(`${baseUrl}/auth/login/credentials`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' }),
+  it(
+    'creates orgs and users while the server runs, and the created admin can log in; SIGTERM lets an in-flight request finish',
+    async () => {
+      const port = await freePort();
+      const baseUrl = `http://127.0.0.1:${port}`;
+      const server = spawn(process.execPath, [CLI, 'serve'], {
+        env: { ...env, PORT: String(port), API_HOST: baseUrl },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-      expect(login.status).toBe(200);
-      const token = setCookies(login).get('session')!.value;
-      const members = await fetch(`${baseUrl}/orgs/acme/members`, { headers: { authorization: `Bearer ${token}` } });
-      expect(((await members.json()) as { members: Array<{ email: string }> }).members[0]!.email).toBe('admin@acme.example');
+      let output = '';
+      server.stdout!.on('data', (chunk) => (output += chunk));
+      server.stderr!.on('data', (chunk) => (output += chunk));
+      try {
+        await waitForReady(baseUrl, server);
+        expect(output).toContain('No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme');
+        expect(output).toContain('--role Admin --org acme');
 
-      // A request whose body is still arriving when SIGTERM comes is answered before the process exits.
-      const body = JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' });
-      const inFlight = new Promise<number>((resolve, reject) => {
-        const req = httpRequest(`${baseUrl}/auth/login/credentials`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          res.resume();
-          resolve(res.statusCode!);
+        // Without DATABASE_URL, even when the server runs on PostgreSQL, the command is carried out by the server.
+        const org = secondTerminal('orgs', 'create', '--slug', 'acme', '--name', 'Acme Inc');
+        expect(org.stdout, org.stderr).toMatch(/Created organization acme/);
+        expect(org.stderr).toBe('');
+        if (!env.DATABASE_URL) {
+          // A second process on the same PGlite directory is refused with a reason, not a crash.
+          const second = cli('serve');
+          expect(second.status).toBe(1);
+          expect(second.stderr).toMatch(/Another agent-platform process is serving from/);
+        }
+        const created = secondTerminal(
+          'users',
+          'create',
+          '--email',
+          'admin@acme.example',
+          '--password',
+          'a long password',
+          '--role',
+          'Admin',
+          '--org',
+          'acme',
+          '--first-name',
+          'Ada',
+        );
+        expect(created.status, created.stderr).toBe(0);
+        expect(created.stdout).toMatch(/Created Admin admin@acme.example/);
+        const duplicate = cli('users', 'create', '--email', 'admin@acme.example', '--password', 'a long password', '--role', 'Admin');
+        expect(duplicate.status).toBe(1);
+        expect(duplicate.stderr).toMatch(/already exists/);
+        expect(
+          cli('users', 'create', '--email', 'g@acme.example', '--password', 'a long password', '--role', 'Guest', '--org', 'nope').status,
+        ).toBe(1);
+        expect(cli('users', 'set-password', '--email', 'admin@acme.example', '--password', 'an even longer password').status).toBe(0);
+
+        const login = await fetch(`${baseUrl}/auth/login/credentials`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' }),
         });
-        req.on('error', reject);
-        req.write(body.slice(0, 10));
-        setTimeout(() => {
-          server.kill('SIGTERM');
-          setTimeout(() => req.end(body.slice(10)), 300);
-        }, 300);
-      });
-      expect(await inFlight).toBe(200);
-      const exitCode = await new Promise<number | null>((resolve) => (server.exitCode !== null ? resolve(server.exitCode) : server.once('exit', resolve)));
-      expect(exitCode).toBe(0);
-      expect(output).toContain('shutting down');
-      expect(output).not.toContain('an even longer password');
-    } finally {
-      if (server.exitCode === null) server.kill('SIGKILL');
-    }
-  }, CLI_TEST_TIMEOUT_MS);
+        expect(login.status).toBe(200);
+        const token = setCookies(login).get('session')!.value;
+        const members = await fetch(`${baseUrl}/orgs/acme/members`, { headers: { authorization: `Bearer ${token}` } });
+        expect(((await members.json()) as { members: Array<{ email: string }> }).members[0]!.email).toBe('admin@acme.example');
+
+        // A request whose body is still arriving when SIGTERM comes is answered before the process exits.
+        const body = JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' });
+        const inFlight = new Promise<number>((resolve, reject) => {
+          const req = httpRequest(
+            `${baseUrl}/auth/login/credentials`,
+            { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode!);
+            },
+          );
+          req.on('error', reject);
+          req.write(body.slice(0, 10));
+          setTimeout(() => {
+            server.kill('SIGTERM');
+            setTimeout(() => req.end(body.slice(10)), 300);
+          }, 300);
+        });
+        expect(await inFlight).toBe(200);
+        const exitCode = await new Promise<number | null>((resolve) =>
+          server.exitCode !== null ? resolve(server.exitCode) : server.once('exit', resolve),
+        );
+        expect(exitCode).toBe(0);
+        expect(output).toContain('shutting down');
+        expect(output).not.toContain('an even longer password');
+      } finally {
+        if (server.exitCode === null) server.kill('SIGKILL');
+      }
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
 });

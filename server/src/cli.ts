@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
 import { AppError } from './lib/errors.ts';
 import { adminSocketAnswers, adminSocketPath, sendToAdminSocket, startAdminSocket } from './admin-socket.ts';
@@ -28,7 +27,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig();
   // Embedded PGlite allows one process per data directory; a second one would corrupt it.
-  if (['serve', 'worker', 'migrate'].includes(command) && !config.databaseUrl && (await adminSocketAnswers(adminSocketPath(config.dataDir)))) {
+  if (
+    ['serve', 'worker', 'migrate'].includes(command) &&
+    !config.databaseUrl &&
+    (await adminSocketAnswers(adminSocketPath(config.dataDir)))
+  ) {
     throw new ConfigError(
       `Another agent-platform process is serving from ${config.dataDir}. Embedded PGlite allows one process per data directory: ` +
         'stop that one, or set DATABASE_URL to run several processes on PostgreSQL.',
@@ -66,8 +69,8 @@ async function main(argv: string[]): Promise<number> {
           return forwarded.ok ? 0 : 1;
         }
         process.stderr.write(
-          `No agent-platform server is running from ${config.dataDir}: writing to its embedded PGlite database. `
-            + 'To reach a server on PostgreSQL, run this with its DATABASE_URL (or with its DATA_DIR while it runs).\n',
+          `No agent-platform server is running from ${config.dataDir}: writing to its embedded PGlite database. ` +
+            'To reach a server on PostgreSQL, run this with its DATABASE_URL (or with its DATA_DIR while it runs).\n',
         );
       }
       const { createContainer } = await service();

@@ -8,8 +8,15 @@ describe('loadConfig', () => {
   it('stops production start-up naming each missing required variable', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_MASTER_KEY, APP_HOST, API_HOST/);
-    expect(() => loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example' })).toThrow(/variable API_HOST/);
-    const config = loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example/', API_HOST: 'https://api.example' });
+    expect(() => loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example' })).toThrow(
+      /variable API_HOST/,
+    );
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      ENCRYPTION_MASTER_KEY: 'k'.repeat(32),
+      APP_HOST: 'https://app.example/',
+      API_HOST: 'https://api.example',
+    });
     expect(config.isProduction).toBe(true);
     expect(config.host).toBe('0.0.0.0');
     expect(config.appHost).toBe('https://app.example');

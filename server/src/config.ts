@@ -29,7 +29,11 @@ const envSchema = z.object({
   HTTP_REQUEST_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
   /** Ingest bodies being received at once, at most; past it a post gets 503 at once (slow senders cannot hold the memory). */
   /** A webhook message id answers a retry of its event this long (Svix retries for about 28 hours). */
-  WEBHOOK_MESSAGE_ID_RETENTION_HOURS: z.coerce.number().positive().max(24 * 90).default(48),
+  WEBHOOK_MESSAGE_ID_RETENTION_HOURS: z.coerce
+    .number()
+    .positive()
+    .max(24 * 90)
+    .default(48),
   INGEST_MAX_PENDING_BODIES: positiveInt.max(100_000).default(512),
 
   CODEHOST_CLIENT_ID: optionalString,
@@ -81,7 +85,10 @@ const envSchema = z.object({
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
   CALLBACK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
   /** Seconds between attempts after the first (Svix's schedule); one more entry, one more attempt. */
-  CALLBACK_RETRY_SCHEDULE: z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated seconds').default('5,300,1800,7200,18000,36000,36000'),
+  CALLBACK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated seconds')
+    .default('5,300,1800,7200,18000,36000,36000'),
   CALLBACK_CONCURRENCY: positiveInt.max(5000).default(500),
   /** How long a user's limits from their external auth provider (getUserLimits) are reused. */
   USER_LIMITS_CACHE_SECONDS: z.coerce.number().min(0).max(3600).default(60),
@@ -105,7 +112,10 @@ function parseTrustProxy(value: string | undefined): boolean | number | string[]
   if (value === undefined || value === 'false') return false;
   if (value === 'true') return true;
   if (/^\d+$/.test(value)) return Number(value);
-  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
 }
 
 /** In development the first start creates a master key under the data directory and reuses it. */
@@ -133,7 +143,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (isProduction) {
     const missing = (['ENCRYPTION_MASTER_KEY', 'APP_HOST', 'API_HOST'] as const).filter((name) => !e[name]);
     if (missing.length > 0) {
-      throw new ConfigError(`Missing required environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (required when NODE_ENV=production)`);
+      throw new ConfigError(
+        `Missing required environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (required when NODE_ENV=production)`,
+      );
     }
   }
   const notices: string[] = [];
@@ -157,48 +169,57 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: e.LOG_LEVEL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     runWorkers: e.RUN_WORKERS,
-    http: { headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000, requestTimeoutMs: Math.max(e.HTTP_REQUEST_TIMEOUT_SECONDS, e.HTTP_HEADERS_TIMEOUT_SECONDS) * 1000 },
-    codehost: e.CODEHOST_CLIENT_ID && e.CODEHOST_CLIENT_SECRET
-      ? {
-        clientId: e.CODEHOST_CLIENT_ID,
-        clientSecret: e.CODEHOST_CLIENT_SECRET,
-        authorizeUrl: e.CODEHOST_AUTHORIZE_URL,
-        tokenUrl: e.CODEHOST_TOKEN_URL,
-        apiUrl: e.CODEHOST_API_URL.replace(/\/$/, ''),
-        redirectUri: `${apiHost}/auth/codehost/callback`,
-      }
-      : null,
-    idp: e.IDP_CLIENT_ID && e.IDP_CLIENT_SECRET
-      ? {
-        clientId: e.IDP_CLIENT_ID,
-        clientSecret: e.IDP_CLIENT_SECRET,
-        issuer: e.IDP_ISSUER,
-        scopes: e.IDP_SCOPES,
-        redirectUri: `${apiHost}/auth/idp/callback`,
-      }
-      : null,
+    http: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
+      requestTimeoutMs: Math.max(e.HTTP_REQUEST_TIMEOUT_SECONDS, e.HTTP_HEADERS_TIMEOUT_SECONDS) * 1000,
+    },
+    codehost:
+      e.CODEHOST_CLIENT_ID && e.CODEHOST_CLIENT_SECRET
+        ? {
+            clientId: e.CODEHOST_CLIENT_ID,
+            clientSecret: e.CODEHOST_CLIENT_SECRET,
+            authorizeUrl: e.CODEHOST_AUTHORIZE_URL,
+            tokenUrl: e.CODEHOST_TOKEN_URL,
+            apiUrl: e.CODEHOST_API_URL.replace(/\/$/, ''),
+            redirectUri: `${apiHost}/auth/codehost/callback`,
+          }
+        : null,
+    idp:
+      e.IDP_CLIENT_ID && e.IDP_CLIENT_SECRET
+        ? {
+            clientId: e.IDP_CLIENT_ID,
+            clientSecret: e.IDP_CLIENT_SECRET,
+            issuer: e.IDP_ISSUER,
+            scopes: e.IDP_SCOPES,
+            redirectUri: `${apiHost}/auth/idp/callback`,
+          }
+        : null,
     externalAuth: {
       defaultProvider: e.EXTERNAL_AUTH_DEFAULT_PROVIDER,
       jwt: e.EXTERNAL_JWT_JWKS_URL
         ? {
-          name: e.EXTERNAL_JWT_PROVIDER_NAME,
-          issuer: e.EXTERNAL_JWT_ISSUER,
-          jwksUrl: e.EXTERNAL_JWT_JWKS_URL,
-          audience: e.EXTERNAL_JWT_AUDIENCE,
-          claims: {
-            userId: e.EXTERNAL_JWT_USER_ID_CLAIM,
-            email: e.EXTERNAL_JWT_EMAIL_CLAIM,
-            firstName: e.EXTERNAL_JWT_FIRST_NAME_CLAIM,
-            lastName: e.EXTERNAL_JWT_LAST_NAME_CLAIM,
-            isAdmin: e.EXTERNAL_JWT_ADMIN_CLAIM,
-          },
-        }
+            name: e.EXTERNAL_JWT_PROVIDER_NAME,
+            issuer: e.EXTERNAL_JWT_ISSUER,
+            jwksUrl: e.EXTERNAL_JWT_JWKS_URL,
+            audience: e.EXTERNAL_JWT_AUDIENCE,
+            claims: {
+              userId: e.EXTERNAL_JWT_USER_ID_CLAIM,
+              email: e.EXTERNAL_JWT_EMAIL_CLAIM,
+              firstName: e.EXTERNAL_JWT_FIRST_NAME_CLAIM,
+              lastName: e.EXTERNAL_JWT_LAST_NAME_CLAIM,
+              isAdmin: e.EXTERNAL_JWT_ADMIN_CLAIM,
+            },
+          }
         : null,
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     passwordHashCost: e.PASSWORD_HASH_COST,
-    rateLimit: { redisUrl: e.RATE_LIMIT_REDIS_URL, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE, webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE },
+    rateLimit: {
+      redisUrl: e.RATE_LIMIT_REDIS_URL,
+      authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE,
+      webhookIpPerMinute: e.WEBHOOK_IP_RATE_LIMIT_PER_MINUTE,
+    },
     ingestWriteConcurrency: e.INGEST_WRITE_CONCURRENCY,
     ingestMaxPendingBodies: e.INGEST_MAX_PENDING_BODIES,
     messageIdRetentionMs: e.WEBHOOK_MESSAGE_ID_RETENTION_HOURS * 60 * 60 * 1000,
@@ -222,7 +243,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       renderTimeoutMs: e.DOCUMENT_RENDER_TIMEOUT_SECONDS * 1000,
       renderThreads: e.DOCUMENT_RENDER_THREADS ?? Math.min(4, Math.max(1, availableParallelism() - 1)),
     },
-    toolModules: (e.TOOL_MODULES ?? '').split(',').map((path) => path.trim()).filter(Boolean).map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
+    toolModules: (e.TOOL_MODULES ?? '')
+      .split(',')
+      .map((path) => path.trim())
+      .filter(Boolean)
+      .map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
     notices: Object.freeze(notices),
   });
 }

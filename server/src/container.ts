@@ -101,7 +101,14 @@ export async function createContainer(config: Config, options: ContainerOptions 
         ...(config.idp ? { idp: createIdpProvider(config.idp) } : {}),
       },
     }),
-    externalAuth: createExternalAuthService({ db, registry: externalAuthRegistry, users, sessions, box, defaultProvider: config.externalAuth.defaultProvider }),
+    externalAuth: createExternalAuthService({
+      db,
+      registry: externalAuthRegistry,
+      users,
+      sessions,
+      box,
+      defaultProvider: config.externalAuth.defaultProvider,
+    }),
     userLimits: createUserLimitsService({ db, registry: externalAuthRegistry, box, clock, logger, ...config.userLimits }),
     orgs: createOrgsService({ db }),
     threads: createThreadsService({ db }),
@@ -113,17 +120,37 @@ export async function createContainer(config: Config, options: ContainerOptions 
   // After a transition that may have written callbacks commits: the dispatchers wake up.
   const announce = () => bus.signal(BUS_TOPICS.callbacks);
   const callbacks = createCallbacksService({
-    db, box, clock, allowPrivateNetworks: config.callbacks.allowPrivateNetworks, announce,
+    db,
+    box,
+    clock,
+    allowPrivateNetworks: config.callbacks.allowPrivateNetworks,
+    announce,
   });
   const httpAgents = createGuardedHttpAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
   const dispatcher = createCallbackDispatcher({
-    db, bus, metrics, logger, clock, httpAgents, decrypt: (encrypted) => box.decrypt(encrypted),
-    options: { concurrency: config.callbacks.concurrency, timeoutMs: config.callbacks.timeoutMs, retryScheduleMs: config.callbacks.retryScheduleMs },
+    db,
+    bus,
+    metrics,
+    logger,
+    clock,
+    httpAgents,
+    decrypt: (encrypted) => box.decrypt(encrypted),
+    options: {
+      concurrency: config.callbacks.concurrency,
+      timeoutMs: config.callbacks.timeoutMs,
+      retryScheduleMs: config.callbacks.retryScheduleMs,
+    },
   });
 
   const ingestCache = createIngestCache({ db, box, bus, clock });
   const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
-  const writer = createDeliveryWriter({ db, jobs, metrics, clock, maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency });
+  const writer = createDeliveryWriter({
+    db,
+    jobs,
+    metrics,
+    clock,
+    maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency,
+  });
   const webhooks = createWebhooksService({ db, box, bus, apiHost: config.apiHost, clock });
   // Tools are registered below (and from TOOL_MODULES) before the server takes a request.
   const tools = createToolRegistry();
@@ -131,10 +158,27 @@ export async function createContainer(config: Config, options: ContainerOptions 
     agents: createAgentsService({ db, bus, tools }),
     webhooks,
     ingest: createIngestService({
-      db, cache: ingestCache, pipeline, writer, clock, rateLimiters, metrics, logger,
-      ipLimitPerMinute: config.rateLimit.webhookIpPerMinute, maxPendingBodies: config.ingestMaxPendingBodies,
+      db,
+      cache: ingestCache,
+      pipeline,
+      writer,
+      clock,
+      rateLimiters,
+      metrics,
+      logger,
+      ipLimitPerMinute: config.rateLimit.webhookIpPerMinute,
+      maxPendingBodies: config.ingestMaxPendingBodies,
     }),
-    deliveries: createDeliveriesService({ db, cache: ingestCache, pipeline, writer, clock, logger, metrics, messageIdRetentionMs: config.messageIdRetentionMs }),
+    deliveries: createDeliveriesService({
+      db,
+      cache: ingestCache,
+      pipeline,
+      writer,
+      clock,
+      logger,
+      metrics,
+      messageIdRetentionMs: config.messageIdRetentionMs,
+    }),
     ledger: createLedgerService({ db, callbacks }),
     sendTest: createSendTest({ db, webhooks, cache: ingestCache, pipeline, writer }),
     callbacks,
@@ -145,10 +189,21 @@ export async function createContainer(config: Config, options: ContainerOptions 
   tools.register(generateDocumentTool(documents));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
-    db, jobs, tools, logger, clock, announce, userLimits: services.userLimits,
+    db,
+    jobs,
+    tools,
+    logger,
+    clock,
+    announce,
+    userLimits: services.userLimits,
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,
-    limits: { maxSteps: config.actions.maxSteps, leaseMs: config.actions.leaseMs, modelTimeoutMs: config.model.timeoutMs, modelMaxRetries: config.model.maxRetries },
+    limits: {
+      maxSteps: config.actions.maxSteps,
+      leaseMs: config.actions.leaseMs,
+      modelTimeoutMs: config.model.timeoutMs,
+      modelMaxRetries: config.model.maxRetries,
+    },
   });
   const recovery = createRunRecovery({ db, jobs, clock, leaseMs: config.actions.leaseMs });
   const agentServices = {
@@ -196,9 +251,12 @@ export async function createContainer(config: Config, options: ContainerOptions 
         // Actions a stopped process was running resume once their lease lapses.
         await recovery.resumeAbandoned({ includeLive: true });
         // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
-        stalledRunsTimer = setInterval(() => {
-          recovery.handBackStalledRuns().catch((error) => logger.warn({ err: error }, 'could not hand back stalled action runs'));
-        }, Math.max(1000, config.actions.leaseMs / 4));
+        stalledRunsTimer = setInterval(
+          () => {
+            recovery.handBackStalledRuns().catch((error) => logger.warn({ err: error }, 'could not hand back stalled action runs'));
+          },
+          Math.max(1000, config.actions.leaseMs / 4),
+        );
         stalledRunsTimer.unref();
         dispatcher.start();
       }

@@ -40,11 +40,13 @@ export async function serve(config: Config, hooks: { afterStart?: (container: Co
   onShutdown(container, app, stopExtra);
   await app.listen({ host: config.host, port: config.port });
   const where = container.database.kind === 'pglite' ? `PGlite in ${config.dataDir}/pglite` : 'PostgreSQL';
-  container.logger.info(`Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`);
+  container.logger.info(
+    `Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`,
+  );
   if ((await container.services.users.count()) === 0) {
     container.logger.warn(
-      'No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme --name "Acme", then '
-        + "npm run cli -- users create --email admin@example.com --password 'a long password' --role Admin --org acme",
+      'No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme --name "Acme", then ' +
+        "npm run cli -- users create --email admin@example.com --password 'a long password' --role Admin --org acme",
     );
   }
   return { container, app };

@@ -18,7 +18,10 @@ beforeAll(async () => {
   tenant = await createTenant(app);
   spec = await (await app.request('GET', '/openapi.json')).json();
   operations = Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-    Object.entries(item).filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method)).map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })));
+    Object.entries(item)
+      .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+      .map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })),
+  );
 });
 afterAll(async () => app?.close());
 
@@ -80,19 +83,34 @@ describe('bad input on every route', () => {
         for (const parameter of operation.parameters ?? []) {
           const encoded = BAD_URL_TEXT[kind];
           // A query's invalid UTF-8 decodes to U+FFFD, which is text like any other: only its NUL is bad.
-          const target = parameter.in === 'path'
-            ? fill(path, { name: parameter.name, value: encoded })
-            : parameter.in === 'query' && kind === 'nul' ? `${fill(path)}?${parameter.name}=${encoded}` : undefined;
+          const target =
+            parameter.in === 'path'
+              ? fill(path, { name: parameter.name, value: encoded })
+              : parameter.in === 'query' && kind === 'nul'
+                ? `${fill(path)}?${parameter.name}=${encoded}`
+                : undefined;
           if (!target) continue;
-          await answers.check(`${method} ${path} ${parameter.in} ${parameter.name} (${kind})`, app.request(method, target, { token: tenant.token }));
+          await answers.check(
+            `${method} ${path} ${parameter.in} ${parameter.name} (${kind})`,
+            app.request(method, target, { token: tenant.token }),
+          );
         }
         const properties = Object.keys(bodySchemaOf(operation)?.properties ?? {});
         for (const property of properties) {
-          await answers.check(`${method} ${path} body.${property} (${kind})`, app.request(method, fill(path), { token: tenant.token, body: { [property]: value } }));
+          await answers.check(
+            `${method} ${path} body.${property} (${kind})`,
+            app.request(method, fill(path), { token: tenant.token, body: { [property]: value } }),
+          );
         }
         if (operation.requestBody) {
-          await answers.check(`${method} ${path} body key (${kind})`, app.request(method, fill(path), { token: tenant.token, body: { [value]: 'x' } }));
-          await answers.check(`${method} ${path} deep body`, app.request(method, fill(path), { token: tenant.token, body: deeplyNested(properties[0] ?? 'data') }));
+          await answers.check(
+            `${method} ${path} body key (${kind})`,
+            app.request(method, fill(path), { token: tenant.token, body: { [value]: 'x' } }),
+          );
+          await answers.check(
+            `${method} ${path} deep body`,
+            app.request(method, fill(path), { token: tenant.token, body: deeplyNested(properties[0] ?? 'data') }),
+          );
         }
       }
     }
@@ -104,13 +122,21 @@ describe('bad input on every route', () => {
     const answers = collector();
     for (const { method, path, operation } of operations) {
       const takesCursor = (operation.parameters ?? []).some((parameter: any) => parameter.in === 'query' && parameter.name === 'cursor');
-      const instantFields = Object.entries(bodySchemaOf(operation)?.properties ?? {}).filter(([, schema]: [string, any]) => schema.format === 'date-time').map(([name]) => name);
+      const instantFields = Object.entries(bodySchemaOf(operation)?.properties ?? {})
+        .filter(([, schema]: [string, any]) => schema.format === 'date-time')
+        .map(([name]) => name);
       for (const instant of EXTREME_INSTANTS) {
         if (takesCursor) {
-          await answers.check(`${method} ${path} cursor at ${instant}`, app.request(method, `${fill(path)}?cursor=${cursorAt(instant)}`, { token: tenant.token }));
+          await answers.check(
+            `${method} ${path} cursor at ${instant}`,
+            app.request(method, `${fill(path)}?cursor=${cursorAt(instant)}`, { token: tenant.token }),
+          );
         }
         for (const field of instantFields) {
-          await answers.check(`${method} ${path} body.${field} = ${instant}`, app.request(method, fill(path), { token: tenant.token, body: { [field]: instant } }));
+          await answers.check(
+            `${method} ${path} body.${field} = ${instant}`,
+            app.request(method, fill(path), { token: tenant.token, body: { [field]: instant } }),
+          );
         }
       }
     }

@@ -61,7 +61,10 @@ describe('features', () => {
   it('import one another without a cycle', () => {
     const graph = featureGraph();
     const loops = cycles(graph).map((loop) =>
-      loop.slice(1).map((to, index) => `${loop[index]} -> ${to} (${graph.get(loop[index]!)!.get(to)})`).join(', '),
+      loop
+        .slice(1)
+        .map((to, index) => `${loop[index]} -> ${to} (${graph.get(loop[index]!)!.get(to)})`)
+        .join(', '),
     );
     expect(loops).toEqual([]);
   });

@@ -12,12 +12,21 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-const operations = () => Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation })));
+const operations = () =>
+  Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, operation]) => ({ path, method, operation })),
+  );
 
 describe('the OpenAPI document', () => {
   it("passes Redocly's recommended rules with no error", async () => {
-    const problems = await lintFromString({ source: JSON.stringify(spec), absoluteRef: 'openapi.json', config: await createConfig({ extends: ['recommended'] }) });
-    const errors = problems.filter((problem) => problem.severity === 'error').map((problem) => `${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer}`);
+    const problems = await lintFromString({
+      source: JSON.stringify(spec),
+      absoluteRef: 'openapi.json',
+      config: await createConfig({ extends: ['recommended'] }),
+    });
+    const errors = problems
+      .filter((problem) => problem.severity === 'error')
+      .map((problem) => `${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer}`);
     expect(errors).toEqual([]);
   });
 
@@ -31,7 +40,9 @@ describe('the OpenAPI document', () => {
     }
     // Error bodies: the closed set of codes, so that a client can switch on them.
     expect(spec.components.schemas.Error.properties.code.enum).toEqual(Object.keys(ERROR_STATUS));
-    expect(spec.paths['/orgs/{org}/documents/{documentId}'].get.responses['200'].content).toEqual({ 'application/pdf': { schema: { type: 'string', format: 'binary' } } });
+    expect(spec.paths['/orgs/{org}/documents/{documentId}'].get.responses['200'].content).toEqual({
+      'application/pdf': { schema: { type: 'string', format: 'binary' } },
+    });
   });
 });
 

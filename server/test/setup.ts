@@ -7,7 +7,8 @@ import net from 'node:net';
  * fetch is checked by URL, and every TCP connection (node:http, node:net, pg, undici) by its host.
  */
 const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(\.\d{1,3}){3})$/;
-const refuse = (target: string) => new Error(`Unexpected outbound connection to ${target} during a test; only loopback servers are allowed`);
+const refuse = (target: string) =>
+  new Error(`Unexpected outbound connection to ${target} during a test; only loopback servers are allowed`);
 
 const realFetch = globalThis.fetch;
 globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {

@@ -11,7 +11,10 @@ import { postEvent, setupWebhook } from './helpers/webhooks.ts';
  */
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ HTTP_HEADERS_TIMEOUT_SECONDS: '1', HTTP_REQUEST_TIMEOUT_SECONDS: '2', INGEST_MAX_PENDING_BODIES: '2' }, { workers: false });
+  app = await startTestApp(
+    { HTTP_HEADERS_TIMEOUT_SECONDS: '1', HTTP_REQUEST_TIMEOUT_SECONDS: '2', INGEST_MAX_PENDING_BODIES: '2' },
+    { workers: false },
+  );
 });
 afterAll(async () => app?.close());
 
@@ -45,7 +48,10 @@ const bodyOf = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') 
 describe('slow clients', () => {
   it('a body trickled to an ingest URL gets 408 once HTTP_REQUEST_TIMEOUT_SECONDS pass', async () => {
     const setup = await setupWebhook(app);
-    const { answer } = trickle(`POST ${setup.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`, ' ');
+    const { answer } = trickle(
+      `POST ${setup.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+      ' ',
+    );
     const { text, afterMs } = await answer;
     expect(statusOf(text)).toBe(408);
     expect(bodyOf(text)).toEqual({ error: 'The request was not received in time', code: 'request_timeout' });
@@ -54,7 +60,10 @@ describe('slow clients', () => {
   });
 
   it('a body trickled to a Fastify route, and headers trickled to any URL, get 408 too', async () => {
-    const body = trickle('POST /auth/login/credentials HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{', ' ');
+    const body = trickle(
+      'POST /auth/login/credentials HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{',
+      ' ',
+    );
     const headers = trickle('GET /healthz HTTP/1.1\r\nHost: localhost\r\n', 'X');
     for (const { answer } of [body, headers]) {
       const { text } = await answer;
@@ -65,12 +74,19 @@ describe('slow clients', () => {
 
   it('past INGEST_MAX_PENDING_BODIES bodies being received, a post gets 503 at once; once they end, posts are taken again', async () => {
     const setup = await setupWebhook(app);
-    const slow = [0, 1].map(() => trickle(`POST ${setup.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`, ' '));
-    await eventually('both slow bodies being received', async () => ((await app.container.metrics.ingestPendingBodies.get()).values[0]?.value === 2 ? true : undefined));
+    const slow = [0, 1].map(() =>
+      trickle(`POST ${setup.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`, ' '),
+    );
+    await eventually('both slow bodies being received', async () =>
+      (await app.container.metrics.ingestPendingBodies.get()).values[0]?.value === 2 ? true : undefined,
+    );
     const refused = await postEvent(app, setup, { eventType: 'x' });
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('1');
-    expect(await refused.json()).toEqual({ error: 'Too many requests are sending their bodies at once; try again shortly', code: 'overloaded' });
+    expect(await refused.json()).toEqual({
+      error: 'Too many requests are sending their bodies at once; try again shortly',
+      code: 'overloaded',
+    });
     for (const { answer } of slow) expect(statusOf((await answer).text)).toBe(408);
     expect((await postEvent(app, setup, { eventType: 'x' })).status).toBe(200);
   });

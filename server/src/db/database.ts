@@ -43,7 +43,13 @@ const camelCase = new CamelCasePlugin({ maintainNestedObjectKeys: true });
 // pg parses timestamptz to Date already; int8 and numeric stay strings unless asked.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: ConstructorOptions, close: () => Promise<void>, url?: string): Database {
+function withCommon(
+  kind: DatabaseKind,
+  db: Kysely<DB>,
+  jobsOptions: ConstructorOptions,
+  close: () => Promise<void>,
+  url?: string,
+): Database {
   return {
     kind,
     db,
@@ -54,7 +60,9 @@ function withCommon(kind: DatabaseKind, db: Kysely<DB>, jobsOptions: Constructor
       const { error, results } = await migrator.migrateToLatest();
       const failed = results?.find((result) => result.status === 'Error');
       if (error || failed) {
-        throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error | undefined)?.message ?? error)}`, { cause: error });
+        throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error | undefined)?.message ?? error)}`, {
+          cause: error,
+        });
       }
     },
     async ping() {
@@ -74,10 +82,16 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   jobsPool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [camelCase] });
   const jobsOptions: ConstructorOptions = { db: { executeSql: (text, values) => jobsPool.query(text, values) } };
-  return withCommon('postgres', db, jobsOptions, async () => {
-    await db.destroy();
-    await jobsPool.end();
-  }, url);
+  return withCommon(
+    'postgres',
+    db,
+    jobsOptions,
+    async () => {
+      await db.destroy();
+      await jobsPool.end();
+    },
+    url,
+  );
 }
 
 async function openPglite(dataDir: string): Promise<Database> {

@@ -46,15 +46,16 @@ class PGliteConnection implements DatabaseConnection {
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     // The extended protocol takes one statement; parameterless SQL (migrations) may hold several.
-    const result = compiledQuery.parameters.length > 0
-      ? await this.pglite.query<R>(compiledQuery.sql, [...compiledQuery.parameters])
-      : ((await this.pglite.exec(compiledQuery.sql)).at(-1) ?? { rows: [], affectedRows: undefined });
+    const result =
+      compiledQuery.parameters.length > 0
+        ? await this.pglite.query<R>(compiledQuery.sql, [...compiledQuery.parameters])
+        : ((await this.pglite.exec(compiledQuery.sql)).at(-1) ?? { rows: [], affectedRows: undefined });
     return result.affectedRows === undefined
       ? { rows: result.rows as R[] }
       : { rows: result.rows as R[], numAffectedRows: BigInt(result.affectedRows) };
   }
 
-  // eslint-disable-next-line require-yield
+  // biome-ignore lint/correctness/useYield: a driver must offer streaming; PGlite has none, so it only throws.
   async *streamQuery(): AsyncIterableIterator<QueryResult<never>> {
     throw new Error('Streaming queries are not supported on PGlite');
   }

@@ -18,9 +18,10 @@ describe('prepared statements', () => {
       await sql`select ${4}::int as once`.execute(trx);
       await sql`select 5 as no_parameters`.execute(trx);
       await sql`select 5 as no_parameters`.execute(trx);
-      const statements = database.kind === 'postgres'
-        ? (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx)).rows
-        : [];
+      const statements =
+        database.kind === 'postgres'
+          ? (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx)).rows
+          : [];
       return { results, statements };
     });
     expect(seen.results).toEqual([2, 4, 6]);
@@ -28,7 +29,7 @@ describe('prepared statements', () => {
     expect(seen.statements.map((statement) => statement.statement)).toEqual(['select $1::int * 2 as twice']);
   });
 
-  it('reports a prepared statement\'s errors like any other', async () => {
+  it("reports a prepared statement's errors like any other", async () => {
     for (let i = 0; i < 3; i++) await expect(sql`select 1 / ${0}::int`.execute(database.db)).rejects.toThrow(/division by zero/);
     expect((await sql<{ ok: number }>`select ${1}::int as ok`.execute(database.db)).rows[0]!.ok).toBe(1);
   });

@@ -37,7 +37,11 @@ export function createStatementNamer(options: { maxStatements?: number } = {}) {
      * type"): that statement fails once, and runs under a new name from then on.
      */
     forgetIfStale(text: string, error: unknown): void {
-      if ((error as { code?: string }).code !== '0A000' || !/cached plan must not change result type/.test(String((error as Error).message))) return;
+      if (
+        (error as { code?: string }).code !== '0A000' ||
+        !/cached plan must not change result type/.test(String((error as Error).message))
+      )
+        return;
       names.delete(text);
       generation++;
     },

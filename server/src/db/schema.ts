@@ -279,7 +279,14 @@ export interface DocumentsTable {
   createdAt: CreatedAt;
 }
 
-export const CALLBACK_EVENT_TYPES = ['action.pending_approval', 'action.approved', 'action.completed', 'action.failed', 'action.rejected', 'action.expired'] as const;
+export const CALLBACK_EVENT_TYPES = [
+  'action.pending_approval',
+  'action.approved',
+  'action.completed',
+  'action.failed',
+  'action.rejected',
+  'action.expired',
+] as const;
 export type CallbackEventType = (typeof CALLBACK_EVENT_TYPES)[number];
 export const CALLBACK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead_lettered'] as const;
 export type CallbackDeliveryStatus = (typeof CALLBACK_DELIVERY_STATUSES)[number];

@@ -21,7 +21,14 @@ export async function captureEmbeddedInsert(boss: Pick<PgBoss, 'insert'>, queue:
   };
   await boss.insert(queue, [{ data: {} }], { db: capturing });
   const parts = captured?.text.split('$1');
-  if (!captured || !/^\s*INSERT INTO/i.test(captured.text) || captured.values?.length !== 1 || parts?.length !== 2 || /\$\d/.test(parts.join(''))) return undefined;
+  if (
+    !captured ||
+    !/^\s*INSERT INTO/i.test(captured.text) ||
+    captured.values?.length !== 1 ||
+    parts?.length !== 2 ||
+    /\$\d/.test(parts.join(''))
+  )
+    return undefined;
   const [before, after] = parts as [string, string];
   const options = JSON.stringify(jobOptions);
 

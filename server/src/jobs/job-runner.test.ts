@@ -10,7 +10,11 @@ beforeAll(async () => {
 afterAll(async () => app?.close());
 
 async function queuedFor(email: string): Promise<number> {
-  const { rows } = await sql<{ count: number }>`select count(*)::int as count from pgboss.job where name = 'auth.password-reset' and data->>'email' = ${email}`.execute(app.container.db);
+  const { rows } = await sql<{
+    count: number;
+  }>`select count(*)::int as count from pgboss.job where name = 'auth.password-reset' and data->>'email' = ${email}`.execute(
+    app.container.db,
+  );
   return rows[0]!.count;
 }
 

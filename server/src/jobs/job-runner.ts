@@ -1,5 +1,6 @@
 import { PgBoss, fromKysely, type Db, type ConstructorOptions } from 'pg-boss';
 import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
 import type { Logger } from 'pino';
 import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
@@ -13,9 +14,9 @@ export interface JobRunner {
   /** Makes this process's worker of a queue fetch now, when a transaction that enqueued `jobs` of its jobs has committed. */
   notify(queue: QueueName, jobs?: number): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
-  enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<any>; startAfter?: Date }): Promise<string | null>;
+  enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<DB>; startAfter?: Date }): Promise<string | null>;
   /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
-  enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<any> }): Promise<void>;
+  enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<DB> }): Promise<void>;
   /** Jobs of a queue that some process fetched over `seconds` ago and has not settled: their holder may be dead. */
   activeLongerThan(queue: QueueName, seconds: number): Promise<StalledJob[]>;
   /** Fails these attempts (only while they are still the active attempt), so that the queue's retry runs them again. */
@@ -33,7 +34,12 @@ export interface StalledJob {
 
 /** The options every job of a queue is inserted with. */
 function jobOptionsOf(queue: QueueName) {
-  const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number };
+  const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as {
+    retryLimit?: number;
+    retryDelay?: number;
+    retryBackoff?: boolean;
+    expireInSeconds?: number;
+  };
   return { retryLimit, retryDelay, retryBackoff, expireInSeconds };
 }
 
@@ -79,7 +85,10 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
             deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
           }
         };
-        pumps.set(name, createQueuePump({ boss, name, concurrency: options.concurrency?.[name] ?? 1, pollMs: 2000, run, logger: deps.logger }));
+        pumps.set(
+          name,
+          createQueuePump({ boss, name, concurrency: options.concurrency?.[name] ?? 1, pollMs: 2000, run, logger: deps.logger }),
+        );
         const cron = (jobQueues[name] as { cron?: string }).cron;
         if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
       }
@@ -108,15 +117,22 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
 
     async activeLongerThan(queue, seconds) {
       // Active jobs are few (at most each worker's concurrency), and the queue name picks the partition.
-      const { rows } = await boss.getDb().executeSql(
-        `select id, retry_count as "retryCount", data from ${schema}.job where name = $1 and state = 'active' and started_on < now() - make_interval(secs => $2)`,
-        [queue, seconds],
-      );
+      const { rows } = await boss
+        .getDb()
+        .executeSql(
+          `select id, retry_count as "retryCount", data from ${schema}.job where name = $1 and state = 'active' and started_on < now() - make_interval(secs => $2)`,
+          [queue, seconds],
+        );
       return rows as StalledJob[];
     },
 
     async handBack(queue, jobs, reason) {
-      if (jobs.length > 0) await boss.fail(queue, jobs.map(({ id, retryCount }) => ({ id, retryCount })), { message: reason });
+      if (jobs.length > 0)
+        await boss.fail(
+          queue,
+          jobs.map(({ id, retryCount }) => ({ id, retryCount })),
+          { message: reason },
+        );
     },
 
     embeddedInsert: (queue) => embeddedInserts.get(queue),

@@ -21,11 +21,12 @@ function controlledHandler() {
   return {
     running,
     most: () => most,
-    run: (job: FetchedJob) => new Promise<void>((resolve, reject) => {
-      running.set((job.data as { key: string }).key, () => resolve());
-      most = Math.max(most, running.size);
-      if ((job.data as { fail?: boolean }).fail) reject(new Error('the handler failed'));
-    }).finally(() => running.delete((job.data as { key: string }).key)),
+    run: (job: FetchedJob) =>
+      new Promise<void>((resolve, reject) => {
+        running.set((job.data as { key: string }).key, () => resolve());
+        most = Math.max(most, running.size);
+        if ((job.data as { fail?: boolean }).fail) reject(new Error('the handler failed'));
+      }).finally(() => running.delete((job.data as { key: string }).key)),
     finish(key: string) {
       const resolve = running.get(key)!;
       running.delete(key);
@@ -48,7 +49,8 @@ describe('queue pump', () => {
         const key = await eventually('a running job', async () => handler.running.keys().next().value);
         handler.finish(key);
       }
-      for (const id of ids) await eventually(`job ${id} completed`, async () => ((await state(name, id!)) === 'completed' ? true : undefined));
+      for (const id of ids)
+        await eventually(`job ${id} completed`, async () => ((await state(name, id!)) === 'completed' ? true : undefined));
       expect(handler.most()).toBe(3);
     } finally {
       await pump.stop(1000);

@@ -62,33 +62,40 @@ export function createQueuePump(deps: {
 
   function start(job: FetchedJob): void {
     running.set(job.id, job);
-    deps.run(job).then(
-      () => {
-        toComplete.push(job);
-        if (toComplete.length === 1) setImmediate(flushCompletions);
-      },
-      (error: unknown) => {
-        const message = error instanceof Error ? error.message : String(error);
-        // Settled in turn with the completions, so that stopping waits for it too.
-        completing = completing.then(() => boss.fail(name, job, { message }).then(
-          () => {},
-          (failure: unknown) => deps.logger.error({ err: failure, queue: name, jobId: job.id }, 'could not record a job failure'),
-        ));
-      },
-    ).finally(() => {
-      running.delete(job.id);
-      if (running.size === 0) idle?.();
-      if (behind) pump();
-    });
+    deps
+      .run(job)
+      .then(
+        () => {
+          toComplete.push(job);
+          if (toComplete.length === 1) setImmediate(flushCompletions);
+        },
+        (error: unknown) => {
+          const message = error instanceof Error ? error.message : String(error);
+          // Settled in turn with the completions, so that stopping waits for it too.
+          completing = completing.then(() =>
+            boss.fail(name, job, { message }).then(
+              () => {},
+              (failure: unknown) => deps.logger.error({ err: failure, queue: name, jobId: job.id }, 'could not record a job failure'),
+            ),
+          );
+        },
+      )
+      .finally(() => {
+        running.delete(job.id);
+        if (running.size === 0) idle?.();
+        if (behind) pump();
+      });
   }
 
   function flushCompletions(): void {
     const jobs = toComplete.splice(0);
     if (jobs.length === 0) return;
-    completing = completing.then(() => boss.complete(name, jobs).then(
-      () => {},
-      (error: unknown) => deps.logger.error({ err: error, queue: name, count: jobs.length }, 'could not record job completions'),
-    ));
+    completing = completing.then(() =>
+      boss.complete(name, jobs).then(
+        () => {},
+        (error: unknown) => deps.logger.error({ err: error, queue: name, count: jobs.length }, 'could not record job completions'),
+      ),
+    );
   }
 
   const timer = setInterval(pump, deps.pollMs);
@@ -111,7 +118,8 @@ export function createQueuePump(deps: {
         });
       }
       const unfinished = [...running.values()];
-      if (unfinished.length > 0) await boss.fail(name, unfinished, { message: 'the worker stopped before the job finished' }).catch(() => {});
+      if (unfinished.length > 0)
+        await boss.fail(name, unfinished, { message: 'the worker stopped before the job finished' }).catch(() => {});
       flushCompletions();
       await completing;
     },

@@ -19,15 +19,17 @@ function clientErrorOf(error: NodeJS.ErrnoException): AppError {
  * malformed HTTP) with the API's error body and headers, then closes the connection.
  */
 export function createClientErrorHandler(responseHeaders: Record<string, string>) {
-  const headerLines = Object.entries(responseHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const headerLines = Object.entries(responseHeaders)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return (error: NodeJS.ErrnoException, socket: Socket): void => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     if (socket.writable) {
       const appError = clientErrorOf(error);
       const body = JSON.stringify(appError.toBody());
       socket.write(
-        `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${headerLines}content-type: application/json; charset=utf-8\r\n`
-        + `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${headerLines}content-type: application/json; charset=utf-8\r\n` +
+          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     }
     socket.destroy();

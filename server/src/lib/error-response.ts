@@ -11,7 +11,11 @@ export interface ErrorResponse {
  * else a 500 whose body tells nothing of the cause, which only the log gets. `appError` is the error
  * as an AppError when the caller knows more ways to map one (Fastify's own errors).
  */
-export function errorResponse(error: unknown, log: { error(object: object, message: string): void }, appError = error instanceof AppError ? error : undefined): ErrorResponse {
+export function errorResponse(
+  error: unknown,
+  log: { error(object: object, message: string): void },
+  appError = error instanceof AppError ? error : undefined,
+): ErrorResponse {
   if (appError) {
     if (appError.status >= 500) log.error({ err: appError.cause ?? appError }, appError.message);
     return { status: appError.status, headers: appError.headers, body: appError.toBody() };

@@ -70,7 +70,13 @@ export function createGuardedHttpAgents(options: { allowPrivateNetworks: boolean
     denyIPAddressList: options.allowPrivateNetworks ? [] : EMBEDS_IPV4,
   };
   const agents = { http: new RequestFilteringHttpAgent(common), https: new RequestFilteringHttpsAgent(common) };
-  return { ...agents, destroy: () => { agents.http.destroy(); agents.https.destroy(); } };
+  return {
+    ...agents,
+    destroy: () => {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
 }
 
 export interface OutboundResponse {
@@ -93,33 +99,37 @@ export function postOnce(
     const target = new URL(url);
     const transport = target.protocol === 'https:' ? https : http;
     const body = Buffer.from(request.body);
-    const req = transport.request(target, {
-      method: 'POST',
-      agent: target.protocol === 'https:' ? agents.https : agents.http,
-      headers: { ...request.headers, 'content-length': String(body.length) },
-      signal: AbortSignal.timeout(request.timeoutMs),
-    }, (res) => {
-      const kept: Buffer[] = [];
-      let keptBytes = 0;
-      let readBytes = 0;
-      res.on('data', (chunk: Buffer) => {
-        readBytes += chunk.length;
-        if (keptBytes < request.keepBodyBytes) {
-          kept.push(chunk.subarray(0, request.keepBodyBytes - keptBytes));
-          keptBytes += Math.min(chunk.length, request.keepBodyBytes - keptBytes);
-        }
-        // A receiver that streams a huge answer loses its connection, not our memory.
-        if (readBytes > MAX_READ_BYTES) res.destroy();
-      });
-      const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
-      res.on('end', done);
-      // Cut off by us (too long an answer: its status stands) or by the deadline or the peer (an error).
-      res.on('close', () => {
-        if (res.complete) return;
-        if (readBytes > MAX_READ_BYTES) done();
-        else reject(new Error(`the answer was cut off${res.errored ? `: ${res.errored.message}` : ''}`));
-      });
-    });
+    const req = transport.request(
+      target,
+      {
+        method: 'POST',
+        agent: target.protocol === 'https:' ? agents.https : agents.http,
+        headers: { ...request.headers, 'content-length': String(body.length) },
+        signal: AbortSignal.timeout(request.timeoutMs),
+      },
+      (res) => {
+        const kept: Buffer[] = [];
+        let keptBytes = 0;
+        let readBytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          readBytes += chunk.length;
+          if (keptBytes < request.keepBodyBytes) {
+            kept.push(chunk.subarray(0, request.keepBodyBytes - keptBytes));
+            keptBytes += Math.min(chunk.length, request.keepBodyBytes - keptBytes);
+          }
+          // A receiver that streams a huge answer loses its connection, not our memory.
+          if (readBytes > MAX_READ_BYTES) res.destroy();
+        });
+        const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
+        res.on('end', done);
+        // Cut off by us (too long an answer: its status stands) or by the deadline or the peer (an error).
+        res.on('close', () => {
+          if (res.complete) return;
+          if (readBytes > MAX_READ_BYTES) done();
+          else reject(new Error(`the answer was cut off${res.errored ? `: ${res.errored.message}` : ''}`));
+        });
+      },
+    );
     req.on('error', (error) => reject(error.name === 'AbortError' ? new Error(`timed out after ${request.timeoutMs / 1000} s`) : error));
     req.end(body);
   });

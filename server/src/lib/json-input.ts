@@ -72,7 +72,8 @@ export function unstorableText(value: unknown, root = 'body', maxDepth = MAX_JSO
     } else if (typeof current === 'object' && current !== null) {
       if (visit.depth >= maxDepth) return `${pathOf(visit)}: nested deeper than ${maxDepth} levels`;
       if (Array.isArray(current)) {
-        for (let index = 0; index < current.length; index++) stack.push({ value: current[index], key: String(index), parent: visit, depth: visit.depth + 1 });
+        for (let index = 0; index < current.length; index++)
+          stack.push({ value: current[index], key: String(index), parent: visit, depth: visit.depth + 1 });
       } else {
         for (const [key, entry] of Object.entries(current)) {
           const problem = textProblem(key);

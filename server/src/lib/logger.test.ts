@@ -11,9 +11,20 @@ describe('log redaction', () => {
 
   it('hides passwords, tokens, secrets and auth headers', () => {
     const lines: string[] = [];
-    const sink = new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) });
+    const sink = new Writable({
+      write: (chunk, _encoding, done) => {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const logger = pino(loggerOptions('info'), sink);
-    logger.info({ body: { password: 'hunter22', token: 'tok-123', secret: 'whsec_x' }, req: { headers: { authorization: 'Bearer abc', cookie: 'session=xyz' } } }, 'hello');
+    logger.info(
+      {
+        body: { password: 'hunter22', token: 'tok-123', secret: 'whsec_x' },
+        req: { headers: { authorization: 'Bearer abc', cookie: 'session=xyz' } },
+      },
+      'hello',
+    );
     const line = lines.join('');
     for (const secret of ['hunter22', 'tok-123', 'whsec_x', 'Bearer abc', 'session=xyz']) expect(line).not.toContain(secret);
     expect(line).toContain('[REDACTED]');
@@ -23,7 +34,12 @@ describe('log redaction', () => {
     const { PGlite } = await import('@electric-sql/pglite');
     const db = new PGlite();
     const lines: string[] = [];
-    const sink = new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) });
+    const sink = new Writable({
+      write: (chunk, _encoding, done) => {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const logger = pino(loggerOptions('info'), sink);
     try {
       // A failing statement whose message does not quote its values (as a constraint's or a cast's may).

@@ -17,7 +17,11 @@ const QUERY_VALUES = ['params', 'parameters', 'queryOptions'];
 /** pino's error serializer, without the values of the query that failed (down the cause chain too). */
 function serializeError(error: unknown): unknown {
   const serialized = stdSerializers.err(error as Error) as unknown as Record<string, unknown>;
-  for (let current: Record<string, unknown> | undefined = serialized; current && typeof current === 'object'; current = current.cause as Record<string, unknown> | undefined) {
+  for (
+    let current: Record<string, unknown> | undefined = serialized;
+    current && typeof current === 'object';
+    current = current.cause as Record<string, unknown> | undefined
+  ) {
     for (const key of QUERY_VALUES) delete current[key];
   }
   return serialized;
@@ -47,7 +51,11 @@ export function loggerOptions(level: string): LoggerOptions {
     serializers: {
       err: serializeError,
       // Method, path and client only: headers (cookies, tokens) never reach the log.
-      req: (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: req.url === undefined ? undefined : redactUrl(req.url), ip: req.ip }),
+      req: (req: { method?: string; url?: string; ip?: string }) => ({
+        method: req.method,
+        url: req.url === undefined ? undefined : redactUrl(req.url),
+        ip: req.ip,
+      }),
     },
   };
 }

@@ -5,18 +5,18 @@ export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpRequests = new Counter({
-      name: 'http_requests_total',
-      help: 'HTTP requests by route and status',
-      labelNames: ['method', 'route', 'status'] as const,
-      registers: [registry],
-    });
+    name: 'http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
   const httpDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request latency by route and status',
-      labelNames: ['method', 'route', 'status'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
-    });
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
   // Label children memoized per (method, route, status): routes are a bounded set, and hashing the
   // label object on every request showed in the session benchmark.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(value: number): void } }>();
@@ -51,7 +51,7 @@ export function createMetrics() {
     }),
     messageIdsKept: new Gauge({
       name: 'webhook_message_ids_kept',
-      help: 'Webhook message ids kept to answer retries (the planner\'s estimate, updated every minute)',
+      help: "Webhook message ids kept to answer retries (the planner's estimate, updated every minute)",
       registers: [registry],
     }),
     ingestBatchSize: new Histogram({

@@ -1,3 +1,4 @@
+// biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document is walked as untyped JSON.
 type Json = Record<string, any>;
 
 /**
@@ -15,14 +16,17 @@ export function finishOpenApiDocument<T extends Json>(document: T): T {
       const binary = operation?.['x-binary-response'];
       if (typeof binary === 'string') {
         delete operation['x-binary-response'];
-        operation.responses = { 200: { description: `The file (${binary})`, content: { [binary]: { schema: { type: 'string', format: 'binary' } } } }, ...operation.responses };
+        operation.responses = {
+          200: { description: `The file (${binary})`, content: { [binary]: { schema: { type: 'string', format: 'binary' } } } },
+          ...operation.responses,
+        };
       }
     }
   }
   const schemas: Json | undefined = document.components?.schemas;
   if (schemas) {
     // Until none is left: an input variant used only by an unused one goes too.
-    for (let dropped = true; dropped;) {
+    for (let dropped = true; dropped; ) {
       dropped = false;
       const text = JSON.stringify(document);
       for (const name of Object.keys(schemas)) {

@@ -12,5 +12,8 @@ export function patchSchema<Shape extends z.ZodRawShape>(schema: z.ZodObject<Sha
   }
   return z
     .object(shape)
-    .refine((value) => Object.values(value).some((entry) => entry !== undefined), 'nothing to change') as unknown as z.ZodType<Partial<z.output<z.ZodObject<Shape>>>, Partial<z.input<z.ZodObject<Shape>>>>;
+    .refine((value) => Object.values(value).some((entry) => entry !== undefined), 'nothing to change') as unknown as z.ZodType<
+    Partial<z.output<z.ZodObject<Shape>>>,
+    Partial<z.input<z.ZodObject<Shape>>>
+  >;
 }

@@ -38,10 +38,7 @@ export interface ProcessBus {
   close(): Promise<void>;
 }
 
-export function createProcessBus(options: {
-  postgresUrl?: string;
-  logger: Logger;
-}): ProcessBus {
+export function createProcessBus(options: { postgresUrl?: string; logger: Logger }): ProcessBus {
   const handlers = new Map<string, Array<(key: string) => void>>();
   const origin = randomUUID();
   const deliver = (topic: string, key: string) => {
@@ -96,8 +93,8 @@ export function createProcessBus(options: {
     await ready;
     await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
   };
-  const notify = (topic: string) => void send(topic, '')
-    .catch((error: unknown) => options.logger.warn({ err: error, topic }, 'could not signal other processes'));
+  const notify = (topic: string) =>
+    void send(topic, '').catch((error: unknown) => options.logger.warn({ err: error, topic }, 'could not signal other processes'));
   const openWindow = (topic: string) => {
     const window: { timer?: NodeJS.Timeout; again: boolean } = { again: false };
     signalWindows.set(topic, window);

@@ -38,7 +38,10 @@ describe.runIf(available)('rate limits shared through Redis', () => {
     // A client address of its own, so parallel runs sharing this Redis do not meet.
     const ip = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
     const login = (app: TestApp) =>
-      app.request('POST', '/auth/login/credentials', { body: { email: 'nobody@example.com', password: 'wrong password' }, headers: { 'x-forwarded-for': ip } });
+      app.request('POST', '/auth/login/credentials', {
+        body: { email: 'nobody@example.com', password: 'wrong password' },
+        headers: { 'x-forwarded-for': ip },
+      });
     const statuses: number[] = [];
     for (let i = 0; i < 10; i++) statuses.push((await login(i % 2 === 0 ? first : second)).status);
     expect(statuses.every((status) => status === 401)).toBe(true);
@@ -53,7 +56,9 @@ describe.runIf(available)('rate limits shared through Redis', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) {
       const ip = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
-      statuses.push((await postEvent(i % 2 === 0 ? first : second, setup, { eventType: 'x' }, { headers: { 'x-forwarded-for': ip } })).status);
+      statuses.push(
+        (await postEvent(i % 2 === 0 ? first : second, setup, { eventType: 'x' }, { headers: { 'x-forwarded-for': ip } })).status,
+      );
     }
     expect(statuses).toEqual([200, 200, 200, 200, 429]);
   });

@@ -22,7 +22,13 @@ export function createRateLimiters(options: { redisUrl?: string }): RateLimiters
   return {
     create({ name, points, durationSeconds }) {
       const limiter: RateLimiterAbstract = redis
-        ? new RateLimiterRedis({ storeClient: redis, keyPrefix: `rl:${name}`, points, duration: durationSeconds, insuranceLimiter: new RateLimiterMemory({ points, duration: durationSeconds }) })
+        ? new RateLimiterRedis({
+            storeClient: redis,
+            keyPrefix: `rl:${name}`,
+            points,
+            duration: durationSeconds,
+            insuranceLimiter: new RateLimiterMemory({ points, duration: durationSeconds }),
+          })
         : new RateLimiterMemory({ keyPrefix: name, points, duration: durationSeconds });
       return {
         async consume(key) {

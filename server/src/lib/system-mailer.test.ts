@@ -31,7 +31,10 @@ describe('system mailer over SMTP', () => {
   afterAll(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
 
   it('delivers through nodemailer to the SMTP server of SMTP_URL', async () => {
-    const mailer = createSystemMailer({ smtpUrl: `smtp://127.0.0.1:${port}`, apiUrl: 'http://unused', from: 'Agent Platform <no-reply@example.com>', logBodies: false }, silent);
+    const mailer = createSystemMailer(
+      { smtpUrl: `smtp://127.0.0.1:${port}`, apiUrl: 'http://unused', from: 'Agent Platform <no-reply@example.com>', logBodies: false },
+      silent,
+    );
     expect(mailer.transport).toBe('smtp');
     await mailer.send(mail);
     expect(received).toHaveLength(1);
@@ -45,7 +48,10 @@ describe('system mailer over the mail provider API', () => {
   it('posts to /emails with the API key and the idempotency key, and throws on a provider error', async () => {
     const provider = await startFakeMailProvider('re_key');
     try {
-      const mailer = createSystemMailer({ apiKey: 're_key', apiUrl: provider.url, from: 'Agent Platform <no-reply@example.com>', logBodies: false }, silent);
+      const mailer = createSystemMailer(
+        { apiKey: 're_key', apiUrl: provider.url, from: 'Agent Platform <no-reply@example.com>', logBodies: false },
+        silent,
+      );
       await mailer.send({ ...mail, idempotencyKey: 'reset-1' });
       expect(provider.sent[0]).toMatchObject({ to: ['someone@example.com'], subject: 'Reset your password', idempotencyKey: 'reset-1' });
       provider.failNextRequests(1);
@@ -62,7 +68,15 @@ describe('system mailer without a transport', () => {
   it('logs the mail; the body only outside production', async () => {
     for (const logBodies of [true, false]) {
       const lines: string[] = [];
-      const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _e, done) => (lines.push(String(chunk)), done()) }));
+      const logger = pino(
+        { level: 'info' },
+        new Writable({
+          write: (chunk, _e, done) => {
+            lines.push(String(chunk));
+            done();
+          },
+        }),
+      );
       await createSystemMailer({ apiUrl: 'http://unused', from: 'x@example.com', logBodies }, logger).send(mail);
       expect(lines.join('')).toContain('MAIL NOT SENT');
       expect(lines.join('').includes('token=abc')).toBe(logBodies);

@@ -12,7 +12,9 @@ export async function startCallbackStack(env: Parameters<typeof startTestApp>[0]
   const receiver = await startCallbackReceiver();
   const app = await startTestApp({ ...model.env, ...env });
   return {
-    app, model, receiver,
+    app,
+    model,
+    receiver,
     async close() {
       await app.close();
       await receiver.close();
@@ -24,8 +26,15 @@ export async function startCallbackStack(env: Parameters<typeof startTestApp>[0]
 export const auth = (setup: WebhookSetup) => ({ token: setup.tenant.token, org: setup.tenant.org.slug });
 
 /** Adds a callback endpoint to the setup's webhook through the API; returns it with its secret. */
-export async function addCallback(app: TestApp, setup: WebhookSetup, body: Record<string, unknown>): Promise<{ id: string; secret: string; [key: string]: any }> {
-  const response = await app.request('POST', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks`, { token: setup.tenant.token, body });
+export async function addCallback(
+  app: TestApp,
+  setup: WebhookSetup,
+  body: Record<string, unknown>,
+): Promise<{ id: string; secret: string; [key: string]: any }> {
+  const response = await app.request('POST', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks`, {
+    token: setup.tenant.token,
+    body,
+  });
   if (response.status !== 201) throw new Error(`callback not created: ${response.status} ${await response.text()}`);
   const created = await response.json();
   return { ...created.callback, secret: created.secret };
@@ -50,7 +59,12 @@ export const documentThenText = (request: ChatRequest) =>
 
 /** Posts an event; returns the id of the action it created. */
 export async function runEvent(app: TestApp, setup: WebhookSetup, payload: Record<string, unknown> = {}): Promise<string> {
-  const response = await postEvent(app, setup, { eventType: 'order.created', externalId: randomUUID(), data: { order_id: 42 }, ...payload });
+  const response = await postEvent(app, setup, {
+    eventType: 'order.created',
+    externalId: randomUUID(),
+    data: { order_id: 42 },
+    ...payload,
+  });
   expect(response.status).toBe(200);
   return (await response.json()).actionId as string;
 }
@@ -59,6 +73,8 @@ export async function runEvent(app: TestApp, setup: WebhookSetup, payload: Recor
 export async function approveStaged(app: TestApp, setup: WebhookSetup, actionId: string): Promise<void> {
   const { approvals } = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })).json();
   const call = approvals.find((candidate: { actionId: string }) => candidate.actionId === actionId);
-  const response = await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${call.toolCallId}/approve`, { token: setup.tenant.token });
+  const response = await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${call.toolCallId}/approve`, {
+    token: setup.tenant.token,
+  });
   expect(response.status).toBe(200);
 }

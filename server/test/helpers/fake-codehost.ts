@@ -37,7 +37,8 @@ export async function startFakeCodehost(options: { clientId: string; clientSecre
       const basic = request.headers.authorization?.startsWith('Basic ')
         ? Buffer.from(request.headers.authorization.slice(6), 'base64').toString().split(':').map(decodeURIComponent)
         : [form.get('client_id'), form.get('client_secret')];
-      if (basic[0] !== options.clientId || basic[1] !== options.clientSecret) return sendJson(response, 200, { error: 'incorrect_client_credentials' });
+      if (basic[0] !== options.clientId || basic[1] !== options.clientSecret)
+        return sendJson(response, 200, { error: 'incorrect_client_credentials' });
       const grant = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? '');
       if (!grant || grant.redirectUri !== form.get('redirect_uri')) return sendJson(response, 200, { error: 'bad_verification_code' });
@@ -51,7 +52,8 @@ export async function startFakeCodehost(options: { clientId: string; clientSecre
     }
     const owner = tokens.get(request.headers.authorization?.replace(/^Bearer /, '') ?? '');
     if (!owner) return sendJson(response, 401, { message: 'Bad credentials' });
-    if (url.pathname === '/user') return sendJson(response, 200, { id: owner.id, login: owner.login, name: owner.name, email: owner.email });
+    if (url.pathname === '/user')
+      return sendJson(response, 200, { id: owner.id, login: owner.login, name: owner.name, email: owner.email });
     if (url.pathname === '/user/emails') return sendJson(response, 200, owner.emails);
     sendJson(response, 404, { message: 'Not Found' });
   });

@@ -33,7 +33,9 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     url: server.url,
     apiKey,
     sent,
-    failNextRequests: (count: number) => void (failNext = count),
+    failNextRequests: (count: number) => {
+      failNext = count;
+    },
     /** The first email to `to` (already sent or yet to come). */
     waitFor(to: string, timeoutMs = 10_000): Promise<SentEmail> {
       const match = (email: SentEmail) => email.to.includes(to);
@@ -41,7 +43,13 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       if (already) return Promise.resolve(already);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`No email to ${to} within ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({ match, resolve: (email) => (clearTimeout(timer), resolve(email)) });
+        waiters.push({
+          match,
+          resolve: (email) => {
+            clearTimeout(timer);
+            resolve(email);
+          },
+        });
       });
     },
     close: server.close,

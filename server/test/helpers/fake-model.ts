@@ -4,7 +4,12 @@ import { sendJson, startLoopbackServer } from './http.ts';
 /** The request body of an OpenAI-compatible chat completion, as the provider sent it. */
 export interface ChatRequest {
   model: string;
-  messages: Array<{ role: string; content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>; tool_call_id?: string }>;
+  messages: Array<{
+    role: string;
+    content: string | null;
+    tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+    tool_call_id?: string;
+  }>;
   tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters: Record<string, any> } }>;
 }
 
@@ -24,15 +29,17 @@ export function eventData(request: ChatRequest): Record<string, any> {
 
 /** The tool results the model has seen so far, oldest first (content parsed when JSON). */
 export function toolResults(request: ChatRequest): Array<{ toolCallId: string; content: any }> {
-  return request.messages.filter((message) => message.role === 'tool').map((message) => {
-    let content: unknown = message.content;
-    try {
-      content = JSON.parse(message.content ?? '');
-    } catch {
-      // plain text (an error or a denial)
-    }
-    return { toolCallId: message.tool_call_id!, content };
-  });
+  return request.messages
+    .filter((message) => message.role === 'tool')
+    .map((message) => {
+      let content: unknown = message.content;
+      try {
+        content = JSON.parse(message.content ?? '');
+      } catch {
+        // plain text (an error or a denial)
+      }
+      return { toolCallId: message.tool_call_id!, content };
+    });
 }
 
 /**
@@ -44,8 +51,10 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
   const requests: ChatRequest[] = [];
   let script: Script = () => ({ text: 'Done.' });
   const server = await startLoopbackServer(async (request, response, body) => {
-    if (request.method !== 'POST' || request.url !== '/v1/chat/completions') return sendJson(response, 404, { error: { message: 'not found' } });
-    if (request.headers.authorization !== `Bearer ${apiKey}`) return sendJson(response, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+    if (request.method !== 'POST' || request.url !== '/v1/chat/completions')
+      return sendJson(response, 404, { error: { message: 'not found' } });
+    if (request.headers.authorization !== `Bearer ${apiKey}`)
+      return sendJson(response, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
     const chat = JSON.parse(body) as ChatRequest;
     requests.push(chat);
     const reply = await script(chat);
@@ -58,21 +67,28 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: chat.model,
-      choices: [{
-        index: 0,
-        message: {
-          role: 'assistant',
-          content: reply.text ?? null,
-          ...(toolCalls.length > 0 ? {
-            tool_calls: toolCalls.map((call) => ({
-              id: call.id ?? `call_${randomUUID().replaceAll('-', '').slice(0, 20)}`,
-              type: 'function',
-              function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
-            })),
-          } : {}),
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: reply.text ?? null,
+            ...(toolCalls.length > 0
+              ? {
+                  tool_calls: toolCalls.map((call) => ({
+                    id: call.id ?? `call_${randomUUID().replaceAll('-', '').slice(0, 20)}`,
+                    type: 'function',
+                    function: {
+                      name: call.name,
+                      arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+                    },
+                  })),
+                }
+              : {}),
+          },
+          finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
         },
-        finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
-      }],
+      ],
       usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
     });
   });

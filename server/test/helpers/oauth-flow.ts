@@ -13,6 +13,8 @@ export async function runOAuthLogin(app: TestApp, provider: 'codehost' | 'idp', 
   const callbackUrl = new URL(authorize.headers.get('location')!);
   if (tamper.state !== undefined) callbackUrl.searchParams.set('state', tamper.state);
   const cookieHeader = tamper.dropCookies ? '' : [...cookies].map(([name, cookie]) => `${name}=${cookie.value}`).join('; ');
-  const callback = await app.request('GET', `${callbackUrl.pathname}${callbackUrl.search}`, { headers: cookieHeader ? { cookie: cookieHeader } : {} });
+  const callback = await app.request('GET', `${callbackUrl.pathname}${callbackUrl.search}`, {
+    headers: cookieHeader ? { cookie: cookieHeader } : {},
+  });
   return { start, callback, cookies };
 }

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from './eventually.ts';
 import { setCookies } from './http.ts';
 import { createTestDatabaseUrl } from './test-database.ts';
 
@@ -13,7 +14,14 @@ const CLI = join(import.meta.dirname, '../../src/cli.ts');
  */
 export async function serverProcessEnvironment(extra: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'ap-proc-'));
-  const env: Record<string, string> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir, LOG_LEVEL: 'warn', NODE_ENV: 'development', ...extra };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? '/tmp',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'development',
+    ...extra,
+  };
   let drop = async () => {};
   if (process.env.TEST_DB === 'postgres') {
     const database = await createTestDatabaseUrl();
@@ -27,7 +35,10 @@ export async function serverProcessEnvironment(extra: Record<string, string> = {
     /** Org `acme` with an Admin, made with the CLI as an operator would (the server must be running); returns the login. */
     createAdmin() {
       const credentials = { email: 'ops@acme.example', password: 'a long password' };
-      for (const args of [['orgs', 'create', '--slug', 'acme', '--name', 'Acme'], ['users', 'create', '--email', credentials.email, '--password', credentials.password, '--role', 'Admin', '--org', 'acme']]) {
+      for (const args of [
+        ['orgs', 'create', '--slug', 'acme', '--name', 'Acme'],
+        ['users', 'create', '--email', credentials.email, '--password', credentials.password, '--role', 'Admin', '--org', 'acme'],
+      ]) {
         const run = cli(...args);
         if (run.status !== 0) throw new Error(`cli ${args.join(' ')} failed: ${run.stderr}`);
       }
@@ -42,13 +53,28 @@ export async function serverProcessEnvironment(extra: Record<string, string> = {
 
 /** Starts `serve` on the port and waits until it is ready. */
 export async function startServerProcess(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const server = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, PORT: String(port), API_HOST: `http://127.0.0.1:${port}` }, stdio: 'ignore' });
-  const deadline = Date.now() + 45_000;
-  while (!(await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false))) {
-    if (server.exitCode !== null || Date.now() > deadline) throw new Error('server did not start');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const server = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...env, PORT: String(port), API_HOST: `http://127.0.0.1:${port}` },
+    stdio: 'ignore',
+  });
+  await waitForReady(`http://127.0.0.1:${port}`, server);
   return server;
+}
+
+/** Waits until a started server process answers /readyz; fails at once if it exits. */
+export async function waitForReady(baseUrl: string, server: ChildProcess): Promise<void> {
+  await eventually(
+    `${baseUrl} to be ready`,
+    async () => {
+      if (server.exitCode !== null) throw new Error(`server exited with ${server.exitCode}`);
+      const ready = await fetch(`${baseUrl}/readyz`).then(
+        (response) => response.ok,
+        () => false,
+      );
+      return ready ? true : undefined;
+    },
+    45_000,
+  );
 }
 
 export async function killServerProcess(server: ChildProcess): Promise<void> {
@@ -60,18 +86,27 @@ export async function killServerProcess(server: ChildProcess): Promise<void> {
 
 /** Signs in over HTTP and returns a JSON client that sends the session as Bearer. */
 export async function apiClient(base: string, credentials: { email: string; password: string }) {
-  const login = await fetch(`${base}/auth/login/credentials`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(credentials) });
+  const login = await fetch(`${base}/auth/login/credentials`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(credentials),
+  });
   const token = setCookies(login).get('session')!.value;
   return async (method: string, path: string, body?: unknown): Promise<any> =>
-    (await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })).json();
+    (
+      await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+    ).json();
 }
 
 /** An agent with `tools`, a rule with `approvalRules` and a webhook in org `acme`, run as the signed-in admin; returns the webhook as created. */
-export async function createWebhookThroughApi(api: Awaited<ReturnType<typeof apiClient>>, agent: { tools: string[]; approvalRules?: Record<string, string> }) {
+export async function createWebhookThroughApi(
+  api: Awaited<ReturnType<typeof apiClient>>,
+  agent: { tools: string[]; approvalRules?: Record<string, string> },
+) {
   const me = await api('GET', '/auth/me');
   const { id: agentId } = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: agent.tools });
   const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId, approvalRules: agent.approvalRules ?? {} });

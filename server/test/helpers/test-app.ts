@@ -15,7 +15,17 @@ export interface TestApp {
   clock: TestClock;
   baseUrl: string;
   /** fetch against the app; `token` goes as Bearer, `cookie` as the session cookie. */
-  request(method: string, path: string, options?: { body?: unknown; token?: string; cookie?: string; headers?: Record<string, string>; redirect?: 'manual' | 'follow' | 'error' }): Promise<TestResponse>;
+  request(
+    method: string,
+    path: string,
+    options?: {
+      body?: unknown;
+      token?: string;
+      cookie?: string;
+      headers?: Record<string, string>;
+      redirect?: 'manual' | 'follow' | 'error';
+    },
+  ): Promise<TestResponse>;
   close(): Promise<void>;
 }
 

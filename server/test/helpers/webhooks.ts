@@ -13,11 +13,25 @@ export interface WebhookSetup {
 }
 
 /** A fresh tenant with an agent, an enabled rule and a webhook (run as the tenant's admin), made through the API. */
-export async function setupWebhook(app: TestApp, webhook: Record<string, unknown> = {}, rule: Record<string, unknown> = {}): Promise<WebhookSetup> {
+export async function setupWebhook(
+  app: TestApp,
+  webhook: Record<string, unknown> = {},
+  rule: Record<string, unknown> = {},
+): Promise<WebhookSetup> {
   const tenant = await createTenant(app);
   const { token, org } = tenant;
-  const agent = await (await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] } })).json();
-  const actionRule = await (await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'Default', agentId: agent.id, approvalRules: { generateDocument: 'allow' }, ...rule } })).json();
+  const agent = await (
+    await app.request('POST', `/orgs/${org.slug}/agents`, {
+      token,
+      body: { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] },
+    })
+  ).json();
+  const actionRule = await (
+    await app.request('POST', `/orgs/${org.slug}/action-rules`, {
+      token,
+      body: { name: 'Default', agentId: agent.id, approvalRules: { generateDocument: 'allow' }, ...rule },
+    })
+  ).json();
   const created = await app.request('POST', `/orgs/${org.slug}/webhooks`, {
     token,
     body: { name: 'Orders', actionRuleId: actionRule.id, runAsUserId: tenant.admin.id, ...webhook },
@@ -32,9 +46,19 @@ export function postEvent(
   app: TestApp,
   setup: Pick<WebhookSetup, 'path' | 'secret' | 'webhook'>,
   payload: unknown,
-  options: { headers?: Record<string, string>; scheme?: VerificationScheme; nowSeconds?: number; messageId?: string; path?: string; secret?: string } = {},
+  options: {
+    headers?: Record<string, string>;
+    scheme?: VerificationScheme;
+    nowSeconds?: number;
+    messageId?: string;
+    path?: string;
+    secret?: string;
+  } = {},
 ): Promise<TestResponse> {
   const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
   const signed = signingHeaders(options.scheme ?? setup.webhook.verificationScheme, options.secret ?? setup.secret, body, options);
-  return app.request('POST', options.path ?? setup.path, { body, headers: { 'content-type': 'application/json', ...signed, ...options.headers } });
+  return app.request('POST', options.path ?? setup.path, {
+    body,
+    headers: { 'content-type': 'application/json', ...signed, ...options.headers },
+  });
 }

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { ModelMessage, ToolSet } from 'ai';
 import type { Insertable, Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { ActionStatus, DB, ModelProvider, ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type {
+  ActionStatus,
+  DB,
+  ModelProvider,
+  ThreadMessagesTable,
+  ToolCallApproval,
+  ToolCallMode,
+  ToolCallsTable,
+  ToolCallStatus,
+} from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
@@ -51,9 +60,19 @@ class ActionFailure extends Error {}
 const DENIED_BY_PREFERENCE = { type: 'execution-denied', reason: 'The user has chosen to always deny this tool; it was not run.' };
 
 const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<ToolCallsTable> => ({
-  id: call.id, orgId: context.orgId, actionId: context.id, toolCallId: call.toolCallId, toolName: call.toolName, input: JSON.stringify(call.input ?? null),
-  mode: call.mode, status: call.status, approval: call.approval, output: call.output === null ? null : JSON.stringify(call.output),
-  requestedAt, expiresAt: call.expiresAt, completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
+  id: call.id,
+  orgId: context.orgId,
+  actionId: context.id,
+  toolCallId: call.toolCallId,
+  toolName: call.toolName,
+  input: JSON.stringify(call.input ?? null),
+  mode: call.mode,
+  status: call.status,
+  approval: call.approval,
+  output: call.output === null ? null : JSON.stringify(call.output),
+  requestedAt,
+  expiresAt: call.expiresAt,
+  completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
 });
 
 /**
@@ -79,11 +98,21 @@ export function createActionRunner(deps: {
 }) {
   const { db } = deps;
 
-  async function finish(actionId: string, to: Extract<ActionStatus, 'completed' | 'failed'>, outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> }) {
+  async function finish(
+    actionId: string,
+    to: Extract<ActionStatus, 'completed' | 'failed'>,
+    outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> },
+  ) {
     const { callbacks } = await transition(db, {
-      actionId, from: 'running', to,
+      actionId,
+      from: 'running',
+      to,
       cause: to === 'completed' ? 'the agent finished' : outcome.error!,
-      changes: { result: outcome.result === undefined ? null : JSON.stringify(outcome.result), error: outcome.error ?? null, leaseExpiresAt: null },
+      changes: {
+        result: outcome.result === undefined ? null : JSON.stringify(outcome.result),
+        error: outcome.error ?? null,
+        leaseExpiresAt: null,
+      },
       message: outcome.message,
     });
     if (callbacks > 0) deps.announce();
@@ -98,8 +127,11 @@ export function createActionRunner(deps: {
       plans.set(name, {
         definition,
         mode: resolveToolMode({
-          toolName: name, ruleDefaults: context.approvalRules ?? {}, requestOverrides: context.toolApprovals,
-          allowOverrides: context.allowRequestOverrides === true, alwaysDeny: denied.has(name),
+          toolName: name,
+          ruleDefaults: context.approvalRules ?? {},
+          requestOverrides: context.toolApprovals,
+          allowOverrides: context.allowRequestOverrides === true,
+          alwaysDeny: denied.has(name),
         }),
       });
     }
@@ -109,7 +141,9 @@ export function createActionRunner(deps: {
   function instructionsOf(context: RunContext, plans: Map<string, ToolPlan>): string {
     const agentModeTools = [...plans].filter(([, plan]) => plan.mode === 'agent').map(([name]) => name);
     return [context.agentInstructions, context.ruleInstructions, agentModeTools.length > 0 ? agentModePolicy(agentModeTools) : '']
-      .map((part) => part?.trim()).filter(Boolean).join('\n\n');
+      .map((part) => part?.trim())
+      .filter(Boolean)
+      .join('\n\n');
   }
 
   /** The first message: the request's own instructions and the event as context. */
@@ -129,7 +163,15 @@ export function createActionRunner(deps: {
     if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
     if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
     const plans = planTools(context);
-    const run: Run = { context, plans, tools: modelTools(plans), threadId: context.threadId ?? randomUUID(), messages: [], calls: new Map(), signal };
+    const run: Run = {
+      context,
+      plans,
+      tools: modelTools(plans),
+      threadId: context.threadId ?? randomUUID(),
+      messages: [],
+      calls: new Map(),
+      signal,
+    };
     if (!context.threadId) {
       const first = eventMessage(context);
       const title = `${context.eventType}${context.externalId ? ` (${context.externalId})` : ''}`.slice(0, 200);
@@ -144,14 +186,31 @@ export function createActionRunner(deps: {
 
   /** The stored row of each call the model proposed: its mode decides whether it runs, waits or is refused. */
   function decideCall(run: Run, call: ProposedCall, now: Date): Call {
-    const base = { id: randomUUID(), toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? null, expiresAt: null, output: null };
+    const base = {
+      id: randomUUID(),
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      input: call.input ?? null,
+      expiresAt: null,
+      output: null,
+    };
     const plan = run.plans.get(call.toolName);
     if (!plan) {
-      return { ...base, mode: 'allow', status: 'failed', approval: 'not_required', output: { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` } };
+      return {
+        ...base,
+        mode: 'allow',
+        status: 'failed',
+        approval: 'not_required',
+        output: { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` },
+      };
     }
     if (plan.mode === 'deny') return { ...base, mode: 'deny', status: 'denied', approval: 'not_required', output: DENIED_BY_PREFERENCE };
     if (plan.mode === 'allow') return { ...base, mode: 'allow', status: 'ready', approval: 'not_required' };
-    const staged = { status: 'staged' as const, approval: 'pending' as const, expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000) };
+    const staged = {
+      status: 'staged' as const,
+      approval: 'pending' as const,
+      expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000),
+    };
     if (plan.mode === 'ask') return { ...base, mode: 'ask', ...staged };
     // agent: fail-closed; a malformed call keeps its raw input for the human to judge.
     const decision = call.invalid ? { runNow: false, input: call.input } : readApprovalDecision(call.input);
@@ -168,24 +227,38 @@ export function createActionRunner(deps: {
     const refusal = await deps.userLimits.refusal(userId);
     if (refusal) throw new ActionFailure(refusal);
     const step = await callModel({
-      model: deps.resolveModel(run.context), instructions: instructionsOf(run.context, run.plans), tools: run.tools,
-      timeoutMs: deps.limits.modelTimeoutMs, maxRetries: deps.limits.modelMaxRetries, signal: run.signal,
+      model: deps.resolveModel(run.context),
+      instructions: instructionsOf(run.context, run.plans),
+      tools: run.tools,
+      timeoutMs: deps.limits.modelTimeoutMs,
+      maxRetries: deps.limits.modelMaxRetries,
+      signal: run.signal,
       messages: run.messages as ModelMessage[],
     });
     await deps.userLimits.recordMessage(userId);
     if (step.calls.length === 0) {
-      await finish(run.context.id, 'completed', { result: { text: step.text }, message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id) });
+      await finish(run.context.id, 'completed', {
+        result: { text: step.text },
+        message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id),
+      });
       return 'done';
     }
     const now = deps.clock.now();
     const calls = step.calls.map((call) => decideCall(run, call, now));
-    const stored = { threadId: run.threadId, seq: run.messages.length, actionId: run.context.id, message: step.assistant, toolCalls: calls.map((call) => toRow(call, run.context, now)) };
+    const stored = {
+      threadId: run.threadId,
+      seq: run.messages.length,
+      actionId: run.context.id,
+      message: step.assistant,
+      toolCalls: calls.map((call) => toRow(call, run.context, now)),
+    };
     const staged = calls.filter((call) => call.status === 'staged');
     if (staged.length === 0) await runStore.appendStep(db, stored);
     else {
       await db.transaction().execute(async (trx) => {
         await runStore.appendStep(trx, stored);
-        for (const call of staged) await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
+        for (const call of staged)
+          await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
       });
     }
     run.messages.push(step.assistant);
@@ -203,14 +276,35 @@ export function createActionRunner(deps: {
     const { context } = run;
     const stepCalls = () => toolCallIds.map((id) => run.calls.get(id)!);
     const decidable = stepCalls().some((call) => call.approval !== 'not_required');
-    const toolMessage = (): Message => ({ role: 'tool', content: stepCalls().map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: call.output })) });
+    const toolMessage = (): Message => ({
+      role: 'tool',
+      content: stepCalls().map((call) => ({
+        type: 'tool-result',
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: call.output,
+      })),
+    });
     for (;;) {
       const ready = stepCalls().filter((candidate) => candidate.status === 'ready');
       for (const [index, call] of ready.entries()) {
-        Object.assign(call, await runToolCall(deps.tools, call, { orgId: context.orgId, actionId: context.id, userId: context.runAsUserId!, toolCallId: call.toolCallId, signal: run.signal }));
+        Object.assign(
+          call,
+          await runToolCall(deps.tools, call, {
+            orgId: context.orgId,
+            actionId: context.id,
+            userId: context.runAsUserId!,
+            toolCallId: call.toolCallId,
+            signal: run.signal,
+          }),
+        );
         // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
         const closesStep = !decidable && index === ready.length - 1;
-        await runStore.finishCall(db, call as { id: string; status: 'completed' | 'failed'; output: unknown }, closesStep ? { threadId: run.threadId, seq: run.messages.length, message: toolMessage(), actionId: context.id } : undefined);
+        await runStore.finishCall(
+          db,
+          call as { id: string; status: 'completed' | 'failed'; output: unknown },
+          closesStep ? { threadId: run.threadId, seq: run.messages.length, message: toolMessage(), actionId: context.id } : undefined,
+        );
       }
       if (!decidable) {
         if (ready.length === 0) await runStore.appendMessage(db, run.threadId, run.messages.length, toolMessage(), context.id);
@@ -222,20 +316,39 @@ export function createActionRunner(deps: {
       const verdict = await db.transaction().execute(async (trx) => {
         await actionsRepo.lock(trx, context.id);
         const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
-        for (const row of rows) Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
+        for (const row of rows)
+          Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
         const current = stepCalls();
         const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
         if (ended) {
           await toolCallsRepo.cancelStaged(trx, context.id, deps.clock.now());
-          ({ callbacks } = await transition(trx, { actionId: context.id, from: 'running', to: ended.status as 'rejected' | 'expired', cause: `${ended.toolName} ${ended.status}`, data: decisionData(ended), changes: { leaseExpiresAt: null } }));
+          ({ callbacks } = await transition(trx, {
+            actionId: context.id,
+            from: 'running',
+            to: ended.status as 'rejected' | 'expired',
+            cause: `${ended.toolName} ${ended.status}`,
+            data: decisionData(ended),
+            changes: { leaseExpiresAt: null },
+          }));
           return 'stop' as const;
         }
         if (current.some((call) => call.status === 'ready')) return 'again' as const;
         const staged = current.filter((call) => call.status === 'staged');
         if (staged.length > 0) {
           ({ callbacks } = await transition(trx, {
-            actionId: context.id, from: 'running', to: 'pending_approval', cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
-            data: { toolCalls: staged.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, mode: call.mode, expiresAt: call.expiresAt })) },
+            actionId: context.id,
+            from: 'running',
+            to: 'pending_approval',
+            cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
+            data: {
+              toolCalls: staged.map((call) => ({
+                toolCallId: call.toolCallId,
+                toolName: call.toolName,
+                input: call.input,
+                mode: call.mode,
+                expiresAt: call.expiresAt,
+              })),
+            },
             changes: { leaseExpiresAt: null },
           }));
           return 'stop' as const;
@@ -262,7 +375,10 @@ export function createActionRunner(deps: {
       const parts = last.content as Array<{ type: string; toolCallId?: string; text?: string }>;
       const toolCallIds = parts.filter((part) => part.type === 'tool-call').map((part) => part.toolCallId!);
       if (toolCallIds.length === 0) {
-        const text = parts.filter((part) => part.type === 'text').map((part) => part.text).join('');
+        const text = parts
+          .filter((part) => part.type === 'text')
+          .map((part) => part.text)
+          .join('');
         await finish(actionId, 'completed', { result: { text } });
         return;
       }
@@ -275,9 +391,14 @@ export function createActionRunner(deps: {
     async run(actionId: string): Promise<void> {
       if (!(await claimForRun(db, actionId, deps.limits.leaseMs))) return;
       const controller = new AbortController();
-      const renew = setInterval(() => {
-        actionsRepo.renewLease(db, actionId, deps.limits.leaseMs).catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
-      }, Math.max(100, deps.limits.leaseMs / 3));
+      const renew = setInterval(
+        () => {
+          actionsRepo
+            .renewLease(db, actionId, deps.limits.leaseMs)
+            .catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
+        },
+        Math.max(100, deps.limits.leaseMs / 3),
+      );
       renew.unref();
       try {
         await drive(actionId, controller.signal);
@@ -288,7 +409,9 @@ export function createActionRunner(deps: {
         }
         const known = error instanceof ActionFailure || error instanceof ModelCallError || error instanceof ModelUnavailableError;
         if (!known) deps.logger.error({ err: error, actionId }, 'action run failed unexpectedly');
-        const message = known ? (error as Error).message : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
+        const message = known
+          ? (error as Error).message
+          : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
         try {
           await finish(actionId, 'failed', { error: message });
         } catch (failError) {

@@ -19,11 +19,22 @@ export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ i
 /** Actions as the runtime and the ledger read them. */
 export const actionsRepo = {
   events: (db: Kysely<DB>, actionId: string) =>
-    db.selectFrom('actionEvents').select(['status', 'cause', 'data', 'createdAt']).where('actionId', '=', actionId).orderBy('createdAt').orderBy('id').execute(),
+    db
+      .selectFrom('actionEvents')
+      .select(['status', 'cause', 'data', 'createdAt'])
+      .where('actionId', '=', actionId)
+      .orderBy('createdAt')
+      .orderBy('id')
+      .execute(),
 
   /** Locks the action row for the rest of the transaction: runner and deciders take turns. */
   lock: (trx: Kysely<DB>, actionId: string) =>
-    trx.selectFrom('actions').select(['id', 'orgId', 'status', 'threadId', 'leaseExpiresAt', 'runAsUserId']).where('id', '=', actionId).forUpdate().executeTakeFirst(),
+    trx
+      .selectFrom('actions')
+      .select(['id', 'orgId', 'status', 'threadId', 'leaseExpiresAt', 'runAsUserId'])
+      .where('id', '=', actionId)
+      .forUpdate()
+      .executeTakeFirst(),
 
   /**
    * Everything a run needs, in one query: the action, its agent, its rule, whether its webhook allows
@@ -32,41 +43,80 @@ export const actionsRepo = {
    * that agent or user no longer exists.
    */
   runContext: (db: Kysely<DB>, actionId: string, defaultProvider: ModelProvider) =>
-    db.selectFrom('actions as a')
+    db
+      .selectFrom('actions as a')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
       .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
       .leftJoin('webhooks as w', 'w.id', 'a.webhookId')
       .leftJoin('users as u', 'u.id', 'a.runAsUserId')
       .select([
-        'a.id', 'a.orgId', 'a.status', 'a.threadId', 'u.id as runAsUserId', 'a.eventType', 'a.externalId', 'a.instructions', 'a.data', 'a.toolApprovals',
-        'g.id as agentId', 'g.instructions as agentInstructions', 'g.provider', 'g.model', 'g.tools', 'g.name as agentName',
-        'r.instructions as ruleInstructions', 'r.approvalRules', 'r.approvalTimeoutSeconds', 'w.allowRequestOverrides',
-        (eb) => eb.selectFrom('userToolPreferences as p').whereRef('p.userId', '=', 'u.id').where('p.preference', '=', 'always_deny')
-          .select(sql<string[]>`coalesce(array_agg(p.tool_name), '{}')`.as('tools')).as('deniedTools'),
-        (eb) => eb.selectFrom('orgModelCredentials as c').whereRef('c.orgId', '=', 'a.orgId')
-          .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('g.provider')}, ${defaultProvider})`)
-          .select('c.apiKeyEncrypted').as('orgApiKeyEncrypted'),
+        'a.id',
+        'a.orgId',
+        'a.status',
+        'a.threadId',
+        'u.id as runAsUserId',
+        'a.eventType',
+        'a.externalId',
+        'a.instructions',
+        'a.data',
+        'a.toolApprovals',
+        'g.id as agentId',
+        'g.instructions as agentInstructions',
+        'g.provider',
+        'g.model',
+        'g.tools',
+        'g.name as agentName',
+        'r.instructions as ruleInstructions',
+        'r.approvalRules',
+        'r.approvalTimeoutSeconds',
+        'w.allowRequestOverrides',
+        (eb) =>
+          eb
+            .selectFrom('userToolPreferences as p')
+            .whereRef('p.userId', '=', 'u.id')
+            .where('p.preference', '=', 'always_deny')
+            .select(sql<string[]>`coalesce(array_agg(p.tool_name), '{}')`.as('tools'))
+            .as('deniedTools'),
+        (eb) =>
+          eb
+            .selectFrom('orgModelCredentials as c')
+            .whereRef('c.orgId', '=', 'a.orgId')
+            .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('g.provider')}, ${defaultProvider})`)
+            .select('c.apiKeyEncrypted')
+            .as('orgApiKeyEncrypted'),
       ])
       .where('a.id', '=', actionId)
       .executeTakeFirst(),
 
   /** Which of these actions are still queued (no runner has claimed them). */
   queuedAmong: async (db: Kysely<DB>, actionIds: string[]): Promise<string[]> =>
-    actionIds.length === 0 ? [] : (await db.selectFrom('actions').select('id').where('id', 'in', actionIds).where('status', '=', 'queued').execute()).map((row) => row.id),
+    actionIds.length === 0
+      ? []
+      : (await db.selectFrom('actions').select('id').where('id', 'in', actionIds).where('status', '=', 'queued').execute()).map(
+          (row) => row.id,
+        ),
 
   /** Renews a runner's lease (on the database's clock, like the claim). */
   renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>
-    db.updateTable('actions').set({ leaseExpiresAt: sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'` }).where('id', '=', actionId).where('status', '=', 'running').execute(),
+    db
+      .updateTable('actions')
+      .set({ leaseExpiresAt: sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'` })
+      .where('id', '=', actionId)
+      .where('status', '=', 'running')
+      .execute(),
 
   /**
    * Running actions whose runner stopped renewing its lease (its process died), or with
    * `includeLive` all running ones, each with the milliseconds until its lease lapses.
    */
   running: (db: Kysely<DB>, options: { includeLive: boolean }) =>
-    db.selectFrom('actions')
+    db
+      .selectFrom('actions')
       .select(['id', sql<number>`greatest(0, extract(epoch from (lease_expires_at - now())) * 1000)::int`.as('lapsesInMs')])
       .where('status', '=', 'running')
-      .$if(!options.includeLive, (q) => q.where((eb) => eb.or([eb('leaseExpiresAt', '<=', sql<Date>`now()`), eb('leaseExpiresAt', 'is', null)])))
+      .$if(!options.includeLive, (q) =>
+        q.where((eb) => eb.or([eb('leaseExpiresAt', '<=', sql<Date>`now()`), eb('leaseExpiresAt', 'is', null)])),
+      )
       .limit(1000)
       .execute(),
 };

@@ -3,7 +3,8 @@ import { readApprovalDecision, resolveToolMode } from './approval-policy.ts';
 
 const TOOL = 'generateDocument';
 type Setting = 'allow' | 'ask' | 'agent' | 'invalid' | 'absent';
-const setting = (value: Setting): Record<string, unknown> => (value === 'absent' ? {} : { [TOOL]: value === 'invalid' ? 'sometimes' : value });
+const setting = (value: Setting): Record<string, unknown> =>
+  value === 'absent' ? {} : { [TOOL]: value === 'invalid' ? 'sometimes' : value };
 
 describe('resolveToolMode', () => {
   // [rule default, per-request override, webhook allows overrides] -> mode, without an "always deny".
@@ -37,7 +38,15 @@ describe('resolveToolMode', () => {
   ];
   for (const [rule, override, allowOverrides, expected] of table) {
     it(`rule ${rule}, override ${override}, overrides ${allowOverrides ? 'allowed' : 'not allowed'} -> ${expected}`, () => {
-      expect(resolveToolMode({ toolName: TOOL, ruleDefaults: setting(rule), requestOverrides: setting(override), allowOverrides, alwaysDeny: false })).toBe(expected);
+      expect(
+        resolveToolMode({
+          toolName: TOOL,
+          ruleDefaults: setting(rule),
+          requestOverrides: setting(override),
+          allowOverrides,
+          alwaysDeny: false,
+        }),
+      ).toBe(expected);
     });
   }
 
@@ -46,20 +55,38 @@ describe('resolveToolMode', () => {
     for (const rule of values) {
       for (const override of values) {
         for (const allowOverrides of [true, false]) {
-          expect(resolveToolMode({ toolName: TOOL, ruleDefaults: setting(rule), requestOverrides: setting(override), allowOverrides, alwaysDeny: true })).toBe('deny');
+          expect(
+            resolveToolMode({
+              toolName: TOOL,
+              ruleDefaults: setting(rule),
+              requestOverrides: setting(override),
+              allowOverrides,
+              alwaysDeny: true,
+            }),
+          ).toBe('deny');
         }
       }
     }
   });
 
   it('an unknown tool name in the rule or the override changes nothing for other tools', () => {
-    const mode = resolveToolMode({ toolName: TOOL, ruleDefaults: { [TOOL]: 'allow', launchMissiles: 'allow' }, requestOverrides: { launchMissiles: 'ask' }, allowOverrides: true, alwaysDeny: false });
+    const mode = resolveToolMode({
+      toolName: TOOL,
+      ruleDefaults: { [TOOL]: 'allow', launchMissiles: 'allow' },
+      requestOverrides: { launchMissiles: 'ask' },
+      allowOverrides: true,
+      alwaysDeny: false,
+    });
     expect(mode).toBe('allow');
-    expect(resolveToolMode({ toolName: 'launchMissiles', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false })).toBe('ask');
+    expect(
+      resolveToolMode({ toolName: 'launchMissiles', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false }),
+    ).toBe('ask');
   });
 
   it('ignores inherited properties (no prototype tricks)', () => {
-    expect(resolveToolMode({ toolName: 'constructor', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false })).toBe('ask');
+    expect(
+      resolveToolMode({ toolName: 'constructor', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false }),
+    ).toBe('ask');
   });
 });
 
@@ -70,7 +97,10 @@ describe('readApprovalDecision (agent mode, fail-closed)', () => {
       expect(readApprovalDecision({ a: 1, approvalDecision: decision })).toEqual({ runNow: false, input: { a: 1 } });
     }
     expect(readApprovalDecision({ a: 1 })).toEqual({ runNow: false, input: { a: 1 } });
-    expect(readApprovalDecision('{"a": 1, "approvalDecision": "no_approval_needed"')).toEqual({ runNow: false, input: '{"a": 1, "approvalDecision": "no_approval_needed"' });
+    expect(readApprovalDecision('{"a": 1, "approvalDecision": "no_approval_needed"')).toEqual({
+      runNow: false,
+      input: '{"a": 1, "approvalDecision": "no_approval_needed"',
+    });
     expect(readApprovalDecision(['no_approval_needed'])).toMatchObject({ runNow: false });
   });
 });

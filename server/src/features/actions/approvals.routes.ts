@@ -5,66 +5,134 @@ import type { OrgAccess } from '../orgs/org-access.ts';
 import { TOOL_CALL_APPROVALS, type ToolCallApproval, type ToolCallRow } from '../../db/schema.ts';
 import type { ApprovalsService } from './approvals.service.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
+import { orgOf, userOf } from '../../lib/request-context.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
 /** A staged call's approval states (a call that needed none is not listed here). */
-const APPROVAL_STATES = TOOL_CALL_APPROVALS.filter((state) => state !== 'not_required') as [Exclude<ToolCallApproval, 'not_required'>, ...Exclude<ToolCallApproval, 'not_required'>[]];
+const APPROVAL_STATES = TOOL_CALL_APPROVALS.filter((state) => state !== 'not_required') as [
+  Exclude<ToolCallApproval, 'not_required'>,
+  ...Exclude<ToolCallApproval, 'not_required'>[],
+];
 
-const approvalSchema = z.object({
-  toolCallId: z.string(),
-  actionId: z.uuid(),
-  toolName: z.string(),
-  input: z.unknown(),
-  mode: z.string().describe('`ask`, or `agent` when the agent asked for approval'),
-  status: z.enum(APPROVAL_STATES),
-  runAsUserId: z.uuid().nullable(),
-  eventType: z.string(),
-  requestedAt: z.date(),
-  expiresAt: z.date().nullable(),
-  decidedBy: z.uuid().nullable(),
-  decidedAt: z.date().nullable(),
-  reason: z.string().nullable(),
-}).meta({ id: 'Approval' });
+const approvalSchema = z
+  .object({
+    toolCallId: z.string(),
+    actionId: z.uuid(),
+    toolName: z.string(),
+    input: z.unknown(),
+    mode: z.string().describe('`ask`, or `agent` when the agent asked for approval'),
+    status: z.enum(APPROVAL_STATES),
+    runAsUserId: z.uuid().nullable(),
+    eventType: z.string(),
+    requestedAt: z.date(),
+    expiresAt: z.date().nullable(),
+    decidedBy: z.uuid().nullable(),
+    decidedAt: z.date().nullable(),
+    reason: z.string().nullable(),
+  })
+  .meta({ id: 'Approval' });
 
 type Status = (typeof APPROVAL_STATES)[number];
 const toDecision = (row: ToolCallRow) => ({
-  toolCallId: row.toolCallId, actionId: row.actionId, toolName: row.toolName, status: row.approval as Status,
-  decidedBy: row.decidedByUserId, decidedAt: row.decidedAt, reason: row.decisionReason,
+  toolCallId: row.toolCallId,
+  actionId: row.actionId,
+  toolName: row.toolName,
+  status: row.approval as Status,
+  decidedBy: row.decidedByUserId,
+  decidedAt: row.decidedAt,
+  reason: row.decisionReason,
 });
 const toApproval = (row: Awaited<ReturnType<ApprovalsService['list']>>['approvals'][number]) => ({
-  ...toDecision(row), input: row.input, mode: row.mode, runAsUserId: row.runAsUserId, eventType: row.eventType, requestedAt: row.requestedAt, expiresAt: row.expiresAt,
+  ...toDecision(row),
+  input: row.input,
+  mode: row.mode,
+  runAsUserId: row.runAsUserId,
+  eventType: row.eventType,
+  requestedAt: row.requestedAt,
+  expiresAt: row.expiresAt,
 });
 
 const callParams = orgParams.extend({ actionId: z.uuid(), toolCallId: z.string().min(1).max(200) });
-const decisionResult = z.object({ toolCallId: z.string(), actionId: z.uuid(), toolName: z.string(), status: z.enum(APPROVAL_STATES), decidedBy: z.uuid().nullable(), decidedAt: z.date().nullable(), reason: z.string().nullable() });
+const decisionResult = z.object({
+  toolCallId: z.string(),
+  actionId: z.uuid(),
+  toolName: z.string(),
+  status: z.enum(APPROVAL_STATES),
+  decidedBy: z.uuid().nullable(),
+  decidedAt: z.date().nullable(),
+  reason: z.string().nullable(),
+});
 
 export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
   return async (app) => {
     const preHandler = deps.orgAccess('Admin');
     const common = { tags: ['approvals'], security: sessionSecurity };
 
-    app.get('/orgs/:org/approvals', {
-      schema: {
-        operationId: 'listApprovals',
-        ...common, summary: 'Tool calls that needed approval, newest first (default: the pending ones)', params: orgParams,
-        querystring: paginationQuery.extend({ status: z.enum(APPROVAL_STATES).default('pending') }),
-        response: { 200: z.object({ approvals: z.array(approvalSchema), nextCursor: z.string().nullable() }), ...errors },
+    app.get(
+      '/orgs/:org/approvals',
+      {
+        schema: {
+          operationId: 'listApprovals',
+          ...common,
+          summary: 'Tool calls that needed approval, newest first (default: the pending ones)',
+          params: orgParams,
+          querystring: paginationQuery.extend({ status: z.enum(APPROVAL_STATES).default('pending') }),
+          response: { 200: z.object({ approvals: z.array(approvalSchema), nextCursor: z.string().nullable() }), ...errors },
+        },
+        preHandler,
       },
-      preHandler,
-    }, async (request) => {
-      const page = await deps.approvals.list(request.org!.id, request.query);
-      return { approvals: page.approvals.map(toApproval), nextCursor: page.nextCursor };
-    });
-
-    const decisionSchema = (operationId: string, summary: string, body: z.ZodType) => ({ ...common, operationId, summary, params: callParams, body, response: { 200: decisionResult, ...errors } });
-    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/approve', { schema: decisionSchema('approveToolCall', 'Approve a staged tool call: it runs and the action continues', z.object({}).prefault({})), preHandler },
       async (request) => {
-        return toDecision(await deps.approvals.approve(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id));
-      });
-    app.post('/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject', { schema: decisionSchema('rejectToolCall', 'Reject a staged tool call: the action ends rejected', z.object({ reason: z.string().trim().min(1).max(2000).optional() }).prefault({})), preHandler },
+        const page = await deps.approvals.list(orgOf(request).id, request.query);
+        return { approvals: page.approvals.map(toApproval), nextCursor: page.nextCursor };
+      },
+    );
+
+    const decisionSchema = (operationId: string, summary: string, body: z.ZodType) => ({
+      ...common,
+      operationId,
+      summary,
+      params: callParams,
+      body,
+      response: { 200: decisionResult, ...errors },
+    });
+    app.post(
+      '/orgs/:org/actions/:actionId/tool-calls/:toolCallId/approve',
+      {
+        schema: decisionSchema(
+          'approveToolCall',
+          'Approve a staged tool call: it runs and the action continues',
+          z.object({}).prefault({}),
+        ),
+        preHandler,
+      },
+      async (request) => {
+        return toDecision(
+          await deps.approvals.approve(orgOf(request).id, request.params.actionId, request.params.toolCallId, userOf(request).id),
+        );
+      },
+    );
+    app.post(
+      '/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject',
+      {
+        schema: decisionSchema(
+          'rejectToolCall',
+          'Reject a staged tool call: the action ends rejected',
+          z.object({ reason: z.string().trim().min(1).max(2000).optional() }).prefault({}),
+        ),
+        preHandler,
+      },
       async (request) => {
         const body = request.body as { reason?: string };
-        return toDecision(await deps.approvals.reject(request.org!.id, request.params.actionId, request.params.toolCallId, request.user!.id, body.reason ?? null));
-      });
+        return toDecision(
+          await deps.approvals.reject(
+            orgOf(request).id,
+            request.params.actionId,
+            request.params.toolCallId,
+            userOf(request).id,
+            body.reason ?? null,
+          ),
+        );
+      },
+    );
   };
 }

@@ -11,14 +11,25 @@ import type { Clock } from '../../lib/clock.ts';
 type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
 
 export function decisionData(row: ToolCallRow) {
-  return { toolCallId: row.toolCallId, toolName: row.toolName, decidedBy: row.decidedByUserId, decidedAt: row.decidedAt, reason: row.decisionReason };
+  return {
+    toolCallId: row.toolCallId,
+    toolName: row.toolName,
+    decidedBy: row.decidedByUserId,
+    decidedAt: row.decidedAt,
+    reason: row.decisionReason,
+  };
 }
 
 /**
  * Human decisions on staged tool calls, and their deadline. Each decision locks the action first, so
  * it and the runner take turns: whichever comes second sees what the first did.
  */
-export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'notify'>; announce: () => void; clock: Clock }) {
+export function createApprovalsService(deps: {
+  db: Kysely<DB>;
+  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  announce: () => void;
+  clock: Clock;
+}) {
   async function decide(orgId: string, actionId: string, toolCallId: string, userId: string | null, decision: Decision) {
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
@@ -26,12 +37,21 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
       const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
       if (!call) throw notFound('Tool call');
       if (call.status !== 'staged') {
-        throw new AppError('already_decided', call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`);
+        throw new AppError(
+          'already_decided',
+          call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`,
+        );
       }
       const now = deps.clock.now();
       const decided = (await toolCallsRepo.decide(trx, call.id, {
-        ...(decision.kind === 'approve' ? { status: 'ready', approval: 'approved' } : decision.kind === 'reject' ? { status: 'rejected', approval: 'rejected' } : { status: 'expired', approval: 'expired' }),
-        userId, reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null, at: now,
+        ...(decision.kind === 'approve'
+          ? { status: 'ready', approval: 'approved' }
+          : decision.kind === 'reject'
+            ? { status: 'rejected', approval: 'rejected' }
+            : { status: 'expired', approval: 'expired' }),
+        userId,
+        reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null,
+        at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
       if (action.status !== 'pending_approval') return { decided, resumed: false, callbacks: 0 };
@@ -39,13 +59,25 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
       if (decision.kind === 'approve') {
         const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
         if (waiting) return { decided, resumed: false, callbacks: 0 };
-        const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause: `${decided.toolName} approved`, data });
+        const { callbacks } = await transition(trx, {
+          actionId,
+          from: 'pending_approval',
+          to: 'approved',
+          cause: `${decided.toolName} approved`,
+          data,
+        });
         await deps.jobs.enqueue('actions.run', { actionId }, { trx });
         return { decided, resumed: true, callbacks };
       }
       await toolCallsRepo.cancelStaged(trx, actionId, now);
       const to = decision.kind === 'reject' ? 'rejected' : 'expired';
-      const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to, cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`, data });
+      const { callbacks } = await transition(trx, {
+        actionId,
+        from: 'pending_approval',
+        to,
+        cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`,
+        data,
+      });
       return { decided, resumed: false, callbacks };
     });
     if (outcome.callbacks > 0) deps.announce();
@@ -54,13 +86,15 @@ export function createApprovalsService(deps: { db: Kysely<DB>; jobs: Pick<JobRun
   }
 
   return {
-    approve: (orgId: string, actionId: string, toolCallId: string, userId: string) => decide(orgId, actionId, toolCallId, userId, { kind: 'approve' }),
-    reject: (orgId: string, actionId: string, toolCallId: string, userId: string, reason: string | null) => decide(orgId, actionId, toolCallId, userId, { kind: 'reject', reason }),
+    approve: (orgId: string, actionId: string, toolCallId: string, userId: string) =>
+      decide(orgId, actionId, toolCallId, userId, { kind: 'approve' }),
+    reject: (orgId: string, actionId: string, toolCallId: string, userId: string, reason: string | null) =>
+      decide(orgId, actionId, toolCallId, userId, { kind: 'reject', reason }),
 
     /** The deadline job: expires the call if it is still staged and its time has come. */
     async expire(toolCallRowId: string): Promise<void> {
       const call = await toolCallsRepo.findById(deps.db, toolCallRowId);
-      if (!call || call.status !== 'staged' || !call.expiresAt) return;
+      if (call?.status !== 'staged' || !call.expiresAt) return;
       if (call.expiresAt > deps.clock.now()) {
         await deps.jobs.enqueue('approvals.expire', { toolCallRowId }, { startAfter: call.expiresAt });
         return;

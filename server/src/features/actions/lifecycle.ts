@@ -23,7 +23,12 @@ export const TERMINAL_STATUSES: readonly ActionStatus[] = ['completed', 'failed'
 export const canTransition = (from: ActionStatus, to: ActionStatus): boolean => TRANSITIONS[from].includes(to);
 
 /** The approval state an action shows (ledger) once it enters a status; unchanged for the others. */
-const APPROVAL_STATE: Partial<Record<ActionStatus, string>> = { pending_approval: 'pending', approved: 'approved', rejected: 'rejected', expired: 'expired' };
+const APPROVAL_STATE: Partial<Record<ActionStatus, string>> = {
+  pending_approval: 'pending',
+  approved: 'approved',
+  rejected: 'rejected',
+  expired: 'expired',
+};
 
 export interface Transition {
   actionId: string;
@@ -63,7 +68,9 @@ export async function transition(db: Kysely<DB>, step: Transition): Promise<{ mo
   // The message that ends a run is stored in the same statement as the transition it causes.
   if (step.message) {
     const m = step.message;
-    ctes.push(sql`message as (insert into thread_messages (id, thread_id, seq, role, content, action_id) values (${m.id}, ${m.threadId}, ${m.seq}, ${m.role}, ${m.content}::jsonb, ${m.actionId ?? null}))`);
+    ctes.push(
+      sql`message as (insert into thread_messages (id, thread_id, seq, role, content, action_id) values (${m.id}, ${m.threadId}, ${m.seq}, ${m.role}, ${m.content}::jsonb, ${m.actionId ?? null}))`,
+    );
   }
   ctes.push(sql`moved as (
     update actions set ${sql.join(sets)} where id = ${step.actionId} and status = ${step.from}
@@ -75,7 +82,9 @@ export async function transition(db: Kysely<DB>, step: Transition): Promise<{ mo
   const event = CALLBACK_EVENT_OF[step.to];
   if (event) ctes.push(outboxCte(event, step.to, callbackDetails(step.to, step.data, changes)));
   const result = await sql<{ moved: number; callbacks: number }>`with ${sql.join(ctes)}
-    select (select count(*) from recorded)::int as moved, ${event ? sql`(select count(*) from callbacks)::int` : sql`0`} as callbacks`.execute(db);
+    select (select count(*) from recorded)::int as moved, ${event ? sql`(select count(*) from callbacks)::int` : sql`0`} as callbacks`.execute(
+    db,
+  );
   const row = result.rows[0];
   return { moved: (row?.moved ?? 0) > 0, callbacks: row?.callbacks ?? 0 };
 }

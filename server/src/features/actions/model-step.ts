@@ -72,7 +72,7 @@ export async function callModel(options: {
   signal: AbortSignal;
 }): Promise<ModelStep> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
-  let result;
+  let result: Awaited<ReturnType<typeof generateText>>;
   try {
     result = await generateText({
       model: options.model,
@@ -89,10 +89,16 @@ export async function callModel(options: {
   const calls: ProposedCall[] = [];
   for (const part of result.content) {
     if (part.type !== 'tool-call') continue;
-    calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input, invalid: (part as { invalid?: boolean }).invalid === true });
+    calls.push({
+      toolCallId: part.toolCallId,
+      toolName: part.toolName,
+      input: part.input,
+      invalid: (part as { invalid?: boolean }).invalid === true,
+    });
   }
   const content: unknown[] = [];
   if (result.text) content.push({ type: 'text', text: result.text });
-  for (const call of calls) content.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? {} });
+  for (const call of calls)
+    content.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? {} });
   return { assistant: { role: 'assistant', content }, text: result.text, calls };
 }

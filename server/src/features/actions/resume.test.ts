@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { startFakeModel, toolResults, type ChatRequest } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
-import { apiClient, createWebhookThroughApi, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import {
+  apiClient,
+  createWebhookThroughApi,
+  killServerProcess,
+  serverProcessEnvironment,
+  startServerProcess,
+} from '../../../test/helpers/server-process.ts';
 import { signingHeaders } from '../ingest/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
@@ -12,7 +18,11 @@ let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
 let countLog: string;
 beforeAll(async () => {
   model = await startFakeModel();
-  environment = await serverProcessEnvironment({ ...model.env, ACTION_LEASE_SECONDS: '1', TOOL_MODULES: join(import.meta.dirname, '../../../test/fixtures/counting-tool.ts') });
+  environment = await serverProcessEnvironment({
+    ...model.env,
+    ACTION_LEASE_SECONDS: '1',
+    TOOL_MODULES: join(import.meta.dirname, '../../../test/fixtures/counting-tool.ts'),
+  });
   countLog = join(environment.env.DATA_DIR!, 'counted-steps.log');
   writeFileSync(countLog, '');
   environment.env.COUNTING_TOOL_LOG = countLog;
@@ -22,7 +32,8 @@ afterAll(async () => {
   await model?.close();
 });
 
-const isFor = (label: string) => (request: ChatRequest) => request.messages.some((message) => message.role === 'user' && message.content?.includes(`"label": "${label}"`));
+const isFor = (label: string) => (request: ChatRequest) =>
+  request.messages.some((message) => message.role === 'user' && message.content?.includes(`"label": "${label}"`));
 
 describe('an action across a SIGKILL', () => {
   it('resumes from what was stored: a finished tool call is not run again; a staged call can be approved after the restart', async () => {
@@ -32,10 +43,17 @@ describe('an action across a SIGKILL', () => {
     try {
       const credentials = environment.createAdmin();
       let api = await apiClient(base, credentials);
-      const webhook = await createWebhookThroughApi(api, { tools: ['countedStep', 'generateDocument'], approvalRules: { countedStep: 'allow', generateDocument: 'ask' } });
+      const webhook = await createWebhookThroughApi(api, {
+        tools: ['countedStep', 'generateDocument'],
+        approvalRules: { countedStep: 'allow', generateDocument: 'ask' },
+      });
       const post = async (label: string) => {
         const body = JSON.stringify({ eventType: 'step', externalId: label, data: { label } });
-        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) }, body });
+        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+          body,
+        });
         return ((await response.json()) as { actionId: string }).actionId;
       };
 
@@ -48,12 +66,18 @@ describe('an action across a SIGKILL', () => {
           if (seen.length === 0) return { toolCalls: [{ name: 'countedStep', arguments: { label: 'mid-run' } }] };
           return restarted ? { text: `finished after ${JSON.stringify(seen[0]!.content)}` } : { text: 'never delivered', delayMs: 60_000 };
         }
-        return seen.length === 0 ? { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Staged', content: 'body' } }] } : { text: 'document made' };
+        return seen.length === 0
+          ? { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Staged', content: 'body' } }] }
+          : { text: 'document made' };
       });
       const midRun = await post('mid-run');
       const staged = await post('staged');
-      await eventually('the model to be thinking after the tool ran', async () => (model.requests.some((r) => isFor('mid-run')(r) && toolResults(r).length > 0) ? true : undefined));
-      await eventually('the staged call', async () => ((await api('GET', '/orgs/acme/ledger/' + staged)).status === 'pending_approval' ? true : undefined));
+      await eventually('the model to be thinking after the tool ran', async () =>
+        model.requests.some((r) => isFor('mid-run')(r) && toolResults(r).length > 0) ? true : undefined,
+      );
+      await eventually('the staged call', async () =>
+        (await api('GET', `/orgs/acme/ledger/${staged}`)).status === 'pending_approval' ? true : undefined,
+      );
       expect(readFileSync(countLog, 'utf8').trim().split('\n')).toHaveLength(1);
 
       await killServerProcess(server);

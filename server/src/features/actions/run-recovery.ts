@@ -5,7 +5,12 @@ import { actionsRepo } from './actions.repo.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /** Runs whose process died, found and given to a live worker: by their action's lease, or by their job. */
-export function createRunRecovery(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueue' | 'activeLongerThan' | 'handBack'>; leaseMs: number; clock: Clock }) {
+export function createRunRecovery(deps: {
+  db: Kysely<DB>;
+  jobs: Pick<JobRunner, 'enqueue' | 'activeLongerThan' | 'handBack'>;
+  leaseMs: number;
+  clock: Clock;
+}) {
   return {
     /**
      * Hands back the run jobs that a process fetched over half a lease ago without claiming their
@@ -27,7 +32,11 @@ export function createRunRecovery(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 
     async resumeAbandoned(options: { includeLive: boolean }): Promise<number> {
       const rows = await actionsRepo.running(deps.db, options);
       for (const row of rows) {
-        await deps.jobs.enqueue('actions.run', { actionId: row.id }, { startAfter: row.lapsesInMs > 0 ? new Date(deps.clock.now().getTime() + row.lapsesInMs + 50) : undefined });
+        await deps.jobs.enqueue(
+          'actions.run',
+          { actionId: row.id },
+          { startAfter: row.lapsesInMs > 0 ? new Date(deps.clock.now().getTime() + row.lapsesInMs + 50) : undefined },
+        );
       }
       return rows.length;
     },

@@ -20,8 +20,12 @@ const auth = (setup: WebhookSetup) => ({ token: setup.tenant.token, org: setup.t
 const calledTools = (request: ChatRequest) => request.messages.some((message) => message.role === 'tool');
 
 /** First answer: one generateDocument call; once it has the result: a closing text. */
-const documentThenText = (args: unknown = { title: 'Order 42', content: '# Order 42\n\n| sku | qty |\n|---|---|\n| A-1 | 2 |' }) => (request: ChatRequest) =>
-  calledTools(request) ? { text: `Made ${JSON.stringify(toolResults(request)[0]!.content)}` } : { toolCalls: [{ name: 'generateDocument', arguments: args }] };
+const documentThenText =
+  (args: unknown = { title: 'Order 42', content: '# Order 42\n\n| sku | qty |\n|---|---|\n| A-1 | 2 |' }) =>
+  (request: ChatRequest) =>
+    calledTools(request)
+      ? { text: `Made ${JSON.stringify(toolResults(request)[0]!.content)}` }
+      : { toolCalls: [{ name: 'generateDocument', arguments: args }] };
 
 async function runEvent(setup: WebhookSetup, payload: Record<string, unknown> = {}) {
   const response = await postEvent(app, setup, { eventType: 'order.created', externalId: randomUUID(), data: { orderId: 42 }, ...payload });
@@ -30,7 +34,7 @@ async function runEvent(setup: WebhookSetup, payload: Record<string, unknown> = 
 }
 
 describe('running an action', () => {
-  it('runs an allowed tool, then completes with the model\'s answer; every step is in the thread and the ledger', async () => {
+  it("runs an allowed tool, then completes with the model's answer; every step is in the thread and the ledger", async () => {
     const setup = await setupWebhook(app);
     model.script(documentThenText());
     const actionId = await runEvent(setup, { instructions: 'Write the order up.' });
@@ -38,7 +42,9 @@ describe('running an action', () => {
     expect(row.status).toBe('completed');
     expect(row.execution.result.text).toMatch(/^Made \{"documentId":"[0-9a-f-]{36}"\}$/);
     expect(row.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual(['queued', 'running', 'completed']);
-    expect(row.execution.toolCalls).toEqual([expect.objectContaining({ toolName: 'generateDocument', mode: 'allow', status: 'completed', approval: 'not_required' })]);
+    expect(row.execution.toolCalls).toEqual([
+      expect.objectContaining({ toolName: 'generateDocument', mode: 'allow', status: 'completed', approval: 'not_required' }),
+    ]);
 
     // The prompt: agent and rule instructions as instructions, the payload's instructions and the event as the first message.
     const first = model.requests.at(-2)!;
@@ -49,14 +55,25 @@ describe('running an action', () => {
 
     const threads = await (await app.request('GET', '/api/threads', { token: setup.tenant.token })).json();
     expect(threads.threads).toEqual([expect.objectContaining({ id: row.execution.threadId, channel: 'webhook' })]);
-    const messages = await (await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: setup.tenant.token })).json();
+    const messages = await (
+      await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: setup.tenant.token })
+    ).json();
     expect(messages.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    const paged = await (await app.request('GET', `/api/threads/${row.execution.threadId}/messages?limit=3`, { token: setup.tenant.token })).json();
+    const paged = await (
+      await app.request('GET', `/api/threads/${row.execution.threadId}/messages?limit=3`, { token: setup.tenant.token })
+    ).json();
     expect(paged.messages).toHaveLength(3);
-    const rest = await (await app.request('GET', `/api/threads/${row.execution.threadId}/messages?cursor=${paged.nextCursor}`, { token: setup.tenant.token })).json();
+    const rest = await (
+      await app.request('GET', `/api/threads/${row.execution.threadId}/messages?cursor=${paged.nextCursor}`, { token: setup.tenant.token })
+    ).json();
     expect(rest).toMatchObject({ messages: [{ role: 'assistant', seq: 3 }], nextCursor: null });
-    for (const [query, status] of [['?cursor=abc', 400], ['?limit=0', 400]] as const) {
-      expect((await app.request('GET', `/api/threads/${row.execution.threadId}/messages${query}`, { token: setup.tenant.token })).status).toBe(status);
+    for (const [query, status] of [
+      ['?cursor=abc', 400],
+      ['?limit=0', 400],
+    ] as const) {
+      expect(
+        (await app.request('GET', `/api/threads/${row.execution.threadId}/messages${query}`, { token: setup.tenant.token })).status,
+      ).toBe(status);
     }
     expect((await app.request('GET', `/api/threads/${randomUUID()}/messages`, { token: setup.tenant.token })).status).toBe(404);
     expect((await app.request('GET', `/api/threads/${row.execution.threadId}/messages`)).status).toBe(401);
@@ -66,9 +83,16 @@ describe('running an action', () => {
 });
 
 describe('approvals', () => {
-  const approvals = (setup: WebhookSetup, query = '') => app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals${query}`, { token: setup.tenant.token }).then((r) => r.json());
-  const decide = (setup: WebhookSetup, actionId: string, toolCallId: string, verb: 'approve' | 'reject', body?: unknown, token = setup.tenant.token) =>
-    app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token, body });
+  const approvals = (setup: WebhookSetup, query = '') =>
+    app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals${query}`, { token: setup.tenant.token }).then((r) => r.json());
+  const decide = (
+    setup: WebhookSetup,
+    actionId: string,
+    toolCallId: string,
+    verb: 'approve' | 'reject',
+    body?: unknown,
+    token = setup.tenant.token,
+  ) => app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token, body });
 
   /** An action waiting on its one staged generateDocument call. */
   async function stagedCall() {
@@ -87,20 +111,41 @@ describe('approvals', () => {
     const pending = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     expect(pending.approvalState).toBe('pending');
     const listed = await approvals(setup, '?status=pending');
-    expect(listed.approvals).toEqual([expect.objectContaining({
-      actionId, toolName: 'generateDocument', mode: 'ask', status: 'pending', runAsUserId: setup.tenant.admin.id, input: { title: 'Order 42', content: expect.any(String) },
-      requestedAt: expect.any(String), expiresAt: expect.any(String), decidedBy: null,
-    })]);
+    expect(listed.approvals).toEqual([
+      expect.objectContaining({
+        actionId,
+        toolName: 'generateDocument',
+        mode: 'ask',
+        status: 'pending',
+        runAsUserId: setup.tenant.admin.id,
+        input: { title: 'Order 42', content: expect.any(String) },
+        requestedAt: expect.any(String),
+        expiresAt: expect.any(String),
+        decidedBy: null,
+      }),
+    ]);
     const { toolCallId, requestedAt, expiresAt } = listed.approvals[0];
     expect(Date.parse(expiresAt) - Date.parse(requestedAt)).toBe(86_400_000);
 
     const approved = await decide(setup, actionId, toolCallId, 'approve');
     expect(approved.status).toBe(200);
-    expect(await approved.json()).toMatchObject({ toolCallId, status: 'approved', decidedBy: setup.tenant.admin.id, decidedAt: expect.any(String) });
+    expect(await approved.json()).toMatchObject({
+      toolCallId,
+      status: 'approved',
+      decidedBy: setup.tenant.admin.id,
+      decidedAt: expect.any(String),
+    });
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
     expect(done.execution.result.text).toMatch(/documentId/);
-    expect(done.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual(['queued', 'running', 'pending_approval', 'approved', 'running', 'completed']);
+    expect(done.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual([
+      'queued',
+      'running',
+      'pending_approval',
+      'approved',
+      'running',
+      'completed',
+    ]);
     expect(done.lifecycleEvents[3].data).toMatchObject({ toolCallId, decidedBy: setup.tenant.admin.id });
 
     for (const verb of ['approve', 'reject'] as const) {
@@ -133,18 +178,26 @@ describe('approvals', () => {
     expect((await decide(setup, actionId, toolCallId, 'approve')).status).toBe(200);
     const row = await waitForAction(app, auth(setup), actionId, ['failed']);
     expect(row.execution.error).toBe('The action has no agent: set one on its action rule or webhook');
-    expect(row).toMatchObject({ webhookId: setup.webhook.id, execution: { agentId: setup.agentId, actionRuleId: setup.ruleId, runAsUserId: setup.tenant.admin.id } });
+    expect(row).toMatchObject({
+      webhookId: setup.webhook.id,
+      execution: { agentId: setup.agentId, actionRuleId: setup.ruleId, runAsUserId: setup.tenant.admin.id },
+    });
     const documents = await (await app.request('GET', `/orgs/${org.slug}/documents`, { token: setup.tenant.token })).json();
     expect(documents.documents).toEqual([]);
   });
 
-  it('a staged call not decided by its rule\'s deadline expires, by the scheduled job', async () => {
+  it("a staged call not decided by its rule's deadline expires, by the scheduled job", async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' }, approvalTimeoutSeconds: 1 });
     model.script(documentThenText());
     const actionId = await runEvent(setup);
     const row = await waitForAction(app, auth(setup), actionId, ['expired'], 20_000);
     expect(row.approvalState).toBe('expired');
-    expect(row.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual(['queued', 'running', 'pending_approval', 'expired']);
+    expect(row.lifecycleEvents.map((event: { status: string }) => event.status)).toEqual([
+      'queued',
+      'running',
+      'pending_approval',
+      'expired',
+    ]);
     const [call] = (await approvals(setup, '?status=expired')).approvals;
     expect(call).toMatchObject({ actionId, status: 'expired', decidedBy: null, reason: 'not decided before the deadline' });
     expect((await decide(setup, actionId, call.toolCallId, 'approve')).status).toBe(409);
@@ -159,7 +212,13 @@ describe('approvals', () => {
     for (const verb of ['approve', 'reject'] as const) {
       expect((await decide(setup, actionId, toolCallId, verb, undefined, other.tenant.token)).status).toBe(404);
       // Through their own org: the action is not theirs.
-      expect((await app.request('POST', `/orgs/${other.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token: other.tenant.token })).status).toBe(404);
+      expect(
+        (
+          await app.request('POST', `/orgs/${other.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, {
+            token: other.tenant.token,
+          })
+        ).status,
+      ).toBe(404);
     }
     expect((await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: other.tenant.token })).status).toBe(404);
     expect((await approvals(setup)).approvals).toHaveLength(1);
@@ -215,7 +274,7 @@ describe('failures and limits', () => {
     return row.execution.error as string;
   };
 
-  it('a model error fails the action with its message (after the SDK\'s retries for a 5xx)', async () => {
+  it("a model error fails the action with its message (after the SDK's retries for a 5xx)", async () => {
     const setup = await setupWebhook(app);
     model.script(() => ({ error: { status: 500, message: 'the GPU caught fire' } }));
     const before = model.requests.length;
@@ -244,15 +303,32 @@ describe('failures and limits', () => {
 
   it('an agent without a usable model fails with a clear message, not a hang', async () => {
     const setup = await setupWebhook(app);
-    await app.request('PATCH', `/orgs/${setup.tenant.org.slug}/agents/${setup.agentId}`, { token: setup.tenant.token, body: { provider: 'anthropic', model: 'claude-x' } });
-    expect(await failedWith(setup, await runEvent(setup))).toBe('No API key for the anthropic provider: store one for the organization, or set MODEL_API_KEY');
+    await app.request('PATCH', `/orgs/${setup.tenant.org.slug}/agents/${setup.agentId}`, {
+      token: setup.tenant.token,
+      body: { provider: 'anthropic', model: 'claude-x' },
+    });
+    expect(await failedWith(setup, await runEvent(setup))).toBe(
+      'No API key for the anthropic provider: store one for the organization, or set MODEL_API_KEY',
+    );
   });
 
   it('bad tool arguments and a throwing tool go back to the model as errors; the run goes on', async () => {
     const setup = await setupWebhook(app);
-    model.script((request) => (calledTools(request)
-      ? { text: `saw: ${toolResults(request).map((result) => result.content).join(' | ')}` }
-      : { toolCalls: [{ name: 'generateDocument', arguments: { title: '' } }, { name: 'generateDocument', arguments: '{not json' }, { name: 'noSuchTool', arguments: {} }] }));
+    model.script((request) =>
+      calledTools(request)
+        ? {
+            text: `saw: ${toolResults(request)
+              .map((result) => result.content)
+              .join(' | ')}`,
+          }
+        : {
+            toolCalls: [
+              { name: 'generateDocument', arguments: { title: '' } },
+              { name: 'generateDocument', arguments: '{not json' },
+              { name: 'noSuchTool', arguments: {} },
+            ],
+          },
+    );
     const row = await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed']);
     expect(row.status).toBe('completed');
     expect(row.execution.result.text).toContain('Invalid input for generateDocument: title:');
@@ -274,7 +350,10 @@ describe('modes from rule, override and preference', () => {
 
   it('"always deny" beats an allow rule: the tool does not run and the model is told', async () => {
     const setup = await setupWebhook(app);
-    const put = await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'always_deny' } });
+    const put = await app.request('PUT', '/api/me/tool-preferences/generateDocument', {
+      token: setup.tenant.token,
+      body: { preference: 'always_deny' },
+    });
     expect(put.status).toBe(200);
     expect(await put.json()).toMatchObject({ toolName: 'generateDocument', preference: 'always_deny' });
     model.script(documentThenText());
@@ -291,9 +370,21 @@ describe('modes from rule, override and preference', () => {
 
   it('tool preferences: 404 for an unknown tool, 400 for a bad preference, 401 without a session', async () => {
     const setup = await setupWebhook(app);
-    expect((await app.request('PUT', '/api/me/tool-preferences/launchMissiles', { token: setup.tenant.token, body: { preference: 'always_deny' } })).status).toBe(404);
-    expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'never' } })).status).toBe(400);
-    expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { body: { preference: 'always_deny' } })).status).toBe(401);
+    expect(
+      (
+        await app.request('PUT', '/api/me/tool-preferences/launchMissiles', {
+          token: setup.tenant.token,
+          body: { preference: 'always_deny' },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'never' } }))
+        .status,
+    ).toBe(400);
+    expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { body: { preference: 'always_deny' } })).status).toBe(
+      401,
+    );
   });
 });
 
@@ -301,10 +392,22 @@ describe('org model keys', () => {
   it("stores an org's key encrypted, shows only a hint, and uses it instead of the server's", async () => {
     const setup = await setupWebhook(app);
     const base = `/orgs/${setup.tenant.org.slug}/model-credentials`;
-    const put = await app.request('PUT', `${base}/openai-compatible`, { token: setup.tenant.token, body: { apiKey: 'sk-org-key-that-is-wrong-1234' } });
+    const put = await app.request('PUT', `${base}/openai-compatible`, {
+      token: setup.tenant.token,
+      body: { apiKey: 'sk-org-key-that-is-wrong-1234' },
+    });
     expect(put.status).toBe(200);
-    expect(await put.json()).toEqual({ provider: 'openai-compatible', apiKeyHint: '...1234', createdAt: expect.any(String), updatedAt: expect.any(String) });
-    const stored = await app.container.db.selectFrom('orgModelCredentials').selectAll().where('orgId', '=', setup.tenant.org.id).executeTakeFirstOrThrow();
+    expect(await put.json()).toEqual({
+      provider: 'openai-compatible',
+      apiKeyHint: '...1234',
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+    const stored = await app.container.db
+      .selectFrom('orgModelCredentials')
+      .selectAll()
+      .where('orgId', '=', setup.tenant.org.id)
+      .executeTakeFirstOrThrow();
     expect(stored.apiKeyEncrypted).not.toContain('sk-org-key');
     expect(JSON.stringify(await (await app.request('GET', base, { token: setup.tenant.token })).json())).not.toContain('sk-org-key');
 
@@ -326,7 +429,12 @@ describe('org model keys', () => {
     expect((await app.request('DELETE', `${base}/anthropic`, { token: setup.tenant.token })).status).toBe(404);
     await app.request('PUT', `${base}/openai`, { token: setup.tenant.token, body: { apiKey: 'sk-123456789' } });
     expect((await app.request('GET', base, { token: other.tenant.token })).status).toBe(404);
-    expect((await app.request('PUT', `${base}/openai`, { token: other.tenant.token, body: { apiKey: 'sk-evil-123456' } })).status).toBe(404);
-    expect((await (await app.request('GET', `/orgs/${other.tenant.org.slug}/model-credentials`, { token: other.tenant.token })).json()).credentials).toEqual([]);
+    expect((await app.request('PUT', `${base}/openai`, { token: other.tenant.token, body: { apiKey: 'sk-evil-123456' } })).status).toBe(
+      404,
+    );
+    expect(
+      (await (await app.request('GET', `/orgs/${other.tenant.org.slug}/model-credentials`, { token: other.tenant.token })).json())
+        .credentials,
+    ).toEqual([]);
   });
 });

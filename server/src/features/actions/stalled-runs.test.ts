@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 describe('a run job fetched by a worker that died before claiming its action', () => {
-  it('is handed back and run by a live worker within about a lease, not after the job\'s hour-long expiry', async () => {
+  it("is handed back and run by a live worker within about a lease, not after the job's hour-long expiry", async () => {
     const setup = await setupWebhook(serving);
     model.script(() => ({ text: 'done' }));
     const response = await postEvent(serving, setup, { eventType: 'order.created' });

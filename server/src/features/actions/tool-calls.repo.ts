@@ -4,15 +4,33 @@ import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 export const toolCallsRepo = {
-  insertMany: (trx: Kysely<DB>, rows: Insertable<ToolCallsTable>[]) => (rows.length === 0 ? Promise.resolve() : trx.insertInto('toolCalls').values(rows).execute().then(() => undefined)),
+  insertMany: (trx: Kysely<DB>, rows: Insertable<ToolCallsTable>[]) =>
+    rows.length === 0
+      ? Promise.resolve()
+      : trx
+          .insertInto('toolCalls')
+          .values(rows)
+          .execute()
+          .then(() => undefined),
 
   forAction: (db: Kysely<DB>, actionId: string): Promise<ToolCallRow[]> =>
     db.selectFrom('toolCalls').selectAll().where('actionId', '=', actionId).orderBy('requestedAt').orderBy('id').execute(),
 
   /** A human's (or the deadline's) decision on a staged call; undefined when it was decided already. */
-  decide: (trx: Kysely<DB>, id: string, decision: { status: ToolCallStatus; approval: ToolCallApproval; userId: string | null; reason: string | null; at: Date }) =>
-    trx.updateTable('toolCalls')
-      .set({ status: decision.status, approval: decision.approval, decidedByUserId: decision.userId, decisionReason: decision.reason, decidedAt: decision.at })
+  decide: (
+    trx: Kysely<DB>,
+    id: string,
+    decision: { status: ToolCallStatus; approval: ToolCallApproval; userId: string | null; reason: string | null; at: Date },
+  ) =>
+    trx
+      .updateTable('toolCalls')
+      .set({
+        status: decision.status,
+        approval: decision.approval,
+        decidedByUserId: decision.userId,
+        decisionReason: decision.reason,
+        decidedAt: decision.at,
+      })
       .where('id', '=', id)
       .where('status', '=', 'staged')
       .returningAll()
@@ -20,16 +38,28 @@ export const toolCallsRepo = {
 
   /** The other staged calls of an action end with it. */
   cancelStaged: (trx: Kysely<DB>, actionId: string, at: Date) =>
-    trx.updateTable('toolCalls').set({ status: 'cancelled', approval: 'cancelled', decidedAt: at }).where('actionId', '=', actionId).where('status', '=', 'staged').execute(),
+    trx
+      .updateTable('toolCalls')
+      .set({ status: 'cancelled', approval: 'cancelled', decidedAt: at })
+      .where('actionId', '=', actionId)
+      .where('status', '=', 'staged')
+      .execute(),
 
   find: (db: Kysely<DB>, orgId: string, actionId: string, toolCallId: string) =>
-    db.selectFrom('toolCalls').selectAll().where('orgId', '=', orgId).where('actionId', '=', actionId).where('toolCallId', '=', toolCallId).executeTakeFirst(),
+    db
+      .selectFrom('toolCalls')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .where('actionId', '=', actionId)
+      .where('toolCallId', '=', toolCallId)
+      .executeTakeFirst(),
 
   findById: (db: Kysely<DB>, id: string) => db.selectFrom('toolCalls').selectAll().where('id', '=', id).executeTakeFirst(),
 
   /** The org's calls that needed approval, newest first, with their action's run-as user. */
   listApprovals: (db: Kysely<DB>, orgId: string, approval: ToolCallApproval, limit: number, after?: Cursor) =>
-    db.selectFrom('toolCalls as t')
+    db
+      .selectFrom('toolCalls as t')
       .innerJoin('actions as a', 'a.id', 't.actionId')
       .selectAll('t')
       .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType'])

@@ -3,8 +3,23 @@ import type { ActionRuleRow, AgentRow, DB, ModelProvider } from '../../db/schema
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
-  insert: (db: Kysely<DB>, agent: { id: string; orgId: string; name: string; instructions: string; provider: ModelProvider | null; model: string | null; tools: string[] }): Promise<AgentRow> =>
-    db.insertInto('agents').values({ ...agent, tools: JSON.stringify(agent.tools) }).returningAll().executeTakeFirstOrThrow(),
+  insert: (
+    db: Kysely<DB>,
+    agent: {
+      id: string;
+      orgId: string;
+      name: string;
+      instructions: string;
+      provider: ModelProvider | null;
+      model: string | null;
+      tools: string[];
+    },
+  ): Promise<AgentRow> =>
+    db
+      .insertInto('agents')
+      .values({ ...agent, tools: JSON.stringify(agent.tools) })
+      .returningAll()
+      .executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string): Promise<AgentRow[]> =>
     db.selectFrom('agents').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
@@ -12,7 +27,12 @@ export const agentsRepo = {
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<AgentRow | undefined> =>
     db.selectFrom('agents').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
-  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; instructions?: string; provider?: ModelProvider | null; model?: string | null; tools?: string[] }) =>
+  update: (
+    db: Kysely<DB>,
+    orgId: string,
+    id: string,
+    changes: { name?: string; instructions?: string; provider?: ModelProvider | null; model?: string | null; tools?: string[] },
+  ) =>
     db
       .updateTable('agents')
       .set({ ...changes, tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools), updatedAt: new Date() })
@@ -26,8 +46,24 @@ export const agentsRepo = {
 };
 
 export const actionRulesRepo = {
-  insert: (db: Kysely<DB>, rule: { id: string; orgId: string; name: string; agentId: string | null; instructions: string; enabled: boolean; approvalRules: Record<string, string>; approvalTimeoutSeconds: number }): Promise<ActionRuleRow> =>
-    db.insertInto('actionRules').values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules) }).returningAll().executeTakeFirstOrThrow(),
+  insert: (
+    db: Kysely<DB>,
+    rule: {
+      id: string;
+      orgId: string;
+      name: string;
+      agentId: string | null;
+      instructions: string;
+      enabled: boolean;
+      approvalRules: Record<string, string>;
+      approvalTimeoutSeconds: number;
+    },
+  ): Promise<ActionRuleRow> =>
+    db
+      .insertInto('actionRules')
+      .values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules) })
+      .returningAll()
+      .executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string): Promise<ActionRuleRow[]> =>
     db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
@@ -35,10 +71,26 @@ export const actionRulesRepo = {
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<ActionRuleRow | undefined> =>
     db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
-  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; agentId?: string | null; instructions?: string; enabled?: boolean; approvalRules?: Record<string, string>; approvalTimeoutSeconds?: number }) =>
+  update: (
+    db: Kysely<DB>,
+    orgId: string,
+    id: string,
+    changes: {
+      name?: string;
+      agentId?: string | null;
+      instructions?: string;
+      enabled?: boolean;
+      approvalRules?: Record<string, string>;
+      approvalTimeoutSeconds?: number;
+    },
+  ) =>
     db
       .updateTable('actionRules')
-      .set({ ...changes, approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules), updatedAt: new Date() })
+      .set({
+        ...changes,
+        approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules),
+        updatedAt: new Date(),
+      })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()

@@ -33,8 +33,17 @@ export const actionRuleInput = z.object({
   agentId: z.uuid().nullable().default(null),
   instructions: z.string().max(50_000).default(''),
   enabled: z.boolean().default(true),
-  approvalRules: z.record(toolNameSchema, approvalModeSchema).default({}).describe('Default approval mode per tool; a tool not listed is `ask`'),
-  approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000).default(86_400).describe('How long a staged tool call waits for a decision before it expires'),
+  approvalRules: z
+    .record(toolNameSchema, approvalModeSchema)
+    .default({})
+    .describe('Default approval mode per tool; a tool not listed is `ask`'),
+  approvalTimeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(2_592_000)
+    .default(86_400)
+    .describe('How long a staged tool call waits for a decision before it expires'),
 });
 export const actionRulePatch = patchSchema(actionRuleInput);
 

@@ -15,8 +15,14 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
   function requireKnownTools(tools: string[] | undefined): void {
     const unknown = (tools ?? []).filter((name) => !deps.tools.has(name));
     if (unknown.length === 0) return;
-    const known = deps.tools.list().map((tool) => tool.name).sort();
-    throw new AppError('validation_failed', `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; the tools are: ${known.join(', ')}`);
+    const known = deps.tools
+      .list()
+      .map((tool) => tool.name)
+      .sort();
+    throw new AppError(
+      'validation_failed',
+      `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; the tools are: ${known.join(', ')}`,
+    );
   }
 
   async function requireAgent(orgId: string, agentId: string | null | undefined): Promise<void> {

@@ -10,7 +10,10 @@ export function createModelCredentialsService(deps: { db: Kysely<DB>; box: Secre
     list: (orgId: string) => modelCredentialsRepo.list(deps.db, orgId),
 
     set: (orgId: string, provider: ModelProvider, apiKey: string) =>
-      modelCredentialsRepo.upsert(deps.db, orgId, provider, { apiKeyEncrypted: deps.box.encrypt(apiKey), apiKeyHint: `...${apiKey.slice(-4)}` }),
+      modelCredentialsRepo.upsert(deps.db, orgId, provider, {
+        apiKeyEncrypted: deps.box.encrypt(apiKey),
+        apiKeyHint: `...${apiKey.slice(-4)}`,
+      }),
 
     async remove(orgId: string, provider: ModelProvider) {
       if (!(await modelCredentialsRepo.remove(deps.db, orgId, provider))) throw notFound('Model credential');

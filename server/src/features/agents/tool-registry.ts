@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { TOOL_NAME } from './agents.schemas.ts';
 
 /** What a tool knows about the call it serves. `toolCallId` is stable across a resumed run: use it as an idempotency key. */
@@ -10,6 +10,7 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every input type; each is typed where it is defined.
 export interface ToolDefinition<Input = any> {
   name: string;
   description: string;
@@ -17,9 +18,13 @@ export interface ToolDefinition<Input = any> {
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }
 
-
 /** Defines a tool with its input type inferred from the schema. */
-export function defineTool<Schema extends z.ZodType>(tool: { name: string; description: string; inputSchema: Schema; execute(input: z.output<Schema>, context: ToolContext): Promise<unknown> }): ToolDefinition<z.output<Schema>> {
+export function defineTool<Schema extends z.ZodType>(tool: {
+  name: string;
+  description: string;
+  inputSchema: Schema;
+  execute(input: z.output<Schema>, context: ToolContext): Promise<unknown>;
+}): ToolDefinition<z.output<Schema>> {
   return tool as ToolDefinition<z.output<Schema>>;
 }
 

@@ -3,7 +3,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RateLimiter } from '../../lib/rate-limit.ts';
 import { toPublicUser, userSchema } from '../users/users.schemas.ts';
 import type { AuthService, RequestMeta } from './auth.service.ts';
-import { credentialsLoginBody, externalAuthBody, externalAuthResponse, forgotPasswordBody, resetPasswordBody, successSchema } from './auth.schemas.ts';
+import {
+  credentialsLoginBody,
+  externalAuthBody,
+  externalAuthResponse,
+  forgotPasswordBody,
+  resetPasswordBody,
+  successSchema,
+} from './auth.schemas.ts';
 import type { UserLimitsService } from './external/user-limits.service.ts';
 import type { ExternalAuthService } from './external/external-auth.service.ts';
 import type { SessionMiddlewares } from './middlewares.ts';
@@ -11,6 +18,7 @@ import type { PasswordResetService } from './password-reset.service.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
 import type { FastifyRequest } from 'fastify';
 import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
+import { userOf } from '../../lib/request-context.ts';
 
 export interface AuthRouteDeps {
   auth: AuthService;
@@ -25,74 +33,137 @@ export interface AuthRouteDeps {
 export const requestMeta = (request: FastifyRequest): RequestMeta => ({ ipAddress: request.ip, userAgent: request.headers['user-agent'] });
 
 const meSchema = userSchema.extend({
-  limits: z.object({
-    maxMessages: z.int().nullable(),
-    resetDate: z.date().nullable(),
-    usedMessages: z.int().describe('Model messages used by actions run as this user since the last reset'),
-  }).nullable(),
+  limits: z
+    .object({
+      maxMessages: z.int().nullable(),
+      resetDate: z.date().nullable(),
+      usedMessages: z.int().describe('Model messages used by actions run as this user since the last reset'),
+    })
+    .nullable(),
 });
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 429: errorSchema };
 
 export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.post('/auth/login/credentials', {
-      schema: { operationId: 'loginWithCredentials', security: [], tags: ['auth'], summary: 'Log in with email and password', body: credentialsLoginBody, response: { 200: userSchema, ...errors } },
-      preHandler: async (request) => deps.limits.login.consume(request.ip),
-    }, async (request, reply) => {
-      const { user, token } = await deps.auth.loginWithCredentials(request.body.email, request.body.password, requestMeta(request));
-      setSessionCookie(reply, token, deps.isProduction);
-      return toPublicUser(user);
-    });
-
-    app.get('/auth/me', {
-      schema: { operationId: 'getMe', tags: ['auth'], summary: 'The signed-in user, with the limits their external auth provider sets (null: none)', security: sessionSecurity, response: { 200: meSchema, ...errors } },
-      preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
-    }, async (request) => ({ ...toPublicUser(request.user!), limits: await deps.userLimits.status(request.user!.id) }));
-
-    app.post('/auth/logout', {
-      schema: { operationId: 'logout', tags: ['auth'], summary: 'End the current session', security: sessionSecurity, response: { 200: successSchema, ...errors } },
-      preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
-    }, async (request, reply) => {
-      await deps.auth.logout(request.sessionToken!);
-      clearSessionCookie(reply, deps.isProduction);
-      return { success: true as const };
-    });
-
-    app.post('/auth/forgot-password', {
-      schema: {
-        operationId: 'forgotPassword', security: [],
-        tags: ['auth'],
-        summary: 'Mail a password reset link',
-        description: 'Answers the same whether or not an account exists for the email.',
-        body: forgotPasswordBody,
-        response: { 200: successSchema, ...errors },
+    app.post(
+      '/auth/login/credentials',
+      {
+        schema: {
+          operationId: 'loginWithCredentials',
+          security: [],
+          tags: ['auth'],
+          summary: 'Log in with email and password',
+          body: credentialsLoginBody,
+          response: { 200: userSchema, ...errors },
+        },
+        preHandler: async (request) => deps.limits.login.consume(request.ip),
       },
-      preHandler: async (request) => {
-        await deps.limits.forgotPasswordByIp.consume(request.ip);
-        await deps.limits.forgotPasswordByEmail.consume((request.body as { email: string }).email.toLowerCase());
+      async (request, reply) => {
+        const { user, token } = await deps.auth.loginWithCredentials(request.body.email, request.body.password, requestMeta(request));
+        setSessionCookie(reply, token, deps.isProduction);
+        return toPublicUser(user);
       },
-    }, async (request) => {
-      await deps.passwordReset.requestReset(request.body.email);
-      return { success: true as const, message: 'If an account exists for that email, a reset link is on its way.' };
-    });
+    );
 
-    app.post('/auth/reset-password', {
-      schema: { operationId: 'resetPassword', security: [], tags: ['auth'], summary: 'Set a new password with a reset token', body: resetPasswordBody, response: { 200: successSchema, ...errors } },
-      preHandler: async (request) => deps.limits.forgotPasswordByIp.consume(request.ip),
-    }, async (request) => {
-      await deps.passwordReset.resetPassword(request.body.token, request.body.newPassword);
-      return { success: true as const, message: 'Password updated. Log in with the new password.' };
-    });
+    app.get(
+      '/auth/me',
+      {
+        schema: {
+          operationId: 'getMe',
+          tags: ['auth'],
+          summary: 'The signed-in user, with the limits their external auth provider sets (null: none)',
+          security: sessionSecurity,
+          response: { 200: meSchema, ...errors },
+        },
+        preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
+      },
+      async (request) => ({ ...toPublicUser(userOf(request)), limits: await deps.userLimits.status(userOf(request).id) }),
+    );
 
-    app.post('/auth/external', {
-      schema: { operationId: 'loginWithExternalToken', security: [], tags: ['auth'], summary: 'Log in with a token of an external auth provider', body: externalAuthBody, response: { 200: externalAuthResponse, ...errors } },
-      preHandler: async (request) => deps.limits.external.consume(request.ip),
-    }, async (request, reply) => {
-      const { user, token, expiresAt } = await deps.externalAuth.authenticate(request.body.authToken, request.body.providerName, requestMeta(request));
-      setSessionCookie(reply, token, deps.isProduction);
-      return { user: toPublicUser(user), sessionToken: token, expiresAt: expiresAt.toISOString() };
-    });
+    app.post(
+      '/auth/logout',
+      {
+        schema: {
+          operationId: 'logout',
+          tags: ['auth'],
+          summary: 'End the current session',
+          security: sessionSecurity,
+          response: { 200: successSchema, ...errors },
+        },
+        preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
+      },
+      async (request, reply) => {
+        await deps.auth.logout(request.sessionToken!);
+        clearSessionCookie(reply, deps.isProduction);
+        return { success: true as const };
+      },
+    );
+
+    app.post(
+      '/auth/forgot-password',
+      {
+        schema: {
+          operationId: 'forgotPassword',
+          security: [],
+          tags: ['auth'],
+          summary: 'Mail a password reset link',
+          description: 'Answers the same whether or not an account exists for the email.',
+          body: forgotPasswordBody,
+          response: { 200: successSchema, ...errors },
+        },
+        preHandler: async (request) => {
+          await deps.limits.forgotPasswordByIp.consume(request.ip);
+          await deps.limits.forgotPasswordByEmail.consume((request.body as { email: string }).email.toLowerCase());
+        },
+      },
+      async (request) => {
+        await deps.passwordReset.requestReset(request.body.email);
+        return { success: true as const, message: 'If an account exists for that email, a reset link is on its way.' };
+      },
+    );
+
+    app.post(
+      '/auth/reset-password',
+      {
+        schema: {
+          operationId: 'resetPassword',
+          security: [],
+          tags: ['auth'],
+          summary: 'Set a new password with a reset token',
+          body: resetPasswordBody,
+          response: { 200: successSchema, ...errors },
+        },
+        preHandler: async (request) => deps.limits.forgotPasswordByIp.consume(request.ip),
+      },
+      async (request) => {
+        await deps.passwordReset.resetPassword(request.body.token, request.body.newPassword);
+        return { success: true as const, message: 'Password updated. Log in with the new password.' };
+      },
+    );
+
+    app.post(
+      '/auth/external',
+      {
+        schema: {
+          operationId: 'loginWithExternalToken',
+          security: [],
+          tags: ['auth'],
+          summary: 'Log in with a token of an external auth provider',
+          body: externalAuthBody,
+          response: { 200: externalAuthResponse, ...errors },
+        },
+        preHandler: async (request) => deps.limits.external.consume(request.ip),
+      },
+      async (request, reply) => {
+        const { user, token, expiresAt } = await deps.externalAuth.authenticate(
+          request.body.authToken,
+          request.body.providerName,
+          requestMeta(request),
+        );
+        setSessionCookie(reply, token, deps.isProduction);
+        return { user: toPublicUser(user), sessionToken: token, expiresAt: expiresAt.toISOString() };
+      },
+    );
   };
 }
-

@@ -20,8 +20,16 @@ describe('POST /auth/login/credentials', () => {
     expect(response.status).toBe(200);
     const body = await response.json();
     expect(body).toEqual({
-      id: user.id, email: user.email, username: user.username, firstName: 'Test', lastName: 'User',
-      codehostId: null, idpId: null, role: 'Guest', provider: 'credentials', externalUserId: null,
+      id: user.id,
+      email: user.email,
+      username: user.username,
+      firstName: 'Test',
+      lastName: 'User',
+      codehostId: null,
+      idpId: null,
+      role: 'Guest',
+      provider: 'credentials',
+      externalUserId: null,
     });
     expect(JSON.stringify(body)).not.toMatch(/password|\$2b\$/i);
     const cookie = setCookies(response).get('session')!;
@@ -60,7 +68,12 @@ describe('POST /auth/login/credentials', () => {
   });
 
   it('validates the body with a schema: 400 with a code and a message', async () => {
-    for (const body of [{}, { email: 'not-an-email', password: 'x' }, { email: 'a@example.com' }, { email: 'a@example.com', password: 42 }]) {
+    for (const body of [
+      {},
+      { email: 'not-an-email', password: 'x' },
+      { email: 'a@example.com' },
+      { email: 'a@example.com', password: 42 },
+    ]) {
       const response = await app.request('POST', '/auth/login/credentials', { body });
       expect(response.status).toBe(400);
       const error = await response.json();
@@ -87,7 +100,9 @@ describe('production cookies', () => {
     const production = await startTestApp({ NODE_ENV: 'production' });
     try {
       const user = await createUser(production);
-      const response = await production.request('POST', '/auth/login/credentials', { body: { email: user.email, password: DEFAULT_PASSWORD } });
+      const response = await production.request('POST', '/auth/login/credentials', {
+        body: { email: user.email, password: DEFAULT_PASSWORD },
+      });
       const cookie = setCookies(response).get('session')!;
       expect(cookie.attributes).toContain('SameSite=None');
       expect(cookie.attributes).toContain('Secure');

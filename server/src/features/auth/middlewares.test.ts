@@ -8,17 +8,23 @@ import { TEST_APP_HOST, startTestApp, type TestApp } from '../../../test/helpers
  */
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({}, {
-    routes: (server, container) => {
-      const { sessionMiddleware, optionalSessionMiddleware, flexibleSessionMiddleware } = container.middlewares;
-      const whoami = async (request: { user: { id: string } | null; session: { id: string } | null }) => ({ userId: request.user?.id ?? null, sessionId: request.session?.id ?? null });
-      server.get('/test/cookie-guest', { preHandler: sessionMiddleware() }, whoami);
-      server.post('/test/cookie-guest', { preHandler: sessionMiddleware() }, whoami);
-      server.get('/test/cookie-admin', { preHandler: sessionMiddleware('Admin') }, whoami);
-      server.get('/test/optional', { preHandler: optionalSessionMiddleware }, whoami);
-      server.get('/test/flexible-default', { preHandler: flexibleSessionMiddleware() }, whoami);
+  app = await startTestApp(
+    {},
+    {
+      routes: (server, container) => {
+        const { sessionMiddleware, optionalSessionMiddleware, flexibleSessionMiddleware } = container.middlewares;
+        const whoami = async (request: { user: { id: string } | null; session: { id: string } | null }) => ({
+          userId: request.user?.id ?? null,
+          sessionId: request.session?.id ?? null,
+        });
+        server.get('/test/cookie-guest', { preHandler: sessionMiddleware() }, whoami);
+        server.post('/test/cookie-guest', { preHandler: sessionMiddleware() }, whoami);
+        server.get('/test/cookie-admin', { preHandler: sessionMiddleware('Admin') }, whoami);
+        server.get('/test/optional', { preHandler: optionalSessionMiddleware }, whoami);
+        server.get('/test/flexible-default', { preHandler: flexibleSessionMiddleware() }, whoami);
+      },
     },
-  });
+  );
 });
 afterAll(async () => app?.close());
 
@@ -49,8 +55,12 @@ describe('sessionMiddleware(routeRole = Guest)', () => {
   it('checks the origin of unsafe cookie requests (CSRF)', async () => {
     const token = await signIn(app, await createUser(app));
     expect((await app.request('POST', '/test/cookie-guest', { cookie: token, headers: { origin: TEST_APP_HOST } })).status).toBe(200);
-    expect((await app.request('POST', '/test/cookie-guest', { cookie: token, headers: { 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
-    expect((await app.request('POST', '/test/cookie-guest', { cookie: token, headers: { origin: 'https://evil.example' } })).status).toBe(403);
+    expect((await app.request('POST', '/test/cookie-guest', { cookie: token, headers: { 'sec-fetch-site': 'same-origin' } })).status).toBe(
+      200,
+    );
+    expect((await app.request('POST', '/test/cookie-guest', { cookie: token, headers: { origin: 'https://evil.example' } })).status).toBe(
+      403,
+    );
   });
 });
 

@@ -30,7 +30,11 @@ function tokenFromHeadersOrCookie(request: FastifyRequest): { token: string; sou
 }
 
 export function createSessionMiddlewares(deps: { sessions: SessionsService; trustedOrigins: ReadonlySet<string> }) {
-  async function authenticate(request: FastifyRequest, found: { token: string; source: TokenSource } | undefined, role: UserRole): Promise<void> {
+  async function authenticate(
+    request: FastifyRequest,
+    found: { token: string; source: TokenSource } | undefined,
+    role: UserRole,
+  ): Promise<void> {
     if (!found) throw noSession();
     if (found.source === 'cookie' && !isCsrfSafe(request, deps.trustedOrigins)) throw csrfRejected();
     const authenticated = await deps.sessions.validate(found.token);

@@ -11,7 +11,10 @@ export const passwordResetRepo = {
 
   /** Used and expired tokens are kept a day for support questions, then deleted. */
   deleteStale: (db: Kysely<DB>, before: Date) =>
-    db.deleteFrom('passwordResetTokens').where((eb) => eb.or([eb('expiresAt', '<', before), eb('usedAt', '<', before)])).execute(),
+    db
+      .deleteFrom('passwordResetTokens')
+      .where((eb) => eb.or([eb('expiresAt', '<', before), eb('usedAt', '<', before)]))
+      .execute(),
 
   /** Marks the token used in one statement, so two concurrent resets cannot both consume it. */
   async consume(db: Kysely<DB>, tokenHash: string, now: Date): Promise<string | undefined> {

@@ -4,6 +4,7 @@ import { DEFAULT_PASSWORD, createUser, signIn, uniqueEmail } from '../../../test
 import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { TEST_APP_HOST, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { RESET_TOKEN_LIFETIME_MS } from './password-reset.service.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
 
 let app: TestApp;
 let mail: Awaited<ReturnType<typeof startFakeMailProvider>>;
@@ -24,11 +25,12 @@ const request = (method: string, path: string, body: unknown) =>
 async function requestResetToken(email: string): Promise<string> {
   const before = mail.sent.filter((sent) => sent.to.includes(email)).length;
   expect((await request('POST', '/auth/forgot-password', { email })).status).toBe(200);
-  const deadline = Date.now() + 20_000; // a failed send is retried by the queue with backoff
-  while (mail.sent.filter((sent) => sent.to.includes(email)).length === before) {
-    if (Date.now() > deadline) throw new Error('no reset email');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  // A failed send is retried by the queue with backoff.
+  await eventually(
+    'the reset email',
+    () => (mail.sent.filter((sent) => sent.to.includes(email)).length > before ? true : undefined),
+    20_000,
+  );
   const email_ = mail.sent.filter((sent) => sent.to.includes(email)).at(-1)!;
   const link = /(http\S+reset-password\?token=\S+)/.exec(email_.text ?? '')![1]!;
   expect(link.startsWith(`${TEST_APP_HOST}/reset-password?token=`)).toBe(true);
@@ -99,7 +101,11 @@ describe('reset-password', () => {
     expect((await app.request('GET', '/auth/me', { token: session })).status).toBe(401);
     expect((await request('POST', '/auth/login/credentials', { email: user.email, password: DEFAULT_PASSWORD })).status).toBe(401);
     expect((await request('POST', '/auth/login/credentials', { email: user.email, password: 'a brand new password' })).status).toBe(200);
-    const row = await app.container.db.selectFrom('passwordResetTokens').selectAll().where('userId', '=', user.id).executeTakeFirstOrThrow();
+    const row = await app.container.db
+      .selectFrom('passwordResetTokens')
+      .selectAll()
+      .where('userId', '=', user.id)
+      .executeTakeFirstOrThrow();
     expect(row.usedAt).not.toBeNull();
   });
 

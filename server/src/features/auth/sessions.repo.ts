@@ -24,7 +24,15 @@ export const sessionsRepo = {
     const { sessionId, sessionExpiresAt, sessionCreatedAt, sessionIpAddress, sessionUserAgent, ...user } = row;
     return {
       user,
-      session: { id: sessionId, tokenHash, userId: user.id, expiresAt: sessionExpiresAt, createdAt: sessionCreatedAt, ipAddress: sessionIpAddress, userAgent: sessionUserAgent },
+      session: {
+        id: sessionId,
+        tokenHash,
+        userId: user.id,
+        expiresAt: sessionExpiresAt,
+        createdAt: sessionCreatedAt,
+        ipAddress: sessionIpAddress,
+        userAgent: sessionUserAgent,
+      },
     };
   },
 

@@ -4,6 +4,7 @@ import { sha256Hex } from '../../lib/crypto.ts';
 import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
 import { TEST_APP_HOST, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { SESSION_LIFETIME_SECONDS } from './sessions.service.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -23,7 +24,11 @@ describe('flexibleSessionMiddleware', () => {
   });
 
   it('answers 401 with the exact body for a token that does not validate', async () => {
-    const ways: Array<Parameters<TestApp['request']>[2]> = [{ token: 'not-a-session' }, { cookie: 'not-a-session' }, { headers: { session: 'not-a-session' } }];
+    const ways: Array<Parameters<TestApp['request']>[2]> = [
+      { token: 'not-a-session' },
+      { cookie: 'not-a-session' },
+      { headers: { session: 'not-a-session' } },
+    ];
     for (const options of ways) {
       const response = await app.request('GET', '/auth/me', options);
       expect(response.status).toBe(401);
@@ -34,7 +39,12 @@ describe('flexibleSessionMiddleware', () => {
   it('accepts the token as Bearer, as the session header and as the cookie', async () => {
     const user = await createUser(app);
     const token = await signIn(app, user);
-    const ways: Array<Parameters<TestApp['request']>[2]> = [{ token }, { headers: { authorization: token } }, { headers: { session: token } }, { cookie: token }];
+    const ways: Array<Parameters<TestApp['request']>[2]> = [
+      { token },
+      { headers: { authorization: token } },
+      { headers: { session: token } },
+      { cookie: token },
+    ];
     for (const options of ways) {
       const response = await app.request('GET', '/auth/me', options);
       expect(response.status).toBe(200);
@@ -133,7 +143,7 @@ describe('CSRF on cookie-authenticated unsafe requests', () => {
 
 describe('session cache across processes', () => {
   // Two containers on one PostgreSQL database stand for two server processes.
-  it.runIf(process.env.TEST_DB === 'postgres')('drops a session revoked in another process from this process\'s cache', async () => {
+  it.runIf(process.env.TEST_DB === 'postgres')("drops a session revoked in another process from this process's cache", async () => {
     const { createContainer } = await import('../../container.ts');
     const { openDatabase } = await import('../../db/database.ts');
     const other = await createContainer(app.container.config, { database: await openDatabase({ url: app.container.database.url }) });
@@ -142,11 +152,11 @@ describe('session cache across processes', () => {
       const token = await signIn(app, user);
       expect(await app.container.services.sessions.validate(token)).toBeDefined(); // now cached here
       await other.services.sessions.revoke(token);
-      const deadline = Date.now() + 5_000;
-      while ((await app.container.services.sessions.validate(token)) !== undefined) {
-        if (Date.now() > deadline) throw new Error('the revoked session stayed valid in the other process');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await eventually(
+        'the revocation, in the other process',
+        async () => ((await app.container.services.sessions.validate(token)) === undefined ? true : undefined),
+        5_000,
+      );
     } finally {
       await other.bus.close();
       await other.database.close();
@@ -163,7 +173,10 @@ describe('session cache across processes', () => {
 
 describe('purging expired sessions', () => {
   it('is scheduled hourly and deletes expired sessions only', async () => {
-    const { rows } = await sql<{ name: string; cron: string }>`select name, cron from pgboss.schedule where name = 'auth.purge-expired'`.execute(app.container.db);
+    const { rows } = await sql<{
+      name: string;
+      cron: string;
+    }>`select name, cron from pgboss.schedule where name = 'auth.purge-expired'`.execute(app.container.db);
     expect(rows[0]?.cron).toBe('17 * * * *');
 
     const stale = await createUser(app);
@@ -173,12 +186,9 @@ describe('purging expired sessions', () => {
       const fresh = await createUser(app);
       await signIn(app, fresh);
       await app.container.jobs.enqueue('auth.purge-expired', {});
-      const count = async (userId: string) => (await app.container.db.selectFrom('sessions').select('id').where('userId', '=', userId).execute()).length;
-      const deadline = Date.now() + 10_000;
-      while ((await count(stale.id)) > 0) {
-        if (Date.now() > deadline) throw new Error('expired session not purged');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const count = async (userId: string) =>
+        (await app.container.db.selectFrom('sessions').select('id').where('userId', '=', userId).execute()).length;
+      await eventually('the expired session purged', async () => ((await count(stale.id)) === 0 ? true : undefined), 10_000);
       expect(await count(fresh.id)).toBe(1);
     } finally {
       app.clock.reset();

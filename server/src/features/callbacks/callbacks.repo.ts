@@ -13,16 +13,40 @@ export const callbackEndpointsRepo = {
     db.insertInto('callbackEndpoints').values(row).returningAll().executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string, webhookId: string): Promise<CallbackEndpointRow[]> =>
-    db.selectFrom('callbackEndpoints').selectAll().where('orgId', '=', orgId).where('webhookId', '=', webhookId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+    db
+      .selectFrom('callbackEndpoints')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .where('webhookId', '=', webhookId)
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .execute(),
 
   find: (db: Kysely<DB>, orgId: string, webhookId: string, id: string): Promise<CallbackEndpointRow | undefined> =>
-    db.selectFrom('callbackEndpoints').selectAll().where('orgId', '=', orgId).where('webhookId', '=', webhookId).where('id', '=', id).executeTakeFirst(),
+    db
+      .selectFrom('callbackEndpoints')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .where('webhookId', '=', webhookId)
+      .where('id', '=', id)
+      .executeTakeFirst(),
 
   update: (db: Kysely<DB>, id: string, changes: Updateable<CallbackEndpointsTable>): Promise<CallbackEndpointRow | undefined> =>
-    db.updateTable('callbackEndpoints').set({ ...changes, updatedAt: new Date() }).where('id', '=', id).returningAll().executeTakeFirst(),
+    db
+      .updateTable('callbackEndpoints')
+      .set({ ...changes, updatedAt: new Date() })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
 
   delete: (db: Kysely<DB>, orgId: string, webhookId: string, id: string) =>
-    db.deleteFrom('callbackEndpoints').where('orgId', '=', orgId).where('webhookId', '=', webhookId).where('id', '=', id).returning('id').executeTakeFirst(),
+    db
+      .deleteFrom('callbackEndpoints')
+      .where('orgId', '=', orgId)
+      .where('webhookId', '=', webhookId)
+      .where('id', '=', id)
+      .returning('id')
+      .executeTakeFirst(),
 
   /**
    * Disables endpoints (a user, 410 Gone, 5 days of failures) and fails what they still had to
@@ -47,13 +71,29 @@ function deliveriesQuery(db: Kysely<DB>, orgId: string) {
     .innerJoin('callbackEndpoints as ep', 'ep.id', 'd.endpointId')
     .where('d.orgId', '=', orgId)
     .select([
-      'd.id', 'd.endpointId as callbackId', 'ep.url', 'd.actionId', 'd.eventType', 'd.status', 'd.attemptCount', 'd.nextAttemptAt', 'd.lastStatusCode',
-      'd.lastError', 'd.payload', 'd.createdAt', 'd.updatedAt', 'd.seq', 'ep.enabled as endpointEnabled',
+      'd.id',
+      'd.endpointId as callbackId',
+      'ep.url',
+      'd.actionId',
+      'd.eventType',
+      'd.status',
+      'd.attemptCount',
+      'd.nextAttemptAt',
+      'd.lastStatusCode',
+      'd.lastError',
+      'd.payload',
+      'd.createdAt',
+      'd.updatedAt',
+      'd.seq',
+      'ep.enabled as endpointEnabled',
     ]);
 }
 
 const requeued = (db: Kysely<DB>) =>
-  db.updateTable('callbackDeliveries').set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: new Date() }).returning('id');
+  db
+    .updateTable('callbackDeliveries')
+    .set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: new Date() })
+    .returning('id');
 
 export type ListedDelivery = Awaited<ReturnType<ReturnType<typeof deliveriesQuery>['execute']>>[number];
 
@@ -63,7 +103,14 @@ export const callbackDeliveriesRepo = {
   forAction: (db: Kysely<DB>, orgId: string, actionId: string) =>
     deliveriesQuery(db, orgId).where('d.actionId', '=', actionId).orderBy('d.seq').execute(),
 
-  forEndpoint: (db: Kysely<DB>, orgId: string, endpointId: string, status: CallbackDeliveryStatus | undefined, limit: number, after?: Cursor) =>
+  forEndpoint: (
+    db: Kysely<DB>,
+    orgId: string,
+    endpointId: string,
+    status: CallbackDeliveryStatus | undefined,
+    limit: number,
+    after?: Cursor,
+  ) =>
     deliveriesQuery(db, orgId)
       .where('d.endpointId', '=', endpointId)
       .$if(status !== undefined, (q) => q.where('d.status', '=', status!))
@@ -76,13 +123,21 @@ export const callbackDeliveriesRepo = {
   attemptsOf: (db: Kysely<DB>, deliveryIds: string[]) =>
     deliveryIds.length === 0
       ? Promise.resolve([])
-      : db.selectFrom('callbackAttempts').select(['deliveryId', 'attemptedAt', 'durationMs', 'statusCode', 'error', 'responseBody'])
-        .where('deliveryId', 'in', deliveryIds).orderBy('attemptedAt').execute(),
+      : db
+          .selectFrom('callbackAttempts')
+          .select(['deliveryId', 'attemptedAt', 'durationMs', 'statusCode', 'error', 'responseBody'])
+          .where('deliveryId', 'in', deliveryIds)
+          .orderBy('attemptedAt')
+          .execute(),
 
   /** Sends a delivery again from the start of the schedule, due now. */
   requeue: (db: Kysely<DB>, id: string) => requeued(db).where('id', '=', id).execute(),
 
   /** The same for every failed or dead-lettered delivery of an endpoint since `since` (in their order per action). */
   requeueFailedSince: (db: Kysely<DB>, endpointId: string, since: Date) =>
-    requeued(db).where('endpointId', '=', endpointId).where('createdAt', '>=', since).where('status', 'in', ['failed', 'dead_lettered']).execute(),
+    requeued(db)
+      .where('endpointId', '=', endpointId)
+      .where('createdAt', '>=', since)
+      .where('status', 'in', ['failed', 'dead_lettered'])
+      .execute(),
 };

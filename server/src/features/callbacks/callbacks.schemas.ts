@@ -5,7 +5,10 @@ import { paginationQuery } from '../../lib/pagination.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
 import { orgParams } from '../../lib/http-schemas.ts';
 
-const eventTypes = z.array(z.enum(CALLBACK_EVENT_TYPES)).min(1).max(CALLBACK_EVENT_TYPES.length)
+const eventTypes = z
+  .array(z.enum(CALLBACK_EVENT_TYPES))
+  .min(1)
+  .max(CALLBACK_EVENT_TYPES.length)
   .transform((events) => [...new Set(events)])
   .describe('Any mix of the six action.* event types');
 
@@ -46,7 +49,6 @@ export const webhookCallbacksParams = orgParams.extend({ webhookId: z.uuid() });
 export const callbackParams = webhookCallbacksParams.extend({ callbackId: z.uuid() });
 export const deliveryParams = orgParams.extend({ deliveryId: z.uuid() });
 
-
 export const callbackAttemptSchema = z.object({
   attemptedAt: z.date(),
   durationMs: z.int(),
@@ -65,23 +67,37 @@ const actionIdentity = {
 };
 const stagedToolCall = z.object({ toolCallId: z.string(), toolName: z.string(), input: z.unknown(), expiresAt: z.string().nullable() });
 const decision = z.object({
-  toolCallId: z.string(), toolName: z.string(), decidedBy: z.uuid().nullable().describe('null when the deadline decided'), decidedAt: z.string().nullable(), reason: z.string().nullable(),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  decidedBy: z.uuid().nullable().describe('null when the deadline decided'),
+  decidedAt: z.string().nullable(),
+  reason: z.string().nullable(),
 });
 const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(type: Type, status: Status, data: Data) =>
-  z.object({ type: z.literal(type), timestamp: z.string().describe('ISO time of the transition'), data: z.object({ ...actionIdentity, status: z.literal(status), ...data }) });
+  z.object({
+    type: z.literal(type),
+    timestamp: z.string().describe('ISO time of the transition'),
+    data: z.object({ ...actionIdentity, status: z.literal(status), ...data }),
+  });
 
 /** The body of a callback: the SDK's CallbackEvent type describes the same. */
-export const callbackEventSchema = z.discriminatedUnion('type', [
-  envelope('action.pending_approval', 'pending_approval', { toolCall: stagedToolCall.nullable().describe('The (first) staged call'), toolCalls: z.array(stagedToolCall) }),
-  envelope('action.approved', 'approved', { decision }),
-  envelope('action.completed', 'completed', { result: z.unknown() }),
-  envelope('action.failed', 'failed', { error: z.string().nullable() }),
-  envelope('action.rejected', 'rejected', { decision }),
-  envelope('action.expired', 'expired', { decision }),
-]).meta({
-  id: 'CallbackEvent',
-  description: 'POSTed as JSON to each subscribed endpoint, signed with the Standard Webhooks scheme: webhook-id (stable across retries), webhook-timestamp, webhook-signature, and the same under wh-*.',
-});
+export const callbackEventSchema = z
+  .discriminatedUnion('type', [
+    envelope('action.pending_approval', 'pending_approval', {
+      toolCall: stagedToolCall.nullable().describe('The (first) staged call'),
+      toolCalls: z.array(stagedToolCall),
+    }),
+    envelope('action.approved', 'approved', { decision }),
+    envelope('action.completed', 'completed', { result: z.unknown() }),
+    envelope('action.failed', 'failed', { error: z.string().nullable() }),
+    envelope('action.rejected', 'rejected', { decision }),
+    envelope('action.expired', 'expired', { decision }),
+  ])
+  .meta({
+    id: 'CallbackEvent',
+    description:
+      'POSTed as JSON to each subscribed endpoint, signed with the Standard Webhooks scheme: webhook-id (stable across retries), webhook-timestamp, webhook-signature, and the same under wh-*.',
+  });
 
 export type CallbackEvent = z.infer<typeof callbackEventSchema>;
 

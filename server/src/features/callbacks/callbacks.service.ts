@@ -10,8 +10,17 @@ import type { CallbackDeliveryStatus } from '../../db/schema.ts';
 import type { CallbackEndpointInput, CallbackEndpointPatch, CallbackEvent } from './callbacks.schemas.ts';
 
 const toPublic = (row: CallbackEndpointRow) => ({
-  id: row.id, webhookId: row.webhookId, url: row.url, description: row.description, events: row.events, enabled: row.enabled,
-  disabledReason: row.disabledReason, disabledAt: row.disabledAt, failingSince: row.failingSince, createdAt: row.createdAt, updatedAt: row.updatedAt,
+  id: row.id,
+  webhookId: row.webhookId,
+  url: row.url,
+  description: row.description,
+  events: row.events,
+  enabled: row.enabled,
+  disabledReason: row.disabledReason,
+  disabledAt: row.disabledAt,
+  failingSince: row.failingSince,
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
 });
 
 /** Callback endpoints of an org's action webhooks, and their deliveries (replay, recover). */
@@ -35,7 +44,10 @@ export function createCallbacksService(deps: {
   }
 
   async function withAttempts(rows: ListedDelivery[]) {
-    const attempts = await callbackDeliveriesRepo.attemptsOf(db, rows.map((row) => row.id));
+    const attempts = await callbackDeliveriesRepo.attemptsOf(
+      db,
+      rows.map((row) => row.id),
+    );
     return rows.map(({ seq: _seq, endpointEnabled: _enabled, ...row }) => ({
       ...row,
       // Written by the outbox (outbox.ts) in this shape.
@@ -51,9 +63,19 @@ export function createCallbacksService(deps: {
       await checkUrl(input.url);
       const secret = newSigningSecret();
       const row = await callbackEndpointsRepo.insert(db, {
-        id: randomUUID(), orgId, webhookId, url: input.url, description: input.description, events: JSON.stringify(input.events),
-        enabled: input.enabled, disabledReason: input.enabled ? null : 'disabled by a user', disabledAt: input.enabled ? null : deps.clock.now(),
-        secretEncrypted: deps.box.encrypt(secret), previousSecretEncrypted: null, previousSecretExpiresAt: null, failingSince: null,
+        id: randomUUID(),
+        orgId,
+        webhookId,
+        url: input.url,
+        description: input.description,
+        events: JSON.stringify(input.events),
+        enabled: input.enabled,
+        disabledReason: input.enabled ? null : 'disabled by a user',
+        disabledAt: input.enabled ? null : deps.clock.now(),
+        secretEncrypted: deps.box.encrypt(secret),
+        previousSecretEncrypted: null,
+        previousSecretExpiresAt: null,
+        failingSince: null,
       });
       return { callback: toPublic(row), secret };
     },
@@ -87,11 +109,20 @@ export function createCallbacksService(deps: {
       const current = await requireEndpoint(orgId, webhookId, id);
       const secret = newSigningSecret();
       const previousSecretExpiresAt = new Date(deps.clock.now().getTime() + PREVIOUS_SECRET_GRACE_MS);
-      await callbackEndpointsRepo.update(db, id, { secretEncrypted: deps.box.encrypt(secret), previousSecretEncrypted: current.secretEncrypted, previousSecretExpiresAt });
+      await callbackEndpointsRepo.update(db, id, {
+        secretEncrypted: deps.box.encrypt(secret),
+        previousSecretEncrypted: current.secretEncrypted,
+        previousSecretExpiresAt,
+      });
       return { secret, previousSecretExpiresAt };
     },
 
-    async deliveries(orgId: string, webhookId: string, id: string, query: { status?: CallbackDeliveryStatus; limit: number; cursor?: string }) {
+    async deliveries(
+      orgId: string,
+      webhookId: string,
+      id: string,
+      query: { status?: CallbackDeliveryStatus; limit: number; cursor?: string },
+    ) {
       await requireEndpoint(orgId, webhookId, id);
       const rows = await callbackDeliveriesRepo.forEndpoint(db, orgId, id, query.status, query.limit, decodeCursor(query.cursor));
       const page = rows.slice(0, query.limit);

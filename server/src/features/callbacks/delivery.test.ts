@@ -2,7 +2,15 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import { addCallback, approveStaged, auth, documentThenText, runEvent, verifyWithLibrary, startCallbackStack } from '../../../test/helpers/callbacks.ts';
+import {
+  addCallback,
+  approveStaged,
+  auth,
+  documentThenText,
+  runEvent,
+  verifyWithLibrary,
+  startCallbackStack,
+} from '../../../test/helpers/callbacks.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
 
@@ -17,8 +25,10 @@ beforeAll(async () => {
 afterAll(async () => stack?.close());
 
 const ask = { approvalRules: { generateDocument: 'ask' } };
-const typesOf = (actionId: string) => receiver.forAction(actionId).map((callback) => callback.event.type);
-const arrived = (actionId: string, count: number) => eventually(`${count} callbacks for ${actionId}`, () => (receiver.forAction(actionId).length >= count ? receiver.forAction(actionId) : undefined));
+const arrived = (actionId: string, count: number) =>
+  eventually(`${count} callbacks for ${actionId}`, () =>
+    receiver.forAction(actionId).length >= count ? receiver.forAction(actionId) : undefined,
+  );
 
 describe('lifecycle callbacks', () => {
   it('announce every step an action takes, signed so that the standardwebhooks library verifies them, with what each step is about', async () => {
@@ -34,14 +44,44 @@ describe('lifecycle callbacks', () => {
     await waitForAction(app, auth(setup), approvedId, ['pending_approval']);
     await approveStaged(app, setup, approvedId);
     await waitForAction(app, auth(setup), approvedId, ['completed']);
-    const [pending, approved, completed] = (await arrived(approvedId, 4)).filter((callback) => callback.path === '/all').map((callback) => verifyWithLibrary(everything.secret, callback));
-    const identity = { actionId: approvedId, webhookId: setup.webhook.id, webhookIdentifier: setup.webhook.webhookIdentifier, externalId: 'order-1', eventType: 'order.created', eventId: expect.any(String) };
+    const [pending, approved, completed] = (await arrived(approvedId, 4))
+      .filter((callback) => callback.path === '/all')
+      .map((callback) => verifyWithLibrary(everything.secret, callback));
+    const identity = {
+      actionId: approvedId,
+      webhookId: setup.webhook.id,
+      webhookIdentifier: setup.webhook.webhookIdentifier,
+      externalId: 'order-1',
+      eventType: 'order.created',
+      eventId: expect.any(String),
+    };
     expect(pending).toEqual({
-      type: 'action.pending_approval', timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-      data: { ...identity, status: 'pending_approval', toolCall: { toolCallId: expect.any(String), toolName: 'generateDocument', input: { title: 'Order', content: '# Order' }, expiresAt: expect.any(String) }, toolCalls: [expect.any(Object)] },
+      type: 'action.pending_approval',
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      data: {
+        ...identity,
+        status: 'pending_approval',
+        toolCall: {
+          toolCallId: expect.any(String),
+          toolName: 'generateDocument',
+          input: { title: 'Order', content: '# Order' },
+          expiresAt: expect.any(String),
+        },
+        toolCalls: [expect.any(Object)],
+      },
     });
-    expect(approved).toMatchObject({ type: 'action.approved', data: { ...identity, status: 'approved', decision: { toolName: 'generateDocument', decidedBy: setup.tenant.admin.id, decidedAt: expect.any(String) } } });
-    expect(completed).toMatchObject({ type: 'action.completed', data: { ...identity, status: 'completed', result: { text: expect.stringMatching(/^Made /) } } });
+    expect(approved).toMatchObject({
+      type: 'action.approved',
+      data: {
+        ...identity,
+        status: 'approved',
+        decision: { toolName: 'generateDocument', decidedBy: setup.tenant.admin.id, decidedAt: expect.any(String) },
+      },
+    });
+    expect(completed).toMatchObject({
+      type: 'action.completed',
+      data: { ...identity, status: 'completed', result: { text: expect.stringMatching(/^Made /) } },
+    });
     const ledger = await waitForAction(app, auth(setup), approvedId, ['completed']);
     expect(pending!.data.eventId).toBe(ledger.eventId);
     expect(ledger.ingressPayload.data).toEqual({ order_id: 42 }); // JSON keeps its own keys
@@ -51,8 +91,13 @@ describe('lifecycle callbacks', () => {
     // rejected
     const rejectedId = await runEvent(app, setup);
     await waitForAction(app, auth(setup), rejectedId, ['pending_approval']);
-    const { approvals } = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })).json();
-    await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${rejectedId}/tool-calls/${approvals[0].toolCallId}/reject`, { token: setup.tenant.token, body: { reason: 'no' } });
+    const { approvals } = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })
+    ).json();
+    await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${rejectedId}/tool-calls/${approvals[0].toolCallId}/reject`, {
+      token: setup.tenant.token,
+      body: { reason: 'no' },
+    });
     const rejected = (await arrived(rejectedId, 2)).map((callback) => verifyWithLibrary(everything.secret, callback));
     expect(rejected.map((event) => event.type)).toEqual(['action.pending_approval', 'action.rejected']);
     expect(rejected[1]!.data).toMatchObject({ status: 'rejected', decision: { reason: 'no' } });
@@ -70,7 +115,10 @@ describe('lifecycle callbacks', () => {
     const endpoint = await addCallback(app, setup, { url: receiver.url('/expiry'), events: ['action.expired'] });
     const actionId = await runEvent(app, setup);
     const [expired] = (await arrived(actionId, 1)).map((callback) => verifyWithLibrary(endpoint.secret, callback));
-    expect(expired).toMatchObject({ type: 'action.expired', data: { status: 'expired', decision: { toolName: 'generateDocument', decidedBy: null, reason: 'not decided before the deadline' } } });
+    expect(expired).toMatchObject({
+      type: 'action.expired',
+      data: { status: 'expired', decision: { toolName: 'generateDocument', decidedBy: null, reason: 'not decided before the deadline' } },
+    });
   });
 
   it('after a secret rotation, carry signatures with both secrets for 24 hours', async () => {
@@ -87,7 +135,9 @@ describe('lifecycle callbacks', () => {
     expect(String(callback!.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(verifyWithLibrary(rotated.secret, callback!).type).toBe('action.completed');
     expect(verifyWithLibrary(endpoint.secret, callback!).type).toBe('action.completed');
-    expect(() => new Webhook(`whsec_${Buffer.alloc(24, 1).toString('base64')}`).verify(callback!.body, callback!.headers as Record<string, string>)).toThrow();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(24, 1).toString('base64')}`).verify(callback!.body, callback!.headers as Record<string, string>),
+    ).toThrow();
     // The secret is never shown again.
     const shown = await (await app.request('GET', base, { token: setup.tenant.token })).json();
     expect(JSON.stringify(shown)).not.toContain('whsec_');
@@ -102,23 +152,35 @@ describe('lifecycle callbacks', () => {
     receiver.answer((callback) => {
       if (callback.path !== '/ordered') return {};
       const id = String(callback.headers['webhook-id']);
-      const failStep = callback.event.data.externalId.endsWith('0') ? 'action.pending_approval' : callback.event.data.externalId.endsWith('1') ? 'action.approved' : null;
+      const failStep = callback.event.data.externalId.endsWith('0')
+        ? 'action.pending_approval'
+        : callback.event.data.externalId.endsWith('1')
+          ? 'action.approved'
+          : null;
       const first = !seen.has(id);
       seen.add(id);
       return { status: callback.event.type === failStep && first ? 500 : 200 };
     });
     try {
-      const ids = await Promise.all(Array.from({ length: 24 }, (_, index) => runEvent(app, setup, { externalId: `ordered-${index}-${index % 3}` })));
-      await Promise.all(ids.map(async (actionId) => {
-        await waitForAction(app, auth(setup), actionId, ['pending_approval'], 30_000);
-        await approveStaged(app, setup, actionId);
-      }));
+      const ids = await Promise.all(
+        Array.from({ length: 24 }, (_, index) => runEvent(app, setup, { externalId: `ordered-${index}-${index % 3}` })),
+      );
+      await Promise.all(
+        ids.map(async (actionId) => {
+          await waitForAction(app, auth(setup), actionId, ['pending_approval'], 30_000);
+          await approveStaged(app, setup, actionId);
+        }),
+      );
       const lifecycle = ['action.pending_approval', 'action.approved', 'action.completed'];
       for (const actionId of ids) {
-        const callbacks = await eventually('the completed callback', () => {
-          const list = receiver.forAction(actionId).filter((callback) => callback.path === '/ordered');
-          return list.some((callback) => callback.event.type === 'action.completed') ? list : undefined;
-        }, 30_000);
+        const callbacks = await eventually(
+          'the completed callback',
+          () => {
+            const list = receiver.forAction(actionId).filter((callback) => callback.path === '/ordered');
+            return list.some((callback) => callback.event.type === 'action.completed') ? list : undefined;
+          },
+          30_000,
+        );
         // Each arrival's step comes after every earlier step has been answered 2xx.
         let delivered = 0;
         for (const callback of callbacks) {

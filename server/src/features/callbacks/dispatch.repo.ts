@@ -37,7 +37,8 @@ export const dispatchRepo = {
    * `skipEndpoints` are endpoints this dispatcher already has enough attempts in flight to.
    */
   claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number, skipEndpoints: string[] = []): Promise<ClaimedDelivery[]> =>
-    (await sql<ClaimedDelivery>`
+    (
+      await sql<ClaimedDelivery>`
       with due as (
         select d.id from callback_deliveries d
         join callback_endpoints ep on ep.id = d.endpoint_id and ep.enabled
@@ -55,8 +56,10 @@ export const dispatchRepo = {
       set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
       from due, callback_endpoints ep
       where d.id = due.id and ep.id = d.endpoint_id
-      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at`
-      .execute(db)).rows,
+      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at`.execute(
+        db,
+      )
+    ).rows,
 
   /**
    * Records finished attempts in one statement: the attempt rows, each delivery's new state (a
@@ -64,7 +67,8 @@ export const dispatchRepo = {
    * endpoints that have now been failing for `disableAfterMs` (to be disabled).
    */
   record: async (db: Kysely<DB>, attempts: AttemptRecord[], disableAfterMs: number): Promise<string[]> =>
-    (await sql<{ id: string }>`
+    (
+      await sql<{ id: string }>`
       with input as (
         select * from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as r(
           "deliveryId" uuid, "endpointId" uuid, "attemptedAt" timestamptz, "durationMs" int, "statusCode" int,
@@ -87,6 +91,6 @@ export const dispatchRepo = {
         where ep.id = h.id and (h.ok = (ep.failing_since is not null))
       )
       select ep.id from callback_endpoints ep join health h on h.id = ep.id
-      where not h.ok and ep.enabled and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`
-      .execute(db)).rows.map((row) => row.id),
+      where not h.ok and ep.enabled and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`.execute(db)
+    ).rows.map((row) => row.id),
 };

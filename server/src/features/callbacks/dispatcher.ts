@@ -96,7 +96,11 @@ export function createCallbackDispatcher(deps: {
     let responseBody: string | null = null;
     try {
       const response = await postOnce(deps.httpAgents, delivery.url, {
-        headers: { 'content-type': 'application/json', 'user-agent': 'AgentPlatform-Callbacks/1', ...signedHeaders(delivery.id, attemptedAt, body, signers) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'AgentPlatform-Callbacks/1',
+          ...signedHeaders(delivery.id, attemptedAt, body, signers),
+        },
         body,
         timeoutMs: options.timeoutMs,
         keepBodyBytes: KEEP_RESPONSE_BYTES,
@@ -112,8 +116,15 @@ export function createCallbackDispatcher(deps: {
     const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: delivery.attemptCount }, options.retryScheduleMs);
     deps.metrics.callbackAttempts.inc({ outcome: verdict.status });
     finished.push({
-      deliveryId: delivery.id, endpointId: delivery.endpointId, attemptedAt, durationMs: Math.round(performance.now() - started),
-      statusCode, error, responseBody, status: verdict.status, delayMs: verdict.delayMs,
+      deliveryId: delivery.id,
+      endpointId: delivery.endpointId,
+      attemptedAt,
+      durationMs: Math.round(performance.now() - started),
+      statusCode,
+      error,
+      responseBody,
+      status: verdict.status,
+      delayMs: verdict.delayMs,
     });
     if (verdict.gone) goneEndpoints.add(delivery.endpointId);
     flush();
@@ -145,7 +156,7 @@ export function createCallbackDispatcher(deps: {
     })().finally(() => {
       flushing = undefined;
       if (finished.length > 0) flush();
-      else if (inFlight === 0) idle.splice(0).forEach((resolve) => resolve());
+      else if (inFlight === 0) for (const resolve of idle.splice(0)) resolve();
       void pump();
     });
   }

@@ -28,21 +28,39 @@ describe('callback endpoints', () => {
     const setup = await setupWebhook(app);
     const { base, one } = paths(setup);
     const { token } = setup.tenant;
-    const created = await app.request('POST', base, { token, body: { url: PUBLIC_URL, description: ' Orders ', events: ['action.completed', 'action.failed', 'action.completed'] } });
+    const created = await app.request('POST', base, {
+      token,
+      body: { url: PUBLIC_URL, description: ' Orders ', events: ['action.completed', 'action.failed', 'action.completed'] },
+    });
     expect(created.status).toBe(201);
     const { callback, secret } = await created.json();
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
     expect(callback).toEqual({
-      id: expect.any(String), webhookId: setup.webhook.id, url: PUBLIC_URL, description: 'Orders', events: ['action.completed', 'action.failed'], enabled: true,
-      disabledReason: null, disabledAt: null, failingSince: null, createdAt: expect.any(String), updatedAt: expect.any(String),
+      id: expect.any(String),
+      webhookId: setup.webhook.id,
+      url: PUBLIC_URL,
+      description: 'Orders',
+      events: ['action.completed', 'action.failed'],
+      enabled: true,
+      disabledReason: null,
+      disabledAt: null,
+      failingSince: null,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
     });
-    const stored = await app.container.db.selectFrom('callbackEndpoints').select('secretEncrypted').where('id', '=', callback.id).executeTakeFirstOrThrow();
+    const stored = await app.container.db
+      .selectFrom('callbackEndpoints')
+      .select('secretEncrypted')
+      .where('id', '=', callback.id)
+      .executeTakeFirstOrThrow();
     expect(stored.secretEncrypted).not.toContain(secret.slice(6));
 
     expect((await (await app.request('GET', base, { token })).json()).callbacks).toEqual([callback]);
     const disabled = await (await app.request('PATCH', one(callback.id), { token, body: { enabled: false } })).json();
     expect(disabled).toMatchObject({ enabled: false, disabledReason: 'disabled by a user', disabledAt: expect.any(String) });
-    const enabled = await (await app.request('PATCH', one(callback.id), { token, body: { enabled: true, events: ['action.pending_approval'] } })).json();
+    const enabled = await (
+      await app.request('PATCH', one(callback.id), { token, body: { enabled: true, events: ['action.pending_approval'] } })
+    ).json();
     expect(enabled).toMatchObject({ enabled: true, disabledReason: null, events: ['action.pending_approval'], description: 'Orders' });
     const rotated = await app.request('POST', `${one(callback.id)}/rotate-secret`, { token });
     expect(rotated.status).toBe(200);
@@ -75,8 +93,21 @@ describe('callback endpoints', () => {
     expect((await app.request('PATCH', one(id), { token, body: {} })).status).toBe(400);
     expect((await app.request('POST', `${one(id)}/recover`, { token, body: { since: 'yesterday' } })).status).toBe(400);
     expect((await app.request('GET', `${one(id)}/deliveries?status=lost`, { token })).status).toBe(400);
-    expect((await app.request('POST', `/orgs/${setup.tenant.org.slug}/webhooks/00000000-0000-4000-8000-000000000000/callbacks`, { token, body: { url: PUBLIC_URL } })).status).toBe(404);
-    expect((await app.request('POST', `/orgs/${setup.tenant.org.slug}/callback-deliveries/00000000-0000-4000-8000-000000000000/replay`, { token })).status).toBe(404);
+    expect(
+      (
+        await app.request('POST', `/orgs/${setup.tenant.org.slug}/webhooks/00000000-0000-4000-8000-000000000000/callbacks`, {
+          token,
+          body: { url: PUBLIC_URL },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await app.request('POST', `/orgs/${setup.tenant.org.slug}/callback-deliveries/00000000-0000-4000-8000-000000000000/replay`, {
+          token,
+        })
+      ).status,
+    ).toBe(404);
     expect((await app.request('GET', one('not-a-uuid'), { token })).status).toBe(400);
   });
 
@@ -97,7 +128,14 @@ describe('callback endpoints', () => {
     expect((await app.request('POST', `${foreign}/${id}/rotate-secret`, { token: other.tenant.token })).status).toBe(404);
     expect((await app.request('DELETE', `${foreign}/${id}`, { token: other.tenant.token })).status).toBe(404);
     expect((await app.request('GET', one(id), { token: other.tenant.token })).status).toBe(404);
-    expect((await app.request('POST', `/orgs/${other.tenant.org.slug}/webhooks/${other.webhook.id}/callbacks/${id}/recover`, { token: other.tenant.token, body: { since: new Date().toISOString() } })).status).toBe(404);
+    expect(
+      (
+        await app.request('POST', `/orgs/${other.tenant.org.slug}/webhooks/${other.webhook.id}/callbacks/${id}/recover`, {
+          token: other.tenant.token,
+          body: { since: new Date().toISOString() },
+        })
+      ).status,
+    ).toBe(404);
     expect((await app.request('GET', one(id), { token: setup.tenant.token })).status).toBe(200);
   });
 });
@@ -107,8 +145,22 @@ describe('the SSRF guard', () => {
     const setup = await setupWebhook(app);
     const { base, one } = paths(setup);
     const { token } = setup.tenant;
-    for (const url of ['http://127.0.0.1:8080/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:8080/x', 'http://[::ffff:127.0.0.1]/x', 'http://localhost:8080/x', 'http://0.0.0.0/x', 'http://192.168.1.10/x', 'http://[fd00::1]/x',
-      'http://[::127.0.0.1]/x', 'http://[::a9fe:a9fe]/x', 'http://[64:ff9b::a9fe:a9fe]/x', 'http://[2002:a9fe:a9fe::]/x', 'http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x']) {
+    for (const url of [
+      'http://127.0.0.1:8080/x',
+      'http://10.0.0.1/x',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]:8080/x',
+      'http://[::ffff:127.0.0.1]/x',
+      'http://localhost:8080/x',
+      'http://0.0.0.0/x',
+      'http://192.168.1.10/x',
+      'http://[fd00::1]/x',
+      'http://[::127.0.0.1]/x',
+      'http://[::a9fe:a9fe]/x',
+      'http://[64:ff9b::a9fe:a9fe]/x',
+      'http://[2002:a9fe:a9fe::]/x',
+      'http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x',
+    ]) {
       const response = await app.request('POST', base, { token, body: { url } });
       expect(response.status, url).toBe(400);
       expect((await response.json()).error).toMatch(/not a public address|callbacks go only to public addresses/);
@@ -122,16 +174,31 @@ describe('the SSRF guard', () => {
     const endpoint = await addCallback(app, setup, { url: PUBLIC_URL, events: ['action.completed'] });
     const second = await addCallback(app, setup, { url: PUBLIC_URL, events: ['action.completed'] });
     // As if DNS now pointed the configured name at an internal address.
-    await app.container.db.updateTable('callbackEndpoints').set({ url: receiver.url('/internal') }).where('id', '=', endpoint.id).execute();
-    await app.container.db.updateTable('callbackEndpoints').set({ url: receiver.url('/internal').replace('127.0.0.1', 'localhost') }).where('id', '=', second.id).execute();
+    await app.container.db
+      .updateTable('callbackEndpoints')
+      .set({ url: receiver.url('/internal') })
+      .where('id', '=', endpoint.id)
+      .execute();
+    await app.container.db
+      .updateTable('callbackEndpoints')
+      .set({ url: receiver.url('/internal').replace('127.0.0.1', 'localhost') })
+      .where('id', '=', second.id)
+      .execute();
     const actionId = await runEvent(app, setup);
     const callbacks = await eventually('two refused attempts', async () => {
-      const row = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${actionId}`, { token: setup.tenant.token })).json();
-      return row.callbacks?.length === 2 && row.callbacks.every((delivery: { attempts: unknown[] }) => delivery.attempts.length === 1) ? row.callbacks : undefined;
+      const row = await (
+        await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${actionId}`, { token: setup.tenant.token })
+      ).json();
+      return row.callbacks?.length === 2 && row.callbacks.every((delivery: { attempts: unknown[] }) => delivery.attempts.length === 1)
+        ? row.callbacks
+        : undefined;
     });
     for (const delivery of callbacks) {
       expect(delivery).toMatchObject({ status: 'pending', attemptCount: 1 });
-      expect(delivery.attempts[0]).toMatchObject({ statusCode: null, error: expect.stringMatching(/is not allowed\. Because, It is private IP address/) });
+      expect(delivery.attempts[0]).toMatchObject({
+        statusCode: null,
+        error: expect.stringMatching(/is not allowed\. Because, It is private IP address/),
+      });
     }
     expect(receiver.received).toEqual([]);
   });

@@ -11,13 +11,27 @@ export const CALLBACK_EVENT_OF: Partial<Record<ActionStatus, CallbackEventType>>
   expired: 'action.expired',
 };
 
-interface StagedCall { toolCallId: string; toolName: string; input: unknown; expiresAt: unknown }
+interface StagedCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  expiresAt: unknown;
+}
 
 /** What a callback adds to the action's identity for each event: the staged call, the decision, the result or the error. */
-export function callbackDetails(to: ActionStatus, data: Record<string, unknown> | undefined, changes: { result?: string | null; error?: string | null }): Record<string, unknown> {
+export function callbackDetails(
+  to: ActionStatus,
+  data: Record<string, unknown> | undefined,
+  changes: { result?: string | null; error?: string | null },
+): Record<string, unknown> {
   switch (to) {
     case 'pending_approval': {
-      const toolCalls = ((data?.toolCalls ?? []) as StagedCall[]).map(({ toolCallId, toolName, input, expiresAt }) => ({ toolCallId, toolName, input, expiresAt }));
+      const toolCalls = ((data?.toolCalls ?? []) as StagedCall[]).map(({ toolCallId, toolName, input, expiresAt }) => ({
+        toolCallId,
+        toolName,
+        input,
+        expiresAt,
+      }));
       return { toolCall: toolCalls[0] ?? null, toolCalls };
     }
     case 'approved':

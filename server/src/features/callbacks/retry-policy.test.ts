@@ -9,7 +9,11 @@ describe('the retry schedule', () => {
   it('retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after each failed attempt, then dead-letters', () => {
     const delays = SCHEDULE.map((_, index) => judgeAttempt({ statusCode: 500, attemptCount: index + 1 }, SCHEDULE, middle).delayMs);
     expect(delays).toEqual(SCHEDULE);
-    expect(judgeAttempt({ statusCode: 500, attemptCount: 8 }, SCHEDULE, middle)).toEqual({ status: 'dead_lettered', delayMs: null, gone: false });
+    expect(judgeAttempt({ statusCode: 500, attemptCount: 8 }, SCHEDULE, middle)).toEqual({
+      status: 'dead_lettered',
+      delayMs: null,
+      gone: false,
+    });
   });
 
   it('jitters by at most 20% either way', () => {
@@ -18,17 +22,19 @@ describe('the retry schedule', () => {
   });
 
   it('succeeds on 2xx only; 410 stops and disables; 3xx and 4xx are retried', () => {
-    for (const status of [200, 201, 204, 299]) expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('succeeded');
+    for (const status of [200, 201, 204, 299])
+      expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('succeeded');
     expect(judgeAttempt({ statusCode: 410, attemptCount: 1 }, SCHEDULE)).toEqual({ status: 'failed', delayMs: null, gone: true });
-    for (const status of [301, 302, 400, 401, 404, 429, 500, 503]) expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('pending');
+    for (const status of [301, 302, 400, 401, 404, 429, 500, 503])
+      expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('pending');
   });
 
   it('honours Retry-After within [scheduled, 2 x scheduled]', () => {
-    const after = (value: string) => judgeAttempt({ statusCode: 429, retryAfter: value, attemptCount: 1 }, SCHEDULE, middle).delayMs;
-    expect(after('8')).toBe(8_000);
-    expect(after('1')).toBe(5_000);
-    expect(after('3600')).toBe(10_000);
-    expect(after('soon')).toBe(5_000);
+    const delayFor = (value: string) => judgeAttempt({ statusCode: 429, retryAfter: value, attemptCount: 1 }, SCHEDULE, middle).delayMs;
+    expect(delayFor('8')).toBe(8_000);
+    expect(delayFor('1')).toBe(5_000);
+    expect(delayFor('3600')).toBe(10_000);
+    expect(delayFor('soon')).toBe(5_000);
     expect(parseRetryAfter(new Date(Date.now() + 7_000).toUTCString())).toBeGreaterThan(5_000);
     expect(parseRetryAfter(undefined)).toBeNull();
   });
@@ -36,12 +42,32 @@ describe('the retry schedule', () => {
 
 describe('public addresses', () => {
   it.each([
-    ['93.184.215.14', true], ['2606:2800:21f:cb07:6820:80da:af6b:8b2c', true],
-    ['127.0.0.1', false], ['10.0.0.1', false], ['172.16.5.4', false], ['192.168.0.1', false], ['169.254.169.254', false], ['100.64.0.1', false],
-    ['0.0.0.0', false], ['::1', false], ['::', false], ['fe80::1', false], ['fd00:ec2::254', false], ['::ffff:127.0.0.1', false], ['::ffff:10.0.0.1', false],
+    ['93.184.215.14', true],
+    ['2606:2800:21f:cb07:6820:80da:af6b:8b2c', true],
+    ['127.0.0.1', false],
+    ['10.0.0.1', false],
+    ['172.16.5.4', false],
+    ['192.168.0.1', false],
+    ['169.254.169.254', false],
+    ['100.64.0.1', false],
+    ['0.0.0.0', false],
+    ['::1', false],
+    ['::', false],
+    ['fe80::1', false],
+    ['fd00:ec2::254', false],
+    ['::ffff:127.0.0.1', false],
+    ['::ffff:10.0.0.1', false],
     // IPv6 that carries an IPv4 address: compatible (as Node's URL writes [::127.0.0.1]), mapped, NAT64, 6to4, Teredo.
-    ['::7f00:1', false], ['::a9fe:a9fe', false], ['::a00:1', false], ['::808:808', false], ['::ffff:a9fe:a9fe', false],
-    ['64:ff9b::a00:1', false], ['64:ff9b:1::a00:1', false], ['2002:a00:1::', false], ['2002:7f00:1::1', false], ['2001:0:4136:e378:8000:63bf:f5ff:fffe', false],
+    ['::7f00:1', false],
+    ['::a9fe:a9fe', false],
+    ['::a00:1', false],
+    ['::808:808', false],
+    ['::ffff:a9fe:a9fe', false],
+    ['64:ff9b::a00:1', false],
+    ['64:ff9b:1::a00:1', false],
+    ['2002:a00:1::', false],
+    ['2002:7f00:1::1', false],
+    ['2001:0:4136:e378:8000:63bf:f5ff:fffe', false],
     ['not an address', false],
   ])('%s public: %s', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected);
@@ -53,7 +79,9 @@ describe('the outbound agents at connect time', () => {
     const agents = createGuardedHttpAgents({ allowPrivateNetworks: false });
     try {
       for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x']) {
-        await expect(postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }), url).rejects.toThrow(/is not allowed/);
+        await expect(postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }), url).rejects.toThrow(
+          /is not allowed/,
+        );
       }
     } finally {
       agents.destroy();

@@ -7,10 +7,25 @@ const listed = ['id', 'title', 'sizeBytes', 'createdByUserId', 'actionId', 'crea
 
 export const documentsRepo = {
   /** Inserts the document; for a tool call that made its document already, returns nothing. */
-  insert: (db: Kysely<DB>, document: { id: string; orgId: string; title: string; contentMarkdown: string; pdf: Uint8Array; createdByUserId: string | null; actionId: string | null; toolCallId: string | null }) =>
-    db.insertInto('documents').values({ ...document, sizeBytes: document.pdf.byteLength })
+  insert: (
+    db: Kysely<DB>,
+    document: {
+      id: string;
+      orgId: string;
+      title: string;
+      contentMarkdown: string;
+      pdf: Uint8Array;
+      createdByUserId: string | null;
+      actionId: string | null;
+      toolCallId: string | null;
+    },
+  ) =>
+    db
+      .insertInto('documents')
+      .values({ ...document, sizeBytes: document.pdf.byteLength })
       .onConflict((oc) => oc.columns(['actionId', 'toolCallId']).where('toolCallId', 'is not', null).doNothing())
-      .returning(listed).executeTakeFirst(),
+      .returning(listed)
+      .executeTakeFirst(),
 
   findByToolCall: (db: Kysely<DB>, actionId: string, toolCallId: string) =>
     db.selectFrom('documents').select('id').where('actionId', '=', actionId).where('toolCallId', '=', toolCallId).executeTakeFirst(),

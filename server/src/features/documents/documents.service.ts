@@ -20,13 +20,24 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
      * Renders the Markdown to a PDF and stores it with the org; the id goes into attachDocumentIds.
      * Made by a tool call, it is made once: running the call again returns the same document.
      */
-    async generate(orgId: string, input: z.input<typeof generateDocumentInput>, origin: { userId?: string; actionId?: string; toolCallId?: string; signal?: AbortSignal } = {}): Promise<{ documentId: string }> {
+    async generate(
+      orgId: string,
+      input: z.input<typeof generateDocumentInput>,
+      origin: { userId?: string; actionId?: string; toolCallId?: string; signal?: AbortSignal } = {},
+    ): Promise<{ documentId: string }> {
       const parsed = generateDocumentInput.safeParse(input);
-      if (!parsed.success) throw new AppError('validation_failed', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
+      if (!parsed.success)
+        throw new AppError('validation_failed', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
       const pdf = await deps.renderer.render(parsed.data.title, parsed.data.content, origin.signal);
       const document = await documentsRepo.insert(deps.db, {
-        id: randomUUID(), orgId, title: parsed.data.title, contentMarkdown: parsed.data.content, pdf,
-        createdByUserId: origin.userId ?? null, actionId: origin.actionId ?? null, toolCallId: (origin.actionId && origin.toolCallId) || null,
+        id: randomUUID(),
+        orgId,
+        title: parsed.data.title,
+        contentMarkdown: parsed.data.content,
+        pdf,
+        createdByUserId: origin.userId ?? null,
+        actionId: origin.actionId ?? null,
+        toolCallId: (origin.actionId && origin.toolCallId) || null,
       });
       if (document) return { documentId: document.id };
       const existing = await documentsRepo.findByToolCall(deps.db, origin.actionId!, origin.toolCallId!);
@@ -53,8 +64,15 @@ export type DocumentsService = ReturnType<typeof createDocumentsService>;
 export function generateDocumentTool(documents: DocumentsService) {
   return defineTool({
     name: 'generateDocument',
-    description: 'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and stores it with the organization. Returns its documentId, which sendEmail can attach.',
+    description:
+      'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and stores it with the organization. Returns its documentId, which sendEmail can attach.',
     inputSchema: generateDocumentInput,
-    execute: (input, context) => documents.generate(context.orgId, input, { userId: context.userId, actionId: context.actionId, toolCallId: context.toolCallId, signal: context.signal }),
+    execute: (input, context) =>
+      documents.generate(context.orgId, input, {
+        userId: context.userId,
+        actionId: context.actionId,
+        toolCallId: context.toolCallId,
+        signal: context.signal,
+      }),
   });
 }

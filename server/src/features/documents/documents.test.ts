@@ -34,7 +34,11 @@ const MARKDOWN = [
 describe('generateDocument and documents', () => {
   it('renders Markdown to a PDF whose text has the title, a table cell and a code line; members download it', async () => {
     const { org, admin, token } = await createTenant(app);
-    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Quarterly Report', content: MARKDOWN }, { userId: admin.id });
+    const { documentId } = await app.container.services.documents.generate(
+      org.id,
+      { title: 'Quarterly Report', content: MARKDOWN },
+      { userId: admin.id },
+    );
 
     const response = await app.request('GET', `/orgs/${org.slug}/documents/${documentId}`, { token });
     expect(response.status).toBe(200);
@@ -43,19 +47,32 @@ describe('generateDocument and documents', () => {
     const pdf = Buffer.from(await response.arrayBuffer());
     expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
     const { text } = await new PDFParse({ data: pdf }).getText();
-    for (const expected of ['Quarterly Report', 'Findings', 'North', '4,200', 'const answer = computeAnswer(42);', 'second step', 'A quoted remark', '[image: tracker]']) {
+    for (const expected of [
+      'Quarterly Report',
+      'Findings',
+      'North',
+      '4,200',
+      'const answer = computeAnswer(42);',
+      'second step',
+      'A quoted remark',
+      '[image: tracker]',
+    ]) {
       expect(text).toContain(expected);
     }
 
     const guest = await createUser(app, { org: org.slug });
     const list = await (await app.request('GET', `/orgs/${org.slug}/documents`, { token: await signIn(app, guest) })).json();
-    expect(list.documents).toEqual([expect.objectContaining({ id: documentId, title: 'Quarterly Report', createdByUserId: admin.id, sizeBytes: pdf.length })]);
+    expect(list.documents).toEqual([
+      expect.objectContaining({ id: documentId, title: 'Quarterly Report', createdByUserId: admin.id, sizeBytes: pdf.length }),
+    ]);
   });
 
   it('refuses empty or oversized input', async () => {
     const { org } = await createTenant(app);
     await expect(app.container.services.documents.generate(org.id, { title: '', content: 'x' })).rejects.toThrow(/title/);
-    await expect(app.container.services.documents.generate(org.id, { title: 'x', content: 'y'.repeat(200_001) })).rejects.toThrow(/content/);
+    await expect(app.container.services.documents.generate(org.id, { title: 'x', content: 'y'.repeat(200_001) })).rejects.toThrow(
+      /content/,
+    );
   });
 
   it('renders pathological Markdown off the main thread: /healthz is answered while a long render runs, and each render ends', async () => {
@@ -80,9 +97,13 @@ describe('generateDocument and documents', () => {
         }
       })();
       const started = performance.now();
-      const { documentId } = await app.container.services.documents.generate(org.id, { title: name, content }).finally(() => (rendering = false));
+      const { documentId } = await app.container.services.documents
+        .generate(org.id, { title: name, content })
+        .finally(() => (rendering = false));
       await probe;
-      console.info(`generateDocument(${name}): ${Math.round(performance.now() - started)} ms; slowest /healthz meanwhile ${slowest.toFixed(1)} ms`);
+      console.info(
+        `generateDocument(${name}): ${Math.round(performance.now() - started)} ms; slowest /healthz meanwhile ${slowest.toFixed(1)} ms`,
+      );
       expect(documentId).toBeTypeOf('string');
       // Seconds of layout (on the main thread it held every request until the end): requests are
       // answered meanwhile. Timings depend on the machine and are printed, not asserted.
@@ -94,10 +115,13 @@ describe('generateDocument and documents', () => {
     const strict = await startTestApp({ DOCUMENT_RENDER_TIMEOUT_SECONDS: '1' });
     try {
       const { org } = await createTenant(strict);
-      await expect(strict.container.services.documents.generate(org.id, { title: 'Long', content: `\`\`\`\n${'a\n'.repeat(90_000)}\`\`\`` }))
-        .rejects.toThrow('The document took longer than 1 s to render and was stopped: make it shorter or simpler');
+      await expect(
+        strict.container.services.documents.generate(org.id, { title: 'Long', content: `\`\`\`\n${'a\n'.repeat(90_000)}\`\`\`` }),
+      ).rejects.toThrow('The document took longer than 1 s to render and was stopped: make it shorter or simpler');
       // The pool replaces the stopped thread: the next document renders.
-      expect(await strict.container.services.documents.generate(org.id, { title: 'Short', content: 'fine' })).toEqual({ documentId: expect.any(String) });
+      expect(await strict.container.services.documents.generate(org.id, { title: 'Short', content: 'fine' })).toEqual({
+        documentId: expect.any(String),
+      });
     } finally {
       await strict.close();
     }
@@ -109,7 +133,9 @@ describe('generateDocument and documents', () => {
     const { documentId } = await app.container.services.documents.generate(owner.org.id, { title: 'Private', content: 'secret plan' });
     expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(404);
     expect((await app.request('GET', `/orgs/${intruder.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(404);
-    expect((await (await app.request('GET', `/orgs/${intruder.org.slug}/documents`, { token: intruder.token })).json()).documents).toEqual([]);
+    expect((await (await app.request('GET', `/orgs/${intruder.org.slug}/documents`, { token: intruder.token })).json()).documents).toEqual(
+      [],
+    );
     expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`)).status).toBe(401);
   });
 });

@@ -13,7 +13,15 @@ pdfmake.setFonts(FONTS);
 pdfmake.setUrlAccessPolicy(() => false);
 pdfmake.setLocalAccessPolicy((path: string) => STANDARD_FONT_NAMES.has(path));
 
-type Inline = { text: string | Inline[]; bold?: boolean; italics?: boolean; font?: string; link?: string; decoration?: string; color?: string };
+type Inline = {
+  text: string | Inline[];
+  bold?: boolean;
+  italics?: boolean;
+  font?: string;
+  link?: string;
+  decoration?: string;
+  color?: string;
+};
 type Block = Record<string, unknown> | string;
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
@@ -122,12 +130,21 @@ function blocks(tokens: Token[]): Block[] {
         out.push(textBlock(inline((token as Tokens.Paragraph).tokens), 'paragraph'));
         break;
       case 'text':
-        out.push(textBlock(inline((token as Tokens.Text).tokens ?? [{ type: 'text', raw: token.raw, text: (token as Tokens.Text).text } as Token]), 'paragraph'));
+        out.push(
+          textBlock(
+            inline((token as Tokens.Text).tokens ?? [{ type: 'text', raw: token.raw, text: (token as Tokens.Text).text } as Token]),
+            'paragraph',
+          ),
+        );
         break;
       case 'list': {
         const list = token as Tokens.List;
         const items = list.items.map((item) => ({ stack: blocks(item.tokens) }));
-        out.push(list.ordered ? { ol: items, start: typeof list.start === 'number' ? list.start : 1, style: 'list' } : { ul: items, style: 'list' });
+        out.push(
+          list.ordered
+            ? { ol: items, start: typeof list.start === 'number' ? list.start : 1, style: 'list' }
+            : { ul: items, style: 'list' },
+        );
         break;
       }
       case 'table': {
@@ -165,7 +182,8 @@ export async function markdownToPdf(title: string, markdown: string): Promise<Bu
     return await render(title, markdown);
   } catch (error) {
     // marked and pdfmake recurse once per nesting level: what is still too deep overflows the stack.
-    if (error instanceof RangeError) throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
+    if (error instanceof RangeError)
+      throw new DocumentTooComplexError('The document is nested too deeply to lay out: flatten its lists and quotes');
     throw error;
   }
 }

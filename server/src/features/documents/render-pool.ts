@@ -30,7 +30,10 @@ export function createRenderPool(options: RenderPoolOptions) {
         const pdf: Uint8Array = await pool.run({ title, markdown }, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline });
         return Buffer.from(pdf.buffer, pdf.byteOffset, pdf.byteLength);
       } catch (error) {
-        if (deadline.aborted) throw new DocumentTooComplexError(`The document took longer than ${seconds} s to render and was stopped: make it shorter or simpler`);
+        if (deadline.aborted)
+          throw new DocumentTooComplexError(
+            `The document took longer than ${seconds} s to render and was stopped: make it shorter or simpler`,
+          );
         if (signal?.aborted) throw signal.reason;
         // Errors cross the thread boundary as plain errors: keep the worker's message.
         if (error instanceof Error && error.name === 'DocumentTooComplexError') throw new DocumentTooComplexError(error.message);

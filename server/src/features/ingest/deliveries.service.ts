@@ -23,13 +23,21 @@ export function bufferedRetryDelayMs(attempts: number): number {
 const REPLAYABLE = new Set(['buffered', 'skipped', 'dead_lettered']);
 
 export function createDeliveriesService(deps: {
-  db: Kysely<DB>; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter; clock: Clock; logger: Logger;
+  db: Kysely<DB>;
+  cache: IngestCache;
+  pipeline: DeliveryPipeline;
+  writer: DeliveryWriter;
+  clock: Clock;
+  logger: Logger;
   /** How long a message id answers a retry of its event (WEBHOOK_MESSAGE_ID_RETENTION_HOURS). */
   messageIdRetentionMs: number;
   metrics: Pick<Metrics, 'messageIdsPurged' | 'messageIdsKept'>;
 }) {
   /** Runs a stored delivery through today's configuration; `manual` is an operator's replay. */
-  async function reprocess(row: DeliveryRow, manual: boolean): Promise<Outcome | { status: 'dead_lettered'; eventId: string; reason: string }> {
+  async function reprocess(
+    row: DeliveryRow,
+    manual: boolean,
+  ): Promise<Outcome | { status: 'dead_lettered'; eventId: string; reason: string }> {
     const identifier = row.webhookId ? await ingestRepo.webhookIdentifier(deps.db, row.webhookId) : undefined;
     const webhook = identifier ? await deps.cache.webhook(identifier) : null;
     const payload = actionWebhookPayload.safeParse(row.payload);
@@ -37,7 +45,14 @@ export function createDeliveriesService(deps: {
     const attempts = manual ? 1 : row.attempts + 1;
     if (!webhook || !payload.success) {
       const reason = webhook ? 'invalid_payload' : 'webhook_deleted';
-      if (!(await deliveriesRepo.updateIfAttempts(deps.db, row.id, row.attempts, { status: 'dead_lettered', reason, attempts, nextAttemptAt: null }))) {
+      if (
+        !(await deliveriesRepo.updateIfAttempts(deps.db, row.id, row.attempts, {
+          status: 'dead_lettered',
+          reason,
+          attempts,
+          nextAttemptAt: null,
+        }))
+      ) {
         throw new AppError('conflict', 'This delivery is being processed right now');
       }
       return { status: 'dead_lettered', eventId: row.id, reason };
@@ -45,16 +60,28 @@ export function createDeliveriesService(deps: {
     const decision = await deps.pipeline.decide(webhook, payload.data);
     const now = deps.clock.now();
     if (decision.status === 'buffered' && decision.reason !== 'outside_schedule' && !manual && attempts >= MAX_BUFFERED_ATTEMPTS) {
-      await deliveriesRepo.updateIfAttempts(deps.db, row.id, row.attempts, { status: 'dead_lettered', reason: decision.reason, attempts, nextAttemptAt: null });
+      await deliveriesRepo.updateIfAttempts(deps.db, row.id, row.attempts, {
+        status: 'dead_lettered',
+        reason: decision.reason,
+        attempts,
+        nextAttemptAt: null,
+      });
       return { status: 'dead_lettered', eventId: row.id, reason: decision.reason };
     }
-    const nextAttemptAt = decision.status === 'buffered'
-      ? (decision.nextAttemptAt ?? new Date(now.getTime() + bufferedRetryDelayMs(attempts)))
-      : null;
+    const nextAttemptAt =
+      decision.status === 'buffered' ? (decision.nextAttemptAt ?? new Date(now.getTime() + bufferedRetryDelayMs(attempts))) : null;
     // Waiting for a schedule window is not a failed attempt.
     const counted = decision.status === 'buffered' && decision.reason === 'outside_schedule' && !manual ? row.attempts : attempts;
     return deps.writer.writeNow({
-      ingress: { eventId: row.id, webhook: webhook.row, payload: payload.data, rawBody: null, headers: row.headers, sourceIp: row.sourceIp, messageId: row.messageId ?? undefined },
+      ingress: {
+        eventId: row.id,
+        webhook: webhook.row,
+        payload: payload.data,
+        rawBody: null,
+        headers: row.headers,
+        sourceIp: row.sourceIp,
+        messageId: row.messageId ?? undefined,
+      },
       decision,
       nextAttemptAt,
       existing: { attempts: counted, expectedAttempts: row.attempts },
@@ -75,7 +102,10 @@ export function createDeliveriesService(deps: {
 
     /** Forgets the message ids past their retention (a retry of one is a new event from then on). */
     async forgetOldMessageIds(): Promise<number> {
-      const forgotten = await deliveriesRepo.forgetMessageIdsBefore(deps.db, new Date(deps.clock.now().getTime() - deps.messageIdRetentionMs));
+      const forgotten = await deliveriesRepo.forgetMessageIdsBefore(
+        deps.db,
+        new Date(deps.clock.now().getTime() - deps.messageIdRetentionMs),
+      );
       deps.metrics.messageIdsPurged.inc(forgotten);
       deps.metrics.messageIdsKept.set(await deliveriesRepo.estimateMessageIds(deps.db));
       return forgotten;
@@ -87,9 +117,10 @@ export function createDeliveriesService(deps: {
       const ids = await deliveriesRepo.dueIds(deps.db, now, RETRY_BATCH);
       for (const id of ids) {
         const row = await deliveriesRepo.findById(deps.db, id);
-        if (!row || row.status !== 'buffered') continue;
+        if (row?.status !== 'buffered') continue;
         await reprocess(row, false).catch((error: unknown) => {
-          if (!(error instanceof AppError && error.code === 'conflict')) deps.logger.warn({ err: error, eventId: id }, 'buffered delivery retry failed');
+          if (!(error instanceof AppError && error.code === 'conflict'))
+            deps.logger.warn({ err: error, eventId: id }, 'buffered delivery retry failed');
         });
       }
       return ids.length;

@@ -7,7 +7,13 @@ import type { IngestCache, IngestWebhook } from './ingest-cache.ts';
 import type { ActionWebhookPayload } from './payload.ts';
 import { isWithinSchedule, nextWindowOpening } from './schedule.ts';
 
-export type BufferReason = 'no_action_rule_configured' | 'action_rule_not_found' | 'action_rule_disabled' | 'user_unresolved' | 'action_create_failed' | 'outside_schedule';
+export type BufferReason =
+  | 'no_action_rule_configured'
+  | 'action_rule_not_found'
+  | 'action_rule_disabled'
+  | 'user_unresolved'
+  | 'action_create_failed'
+  | 'outside_schedule';
 
 export type Decision =
   | { status: 'skipped'; reason: string }
@@ -64,7 +70,13 @@ export function createDeliveryPipeline(deps: { db: Kysely<DB>; cache: IngestCach
       const rule = isUuid(ruleId) ? await deps.cache.rule(row.orgId, ruleId) : null;
       if (!rule) return { status: 'buffered', reason: 'action_rule_not_found' };
       if (!rule.enabled) return { status: 'buffered', reason: 'action_rule_disabled' };
-      return { status: 'create', runAsUserId, actionRuleId: rule.id, agentId: row.agentId ?? rule.agentId, instructions: payload.instructions ?? null };
+      return {
+        status: 'create',
+        runAsUserId,
+        actionRuleId: rule.id,
+        agentId: row.agentId ?? rule.agentId,
+        instructions: payload.instructions ?? null,
+      };
     },
   };
 }

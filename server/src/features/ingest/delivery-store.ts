@@ -92,8 +92,12 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
       insert into webhook_deliveries (id, org_id, webhook_id, action_id, status, reason, next_attempt_at, event_type, external_id, payload, raw_body, headers, verification_scheme, source_ip, message_id)
       select event_id, org_id, webhook_id, action_id, status, reason, next_attempt_at, payload->>'eventType', payload->>'externalId', payload, raw_body, headers, verification_scheme, source_ip, message_id
       from fresh where status <> 'accepted' or action_id in (select id from created)
-    )${insertRunJobs ? sql`,
-    run_jobs as (${insertRunJobs(sql`select jsonb_build_object('actionId', id) as data from created`)})` : sql``}
+    )${
+      insertRunJobs
+        ? sql`,
+    run_jobs as (${insertRunJobs(sql`select jsonb_build_object('actionId', id) as data from created`)})`
+        : sql``
+    }
     select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
       case when i.status = 'accepted' and c.id is null then coalesce(
         (select w.action_id from input w join created wc on wc.id = w.action_id where w.webhook_id = i.webhook_id and w.payload->>'externalId' = i.payload->>'externalId'),
@@ -106,7 +110,13 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
   // this statement, or (rarely) one a concurrent transaction committed after this statement began,
   // which only a new statement sees.
   const unresolved = rows.filter((row) => row.fresh && input[row.idx]!.status === 'accepted' && !row.created && !row.existingId);
-  const lateIds = unresolved.length === 0 ? new Map<string, string>() : await existingActionIds(trx, unresolved.map((row) => items[row.idx]!.ingress));
+  const lateIds =
+    unresolved.length === 0
+      ? new Map<string, string>()
+      : await existingActionIds(
+          trx,
+          unresolved.map((row) => items[row.idx]!.ingress),
+        );
 
   const results = rows.map((row): WriteResult | undefined => {
     const { ingress } = items[row.idx]!;
@@ -119,21 +129,35 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
   });
   const retries = rows.filter((row) => !row.fresh).map((row) => row.idx);
   if (retries.length > 0) await answerRetries(trx, items, results, retries);
-  return { results: results as WriteResult[], createdActionIds: rows.filter((row) => row.created).map((row) => input[row.idx]!.action_id!) };
+  return {
+    results: results as WriteResult[],
+    createdActionIds: rows.filter((row) => row.created).map((row) => input[row.idx]!.action_id!),
+  };
 }
 
 /**
  * A message id received before (by this batch or earlier) with the same body gets the answer the
  * first one got: its action, or its buffered or skipped event; with another body, message_replayed.
  */
-async function answerRetries(trx: Kysely<DB>, items: DeliveryWrite[], results: (WriteResult | undefined)[], retries: number[]): Promise<void> {
+async function answerRetries(
+  trx: Kysely<DB>,
+  items: DeliveryWrite[],
+  results: (WriteResult | undefined)[],
+  retries: number[],
+): Promise<void> {
   const firstInBatch = new Map<string, number>();
   items.forEach(({ ingress }, idx) => {
     const key = ingress.messageId && claimKey(ingress.webhook.id, ingress.messageId);
     if (key && results[idx] !== undefined && !firstInBatch.has(key)) firstInBatch.set(key, idx);
   });
   const earlier = retries.filter((idx) => !firstInBatch.has(claimKey(items[idx]!.ingress.webhook.id, items[idx]!.ingress.messageId!)));
-  const stored = earlier.length === 0 ? new Map<string, FirstAnswer>() : await firstAnswers(trx, earlier.map((idx) => items[idx]!.ingress));
+  const stored =
+    earlier.length === 0
+      ? new Map<string, FirstAnswer>()
+      : await firstAnswers(
+          trx,
+          earlier.map((idx) => items[idx]!.ingress),
+        );
   for (const idx of retries) {
     const { ingress } = items[idx]!;
     const key = claimKey(ingress.webhook.id, ingress.messageId!);
@@ -143,7 +167,8 @@ async function answerRetries(trx: Kysely<DB>, items: DeliveryWrite[], results: (
       continue;
     }
     const first = stored.get(key);
-    results[idx] = first && first.bodyDigest === ingress.bodyDigest ? (toOutcome(first) ?? replayedWithOtherBody()) : replayedWithOtherBody();
+    results[idx] =
+      first && first.bodyDigest === ingress.bodyDigest ? (toOutcome(first) ?? replayedWithOtherBody()) : replayedWithOtherBody();
   }
 }
 
@@ -160,11 +185,14 @@ interface FirstAnswer {
 
 /** What answered a message id: its delivery (the event it became), or for a duplicate externalId (no delivery row), that action. */
 async function firstAnswers(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, FirstAnswer>> {
-  const rows = await trx.selectFrom('webhookMessageIds as c')
+  const rows = await trx
+    .selectFrom('webhookMessageIds as c')
     .leftJoin('webhookDeliveries as d', 'd.id', 'c.eventId')
     .leftJoin('actions as a', (join) => join.onRef('a.webhookId', '=', 'c.webhookId').onRef('a.externalId', '=', 'c.externalId'))
     .select(['c.webhookId', 'c.messageId', 'c.bodyDigest', 'c.eventId', 'd.status', 'd.reason', 'd.actionId', 'a.id as duplicateOf'])
-    .where((eb) => eb.or(ingresses.map(({ webhook, messageId }) => eb.and([eb('c.webhookId', '=', webhook.id), eb('c.messageId', '=', messageId!)]))))
+    .where((eb) =>
+      eb.or(ingresses.map(({ webhook, messageId }) => eb.and([eb('c.webhookId', '=', webhook.id), eb('c.messageId', '=', messageId!)]))),
+    )
     .execute();
   return new Map(rows.map((row) => [claimKey(row.webhookId, row.messageId), row]));
 }
@@ -179,8 +207,14 @@ function toOutcome(first: FirstAnswer): Outcome | undefined {
 }
 
 async function existingActionIds(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, string>> {
-  const rows = await trx.selectFrom('actions').select(['id', 'webhookId', 'externalId'])
-    .where((eb) => eb.or(ingresses.map(({ webhook, payload }) => eb.and([eb('webhookId', '=', webhook.id), eb('externalId', '=', payload.externalId!)]))))
+  const rows = await trx
+    .selectFrom('actions')
+    .select(['id', 'webhookId', 'externalId'])
+    .where((eb) =>
+      eb.or(
+        ingresses.map(({ webhook, payload }) => eb.and([eb('webhookId', '=', webhook.id), eb('externalId', '=', payload.externalId!)])),
+      ),
+    )
     .execute();
   return new Map(rows.map((row) => [externalKey(row.webhookId!, row.externalId!), row.id]));
 }
@@ -190,25 +224,42 @@ async function existingActionIds(trx: Kysely<DB>, ingresses: Ingress[]): Promise
  * updates the row, which it claims by its attempt count, so that a retry and a replay of one
  * delivery cannot both write (and both create an action).
  */
-export async function updateStoredDelivery(trx: Kysely<DB>, item: DeliveryWrite & { existing: NonNullable<DeliveryWrite['existing']> }): Promise<Stored> {
+export async function updateStoredDelivery(
+  trx: Kysely<DB>,
+  item: DeliveryWrite & { existing: NonNullable<DeliveryWrite['existing']> },
+): Promise<Stored> {
   const { ingress, decision, existing } = item;
   let actionId: string | null = null;
   let created = false;
   if (decision.status === 'create') {
     const { webhook, payload, eventId } = ingress;
-    const { rows: [inserted] } = await insertQueuedActions(sql`
+    const {
+      rows: [inserted],
+    } = await insertQueuedActions(sql`
       select ${crypto.randomUUID()}::uuid as id, ${webhook.orgId}::uuid as org_id, ${webhook.id}::uuid as webhook_id, ${eventId}::uuid as delivery_id,
         ${decision.agentId}::uuid as agent_id, ${decision.actionRuleId}::uuid as action_rule_id, ${decision.runAsUserId}::uuid as run_as_user_id,
         ${payload.eventType}::text as event_type, ${payload.externalId ?? null}::text as external_id, ${decision.instructions}::text as instructions,
-        ${JSON.stringify(payload.data ?? {})}::jsonb as data, ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals`).execute(trx);
+        ${JSON.stringify(payload.data ?? {})}::jsonb as data, ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals`).execute(
+      trx,
+    );
     created = inserted !== undefined;
     actionId = inserted?.id ?? (await existingActionIds(trx, [ingress])).get(externalKey(webhook.id, payload.externalId!))!;
   }
   const status = decision.status === 'create' ? 'accepted' : decision.status;
   const reason = decision.status === 'create' ? null : decision.reason;
-  const updated = await trx.updateTable('webhookDeliveries')
-    .set({ status, reason, actionId, nextAttemptAt: status === 'buffered' ? item.nextAttemptAt : null, attempts: existing.attempts, updatedAt: new Date() })
-    .where('id', '=', ingress.eventId).where('attempts', '=', existing.expectedAttempts).executeTakeFirst();
+  const updated = await trx
+    .updateTable('webhookDeliveries')
+    .set({
+      status,
+      reason,
+      actionId,
+      nextAttemptAt: status === 'buffered' ? item.nextAttemptAt : null,
+      attempts: existing.attempts,
+      updatedAt: new Date(),
+    })
+    .where('id', '=', ingress.eventId)
+    .where('attempts', '=', existing.expectedAttempts)
+    .executeTakeFirst();
   if (updated.numUpdatedRows === 0n) throw new AppError('conflict', 'This delivery is being processed right now');
   const result: Outcome = actionId
     ? { status: 'accepted', eventId: ingress.eventId, actionId, alreadyExists: !created }

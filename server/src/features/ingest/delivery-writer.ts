@@ -18,7 +18,13 @@ const MAX_BATCH = 200;
  * (one on PGlite, whose single connection runs one at a time anyway, so batches grow instead).
  * Nothing is answered before its transaction commits.
  */
-export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>; maxInFlight: number; metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'>; clock: Clock }) {
+export function createDeliveryWriter(deps: {
+  db: Kysely<DB>;
+  jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>;
+  maxInFlight: number;
+  metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'>;
+  clock: Clock;
+}) {
   /** Returns each item's result and how many actions (and so runs) were created. */
   async function writeBatch(items: DeliveryWrite[]): Promise<{ results: WriteResult[]; created: number }> {
     const [first] = items;
@@ -27,10 +33,17 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
     const stored = insertRunJobs
       ? await insertNewDeliveries(deps.db, items, insertRunJobs)
       : await deps.db.transaction().execute(async (trx) => {
-        const written = first!.existing ? await updateStoredDelivery(trx, { ...first!, existing: first!.existing }) : await insertNewDeliveries(trx, items);
-        if (written.createdActionIds.length > 0) await deps.jobs.enqueueMany('actions.run', written.createdActionIds.map((actionId) => ({ actionId })), { trx });
-        return written;
-      });
+          const written = first!.existing
+            ? await updateStoredDelivery(trx, { ...first!, existing: first!.existing })
+            : await insertNewDeliveries(trx, items);
+          if (written.createdActionIds.length > 0)
+            await deps.jobs.enqueueMany(
+              'actions.run',
+              written.createdActionIds.map((actionId) => ({ actionId })),
+              { trx },
+            );
+          return written;
+        });
     // (An action's first lifecycle state, queued by this delivery, is the action row itself: the
     // ledger derives it from created_at and delivery_id.)
     return { results: stored.results, created: stored.createdActionIds.length };
@@ -44,7 +57,11 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
       return results[0]!;
     } catch (error) {
       if (error instanceof AppError || item.decision.status !== 'create') throw error;
-      const buffered: DeliveryWrite = { ...item, decision: { status: 'buffered', reason: 'action_create_failed' }, nextAttemptAt: new Date(deps.clock.now().getTime() + 60_000) };
+      const buffered: DeliveryWrite = {
+        ...item,
+        decision: { status: 'buffered', reason: 'action_create_failed' },
+        nextAttemptAt: new Date(deps.clock.now().getTime() + 60_000),
+      };
       return (await writeBatch([buffered])).results[0]!;
     }
   }
@@ -75,7 +92,7 @@ export function createDeliveryWriter(deps: { db: Kysely<DB>; jobs: Pick<JobRunne
       .then(
         ({ results, created }) => {
           deps.jobs.notify('actions.run', created);
-          batch.forEach((entry, index) => entry.resolve(results[index]!));
+          for (const [index, entry] of batch.entries()) entry.resolve(results[index]!);
         },
         // One bad item must not fail the others: write each alone.
         () => Promise.all(batch.map((entry) => writeAlone(entry.item).then(entry.resolve, entry.reject))),

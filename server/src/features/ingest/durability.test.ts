@@ -17,11 +17,18 @@ describe('durability of acknowledged events', () => {
     try {
       const { cli } = environment;
       expect(cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme').status).toBe(0);
-      expect(cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status).toBe(0);
+      expect(
+        cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status,
+      ).toBe(0);
       const api = await apiClient(base, { email: 'ops@acme.example', password: 'a long password' });
       const me = await api('GET', '/auth/me');
       const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r' });
-      const created = await api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id, rateLimitPerMinute: 1000 });
+      const created = await api('POST', '/orgs/acme/webhooks', {
+        name: 'w',
+        actionRuleId: rule.id,
+        runAsUserId: me.id,
+        rateLimitPerMinute: 1000,
+      });
       const path = new URL(created.url).pathname;
 
       // Signed posts from 20 senders until the server is killed.
@@ -34,7 +41,11 @@ describe('durability of acknowledged events', () => {
           const externalId = `evt-${sequence++}`;
           const body = JSON.stringify({ eventType: 'order.created', externalId });
           try {
-            const response = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signingHeaders('wh', created.secret, body) }, body });
+            const response = await fetch(`${base}${path}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', ...signingHeaders('wh', created.secret, body) },
+              body,
+            });
             statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
             if (response.status === 200) answered.set(externalId, ((await response.json()) as { actionId: string }).actionId);
           } catch {
@@ -45,7 +56,8 @@ describe('durability of acknowledged events', () => {
       const senders = Array.from({ length: 20 }, sender);
       const deadline = Date.now() + 15_000;
       while (answered.size < 200) {
-        if (Date.now() > deadline) throw new Error(`only ${answered.size} answered: ${JSON.stringify([...statuses])}; webhook ${JSON.stringify(created)}`);
+        if (Date.now() > deadline)
+          throw new Error(`only ${answered.size} answered: ${JSON.stringify([...statuses])}; webhook ${JSON.stringify(created)}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       const exited = killServerProcess(server);
@@ -58,7 +70,10 @@ describe('durability of acknowledged events', () => {
       const rows: Array<{ actionId: string; externalId: string }> = [];
       let cursor: string | null = null;
       do {
-        const page = (await api2('GET', `/orgs/acme/ledger?kind=action&limit=200${cursor ? `&cursor=${cursor}` : ''}`)) as { rows: Array<{ actionId: string; externalId: string }>; nextCursor: string | null };
+        const page = (await api2('GET', `/orgs/acme/ledger?kind=action&limit=200${cursor ? `&cursor=${cursor}` : ''}`)) as {
+          rows: Array<{ actionId: string; externalId: string }>;
+          nextCursor: string | null;
+        };
         rows.push(...page.rows);
         cursor = page.nextCursor;
       } while (cursor);

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
@@ -19,7 +18,8 @@ describe('ingest cache', () => {
   const newCache = () => createIngestCache({ ...app.container, ttlMs: TTL_MS });
   const identifierOf = (path: string) => path.split('/').pop()!;
   // Changed behind the cache's back: no invalidation reaches it, only its lifetime.
-  const setLimit = (id: string, rateLimitPerMinute: number) => app.container.db.updateTable('webhooks').set({ rateLimitPerMinute }).where('id', '=', id).execute();
+  const setLimit = (id: string, rateLimitPerMinute: number) =>
+    app.container.db.updateTable('webhooks').set({ rateLimitPerMinute }).where('id', '=', id).execute();
 
   it('answers an expired entry once more while one reload runs, then the reloaded one; past twice its lifetime, it waits for the load', async () => {
     const setup = await setupWebhook(app);
@@ -29,12 +29,16 @@ describe('ingest cache', () => {
 
     await setLimit(setup.webhook.id, 7);
     expect((await cache.webhook(identifier))?.row.rateLimitPerMinute).toBe(100);
-    await sleep(TTL_MS + 100);
+    app.clock.advance(TTL_MS + 100);
     expect((await cache.webhook(identifier))?.row.rateLimitPerMinute).toBe(100);
-    await eventually('the reloaded entry', async () => ((await cache.webhook(identifier))?.row.rateLimitPerMinute === 7 ? true : undefined), 5_000);
+    await eventually(
+      'the reloaded entry',
+      async () => ((await cache.webhook(identifier))?.row.rateLimitPerMinute === 7 ? true : undefined),
+      5_000,
+    );
 
     await setLimit(setup.webhook.id, 8);
-    await sleep(2 * TTL_MS + 100);
+    app.clock.advance(2 * TTL_MS + 100);
     expect((await cache.webhook(identifier))?.row.rateLimitPerMinute).toBe(8);
   });
 

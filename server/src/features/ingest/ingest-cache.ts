@@ -54,17 +54,19 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: P
       const running = loads.get(key);
       if (running?.generation === generation) return running.promise;
       const startedAt = generation;
-      const promise = load().then((value) => {
-        if (generation === startedAt) {
-          if (entries.size > 10_000) entries.delete(entries.keys().next().value!);
-          const lifetime = value ? ttlMs : Math.min(ttlMs, 5_000);
-          const now = deps.clock.now().getTime();
-          entries.set(key, { value, freshUntil: now + lifetime, staleUntil: now + 2 * lifetime });
-        }
-        return value;
-      }).finally(() => {
-        if (loads.get(key)?.promise === promise) loads.delete(key);
-      });
+      const promise = load()
+        .then((value) => {
+          if (generation === startedAt) {
+            if (entries.size > 10_000) entries.delete(entries.keys().next().value!);
+            const lifetime = value ? ttlMs : Math.min(ttlMs, 5_000);
+            const now = deps.clock.now().getTime();
+            entries.set(key, { value, freshUntil: now + lifetime, staleUntil: now + 2 * lifetime });
+          }
+          return value;
+        })
+        .finally(() => {
+          if (loads.get(key)?.promise === promise) loads.delete(key);
+        });
       loads.set(key, { generation: startedAt, promise });
       return promise;
     }
@@ -109,16 +111,18 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: P
           row: webhook,
           orgSlug,
           secret: deps.box.decrypt(webhook.secretEncrypted),
-          previousSecret: webhook.previousSecretEncrypted && webhook.previousSecretExpiresAt
-            ? { secret: deps.box.decrypt(webhook.previousSecretEncrypted), expiresAt: webhook.previousSecretExpiresAt }
-            : null,
+          previousSecret:
+            webhook.previousSecretEncrypted && webhook.previousSecretExpiresAt
+              ? { secret: deps.box.decrypt(webhook.previousSecretEncrypted), expiresAt: webhook.previousSecretExpiresAt }
+              : null,
           blockList: blockListOf(webhook.blockedIps),
           allowedOrigins: new Set(webhook.allowedOrigins),
           matchesEvent: eventFilterMatcher(webhook.eventFilter),
         };
       }),
 
-    rule: (orgId: string, ruleId: string) => rules.get(`${ruleId} ${orgId}`, async () => (await actionRulesRepo.find(deps.db, orgId, ruleId)) ?? null),
+    rule: (orgId: string, ruleId: string) =>
+      rules.get(`${ruleId} ${orgId}`, async () => (await actionRulesRepo.find(deps.db, orgId, ruleId)) ?? null),
 
     /** Org membership of a run-as user; a change shows within about the cache's lifetime. */
     isMember: async (orgId: string, userId: string) =>

@@ -10,7 +10,12 @@ beforeAll(async () => {
 afterAll(async () => app?.close());
 
 const deliveriesOf = (orgId: string) =>
-  app.container.db.selectFrom('webhookDeliveries').select(['status', 'reason', 'rawBody']).where('orgId', '=', orgId).orderBy('createdAt').execute();
+  app.container.db
+    .selectFrom('webhookDeliveries')
+    .select(['status', 'reason', 'rawBody'])
+    .where('orgId', '=', orgId)
+    .orderBy('createdAt')
+    .execute();
 
 /** Healthz answers while `work` runs: the slowest answer, in ms. */
 async function slowestHealthzDuring<T>(work: Promise<T>): Promise<{ result: T; slowestMs: number }> {
@@ -41,8 +46,11 @@ describe('signed bodies that JSON allows but nothing can store', () => {
     ];
     for (const body of bodies) {
       const response = await postEvent(app, setup, body);
-      expect({ body: body.slice(0, 60), status: response.status, answer: await response.json() })
-        .toEqual({ body: body.slice(0, 60), status: 400, answer: { error: expect.any(String), code: 'invalid_payload' } });
+      expect({ body: body.slice(0, 60), status: response.status, answer: await response.json() }).toEqual({
+        body: body.slice(0, 60),
+        status: 400,
+        answer: { error: expect.any(String), code: 'invalid_payload' },
+      });
     }
     const rows = await deliveriesOf(setup.tenant.org.id);
     expect(rows.map((row) => [row.status, row.reason])).toEqual(bodies.map(() => ['failed', 'invalid_payload']));
@@ -56,15 +64,25 @@ describe('signed bodies that JSON allows but nothing can store', () => {
   it('a NUL or a byte outside [A-Za-z0-9_-] in the org or identifier: 404 without a lookup', async () => {
     const setup = await setupWebhook(app);
     const [, , , org, identifier] = setup.path.split('/');
-    for (const path of [`/webhooks/actions/${org}/${identifier}%00`, `/webhooks/actions/%00/${identifier}`, `/webhooks/actions/${org}/${identifier}%2F`, `/webhooks/actions/${org}/${'a'.repeat(5_000)}`]) {
+    for (const path of [
+      `/webhooks/actions/${org}/${identifier}%00`,
+      `/webhooks/actions/%00/${identifier}`,
+      `/webhooks/actions/${org}/${identifier}%2F`,
+      `/webhooks/actions/${org}/${'a'.repeat(5_000)}`,
+    ]) {
       const response = await postEvent(app, setup, { eventType: 'x' }, { path });
-      expect({ path: path.slice(0, 80), status: response.status, body: await response.json() }).toEqual({ path: path.slice(0, 80), status: 404, body: { error: 'No webhook at this URL', code: 'not_found' } });
+      expect({ path: path.slice(0, 80), status: response.status, body: await response.json() }).toEqual({
+        path: path.slice(0, 80),
+        status: 404,
+        body: { error: 'No webhook at this URL', code: 'not_found' },
+      });
     }
   });
 
   it(`a body at a 10 MB limit with ${MAX_JSON_VALUES + 1} or 700,000 keys is refused before it is parsed; one at the limit is stored`, async () => {
     const setup = await setupWebhook(app, { maxPayloadBytes: 10 * 1024 * 1024 });
-    const keys = (count: number) => `{"eventType":"x","data":{${Array.from({ length: count }, (_, index) => `"${index.toString(36)}":0`).join(',')}}}`;
+    const keys = (count: number) =>
+      `{"eventType":"x","data":{${Array.from({ length: count }, (_, index) => `"${index.toString(36)}":0`).join(',')}}}`;
     const parse = vi.spyOn(JSON, 'parse');
     for (const count of [700_000, MAX_JSON_VALUES]) {
       const body = keys(count);

@@ -11,7 +11,12 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-const SECURITY_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY', 'content-security-policy': "frame-ancestors 'none'" };
+const SECURITY_HEADERS = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "frame-ancestors 'none'",
+};
 
 /** One request over a raw socket: the request's head is sent, then `beforeRest` runs, then the rest. */
 describe('ingest fast path', () => {
@@ -19,7 +24,12 @@ describe('ingest fast path', () => {
     const setup = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
     for (const path of [setup.path, `/webhooks/ingest/${slug}/${identifier}?source=crm`]) {
-      const response = await postEvent(app, setup, { eventType: 'order.created', externalId: crypto.randomUUID() }, { path, headers: { origin: 'http://app.test' } });
+      const response = await postEvent(
+        app,
+        setup,
+        { eventType: 'order.created', externalId: crypto.randomUUID() },
+        { path, headers: { origin: 'http://app.test' } },
+      );
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
       expect(Object.fromEntries(Object.keys(SECURITY_HEADERS).map((name) => [name, response.headers.get(name)]))).toEqual(SECURITY_HEADERS);
@@ -32,7 +42,10 @@ describe('ingest fast path', () => {
     expect(await unknown.json()).toEqual({ error: 'No webhook at this URL', code: 'not_found' });
 
     const metrics = await (await app.request('GET', '/metrics')).text();
-    const count = (route: string, status: number) => Number(metrics.match(new RegExp(`^http_requests_total\\{method="POST",route="${route}",status="${status}"\\} (\\d+)$`, 'm'))?.[1] ?? 0);
+    const count = (route: string, status: number) =>
+      Number(
+        metrics.match(new RegExp(`^http_requests_total\\{method="POST",route="${route}",status="${status}"\\} (\\d+)$`, 'm'))?.[1] ?? 0,
+      );
     expect(count('/webhooks/actions/:org/:webhookIdentifier', 200)).toBeGreaterThanOrEqual(1);
     expect(count('/webhooks/ingest/:org/:identifier', 200)).toBeGreaterThanOrEqual(1);
     expect(count('/webhooks/actions/:org/:webhookIdentifier', 404)).toBeGreaterThanOrEqual(1);
@@ -52,10 +65,14 @@ describe('ingest fast path', () => {
     expect((await trailingSlash.json()).code).toBe('not_found');
   });
 
-  it('answers 404 for an org or identifier longer than any there is, not Fastify\'s 414', async () => {
+  it("answers 404 for an org or identifier longer than any there is, not Fastify's 414", async () => {
     const setup = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
-    for (const path of [`/webhooks/actions/${slug}/${'x'.repeat(101)}`, `/webhooks/ingest/${slug}/${'x'.repeat(5000)}`, `/webhooks/actions/${'o'.repeat(101)}/${identifier}`]) {
+    for (const path of [
+      `/webhooks/actions/${slug}/${'x'.repeat(101)}`,
+      `/webhooks/ingest/${slug}/${'x'.repeat(5000)}`,
+      `/webhooks/actions/${'o'.repeat(101)}/${identifier}`,
+    ]) {
       const response = await postEvent(app, setup, { eventType: 'x' }, { path });
       expect(response.status).toBe(404);
       expect(await response.json()).toEqual({ error: 'No webhook at this URL', code: 'not_found' });

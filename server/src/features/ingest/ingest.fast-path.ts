@@ -7,7 +7,10 @@ import { requestLog, type RequestLogger } from '../../lib/request-log.ts';
 import type { IngestService } from './ingest.service.ts';
 
 /** The two ingest routes, as Fastify names them (and so the request metrics), by the word after /webhooks/. */
-export const INGEST_ROUTE_URLS = { actions: '/webhooks/actions/:org/:webhookIdentifier', ingest: '/webhooks/ingest/:org/:identifier' } as const;
+export const INGEST_ROUTE_URLS = {
+  actions: '/webhooks/actions/:org/:webhookIdentifier',
+  ingest: '/webhooks/ingest/:org/:identifier',
+} as const;
 export type IngestRoute = keyof typeof INGEST_ROUTE_URLS;
 
 const INGEST_PATH = /^\/webhooks\/(actions|ingest)\/([^/?]+)\/([^/?]+)(?:\?|$)/;
@@ -58,7 +61,14 @@ export function createIngestFastPath(deps: {
     response.end(json);
   }
 
-  async function handle(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, ip: string, log: RequestLogger) {
+  async function handle(
+    request: IncomingMessage,
+    response: ServerResponse,
+    org: string,
+    identifier: string,
+    ip: string,
+    log: RequestLogger,
+  ) {
     try {
       const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip, body: request });
       answer(response, result.statusCode, result.body);
@@ -71,7 +81,14 @@ export function createIngestFastPath(deps: {
   }
 
   /** The answer to one ingest post for these (decoded) path segments. */
-  function answerIngest(request: IncomingMessage, response: ServerResponse, org: string, identifier: string, ip: string, log: RequestLogger): void {
+  function answerIngest(
+    request: IncomingMessage,
+    response: ServerResponse,
+    org: string,
+    identifier: string,
+    ip: string,
+    log: RequestLogger,
+  ): void {
     if (closing) answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
     else void handle(request, response, org, identifier, ip, log);
   }

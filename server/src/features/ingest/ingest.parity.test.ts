@@ -13,7 +13,15 @@ import { signingHeaders } from './verification.ts';
 let app: TestApp;
 let fastify: FastifyInstance;
 beforeAll(async () => {
-  app = await startTestApp({}, { workers: false, routes: (instance) => void (fastify = instance as unknown as FastifyInstance) });
+  app = await startTestApp(
+    {},
+    {
+      workers: false,
+      routes: (instance) => {
+        fastify = instance as unknown as FastifyInstance;
+      },
+    },
+  );
 });
 afterAll(async () => app?.close());
 
@@ -43,30 +51,63 @@ async function throughFastPath(post: Post): Promise<Answer> {
 
 async function throughFastifyRoute(post: Post): Promise<Answer> {
   const response = await fastify.inject({ method: 'POST', url: post.path, payload: post.body, headers: post.headers });
-  return comparable(response.statusCode, Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])), response.body);
+  return comparable(
+    response.statusCode,
+    Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])),
+    response.body,
+  );
 }
 
 const signed = (setup: WebhookSetup, payload: unknown, extra: Record<string, string> = {}): Post => {
   const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-  return { path: setup.path, body, headers: { 'content-type': 'application/json', ...signingHeaders(setup.webhook.verificationScheme, setup.secret, body), ...extra } };
+  return {
+    path: setup.path,
+    body,
+    headers: { 'content-type': 'application/json', ...signingHeaders(setup.webhook.verificationScheme, setup.secret, body), ...extra },
+  };
 };
 
 /** Each case makes its own state twice (once per way), then returns the post to compare after `warmUp` posts. */
 const CASES: Record<string, { expected: number; make: () => Promise<{ post: Post; warmUp?: Post[] }> }> = {
-  'a webhook that does not exist': { expected: 404, make: async () => ({ post: signed({ ...(await setupWebhook(app)), path: '/webhooks/actions/nobody/nothing' }, { eventType: 'x' }) }) },
-  'a disabled webhook': { expected: 403, make: async () => ({ post: signed(await setupWebhook(app, { enabled: false }), { eventType: 'x' }) }) },
-  'a body over the webhook\'s size limit': { expected: 413, make: async () => ({ post: signed(await setupWebhook(app, { maxPayloadBytes: 1024 }), { eventType: 'x', data: { text: 'y'.repeat(2000) } }) }) },
-  'no signature': { expected: 401, make: async () => ({ post: { ...signed(await setupWebhook(app), { eventType: 'x' }), headers: { 'content-type': 'application/json' } } }) },
+  'a webhook that does not exist': {
+    expected: 404,
+    make: async () => ({ post: signed({ ...(await setupWebhook(app)), path: '/webhooks/actions/nobody/nothing' }, { eventType: 'x' }) }),
+  },
+  'a disabled webhook': {
+    expected: 403,
+    make: async () => ({ post: signed(await setupWebhook(app, { enabled: false }), { eventType: 'x' }) }),
+  },
+  "a body over the webhook's size limit": {
+    expected: 413,
+    make: async () => ({
+      post: signed(await setupWebhook(app, { maxPayloadBytes: 1024 }), { eventType: 'x', data: { text: 'y'.repeat(2000) } }),
+    }),
+  },
+  'no signature': {
+    expected: 401,
+    make: async () => ({
+      post: { ...signed(await setupWebhook(app), { eventType: 'x' }), headers: { 'content-type': 'application/json' } },
+    }),
+  },
   'a signed body that is not JSON': { expected: 400, make: async () => ({ post: signed(await setupWebhook(app), 'not json') }) },
-  'the webhook\'s rate limit': {
+  "the webhook's rate limit": {
     expected: 429,
     make: async () => {
       const setup = await setupWebhook(app, { rateLimitPerMinute: 1 });
-      return { warmUp: [signed(setup, { eventType: 'x', externalId: 'first' })], post: signed(setup, { eventType: 'x', externalId: 'second' }) };
+      return {
+        warmUp: [signed(setup, { eventType: 'x', externalId: 'first' })],
+        post: signed(setup, { eventType: 'x', externalId: 'second' }),
+      };
     },
   },
-  'an event that becomes an action': { expected: 200, make: async () => ({ post: signed(await setupWebhook(app), { eventType: 'order.created', externalId: 'o-1' }) }) },
-  'an event its webhook filters out': { expected: 202, make: async () => ({ post: signed(await setupWebhook(app, { eventFilter: ['order.*'] }), { eventType: 'invoice.paid' }) }) },
+  'an event that becomes an action': {
+    expected: 200,
+    make: async () => ({ post: signed(await setupWebhook(app), { eventType: 'order.created', externalId: 'o-1' }) }),
+  },
+  'an event its webhook filters out': {
+    expected: 202,
+    make: async () => ({ post: signed(await setupWebhook(app, { eventFilter: ['order.*'] }), { eventType: 'invoice.paid' }) }),
+  },
 };
 
 describe('ingest answers the same through the fast path and through the Fastify route', () => {
@@ -88,25 +129,40 @@ describe('ingest answers the same through the fast path and through the Fastify 
     for (const route of ['ingest', 'a Fastify route'] as const) {
       const closing = await startTestApp({}, { workers: false });
       const setup = await setupWebhook(closing);
-      const post = route === 'ingest' ? signed(setup, { eventType: 'x' }) : { path: '/auth/login/credentials', body: '{}', headers: { 'content-type': 'application/json' } };
+      const post =
+        route === 'ingest'
+          ? signed(setup, { eventType: 'x' })
+          : { path: '/auth/login/credentials', body: '{}', headers: { 'content-type': 'application/json' } };
       const headers = { host: '127.0.0.1', 'content-length': String(Buffer.byteLength(post.body)), ...post.headers };
       let closed: Promise<void> | undefined;
       try {
         // The request line, then closing begins, then the headers: the request arrives while the server closes.
-        const raw = await rawRequest(closing.baseUrl, `POST ${post.path} HTTP/1.1\r\n`, `${Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n${post.body}`, async () => {
-          closed = closing.close();
-          await new Promise((wait) => setTimeout(wait, 50));
-        });
+        const raw = await rawRequest(
+          closing.baseUrl,
+          `POST ${post.path} HTTP/1.1\r\n`,
+          `${Object.entries(headers)
+            .map(([name, value]) => `${name}: ${value}`)
+            .join('\r\n')}\r\n\r\n${post.body}`,
+          async () => {
+            closed = closing.close();
+            await new Promise((wait) => setTimeout(wait, 50));
+          },
+        );
         const [head, body] = raw.split('\r\n\r\n');
         const [statusLine, ...lines] = head!.split('\r\n');
-        const responseHeaders = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+        const responseHeaders = Object.fromEntries(
+          lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+        );
         expect(responseHeaders.connection).toBe('close');
         answers.push(comparable(Number(statusLine!.split(' ')[1]), responseHeaders, body!));
       } finally {
         await (closed ?? closing.close());
       }
     }
-    expect({ status: answers[0]!.status, body: answers[0]!.body }).toEqual({ status: 503, body: { error: 'The service is shutting down', code: 'not_ready' } });
+    expect({ status: answers[0]!.status, body: answers[0]!.body }).toEqual({
+      status: 503,
+      body: { error: 'The service is shutting down', code: 'not_ready' },
+    });
     expect(answers[1]).toEqual(answers[0]);
   });
 });

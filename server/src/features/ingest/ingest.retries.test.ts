@@ -62,7 +62,9 @@ describe('retries of one message', () => {
 
   it('50 concurrent posts of one message (one batch or several) all answer the same actionId', async () => {
     const setup = await setupWebhook(app, { rateLimitPerMinute: 1000 });
-    const responses = await Promise.all(Array.from({ length: 50 }, () => postEvent(app, setup, { eventType: 'order.created' }, { messageId: 'msg_concurrent' })));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => postEvent(app, setup, { eventType: 'order.created' }, { messageId: 'msg_concurrent' })),
+    );
     const bodies = await Promise.all(responses.map((response) => response.json()));
     expect(new Set(responses.map((response) => response.status))).toEqual(new Set([200]));
     expect(new Set(bodies.map((body) => body.actionId)).size).toBe(1);

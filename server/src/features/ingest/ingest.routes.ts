@@ -10,9 +10,21 @@ const accepted = z.union([
   z.object({ success: z.literal(true), buffered: z.literal(true), eventId: z.uuid(), reason: z.string() }),
   z.object({ success: z.literal(true), skipped: z.literal(true), eventId: z.uuid(), reason: z.string() }),
 ]);
-const response = { 200: created, 202: accepted, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 413: errorSchema, 429: errorSchema, 500: errorSchema, 503: errorSchema };
+const response = {
+  200: created,
+  202: accepted,
+  400: errorSchema,
+  401: errorSchema,
+  403: errorSchema,
+  404: errorSchema,
+  413: errorSchema,
+  429: errorSchema,
+  500: errorSchema,
+  503: errorSchema,
+};
 
-const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) => (route.httpPart === 'body' ? () => ({ value: undefined }) : validatorCompiler(route));
+const paramsOnly: FastifySchemaCompiler<z.ZodType> = (route) =>
+  route.httpPart === 'body' ? () => ({ value: undefined }) : validatorCompiler(route);
 
 /**
  * The ingest endpoints as the OpenAPI document shows them. The HTTP server hands every post to them
@@ -31,30 +43,45 @@ export function ingestRoutes(deps: { fastPath: Pick<IngestFastPath, 'answerRoute
       '`hmac_sha256`: x-webhook-timestamp, x-webhook-signature `v1=<hex>`; `shared_token`: Authorization Bearer or x-webhook-token; `none`: the URL.',
     ].join(' ');
 
-    app.post(INGEST_ROUTE_URLS.actions, {
-      schema: {
-        operationId: 'postActionWebhookEvent', security: [],
-        tags: ['webhooks'],
-        summary: 'Post an event to an action webhook',
-        description,
-        params: z.object({ org: z.string().max(100), webhookIdentifier: z.string().max(200) }),
-        body: actionWebhookPayload,
-        response,
+    app.post(
+      INGEST_ROUTE_URLS.actions,
+      {
+        schema: {
+          operationId: 'postActionWebhookEvent',
+          security: [],
+          tags: ['webhooks'],
+          summary: 'Post an event to an action webhook',
+          description,
+          params: z.object({ org: z.string().max(100), webhookIdentifier: z.string().max(200) }),
+          body: actionWebhookPayload,
+          response,
+        },
+        // The body schema documents the payload; the service validates the raw bytes itself, after
+        // verification, so Fastify checks the path parameters only.
+        validatorCompiler: paramsOnly as never,
       },
-      // The body schema documents the payload; the service validates the raw bytes itself, after
-      // verification, so Fastify checks the path parameters only.
-      validatorCompiler: paramsOnly as never,
-    }, (request, reply) => {
-      reply.hijack();
-      deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.webhookIdentifier, request.ip, request.log);
-    });
+      (request, reply) => {
+        reply.hijack();
+        deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.webhookIdentifier, request.ip, request.log);
+      },
+    );
 
     // The older path, kept for existing integrations; hidden from the documentation.
-    app.post(INGEST_ROUTE_URLS.ingest, {
-      schema: { operationId: 'postLegacyIngestEvent', security: [], hide: true, params: z.object({ org: z.string().max(100), identifier: z.string().max(200) }), response },
-    }, (request, reply) => {
-      reply.hijack();
-      deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.identifier, request.ip, request.log);
-    });
+    app.post(
+      INGEST_ROUTE_URLS.ingest,
+      {
+        schema: {
+          operationId: 'postLegacyIngestEvent',
+          security: [],
+          hide: true,
+          params: z.object({ org: z.string().max(100), identifier: z.string().max(200) }),
+          response,
+        },
+      },
+      (request, reply) => {
+        reply.hijack();
+        deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.identifier, request.ip, request.log);
+      },
+    );
   };
 }

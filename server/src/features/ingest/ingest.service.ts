@@ -42,7 +42,12 @@ export type IngestResponse =
 export function toIngestResponse(outcome: Outcome): IngestResponse {
   switch (outcome.status) {
     case 'accepted':
-      return { statusCode: 200, body: outcome.alreadyExists ? { success: true, actionId: outcome.actionId, alreadyExists: true } : { success: true, actionId: outcome.actionId } };
+      return {
+        statusCode: 200,
+        body: outcome.alreadyExists
+          ? { success: true, actionId: outcome.actionId, alreadyExists: true }
+          : { success: true, actionId: outcome.actionId },
+      };
     case 'buffered':
       return { statusCode: 202, body: { success: true, buffered: true, eventId: outcome.eventId, reason: outcome.reason } };
     case 'skipped':
@@ -66,7 +71,9 @@ export function createIngestService(deps: {
   let pendingBodies = 0;
   async function readBody(request: IngestRequest, limit: number): Promise<Buffer> {
     if (pendingBodies >= deps.maxPendingBodies) {
-      throw new AppError('overloaded', 'Too many requests are sending their bodies at once; try again shortly', { headers: { 'retry-after': '1', connection: 'close' } });
+      throw new AppError('overloaded', 'Too many requests are sending their bodies at once; try again shortly', {
+        headers: { 'retry-after': '1', connection: 'close' },
+      });
     }
     pendingBodies++;
     deps.metrics.ingestPendingBodies.set(pendingBodies);
@@ -83,25 +90,47 @@ export function createIngestService(deps: {
   const perWebhook = new Map<number, RateLimiter>();
   const webhookLimiter = (points: number) => {
     let limiter = perWebhook.get(points);
-    if (!limiter) perWebhook.set(points, (limiter = deps.rateLimiters.create({ name: `webhook-${points}`, points, durationSeconds: 60 })));
+    if (!limiter) {
+      limiter = deps.rateLimiters.create({ name: `webhook-${points}`, points, durationSeconds: 60 });
+      perWebhook.set(points, limiter);
+    }
     return limiter;
   };
 
   /** A verified request whose body is unusable: recorded as a failed, not replayable, delivery. */
-  async function recordFailure(failure: { eventId: string; webhook: WebhookRow; text: string; headers: Record<string, string>; ip: string; messageId?: string; reason: string }) {
+  async function recordFailure(failure: {
+    eventId: string;
+    webhook: WebhookRow;
+    text: string;
+    headers: Record<string, string>;
+    ip: string;
+    messageId?: string;
+    reason: string;
+  }) {
     const { webhook } = failure;
-    await deps.db.transaction().execute(async (trx) => {
-      if (failure.messageId) await deliveriesRepo.rememberMessageId(trx, webhook.id, failure.messageId);
-      await deliveriesRepo.insert(trx, {
-        id: failure.eventId, orgId: webhook.orgId, webhookId: webhook.id, status: 'failed', reason: failure.reason, replayable: false,
-        rawBody: storableText(failure.text.slice(0, 64 * 1024)), headers: JSON.stringify(failure.headers), verificationScheme: webhook.verificationScheme,
-        sourceIp: failure.ip, messageId: failure.messageId ?? null,
+    await deps.db
+      .transaction()
+      .execute(async (trx) => {
+        if (failure.messageId) await deliveriesRepo.rememberMessageId(trx, webhook.id, failure.messageId);
+        await deliveriesRepo.insert(trx, {
+          id: failure.eventId,
+          orgId: webhook.orgId,
+          webhookId: webhook.id,
+          status: 'failed',
+          reason: failure.reason,
+          replayable: false,
+          rawBody: storableText(failure.text.slice(0, 64 * 1024)),
+          headers: JSON.stringify(failure.headers),
+          verificationScheme: webhook.verificationScheme,
+          sourceIp: failure.ip,
+          messageId: failure.messageId ?? null,
+        });
+      })
+      .catch((error: unknown) => {
+        // A replayed wh-id with a broken body is still just a 400; anything else is worth a log line,
+        // but the sender's answer stays the 400 its body earned.
+        if (!isUniqueViolation(error, 'webhook_message_ids_pkey')) deps.logger.warn({ err: error }, 'could not record a failed delivery');
       });
-    }).catch((error: unknown) => {
-      // A replayed wh-id with a broken body is still just a 400; anything else is worth a log line,
-      // but the sender's answer stays the 400 its body earned.
-      if (!isUniqueViolation(error, 'webhook_message_ids_pkey')) deps.logger.warn({ err: error }, 'could not record a failed delivery');
-    });
   }
 
   return {
@@ -160,12 +189,21 @@ export function createIngestService(deps: {
 
       const decision = await deps.pipeline.decide(webhook, parsed.data);
       const outcome = await deps.writer.write({
-        ingress: { eventId, webhook: row, payload: parsed.data, rawBody: null, headers, sourceIp: request.ip, messageId, bodyDigest: messageId && createHash('sha256').update(rawBody).digest('base64url') },
+        ingress: {
+          eventId,
+          webhook: row,
+          payload: parsed.data,
+          rawBody: null,
+          headers,
+          sourceIp: request.ip,
+          messageId,
+          bodyDigest: messageId && createHash('sha256').update(rawBody).digest('base64url'),
+        },
         decision,
         nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null,
       });
       return toIngestResponse(outcome);
-    }
+    },
   };
 }
 

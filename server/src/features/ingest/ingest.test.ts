@@ -42,13 +42,26 @@ describe('POST /webhooks/actions/:org/:webhookIdentifier with scheme wh', () => 
     const signature = new Webhook(setup.secret).sign(id, now, body);
     const response = await app.request('POST', setup.path, {
       body,
-      headers: { 'content-type': 'application/json', 'wh-id': id, 'wh-timestamp': String(Math.floor(now.getTime() / 1000)), 'wh-signature': signature },
+      headers: {
+        'content-type': 'application/json',
+        'wh-id': id,
+        'wh-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'wh-signature': signature,
+      },
     });
     expect(response.status).toBe(200);
     const result = await response.json();
     expect(result).toEqual({ success: true, actionId: expect.any(String) });
     const [action] = await actionsOf(setup.tenant.org.id);
-    expect(action).toMatchObject({ id: result.actionId, status: 'queued', eventType: 'order.created', externalId: 'ord-1', runAsUserId: setup.tenant.admin.id, actionRuleId: setup.ruleId, agentId: setup.agentId });
+    expect(action).toMatchObject({
+      id: result.actionId,
+      status: 'queued',
+      eventType: 'order.created',
+      externalId: 'ord-1',
+      runAsUserId: setup.tenant.admin.id,
+      actionRuleId: setup.ruleId,
+      agentId: setup.agentId,
+    });
     expect(action!.data).toEqual({ total: 42 });
   });
 
@@ -59,7 +72,12 @@ describe('POST /webhooks/actions/:org/:webhookIdentifier with scheme wh', () => 
     const good = signStandardWebhook(setup.secret, 'msg_multi', ts, body);
     const response = await app.request('POST', setup.path, {
       body,
-      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_multi', 'webhook-timestamp': String(ts), 'webhook-signature': `v1,bm90IHRoaXMgb25l v2,zzz ${good}` },
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': 'msg_multi',
+        'webhook-timestamp': String(ts),
+        'webhook-signature': `v1,bm90IHRoaXMgb25l v2,zzz ${good}`,
+      },
     });
     expect(response.status).toBe(200);
   });
@@ -92,7 +110,12 @@ describe('POST /webhooks/actions/:org/:webhookIdentifier with scheme wh', () => 
     }
     const tampered = await app.request('POST', setup.path, {
       body: JSON.stringify({ eventType: 'order.created', data: { total: 1 } }),
-      headers: { 'content-type': 'application/json', 'wh-id': 'm1', 'wh-timestamp': String(now), 'wh-signature': signStandardWebhook(setup.secret, 'm1', now, JSON.stringify({ eventType: 'order.created', data: { total: 1000 } })) },
+      headers: {
+        'content-type': 'application/json',
+        'wh-id': 'm1',
+        'wh-timestamp': String(now),
+        'wh-signature': signStandardWebhook(setup.secret, 'm1', now, JSON.stringify({ eventType: 'order.created', data: { total: 1000 } })),
+      },
     });
     expect(tampered.status).toBe(401);
     expect(await deliveriesOf(setup.tenant.org.id)).toHaveLength(0);
@@ -112,11 +135,30 @@ describe('other verification schemes', () => {
     const body = '{"eventType":"invoice.paid",  "data": {"n": 1}}';
     const ts = Math.floor(Date.now() / 1000);
     const hex = createHmac('sha256', setup.secret).update(`${ts}.${body}`).digest('hex');
-    const ok = await app.request('POST', setup.path, { body, headers: { 'content-type': 'application/json', 'x-webhook-timestamp': String(ts), 'x-webhook-signature': `v1=${hex}` } });
+    const ok = await app.request('POST', setup.path, {
+      body,
+      headers: { 'content-type': 'application/json', 'x-webhook-timestamp': String(ts), 'x-webhook-signature': `v1=${hex}` },
+    });
     expect(ok.status).toBe(200);
-    const bad = await app.request('POST', setup.path, { body, headers: { 'content-type': 'application/json', 'x-webhook-timestamp': String(ts), 'x-webhook-signature': `v1=${hex.replace(/^./, hex[0] === 'a' ? 'b' : 'a')}` } });
+    const bad = await app.request('POST', setup.path, {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-webhook-timestamp': String(ts),
+        'x-webhook-signature': `v1=${hex.replace(/^./, hex[0] === 'a' ? 'b' : 'a')}`,
+      },
+    });
     expect(bad.status).toBe(401);
-    const stale = await app.request('POST', setup.path, { body, headers: { 'content-type': 'application/json', 'x-webhook-timestamp': String(ts - 400), 'x-webhook-signature': `v1=${createHmac('sha256', setup.secret).update(`${ts - 400}.${body}`).digest('hex')}` } });
+    const stale = await app.request('POST', setup.path, {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-webhook-timestamp': String(ts - 400),
+        'x-webhook-signature': `v1=${createHmac('sha256', setup.secret)
+          .update(`${ts - 400}.${body}`)
+          .digest('hex')}`,
+      },
+    });
     expect(stale.status).toBe(401);
     expect((await postEvent(app, setup, { eventType: 'x' }, { scheme: 'wh' })).status).toBe(401);
   });
@@ -142,12 +184,18 @@ describe('front-door checks', () => {
     const setup = await setupWebhook(app);
     const other = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
-    for (const path of [`/webhooks/actions/no-such-org/${identifier}`, `/webhooks/actions/${slug}/unknown-identifier`, `/webhooks/actions/${other.tenant.org.slug}/${identifier}`]) {
+    for (const path of [
+      `/webhooks/actions/no-such-org/${identifier}`,
+      `/webhooks/actions/${slug}/unknown-identifier`,
+      `/webhooks/actions/${other.tenant.org.slug}/${identifier}`,
+    ]) {
       const response = await postEvent(app, setup, { eventType: 'x' }, { path });
       expect(response.status).toBe(404);
       expect((await response.json()).code).toBe('not_found');
     }
-    expect((await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${setup.tenant.org.id}/${identifier}` })).status).toBe(200);
+    expect(
+      (await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${setup.tenant.org.id}/${identifier}` })).status,
+    ).toBe(200);
   });
 
   it('403 for a disabled webhook, a blocked address or range, and an origin not allowed', async () => {
@@ -162,7 +210,10 @@ describe('front-door checks', () => {
     expect((await origin.json()).code).toBe('origin_blocked');
     expect((await postEvent(app, setup, { eventType: 'x' }, { headers: { origin: 'https://crm.example' } })).status).toBe(200);
 
-    await app.request('PATCH', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}`, { token: setup.tenant.token, body: { enabled: false } });
+    await app.request('PATCH', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}`, {
+      token: setup.tenant.token,
+      body: { enabled: false },
+    });
     const disabled = await postEvent(app, setup, { eventType: 'x' });
     expect(disabled.status).toBe(403);
     expect((await disabled.json()).code).toBe('webhook_disabled');
@@ -188,11 +239,17 @@ describe('front-door checks', () => {
     const { request } = await import('node:http');
     const streamed = (slow: boolean) =>
       new Promise<number>((resolve, reject) => {
-        const req = request(`${app.baseUrl}${setup.path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode!);
-        });
-        req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? resolve(-1) : reject(error)));
+        const req = request(
+          `${app.baseUrl}${setup.path}`,
+          { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.on('error', (error: NodeJS.ErrnoException) =>
+          error.code === 'ECONNRESET' || error.code === 'EPIPE' ? resolve(-1) : reject(error),
+        );
         let sent = 0;
         const tick = () => {
           if (sent > 20) return req.end();

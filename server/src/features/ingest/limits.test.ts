@@ -12,16 +12,32 @@ describe('rate limits (per sender IP and per webhook)', () => {
 
   it('allows 100 requests a minute per webhook by default; the 101st is 429', async () => {
     const setup = await setupWebhook(app);
-    const statuses = await Promise.all(Array.from({ length: 101 }, (_, i) => postEvent(app, setup, { eventType: 'x', externalId: `e-${i}` }, { headers: { 'x-forwarded-for': `10.7.${Math.floor(i / 50)}.${i % 50}` } }).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 101 }, (_, i) =>
+        postEvent(
+          app,
+          setup,
+          { eventType: 'x', externalId: `e-${i}` },
+          { headers: { 'x-forwarded-for': `10.7.${Math.floor(i / 50)}.${i % 50}` } },
+        ).then((r) => r.status),
+      ),
+    );
     expect(statuses.filter((status) => status === 200)).toHaveLength(100);
     expect(statuses.filter((status) => status === 429)).toHaveLength(1);
   });
 
-  it('counts only verified requests against the webhook\'s own limit: 150 unsigned posts do not lock its sender out', async () => {
+  it("counts only verified requests against the webhook's own limit: 150 unsigned posts do not lock its sender out", async () => {
     const setup = await setupWebhook(app);
-    const unsigned = await Promise.all(Array.from({ length: 150 }, (_, i) => app.request('POST', setup.path, {
-      body: { eventType: 'x' }, headers: { 'x-forwarded-for': `10.9.${Math.floor(i / 50)}.${i % 50}` },
-    }).then((response) => response.status)));
+    const unsigned = await Promise.all(
+      Array.from({ length: 150 }, (_, i) =>
+        app
+          .request('POST', setup.path, {
+            body: { eventType: 'x' },
+            headers: { 'x-forwarded-for': `10.9.${Math.floor(i / 50)}.${i % 50}` },
+          })
+          .then((response) => response.status),
+      ),
+    );
     expect(new Set(unsigned)).toEqual(new Set([401]));
     expect((await postEvent(app, setup, { eventType: 'x' }, { headers: { 'x-forwarded-for': '10.9.9.9' } })).status).toBe(200);
   });

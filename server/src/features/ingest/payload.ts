@@ -32,7 +32,8 @@ export function requestToolApprovals(payload: ActionWebhookPayload, allowOverrid
   if (!allowOverrides || !payload.toolApprovals) return {};
   const kept: Record<string, ApprovalMode> = {};
   for (const [tool, mode] of Object.entries(payload.toolApprovals)) {
-    if (TOOL_NAME.test(tool) && typeof mode === 'string' && (APPROVAL_MODES as readonly string[]).includes(mode)) kept[tool] = mode as ApprovalMode;
+    if (TOOL_NAME.test(tool) && typeof mode === 'string' && (APPROVAL_MODES as readonly string[]).includes(mode))
+      kept[tool] = mode as ApprovalMode;
   }
   return kept;
 }
@@ -40,6 +41,14 @@ export function requestToolApprovals(payload: ActionWebhookPayload, allowOverrid
 /** `*` matches any run of characters; no patterns means every event type. */
 export function eventFilterMatcher(patterns: string[]): (eventType: string) => boolean {
   if (patterns.length === 0) return () => true;
-  const regexes = patterns.map((pattern) => new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`));
+  const regexes = patterns.map(
+    (pattern) =>
+      new RegExp(
+        `^${pattern
+          .split('*')
+          .map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'))
+          .join('.*')}$`,
+      ),
+  );
   return (eventType) => regexes.some((regex) => regex.test(eventType));
 }

@@ -17,7 +17,8 @@ const patchWebhook = (setup: WebhookSetup, body: Record<string, unknown>) =>
 const patchRule = (setup: WebhookSetup, body: Record<string, unknown>) =>
   app.request('PATCH', `/orgs/${setup.tenant.org.slug}/action-rules/${setup.ruleId}`, { token: setup.tenant.token, body });
 const action = (id: string) => app.container.db.selectFrom('actions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const delivery = (id: string) => app.container.db.selectFrom('webhookDeliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const delivery = (id: string) =>
+  app.container.db.selectFrom('webhookDeliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
 async function expectBuffered(setup: WebhookSetup, payload: Record<string, unknown>, reason: string) {
   const response = await postEvent(app, setup, payload);
@@ -52,7 +53,9 @@ describe('buffering', () => {
   it('outside_schedule until the window opens', async () => {
     const now = new Date();
     const closedDay = (now.getUTCDay() + 3) % 7;
-    const setup = await setupWebhook(app, { schedule: { timezone: 'UTC', windows: [{ days: [closedDay], start: '00:00', end: '24:00' }] } });
+    const setup = await setupWebhook(app, {
+      schedule: { timezone: 'UTC', windows: [{ days: [closedDay], start: '00:00', end: '24:00' }] },
+    });
     const eventId = await expectBuffered(setup, { eventType: 'x' }, 'outside_schedule');
     const row = await delivery(eventId);
     expect(row.nextAttemptAt!.getUTCDay()).toBe(closedDay);
@@ -81,7 +84,8 @@ describe('run-as user', () => {
     const internal = await createUser(app, { org: org.slug });
     const outsider = await createUser(app);
 
-    const runAs = async (payload: Record<string, unknown>) => (await action((await (await postEvent(app, setup, { eventType: 'x', ...payload })).json()).actionId)).runAsUserId;
+    const runAs = async (payload: Record<string, unknown>) =>
+      (await action((await (await postEvent(app, setup, { eventType: 'x', ...payload })).json()).actionId)).runAsUserId;
     expect(await runAs({ userId: 'ext-7', authProvider: 'jwt' })).toBe(external.id);
     expect(await runAs({ userId: internal.id })).toBe(internal.id);
     expect(await runAs({ userId: outsider.id })).toBe(setup.tenant.admin.id);
@@ -104,7 +108,9 @@ describe('per-request tool approvals', () => {
 describe('idempotency under concurrency', () => {
   it('500 concurrent posts with one externalId create exactly one action, and every answer is 200 with its id', async () => {
     const setup = await setupWebhook(app, { rateLimitPerMinute: 1000 });
-    const responses = await Promise.all(Array.from({ length: 500 }, () => postEvent(app, setup, { eventType: 'order.created', externalId: 'same-500' })));
+    const responses = await Promise.all(
+      Array.from({ length: 500 }, () => postEvent(app, setup, { eventType: 'order.created', externalId: 'same-500' })),
+    );
     const bodies = await Promise.all(responses.map((response) => response.json()));
     expect(responses.every((response) => response.status === 200)).toBe(true);
     const ids = new Set(bodies.map((body) => body.actionId));
@@ -116,14 +122,22 @@ describe('idempotency under concurrency', () => {
 
   it('concurrent posts with one wh-id: the first is accepted, every other is a replay, written together or not', async () => {
     const setup = await setupWebhook(app, { rateLimitPerMinute: 1000 });
-    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => postEvent(app, setup, { eventType: 'order.created', externalId: `wh-${i}` }, { messageId: 'msg_shared' })));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        postEvent(app, setup, { eventType: 'order.created', externalId: `wh-${i}` }, { messageId: 'msg_shared' }),
+      ),
+    );
     const statuses = responses.map((response) => response.status).sort();
     expect(statuses).toEqual([200, ...Array.from({ length: 49 }, () => 401)]);
     const replays = await Promise.all(responses.filter((response) => response.status === 401).map((response) => response.json()));
     expect(new Set(replays.map((body) => body.code))).toEqual(new Set(['message_replayed']));
     const actions = await app.container.db.selectFrom('actions').select('id').where('orgId', '=', setup.tenant.org.id).execute();
     expect(actions).toHaveLength(1);
-    const deliveries = await app.container.db.selectFrom('webhookDeliveries').select('status').where('orgId', '=', setup.tenant.org.id).execute();
+    const deliveries = await app.container.db
+      .selectFrom('webhookDeliveries')
+      .select('status')
+      .where('orgId', '=', setup.tenant.org.id)
+      .execute();
     expect(deliveries).toEqual([{ status: 'accepted' }]);
   });
 });

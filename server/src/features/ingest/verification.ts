@@ -25,7 +25,10 @@ function checkTimestamp(raw: string, nowSeconds: number): number {
   if (!/^\d{1,12}$/.test(raw)) throw new AppError('timestamp_out_of_tolerance', 'The timestamp header is not Unix seconds');
   const timestamp = Number(raw);
   if (Math.abs(nowSeconds - timestamp) > TIMESTAMP_TOLERANCE_SECONDS) {
-    throw new AppError('timestamp_out_of_tolerance', `The timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds from the server's time`);
+    throw new AppError(
+      'timestamp_out_of_tolerance',
+      `The timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds from the server's time`,
+    );
   }
   return timestamp;
 }
@@ -39,7 +42,8 @@ function hmacKey(cacheKey: string, bytes: () => Buffer): KeyObject {
   let key = keyObjects.get(cacheKey);
   if (!key) {
     if (keyObjects.size >= 10_000) keyObjects.delete(keyObjects.keys().next().value!);
-    keyObjects.set(cacheKey, (key = createSecretKey(bytes())));
+    key = createSecretKey(bytes());
+    keyObjects.set(cacheKey, key);
   }
   return key;
 }
@@ -76,7 +80,13 @@ function anySignatureMatches(expected: string[], signatureHeader: string): boole
  * Checks the sender of one request by the webhook's scheme. `secrets` holds the current
  * secret and, during a rotation's grace period, the previous one. Throws a 401 AppError.
  */
-export function verifySender(scheme: VerificationScheme, secrets: string[], headers: IncomingHttpHeaders, rawBody: Buffer, nowSeconds: number): Verified {
+export function verifySender(
+  scheme: VerificationScheme,
+  secrets: string[],
+  headers: IncomingHttpHeaders,
+  rawBody: Buffer,
+  nowSeconds: number,
+): Verified {
   switch (scheme) {
     case 'none':
       return {};
@@ -84,10 +94,12 @@ export function verifySender(scheme: VerificationScheme, secrets: string[], head
       const id = header(headers, 'wh-id', 'webhook-id');
       const timestamp = header(headers, 'wh-timestamp', 'webhook-timestamp');
       const signature = header(headers, 'wh-signature', 'webhook-signature');
-      if (!id || !timestamp || !signature) throw new AppError('signature_missing', 'Missing wh-id, wh-timestamp or wh-signature header (or their webhook-* equivalents)');
+      if (!id || !timestamp || !signature)
+        throw new AppError('signature_missing', 'Missing wh-id, wh-timestamp or wh-signature header (or their webhook-* equivalents)');
       const ts = checkTimestamp(timestamp, nowSeconds);
       const expected = secrets.map((secret) => signStandardWebhook(secret, id, ts, rawBody).slice(3));
-      if (!anySignatureMatches(expected, signature)) throw new AppError('signature_invalid', 'No signature in wh-signature matches the webhook secret');
+      if (!anySignatureMatches(expected, signature))
+        throw new AppError('signature_invalid', 'No signature in wh-signature matches the webhook secret');
       return { messageId: id };
     }
     case 'hmac_sha256': {
@@ -97,10 +109,20 @@ export function verifySender(scheme: VerificationScheme, secrets: string[], head
       const ts = checkTimestamp(timestamp, nowSeconds);
       const given = signature.startsWith('v1=') ? signature.slice(3) : '';
       const matches = secrets.map((secret) => {
-        const expected = createHmac('sha256', hmacKey(`hmac:${secret}`, () => Buffer.from(secret))).update(`${ts}.`).update(rawBody).digest('hex');
+        const expected = createHmac(
+          'sha256',
+          hmacKey(`hmac:${secret}`, () => Buffer.from(secret)),
+        )
+          .update(`${ts}.`)
+          .update(rawBody)
+          .digest('hex');
         return timingSafeEqualString(given.toLowerCase(), expected);
       });
-      if (!matches.includes(true)) throw new AppError('signature_invalid', 'x-webhook-signature does not match: expected v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">');
+      if (!matches.includes(true))
+        throw new AppError(
+          'signature_invalid',
+          'x-webhook-signature does not match: expected v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">',
+        );
       // The scheme has no message id: the signature, unique to (timestamp, body), stands for one,
       // so that the same request sent again within the tolerance is answered once, not acted on twice.
       return { messageId: `hmac_sha256:${ts}:${given.toLowerCase()}` };
@@ -118,7 +140,12 @@ export function verifySender(scheme: VerificationScheme, secrets: string[], head
 }
 
 /** The headers a sender attaches for a scheme (Send Test, the SDK's tests and the benchmarks use it). */
-export function signingHeaders(scheme: VerificationScheme, secret: string, body: string, options: { nowSeconds?: number; messageId?: string } = {}): Record<string, string> {
+export function signingHeaders(
+  scheme: VerificationScheme,
+  secret: string,
+  body: string,
+  options: { nowSeconds?: number; messageId?: string } = {},
+): Record<string, string> {
   const timestamp = options.nowSeconds ?? Math.floor(Date.now() / 1000);
   switch (scheme) {
     case 'wh': {
@@ -126,7 +153,10 @@ export function signingHeaders(scheme: VerificationScheme, secret: string, body:
       return { 'wh-id': id, 'wh-timestamp': String(timestamp), 'wh-signature': signStandardWebhook(secret, id, timestamp, body) };
     }
     case 'hmac_sha256':
-      return { 'x-webhook-timestamp': String(timestamp), 'x-webhook-signature': `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}` };
+      return {
+        'x-webhook-timestamp': String(timestamp),
+        'x-webhook-signature': `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`,
+      };
     case 'shared_token':
       return { authorization: `Bearer ${secret}` };
     case 'none':

@@ -18,8 +18,21 @@ function ledgerQuery(db: Kysely<DB>, orgId: string) {
     .leftJoin('actions as a', 'a.id', 'd.actionId')
     .where('d.orgId', '=', orgId)
     .select([
-      'd.id as eventId', 'd.actionId', 'd.webhookId', 'd.status as deliveryStatus', 'd.reason', 'd.replayable', 'd.eventType', 'd.externalId',
-      'd.verificationScheme', 'd.attempts', 'd.nextAttemptAt', 'd.createdAt', 'd.updatedAt', 'a.status as actionStatus', 'a.approvalState',
+      'd.id as eventId',
+      'd.actionId',
+      'd.webhookId',
+      'd.status as deliveryStatus',
+      'd.reason',
+      'd.replayable',
+      'd.eventType',
+      'd.externalId',
+      'd.verificationScheme',
+      'd.attempts',
+      'd.nextAttemptAt',
+      'd.createdAt',
+      'd.updatedAt',
+      'a.status as actionStatus',
+      'a.approvalState',
     ]);
 }
 
@@ -30,7 +43,12 @@ export const ledgerRepo = {
       .$if(filters.kind === 'action', (q) => q.where('d.actionId', 'is not', null))
       .$if(filters.kind === 'delivery', (q) => q.where('d.actionId', 'is', null))
       .$if(filters.status !== undefined, (q) =>
-        q.where((eb) => eb.or([eb('a.status', '=', filters.status as never), eb.and([eb('a.id', 'is', null), eb('d.status', '=', filters.status as never)])])),
+        q.where((eb) =>
+          eb.or([
+            eb('a.status', '=', filters.status as never),
+            eb.and([eb('a.id', 'is', null), eb('d.status', '=', filters.status as never)]),
+          ]),
+        ),
       )
       .$if(filters.webhookId !== undefined, (q) => q.where('d.webhookId', '=', filters.webhookId!))
       .$if(filters.eventType !== undefined, (q) => q.where('d.eventType', '=', filters.eventType!))
@@ -50,7 +68,28 @@ export const ledgerRepo = {
    */
   find: (db: Kysely<DB>, orgId: string, id: string) =>
     ledgerQuery(db, orgId)
-      .select(['d.payload', 'd.rawBody', 'd.headers', 'd.sourceIp', 'd.lastError', 'a.result', 'a.error', 'a.runAsUserId', 'a.agentId', 'a.actionRuleId', 'a.toolApprovals', 'a.deliveryId as actionDeliveryId', 'a.createdAt as actionCreatedAt', 'a.threadId'])
-      .where((eb) => eb('d.id', '=', eb.fn.coalesce(eb.selectFrom('actions').select('deliveryId').where('id', '=', id).where('orgId', '=', orgId), eb.val(id))))
+      .select([
+        'd.payload',
+        'd.rawBody',
+        'd.headers',
+        'd.sourceIp',
+        'd.lastError',
+        'a.result',
+        'a.error',
+        'a.runAsUserId',
+        'a.agentId',
+        'a.actionRuleId',
+        'a.toolApprovals',
+        'a.deliveryId as actionDeliveryId',
+        'a.createdAt as actionCreatedAt',
+        'a.threadId',
+      ])
+      .where((eb) =>
+        eb(
+          'd.id',
+          '=',
+          eb.fn.coalesce(eb.selectFrom('actions').select('deliveryId').where('id', '=', id).where('orgId', '=', orgId), eb.val(id)),
+        ),
+      )
       .executeTakeFirst(),
 };

@@ -4,22 +4,59 @@ import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 
 /** One row of the ledger: an action, or a delivery that has not (yet) made one. */
 export const ledgerRow = z.object({
-  id: z.uuid(), kind: z.enum(['action', 'delivery']), eventId: z.uuid(), actionId: z.uuid().nullable(), webhookId: z.uuid().nullable(),
-  eventType: z.string().nullable(), externalId: z.string().nullable(), status: z.string(), deliveryStatus: z.string(), reason: z.string().nullable(),
-  approvalState: z.string().nullable(), replayable: z.boolean(), attempts: z.int(), nextAttemptAt: z.date().nullable(), createdAt: z.date(), summary: z.string(),
+  id: z.uuid(),
+  kind: z.enum(['action', 'delivery']),
+  eventId: z.uuid(),
+  actionId: z.uuid().nullable(),
+  webhookId: z.uuid().nullable(),
+  eventType: z.string().nullable(),
+  externalId: z.string().nullable(),
+  status: z.string(),
+  deliveryStatus: z.string(),
+  reason: z.string().nullable(),
+  approvalState: z.string().nullable(),
+  replayable: z.boolean(),
+  attempts: z.int(),
+  nextAttemptAt: z.date().nullable(),
+  createdAt: z.date(),
+  summary: z.string(),
 });
 /** A row with everything an operator sees: payload, headers, lifecycle, execution, callbacks. */
 export const ledgerDetail = ledgerRow.extend({
-  ingressPayload: z.unknown(), rawBody: z.string().nullable(), headers: z.record(z.string(), z.string()), verificationScheme: z.string(),
+  ingressPayload: z.unknown(),
+  rawBody: z.string().nullable(),
+  headers: z.record(z.string(), z.string()),
+  verificationScheme: z.string(),
   sourceIp: z.string().nullable(),
   lifecycleEvents: z.array(z.object({ status: z.string(), cause: z.string(), data: z.unknown(), at: z.date() })),
-  execution: z.object({ runAsUserId: z.uuid().nullable(), agentId: z.uuid().nullable(), actionRuleId: z.uuid().nullable(), toolApprovals: z.record(z.string(), z.string()), result: z.unknown(), error: z.string().nullable(),
-    threadId: z.uuid().nullable(),
-    toolCalls: z.array(z.object({
-      toolCallId: z.string(), toolName: z.string(), mode: z.string(), status: z.string(), approval: z.string(), input: z.unknown(), output: z.unknown(),
-      requestedAt: z.date(), expiresAt: z.date().nullable(), decidedBy: z.uuid().nullable(), decidedAt: z.date().nullable(), reason: z.string().nullable(), completedAt: z.date().nullable(),
-    })),
-  }).nullable(),
+  execution: z
+    .object({
+      runAsUserId: z.uuid().nullable(),
+      agentId: z.uuid().nullable(),
+      actionRuleId: z.uuid().nullable(),
+      toolApprovals: z.record(z.string(), z.string()),
+      result: z.unknown(),
+      error: z.string().nullable(),
+      threadId: z.uuid().nullable(),
+      toolCalls: z.array(
+        z.object({
+          toolCallId: z.string(),
+          toolName: z.string(),
+          mode: z.string(),
+          status: z.string(),
+          approval: z.string(),
+          input: z.unknown(),
+          output: z.unknown(),
+          requestedAt: z.date(),
+          expiresAt: z.date().nullable(),
+          decidedBy: z.uuid().nullable(),
+          decidedAt: z.date().nullable(),
+          reason: z.string().nullable(),
+          completedAt: z.date().nullable(),
+        }),
+      ),
+    })
+    .nullable(),
   callbacks: z.array(callbackDeliverySchema),
 });
 export const ledgerQuery = paginationQuery.extend({

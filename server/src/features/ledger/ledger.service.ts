@@ -50,12 +50,20 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
       const [transitions, toolCalls, callbacks] = row.actionId
-        ? await Promise.all([actionsRepo.events(deps.db, row.actionId), toolCallsRepo.forAction(deps.db, row.actionId), deps.callbacks.forAction(orgId, row.actionId)])
+        ? await Promise.all([
+            actionsRepo.events(deps.db, row.actionId),
+            toolCallsRepo.forAction(deps.db, row.actionId),
+            deps.callbacks.forAction(orgId, row.actionId),
+          ])
         : [[], [], []];
       // The first state is the action's creation: queued by the delivery that created it.
-      const lifecycle = row.actionId && row.actionCreatedAt
-        ? [{ status: 'queued', cause: `webhook delivery ${row.actionDeliveryId}`, data: null, createdAt: row.actionCreatedAt }, ...transitions]
-        : transitions;
+      const lifecycle =
+        row.actionId && row.actionCreatedAt
+          ? [
+              { status: 'queued', cause: `webhook delivery ${row.actionDeliveryId}`, data: null, createdAt: row.actionCreatedAt },
+              ...transitions,
+            ]
+          : transitions;
       return {
         ...summarize(row),
         ingressPayload: row.payload ?? null,
@@ -63,17 +71,38 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
         headers: row.headers,
         verificationScheme: row.verificationScheme,
         sourceIp: row.sourceIp,
-        lifecycleEvents: lifecycle.map((event) => ({ status: event.status, cause: event.cause, data: event.data ?? null, at: event.createdAt })),
+        lifecycleEvents: lifecycle.map((event) => ({
+          status: event.status,
+          cause: event.cause,
+          data: event.data ?? null,
+          at: event.createdAt,
+        })),
         execution: row.actionId
           ? {
-            runAsUserId: row.runAsUserId, agentId: row.agentId, actionRuleId: row.actionRuleId, toolApprovals: row.toolApprovals ?? {}, result: row.result ?? null, error: row.error,
-            // The conversation: GET /api/threads/:threadId/messages (for the run-as user).
-            threadId: row.threadId,
-            toolCalls: toolCalls.map((call) => ({
-              toolCallId: call.toolCallId, toolName: call.toolName, mode: call.mode, status: call.status, approval: call.approval, input: call.input, output: call.output ?? null,
-              requestedAt: call.requestedAt, expiresAt: call.expiresAt, decidedBy: call.decidedByUserId, decidedAt: call.decidedAt, reason: call.decisionReason, completedAt: call.completedAt,
-            })),
-          }
+              runAsUserId: row.runAsUserId,
+              agentId: row.agentId,
+              actionRuleId: row.actionRuleId,
+              toolApprovals: row.toolApprovals ?? {},
+              result: row.result ?? null,
+              error: row.error,
+              // The conversation: GET /api/threads/:threadId/messages (for the run-as user).
+              threadId: row.threadId,
+              toolCalls: toolCalls.map((call) => ({
+                toolCallId: call.toolCallId,
+                toolName: call.toolName,
+                mode: call.mode,
+                status: call.status,
+                approval: call.approval,
+                input: call.input,
+                output: call.output ?? null,
+                requestedAt: call.requestedAt,
+                expiresAt: call.expiresAt,
+                decidedBy: call.decidedByUserId,
+                decidedAt: call.decidedAt,
+                reason: call.decisionReason,
+                completedAt: call.completedAt,
+              })),
+            }
           : null,
         // Outbound callbacks, in lifecycle order, with their attempts.
         callbacks,

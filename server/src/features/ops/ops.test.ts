@@ -25,14 +25,34 @@ describe('operations endpoints', () => {
   it('GET /openapi.json documents the auth routes from their schemas, and /docs serves the reference', async () => {
     const spec = await (await app.request('GET', '/openapi.json')).json();
     expect(spec.openapi).toMatch(/^3\./);
-    for (const path of ['/auth/login/credentials', '/auth/logout', '/auth/forgot-password', '/auth/reset-password', '/auth/external', '/auth/me', '/api/threads', '/auth/codehost/callback']) {
+    for (const path of [
+      '/auth/login/credentials',
+      '/auth/logout',
+      '/auth/forgot-password',
+      '/auth/reset-password',
+      '/auth/external',
+      '/auth/me',
+      '/api/threads',
+      '/auth/codehost/callback',
+    ]) {
       expect(spec.paths[path], path).toBeDefined();
     }
-    expect(spec.paths['/auth/login/credentials'].post.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    expect(spec.paths['/auth/login/credentials'].post.requestBody.content['application/json'].schema.required).toEqual([
+      'email',
+      'password',
+    ]);
     // The callback payload is documented, one variant per event type.
     expect(spec.paths['/orgs/{org}/webhooks/{webhookId}/callbacks']).toBeDefined();
     const callbackEvent = JSON.stringify(spec.components.schemas.CallbackEvent);
-    for (const type of ['action.pending_approval', 'action.approved', 'action.completed', 'action.failed', 'action.rejected', 'action.expired']) expect(callbackEvent).toContain(type);
+    for (const type of [
+      'action.pending_approval',
+      'action.approved',
+      'action.completed',
+      'action.failed',
+      'action.rejected',
+      'action.expired',
+    ])
+      expect(callbackEvent).toContain(type);
     const docs = await app.request('GET', '/docs', { redirect: 'follow' });
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('<html');
@@ -58,7 +78,9 @@ describe('operations endpoints', () => {
     const text = await app.request('POST', '/auth/login/credentials', { body: 'email=a', headers: { 'content-type': 'text/plain' } });
     expect(text.status).toBe(415);
     expect((await text.json()).code).toBe('unsupported_media_type');
-    const huge = await app.request('POST', '/auth/login/credentials', { body: JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(2 * 1024 * 1024) }) });
+    const huge = await app.request('POST', '/auth/login/credentials', {
+      body: JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(2 * 1024 * 1024) }),
+    });
     expect(huge.status).toBe(413);
     expect((await huge.json()).code).toBe('payload_too_large');
   });

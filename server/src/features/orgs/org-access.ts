@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRole } from '../../db/schema.ts';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
 import type { OrgsService } from './orgs.service.ts';
+import { userOf } from '../../lib/request-context.ts';
 
 type PreHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
@@ -15,7 +16,7 @@ export function createOrgAccess(deps: { middlewares: SessionMiddlewares; orgs: O
     deps.middlewares.flexibleSessionMiddleware(role),
     async (request) => {
       const { org } = request.params as { org: string };
-      request.org = await deps.orgs.requireMembership(org, request.user!.id);
+      request.org = await deps.orgs.requireMembership(org, userOf(request).id);
     },
   ];
 }

@@ -24,15 +24,22 @@ export const orgsRepo = {
       .selectAll('organizations')
       .where('memberships.userId', '=', userId)
       .where((eb) =>
-        isUuid(slugOrId) ? eb.or([eb('organizations.id', '=', slugOrId), eb('organizations.slug', '=', slugOrId)]) : eb('organizations.slug', '=', slugOrId),
+        isUuid(slugOrId)
+          ? eb.or([eb('organizations.id', '=', slugOrId), eb('organizations.slug', '=', slugOrId)])
+          : eb('organizations.slug', '=', slugOrId),
       )
       .executeTakeFirst(),
 
   isMember: async (db: Kysely<DB>, orgId: string, userId: string): Promise<boolean> =>
-    (await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst()) !== undefined,
+    (await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst()) !==
+    undefined,
 
   addMember: (db: Kysely<DB>, orgId: string, userId: string) =>
-    db.insertInto('memberships').values({ orgId, userId }).onConflict((oc) => oc.doNothing()).execute(),
+    db
+      .insertInto('memberships')
+      .values({ orgId, userId })
+      .onConflict((oc) => oc.doNothing())
+      .execute(),
 
   listForUser: (db: Kysely<DB>, userId: string): Promise<OrganizationRow[]> =>
     db

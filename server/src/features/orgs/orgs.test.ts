@@ -20,13 +20,15 @@ describe('organizations', () => {
     expect(list.organizations.map((o: { id: string }) => o.id)).toEqual([org.id]);
   });
 
-  it("answers 404 to a member of another tenant, the same as for an org that does not exist", async () => {
+  it('answers 404 to a member of another tenant, the same as for an org that does not exist', async () => {
     const a = await createTenant(app);
     const b = await createTenant(app);
     for (const path of [`/orgs/${b.org.slug}`, `/orgs/${b.org.id}`, `/orgs/${b.org.slug}/members`]) {
       const crossTenant = await app.request('GET', path, { token: a.token });
       expect(crossTenant.status).toBe(404);
-      const missing = await app.request('GET', path.replace(b.org.slug, 'no-such-org').replace(b.org.id, crypto.randomUUID()), { token: a.token });
+      const missing = await app.request('GET', path.replace(b.org.slug, 'no-such-org').replace(b.org.id, crypto.randomUUID()), {
+        token: a.token,
+      });
       expect(await crossTenant.json()).toEqual(await missing.json());
     }
   });

@@ -16,18 +16,22 @@ export const threadsRepo = {
       .limit(limit + 1)
       .execute(),
 
-  insert: (db: Kysely<DB>, thread: { id: string; orgId: string | null; userId: string; channel: string; title: string; createdAt?: Date }) =>
-    db.insertInto('threads').values(thread).returningAll().executeTakeFirstOrThrow(),
+  insert: (
+    db: Kysely<DB>,
+    thread: { id: string; orgId: string | null; userId: string; channel: string; title: string; createdAt?: Date },
+  ) => db.insertInto('threads').values(thread).returningAll().executeTakeFirstOrThrow(),
 
   findForUser: (db: Kysely<DB>, threadId: string, userId: string) =>
     db.selectFrom('threads').select('id').where('id', '=', threadId).where('userId', '=', userId).executeTakeFirst(),
 
   /** The thread's messages in order, from `afterSeq` on. */
   messages: (db: Kysely<DB>, threadId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<ThreadMessageRow[]> =>
-    db.selectFrom('threadMessages').selectAll().where('threadId', '=', threadId)
+    db
+      .selectFrom('threadMessages')
+      .selectAll()
+      .where('threadId', '=', threadId)
       .$if(options.afterSeq !== undefined, (q) => q.where('seq', '>', options.afterSeq!))
       .orderBy('seq')
       .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
       .execute(),
-
 };

@@ -15,11 +15,19 @@ export function createThreadsService(deps: { db: Kysely<DB> }) {
     async messages(userId: string, threadId: string, options: { limit: number; cursor?: string }) {
       if (!(await threadsRepo.findForUser(deps.db, threadId, userId))) throw notFound('Thread');
       const afterSeq = options.cursor === undefined ? undefined : Number(options.cursor);
-      if (afterSeq !== undefined && !Number.isSafeInteger(afterSeq)) throw new AppError('validation_failed', 'cursor: not a cursor this API returned');
+      if (afterSeq !== undefined && !Number.isSafeInteger(afterSeq))
+        throw new AppError('validation_failed', 'cursor: not a cursor this API returned');
       const rows = await threadsRepo.messages(deps.db, threadId, { afterSeq, limit: options.limit + 1 });
       const items = rows.slice(0, options.limit);
       return {
-        messages: items.map((row) => ({ id: row.id, seq: row.seq, role: row.role, content: row.content, actionId: row.actionId, createdAt: row.createdAt })),
+        messages: items.map((row) => ({
+          id: row.id,
+          seq: row.seq,
+          role: row.role,
+          content: row.content,
+          actionId: row.actionId,
+          createdAt: row.createdAt,
+        })),
         nextCursor: rows.length > options.limit ? String(items.at(-1)!.seq) : null,
       };
     },

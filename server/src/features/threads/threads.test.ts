@@ -25,7 +25,14 @@ describe('GET /api/threads', () => {
     const base = Date.now();
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const thread = await threadsRepo.insert(app.container.db, { id: randomUUID(), orgId: org.id, userId: admin.id, channel: 'webhook', title: `t${i}`, createdAt: new Date(base + i * 1000) });
+      const thread = await threadsRepo.insert(app.container.db, {
+        id: randomUUID(),
+        orgId: org.id,
+        userId: admin.id,
+        channel: 'webhook',
+        title: `t${i}`,
+        createdAt: new Date(base + i * 1000),
+      });
       ids.unshift(thread.id);
     }
     await threadsRepo.insert(app.container.db, { id: randomUUID(), orgId: org.id, userId: other.id, channel: 'webhook', title: 'theirs' });

@@ -13,10 +13,14 @@ export const usersRepo = {
     db.selectFrom('users').selectAll().where(column, '=', providerId).executeTakeFirst(),
 
   findByExternalId: (db: Kysely<DB>, provider: string, externalUserId: string): Promise<UserRow | undefined> =>
-    db.selectFrom('users').selectAll().where('externalProvider', '=', provider).where('externalUserId', '=', externalUserId).executeTakeFirst(),
+    db
+      .selectFrom('users')
+      .selectAll()
+      .where('externalProvider', '=', provider)
+      .where('externalUserId', '=', externalUserId)
+      .executeTakeFirst(),
 
-  insert: (db: Kysely<DB>, user: NewUser): Promise<UserRow> =>
-    db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow(),
+  insert: (db: Kysely<DB>, user: NewUser): Promise<UserRow> => db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow(),
 
   update: (db: Kysely<DB>, id: string, changes: UserUpdate): Promise<UserRow> =>
     db.updateTable('users').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow(),

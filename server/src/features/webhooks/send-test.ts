@@ -21,7 +21,13 @@ export interface SendTestInput {
  * scheme and posts it to the public URL, exercising verification like a real sender. With an
  * internal user selected it creates the action directly for that user, without a signature.
  */
-export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService; cache: IngestCache; pipeline: DeliveryPipeline; writer: DeliveryWriter }) {
+export function createSendTest(deps: {
+  db: Kysely<DB>;
+  webhooks: WebhooksService;
+  cache: IngestCache;
+  pipeline: DeliveryPipeline;
+  writer: DeliveryWriter;
+}) {
   return async (org: OrganizationRow, webhookId: string, input: SendTestInput) => {
     const row = await deps.webhooks.requireWebhook(org.id, webhookId);
     const payload = { eventType: input.eventType, data: input.data, ...(input.externalId ? { externalId: input.externalId } : {}) };
@@ -33,7 +39,14 @@ export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService
       if (!webhook) throw new AppError('not_found', 'Webhook not found');
       const decision = await deps.pipeline.decide(webhook, { ...payload, userId: input.userId });
       const outcome = await deps.writer.writeNow({
-        ingress: { eventId: crypto.randomUUID(), webhook: row, payload: { ...payload, userId: input.userId }, rawBody: null, headers: { 'x-agent-platform-send-test': 'direct' }, sourceIp: null },
+        ingress: {
+          eventId: crypto.randomUUID(),
+          webhook: row,
+          payload: { ...payload, userId: input.userId },
+          rawBody: null,
+          headers: { 'x-agent-platform-send-test': 'direct' },
+          sourceIp: null,
+        },
         decision,
         nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? new Date()) : null,
       });
@@ -44,7 +57,11 @@ export function createSendTest(deps: { db: Kysely<DB>; webhooks: WebhooksService
     const body = JSON.stringify(payload);
     const response = await fetch(deps.webhooks.urlOf(org, row.identifier), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-send-test', ...signingHeaders(row.verificationScheme, webhook!.secret, body) },
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'agent-platform-send-test',
+        ...signingHeaders(row.verificationScheme, webhook!.secret, body),
+      },
       body,
       signal: AbortSignal.timeout(15_000),
       redirect: 'error',

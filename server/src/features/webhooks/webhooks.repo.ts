@@ -13,7 +13,13 @@ export const webhooksRepo = {
     db.selectFrom('webhooks').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
   update: (db: Kysely<DB>, orgId: string, id: string, changes: Updateable<WebhooksTable>): Promise<WebhookRow | undefined> =>
-    db.updateTable('webhooks').set({ ...changes, updatedAt: new Date() }).where('orgId', '=', orgId).where('id', '=', id).returningAll().executeTakeFirst(),
+    db
+      .updateTable('webhooks')
+      .set({ ...changes, updatedAt: new Date() })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
 
   delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<WebhookRow | undefined> =>
     db.deleteFrom('webhooks').where('orgId', '=', orgId).where('id', '=', id).returningAll().executeTakeFirst(),

@@ -29,7 +29,11 @@ const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'HH:MM, 00:00
 export const scheduleSchema = z.object({
   timezone: z.string().refine(isTimeZone, 'not an IANA time zone').default('UTC'),
   windows: z
-    .array(z.object({ days: z.array(z.int().min(0).max(6)).min(1).max(7).describe('0 = Sunday'), start: hhmm, end: hhmm }).refine((w) => w.start < w.end, 'start must be before end'))
+    .array(
+      z
+        .object({ days: z.array(z.int().min(0).max(6)).min(1).max(7).describe('0 = Sunday'), start: hhmm, end: hhmm })
+        .refine((w) => w.start < w.end, 'start must be before end'),
+    )
     .min(1)
     .max(50),
 });
@@ -39,12 +43,24 @@ export const webhookInput = z.object({
   actionRuleId: z.uuid().nullable().default(null),
   agentId: z.uuid().nullable().default(null),
   runAsUserId: z.uuid().nullable().default(null),
-  eventFilter: z.array(z.string().min(1).max(200).regex(/^[A-Za-z0-9_.:*\/-]+$/, 'eventType pattern: letters, digits, _ . : / - and * wildcards')).max(100).default([]),
+  eventFilter: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(200)
+        .regex(/^[A-Za-z0-9_.:*/-]+$/, 'eventType pattern: letters, digits, _ . : / - and * wildcards'),
+    )
+    .max(100)
+    .default([]),
   verificationScheme: z.enum(VERIFICATION_SCHEMES).default('wh'),
   rateLimitPerMinute: z.int().min(1).max(1000).default(100),
   allowRequestOverrides: z.boolean().default(false),
   enabled: z.boolean().default(true),
-  allowedOrigins: z.array(z.url().transform((url) => new URL(url).origin)).max(50).default([]),
+  allowedOrigins: z
+    .array(z.url().transform((url) => new URL(url).origin))
+    .max(50)
+    .default([]),
   blockedIps: z.array(z.string().refine(isIpOrCidr, 'an IPv4/IPv6 address or CIDR range')).max(500).default([]),
   maxPayloadBytes: z.int().min(1024).max(MAX_PAYLOAD_BYTES_LIMIT).default(DEFAULT_MAX_PAYLOAD_BYTES),
   schedule: scheduleSchema.nullable().default(null),
@@ -85,9 +101,11 @@ export const secretRotated = z.object({ secret: z.string(), webhookIdentifier: z
 export const webhookParams = orgParams.extend({ id: z.uuid() });
 
 /** Send Test: a test event for a webhook, straight into an action (userId) or through its URL. */
-export const sendTestBody = z.object({
-  eventType: z.string().min(1).max(200).default('test.event'),
-  data: z.record(z.string(), z.unknown()).default({ test: true }),
-  externalId: z.string().min(1).max(500).optional(),
-  userId: z.uuid().optional().describe('An internal user: creates the action directly, without signature verification'),
-}).prefault({});
+export const sendTestBody = z
+  .object({
+    eventType: z.string().min(1).max(200).default('test.event'),
+    data: z.record(z.string(), z.unknown()).default({ test: true }),
+    externalId: z.string().min(1).max(500).optional(),
+    userId: z.uuid().optional().describe('An internal user: creates the action directly, without signature verification'),
+  })
+  .prefault({});

@@ -9,7 +9,6 @@ import { orgsRepo } from '../orgs/orgs.repo.ts';
 import type { PublicWebhook, WebhookInput, WebhookPatch } from './webhooks.schemas.ts';
 import { webhooksRepo } from './webhooks.repo.ts';
 
-
 /** 192 random bits: unguessable, so that the URL alone can be the credential of a `none` webhook. */
 const newIdentifier = () => randomBytes(24).toString('base64url');
 
@@ -92,8 +91,12 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
       const current = await requireWebhook(org.id, id);
       await checkReferences(org.id, patch);
       // Switching to or from `none` changes who can post: the URL changes with it.
-      const switchesNone = patch.verificationScheme !== undefined && (patch.verificationScheme === 'none') !== (current.verificationScheme === 'none');
-      const row = await webhooksRepo.update(deps.db, org.id, id, { ...columns(patch), ...(switchesNone ? { identifier: newIdentifier() } : {}) });
+      const switchesNone =
+        patch.verificationScheme !== undefined && (patch.verificationScheme === 'none') !== (current.verificationScheme === 'none');
+      const row = await webhooksRepo.update(deps.db, org.id, id, {
+        ...columns(patch),
+        ...(switchesNone ? { identifier: newIdentifier() } : {}),
+      });
       await deps.bus.publish(BUS_TOPICS.webhook, current.identifier);
       return toPublic(org, row ?? current);
     },

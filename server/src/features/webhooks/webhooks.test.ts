@@ -14,7 +14,15 @@ describe('webhook configuration', () => {
   it('shows the secret on create only, stores it encrypted, and applies the defaults', async () => {
     const setup = await setupWebhook(app);
     expect(setup.secret).toMatch(/^whsec_[A-Za-z0-9+/=]{32}$/);
-    expect(setup.webhook).toMatchObject({ verificationScheme: 'wh', rateLimitPerMinute: 100, allowRequestOverrides: false, enabled: true, maxPayloadBytes: 262144, eventFilter: [], schedule: null });
+    expect(setup.webhook).toMatchObject({
+      verificationScheme: 'wh',
+      rateLimitPerMinute: 100,
+      allowRequestOverrides: false,
+      enabled: true,
+      maxPayloadBytes: 262144,
+      eventFilter: [],
+      schedule: null,
+    });
     const { token, org } = setup.tenant;
     const one = await (await app.request('GET', `/orgs/${org.slug}/webhooks/${setup.webhook.id}`, { token })).text();
     const list = await (await app.request('GET', `/orgs/${org.slug}/webhooks`, { token })).text();
@@ -56,7 +64,8 @@ describe('webhook configuration', () => {
     const rotated = await (await app.request('POST', `${path}/rotate-secret`, { token })).json();
     ids.push(rotated.webhookIdentifier);
     ids.push((await (await app.request('PATCH', path, { token, body: { verificationScheme: 'wh' } })).json()).webhookIdentifier);
-    const sameAfterWh = (await (await app.request('PATCH', path, { token, body: { verificationScheme: 'hmac_sha256' } })).json()).webhookIdentifier;
+    const sameAfterWh = (await (await app.request('PATCH', path, { token, body: { verificationScheme: 'hmac_sha256' } })).json())
+      .webhookIdentifier;
     expect(sameAfterWh).toBe(ids[2]);
     ids.push((await (await app.request('PATCH', path, { token, body: { verificationScheme: 'none' } })).json()).webhookIdentifier);
     expect(new Set(ids).size).toBe(4);
@@ -89,7 +98,9 @@ describe('webhook configuration', () => {
     const { org, token } = setup.tenant;
     const path = `/orgs/${org.slug}/webhooks/${setup.webhook.id}`;
     expect((await postEvent(app, setup, { eventType: 'x' })).status).toBe(200);
-    const patched = await (await app.request('PATCH', path, { token, body: { eventFilter: ['order.*'], rateLimitPerMinute: 1000 } })).json();
+    const patched = await (
+      await app.request('PATCH', path, { token, body: { eventFilter: ['order.*'], rateLimitPerMinute: 1000 } })
+    ).json();
     expect(patched).toMatchObject({ eventFilter: ['order.*'], rateLimitPerMinute: 1000 });
     const skipped = await postEvent(app, setup, { eventType: 'invoice.paid' });
     expect(skipped.status).toBe(202);
@@ -106,9 +117,16 @@ describe('webhook configuration', () => {
     const base = `/orgs/${setup.tenant.org.slug}/webhooks`;
     const own = `/orgs/${intruder.org.slug}/webhooks/${setup.webhook.id}`;
     const attempts: Array<[string, string, unknown?]> = [
-      ['GET', base], ['POST', base, { name: 'x' }], ['GET', `${base}/${setup.webhook.id}`], ['PATCH', `${base}/${setup.webhook.id}`, { enabled: false }],
-      ['DELETE', `${base}/${setup.webhook.id}`], ['POST', `${base}/${setup.webhook.id}/rotate-secret`], ['POST', `${base}/${setup.webhook.id}/test`, {}],
-      ['GET', own], ['PATCH', own, { enabled: false }], ['POST', `${own}/rotate-secret`],
+      ['GET', base],
+      ['POST', base, { name: 'x' }],
+      ['GET', `${base}/${setup.webhook.id}`],
+      ['PATCH', `${base}/${setup.webhook.id}`, { enabled: false }],
+      ['DELETE', `${base}/${setup.webhook.id}`],
+      ['POST', `${base}/${setup.webhook.id}/rotate-secret`],
+      ['POST', `${base}/${setup.webhook.id}/test`, {}],
+      ['GET', own],
+      ['PATCH', own, { enabled: false }],
+      ['POST', `${own}/rotate-secret`],
     ];
     for (const [method, path, body] of attempts) {
       const response = await app.request(method, path, { token: intruder.token, body });
@@ -124,14 +142,27 @@ describe('agents and action rules', () => {
   it('supports create, list, get, patch and delete, scoped to the org', async () => {
     const { org, token } = await createTenant(app);
     const other = await createTenant(app);
-    const agent = await (await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Writer', instructions: 'Write.', model: 'gpt-test', tools: ['generateDocument'] } })).json();
+    const agent = await (
+      await app.request('POST', `/orgs/${org.slug}/agents`, {
+        token,
+        body: { name: 'Writer', instructions: 'Write.', model: 'gpt-test', tools: ['generateDocument'] },
+      })
+    ).json();
     expect(agent).toMatchObject({ name: 'Writer', model: 'gpt-test', tools: ['generateDocument'] });
-    const rule = await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', agentId: agent.id, approvalRules: { generateDocument: 'ask', sendEmail: 'agent' } } });
+    const rule = await app.request('POST', `/orgs/${org.slug}/action-rules`, {
+      token,
+      body: { name: 'R', agentId: agent.id, approvalRules: { generateDocument: 'ask', sendEmail: 'agent' } },
+    });
     expect(rule.status).toBe(201);
     const ruleBody = await rule.json();
     expect(ruleBody.approvalRules).toEqual({ generateDocument: 'ask', sendEmail: 'agent' });
-    expect((await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', approvalRules: { x: 'sometimes' } } })).status).toBe(400);
-    expect((await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', agentId: crypto.randomUUID() } })).status).toBe(400);
+    expect(
+      (await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', approvalRules: { x: 'sometimes' } } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', agentId: crypto.randomUUID() } })).status,
+    ).toBe(400);
     expect((await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { name: 'Renamed' } })).status).toBe(200);
     expect((await (await app.request('GET', `/orgs/${org.slug}/agents`, { token })).json()).agents).toHaveLength(1);
     expect((await app.request('GET', `/orgs/${other.org.slug}/agents/${agent.id}`, { token: other.token })).status).toBe(404);
@@ -143,14 +174,21 @@ describe('agents and action rules', () => {
 
   it('refuses an agent with a tool this server does not have (400 naming the known tools), on create and on change', async () => {
     const { org, token } = await createTenant(app);
-    const created = await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Typo', tools: ['generateDocument', 'sendEmal'] } });
+    const created = await app.request('POST', `/orgs/${org.slug}/agents`, {
+      token,
+      body: { name: 'Typo', tools: ['generateDocument', 'sendEmal'] },
+    });
     expect(created.status).toBe(400);
     expect(await created.json()).toEqual({
       error: 'body/tools: unknown tool "sendEmal"; the tools are: generateDocument',
       code: 'validation_failed',
     });
-    const agent = await (await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Fine', tools: ['generateDocument'] } })).json();
+    const agent = await (
+      await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Fine', tools: ['generateDocument'] } })
+    ).json();
     expect((await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { tools: ['nope'] } })).status).toBe(400);
-    expect((await (await app.request('GET', `/orgs/${org.slug}/agents/${agent.id}`, { token })).json()).tools).toEqual(['generateDocument']);
+    expect((await (await app.request('GET', `/orgs/${org.slug}/agents/${agent.id}`, { token })).json()).tools).toEqual([
+      'generateDocument',
+    ]);
   });
 });

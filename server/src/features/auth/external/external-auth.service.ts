@@ -55,7 +55,9 @@ export function createExternalAuthService(deps: {
   return {
     async authenticate(authToken: string, providerName: string | undefined, meta: RequestMeta): Promise<SignedIn> {
       const provider = resolveProvider(providerName);
-      const result = await provider.validateToken(authToken).catch(() => ({ isValid: false, error: 'The provider failed to validate the token', userData: undefined }));
+      const result = await provider
+        .validateToken(authToken)
+        .catch(() => ({ isValid: false, error: 'The provider failed to validate the token', userData: undefined }));
       if (!result.isValid || !result.userData) {
         throw new AppError('invalid_external_token', result.error ? `Invalid auth token: ${result.error}` : 'Invalid auth token');
       }

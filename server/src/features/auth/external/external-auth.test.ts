@@ -29,7 +29,10 @@ afterAll(async () => {
   await jwks?.close();
 });
 
-async function token(claims: Record<string, unknown>, options: { key?: CryptoKey; issuer?: string; audience?: string; expiresIn?: string } = {}) {
+async function token(
+  claims: Record<string, unknown>,
+  options: { key?: CryptoKey; issuer?: string; audience?: string; expiresIn?: string } = {},
+) {
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'RS256', kid: 'key-1' })
     .setIssuer(options.issuer ?? ISSUER)
@@ -46,7 +49,14 @@ describe('POST /auth/external', () => {
     const response = await app.request('POST', '/auth/external', { body: { authToken, providerName: 'jwt' } });
     expect(response.status).toBe(200);
     const body = await response.json();
-    expect(body.user).toMatchObject({ email, externalUserId: 'ext-1', provider: 'jwt', firstName: 'Grace', lastName: 'Hopper', role: 'Guest' });
+    expect(body.user).toMatchObject({
+      email,
+      externalUserId: 'ext-1',
+      provider: 'jwt',
+      firstName: 'Grace',
+      lastName: 'Hopper',
+      role: 'Guest',
+    });
     expect(setCookies(response).get('session')!.value).toBe(body.sessionToken);
     expect((await app.request('GET', '/auth/me', { token: body.sessionToken })).status).toBe(200);
 
@@ -60,7 +70,9 @@ describe('POST /auth/external', () => {
   it('finds the same user by externalUserId next time, with the provider as the default', async () => {
     const email = uniqueEmail('ext');
     const first = await (await app.request('POST', '/auth/external', { body: { authToken: await token({ sub: 'ext-2', email }) } })).json();
-    const second = await (await app.request('POST', '/auth/external', { body: { authToken: await token({ sub: 'ext-2', email, is_admin: true }) } })).json();
+    const second = await (
+      await app.request('POST', '/auth/external', { body: { authToken: await token({ sub: 'ext-2', email, is_admin: true }) } })
+    ).json();
     expect(second.user.id).toBe(first.user.id);
     expect(second.user.role).toBe('Admin');
     expect(second.sessionToken).not.toBe(first.sessionToken);

@@ -40,9 +40,14 @@ export function createUserLimitsService(deps: {
       const token = deps.box.decrypt(user.externalTokenEncrypted);
       const limits = await Promise.race([
         provider.getUserLimits(user.externalUserId, token),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${deps.providerTimeoutMs} ms`)), deps.providerTimeoutMs).unref()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`no answer within ${deps.providerTimeoutMs} ms`)), deps.providerTimeoutMs).unref(),
+        ),
       ]);
-      const maxMessages = typeof limits?.maxMessages === 'number' && Number.isFinite(limits.maxMessages) ? Math.max(0, Math.floor(limits.maxMessages)) : undefined;
+      const maxMessages =
+        typeof limits?.maxMessages === 'number' && Number.isFinite(limits.maxMessages)
+          ? Math.max(0, Math.floor(limits.maxMessages))
+          : undefined;
       const resetDate = limits?.resetDate instanceof Date && !Number.isNaN(limits.resetDate.getTime()) ? limits.resetDate : undefined;
       return { maxMessages, resetDate };
     } catch (error) {
@@ -92,7 +97,11 @@ export function createUserLimitsService(deps: {
     async status(userId: string): Promise<UserLimitsStatus | null> {
       const limits = await activeLimits(userId);
       if (!limits) return null;
-      return { maxMessages: limits.maxMessages, resetDate: limits.resetDate ?? null, usedMessages: await userLimitsRepo.used(deps.db, userId, windowKeyOf(limits)) };
+      return {
+        maxMessages: limits.maxMessages,
+        resetDate: limits.resetDate ?? null,
+        usedMessages: await userLimitsRepo.used(deps.db, userId, windowKeyOf(limits)),
+      };
     },
   };
 }

@@ -20,7 +20,12 @@ const DAY = 24 * 60 * 60 * 1000;
 
 beforeAll(async () => {
   model = await startFakeModel();
-  app = await startTestApp({ ...model.env, USER_LIMITS_CACHE_SECONDS: '60', USER_LIMITS_TIMEOUT_SECONDS: '0.3', AUTH_RATE_LIMIT_PER_MINUTE: '1000' });
+  app = await startTestApp({
+    ...model.env,
+    USER_LIMITS_CACHE_SECONDS: '60',
+    USER_LIMITS_TIMEOUT_SECONDS: '0.3',
+    AUTH_RATE_LIMIT_PER_MINUTE: '1000',
+  });
   app.container.externalAuthRegistry.registerExternalAuthProvider({
     name: 'quota',
     async validateToken(authToken) {
@@ -56,7 +61,9 @@ async function quotaUser(): Promise<{ setup: WebhookSetup; externalUserId: strin
 
 async function runAs(setup: WebhookSetup, externalUserId: string) {
   const nowSeconds = Math.floor(app.clock.now().getTime() / 1000);
-  const answer = await (await postEvent(app, setup, { eventType: 'x', userId: externalUserId, authProvider: 'quota' }, { nowSeconds })).json();
+  const answer = await (
+    await postEvent(app, setup, { eventType: 'x', userId: externalUserId, authProvider: 'quota' }, { nowSeconds })
+  ).json();
   expect(answer).toMatchObject({ actionId: expect.any(String) });
   const { actionId } = answer;
   return waitForAction(app, { token: setup.tenant.token, org: setup.tenant.org.slug }, actionId, ['completed', 'failed']);
@@ -75,7 +82,9 @@ describe('user limits from the external auth provider', () => {
     const calls = model.requests.length;
     const refused = await runAs(setup, externalUserId);
     expect(refused.status).toBe('failed');
-    expect(refused.execution.error).toBe(`user_limit_reached: the run-as user has used 2 of 2 model messages until ${resetDate.toISOString()}`);
+    expect(refused.execution.error).toBe(
+      `user_limit_reached: the run-as user has used 2 of 2 model messages until ${resetDate.toISOString()}`,
+    );
     expect(refused.lifecycleEvents.at(-1)).toMatchObject({ status: 'failed', cause: expect.stringMatching(/^user_limit_reached/) });
     expect(model.requests.length).toBe(calls);
 

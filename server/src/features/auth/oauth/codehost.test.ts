@@ -57,7 +57,15 @@ describe('GET /auth/codehost/callback', () => {
     const session = setCookies(callback!).get('session')!;
     const me = await app.request('GET', '/auth/me', { cookie: session.value });
     const user = await me.json();
-    expect(user).toMatchObject({ email, codehostId: String(nextId), provider: 'codehost', role: 'Guest', username: `octo${nextId}`, firstName: 'Octo', lastName: 'Cat' });
+    expect(user).toMatchObject({
+      email,
+      codehostId: String(nextId),
+      provider: 'codehost',
+      role: 'Guest',
+      username: `octo${nextId}`,
+      firstName: 'Octo',
+      lastName: 'Cat',
+    });
   });
 
   it('signs the same provider account into the same user next time', async () => {
@@ -65,10 +73,12 @@ describe('GET /auth/codehost/callback', () => {
     codehost.setAccount(account(email));
     const first = await runOAuthLogin(app, 'codehost');
     const second = await runOAuthLogin(app, 'codehost');
-    const ids = await Promise.all([first, second].map(async ({ callback }) => {
-      const me = await app.request('GET', '/auth/me', { cookie: setCookies(callback!).get('session')!.value });
-      return (await me.json()).id;
-    }));
+    const ids = await Promise.all(
+      [first, second].map(async ({ callback }) => {
+        const me = await app.request('GET', '/auth/me', { cookie: setCookies(callback!).get('session')!.value });
+        return (await me.json()).id;
+      }),
+    );
     expect(ids[0]).toBe(ids[1]);
   });
 

@@ -19,7 +19,12 @@ beforeAll(async () => {
   idp.service.on('beforeUserinfo', (userinfo) => {
     userinfo.body = { ...person };
   });
-  app = await startTestApp({ IDP_CLIENT_ID: 'idp-client', IDP_CLIENT_SECRET: 'idp-secret', IDP_ISSUER: idp.issuer.url!, AUTH_RATE_LIMIT_PER_MINUTE: '1000' });
+  app = await startTestApp({
+    IDP_CLIENT_ID: 'idp-client',
+    IDP_CLIENT_SECRET: 'idp-secret',
+    IDP_ISSUER: idp.issuer.url!,
+    AUTH_RATE_LIMIT_PER_MINUTE: '1000',
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -55,7 +60,14 @@ describe('GET /auth/idp/callback', () => {
     expect(callback!.status).toBe(302);
     expect(callback!.headers.get('location')).toBe(TEST_APP_HOST);
     const me = await app.request('GET', '/auth/me', { cookie: setCookies(callback!).get('session')!.value });
-    expect(await me.json()).toMatchObject({ email: who.email, idpId: who.sub, provider: 'idp', firstName: 'Ada', lastName: 'Lovelace', role: 'Guest' });
+    expect(await me.json()).toMatchObject({
+      email: who.email,
+      idpId: who.sub,
+      provider: 'idp',
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+      role: 'Guest',
+    });
   });
 
   it('refuses a wrong state and a missing cookie with 400 and no session', async () => {

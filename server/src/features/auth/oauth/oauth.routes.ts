@@ -32,39 +32,54 @@ export function oauthRoutes(deps: OAuthRouteDeps): FastifyPluginAsyncZod {
         await deps.limits[name].consume(request.ip);
       };
 
-      app.get(`/auth/${name}`, {
-        schema: { operationId: `${name}Login`, security: [], tags: ['auth'], summary: `Start the ${name} login (redirects to the provider)`, response: { 404: errorSchema, 429: errorSchema } },
-        preHandler: limit,
-      }, async (_request, reply) => {
-        const { url, checks } = await deps.oauth.begin(name);
-        for (const [key, value] of Object.entries(checks)) {
-          reply.setCookie(checkCookie(name, key), value, { ...cookieOptions(name), maxAge: CHECKS_MAX_AGE_SECONDS });
-        }
-        return reply.redirect(url.href, 302);
-      });
-
-      app.get(`/auth/${name}/callback`, {
-        schema: {
-          operationId: `${name}LoginCallback`, security: [],
-          tags: ['auth'],
-          summary: `Finish the ${name} login: session created, redirect to the app`,
-          querystring: oauthCallbackQuery,
-          response: { 400: errorSchema, 404: errorSchema, 409: errorSchema, 429: errorSchema, 502: errorSchema },
+      app.get(
+        `/auth/${name}`,
+        {
+          schema: {
+            operationId: `${name}Login`,
+            security: [],
+            tags: ['auth'],
+            summary: `Start the ${name} login (redirects to the provider)`,
+            response: { 404: errorSchema, 429: errorSchema },
+          },
+          preHandler: limit,
         },
-        preHandler: limit,
-      }, async (request, reply) => {
-        const checks = Object.fromEntries(CHECK_KEYS.map((key) => [key, request.cookies[checkCookie(name, key)]]));
-        clearChecks(reply, name);
-        if (request.query.error) {
-          throw new AppError('oauth_exchange_failed', `The provider refused the login: ${request.query.error}`);
-        }
-        // The callback URL as the provider sent it: our registered redirect URI with its query.
-        const callbackUrl = new URL(deps.redirectUris[name]!);
-        callbackUrl.search = new URL(request.url, 'http://placeholder').search;
-        const { token } = await deps.oauth.complete(name, callbackUrl, checks, requestMeta(request));
-        setSessionCookie(reply, token, deps.isProduction);
-        return reply.redirect(deps.appHost, 302);
-      });
+        async (_request, reply) => {
+          const { url, checks } = await deps.oauth.begin(name);
+          for (const [key, value] of Object.entries(checks)) {
+            reply.setCookie(checkCookie(name, key), value, { ...cookieOptions(name), maxAge: CHECKS_MAX_AGE_SECONDS });
+          }
+          return reply.redirect(url.href, 302);
+        },
+      );
+
+      app.get(
+        `/auth/${name}/callback`,
+        {
+          schema: {
+            operationId: `${name}LoginCallback`,
+            security: [],
+            tags: ['auth'],
+            summary: `Finish the ${name} login: session created, redirect to the app`,
+            querystring: oauthCallbackQuery,
+            response: { 400: errorSchema, 404: errorSchema, 409: errorSchema, 429: errorSchema, 502: errorSchema },
+          },
+          preHandler: limit,
+        },
+        async (request, reply) => {
+          const checks = Object.fromEntries(CHECK_KEYS.map((key) => [key, request.cookies[checkCookie(name, key)]]));
+          clearChecks(reply, name);
+          if (request.query.error) {
+            throw new AppError('oauth_exchange_failed', `The provider refused the login: ${request.query.error}`);
+          }
+          // The callback URL as the provider sent it: our registered redirect URI with its query.
+          const callbackUrl = new URL(deps.redirectUris[name]!);
+          callbackUrl.search = new URL(request.url, 'http://placeholder').search;
+          const { token } = await deps.oauth.complete(name, callbackUrl, checks, requestMeta(request));
+          setSessionCookie(reply, token, deps.isProduction);
+          return reply.redirect(deps.appHost, 302);
+        },
+      );
     }
   };
 }

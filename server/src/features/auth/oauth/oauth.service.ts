@@ -64,7 +64,12 @@ export function createOAuthService(deps: {
   return {
     begin: (name: OAuthProviderName) => provider(name).begin(),
 
-    async complete(name: OAuthProviderName, callbackUrl: URL, checks: Record<string, string | undefined>, meta: RequestMeta): Promise<SignedIn> {
+    async complete(
+      name: OAuthProviderName,
+      callbackUrl: URL,
+      checks: Record<string, string | undefined>,
+      meta: RequestMeta,
+    ): Promise<SignedIn> {
       assertStateMatches(callbackUrl, checks);
       const profile = await provider(name).complete(callbackUrl, checks);
       const user = await findOrCreateUser(name, profile);
