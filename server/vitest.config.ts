@@ -57,6 +57,10 @@ export default defineConfig(async () => {
       // Test files mostly wait (on sockets, fake providers, child processes): on 2 cores, vitest's
       // default of one worker per core less one left the machine idle for most of the run.
       maxWorkers: Number(process.env.TEST_WORKERS ?? 4),
+      // A worker runs its files in one module graph: loading the app's modules again for each
+      // file was a fifth of the run. Test files share no state but the database they each create.
+      isolate: false,
+      restoreMocks: true,
       testTimeout: 30_000,
       hookTimeout: 60_000,
       projects: problem ? [project('pglite')] : [project('pglite'), project('postgres')],

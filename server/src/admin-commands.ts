@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Container } from './container.ts';
 import { AppError } from './lib/errors.ts';
+import { orgSlugProblem } from './features/orgs/org-slug.ts';
 
 export class UsageError extends Error {}
 
@@ -50,6 +51,8 @@ export function parseAdminCommand(args: string[]): AdminCommand {
   switch (`${group} ${action}`) {
     case 'orgs create': {
       const [slug, name] = required(values, 'slug', 'name');
+      const problem = orgSlugProblem(slug!);
+      if (problem) throw new UsageError(problem);
       return { kind: 'orgs create', slug: slug!, name: name! };
     }
     case 'orgs add-member': {

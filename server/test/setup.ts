@@ -10,12 +10,19 @@ const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\]|::ffff:127(\.\d
 const refuse = (target: string) =>
   new Error(`Unexpected outbound connection to ${target} during a test; only loopback servers are allowed`);
 
+// A worker runs this before each of its files in one process (isolate: false): guard once.
+const GUARDED = Symbol.for('agent-platform.test.outbound-guard');
+const guarded = (globalThis as Record<symbol, unknown>)[GUARDED] === true;
+(globalThis as Record<symbol, unknown>)[GUARDED] = true;
+
 const realFetch = globalThis.fetch;
-globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-  const url = new URL(input instanceof Request ? input.url : String(input));
-  if (!LOOPBACK_HOST.test(url.hostname)) throw refuse(url.origin);
-  return realFetch(input, init);
-}) as typeof fetch;
+if (!guarded) {
+  globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (!LOOPBACK_HOST.test(url.hostname)) throw refuse(url.origin);
+    return realFetch(input, init);
+  }) as typeof fetch;
+}
 
 /** The host a Socket#connect call aims at; undefined for a Unix socket path. */
 function hostOf(args: unknown[]): string | undefined {
@@ -30,12 +37,13 @@ function hostOf(args: unknown[]): string | undefined {
 }
 
 const realConnect = net.Socket.prototype.connect;
-net.Socket.prototype.connect = function connect(this: net.Socket, ...args: unknown[]) {
-  const host = hostOf(args);
-  if (host !== undefined && !LOOPBACK_HOST.test(host)) {
-    const error = refuse(host);
-    process.nextTick(() => this.destroy(error));
-    return this;
-  }
-  return (realConnect as (...rest: unknown[]) => net.Socket).apply(this, args);
-} as typeof realConnect;
+if (!guarded)
+  net.Socket.prototype.connect = function connect(this: net.Socket, ...args: unknown[]) {
+    const host = hostOf(args);
+    if (host !== undefined && !LOOPBACK_HOST.test(host)) {
+      const error = refuse(host);
+      process.nextTick(() => this.destroy(error));
+      return this;
+    }
+    return (realConnect as (...rest: unknown[]) => net.Socket).apply(this, args);
+  } as typeof realConnect;

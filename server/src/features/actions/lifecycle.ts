@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
+// The one sideways import between features: a transition writes its callbacks' outbox rows in its
+// own statement (callbacks never import actions).
 import { CALLBACK_EVENT_OF, callbackDetails, outboxCte } from '../callbacks/outbox.ts';
 import type { ActionStatus, DB, ThreadMessagesTable } from '../../db/schema.ts';
 

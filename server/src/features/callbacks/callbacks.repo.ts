@@ -65,7 +65,7 @@ export const callbackEndpointsRepo = {
   },
 };
 
-function deliveriesQuery(db: Kysely<DB>, orgId: string) {
+function callbacksQuery(db: Kysely<DB>, orgId: string) {
   return db
     .selectFrom('callbackDeliveries as d')
     .innerJoin('callbackEndpoints as ep', 'ep.id', 'd.endpointId')
@@ -95,13 +95,13 @@ const requeued = (db: Kysely<DB>) =>
     .set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: new Date() })
     .returning('id');
 
-export type ListedDelivery = Awaited<ReturnType<ReturnType<typeof deliveriesQuery>['execute']>>[number];
+export type ListedCallback = Awaited<ReturnType<ReturnType<typeof callbacksQuery>['execute']>>[number];
 
-export const callbackDeliveriesRepo = {
-  find: (db: Kysely<DB>, orgId: string, id: string) => deliveriesQuery(db, orgId).where('d.id', '=', id).executeTakeFirst(),
+export const callbacksRepo = {
+  find: (db: Kysely<DB>, orgId: string, id: string) => callbacksQuery(db, orgId).where('d.id', '=', id).executeTakeFirst(),
 
   forAction: (db: Kysely<DB>, orgId: string, actionId: string) =>
-    deliveriesQuery(db, orgId).where('d.actionId', '=', actionId).orderBy('d.seq').execute(),
+    callbacksQuery(db, orgId).where('d.actionId', '=', actionId).orderBy('d.seq').execute(),
 
   forEndpoint: (
     db: Kysely<DB>,
@@ -111,7 +111,7 @@ export const callbackDeliveriesRepo = {
     limit: number,
     after?: Cursor,
   ) =>
-    deliveriesQuery(db, orgId)
+    callbacksQuery(db, orgId)
       .where('d.endpointId', '=', endpointId)
       .$if(status !== undefined, (q) => q.where('d.status', '=', status!))
       .$if(after !== undefined, (q) => q.where(olderThan(after!, 'd.createdAt', 'd.id')))
@@ -130,10 +130,10 @@ export const callbackDeliveriesRepo = {
           .orderBy('attemptedAt')
           .execute(),
 
-  /** Sends a delivery again from the start of the schedule, due now. */
+  /** Sends a callback again from the start of the schedule, due now. */
   requeue: (db: Kysely<DB>, id: string) => requeued(db).where('id', '=', id).execute(),
 
-  /** The same for every failed or dead-lettered delivery of an endpoint since `since` (in their order per action). */
+  /** The same for every failed or dead-lettered callback of an endpoint since `since` (in their order per action). */
   requeueFailedSince: (db: Kysely<DB>, endpointId: string, since: Date) =>
     requeued(db)
       .where('endpointId', '=', endpointId)

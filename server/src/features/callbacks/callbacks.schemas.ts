@@ -118,7 +118,7 @@ export const callbackDeliverySchema = z.object({
   attempts: z.array(callbackAttemptSchema),
 });
 
-export const deliveriesQuery = paginationQuery.extend({ status: z.enum(CALLBACK_DELIVERY_STATUSES).optional() });
+export const callbackListQuery = paginationQuery.extend({ status: z.enum(CALLBACK_DELIVERY_STATUSES).optional() });
 export const recoverBody = z.object({
   since: instantSchema.describe('Re-send failed and dead-lettered deliveries created since then'),
 });

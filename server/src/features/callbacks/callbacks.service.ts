@@ -5,7 +5,7 @@ import { newSigningSecret, PREVIOUS_SECRET_GRACE_MS, type SecretBox } from '../.
 import { AppError, notFound } from '../../lib/errors.ts';
 import { outboundUrlProblem } from '../../lib/http-client.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
-import { callbackDeliveriesRepo, callbackEndpointsRepo, type ListedDelivery } from './callbacks.repo.ts';
+import { callbacksRepo, callbackEndpointsRepo, type ListedCallback } from './callbacks.repo.ts';
 import type { CallbackDeliveryStatus } from '../../db/schema.ts';
 import type { CallbackEndpointInput, CallbackEndpointPatch, CallbackEvent } from './callbacks.schemas.ts';
 
@@ -43,8 +43,8 @@ export function createCallbacksService(deps: {
     return (await callbackEndpointsRepo.find(db, orgId, webhookId, id)) ?? Promise.reject(notFound('Callback endpoint'));
   }
 
-  async function withAttempts(rows: ListedDelivery[]) {
-    const attempts = await callbackDeliveriesRepo.attemptsOf(
+  async function withAttempts(rows: ListedCallback[]) {
+    const attempts = await callbacksRepo.attemptsOf(
       db,
       rows.map((row) => row.id),
     );
@@ -124,31 +124,31 @@ export function createCallbacksService(deps: {
       query: { status?: CallbackDeliveryStatus; limit: number; cursor?: string },
     ) {
       await requireEndpoint(orgId, webhookId, id);
-      const rows = await callbackDeliveriesRepo.forEndpoint(db, orgId, id, query.status, query.limit, decodeCursor(query.cursor));
+      const rows = await callbacksRepo.forEndpoint(db, orgId, id, query.status, query.limit, decodeCursor(query.cursor));
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       return { deliveries: await withAttempts(page), nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null };
     },
 
     /** The ledger's view: every callback of an action, in order, with its attempts. */
-    forAction: async (orgId: string, actionId: string) => withAttempts(await callbackDeliveriesRepo.forAction(db, orgId, actionId)),
+    forAction: async (orgId: string, actionId: string) => withAttempts(await callbacksRepo.forAction(db, orgId, actionId)),
 
-    /** Sends one delivery again, with the same webhook-id (receivers deduplicate on it). */
+    /** Sends one callback again, with the same webhook-id (receivers deduplicate on it). */
     async replay(orgId: string, deliveryId: string) {
-      const delivery = await callbackDeliveriesRepo.find(db, orgId, deliveryId);
-      if (!delivery) throw notFound('Callback delivery');
-      if (delivery.status === 'pending') throw new AppError('not_replayable', 'This delivery is still being attempted');
-      if (!delivery.endpointEnabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
-      await callbackDeliveriesRepo.requeue(db, deliveryId);
+      const callback = await callbacksRepo.find(db, orgId, deliveryId);
+      if (!callback) throw notFound('Callback delivery');
+      if (callback.status === 'pending') throw new AppError('not_replayable', 'This delivery is still being attempted');
+      if (!callback.endpointEnabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
+      await callbacksRepo.requeue(db, deliveryId);
       deps.announce();
-      return (await withAttempts([(await callbackDeliveriesRepo.find(db, orgId, deliveryId))!]))[0]!;
+      return (await withAttempts([(await callbacksRepo.find(db, orgId, deliveryId))!]))[0]!;
     },
 
-    /** Sends again every failed or dead-lettered delivery of an endpoint created since `since`. */
+    /** Sends again every failed or dead-lettered callback of an endpoint created since `since`. */
     async recover(orgId: string, webhookId: string, id: string, since: Date) {
       const endpoint = await requireEndpoint(orgId, webhookId, id);
       if (!endpoint.enabled) throw new AppError('conflict', 'The callback endpoint is disabled; enable it first');
-      const requeued = await callbackDeliveriesRepo.requeueFailedSince(db, id, since);
+      const requeued = await callbacksRepo.requeueFailedSince(db, id, since);
       if (requeued.length > 0) deps.announce();
       return { recovered: requeued.length };
     },

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { CallbackDeliveryStatus, DB } from '../../db/schema.ts';
 
-export interface ClaimedDelivery {
+export interface ClaimedCallback {
   id: string;
   /** The body to send, as text: signed and sent byte for byte. */
   body: string;
@@ -36,9 +36,9 @@ export const dispatchRepo = {
    * also across dispatcher processes (the earlier row is either locked by its claimer, or committed).
    * `skipEndpoints` are endpoints this dispatcher already has enough attempts in flight to.
    */
-  claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number, skipEndpoints: string[] = []): Promise<ClaimedDelivery[]> =>
+  claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number, skipEndpoints: string[] = []): Promise<ClaimedCallback[]> =>
     (
-      await sql<ClaimedDelivery>`
+      await sql<ClaimedCallback>`
       with due as (
         select d.id from callback_deliveries d
         join callback_endpoints ep on ep.id = d.endpoint_id and ep.enabled

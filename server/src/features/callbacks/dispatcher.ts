@@ -5,7 +5,7 @@ import { postOnce, type GuardedHttpAgents } from '../../lib/http-client.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { callbackEndpointsRepo } from './callbacks.repo.ts';
-import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedDelivery } from './dispatch.repo.ts';
+import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedCallback } from './dispatch.repo.ts';
 import { judgeAttempt } from './retry-policy.ts';
 import { createSignerCache, signedHeaders } from './signing.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -25,7 +25,7 @@ export interface DispatcherOptions {
 }
 
 /**
- * Sends the outbox: claims due deliveries (in order per action and endpoint), signs and POSTs each
+ * Sends the outbox: claims due callbacks (in order per action and endpoint), signs and POSTs each
  * with a deadline and no redirects, and records the attempts in batches. It wakes up when a
  * transition commits (a signal on the bus, from this process or, by NOTIFY, another), and polls
  * for retries that come due. Several dispatchers (processes) can run at once: claims skip each other's.
@@ -72,34 +72,34 @@ export function createCallbackDispatcher(deps: {
         const claimed = await dispatchRepo.claimDue(db, room, leaseMs, busy);
         inFlight += claimed.length;
         for (const { endpointId } of claimed) inFlightByEndpoint.set(endpointId, (inFlightByEndpoint.get(endpointId) ?? 0) + 1);
-        for (const delivery of claimed) void attempt(delivery);
+        for (const callback of claimed) void attempt(callback);
         if (claimed.length === room) claimAgain = true;
       } while (claimAgain && running);
     } catch (error) {
-      deps.logger.error({ err: error }, 'callback dispatcher could not claim deliveries');
+      deps.logger.error({ err: error }, 'callback dispatcher could not claim callbacks');
     } finally {
       claiming = false;
     }
   }
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  async function attempt(callback: ClaimedCallback): Promise<void> {
     const attemptedAt = deps.clock.now();
     const started = performance.now();
-    const { body } = delivery;
-    const signers = [signer(delivery.secretEncrypted)];
-    if (delivery.previousSecretEncrypted && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > attemptedAt) {
-      signers.push(signer(delivery.previousSecretEncrypted));
+    const { body } = callback;
+    const signers = [signer(callback.secretEncrypted)];
+    if (callback.previousSecretEncrypted && callback.previousSecretExpiresAt && callback.previousSecretExpiresAt > attemptedAt) {
+      signers.push(signer(callback.previousSecretEncrypted));
     }
     let statusCode: number | null = null;
     let retryAfter: string | undefined;
     let error: string | null = null;
     let responseBody: string | null = null;
     try {
-      const response = await postOnce(deps.httpAgents, delivery.url, {
+      const response = await postOnce(deps.httpAgents, callback.url, {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'AgentPlatform-Callbacks/1',
-          ...signedHeaders(delivery.id, attemptedAt, body, signers),
+          ...signedHeaders(callback.id, attemptedAt, body, signers),
         },
         body,
         timeoutMs: options.timeoutMs,
@@ -113,11 +113,11 @@ export function createCallbackDispatcher(deps: {
     } catch (cause) {
       error = (cause as Error).message || String(cause);
     }
-    const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: delivery.attemptCount }, options.retryScheduleMs);
+    const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: callback.attemptCount }, options.retryScheduleMs);
     deps.metrics.callbackAttempts.inc({ outcome: verdict.status });
     finished.push({
-      deliveryId: delivery.id,
-      endpointId: delivery.endpointId,
+      deliveryId: callback.id,
+      endpointId: callback.endpointId,
       attemptedAt,
       durationMs: Math.round(performance.now() - started),
       statusCode,
@@ -126,7 +126,7 @@ export function createCallbackDispatcher(deps: {
       status: verdict.status,
       delayMs: verdict.delayMs,
     });
-    if (verdict.gone) goneEndpoints.add(delivery.endpointId);
+    if (verdict.gone) goneEndpoints.add(callback.endpointId);
     flush();
   }
 
@@ -143,8 +143,8 @@ export function createCallbackDispatcher(deps: {
           goneEndpoints.clear();
           await callbackEndpointsRepo.disable(db, gone, 'the receiver answered 410 Gone');
         } catch (error) {
-          // The deliveries stay leased; once the lease lapses they are sent again (at least once).
-          deps.logger.error({ err: error, deliveries: batch.length }, 'callback attempts could not be recorded');
+          // The callbacks stay leased; once the lease lapses they are sent again (at least once).
+          deps.logger.error({ err: error, callbacks: batch.length }, 'callback attempts could not be recorded');
         }
         inFlight -= batch.length;
         for (const { endpointId } of batch) {

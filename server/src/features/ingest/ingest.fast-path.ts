@@ -61,14 +61,19 @@ export function createIngestFastPath(deps: {
     response.end(json);
   }
 
-  async function handle(
+  /** The answer to one ingest post for these (decoded) path segments. */
+  async function answerIngest(
     request: IncomingMessage,
     response: ServerResponse,
     org: string,
     identifier: string,
     ip: string,
     log: RequestLogger,
-  ) {
+  ): Promise<void> {
+    if (closing) {
+      answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
+      return;
+    }
     try {
       const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip, body: request });
       answer(response, result.statusCode, result.body);
@@ -78,19 +83,6 @@ export function createIngestFastPath(deps: {
       if (response.headersSent) response.destroy();
       else answer(response, status, body, headers);
     }
-  }
-
-  /** The answer to one ingest post for these (decoded) path segments. */
-  function answerIngest(
-    request: IncomingMessage,
-    response: ServerResponse,
-    org: string,
-    identifier: string,
-    ip: string,
-    log: RequestLogger,
-  ): void {
-    if (closing) answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
-    else void handle(request, response, org, identifier, ip, log);
   }
 
   return {
@@ -108,7 +100,7 @@ export function createIngestFastPath(deps: {
         deps.metrics.recordRequest('POST', INGEST_ROUTE_URLS[match[1] as IngestRoute], response.statusCode, seconds);
         if (logsRequests) requestLog.completed(log, response.statusCode, seconds * 1000);
       });
-      answerIngest(request, response, decodeSegment(match[2]!), decodeSegment(match[3]!), ip, log);
+      void answerIngest(request, response, decodeSegment(match[2]!), decodeSegment(match[3]!), ip, log);
       return true;
     },
 

@@ -62,7 +62,14 @@ export function ingestRoutes(deps: { fastPath: Pick<IngestFastPath, 'answerRoute
       },
       (request, reply) => {
         reply.hijack();
-        deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.webhookIdentifier, request.ip, request.log);
+        void deps.fastPath.answerRouted(
+          request.raw,
+          reply.raw,
+          request.params.org,
+          request.params.webhookIdentifier,
+          request.ip,
+          request.log,
+        );
       },
     );
 
@@ -80,7 +87,7 @@ export function ingestRoutes(deps: { fastPath: Pick<IngestFastPath, 'answerRoute
       },
       (request, reply) => {
         reply.hijack();
-        deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.identifier, request.ip, request.log);
+        void deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.identifier, request.ip, request.log);
       },
     );
   };

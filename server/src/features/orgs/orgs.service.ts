@@ -4,16 +4,14 @@ import type { DB, OrganizationRow } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { usersRepo } from '../users/users.repo.ts';
+import { orgSlugProblem } from './org-slug.ts';
 import { orgsRepo } from './orgs.repo.ts';
-
-export const ORG_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 export function createOrgsService(deps: { db: Kysely<DB> }) {
   return {
     async create(slug: string, name: string): Promise<OrganizationRow> {
-      if (!ORG_SLUG_PATTERN.test(slug)) {
-        throw new AppError('validation_failed', 'slug must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit');
-      }
+      const problem = orgSlugProblem(slug);
+      if (problem) throw new AppError('validation_failed', problem);
       try {
         return await orgsRepo.insert(deps.db, { id: randomUUID(), slug, name });
       } catch (error) {
