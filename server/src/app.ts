@@ -33,7 +33,7 @@ import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
-import { requestLog } from './lib/request-log.ts';
+import { RequestLogController } from './lib/request-log.ts';
 import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
@@ -126,8 +126,8 @@ export async function buildApp(container: Container) {
       void (reply as FastifyReply).headers(responseHeaders).status(appError.status).send(appError.toBody());
     },
     bodyLimit: 1024 * 1024,
-    // Both servers log requests through one function (lib/request-log.ts), in the hooks below.
-    disableRequestLogging: true,
+    // Both servers log requests through one function (lib/request-log.ts).
+    logController: new RequestLogController(),
     // While closing, requests on open connections get our 503 (the onRequest hook below), not Fastify's body.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
@@ -202,13 +202,8 @@ export async function buildApp(container: Container) {
     if (problem) throw new AppError('validation_failed', problem);
   });
 
-  app.addHook('onRequest', (request, _reply, done) => {
-    requestLog.incoming(request.log, request);
-    done();
-  });
   app.addHook('onResponse', (request, reply, done) => {
     metrics.recordRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
-    requestLog.completed(request.log, reply.statusCode, reply.elapsedTime);
     done();
   });
 

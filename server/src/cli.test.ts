@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, setCookies } from '../test/helpers/http.ts';
+import { eventually } from '../test/helpers/eventually.ts';
 import { waitForReady } from '../test/helpers/server-process.ts';
 import { createTestDatabaseUrl } from '../test/helpers/test-database.ts';
 
@@ -79,6 +80,8 @@ describe('agent-platform CLI', () => {
       server.stderr!.on('data', (chunk) => (output += chunk));
       try {
         await waitForReady(baseUrl, server);
+        // The hint follows the start-up line; a state to wait for, not a moment.
+        await eventually('the first-admin hint', () => (output.includes('No users yet.') ? true : undefined), 10_000);
         expect(output).toContain('No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme');
         expect(output).toContain('--role Admin --org acme');
 

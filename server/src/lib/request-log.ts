@@ -1,3 +1,5 @@
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+
 /** Fastify's request logger and pino's child loggers alike. */
 export interface RequestLogger {
   info(object: object, message: string): void;
@@ -17,3 +19,15 @@ export const requestLog = {
     log.info({ res: { statusCode }, responseTime: milliseconds }, 'request completed');
   },
 };
+
+/** Fastify's request lines, written by requestLog (an answer that failed keeps Fastify's error line). */
+export class RequestLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (!this.isLogDisabled(request)) requestLog.incoming(request.log, request);
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) super.requestCompleted(error, request, reply);
+    else if (!this.isLogDisabled(request)) requestLog.completed(reply.log, reply.statusCode, reply.elapsedTime);
+  }
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { expect } from 'vitest';
 import { startCallbackReceiver, type ReceivedCallback } from './callback-receiver.ts';
-import { startFakeModel, toolResults, type ChatRequest } from './fake-model.ts';
+import { startFakeModel } from './fake-model.ts';
 import { startTestApp, type TestApp } from './test-app.ts';
 import { postEvent, type WebhookSetup } from './webhooks.ts';
 
@@ -50,12 +50,6 @@ export function verifyWithLibrary(secret: string, callback: ReceivedCallback) {
   expect(callback.headers['wh-signature']).toBe(callback.headers['webhook-signature']);
   return event as { type: string; timestamp: string; data: Record<string, any> };
 }
-
-/** First answer: one generateDocument call; once it has the result: a closing text. */
-export const documentThenText = (request: ChatRequest) =>
-  request.messages.some((message) => message.role === 'tool')
-    ? { text: `Made ${JSON.stringify(toolResults(request)[0]!.content)}` }
-    : { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Order', content: '# Order' } }] };
 
 /** Posts an event; returns the id of the action it created. */
 export async function runEvent(app: TestApp, setup: WebhookSetup, payload: Record<string, unknown> = {}): Promise<string> {

@@ -105,3 +105,14 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
     close: server.close,
   };
 }
+
+/** Whether the model has been given tool results already. */
+export const calledTools = (request: ChatRequest) => request.messages.some((message) => message.role === 'tool');
+
+/** First answer: one generateDocument call with `args`; once it has the result: a closing text. */
+export const documentThenText =
+  (args: unknown = { title: 'Order 42', content: '# Order 42\n\n| sku | qty |\n|---|---|\n| A-1 | 2 |' }) =>
+  (request: ChatRequest) =>
+    calledTools(request)
+      ? { text: `Made ${JSON.stringify(toolResults(request)[0]!.content)}` }
+      : { toolCalls: [{ name: 'generateDocument', arguments: args }] };

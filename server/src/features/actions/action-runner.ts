@@ -1,17 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { ModelMessage, ToolSet } from 'ai';
+import type { ModelMessage } from 'ai';
 import type { Insertable, Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type {
-  ActionStatus,
-  DB,
-  ModelProvider,
-  ThreadMessagesTable,
-  ToolCallApproval,
-  ToolCallMode,
-  ToolCallsTable,
-  ToolCallStatus,
-} from '../../db/schema.ts';
+import type { ActionStatus, DB, ModelProvider, ThreadMessagesTable } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
@@ -19,61 +10,13 @@ import { decisionData } from './approvals.service.ts';
 import { claimForRun, transition } from './lifecycle.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
-import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approval-policy.ts';
 import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
-import { callModel, ModelCallError, modelTools, type ProposedCall, type ToolPlan } from './model-step.ts';
+import { callModel, ModelCallError, modelTools } from './model-step.ts';
 import { messageRow, runStore } from './run-store.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { runToolCall } from './tool-execution.ts';
+import { ActionFailure, decideCall, eventMessage, instructionsOf, type Message, planTools, type Run, toRow } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
-
-type RunContext = NonNullable<Awaited<ReturnType<typeof actionsRepo.runContext>>>;
-type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
-
-/** A tool call as the runner tracks it (input and output parsed). */
-interface Call {
-  id: string;
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  mode: ToolCallMode;
-  status: ToolCallStatus;
-  approval: ToolCallApproval;
-  output: unknown;
-  expiresAt: Date | null;
-}
-
-/** One run of an action in this process: what it knows, kept in step with what it stored. */
-interface Run {
-  context: RunContext;
-  plans: Map<string, ToolPlan>;
-  tools: ToolSet;
-  threadId: string;
-  messages: Message[];
-  calls: Map<string, Call>;
-  signal: AbortSignal;
-}
-
-/** A reason the action fails, shown in the ledger as its error. */
-class ActionFailure extends Error {}
-
-const DENIED_BY_PREFERENCE = { type: 'execution-denied', reason: 'The user has chosen to always deny this tool; it was not run.' };
-
-const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<ToolCallsTable> => ({
-  id: call.id,
-  orgId: context.orgId,
-  actionId: context.id,
-  toolCallId: call.toolCallId,
-  toolName: call.toolName,
-  input: JSON.stringify(call.input ?? null),
-  mode: call.mode,
-  status: call.status,
-  approval: call.approval,
-  output: call.output === null ? null : JSON.stringify(call.output),
-  requestedAt,
-  expiresAt: call.expiresAt,
-  completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
-});
 
 /**
  * Runs actions with their agent, one model step at a time. Each step and each tool result is stored
@@ -118,51 +61,13 @@ export function createActionRunner(deps: {
     if (callbacks > 0) deps.announce();
   }
 
-  function planTools(context: RunContext): Map<string, ToolPlan> {
-    const denied = new Set(context.deniedTools ?? []);
-    const plans = new Map<string, ToolPlan>();
-    for (const name of context.tools ?? []) {
-      const definition = deps.tools.get(name);
-      if (!definition) continue; // a tool this build does not have
-      plans.set(name, {
-        definition,
-        mode: resolveToolMode({
-          toolName: name,
-          ruleDefaults: context.approvalRules ?? {},
-          requestOverrides: context.toolApprovals,
-          allowOverrides: context.allowRequestOverrides === true,
-          alwaysDeny: denied.has(name),
-        }),
-      });
-    }
-    return plans;
-  }
-
-  function instructionsOf(context: RunContext, plans: Map<string, ToolPlan>): string {
-    const agentModeTools = [...plans].filter(([, plan]) => plan.mode === 'agent').map(([name]) => name);
-    return [context.agentInstructions, context.ruleInstructions, agentModeTools.length > 0 ? agentModePolicy(agentModeTools) : '']
-      .map((part) => part?.trim())
-      .filter(Boolean)
-      .join('\n\n');
-  }
-
-  /** The first message: the request's own instructions and the event as context. */
-  function eventMessage(context: RunContext): Message {
-    const lines = [];
-    if (context.instructions?.trim()) lines.push(`Instructions for this event:\n${context.instructions.trim()}`, '');
-    lines.push(`Event type: ${context.eventType}`);
-    if (context.externalId) lines.push(`External id: ${context.externalId}`);
-    lines.push('Event data (JSON):', JSON.stringify(context.data ?? {}, null, 2));
-    return { role: 'user', content: lines.join('\n') };
-  }
-
   /** Loads what a run needs; a new run opens its conversation, a resumed one reads it back. */
   async function begin(actionId: string, signal: AbortSignal): Promise<Run | undefined> {
     const context = await actionsRepo.runContext(db, actionId, deps.defaultProvider);
     if (!context) return undefined;
     if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
     if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
-    const plans = planTools(context);
+    const plans = planTools(deps.tools, context);
     const run: Run = {
       context,
       plans,
@@ -182,41 +87,6 @@ export function createActionRunner(deps: {
     run.messages = (await threadsRepo.messages(db, run.threadId)).map(({ role, content }) => ({ role, content }));
     for (const row of await toolCallsRepo.forAction(db, actionId)) run.calls.set(row.toolCallId, { ...row, output: row.output ?? null });
     return run;
-  }
-
-  /** The stored row of each call the model proposed: its mode decides whether it runs, waits or is refused. */
-  function decideCall(run: Run, call: ProposedCall, now: Date): Call {
-    const base = {
-      id: randomUUID(),
-      toolCallId: call.toolCallId,
-      toolName: call.toolName,
-      input: call.input ?? null,
-      expiresAt: null,
-      output: null,
-    };
-    const plan = run.plans.get(call.toolName);
-    if (!plan) {
-      return {
-        ...base,
-        mode: 'allow',
-        status: 'failed',
-        approval: 'not_required',
-        output: { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` },
-      };
-    }
-    if (plan.mode === 'deny') return { ...base, mode: 'deny', status: 'denied', approval: 'not_required', output: DENIED_BY_PREFERENCE };
-    if (plan.mode === 'allow') return { ...base, mode: 'allow', status: 'ready', approval: 'not_required' };
-    const staged = {
-      status: 'staged' as const,
-      approval: 'pending' as const,
-      expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000),
-    };
-    if (plan.mode === 'ask') return { ...base, mode: 'ask', ...staged };
-    // agent: fail-closed; a malformed call keeps its raw input for the human to judge.
-    const decision = call.invalid ? { runNow: false, input: call.input } : readApprovalDecision(call.input);
-    return decision.runNow
-      ? { ...base, input: decision.input ?? null, mode: 'agent', status: 'ready', approval: 'not_required' }
-      : { ...base, input: decision.input ?? null, mode: 'agent', ...staged };
   }
 
   /** One model step, stored; an answer without tool calls completes the action in the same statement. */

@@ -2,15 +2,8 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import {
-  addCallback,
-  approveStaged,
-  auth,
-  documentThenText,
-  runEvent,
-  verifyWithLibrary,
-  startCallbackStack,
-} from '../../../test/helpers/callbacks.ts';
+import { addCallback, approveStaged, auth, runEvent, verifyWithLibrary, startCallbackStack } from '../../../test/helpers/callbacks.ts';
+import { documentThenText } from '../../../test/helpers/fake-model.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
 
@@ -32,7 +25,7 @@ const arrived = (actionId: string, count: number) =>
 
 describe('lifecycle callbacks', () => {
   it('announce every step an action takes, signed so that the standardwebhooks library verifies them, with what each step is about', async () => {
-    model.script(documentThenText);
+    model.script(documentThenText({ title: 'Order', content: '# Order' }));
     const setup = await setupWebhook(app, {}, ask);
     const everything = await addCallback(app, setup, { url: receiver.url('/all') });
     const onlyCompleted = await addCallback(app, setup, { url: receiver.url('/completed'), events: ['action.completed'] });
@@ -110,7 +103,7 @@ describe('lifecycle callbacks', () => {
   });
 
   it('announce an expired approval', async () => {
-    model.script(documentThenText);
+    model.script(documentThenText({ title: 'Order', content: '# Order' }));
     const setup = await setupWebhook(app, {}, { ...ask, approvalTimeoutSeconds: 1 });
     const endpoint = await addCallback(app, setup, { url: receiver.url('/expiry'), events: ['action.expired'] });
     const actionId = await runEvent(app, setup);
@@ -144,7 +137,7 @@ describe('lifecycle callbacks', () => {
   });
 
   it("keep each action's callbacks in lifecycle order at an endpoint, while many actions run and earlier callbacks are retried", async () => {
-    model.script(documentThenText);
+    model.script(documentThenText({ title: 'Order', content: '# Order' }));
     const setup = await setupWebhook(app, {}, ask);
     await addCallback(app, setup, { url: receiver.url('/ordered') });
     const seen = new Set<string>();

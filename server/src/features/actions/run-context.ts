@@ -1,0 +1,132 @@
+import type { ToolSet } from 'ai';
+import type { Insertable } from 'kysely';
+import type { ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type { ToolRegistry } from '../agents/tool-registry.ts';
+import type { actionsRepo } from './actions.repo.ts';
+import { randomUUID } from 'node:crypto';
+import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approval-policy.ts';
+import type { ProposedCall, ToolPlan } from './model-step.ts';
+
+/** What a run of the action runner works with: the action's context, its calls, its first message. */
+export type RunContext = NonNullable<Awaited<ReturnType<typeof actionsRepo.runContext>>>;
+export type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
+
+/** A tool call as the runner tracks it (input and output parsed). */
+export interface Call {
+  id: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  mode: ToolCallMode;
+  status: ToolCallStatus;
+  approval: ToolCallApproval;
+  output: unknown;
+  expiresAt: Date | null;
+}
+
+/** One run of an action in this process: what it knows, kept in step with what it stored. */
+export interface Run {
+  context: RunContext;
+  plans: Map<string, ToolPlan>;
+  tools: ToolSet;
+  threadId: string;
+  messages: Message[];
+  calls: Map<string, Call>;
+  signal: AbortSignal;
+}
+
+/** A reason the action fails, shown in the ledger as its error. */
+export class ActionFailure extends Error {}
+
+export const DENIED_BY_PREFERENCE = { type: 'execution-denied', reason: 'The user has chosen to always deny this tool; it was not run.' };
+
+export const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<ToolCallsTable> => ({
+  id: call.id,
+  orgId: context.orgId,
+  actionId: context.id,
+  toolCallId: call.toolCallId,
+  toolName: call.toolName,
+  input: JSON.stringify(call.input ?? null),
+  mode: call.mode,
+  status: call.status,
+  approval: call.approval,
+  output: call.output === null ? null : JSON.stringify(call.output),
+  requestedAt,
+  expiresAt: call.expiresAt,
+  completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
+});
+
+/** Each of the agent's tools this build has, with its resolved approval mode. */
+export function planTools(tools: ToolRegistry, context: RunContext): Map<string, ToolPlan> {
+  const denied = new Set(context.deniedTools ?? []);
+  const plans = new Map<string, ToolPlan>();
+  for (const name of context.tools ?? []) {
+    const definition = tools.get(name);
+    if (!definition) continue; // a tool this build does not have
+    plans.set(name, {
+      definition,
+      mode: resolveToolMode({
+        toolName: name,
+        ruleDefaults: context.approvalRules ?? {},
+        requestOverrides: context.toolApprovals,
+        allowOverrides: context.allowRequestOverrides === true,
+        alwaysDeny: denied.has(name),
+      }),
+    });
+  }
+  return plans;
+}
+
+/** The system instructions: the agent's, the rule's, and the policy of `agent`-mode tools. */
+export function instructionsOf(context: RunContext, plans: Map<string, ToolPlan>): string {
+  const agentModeTools = [...plans].filter(([, plan]) => plan.mode === 'agent').map(([name]) => name);
+  return [context.agentInstructions, context.ruleInstructions, agentModeTools.length > 0 ? agentModePolicy(agentModeTools) : '']
+    .map((part) => part?.trim())
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+/** The first message: the request's own instructions and the event as context. */
+export function eventMessage(context: RunContext): Message {
+  const lines = [];
+  if (context.instructions?.trim()) lines.push(`Instructions for this event:\n${context.instructions.trim()}`, '');
+  lines.push(`Event type: ${context.eventType}`);
+  if (context.externalId) lines.push(`External id: ${context.externalId}`);
+  lines.push('Event data (JSON):', JSON.stringify(context.data ?? {}, null, 2));
+  return { role: 'user', content: lines.join('\n') };
+}
+
+/** The stored row of each call the model proposed: its mode decides whether it runs, waits or is refused. */
+export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
+  const base = {
+    id: randomUUID(),
+    toolCallId: call.toolCallId,
+    toolName: call.toolName,
+    input: call.input ?? null,
+    expiresAt: null,
+    output: null,
+  };
+  const plan = run.plans.get(call.toolName);
+  if (!plan) {
+    return {
+      ...base,
+      mode: 'allow',
+      status: 'failed',
+      approval: 'not_required',
+      output: { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` },
+    };
+  }
+  if (plan.mode === 'deny') return { ...base, mode: 'deny', status: 'denied', approval: 'not_required', output: DENIED_BY_PREFERENCE };
+  if (plan.mode === 'allow') return { ...base, mode: 'allow', status: 'ready', approval: 'not_required' };
+  const staged = {
+    status: 'staged' as const,
+    approval: 'pending' as const,
+    expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000),
+  };
+  if (plan.mode === 'ask') return { ...base, mode: 'ask', ...staged };
+  // agent: fail-closed; a malformed call keeps its raw input for the human to judge.
+  const decision = call.invalid ? { runNow: false, input: call.input } : readApprovalDecision(call.input);
+  return decision.runNow
+    ? { ...base, input: decision.input ?? null, mode: 'agent', status: 'ready', approval: 'not_required' }
+    : { ...base, input: decision.input ?? null, mode: 'agent', ...staged };
+}
