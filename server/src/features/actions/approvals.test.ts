@@ -1,23 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
-import { documentThenText, startFakeModel } from '../../../test/helpers/fake-model.ts';
-import { runEvent as postAndRun } from '../../../test/helpers/callbacks.ts';
-import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { documentThenText } from '../../../test/helpers/fake-model.ts';
+import { auth, runEvent as postAndRun } from '../../../test/helpers/callbacks.ts';
+import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
-let model: Awaited<ReturnType<typeof startFakeModel>>;
-beforeAll(async () => {
-  model = await startFakeModel();
-  app = await startTestApp({ ...model.env, MODEL_TIMEOUT_SECONDS: '3', MODEL_MAX_RETRIES: '1', ACTION_MAX_STEPS: '4' });
+let model: FakeModel;
+useAppWithModel({ MODEL_TIMEOUT_SECONDS: '3', MODEL_MAX_RETRIES: '1', ACTION_MAX_STEPS: '4' }, (started) => {
+  ({ app, model } = started);
 });
-afterAll(async () => {
-  await app?.close();
-  await model?.close();
-});
-
-const auth = (setup: WebhookSetup) => ({ token: setup.tenant.token, org: setup.tenant.org.slug });
 const runEvent = (setup: WebhookSetup, payload: Record<string, unknown> = {}) =>
   postAndRun(app, setup, { data: { orderId: 42 }, ...payload });
 

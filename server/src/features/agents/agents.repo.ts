@@ -1,19 +1,11 @@
-import type { Kysely } from 'kysely';
-import type { ActionRuleRow, AgentRow, DB, ModelProvider } from '../../db/schema.ts';
+import type { Insertable, Kysely } from 'kysely';
+import type { ActionRuleRow, ActionRulesTable, AgentRow, AgentsTable, DB, ModelProvider } from '../../db/schema.ts';
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
   insert: (
     db: Kysely<DB>,
-    agent: {
-      id: string;
-      orgId: string;
-      name: string;
-      instructions: string;
-      provider: ModelProvider | null;
-      model: string | null;
-      tools: string[];
-    },
+    agent: Omit<Insertable<AgentsTable>, 'tools' | 'createdAt' | 'updatedAt'> & { tools: string[] },
   ): Promise<AgentRow> =>
     db
       .insertInto('agents')
@@ -48,16 +40,7 @@ export const agentsRepo = {
 export const actionRulesRepo = {
   insert: (
     db: Kysely<DB>,
-    rule: {
-      id: string;
-      orgId: string;
-      name: string;
-      agentId: string | null;
-      instructions: string;
-      enabled: boolean;
-      approvalRules: Record<string, string>;
-      approvalTimeoutSeconds: number;
-    },
+    rule: Omit<Insertable<ActionRulesTable>, 'approvalRules' | 'createdAt' | 'updatedAt'> & { approvalRules: Record<string, string> },
   ): Promise<ActionRuleRow> =>
     db
       .insertInto('actionRules')

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -44,15 +45,7 @@ describe('operations endpoints', () => {
     // The callback payload is documented, one variant per event type.
     expect(spec.paths['/orgs/{org}/webhooks/{webhookId}/callbacks']).toBeDefined();
     const callbackEvent = JSON.stringify(spec.components.schemas.CallbackEvent);
-    for (const type of [
-      'action.pending_approval',
-      'action.approved',
-      'action.completed',
-      'action.failed',
-      'action.rejected',
-      'action.expired',
-    ])
-      expect(callbackEvent).toContain(type);
+    for (const type of CALLBACK_EVENT_TYPES) expect(callbackEvent).toContain(type);
     const docs = await app.request('GET', '/docs', { redirect: 'follow' });
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('<html');
