@@ -30,6 +30,7 @@ import { webhooksRoutes } from './features/webhooks/webhooks.routes.ts';
 import { ledgerRoutes } from './features/ledger/ledger.routes.ts';
 import { deliveriesRoutes } from './features/ingest/deliveries.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
+import { emailIntegrationRoutes } from './features/email/email-integration.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
@@ -250,5 +251,6 @@ export async function buildApp(container: Container) {
   await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));
   await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));
   await app.register(modelCredentialsRoutes({ modelCredentials: services.modelCredentials, orgAccess }));
+  await app.register(emailIntegrationRoutes({ emailIntegration: services.emailIntegration, orgAccess }));
   return app;
 }

@@ -62,6 +62,9 @@ const envSchema = z.object({
   MAIL_API_KEY: optionalString,
   MAIL_API_URL: httpUrl.default('https://api.resend.com'),
   MAIL_FROM: z.string().default('Agent Platform <no-reply@agent-platform.localhost>'),
+  /** Each call to the mail provider's API (orgs' email integrations); transient failures are retried. */
+  MAIL_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
+  MAIL_API_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
 
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
@@ -213,6 +216,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
         : null,
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
+    mailApi: { baseUrl: e.MAIL_API_URL, timeoutMs: e.MAIL_API_TIMEOUT_SECONDS * 1000, retries: e.MAIL_API_RETRIES },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     passwordHashCost: e.PASSWORD_HASH_COST,
     rateLimit: {

@@ -32,6 +32,8 @@ import { createWebhooksService } from './features/webhooks/webhooks.service.ts';
 import { createOrgAccess } from './features/orgs/org-access.ts';
 import { createDocumentsService, generateDocumentTool } from './features/documents/documents.service.ts';
 import { createRenderPool } from './features/documents/render-pool.ts';
+import { createEmailIntegrationService } from './features/email/email-integration.service.ts';
+import { createMailClient } from './features/email/mail-client.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
 import { createActionRunner } from './features/actions/action-runner.ts';
 import { createRunRecovery } from './features/actions/run-recovery.ts';
@@ -206,6 +208,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
     },
   });
   const recovery = createRunRecovery({ db, jobs, clock, leaseMs: config.actions.leaseMs });
+  const emailServices = {
+    emailIntegration: createEmailIntegrationService({ db, box, clock, logger, mail: createMailClient(config.mailApi) }),
+  };
   const agentServices = {
     documents,
     runner,
@@ -237,7 +242,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     externalAuthRegistry,
     tools,
     dispatcher,
-    services: { ...services, ...webhookServices, ...agentServices },
+    services: { ...services, ...webhookServices, ...agentServices, ...emailServices },
     middlewares,
     orgAccess,
     trustedOrigins,

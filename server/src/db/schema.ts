@@ -1,8 +1,9 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { EmailIntegrationsTable } from './email-schema.ts';
 
 /** Kysely's view of the tables (camelCase in TypeScript, snake_case in SQL via CamelCasePlugin). */
-type CreatedAt = ColumnType<Date, Date | undefined, never>;
-type UpdatedAt = ColumnType<Date, Date | undefined, Date>;
+export type CreatedAt = ColumnType<Date, Date | undefined, never>;
+export type UpdatedAt = ColumnType<Date, Date | undefined, Date>;
 
 export type UserRole = 'Admin' | 'Guest';
 
@@ -360,6 +361,7 @@ export interface DB {
   callbackEndpoints: CallbackEndpointsTable;
   callbackDeliveries: CallbackDeliveriesTable;
   callbackAttempts: CallbackAttemptsTable;
+  emailIntegrations: EmailIntegrationsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   email_in_use: 409,
   not_replayable: 409,
   already_decided: 409,
+  email_not_configured: 409,
   request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -72,3 +73,6 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
+
+/** With the message clients match on. */
+export const emailNotConfigured = () => new AppError('email_not_configured', 'Email integration not configured');

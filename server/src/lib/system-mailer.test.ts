@@ -57,7 +57,7 @@ describe('system mailer over the mail provider API', () => {
       provider.failNextRequests(1);
       await expect(mailer.send(mail)).rejects.toThrow(/answered 500/);
       const wrongKey = createSystemMailer({ apiKey: 'wrong', apiUrl: provider.url, from: 'x@example.com', logBodies: false }, silent);
-      await expect(wrongKey.send(mail)).rejects.toThrow(/answered 401/);
+      await expect(wrongKey.send(mail)).rejects.toThrow(/answered 403/);
     } finally {
       await provider.close();
     }

@@ -1,0 +1,35 @@
+import type { Insertable, Kysely } from 'kysely';
+import type { EmailIntegrationRow, EmailIntegrationsTable } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+
+export const emailIntegrationRepo = {
+  find: (db: Kysely<DB>, orgId: string): Promise<EmailIntegrationRow | undefined> =>
+    db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', orgId).executeTakeFirst(),
+
+  /** Saves the integration; a changed sender domain forgets what was known of the old one. */
+  upsert: (db: Kysely<DB>, row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>): Promise<EmailIntegrationRow> =>
+    db
+      .insertInto('emailIntegrations')
+      .values(row)
+      .onConflict((oc) => oc.column('orgId').doUpdateSet({ ...row, updatedAt: new Date() }))
+      .returningAll()
+      .executeTakeFirstOrThrow(),
+
+  recordDomainCheck: (
+    db: Kysely<DB>,
+    orgId: string,
+    domain: string,
+    check: { status: string | null; receiving: boolean | null; at: Date },
+  ) =>
+    db
+      .updateTable('emailIntegrations')
+      .set({ domainStatus: check.status, domainReceiving: check.receiving, domainCheckedAt: check.at })
+      .where('orgId', '=', orgId)
+      .where('domain', '=', domain)
+      .returningAll()
+      .executeTakeFirst(),
+
+  /** Whether there was one to delete. */
+  remove: async (db: Kysely<DB>, orgId: string): Promise<boolean> =>
+    (await db.deleteFrom('emailIntegrations').where('orgId', '=', orgId).executeTakeFirst()).numDeletedRows > 0n,
+};

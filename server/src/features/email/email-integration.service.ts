@@ -1,0 +1,142 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { EmailIntegrationRow } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { emailNotConfigured, notFound } from '../../lib/errors.ts';
+import type { ConnectionTest, EmailIntegrationInput, PublicEmailIntegration } from './email-integration.schemas.ts';
+import { emailIntegrationRepo } from './email-integration.repo.ts';
+import { type MailClient, type MailDomain, MailProviderError } from './mail-client.ts';
+
+const hint = (secret: string) => `...${secret.slice(-4)}`;
+const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+
+function toPublic(row: EmailIntegrationRow | undefined): PublicEmailIntegration {
+  if (!row)
+    return { configured: false, fromEmail: null, fromName: null, apiKeyHint: null, webhookSecretHint: null, domain: null, updatedAt: null };
+  return {
+    configured: true,
+    fromEmail: row.fromEmail,
+    fromName: row.fromName,
+    apiKeyHint: row.apiKeyHint,
+    webhookSecretHint: row.webhookSecretHint,
+    domain: { name: row.domain, status: row.domainStatus, receiving: row.domainReceiving, checkedAt: row.domainCheckedAt },
+    updatedAt: row.updatedAt,
+  };
+}
+
+/** Why the provider refused the key, in words an operator can act on. */
+function keyProblem(error: unknown): string {
+  if (!(error instanceof MailProviderError)) throw error;
+  if (error.providerName === 'restricted_api_key') {
+    return 'The API key can only send email. Inbound email needs a full-access key (it reads domains and received mail).';
+  }
+  if (error.status === 401 || error.status === 403) return `The mail provider refused the API key: ${error.message}`;
+  return error.message;
+}
+
+/** The connection test: the key, the sender's domain verified, and that domain able to receive. */
+function judge(domainName: string, domains: MailDomain[] | string): ConnectionTest {
+  if (typeof domains === 'string') {
+    const notChecked = 'Not checked: the API key check failed';
+    return {
+      ok: false,
+      checks: [
+        { name: 'api_key', ok: false, message: domains },
+        { name: 'domain_verified', ok: false, message: notChecked },
+        { name: 'domain_receiving', ok: false, message: notChecked },
+      ],
+    };
+  }
+  const domain = domains.find((candidate) => candidate.name.toLowerCase() === domainName);
+  const verified = domain?.status === 'verified';
+  const receiving = domain?.capabilities?.receiving === 'enabled';
+  const checks: ConnectionTest['checks'] = [
+    { name: 'api_key', ok: true, message: 'The API key is accepted' },
+    {
+      name: 'domain_verified',
+      ok: verified,
+      message: !domain
+        ? `${domainName} is not a domain of this provider account: add and verify it there`
+        : verified
+          ? `${domainName} is verified`
+          : `${domainName} is ${domain.status}, not verified`,
+    },
+    {
+      name: 'domain_receiving',
+      ok: receiving,
+      message: receiving
+        ? `${domainName} receives email`
+        : `${domainName} does not receive email: enable receiving at the provider and add its MX record`,
+    },
+  ];
+  return { ok: checks.every((check) => check.ok), checks };
+}
+
+/**
+ * An org's email integration: the provider key and webhook secret (encrypted; hints only are shown),
+ * the default sender, and what the provider last said of the sender's domain.
+ */
+export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: SecretBox; mail: MailClient; clock: Clock; logger: Logger }) {
+  /** The provider's domains with this key, or why they could not be read. */
+  async function domainsWith(apiKey: string): Promise<MailDomain[] | string> {
+    try {
+      return await deps.mail(apiKey).listDomains();
+    } catch (error) {
+      return keyProblem(error);
+    }
+  }
+
+  async function recordCheck(row: EmailIntegrationRow, domains: MailDomain[] | string): Promise<EmailIntegrationRow> {
+    if (typeof domains === 'string') return row;
+    const domain = domains.find((candidate) => candidate.name.toLowerCase() === row.domain);
+    const check = {
+      status: domain?.status ?? 'not_found',
+      receiving: domain ? domain.capabilities?.receiving === 'enabled' : null,
+      at: deps.clock.now(),
+    };
+    return (await emailIntegrationRepo.recordDomainCheck(deps.db, row.orgId, row.domain, check)) ?? row;
+  }
+
+  return {
+    get: async (orgId: string) => toPublic(await emailIntegrationRepo.find(deps.db, orgId)),
+
+    /** Saves the integration, then asks the provider about the sender's domain (its answer is shown, not required). */
+    async save(orgId: string, input: EmailIntegrationInput): Promise<PublicEmailIntegration> {
+      const row = await emailIntegrationRepo.upsert(deps.db, {
+        orgId,
+        apiKeyEncrypted: deps.box.encrypt(input.apiKey),
+        apiKeyHint: hint(input.apiKey),
+        webhookSecretEncrypted: deps.box.encrypt(input.webhookSecret),
+        webhookSecretHint: hint(input.webhookSecret),
+        fromEmail: input.fromEmail,
+        fromName: input.fromName ?? null,
+        domain: domainOf(input.fromEmail),
+        domainStatus: null,
+        domainReceiving: null,
+        domainCheckedAt: null,
+      });
+      const domains = await domainsWith(input.apiKey);
+      if (typeof domains === 'string')
+        deps.logger.info({ orgId, problem: domains }, 'email integration saved; its domain could not be checked');
+      return toPublic(await recordCheck(row, domains));
+    },
+
+    async remove(orgId: string): Promise<void> {
+      if (!(await emailIntegrationRepo.remove(deps.db, orgId))) throw notFound('Email integration');
+    },
+
+    /** The connection test, of `input` before it is saved, or else of the saved integration (whose domain status it updates). */
+    async test(orgId: string, input: EmailIntegrationInput | undefined): Promise<ConnectionTest> {
+      if (input) return judge(domainOf(input.fromEmail), await domainsWith(input.apiKey));
+      const row = await emailIntegrationRepo.find(deps.db, orgId);
+      if (!row) throw emailNotConfigured();
+      const domains = await domainsWith(deps.box.decrypt(row.apiKeyEncrypted));
+      await recordCheck(row, domains);
+      return judge(row.domain, domains);
+    },
+  };
+}
+
+export type EmailIntegrationService = ReturnType<typeof createEmailIntegrationService>;

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
+import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+
+let app: TestApp;
+let provider: Awaited<ReturnType<typeof startFakeMailProvider>>;
+beforeAll(async () => {
+  provider = await startFakeMailProvider();
+  app = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '2' }, { workers: false });
+});
+afterAll(async () => {
+  await app?.close();
+  await provider?.close();
+});
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+let keys = 0;
+/** A new key of the fake provider's account, with these domains. */
+function newKey(domains: Parameters<typeof provider.addKey>[1] = {}) {
+  const key = `re_${++keys}_${crypto.randomUUID().slice(0, 8)}`;
+  provider.addKey(key, domains);
+  return key;
+}
+const integration = (apiKey: string, fromEmail = 'agents@mail.example.com') => ({
+  apiKey,
+  fromEmail,
+  fromName: 'Acme Agents',
+  webhookSecret: SECRET,
+});
+
+describe('email integration', () => {
+  it('saves the integration encrypted, shows hints and the sender domain status, and removes it', async () => {
+    const { org, token } = await createTenant(app);
+    const base = `/orgs/${org.slug}/email/integration`;
+    expect(await (await app.request('GET', base, { token })).json()).toMatchObject({ configured: false, fromEmail: null, domain: null });
+
+    const apiKey = newKey({ domains: [{ name: 'mail.example.com', status: 'verified', receiving: true }] });
+    const saved = await app.request('PUT', base, { token, body: integration(apiKey, 'Agents@Mail.Example.com') });
+    expect(saved.status).toBe(200);
+    const body = await saved.json();
+    expect(body).toMatchObject({
+      configured: true,
+      fromEmail: 'agents@mail.example.com',
+      fromName: 'Acme Agents',
+      apiKeyHint: `...${apiKey.slice(-4)}`,
+      webhookSecretHint: `...${SECRET.slice(-4)}`,
+      domain: { name: 'mail.example.com', status: 'verified', receiving: true, checkedAt: expect.any(String) },
+    });
+    expect(JSON.stringify(body)).not.toContain(apiKey);
+    expect(JSON.stringify(body)).not.toContain(SECRET);
+    const stored = await app.container.db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', org.id).executeTakeFirstOrThrow();
+    expect(stored.apiKeyEncrypted).not.toContain(apiKey);
+    expect(app.container.box.decrypt(stored.webhookSecretEncrypted)).toBe(SECRET);
+    expect(await (await app.request('GET', base, { token })).json()).toEqual(body);
+    expect(provider.requests.at(-1)).toMatchObject({
+      method: 'GET',
+      url: '/domains',
+      userAgent: expect.stringMatching(/^agent-platform\//),
+    });
+
+    expect((await app.request('DELETE', base, { token })).status).toBe(204);
+    expect((await (await app.request('GET', base, { token })).json()).configured).toBe(false);
+    expect(await (await app.request('DELETE', base, { token })).json()).toEqual({
+      error: 'Email integration not found',
+      code: 'not_found',
+    });
+  });
+
+  it('saves an integration whose domain cannot be checked, with the status unknown', async () => {
+    const { org, token } = await createTenant(app);
+    const saved = await app.request('PUT', `/orgs/${org.slug}/email/integration`, {
+      token,
+      body: integration(newKey({ restricted: true })),
+    });
+    expect(saved.status).toBe(200);
+    expect((await saved.json()).domain).toEqual({ name: 'mail.example.com', status: null, receiving: null, checkedAt: null });
+  });
+
+  it('tests a connection before saving: the key, the domain verified, the domain receiving', async () => {
+    const { org, token } = await createTenant(app);
+    const test = (body?: unknown) => app.request('POST', `/orgs/${org.slug}/email/integration/test`, { token, body });
+    const names = (result: { checks: Array<{ name: string; ok: boolean }> }) =>
+      Object.fromEntries(result.checks.map((check) => [check.name, check.ok]));
+
+    const good = await (await test(integration(newKey({ domains: [{ name: 'mail.example.com' }] })))).json();
+    expect(good).toEqual({ ok: true, checks: expect.any(Array) });
+    expect(names(good)).toEqual({ api_key: true, domain_verified: true, domain_receiving: true });
+
+    const sendingOnly = await (await test(integration(newKey({ restricted: true })))).json();
+    expect(sendingOnly.ok).toBe(false);
+    expect(sendingOnly.checks[0]).toEqual({ name: 'api_key', ok: false, message: expect.stringMatching(/can only send email/) });
+
+    const pending = await (
+      await test(integration(newKey({ domains: [{ name: 'mail.example.com', status: 'pending', receiving: false }] })))
+    ).json();
+    expect(names(pending)).toEqual({ api_key: true, domain_verified: false, domain_receiving: false });
+    expect(pending.checks[1].message).toBe('mail.example.com is pending, not verified');
+
+    const elsewhere = await (await test(integration(newKey({ domains: [{ name: 'other.example' }] })))).json();
+    expect(elsewhere.checks[1].message).toMatch(/not a domain of this provider account/);
+
+    const wrongKey = await (await test(integration('re_not_a_key_of_anyone'))).json();
+    expect(wrongKey.checks[0]).toEqual({
+      name: 'api_key',
+      ok: false,
+      message: 'The mail provider refused the API key: API key is invalid',
+    });
+
+    // Nothing was saved by the tests; without a body, the saved integration is tested.
+    expect(await (await test()).json()).toEqual({ error: 'Email integration not configured', code: 'email_not_configured' });
+    expect((await test()).status).toBe(409);
+    await app.request('PUT', `/orgs/${org.slug}/email/integration`, {
+      token,
+      body: integration(newKey({ domains: [{ name: 'mail.example.com' }] })),
+    });
+    expect((await (await test()).json()).ok).toBe(true);
+  });
+
+  it('retries a provider that answers 429 (after retry-after) or 5xx, and reports one that stays down', async () => {
+    const { org, token } = await createTenant(app);
+    const test = (body: unknown) => app.request('POST', `/orgs/${org.slug}/email/integration/test`, { token, body });
+    const apiKey = newKey({ domains: [{ name: 'mail.example.com' }] });
+    provider.failNextRequests(1, 429, { 'retry-after': '0' });
+    provider.failNextRequests(1, 503);
+    expect((await (await test(integration(apiKey))).json()).ok).toBe(true);
+    provider.failNextRequests(3, 500);
+    const down = await (await test(integration(apiKey))).json();
+    expect(down.checks[0]).toEqual({ name: 'api_key', ok: false, message: 'temporary failure' });
+  });
+
+  it('refuses bad input with 400 and says which field', async () => {
+    const { org, token } = await createTenant(app);
+    const put = (body: unknown) => app.request('PUT', `/orgs/${org.slug}/email/integration`, { token, body });
+    for (const body of [
+      { ...integration(newKey()), fromEmail: 'not an address' },
+      { ...integration(newKey()), webhookSecret: 'plain-secret' },
+      { ...integration(newKey()), apiKey: '' },
+      { fromEmail: 'a@b.example' },
+    ]) {
+      const response = await put(body);
+      expect(response.status).toBe(400);
+      expect((await response.json()).code).toBe('validation_failed');
+    }
+  });
+
+  it("is for the org's admins: a guest gets 403, another org's admin 404, no session 401", async () => {
+    const { org, token } = await createTenant(app);
+    await app.request('PUT', `/orgs/${org.slug}/email/integration`, { token, body: integration(newKey()) });
+    const guest = await createUser(app, { role: 'Guest', org: org.slug });
+    const outsider = await createTenant(app);
+    const base = `/orgs/${org.slug}/email/integration`;
+    expect((await app.request('GET', base, { token: await signIn(app, guest) })).status).toBe(403);
+    for (const [method, body] of [['GET'], ['PUT', integration(newKey())], ['DELETE'], ['POST', undefined]] as const) {
+      const url = method === 'POST' ? `${base}/test` : base;
+      expect((await app.request(method, url, { token: outsider.token, body })).status).toBe(404);
+    }
+    expect((await app.request('GET', base)).status).toBe(401);
+    expect((await (await app.request('GET', base, { token })).json()).configured).toBe(true);
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * The `mail` provider's HTTP API (Resend's), typed from its documented shapes: one client per org's
+ * API key, over fetch. Transient answers (429, honouring `retry-after`, and 5xx) and network failures
+ * are retried a few times; anything else becomes a MailProviderError with the provider's own
+ * `name` and `message`. The official `resend` package reads its base URL from process.env only, and
+ * the base URL here is per deployment (MAIL_API_URL), so this small client stands in for it.
+ */
+
+export interface MailDomain {
+  id: string;
+  name: string;
+  status: string;
+  capabilities?: { sending?: string; receiving?: string };
+}
+
+export interface MailClientOptions {
+  baseUrl: string;
+  timeoutMs: number;
+  /** Retries of a transient failure (so at most 1 + retries attempts). */
+  retries: number;
+  /** Wait before retry n (1-based) when the provider gave no retry-after. */
+  backoffMs?: (retry: number) => number;
+}
+
+/** What the provider answered when it refused, or why it could not be reached (status 0). */
+export class MailProviderError extends Error {
+  readonly status: number;
+  /** The provider's error name (`restricted_api_key`, `validation_error`, ...), or `unreachable`. */
+  readonly providerName: string;
+  constructor(status: number, providerName: string, message: string) {
+    super(message);
+    this.name = 'MailProviderError';
+    this.status = status;
+    this.providerName = providerName;
+  }
+}
+
+const USER_AGENT = 'agent-platform/0.1 (+https://github.com/agent-platform)';
+/** A retry-after longer than this is not waited for: the caller's job retries later instead. */
+const MAX_RETRY_AFTER_MS = 10_000;
+
+const isTransient = (status: number) => status === 429 || status >= 500;
+
+function retryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+async function errorOf(response: Response): Promise<MailProviderError> {
+  const text = await response.text().catch(() => '');
+  let body: { message?: unknown; name?: unknown } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    // not JSON: keep the status
+  }
+  const message = typeof body.message === 'string' ? body.message : `The mail provider answered ${response.status}`;
+  return new MailProviderError(response.status, typeof body.name === 'string' ? body.name : `http_${response.status}`, message);
+}
+
+export function createMailClient(options: MailClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/$/, '');
+  const backoffMs = options.backoffMs ?? ((retry: number) => 250 * 4 ** (retry - 1));
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function call<T>(apiKey: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      let response: Response;
+      try {
+        response = await fetch(`${baseUrl}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            'user-agent': USER_AGENT,
+            accept: 'application/json',
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+            ...headers,
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          redirect: 'error',
+          signal: AbortSignal.timeout(options.timeoutMs),
+        });
+      } catch (error) {
+        if (attempt < options.retries) {
+          await sleep(backoffMs(attempt + 1));
+          continue;
+        }
+        const reason =
+          error instanceof Error && error.name === 'TimeoutError'
+            ? `no answer within ${options.timeoutMs / 1000} s`
+            : String((error as Error)?.message ?? error);
+        throw new MailProviderError(0, 'unreachable', `The mail provider could not be reached: ${reason}`);
+      }
+      if (response.ok) return (await response.json()) as T;
+      if (isTransient(response.status) && attempt < options.retries) {
+        const wait = retryAfterMs(response.headers.get('retry-after')) ?? backoffMs(attempt + 1);
+        if (wait <= MAX_RETRY_AFTER_MS) {
+          await response.body?.cancel();
+          await sleep(wait);
+          continue;
+        }
+      }
+      throw await errorOf(response);
+    }
+  }
+
+  /** The calls made with one org's key. */
+  return (apiKey: string) => ({
+    listDomains: async (): Promise<MailDomain[]> => (await call<{ data: MailDomain[] }>(apiKey, 'GET', '/domains')).data ?? [],
+  });
+}
+
+export type MailClient = ReturnType<typeof createMailClient>;
+export type MailClientForKey = ReturnType<MailClient>;
