@@ -31,6 +31,7 @@ import { ledgerRoutes } from './features/ledger/ledger.routes.ts';
 import { deliveriesRoutes } from './features/ingest/deliveries.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { emailIntegrationRoutes } from './features/email/email-integration.routes.ts';
+import { inboxesRoutes } from './features/email/inboxes.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
@@ -252,5 +253,6 @@ export async function buildApp(container: Container) {
   await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));
   await app.register(modelCredentialsRoutes({ modelCredentials: services.modelCredentials, orgAccess }));
   await app.register(emailIntegrationRoutes({ emailIntegration: services.emailIntegration, orgAccess }));
+  await app.register(inboxesRoutes({ inboxes: services.inboxes, orgAccess }));
   return app;
 }

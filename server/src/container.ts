@@ -34,6 +34,7 @@ import { createDocumentsService, generateDocumentTool } from './features/documen
 import { createRenderPool } from './features/documents/render-pool.ts';
 import { createEmailIntegrationService } from './features/email/email-integration.service.ts';
 import { createMailClient } from './features/email/mail-client.ts';
+import { createInboxesService } from './features/email/inboxes.service.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
 import { createActionRunner } from './features/actions/action-runner.ts';
 import { createRunRecovery } from './features/actions/run-recovery.ts';
@@ -208,8 +209,10 @@ export async function createContainer(config: Config, options: ContainerOptions 
     },
   });
   const recovery = createRunRecovery({ db, jobs, clock, leaseMs: config.actions.leaseMs });
+  const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail: createMailClient(config.mailApi) });
   const emailServices = {
-    emailIntegration: createEmailIntegrationService({ db, box, clock, logger, mail: createMailClient(config.mailApi) }),
+    emailIntegration,
+    inboxes: createInboxesService({ db, integration: emailIntegration }),
   };
   const agentServices = {
     documents,

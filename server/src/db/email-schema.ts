@@ -1,5 +1,5 @@
-import type { Selectable } from 'kysely';
-import type { CreatedAt, UpdatedAt } from './schema.ts';
+import type { ColumnType, Selectable } from 'kysely';
+import type { ApprovalMode, CreatedAt, UpdatedAt } from './schema.ts';
 
 /** The email side's tables (the rest are in schema.ts, which lists them all in DB). */
 export interface EmailIntegrationsTable {
@@ -21,3 +21,29 @@ export interface EmailIntegrationsTable {
 }
 
 export type EmailIntegrationRow = Selectable<EmailIntegrationsTable>;
+
+export interface EmailInboxesTable {
+  id: string;
+  orgId: string;
+  /** Lower-cased; unique across all orgs. */
+  emailAddress: string;
+  displayName: string;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface EmailInboxAgentsTable {
+  inboxId: string;
+  agentId: string;
+  orgId: string;
+  isPrimary: boolean;
+  autoRespond: boolean;
+  /** Approval modes per tool for this inbox's actions; null: sendEmail `allow` for an auto-response, every other tool `ask`. */
+  approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null, string | null>;
+  /** The user an auto-response runs as. */
+  assignedByUserId: string | null;
+  createdAt: CreatedAt;
+}
+
+export type EmailInboxRow = Selectable<EmailInboxesTable>;
+export type EmailInboxAgentRow = Selectable<EmailInboxAgentsTable>;

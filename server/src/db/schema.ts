@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
-import type { EmailIntegrationsTable } from './email-schema.ts';
+import type { EmailInboxAgentsTable, EmailInboxesTable, EmailIntegrationsTable } from './email-schema.ts';
 
 /** Kysely's view of the tables (camelCase in TypeScript, snake_case in SQL via CamelCasePlugin). */
 export type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -362,6 +362,8 @@ export interface DB {
   callbackDeliveries: CallbackDeliveriesTable;
   callbackAttempts: CallbackAttemptsTable;
   emailIntegrations: EmailIntegrationsTable;
+  emailInboxes: EmailInboxesTable;
+  emailInboxAgents: EmailInboxAgentsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -31,6 +31,7 @@ export const ERROR_STATUS = {
   not_replayable: 409,
   already_decided: 409,
   email_not_configured: 409,
+  domain_not_verified: 422,
   request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -74,5 +75,6 @@ export class AppError extends Error {
 
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
 
-/** With the message clients match on. */
+/** The email errors, with the messages clients match on. */
 export const emailNotConfigured = () => new AppError('email_not_configured', 'Email integration not configured');
+export const domainNotVerified = () => new AppError('domain_not_verified', 'Domain is not verified');

@@ -7,7 +7,7 @@ import * as callbacks from './0005_callbacks.ts';
 import * as ledgerReferences from './0006_ledger_references.ts';
 import * as idempotentMessageIds from './0007_idempotent_message_ids.ts';
 import * as userModelUsage from './0008_user_model_usage.ts';
-import * as emailIntegrations from './0009_email_integrations.ts';
+import * as email from './0009_email.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -19,7 +19,7 @@ const migrations: Record<string, Migration> = {
   '0006_ledger_references': ledgerReferences,
   '0007_idempotent_message_ids': idempotentMessageIds,
   '0008_user_model_usage': userModelUsage,
-  '0009_email_integrations': emailIntegrations,
+  '0009_email': email,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -4,7 +4,7 @@ import type { EmailIntegrationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { emailNotConfigured, notFound } from '../../lib/errors.ts';
+import { AppError, domainNotVerified, emailNotConfigured, notFound } from '../../lib/errors.ts';
 import type { ConnectionTest, EmailIntegrationInput, PublicEmailIntegration } from './email-integration.schemas.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { type MailClient, type MailDomain, MailProviderError } from './mail-client.ts';
@@ -121,6 +121,19 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
       if (typeof domains === 'string')
         deps.logger.info({ orgId, problem: domains }, 'email integration saved; its domain could not be checked');
       return toPublic(await recordCheck(row, domains));
+    },
+
+    /**
+     * Refuses an address that is not on a domain the provider has verified for the org's integration
+     * (asked now, not from what was last known): no integration, 409; not verified, 422.
+     */
+    async requireVerifiedDomain(orgId: string, address: string): Promise<void> {
+      const row = await emailIntegrationRepo.find(deps.db, orgId);
+      if (!row) throw emailNotConfigured();
+      const domains = await domainsWith(deps.box.decrypt(row.apiKeyEncrypted));
+      if (typeof domains === 'string') throw new AppError('upstream_unavailable', `The domain could not be checked: ${domains}`);
+      const domain = domains.find((candidate) => candidate.name.toLowerCase() === domainOf(address));
+      if (domain?.status !== 'verified') throw domainNotVerified();
     },
 
     async remove(orgId: string): Promise<void> {

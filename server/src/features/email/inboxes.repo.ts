@@ -1,0 +1,56 @@
+import type { Insertable, Kysely } from 'kysely';
+import type { EmailInboxAgentRow, EmailInboxAgentsTable, EmailInboxRow } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+
+/** Inboxes and their agents; every query is scoped by org_id. */
+export const inboxesRepo = {
+  insert: (db: Kysely<DB>, row: { id: string; orgId: string; emailAddress: string; displayName: string }): Promise<EmailInboxRow> =>
+    db.insertInto('emailInboxes').values(row).returningAll().executeTakeFirstOrThrow(),
+
+  list: (db: Kysely<DB>, orgId: string): Promise<EmailInboxRow[]> =>
+    db.selectFrom('emailInboxes').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+
+  find: (db: Kysely<DB>, orgId: string, id: string): Promise<EmailInboxRow | undefined> =>
+    db.selectFrom('emailInboxes').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+
+  rename: (db: Kysely<DB>, orgId: string, id: string, displayName: string): Promise<EmailInboxRow | undefined> =>
+    db
+      .updateTable('emailInboxes')
+      .set({ displayName, updatedAt: new Date() })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
+
+  remove: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
+    (await db.deleteFrom('emailInboxes').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
+
+  /** The agents of these inboxes, primary first. */
+  agentsOf: (db: Kysely<DB>, inboxIds: string[]): Promise<EmailInboxAgentRow[]> =>
+    inboxIds.length === 0
+      ? Promise.resolve([])
+      : db
+          .selectFrom('emailInboxAgents')
+          .selectAll()
+          .where('inboxId', 'in', inboxIds)
+          .orderBy('isPrimary', 'desc')
+          .orderBy('createdAt')
+          .execute(),
+
+  insertAgent: (db: Kysely<DB>, row: Omit<Insertable<EmailInboxAgentsTable>, 'createdAt'>): Promise<EmailInboxAgentRow> =>
+    db.insertInto('emailInboxAgents').values(row).returningAll().executeTakeFirstOrThrow(),
+
+  /** Makes no agent of the inbox primary (before another becomes it). */
+  demotePrimary: (db: Kysely<DB>, inboxId: string) =>
+    db.updateTable('emailInboxAgents').set({ isPrimary: false }).where('inboxId', '=', inboxId).where('isPrimary', '=', true).execute(),
+
+  removeAgent: async (db: Kysely<DB>, orgId: string, inboxId: string, agentId: string): Promise<boolean> =>
+    (
+      await db
+        .deleteFrom('emailInboxAgents')
+        .where('orgId', '=', orgId)
+        .where('inboxId', '=', inboxId)
+        .where('agentId', '=', agentId)
+        .executeTakeFirst()
+    ).numDeletedRows > 0n,
+};

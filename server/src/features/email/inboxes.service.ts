@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { EmailInboxAgentRow, EmailInboxRow } from '../../db/email-schema.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { DB } from '../../db/schema.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { agentsRepo } from '../agents/agents.repo.ts';
+import type { EmailIntegrationService } from './email-integration.service.ts';
+import type { AssignmentInput, InboxInput, PublicInbox } from './inboxes.schemas.ts';
+import { inboxesRepo } from './inboxes.repo.ts';
+
+const toAssignment = (row: EmailInboxAgentRow) => ({
+  agentId: row.agentId,
+  isPrimary: row.isPrimary,
+  autoRespond: row.autoRespond,
+  approvalRules: row.approvalRules,
+  assignedByUserId: row.assignedByUserId,
+  createdAt: row.createdAt,
+});
+
+/** An org's inboxes (addresses on verified domains, unique across orgs) and the agents that answer them. */
+export function createInboxesService(deps: { db: Kysely<DB>; integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'> }) {
+  const { db } = deps;
+
+  async function withAgents(rows: EmailInboxRow[]): Promise<PublicInbox[]> {
+    const agents = await inboxesRepo.agentsOf(
+      db,
+      rows.map((row) => row.id),
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      emailAddress: row.emailAddress,
+      displayName: row.displayName,
+      agents: agents.filter((agent) => agent.inboxId === row.id).map(toAssignment),
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+    }));
+  }
+
+  async function requireInbox(orgId: string, inboxId: string): Promise<EmailInboxRow> {
+    const inbox = await inboxesRepo.find(db, orgId, inboxId);
+    if (!inbox) throw notFound('Inbox');
+    return inbox;
+  }
+
+  return {
+    async create(orgId: string, input: InboxInput): Promise<PublicInbox> {
+      await deps.integration.requireVerifiedDomain(orgId, input.emailAddress);
+      try {
+        const row = await inboxesRepo.insert(db, { id: randomUUID(), orgId, ...input });
+        return (await withAgents([row]))[0]!;
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppError('conflict', `An inbox for ${input.emailAddress} already exists`);
+        throw error;
+      }
+    },
+
+    list: async (orgId: string) => withAgents(await inboxesRepo.list(db, orgId)),
+
+    get: async (orgId: string, inboxId: string) => (await withAgents([await requireInbox(orgId, inboxId)]))[0]!,
+
+    async rename(orgId: string, inboxId: string, displayName: string): Promise<PublicInbox> {
+      const row = await inboxesRepo.rename(db, orgId, inboxId, displayName);
+      if (!row) throw notFound('Inbox');
+      return (await withAgents([row]))[0]!;
+    },
+
+    async remove(orgId: string, inboxId: string): Promise<void> {
+      if (!(await inboxesRepo.remove(db, orgId, inboxId))) throw notFound('Inbox');
+    },
+
+    /** Assigns an org's agent; as primary, it takes the place of the previous primary. */
+    async assign(orgId: string, inboxId: string, userId: string, input: AssignmentInput) {
+      await requireInbox(orgId, inboxId);
+      if (!(await agentsRepo.find(db, orgId, input.agentId))) throw notFound('Agent');
+      try {
+        const row = await db.transaction().execute(async (trx) => {
+          if (input.isPrimary) await inboxesRepo.demotePrimary(trx, inboxId);
+          return inboxesRepo.insertAgent(trx, {
+            inboxId,
+            orgId,
+            agentId: input.agentId,
+            isPrimary: input.isPrimary,
+            autoRespond: input.autoRespond,
+            approvalRules: input.approvalRules === null ? null : JSON.stringify(input.approvalRules),
+            assignedByUserId: userId,
+          });
+        });
+        return toAssignment(row);
+      } catch (error) {
+        if (isUniqueViolation(error, 'email_inbox_agents_one_primary')) {
+          throw new AppError('conflict', 'Another primary agent was assigned at the same moment; try again');
+        }
+        if (isUniqueViolation(error)) throw new AppError('conflict', 'This agent is assigned to the inbox already');
+        throw error;
+      }
+    },
+
+    agents: async (orgId: string, inboxId: string) => (await withAgents([await requireInbox(orgId, inboxId)]))[0]!.agents,
+
+    async unassign(orgId: string, inboxId: string, agentId: string): Promise<void> {
+      if (!(await inboxesRepo.removeAgent(db, orgId, inboxId, agentId))) throw notFound('Assignment');
+    },
+  };
+}
+
+export type InboxesService = ReturnType<typeof createInboxesService>;
