@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/helpers/http.ts';
 import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
 import { signingHeaders } from './verification.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
 
 let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
 beforeAll(async () => {
@@ -54,12 +55,11 @@ describe('durability of acknowledged events', () => {
         }
       };
       const senders = Array.from({ length: 20 }, sender);
-      const deadline = Date.now() + 15_000;
-      while (answered.size < 200) {
-        if (Date.now() > deadline)
-          throw new Error(`only ${answered.size} answered: ${JSON.stringify([...statuses])}; webhook ${JSON.stringify(created)}`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await eventually(
+        `200 answered posts (so far ${answered.size}: ${JSON.stringify([...statuses])})`,
+        () => (answered.size >= 200 ? true : undefined),
+        15_000,
+      );
       const exited = killServerProcess(server);
       killed = true;
       await Promise.all(senders);
