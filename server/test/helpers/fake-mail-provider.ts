@@ -2,12 +2,27 @@ import type { ServerResponse } from 'node:http';
 import { sendJson, startLoopbackServer } from './http.ts';
 
 export interface SentEmail {
+  /** The provider's id, and the Message-ID it gave the email. */
+  id: string;
+  messageId: string;
   from: string;
   to: string[];
   subject: string;
   text?: string;
   html?: string;
+  headers?: Record<string, string>;
   idempotencyKey?: string;
+}
+
+/** An email the fake provider received, as a test describes it. */
+export interface FakeInbound {
+  from: string;
+  to: string[];
+  subject: string;
+  text?: string;
+  html?: string;
+  headers?: Record<string, string>;
+  attachments?: Array<{ filename: string; contentType: string; content: Buffer }>;
 }
 
 export interface FakeDomain {
@@ -36,7 +51,29 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
   const accounts = new Map<string, FakeAccount>([[apiKey, { restricted: false, domains: [] }]]);
   const failures: Array<{ status: number; headers: Record<string, string> }> = [];
   const requests: Array<{ method: string; url: string; userAgent?: string }> = [];
+  const byIdempotencyKey = new Map<string, { body: string; email: SentEmail }>();
+  const received = new Map<string, FakeInbound & { id: string; messageId: string; createdAt: string; attachmentIds: string[] }>();
+  const attachments = new Map<string, { emailId: string; filename: string; contentType: string; content: Buffer; token: string }>();
+  const attachmentJson = (id: string) => {
+    const attachment = attachments.get(id)!;
+    return {
+      id,
+      filename: attachment.filename,
+      content_type: attachment.contentType,
+      content_disposition: 'attachment',
+      content_id: null,
+      size: attachment.content.length,
+    };
+  };
   const server = await startLoopbackServer((request, response, body) => {
+    // A signed download URL: no API key, as the provider's storage links.
+    const download = request.url!.match(/^\/downloads\/([\w-]+)$/);
+    if (request.method === 'GET' && download) {
+      const attachment = [...attachments.values()].find((candidate) => candidate.token === download[1]);
+      if (!attachment) return refuse(response, 404, 'not_found', 'Download link not found');
+      response.writeHead(200, { 'content-type': attachment.contentType, 'content-length': String(attachment.content.length) });
+      return response.end(attachment.content);
+    }
     requests.push({ method: request.method!, url: request.url!, userAgent: request.headers['user-agent'] });
     const authorization = request.headers.authorization;
     if (!authorization?.startsWith('Bearer '))
@@ -67,20 +104,105 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         })),
       });
     }
-    if (request.method !== 'POST' || request.url !== '/emails') return refuse(response, 404, 'not_found', 'Route not found');
-    const email = { ...(JSON.parse(body) as SentEmail), idempotencyKey: request.headers['idempotency-key'] as string | undefined };
+    const path = request.url!.split('?')[0]!;
+    const receiving = path.match(/^\/emails\/receiving\/([\w-]+)(?:\/attachments(?:\/([\w-]+))?)?$/);
+    if (request.method === 'GET' && receiving) {
+      if (account.restricted) return refuse(response, 401, 'restricted_api_key', 'This API key is restricted to only send emails');
+      const email = received.get(receiving[1]!);
+      if (!email) return refuse(response, 404, 'not_found', 'Email not found');
+      if (receiving[2]) {
+        const attachment = attachments.get(receiving[2]);
+        if (!attachment || attachment.emailId !== email.id) return refuse(response, 404, 'not_found', 'Attachment not found');
+        return sendJson(response, 200, {
+          object: 'attachment',
+          ...attachmentJson(receiving[2]),
+          download_url: `${server.url}/downloads/${attachment.token}`,
+          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+        });
+      }
+      if (request.url!.includes('/attachments')) {
+        // One per page, so that paging is exercised.
+        const after = new URL(request.url!, server.url).searchParams.get('after');
+        const start = after ? email.attachmentIds.indexOf(after) + 1 : 0;
+        const page = email.attachmentIds.slice(start, start + 1);
+        return sendJson(response, 200, {
+          object: 'list',
+          has_more: start + 1 < email.attachmentIds.length,
+          data: page.map(attachmentJson),
+        });
+      }
+      return sendJson(response, 200, {
+        object: 'email',
+        id: email.id,
+        to: email.to,
+        from: email.from,
+        created_at: email.createdAt,
+        subject: email.subject,
+        html: email.html ?? null,
+        text: email.text ?? null,
+        headers: email.headers ?? {},
+        bcc: [],
+        cc: [],
+        reply_to: [],
+        received_for: email.to,
+        message_id: email.messageId,
+        attachments: email.attachmentIds.map(attachmentJson),
+      });
+    }
+    const sentById = path.match(/^\/emails\/([\w-]+)$/);
+    if (request.method === 'GET' && sentById) {
+      const email = sent.find((candidate) => candidate.id === sentById[1]);
+      if (!email) return refuse(response, 404, 'not_found', 'Email not found');
+      return sendJson(response, 200, {
+        object: 'email',
+        id: email.id,
+        message_id: email.messageId,
+        last_event: 'sent',
+        to: email.to,
+        from: email.from,
+        subject: email.subject,
+      });
+    }
+    if (request.method !== 'POST' || path !== '/emails') return refuse(response, 404, 'not_found', 'Route not found');
+    const idempotencyKey = request.headers['idempotency-key'] as string | undefined;
+    const earlier = idempotencyKey ? byIdempotencyKey.get(idempotencyKey) : undefined;
+    if (earlier) {
+      if (earlier.body !== body)
+        return refuse(response, 409, 'invalid_idempotent_request', 'Same idempotency key used with a different request payload');
+      return sendJson(response, 200, { id: earlier.email.id });
+    }
+    const id = crypto.randomUUID();
+    const email: SentEmail = {
+      ...(JSON.parse(body) as Omit<SentEmail, 'id' | 'messageId'>),
+      id,
+      messageId: `<${id}@email.fake-provider.test>`,
+      idempotencyKey,
+    };
+    if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, { body, email });
     sent.push(email);
     for (const waiter of waiters.filter((w) => w.match(email))) {
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve(email);
     }
-    sendJson(response, 200, { id: crypto.randomUUID() });
+    sendJson(response, 200, { id });
   });
   return {
     url: server.url,
     apiKey,
     sent,
     requests,
+    /** An email the provider received (as its inbound would), with attachments to download; returns its id. */
+    receive(email: FakeInbound): { id: string; messageId: string } {
+      const id = crypto.randomUUID();
+      const attachmentIds = (email.attachments ?? []).map((attachment) => {
+        const attachmentId = crypto.randomUUID();
+        attachments.set(attachmentId, { emailId: id, ...attachment, token: crypto.randomUUID() });
+        return attachmentId;
+      });
+      const messageId = `<${id}@inbound.fake-provider.test>`;
+      received.set(id, { ...email, id, messageId, createdAt: new Date().toISOString(), attachmentIds });
+      return { id, messageId };
+    },
     /** Another API key of the account, with its domains (or a sending-only key). */
     addKey(key: string, account: { restricted?: boolean; domains?: FakeDomain[] } = {}) {
       accounts.set(key, { restricted: account.restricted ?? false, domains: account.domains ?? [] });

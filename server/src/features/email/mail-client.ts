@@ -13,6 +13,58 @@ export interface MailDomain {
   capabilities?: { sending?: string; receiving?: string };
 }
 
+/** POST /emails: `from` as "Name <address>", at most 50 recipients. */
+export interface OutgoingEmail {
+  from: string;
+  to: string[];
+  subject: string;
+  text: string;
+  html?: string;
+  cc?: string[];
+  reply_to?: string[];
+  headers?: Record<string, string>;
+  attachments?: Array<{ filename: string; content: string; content_type?: string }>;
+  tags?: Array<{ name: string; value: string }>;
+}
+
+/** GET /emails/{id}: what we use of a sent email. */
+export interface SentEmailRecord {
+  id: string;
+  message_id?: string | null;
+  last_event?: string | null;
+}
+
+export interface ReceivedAttachmentSummary {
+  id: string;
+  filename: string | null;
+  content_type: string | null;
+  content_disposition?: string | null;
+  content_id?: string | null;
+  size?: number;
+}
+
+/** GET /emails/receiving/{id}: a received message, with its bodies and (flat) headers. */
+export interface ReceivedEmail {
+  id: string;
+  from: string;
+  to: string[];
+  cc?: string[] | null;
+  reply_to?: string[] | null;
+  subject: string | null;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string> | null;
+  message_id: string | null;
+  created_at: string;
+  attachments: ReceivedAttachmentSummary[];
+}
+
+/** GET /emails/receiving/{email_id}/attachments/{id}: where to download it (valid one hour). */
+export interface ReceivedAttachment extends ReceivedAttachmentSummary {
+  download_url: string;
+  expires_at: string;
+}
+
 export interface MailClientOptions {
   baseUrl: string;
   timeoutMs: number;
@@ -107,9 +159,39 @@ export function createMailClient(options: MailClientOptions) {
     }
   }
 
+  const segment = encodeURIComponent;
+
   /** The calls made with one org's key. */
   return (apiKey: string) => ({
     listDomains: async (): Promise<MailDomain[]> => (await call<{ data: MailDomain[] }>(apiKey, 'GET', '/domains')).data ?? [],
+
+    /** Sends once per idempotency key (kept 24 h by the provider): a retried or resumed send is not sent twice. */
+    sendEmail: (email: OutgoingEmail, idempotencyKey: string): Promise<{ id: string }> =>
+      call(apiKey, 'POST', '/emails', email, { 'idempotency-key': idempotencyKey }),
+
+    /** A sent email; its `message_id` may be missing for a moment after the send. */
+    getEmail: (id: string): Promise<SentEmailRecord> => call(apiKey, 'GET', `/emails/${segment(id)}`),
+
+    getReceivedEmail: (id: string): Promise<ReceivedEmail> => call(apiKey, 'GET', `/emails/receiving/${segment(id)}`),
+
+    /** Every attachment of a received email (all pages). */
+    async listReceivedAttachments(emailId: string): Promise<ReceivedAttachmentSummary[]> {
+      const all: ReceivedAttachmentSummary[] = [];
+      for (let after: string | undefined; ; ) {
+        const query = `?limit=100${after ? `&after=${segment(after)}` : ''}`;
+        const page = await call<{ data: ReceivedAttachmentSummary[]; has_more?: boolean }>(
+          apiKey,
+          'GET',
+          `/emails/receiving/${segment(emailId)}/attachments${query}`,
+        );
+        all.push(...page.data);
+        if (!page.has_more || page.data.length === 0) return all;
+        after = page.data.at(-1)!.id;
+      }
+    },
+
+    getReceivedAttachment: (emailId: string, attachmentId: string): Promise<ReceivedAttachment> =>
+      call(apiKey, 'GET', `/emails/receiving/${segment(emailId)}/attachments/${segment(attachmentId)}`),
   });
 }
 

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
+import { createMailClient, MailProviderError } from './mail-client.ts';
+
+let provider: Awaited<ReturnType<typeof startFakeMailProvider>>;
+let client: ReturnType<typeof createMailClient>;
+beforeAll(async () => {
+  provider = await startFakeMailProvider('re_full_key');
+  provider.addKey('re_send_only', { restricted: true });
+  client = createMailClient({ baseUrl: provider.url, timeoutMs: 5_000, retries: 1, backoffMs: () => 10 });
+});
+afterAll(async () => provider?.close());
+
+const message = { from: 'Acme Agents <agents@mail.example.com>', to: ['ada@customer.example'], subject: 'Your order', text: 'Shipped.' };
+
+describe('mail provider client', () => {
+  it('sends once per idempotency key; the same key with another body is refused; the sent email has a Message-ID', async () => {
+    const mail = client('re_full_key');
+    const first = await mail.sendEmail(message, 'tool-call-1');
+    expect(await mail.sendEmail(message, 'tool-call-1')).toEqual(first);
+    expect(provider.sent.filter((email) => email.idempotencyKey === 'tool-call-1')).toHaveLength(1);
+    const other = mail.sendEmail({ ...message, subject: 'Changed' }, 'tool-call-1');
+    await expect(other).rejects.toMatchObject({ status: 409, providerName: 'invalid_idempotent_request' });
+    expect(await mail.getEmail(first.id)).toMatchObject({ id: first.id, message_id: expect.stringMatching(/^<.+@.+>$/) });
+    await expect(mail.getEmail('00000000-0000-0000-0000-000000000000')).rejects.toMatchObject({ status: 404, providerName: 'not_found' });
+  });
+
+  it('reads a received email with its headers and every attachment (all pages), each with a download URL', async () => {
+    const { id, messageId } = provider.receive({
+      from: 'Ada <ada@customer.example>',
+      to: ['help@mail.example.com'],
+      subject: 'Re: Your order',
+      text: 'Where is it?',
+      headers: { 'in-reply-to': '<abc@email.example>', references: '<abc@email.example>' },
+      attachments: [
+        { filename: 'invoice.pdf', contentType: 'application/pdf', content: Buffer.from('%PDF-1.7 fake') },
+        { filename: 'photo.png', contentType: 'image/png', content: Buffer.from([0x89, 0x50, 0x4e, 0x47]) },
+      ],
+    });
+    const mail = client('re_full_key');
+    const email = await mail.getReceivedEmail(id);
+    expect(email).toMatchObject({ id, message_id: messageId, subject: 'Re: Your order', text: 'Where is it?' });
+    expect(email.headers).toMatchObject({ references: '<abc@email.example>' });
+    const listed = await mail.listReceivedAttachments(id);
+    expect(listed.map((attachment) => attachment.filename)).toEqual(['invoice.pdf', 'photo.png']);
+    const photo = await mail.getReceivedAttachment(id, listed[1]!.id);
+    expect(photo).toMatchObject({ filename: 'photo.png', content_type: 'image/png', size: 4, download_url: expect.any(String) });
+    expect(Buffer.from(await (await fetch(photo.download_url)).arrayBuffer())).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47]));
+  });
+
+  it('names what the provider refused: a sending-only key cannot read received mail; a wrong key; a provider that stays down', async () => {
+    const { id } = provider.receive({ from: 'a@b.example', to: ['help@mail.example.com'], subject: 'x' });
+    await expect(client('re_send_only').getReceivedEmail(id)).rejects.toMatchObject({ status: 401, providerName: 'restricted_api_key' });
+    expect(await client('re_send_only').sendEmail(message, 'send-only-1')).toEqual({ id: expect.any(String) });
+    await expect(client('re_wrong').listDomains()).rejects.toMatchObject({
+      status: 403,
+      providerName: 'invalid_api_key',
+      message: 'API key is invalid',
+    });
+    provider.failNextRequests(2, 503);
+    const down = await client('re_full_key')
+      .listDomains()
+      .catch((error: unknown) => error);
+    expect(down).toBeInstanceOf(MailProviderError);
+    expect(down).toMatchObject({ status: 503 });
+    const unreachable = createMailClient({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1_000, retries: 0 });
+    await expect(unreachable('re_full_key').listDomains()).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
+  });
+});
