@@ -130,8 +130,14 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
     async requireVerifiedDomain(orgId: string, address: string): Promise<void> {
       const row = await emailIntegrationRepo.find(deps.db, orgId);
       if (!row) throw emailNotConfigured();
-      const domains = await domainsWith(deps.box.decrypt(row.apiKeyEncrypted));
-      if (typeof domains === 'string') throw new AppError('upstream_unavailable', `The domain could not be checked: ${domains}`);
+      let domains: MailDomain[];
+      try {
+        domains = await deps.mail(deps.box.decrypt(row.apiKeyEncrypted)).listDomains();
+      } catch (error) {
+        // A key the provider refuses is the integration's to fix (409); a provider that does not answer is 502.
+        const refused = error instanceof MailProviderError && (error.status === 401 || error.status === 403);
+        throw new AppError(refused ? 'conflict' : 'upstream_unavailable', `The domain could not be checked: ${keyProblem(error)}`);
+      }
       const domain = domains.find((candidate) => candidate.name.toLowerCase() === domainOf(address));
       if (domain?.status !== 'verified') throw domainNotVerified();
     },

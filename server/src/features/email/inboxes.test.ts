@@ -84,6 +84,20 @@ describe('inboxes', () => {
     const down = await call('POST', '', { emailAddress: uniqueAddress(), displayName: 'x' });
     expect(down.status).toBe(502);
     expect((await down.json()).code).toBe('upstream_unavailable');
+    // A sending-only key cannot read domains: the integration needs another key.
+    const sendingOnly = await createTenant(app);
+    const key = `re_${crypto.randomUUID()}`;
+    provider.addKey(key, { restricted: true });
+    await app.request('PUT', `/orgs/${sendingOnly.org.slug}/email/integration`, {
+      token: sendingOnly.token,
+      body: { apiKey: key, fromEmail: 'agents@support.example.com', webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+    });
+    const refused = await app.request('POST', `/orgs/${sendingOnly.org.slug}/email/inboxes`, {
+      token: sendingOnly.token,
+      body: { emailAddress: uniqueAddress(), displayName: 'x' },
+    });
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error).toMatch(/^The domain could not be checked: The API key can only send email/);
   });
 
   it("assigns agents: one primary at most (a new one demotes the old), run as the assigner; the agent must be the org's", async () => {
