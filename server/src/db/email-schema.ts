@@ -10,9 +10,7 @@ export interface EmailIntegrationsTable {
   webhookSecretHint: string;
   fromEmail: string;
   fromName: string | null;
-  /** The domain of fromEmail, lower-cased. */
-  domain: string;
-  /** The provider's status of that domain when last checked (verified, pending, ...); null: never checked. */
+  /** The provider's status of fromEmail's domain when last checked (verified, pending, ...); null: never checked. */
   domainStatus: string | null;
   domainReceiving: boolean | null;
   domainCheckedAt: Date | null;

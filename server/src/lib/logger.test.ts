@@ -1,6 +1,7 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { captureLog } from '../../test/helpers/log-capture.ts';
+import { createTestDatabase } from '../../test/helpers/test-database.ts';
 import { loggerOptions, redactUrl } from './logger.ts';
 
 describe('log redaction', () => {
@@ -10,14 +11,7 @@ describe('log redaction', () => {
   });
 
   it('hides passwords, tokens, secrets and auth headers', () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write: (chunk, _encoding, done) => {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const logger = pino(loggerOptions('info'), sink);
+    const { logger, text } = captureLog(loggerOptions('info'));
     logger.info(
       {
         body: { password: 'hunter22', token: 'tok-123', secret: 'whsec_x' },
@@ -25,32 +19,23 @@ describe('log redaction', () => {
       },
       'hello',
     );
-    const line = lines.join('');
+    const line = text();
     for (const secret of ['hunter22', 'tok-123', 'whsec_x', 'Bearer abc', 'session=xyz']) expect(line).not.toContain(secret);
     expect(line).toContain('[REDACTED]');
   });
 
   it('logs a database error without the values of its query, on PGlite as on PostgreSQL', async () => {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const db = new PGlite();
-    const lines: string[] = [];
-    const sink = new Writable({
-      write: (chunk, _encoding, done) => {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const logger = pino(loggerOptions('info'), sink);
+    const database = await createTestDatabase();
+    const { logger, text } = captureLog(loggerOptions('info'));
     try {
       // A failing statement whose message does not quote its values (as a constraint's or a cast's may).
-      const failure = await db.query('select $1 from no_such_table', ['a-ciphertext-and-hint']).catch((error: unknown) => error);
+      const failure = await sql`select ${'a-ciphertext-and-hint'} from no_such_table`.execute(database.db).catch((error: unknown) => error);
       logger.error({ err: failure }, 'query failed');
       logger.error({ err: new Error('wrapped', { cause: failure }) }, 'query failed');
     } finally {
-      await db.close();
+      await database.close();
     }
-    const line = lines.join('');
-    expect(line).toContain('relation \\"no_such_table\\" does not exist');
-    expect(line).not.toContain('a-ciphertext-and-hint');
+    expect(text()).toContain('relation \\"no_such_table\\" does not exist');
+    expect(text()).not.toContain('a-ciphertext-and-hint');
   });
 });

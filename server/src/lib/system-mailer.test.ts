@@ -1,8 +1,8 @@
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeMailProvider } from '../../test/helpers/fake-mail-provider.ts';
+import { captureLog } from '../../test/helpers/log-capture.ts';
 import { createSystemMailer } from './system-mailer.ts';
 
 const silent = pino({ level: 'silent' });
@@ -67,19 +67,10 @@ describe('system mailer over the mail provider API', () => {
 describe('system mailer without a transport', () => {
   it('logs the mail; the body only outside production', async () => {
     for (const logBodies of [true, false]) {
-      const lines: string[] = [];
-      const logger = pino(
-        { level: 'info' },
-        new Writable({
-          write: (chunk, _e, done) => {
-            lines.push(String(chunk));
-            done();
-          },
-        }),
-      );
+      const { logger, text } = captureLog({ level: 'info' });
       await createSystemMailer({ apiUrl: 'http://unused', from: 'x@example.com', logBodies }, logger).send(mail);
-      expect(lines.join('')).toContain('MAIL NOT SENT');
-      expect(lines.join('').includes('token=abc')).toBe(logBodies);
+      expect(text()).toContain('MAIL NOT SENT');
+      expect(text().includes('token=abc')).toBe(logBodies);
     }
   });
 });

@@ -13,6 +13,9 @@ declare module 'vitest' {
   }
 }
 
+/** The template's dump, read once per worker (its files share one module graph). */
+let pgliteDump: Promise<Blob> | undefined;
+
 /**
  * A fresh database for one test file: in-memory PGlite, or a new PostgreSQL database created on
  * TEST_DATABASE_URL's server and dropped when closed. Both start as copies of a database that the
@@ -20,8 +23,8 @@ declare module 'vitest' {
  */
 export async function createTestDatabase(): Promise<Database> {
   if (process.env.TEST_DB !== 'postgres') {
-    const dump = await readFile(inject('pgliteTemplateFile'));
-    return databaseOnPglite(await PGlite.create({ loadDataDir: new Blob([dump]) }));
+    pgliteDump ??= readFile(inject('pgliteTemplateFile')).then((bytes) => new Blob([bytes]));
+    return databaseOnPglite(await PGlite.create({ loadDataDir: await pgliteDump }));
   }
   const { url, drop } = await createTestDatabaseUrl({ template: inject('postgresTemplateDatabase') });
   const database = await openDatabase({ url, poolSize: 10 });

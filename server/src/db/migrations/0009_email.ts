@@ -16,7 +16,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       webhook_secret_hint text not null,
       from_email text not null,
       from_name text,
-      domain text not null,
       domain_status text,
       domain_receiving boolean,
       domain_checked_at timestamptz(3),

@@ -173,6 +173,7 @@ export function createActionRunner(deps: {
         await runStore.finishCall(
           db,
           call as { id: string; status: 'completed' | 'failed'; output: unknown },
+          deps.clock.now(),
           closesStep ? { threadId: run.threadId, seq: run.messages.length, message: toolMessage(), actionId: context.id } : undefined,
         );
       }

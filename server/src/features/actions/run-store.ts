@@ -48,11 +48,12 @@ export const runStore = {
   finishCall: (
     db: Kysely<DB>,
     call: { id: string; status: 'completed' | 'failed'; output: unknown },
+    completedAt: Date,
     message?: { threadId: string; seq: number; message: Message; actionId: string },
   ) => {
     const finished = db
       .updateTable('toolCalls')
-      .set({ status: call.status, output: JSON.stringify(call.output), completedAt: new Date() })
+      .set({ status: call.status, output: JSON.stringify(call.output), completedAt })
       .where('id', '=', call.id)
       .where('status', '=', 'ready');
     if (!message) return finished.execute();

@@ -6,7 +6,7 @@ export const emailIntegrationRepo = {
   find: (db: Kysely<DB>, orgId: string): Promise<EmailIntegrationRow | undefined> =>
     db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', orgId).executeTakeFirst(),
 
-  /** Saves the integration; a changed sender domain forgets what was known of the old one. */
+  /** Saves the integration (the caller resets what was known of the sender's domain). */
   upsert: (db: Kysely<DB>, row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>): Promise<EmailIntegrationRow> =>
     db
       .insertInto('emailIntegrations')
@@ -18,14 +18,14 @@ export const emailIntegrationRepo = {
   recordDomainCheck: (
     db: Kysely<DB>,
     orgId: string,
-    domain: string,
+    fromEmail: string,
     check: { status: string | null; receiving: boolean | null; at: Date },
   ) =>
     db
       .updateTable('emailIntegrations')
       .set({ domainStatus: check.status, domainReceiving: check.receiving, domainCheckedAt: check.at })
       .where('orgId', '=', orgId)
-      .where('domain', '=', domain)
+      .where('fromEmail', '=', fromEmail)
       .returningAll()
       .executeTakeFirst(),
 

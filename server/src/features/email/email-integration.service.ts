@@ -11,6 +11,9 @@ import { type MailClient, type MailDomain, MailProviderError } from './mail-clie
 
 const hint = (secret: string) => `...${secret.slice(-4)}`;
 const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+/** The provider's record of an address's domain, if it has one. */
+const domainFor = (domains: MailDomain[], address: string) =>
+  domains.find((candidate) => candidate.name.toLowerCase() === domainOf(address));
 
 function toPublic(row: EmailIntegrationRow | undefined): PublicEmailIntegration {
   if (!row)
@@ -21,7 +24,7 @@ function toPublic(row: EmailIntegrationRow | undefined): PublicEmailIntegration 
     fromName: row.fromName,
     apiKeyHint: row.apiKeyHint,
     webhookSecretHint: row.webhookSecretHint,
-    domain: { name: row.domain, status: row.domainStatus, receiving: row.domainReceiving, checkedAt: row.domainCheckedAt },
+    domain: { name: domainOf(row.fromEmail), status: row.domainStatus, receiving: row.domainReceiving, checkedAt: row.domainCheckedAt },
     updatedAt: row.updatedAt,
   };
 }
@@ -37,7 +40,7 @@ function keyProblem(error: unknown): string {
 }
 
 /** The connection test: the key, the sender's domain verified, and that domain able to receive. */
-function judge(domainName: string, domains: MailDomain[] | string): ConnectionTest {
+function judge(fromEmail: string, domains: MailDomain[] | string): ConnectionTest {
   if (typeof domains === 'string') {
     const notChecked = 'Not checked: the API key check failed';
     return {
@@ -49,7 +52,8 @@ function judge(domainName: string, domains: MailDomain[] | string): ConnectionTe
       ],
     };
   }
-  const domain = domains.find((candidate) => candidate.name.toLowerCase() === domainName);
+  const domainName = domainOf(fromEmail);
+  const domain = domainFor(domains, fromEmail);
   const verified = domain?.status === 'verified';
   const receiving = domain?.capabilities?.receiving === 'enabled';
   const checks: ConnectionTest['checks'] = [
@@ -90,13 +94,13 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
 
   async function recordCheck(row: EmailIntegrationRow, domains: MailDomain[] | string): Promise<EmailIntegrationRow> {
     if (typeof domains === 'string') return row;
-    const domain = domains.find((candidate) => candidate.name.toLowerCase() === row.domain);
+    const domain = domainFor(domains, row.fromEmail);
     const check = {
       status: domain?.status ?? 'not_found',
       receiving: domain ? domain.capabilities?.receiving === 'enabled' : null,
       at: deps.clock.now(),
     };
-    return (await emailIntegrationRepo.recordDomainCheck(deps.db, row.orgId, row.domain, check)) ?? row;
+    return (await emailIntegrationRepo.recordDomainCheck(deps.db, row.orgId, row.fromEmail, check)) ?? row;
   }
 
   return {
@@ -112,7 +116,6 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
         webhookSecretHint: hint(input.webhookSecret),
         fromEmail: input.fromEmail,
         fromName: input.fromName ?? null,
-        domain: domainOf(input.fromEmail),
         domainStatus: null,
         domainReceiving: null,
         domainCheckedAt: null,
@@ -138,7 +141,7 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
         const refused = error instanceof MailProviderError && (error.status === 401 || error.status === 403);
         throw new AppError(refused ? 'conflict' : 'upstream_unavailable', `The domain could not be checked: ${keyProblem(error)}`);
       }
-      const domain = domains.find((candidate) => candidate.name.toLowerCase() === domainOf(address));
+      const domain = domainFor(domains, address);
       if (domain?.status !== 'verified') throw domainNotVerified();
     },
 
@@ -148,12 +151,12 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
 
     /** The connection test, of `input` before it is saved, or else of the saved integration (whose domain status it updates). */
     async test(orgId: string, input: EmailIntegrationInput | undefined): Promise<ConnectionTest> {
-      if (input) return judge(domainOf(input.fromEmail), await domainsWith(input.apiKey));
+      if (input) return judge(input.fromEmail, await domainsWith(input.apiKey));
       const row = await emailIntegrationRepo.find(deps.db, orgId);
       if (!row) throw emailNotConfigured();
       const domains = await domainsWith(deps.box.decrypt(row.apiKeyEncrypted));
       await recordCheck(row, domains);
-      return judge(row.domain, domains);
+      return judge(row.fromEmail, domains);
     },
   };
 }

@@ -100,6 +100,34 @@ describe('inboxes', () => {
     expect((await refused.json()).error).toMatch(/^The domain could not be checked: The API key can only send email/);
   });
 
+  it('answers 400 with { error, code } for an empty body, NUL, a lone surrogate, a huge value or a bad id', async () => {
+    const { call } = await emailTenant();
+    const inbox = await (await call('POST', '', { emailAddress: uniqueAddress(), displayName: 'Help' })).json();
+    const cases: Array<[string, string, unknown]> = [
+      ['POST', '', undefined],
+      ['POST', '', { emailAddress: 'a\u0000b@support.example.com', displayName: 'x' }],
+      ['POST', '', { emailAddress: uniqueAddress(), displayName: '\ud800' }],
+      ['POST', '', { emailAddress: uniqueAddress(), displayName: 'x'.repeat(10_000) }],
+      ['PATCH', `/${inbox.id}`, undefined],
+      ['POST', `/${inbox.id}/agents`, undefined],
+      ['POST', `/${inbox.id}/agents`, { agentId: 'not-a-uuid' }],
+      ['GET', '/not-a-uuid', undefined],
+      ['DELETE', `/${inbox.id}/agents/not-a-uuid`, undefined],
+    ];
+    for (const [method, path, body] of cases) {
+      const response = await call(method, path, body);
+      const answer = await response.json();
+      expect({ method, path, status: response.status, code: answer.code, error: typeof answer.error }).toEqual({
+        method,
+        path,
+        status: 400,
+        code: 'validation_failed',
+        error: 'string',
+      });
+    }
+    expect((await (await call('GET', '')).json()).inboxes).toHaveLength(1);
+  });
+
   it("assigns agents: one primary at most (a new one demotes the old), run as the assigner; the agent must be the org's", async () => {
     const { call, agentId, org, token, admin } = await emailTenant();
     const other = await (await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Sales' } })).json();

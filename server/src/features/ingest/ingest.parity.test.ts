@@ -1,4 +1,6 @@
+import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { eventually } from '../../../test/helpers/eventually.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { rawRequest } from '../../../test/helpers/http.ts';
@@ -34,6 +36,19 @@ interface Answer {
   status: number;
   headers: Record<string, string>;
   body: unknown;
+}
+
+/** Whether a new TCP connection to the server is accepted. */
+function accepts(baseUrl: string): Promise<boolean> {
+  const { port } = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /** What may differ between two answers to the same post: the moment, the connection, new ids. */
@@ -145,7 +160,8 @@ describe('ingest answers the same through the fast path and through the Fastify 
             .join('\r\n')}\r\n\r\n${post.body}`,
           async () => {
             closed = closing.close();
-            await new Promise((wait) => setTimeout(wait, 50));
+            // Closing has begun once the server stops accepting new connections.
+            await eventually('the server to stop accepting connections', async () => ((await accepts(closing.baseUrl)) ? undefined : true));
           },
         );
         const [head, body] = raw.split('\r\n\r\n');
