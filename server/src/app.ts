@@ -31,6 +31,8 @@ import { ledgerRoutes } from './features/ledger/ledger.routes.ts';
 import { deliveriesRoutes } from './features/ingest/deliveries.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { emailIntegrationRoutes } from './features/email/email-integration.routes.ts';
+import { emailThreadsRoutes } from './features/email/email-threads.routes.ts';
+import { mailWebhookRoutes } from './features/email/mail-webhook.routes.ts';
 import { inboxesRoutes } from './features/email/inboxes.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
@@ -254,5 +256,7 @@ export async function buildApp(container: Container) {
   await app.register(modelCredentialsRoutes({ modelCredentials: services.modelCredentials, orgAccess }));
   await app.register(emailIntegrationRoutes({ emailIntegration: services.emailIntegration, orgAccess }));
   await app.register(inboxesRoutes({ inboxes: services.inboxes, orgAccess }));
+  await app.register(emailThreadsRoutes({ threads: services.emailThreads, orgAccess }));
+  await app.register(mailWebhookRoutes({ intake: services.mailWebhook, maxBytes: config.email.webhookMaxBytes }));
   return app;
 }

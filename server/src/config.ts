@@ -65,6 +65,16 @@ const envSchema = z.object({
   /** Each call to the mail provider's API (orgs' email integrations); transient failures are retried. */
   MAIL_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
   MAIL_API_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
+  /** Inbound email: the provider's notifications, and what a received email may bring. */
+  EMAIL_WEBHOOK_MAX_BYTES: positiveInt.max(10 * 1024 * 1024).default(256 * 1024),
+  EMAIL_MAX_ATTACHMENT_BYTES: positiveInt.max(100 * 1024 * 1024).default(10 * 1024 * 1024),
+  EMAIL_MAX_ATTACHMENTS: positiveInt.max(100).default(20),
+  /** Recipients of one sendEmail (the provider takes at most 50). */
+  EMAIL_MAX_RECIPIENTS: positiveInt.max(50).default(10),
+  /** Automatic replies in one thread within an hour, after which its mail waits for a human: a loop's brake. */
+  EMAIL_AUTO_REPLIES_PER_THREAD_PER_HOUR: positiveInt.max(1000).default(5),
+  /** How long a worker holds a notification it processes before another may take it over (it renews while alive). */
+  EMAIL_PROCESSING_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(60),
 
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
@@ -217,6 +227,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     mailApi: { baseUrl: e.MAIL_API_URL, timeoutMs: e.MAIL_API_TIMEOUT_SECONDS * 1000, retries: e.MAIL_API_RETRIES },
+    email: {
+      webhookMaxBytes: e.EMAIL_WEBHOOK_MAX_BYTES,
+      maxAttachmentBytes: e.EMAIL_MAX_ATTACHMENT_BYTES,
+      maxAttachments: e.EMAIL_MAX_ATTACHMENTS,
+      maxRecipients: e.EMAIL_MAX_RECIPIENTS,
+      autoRepliesPerThreadPerHour: e.EMAIL_AUTO_REPLIES_PER_THREAD_PER_HOUR,
+      leaseMs: e.EMAIL_PROCESSING_LEASE_SECONDS * 1000,
+    },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     passwordHashCost: e.PASSWORD_HASH_COST,
     rateLimit: {

@@ -35,6 +35,13 @@ import { createRenderPool } from './features/documents/render-pool.ts';
 import { createEmailIntegrationService } from './features/email/email-integration.service.ts';
 import { createMailClient } from './features/email/mail-client.ts';
 import { createInboxesService } from './features/email/inboxes.service.ts';
+import { createMailWebhookIntake } from './features/email/mail-webhook.service.ts';
+import { createInboundEmail } from './features/email/inbound.service.ts';
+import { createDeliveryEvents } from './features/email/delivery-events.service.ts';
+import { createNotificationProcessor } from './features/email/notification-processor.ts';
+import { createEmailThreadsService } from './features/email/email-threads.service.ts';
+import { createSendEmail } from './features/email/send-email.ts';
+import { emailJobHandlers } from './features/email/email.jobs.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
 import { createActionRunner } from './features/actions/action-runner.ts';
 import { createRunRecovery } from './features/actions/run-recovery.ts';
@@ -187,9 +194,40 @@ export async function createContainer(config: Config, options: ContainerOptions 
     callbacks,
   };
 
+  const mail = createMailClient(config.mailApi);
+  const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
+  const deliveryEvents = createDeliveryEvents({ db, box, mail });
+  const emailNotifications = createNotificationProcessor({
+    db,
+    jobs,
+    clock,
+    logger,
+    leaseMs: config.email.leaseMs,
+    deliveryEvents,
+    inbound: createInboundEmail({
+      db,
+      box,
+      mail,
+      jobs,
+      limits: {
+        maxAttachmentBytes: config.email.maxAttachmentBytes,
+        maxAttachments: config.email.maxAttachments,
+        downloadTimeoutMs: config.mailApi.timeoutMs,
+        autoRepliesPerThreadPerHour: config.email.autoRepliesPerThreadPerHour,
+      },
+    }),
+  });
+  const emailServices = {
+    emailIntegration,
+    inboxes: createInboxesService({ db, integration: emailIntegration }),
+    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger }),
+    emailThreads: createEmailThreadsService({ db }),
+  };
+
   const renderPool = createRenderPool({ threads: config.documents.renderThreads, timeoutMs: config.documents.renderTimeoutMs });
   const documents = createDocumentsService({ db, renderer: renderPool });
   tools.register(generateDocumentTool(documents));
+  tools.register(createSendEmail({ db, box, mail, jobs, integration: emailIntegration, maxRecipients: config.email.maxRecipients }));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
     db,
@@ -209,11 +247,6 @@ export async function createContainer(config: Config, options: ContainerOptions 
     },
   });
   const recovery = createRunRecovery({ db, jobs, clock, leaseMs: config.actions.leaseMs });
-  const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail: createMailClient(config.mailApi) });
-  const emailServices = {
-    emailIntegration,
-    inboxes: createInboxesService({ db, integration: emailIntegration }),
-  };
   const agentServices = {
     documents,
     runner,
@@ -228,6 +261,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ...authJobHandlers(services),
     ...ingestJobHandlers(webhookServices),
     ...actionsJobHandlers({ runner, recovery, approvals: agentServices.approvals }),
+    ...emailJobHandlers({ notifications: emailNotifications, deliveryEvents }),
   };
 
   return {
@@ -258,6 +292,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
         await jobs.work(jobHandlers, { concurrency: { 'actions.run': config.actions.concurrency } });
         // Actions a stopped process was running resume once their lease lapses.
         await recovery.resumeAbandoned({ includeLive: true });
+        // Notifications a stopped process was processing are taken over once their lease lapses.
+        await emailNotifications.recover({ atStart: true });
         // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
         stalledRunsTimer = setInterval(
           () => {

@@ -45,3 +45,123 @@ export interface EmailInboxAgentsTable {
 
 export type EmailInboxRow = Selectable<EmailInboxesTable>;
 export type EmailInboxAgentRow = Selectable<EmailInboxAgentsTable>;
+
+export const EMAIL_DIRECTIONS = ['inbound', 'outbound'] as const;
+export type EmailDirection = (typeof EMAIL_DIRECTIONS)[number];
+/**
+ * An inbound message is `received`; an outbound one goes `sending` (stored, not yet accepted) ->
+ * `sent` (accepted by the provider) -> what the provider's notifications say of it since.
+ */
+export const EMAIL_MESSAGE_STATUSES = [
+  'received',
+  'sending',
+  'sent',
+  'delivered',
+  'delivery_delayed',
+  'opened',
+  'clicked',
+  'bounced',
+  'complained',
+  'failed',
+  'suppressed',
+] as const;
+export type EmailMessageStatus = (typeof EMAIL_MESSAGE_STATUSES)[number];
+export const EMAIL_ATTACHMENT_STATUSES = ['stored', 'failed', 'skipped', 'attached'] as const;
+export type EmailAttachmentStatus = (typeof EMAIL_ATTACHMENT_STATUSES)[number];
+export const EMAIL_NOTIFICATION_STATUSES = ['received', 'processed', 'ignored', 'failed'] as const;
+export type EmailNotificationStatus = (typeof EMAIL_NOTIFICATION_STATUSES)[number];
+
+type JsonOf<T> = ColumnType<T, string | undefined, string>;
+
+export interface EmailMessagesTable {
+  id: string;
+  orgId: string;
+  threadId: string;
+  inboxId: string | null;
+  direction: EmailDirection;
+  /** The provider's id of the email (received or sent). */
+  providerEmailId: string | null;
+  /** Message-ID without its angle brackets: the sender's (inbound) or the one we generated (outbound). */
+  messageId: string | null;
+  /** Outbound: the Message-ID the provider gave what we sent (it may replace ours). */
+  providerMessageId: string | null;
+  inReplyTo: string | null;
+  referenceIds: JsonOf<string[]>;
+  fromAddress: string;
+  toAddresses: JsonOf<string[]>;
+  ccAddresses: JsonOf<string[]>;
+  subject: string;
+  /** Inbound: its Date header; outbound: when the provider accepted it. */
+  sentAt: Date | null;
+  textBody: string;
+  /** Sanitized before it was stored. */
+  htmlBody: string | null;
+  headers: JsonOf<Record<string, string>>;
+  status: EmailMessageStatus;
+  /** Inbound: what became of it (answered by an agent, or why not); outbound: the provider's last word. */
+  statusDetail: string | null;
+  /** Outbound: the action whose sendEmail sent it. */
+  actionId: string | null;
+  toolCallId: string | null;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+export interface EmailAttachmentsTable {
+  id: string;
+  orgId: string;
+  messageId: string;
+  /** Its place among the message's attachments (the order they came or were attached in). */
+  position: number;
+  providerAttachmentId: string | null;
+  /** Outbound: the attached document (its PDF is the content). */
+  documentId: string | null;
+  filename: string;
+  contentType: string;
+  contentDisposition: string | null;
+  contentId: string | null;
+  sizeBytes: ColumnType<number, number, number>;
+  content: Uint8Array | null;
+  status: EmailAttachmentStatus;
+  error: string | null;
+  createdAt: CreatedAt;
+}
+
+export interface EmailDeliveryEventsTable {
+  id: string;
+  orgId: string;
+  messageId: string;
+  type: string;
+  data: ColumnType<unknown, string | null, string | null>;
+  occurredAt: Date;
+  createdAt: CreatedAt;
+}
+
+export interface EmailSuppressionsTable {
+  orgId: string;
+  address: string;
+  reason: 'bounced' | 'complained' | 'provider_suppressed';
+  detail: string | null;
+  messageId: string | null;
+  createdAt: CreatedAt;
+}
+
+export interface EmailNotificationsTable {
+  id: string;
+  orgId: string | null;
+  svixId: string;
+  eventType: string;
+  status: EmailNotificationStatus;
+  reason: string | null;
+  payload: ColumnType<unknown, string | null, string | null>;
+  headers: JsonOf<Record<string, string>>;
+  attempts: ColumnType<number, number | undefined, number>;
+  lastError: string | null;
+  leaseExpiresAt: Date | null;
+  receivedAt: CreatedAt;
+  processedAt: Date | null;
+}
+
+export type EmailMessageRow = Selectable<EmailMessagesTable>;
+export type EmailAttachmentRow = Selectable<EmailAttachmentsTable>;
+export type EmailNotificationRow = Selectable<EmailNotificationsTable>;

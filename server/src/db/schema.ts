@@ -1,5 +1,14 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
-import type { EmailInboxAgentsTable, EmailInboxesTable, EmailIntegrationsTable } from './email-schema.ts';
+import type {
+  EmailAttachmentsTable,
+  EmailDeliveryEventsTable,
+  EmailInboxAgentsTable,
+  EmailInboxesTable,
+  EmailIntegrationsTable,
+  EmailMessagesTable,
+  EmailNotificationsTable,
+  EmailSuppressionsTable,
+} from './email-schema.ts';
 
 /** Kysely's view of the tables (camelCase in TypeScript, snake_case in SQL via CamelCasePlugin). */
 export type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -60,7 +69,8 @@ export interface PasswordResetTokensTable {
 export interface ThreadsTable {
   id: string;
   orgId: string | null;
-  userId: string;
+  /** Null for an email thread: it belongs to its org. */
+  userId: string | null;
   channel: string;
   title: string;
   createdAt: CreatedAt;
@@ -167,9 +177,17 @@ export interface ActionsTable {
   error: string | null;
   threadId: string | null;
   leaseExpiresAt: Date | null;
+  /** What created it: a webhook delivery, or an email to an inbox (then emailMessageId names it). */
+  source: ColumnType<ActionSource, ActionSource | undefined, never>;
+  emailMessageId: string | null;
+  /** The approval rules it was created with, when it has no action rule (an inbox assignment's). */
+  approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
+
+export const ACTION_SOURCES = ['webhook', 'email'] as const;
+export type ActionSource = (typeof ACTION_SOURCES)[number];
 
 export interface OrgModelCredentialsTable {
   orgId: string;
@@ -245,6 +263,7 @@ export interface WebhookDeliveriesTable {
   attempts: Generated<number>;
   nextAttemptAt: Date | null;
   lastError: string | null;
+  source: ColumnType<ActionSource, ActionSource | undefined, never>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
@@ -364,6 +383,11 @@ export interface DB {
   emailIntegrations: EmailIntegrationsTable;
   emailInboxes: EmailInboxesTable;
   emailInboxAgents: EmailInboxAgentsTable;
+  emailMessages: EmailMessagesTable;
+  emailAttachments: EmailAttachmentsTable;
+  emailDeliveryEvents: EmailDeliveryEventsTable;
+  emailSuppressions: EmailSuppressionsTable;
+  emailNotifications: EmailNotificationsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -69,7 +69,8 @@ export function unstorableText(value: unknown, root = 'body', maxDepth = MAX_JSO
     if (typeof current === 'string') {
       const problem = textProblem(current);
       if (problem) return `${pathOf(visit)}: ${problem}`;
-    } else if (typeof current === 'object' && current !== null) {
+    } else if (typeof current === 'object' && current !== null && !ArrayBuffer.isView(current)) {
+      // (Bytes, a raw body kept for its signature, are not text: their reader checks them.)
       if (visit.depth >= maxDepth) return `${pathOf(visit)}: nested deeper than ${maxDepth} levels`;
       if (Array.isArray(current)) {
         for (let index = 0; index < current.length; index++)
@@ -89,4 +90,14 @@ export function unstorableText(value: unknown, root = 'body', maxDepth = MAX_JSO
 /** Text to store as a record of what was received: NULs and unpaired surrogates become U+FFFD. */
 export function storableText(text: string): string {
   return text.includes('\u0000') || !text.isWellFormed() ? text.toWellFormed().replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/** A parsed JSON value with storableText applied to every string (keys too); for values of a known, shallow shape. */
+export function storableJson<T>(value: T): T {
+  if (typeof value === 'string') return storableText(value) as T;
+  if (Array.isArray(value)) return value.map(storableJson) as T;
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, entry]) => [storableText(key), storableJson(entry)])) as T;
+  }
+  return value;
 }

@@ -1,5 +1,54 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { sendJson, startLoopbackServer } from './http.ts';
+
+/** Where the account's webhook posts, and the secret it signs with (`whsec_` + base64). */
+export interface FakeWebhook {
+  url: string;
+  secret: string;
+}
+
+/**
+ * Posts a notification as Svix does for Resend: `svix-id`, `svix-timestamp` (Unix seconds) and
+ * `svix-signature` (`v1,` + base64 HMAC-SHA256 of `${id}.${timestamp}.${body}`, keyed with the
+ * base64 after `whsec_`). `tamper` lets a test break one part.
+ */
+export async function postSignedNotification(
+  webhook: FakeWebhook,
+  event: unknown,
+  options: {
+    svixId?: string;
+    timestamp?: number;
+    body?: string;
+    /** Signs these bytes but sends `body`: an altered notification. */
+    signedBody?: string;
+    signature?: string;
+    /** Entries put before the real one, as a secret rotation's other signature. */
+    extraSignatures?: string[];
+    headerPrefix?: 'svix' | 'webhook';
+  } = {},
+): Promise<Response> {
+  const id = options.svixId ?? `msg_${randomBytes(12).toString('hex')}`;
+  const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+  const body = options.body ?? JSON.stringify(event);
+  const key = Buffer.from(webhook.secret.replace(/^whsec_/, ''), 'base64');
+  const signed = `v1,${createHmac('sha256', key)
+    .update(`${id}.${timestamp}.${options.signedBody ?? body}`)
+    .digest('base64')}`;
+  const signature = options.signature ?? [...(options.extraSignatures ?? []), signed].join(' ');
+  const prefix = options.headerPrefix ?? 'svix';
+  return fetch(webhook.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'Svix-Webhooks/1.0',
+      [`${prefix}-id`]: id,
+      [`${prefix}-timestamp`]: String(timestamp),
+      [`${prefix}-signature`]: signature,
+    },
+    body,
+  });
+}
 
 export interface SentEmail {
   /** The provider's id, and the Message-ID it gave the email. */
@@ -11,6 +60,8 @@ export interface SentEmail {
   text?: string;
   html?: string;
   headers?: Record<string, string>;
+  tags?: Array<{ name: string; value: string }>;
+  attachments?: Array<{ filename: string; content: string; content_type?: string }>;
   idempotencyKey?: string;
 }
 
@@ -23,6 +74,7 @@ export interface FakeInbound {
   html?: string;
   headers?: Record<string, string>;
   attachments?: Array<{ filename: string; contentType: string; content: Buffer }>;
+  cc?: string[];
 }
 
 export interface FakeDomain {
@@ -142,7 +194,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         text: email.text ?? null,
         headers: email.headers ?? {},
         bcc: [],
-        cc: [],
+        cc: email.cc ?? [],
         reply_to: [],
         received_for: email.to,
         message_id: email.messageId,
@@ -199,9 +251,49 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         attachments.set(attachmentId, { emailId: id, ...attachment, token: crypto.randomUUID() });
         return attachmentId;
       });
-      const messageId = `<${id}@inbound.fake-provider.test>`;
+      // A received email's message_id is its own Message-ID header (one the sending server made if it had none).
+      const messageId = email.headers?.['Message-ID'] ?? `<${id}@inbound.fake-provider.test>`;
       received.set(id, { ...email, id, messageId, createdAt: new Date().toISOString(), attachmentIds });
       return { id, messageId };
+    },
+    /** The `email.received` notification of a received email, as the provider posts it (no body, no headers). */
+    receivedEvent(emailId: string) {
+      const email = received.get(emailId)!;
+      return {
+        type: 'email.received',
+        created_at: email.createdAt,
+        data: {
+          email_id: email.id,
+          created_at: email.createdAt,
+          from: email.from,
+          to: email.to,
+          cc: email.cc ?? [],
+          bcc: [],
+          received_for: email.to,
+          message_id: email.messageId,
+          subject: email.subject,
+          attachments: email.attachmentIds.map(attachmentJson),
+        },
+      };
+    },
+    /** A notification about a sent email (`email.sent`, `email.bounced` with `extra.bounce`, ...), with the tags it was sent with. */
+    sentEvent(emailId: string, type: string, extra: Record<string, unknown> = {}) {
+      const email = sent.find((candidate) => candidate.id === emailId)!;
+      const createdAt = new Date().toISOString();
+      return {
+        type,
+        created_at: createdAt,
+        data: {
+          email_id: email.id,
+          created_at: createdAt,
+          from: email.from,
+          to: Array.isArray(email.to) ? email.to : [email.to],
+          subject: email.subject,
+          message_id: email.messageId,
+          tags: Object.fromEntries((email.tags ?? []).map((tag) => [tag.name, tag.value])),
+          ...extra,
+        },
+      };
     },
     /** Another API key of the account, with its domains (or a sending-only key). */
     addKey(key: string, account: { restricted?: boolean; domains?: FakeDomain[] } = {}) {

@@ -6,13 +6,16 @@ export type FakeModel = Awaited<ReturnType<typeof startFakeModel>>;
 
 /**
  * A test app whose model provider is a loopback fake, for the whole file: started before its tests,
- * closed after them. `use` receives both once they run.
+ * closed after them. `use` receives both once they run; `env` may be a function, read when the app starts.
  */
-export function useAppWithModel(env: Parameters<typeof startTestApp>[0], use: (started: { app: TestApp; model: FakeModel }) => void): void {
+export function useAppWithModel(
+  env: Parameters<typeof startTestApp>[0] | (() => Parameters<typeof startTestApp>[0]),
+  use: (started: { app: TestApp; model: FakeModel }) => void,
+): void {
   let started: { app: TestApp; model: FakeModel } | undefined;
   beforeAll(async () => {
     const model = await startFakeModel();
-    started = { model, app: await startTestApp({ ...model.env, ...env }) };
+    started = { model, app: await startTestApp({ ...model.env, ...(typeof env === 'function' ? env() : env) }) };
     use(started);
   });
   afterAll(async () => {

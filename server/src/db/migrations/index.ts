@@ -8,6 +8,7 @@ import * as ledgerReferences from './0006_ledger_references.ts';
 import * as idempotentMessageIds from './0007_idempotent_message_ids.ts';
 import * as userModelUsage from './0008_user_model_usage.ts';
 import * as email from './0009_email.ts';
+import * as emailMessages from './0010_email_messages.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   '0007_idempotent_message_ids': idempotentMessageIds,
   '0008_user_model_usage': userModelUsage,
   '0009_email': email,
+  '0010_email_messages': emailMessages,
 };
 
 export const migrationProvider: MigrationProvider = {

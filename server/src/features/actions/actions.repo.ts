@@ -16,6 +16,35 @@ export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ i
     returning id`;
 }
 
+/** An action that answers a received email: queued, of the inbox's agent, with the assignment's approval rules. */
+export function insertEmailAction(
+  trx: Kysely<DB>,
+  action: {
+    id: string;
+    orgId: string;
+    deliveryId: string;
+    agentId: string;
+    runAsUserId: string;
+    emailMessageId: string;
+    instructions: string;
+    data: Record<string, unknown>;
+    approvalRules: Record<string, string>;
+  },
+) {
+  return trx
+    .insertInto('actions')
+    .values({
+      ...action,
+      data: JSON.stringify(action.data),
+      approvalRules: JSON.stringify(action.approvalRules),
+      source: 'email',
+      status: 'queued',
+      eventType: 'email.received',
+      toolApprovals: '{}',
+    })
+    .execute();
+}
+
 /** Actions as the runtime and the ledger read them. */
 export const actionsRepo = {
   events: (db: Kysely<DB>, actionId: string) =>
@@ -67,8 +96,10 @@ export const actionsRepo = {
         'g.tools',
         'g.name as agentName',
         'r.instructions as ruleInstructions',
-        'r.approvalRules',
+        // An action without a rule (an email's) carries the rules it was created with.
+        (eb) => eb.fn.coalesce('r.approvalRules', 'a.approvalRules').as('approvalRules'),
         'r.approvalTimeoutSeconds',
+        'a.source',
         'w.allowRequestOverrides',
         (eb) =>
           eb

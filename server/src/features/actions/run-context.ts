@@ -60,7 +60,9 @@ export const toRow = (call: Call, context: RunContext, requestedAt: Date): Inser
 export function planTools(tools: ToolRegistry, context: RunContext): Map<string, ToolPlan> {
   const denied = new Set(context.deniedTools ?? []);
   const plans = new Map<string, ToolPlan>();
-  for (const name of context.tools ?? []) {
+  // An action that answers an email can always answer it, whatever other tools its agent has.
+  const names = new Set([...(context.tools ?? []), ...(context.source === 'email' ? ['sendEmail'] : [])]);
+  for (const name of names) {
     const definition = tools.get(name);
     if (!definition) continue; // a tool this build does not have
     plans.set(name, {

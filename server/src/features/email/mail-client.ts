@@ -197,3 +197,40 @@ export function createMailClient(options: MailClientOptions) {
 
 export type MailClient = ReturnType<typeof createMailClient>;
 export type MailClientForKey = ReturnType<MailClient>;
+
+/**
+ * Downloads a received attachment from the provider's signed link (no API key: the link is the
+ * credential), refusing more than `maxBytes`. The link comes from the provider's own answer.
+ */
+export async function downloadAttachment(url: string, options: { maxBytes: number; timeoutMs: number }): Promise<Uint8Array> {
+  if (!/^https?:\/\//i.test(url)) throw new MailProviderError(0, 'invalid_download_url', 'The attachment link is not an http(s) URL');
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: { 'user-agent': USER_AGENT },
+      redirect: 'error',
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+  } catch (error) {
+    throw new MailProviderError(0, 'unreachable', `The attachment could not be downloaded: ${(error as Error)?.message ?? error}`);
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new MailProviderError(response.status, `http_${response.status}`, `The attachment download answered ${response.status}`);
+  }
+  const tooLarge = () => new AttachmentTooLargeError(`The attachment is over the limit of ${options.maxBytes} bytes`);
+  if (Number(response.headers.get('content-length') ?? 0) > options.maxBytes) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body ?? []) {
+    size += chunk.length;
+    if (size > options.maxBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+export class AttachmentTooLargeError extends Error {}

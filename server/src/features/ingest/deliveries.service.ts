@@ -93,6 +93,7 @@ export function createDeliveriesService(deps: {
     async replay(orgId: string, eventId: string) {
       const row = await deliveriesRepo.find(deps.db, orgId, eventId);
       if (!row) throw notFound('Delivery');
+      if (row.source === 'email') throw new AppError('not_replayable', 'An email is not replayed: it is stored in its email thread');
       if (!(REPLAYABLE.has(row.status) || (row.status === 'failed' && row.replayable))) {
         const why = row.status === 'accepted' ? `it already created action ${row.actionId}` : 'its payload cannot be processed';
         throw new AppError('not_replayable', `This delivery cannot be replayed: ${why}`);

@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/schema.ts';
+import type { ActionSource, DB } from '../../db/schema.ts';
 import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 export interface LedgerFilters {
   kind?: 'action' | 'delivery';
+  source?: ActionSource;
   status?: string;
   webhookId?: string;
   eventType?: string;
@@ -27,6 +28,7 @@ function ledgerQuery(db: Kysely<DB>, orgId: string) {
       'd.eventType',
       'd.externalId',
       'd.verificationScheme',
+      'd.source',
       'd.attempts',
       'd.nextAttemptAt',
       'd.createdAt',
@@ -50,6 +52,7 @@ export const ledgerRepo = {
           ]),
         ),
       )
+      .$if(filters.source !== undefined, (q) => q.where('d.source', '=', filters.source!))
       .$if(filters.webhookId !== undefined, (q) => q.where('d.webhookId', '=', filters.webhookId!))
       .$if(filters.eventType !== undefined, (q) => q.where('d.eventType', '=', filters.eventType!))
       .$if(escaped !== undefined, (q) =>

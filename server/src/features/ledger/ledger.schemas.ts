@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ACTION_SOURCES } from '../../db/schema.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 
@@ -6,6 +7,7 @@ import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 export const ledgerRow = z.object({
   id: z.uuid(),
   kind: z.enum(['action', 'delivery']),
+  source: z.enum(ACTION_SOURCES).meta({ description: 'webhook: an action webhook delivery; email: an email received at an inbox' }),
   eventId: z.uuid(),
   actionId: z.uuid().nullable(),
   webhookId: z.uuid().nullable(),
@@ -61,6 +63,7 @@ export const ledgerDetail = ledgerRow.extend({
 });
 export const ledgerQuery = paginationQuery.extend({
   kind: z.enum(['action', 'delivery']).optional(),
+  source: z.enum(ACTION_SOURCES).optional(),
   status: z.string().max(50).optional(),
   webhookId: z.uuid().optional(),
   eventType: z.string().max(200).optional(),

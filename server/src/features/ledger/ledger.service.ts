@@ -17,6 +17,7 @@ function summarize(row: ListedRow) {
   return {
     id: row.actionId ?? row.eventId,
     kind,
+    source: row.source,
     eventId: row.eventId,
     actionId: row.actionId,
     webhookId: row.webhookId,
@@ -26,7 +27,7 @@ function summarize(row: ListedRow) {
     deliveryStatus: row.deliveryStatus,
     reason: row.reason,
     approvalState: row.approvalState ?? null,
-    replayable: row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
+    replayable: row.source === 'webhook' && row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
     attempts: row.attempts,
     nextAttemptAt: row.nextAttemptAt,
     createdAt: row.createdAt,
@@ -60,7 +61,12 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
       const lifecycle =
         row.actionId && row.actionCreatedAt
           ? [
-              { status: 'queued', cause: `webhook delivery ${row.actionDeliveryId}`, data: null, createdAt: row.actionCreatedAt },
+              {
+                status: 'queued',
+                cause: row.source === 'email' ? `email ${row.externalId} received` : `webhook delivery ${row.actionDeliveryId}`,
+                data: null,
+                createdAt: row.actionCreatedAt,
+              },
               ...transitions,
             ]
           : transitions;

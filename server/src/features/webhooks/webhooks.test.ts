@@ -180,7 +180,7 @@ describe('agents and action rules', () => {
     });
     expect(created.status).toBe(400);
     expect(await created.json()).toEqual({
-      error: 'body/tools: unknown tool "sendEmal"; the tools are: generateDocument',
+      error: 'body/tools: unknown tool "sendEmal"; the tools are: generateDocument, sendEmail',
       code: 'validation_failed',
     });
     const agent = await (

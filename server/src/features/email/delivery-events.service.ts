@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { EmailMessageStatus, EmailNotificationRow } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+import { addressesOf, normalizeMessageId } from './email-content.ts';
+import { type MailNotification, TAG_MESSAGE, tagValue } from './notification-payload.ts';
+import { notificationsRepo } from './notifications.repo.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import type { MailClient } from './mail-client.ts';
+
+/** Progress of a sent email; a later event of a lower rank (they may arrive out of order) does not move it back. */
+const RANK: Partial<Record<EmailMessageStatus, number>> = { sending: 0, sent: 1, delivery_delayed: 2, delivered: 3, opened: 4, clicked: 5 };
+/** Ends that later progress does not undo. */
+const FINAL = new Set<EmailMessageStatus>(['bounced', 'complained', 'failed', 'suppressed']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const STATUS_OF: Record<string, EmailMessageStatus> = {
+  'email.sent': 'sent',
+  'email.delivered': 'delivered',
+  'email.delivery_delayed': 'delivery_delayed',
+  'email.opened': 'opened',
+  'email.clicked': 'clicked',
+  'email.bounced': 'bounced',
+  'email.complained': 'complained',
+  'email.failed': 'failed',
+  'email.suppressed': 'suppressed',
+};
+
+function nextStatus(current: EmailMessageStatus, incoming: EmailMessageStatus): EmailMessageStatus {
+  if (FINAL.has(current)) return current;
+  if (FINAL.has(incoming)) return incoming;
+  return (RANK[incoming] ?? 0) > (RANK[current] ?? 0) ? incoming : current;
+}
+
+/** What the provider said, in words for the message's status. */
+function detailOf(payload: MailNotification): string | null {
+  const { data } = payload;
+  if (data.bounce)
+    return `${data.bounce.type ?? 'Bounce'}${data.bounce.subType ? ` (${data.bounce.subType})` : ''}: ${data.bounce.message ?? ''}`.trim();
+  if (data.failed?.reason) return data.failed.reason;
+  if (data.suppressed?.message) return data.suppressed.message;
+  if (payload.type === 'email.complained') return 'The recipient marked the email as spam';
+  return null;
+}
+
+/**
+ * Notifications about email we sent: each joins the message's delivery timeline and moves its
+ * status on. A permanent bounce or a complaint puts the recipient on the org's suppression list
+ * (sendEmail refuses suppressed addresses); a temporary bounce only shows in the timeline.
+ */
+export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mail: MailClient }) {
+  const { db } = deps;
+
+  return {
+    /**
+     * Stores the Message-ID the provider gave a sent email (it may replace ours; replies may quote
+     * only that one). Just after the send the provider may not know it yet: then this throws and
+     * the job retries. A notification (email.sent, delivered) that carries it first makes this moot.
+     */
+    async lookupMessageId(messageRowId: string): Promise<void> {
+      const message = await db
+        .selectFrom('emailMessages as m')
+        .innerJoin('emailIntegrations as x', 'x.orgId', 'm.orgId')
+        .select(['m.id', 'm.providerEmailId', 'm.providerMessageId', 'x.apiKeyEncrypted'])
+        .where('m.id', '=', messageRowId)
+        .executeTakeFirst();
+      if (!message?.providerEmailId || message.providerMessageId) return;
+      const sent = await deps.mail(deps.box.decrypt(message.apiKeyEncrypted)).getEmail(message.providerEmailId);
+      const providerMessageId = sent.message_id ? normalizeMessageId(sent.message_id) : undefined;
+      if (!providerMessageId) throw new Error('The provider does not know the Message-ID of the email yet');
+      await db
+        .updateTable('emailMessages')
+        .set({ providerMessageId })
+        .where('id', '=', message.id)
+        .where('providerMessageId', 'is', null)
+        .execute();
+    },
+
+    async record(notification: EmailNotificationRow, payload: MailNotification): Promise<void> {
+      const orgId = notification.orgId!;
+      const incoming = STATUS_OF[payload.type];
+      if (!incoming) {
+        return void (await notificationsRepo.settle(db, notification.id, {
+          status: 'ignored',
+          reason: `${payload.type} is not an event this service reads`,
+        }));
+      }
+      const tagged = tagValue(payload, TAG_MESSAGE);
+      const message = await db
+        .selectFrom('emailMessages')
+        .select(['id', 'status', 'providerEmailId', 'providerMessageId', 'toAddresses'])
+        .where('orgId', '=', orgId)
+        .where('direction', '=', 'outbound')
+        .where((eb) =>
+          eb.or([eb('providerEmailId', '=', payload.data.email_id), ...(tagged && UUID.test(tagged) ? [eb('id', '=', tagged)] : [])]),
+        )
+        .executeTakeFirst();
+      if (!message) {
+        return void (await notificationsRepo.settle(db, notification.id, {
+          status: 'ignored',
+          reason: 'no email we sent has this email_id',
+        }));
+      }
+      const permanentBounce = payload.type === 'email.bounced' && payload.data.bounce?.type?.toLowerCase() !== 'temporary';
+      const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
+      const detail = detailOf(payload);
+      const occurredAt = new Date(Date.parse(payload.data.created_at ?? payload.created_at ?? '') || Date.now());
+      const providerMessageId = payload.data.message_id ? (normalizeMessageId(payload.data.message_id) ?? null) : null;
+
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('emailDeliveryEvents')
+          .values({
+            id: randomUUID(),
+            orgId,
+            messageId: message.id,
+            type: payload.type.replace(/^email\./, ''),
+            data: JSON.stringify({
+              ...(payload.data.bounce ? { bounce: payload.data.bounce } : {}),
+              ...(payload.data.failed ? { failed: payload.data.failed } : {}),
+              ...(payload.data.suppressed ? { suppressed: payload.data.suppressed } : {}),
+              ...(payload.data.click ? { click: payload.data.click } : {}),
+            }),
+            occurredAt,
+          })
+          .execute();
+        await trx
+          .updateTable('emailMessages')
+          .set({
+            status,
+            ...(status !== message.status && detail ? { statusDetail: detail.slice(0, 2000) } : {}),
+            providerEmailId: message.providerEmailId ?? payload.data.email_id,
+            providerMessageId: message.providerMessageId ?? providerMessageId,
+            updatedAt: sql<Date>`now()`,
+          })
+          .where('id', '=', message.id)
+          .execute();
+        const suppresses = permanentBounce || payload.type === 'email.complained' || payload.type === 'email.suppressed';
+        if (suppresses) {
+          const recipients = addressesOf(payload.data.to?.length ? payload.data.to : message.toAddresses);
+          const reason =
+            payload.type === 'email.complained' ? 'complained' : payload.type === 'email.suppressed' ? 'provider_suppressed' : 'bounced';
+          if (recipients.length > 0) {
+            await trx
+              .insertInto('emailSuppressions')
+              .values(
+                recipients.map((address) => ({ orgId, address, reason, detail: detail?.slice(0, 2000) ?? null, messageId: message.id })),
+              )
+              .onConflict((oc) => oc.columns(['orgId', 'address']).doNothing())
+              .execute();
+          }
+        }
+        await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
+      });
+    },
+  };
+}
+
+export type DeliveryEvents = ReturnType<typeof createDeliveryEvents>;

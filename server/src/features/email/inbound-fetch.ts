@@ -1,0 +1,134 @@
+import { storableJson } from '../../lib/json-input.ts';
+import {
+  AttachmentTooLargeError,
+  downloadAttachment,
+  type MailClientForKey,
+  MailProviderError,
+  type ReceivedAttachmentSummary,
+} from './mail-client.ts';
+import { boundedHeaders, dateOf, messageIdsOf, normalizeMessageId, sanitizeEmailHtml, textOfHtml } from './email-content.ts';
+
+export interface InboundLimits {
+  maxAttachmentBytes: number;
+  maxAttachments: number;
+  downloadTimeoutMs: number;
+}
+
+export interface FetchedAttachment {
+  providerAttachmentId: string;
+  filename: string;
+  contentType: string;
+  contentDisposition: string | null;
+  contentId: string | null;
+  sizeBytes: number;
+  content: Uint8Array | null;
+  status: 'stored' | 'failed' | 'skipped';
+  error: string | null;
+}
+
+/** A received email as we store it: sanitized, its threading headers parsed, its attachments downloaded. */
+export interface FetchedEmail {
+  from: string;
+  to: string[];
+  cc: string[];
+  subject: string;
+  sentAt: Date | null;
+  headers: Record<string, string>;
+  messageId: string | null;
+  inReplyTo: string | null;
+  references: string[];
+  html: string | null;
+  text: string;
+  attachments: FetchedAttachment[];
+}
+
+/** Worth another try later (the provider is down or busy), rather than a final answer. */
+export const isTransient = (error: unknown) =>
+  error instanceof MailProviderError && (error.status === 0 || error.status === 429 || error.status >= 500);
+
+const MAX_TEXT_CHARS = 1024 * 1024;
+const strings = (value: unknown) => (Array.isArray(value) ? value.filter((item) => typeof item === 'string').slice(0, 100) : []);
+
+/** A header of the provider's flat header object, by any case of its name. */
+function rawHeader(headers: unknown, name: string): string | undefined {
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() === name)
+      return Array.isArray(value) ? value.map(String).join(' ') : typeof value === 'string' ? value : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Fetches a received email and downloads its attachments (their links expire in an hour). A
+ * transient failure throws, so that the job retries; on the last attempt, or for a final answer
+ * (gone, too large), the attachment is kept as failed or skipped with its reason.
+ */
+export async function fetchReceivedEmail(
+  api: MailClientForKey,
+  emailId: string,
+  limits: InboundLimits,
+  lastAttempt: boolean,
+): Promise<FetchedEmail> {
+  // Every part of a received email is the sender's: text PostgreSQL cannot store (NUL) is replaced.
+  const email = storableJson(await api.getReceivedEmail(emailId));
+  const summaries: ReceivedAttachmentSummary[] = Array.isArray(email.attachments)
+    ? email.attachments
+    : await api.listReceivedAttachments(emailId);
+  const attachments: FetchedAttachment[] = [];
+  for (const [index, summary] of summaries.entries()) {
+    const base = {
+      providerAttachmentId: String(summary.id).slice(0, 200),
+      filename: (summary.filename ?? `attachment-${index + 1}`).slice(0, 255),
+      contentType: (summary.content_type ?? 'application/octet-stream').slice(0, 255),
+      contentDisposition: summary.content_disposition?.slice(0, 100) ?? null,
+      contentId: summary.content_id?.slice(0, 255) ?? null,
+      sizeBytes: Number.isSafeInteger(summary.size) ? summary.size! : 0,
+      content: null,
+    };
+    if (index >= limits.maxAttachments) {
+      attachments.push({
+        ...base,
+        status: 'skipped',
+        error: `Not downloaded: over the limit of ${limits.maxAttachments} attachments per email`,
+      });
+    } else if (base.sizeBytes > limits.maxAttachmentBytes) {
+      attachments.push({ ...base, status: 'skipped', error: `Not downloaded: over the limit of ${limits.maxAttachmentBytes} bytes` });
+    } else {
+      try {
+        const link = await api.getReceivedAttachment(emailId, summary.id);
+        const content = await downloadAttachment(link.download_url, {
+          maxBytes: limits.maxAttachmentBytes,
+          timeoutMs: limits.downloadTimeoutMs,
+        });
+        attachments.push({ ...base, content, sizeBytes: content.length, status: 'stored', error: null });
+      } catch (error) {
+        if (isTransient(error) && !lastAttempt) throw error;
+        const skipped = error instanceof AttachmentTooLargeError;
+        attachments.push({
+          ...base,
+          status: skipped ? 'skipped' : 'failed',
+          error: `Not downloaded: ${(error as Error).message}`.slice(0, 1000),
+        });
+      }
+    }
+  }
+
+  const html = typeof email.html === 'string' && email.html.length > 0 ? sanitizeEmailHtml(email.html) : null;
+  const text = (typeof email.text === 'string' && email.text.trim() ? email.text : html ? textOfHtml(html) : '').slice(0, MAX_TEXT_CHARS);
+  const headers = boundedHeaders(email.headers);
+  return {
+    from: String(email.from ?? '').slice(0, 1000),
+    to: strings(email.to),
+    cc: strings(email.cc),
+    subject: (email.subject ?? rawHeader(email.headers, 'subject') ?? '').slice(0, 998),
+    sentAt: dateOf(rawHeader(email.headers, 'date')) ?? dateOf(email.created_at),
+    headers,
+    messageId: normalizeMessageId(email.message_id ?? rawHeader(email.headers, 'message-id') ?? '') ?? null,
+    inReplyTo: messageIdsOf(rawHeader(email.headers, 'in-reply-to'))[0] ?? null,
+    references: messageIdsOf(rawHeader(email.headers, 'references')),
+    html,
+    text,
+    attachments,
+  };
+}

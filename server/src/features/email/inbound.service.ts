@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { EmailInboxRow, EmailNotificationRow } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { insertEmailAction } from '../actions/actions.repo.ts';
+import { addressesOf, addressOf } from './email-content.ts';
+import { emailIntegrationRepo } from './email-integration.repo.ts';
+import { emailMessagesRepo } from './email-messages.repo.ts';
+import { type FetchedEmail, fetchReceivedEmail, type InboundLimits } from './inbound-fetch.ts';
+import { autoReplyRefusal } from './loop-guards.ts';
+import type { MailClient } from './mail-client.ts';
+import type { MailNotification } from './notification-payload.ts';
+import { notificationsRepo } from './notifications.repo.ts';
+
+/** How much of a thread an answering agent reads: its newest messages, each cut to this many characters. */
+const TRANSCRIPT_MESSAGES = 20;
+const TRANSCRIPT_CHARS_PER_MESSAGE = 8000;
+
+/**
+ * `email.received`: the email is fetched with its attachments, stored in the thread that any of its
+ * References / In-Reply-To ids names (or a new one), and, when the inbox has an agent that answers
+ * automatically and nothing says it must not (loop guards, the per-thread hourly cap), an action of
+ * that agent answers it. Message, attachments, ledger row, action and its job commit together with
+ * the notification's end, so a retried or resumed job never stores or answers twice.
+ */
+export function createInboundEmail(deps: {
+  db: Kysely<DB>;
+  box: SecretBox;
+  mail: MailClient;
+  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  limits: InboundLimits & { autoRepliesPerThreadPerHour: number };
+}) {
+  const { db } = deps;
+
+  /** Why the message gets no automatic answer, or the agent that answers it. */
+  async function answererOf(trx: Kysely<DB>, inbox: EmailInboxRow, threadId: string, email: FetchedEmail) {
+    const responders = await emailMessagesRepo.autoResponders(trx, inbox.id);
+    if (responders.length === 0) return { refusal: 'no agent of the inbox answers automatically (autoRespond)' };
+    const from = addressOf(email.from) ?? '';
+    const ownAddresses = new Set((await emailMessagesRepo.isOwnAddress(trx, from)) ? [from] : []);
+    const guard = autoReplyRefusal({ headers: email.headers, from, ownAddresses });
+    if (guard) return { refusal: `not answered automatically: ${guard}` };
+    const recent = await emailMessagesRepo.autoRepliesWithinHour(trx, threadId);
+    if (recent >= deps.limits.autoRepliesPerThreadPerHour) {
+      return { refusal: `not answered automatically: the thread had ${recent} automatic replies within the hour (the limit)` };
+    }
+    const responder = responders.find((candidate) => candidate.runAsUserId);
+    if (!responder) return { refusal: 'not answered automatically: the user who assigned the agent no longer exists' };
+    return { responder };
+  }
+
+  /** What the answering agent reads: the thread so far, oldest first, as text. */
+  async function transcript(trx: Kysely<DB>, threadId: string) {
+    const messages = await emailMessagesRepo.lastOfThread(trx, threadId, TRANSCRIPT_MESSAGES);
+    const attachments = await emailMessagesRepo.attachmentNames(
+      trx,
+      messages.map((message) => message.id),
+    );
+    return messages.map((message) => ({
+      direction: message.direction === 'inbound' ? 'received' : 'sent by us',
+      from: message.fromAddress,
+      to: message.toAddresses,
+      ...(message.ccAddresses.length > 0 ? { cc: message.ccAddresses } : {}),
+      date: (message.sentAt ?? message.createdAt).toISOString(),
+      subject: message.subject,
+      text:
+        message.textBody.length > TRANSCRIPT_CHARS_PER_MESSAGE
+          ? `${message.textBody.slice(0, TRANSCRIPT_CHARS_PER_MESSAGE)}\n[cut]`
+          : message.textBody,
+      attachments: attachments.filter((item) => item.messageId === message.id).map((item) => item.filename),
+    }));
+  }
+
+  async function store(notification: EmailNotificationRow, payload: MailNotification, inbox: EmailInboxRow, email: FetchedEmail) {
+    const orgId = inbox.orgId;
+    let startedAction = false;
+    await db.transaction().execute(async (trx) => {
+      const known = await emailMessagesRepo.threadOf(trx, orgId, [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references]);
+      const threadId = known ?? randomUUID();
+      if (!known)
+        await emailMessagesRepo.insertThread(trx, { id: threadId, orgId, title: (email.subject || '(no subject)').slice(0, 200) });
+      const messageRowId = randomUUID();
+      await emailMessagesRepo.insertMessage(trx, {
+        id: messageRowId,
+        orgId,
+        threadId,
+        inboxId: inbox.id,
+        direction: 'inbound',
+        providerEmailId: payload.data.email_id,
+        messageId: email.messageId,
+        inReplyTo: email.inReplyTo,
+        referenceIds: JSON.stringify(email.references),
+        fromAddress: email.from,
+        toAddresses: JSON.stringify(email.to),
+        ccAddresses: JSON.stringify(email.cc),
+        subject: email.subject,
+        sentAt: email.sentAt,
+        textBody: email.text,
+        htmlBody: email.html,
+        headers: JSON.stringify(email.headers),
+        status: 'received',
+      });
+      await emailMessagesRepo.insertAttachments(
+        trx,
+        email.attachments.map((attachment, position) => ({ id: randomUUID(), orgId, messageId: messageRowId, position, ...attachment })),
+      );
+      await emailMessagesRepo.touchThread(trx, threadId);
+
+      const decision = await answererOf(trx, inbox, threadId, email);
+      const deliveryId = randomUUID();
+      const actionId = decision.responder ? randomUUID() : null;
+      await trx
+        .insertInto('webhookDeliveries')
+        .values({
+          id: deliveryId,
+          orgId,
+          webhookId: null,
+          actionId,
+          status: actionId ? 'accepted' : 'skipped',
+          reason: decision.refusal ?? null,
+          replayable: false,
+          eventType: 'email.received',
+          externalId: payload.data.email_id,
+          payload: JSON.stringify(payload),
+          headers: JSON.stringify(notification.headers),
+          verificationScheme: 'wh',
+          source: 'email',
+        })
+        .execute();
+      if (decision.responder && actionId) {
+        const from = addressOf(email.from) ?? email.from;
+        await insertEmailAction(trx, {
+          id: actionId,
+          orgId,
+          deliveryId,
+          agentId: decision.responder.agentId,
+          runAsUserId: decision.responder.runAsUserId!,
+          emailMessageId: messageRowId,
+          instructions: [
+            `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message with sendEmail, to ${from}:`,
+            'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
+          ].join(' '),
+          data: { inbox: inbox.emailAddress, threadId, subject: email.subject, from, messages: await transcript(trx, threadId) },
+          approvalRules: decision.responder.approvalRules ?? { sendEmail: 'allow' },
+        });
+        await deps.jobs.enqueue('actions.run', { actionId }, { trx });
+        startedAction = true;
+      }
+      await trx
+        .updateTable('emailMessages')
+        .set({ statusDetail: decision.refusal ?? `answered by ${decision.responder!.agentName} (action ${actionId})` })
+        .where('id', '=', messageRowId)
+        .execute();
+      await notificationsRepo.settle(trx, notification.id, { status: 'processed', reason: decision.refusal ?? null });
+    });
+    if (startedAction) deps.jobs.notify('actions.run');
+  }
+
+  return {
+    async receive(notification: EmailNotificationRow, payload: MailNotification, options: { lastAttempt: boolean }): Promise<void> {
+      const orgId = notification.orgId!;
+      const integration = await emailIntegrationRepo.find(db, orgId);
+      if (!integration)
+        return void (await notificationsRepo.settle(db, notification.id, {
+          status: 'ignored',
+          reason: 'the email integration was removed',
+        }));
+      const recipients = [
+        ...addressesOf(payload.data.to),
+        ...addressesOf(payload.data.cc),
+        ...addressesOf(payload.data.received_for),
+        ...addressesOf(payload.data.bcc),
+      ];
+      const inboxes = await emailMessagesRepo.inboxesAt(db, orgId, recipients);
+      const inbox = recipients.map((address) => inboxes.find((candidate) => candidate.emailAddress === address)).find(Boolean);
+      if (!inbox)
+        return void (await notificationsRepo.settle(db, notification.id, {
+          status: 'ignored',
+          reason: 'no inbox for any recipient of the email',
+        }));
+      if (await emailMessagesRepo.findReceived(db, orgId, payload.data.email_id)) {
+        return void (await notificationsRepo.settle(db, notification.id, { status: 'processed', reason: 'the email was stored already' }));
+      }
+      const api = deps.mail(deps.box.decrypt(integration.apiKeyEncrypted));
+      const email = await fetchReceivedEmail(api, payload.data.email_id, deps.limits, options.lastAttempt);
+      try {
+        await store(notification, payload, inbox, email);
+      } catch (error) {
+        // Another worker stored the same email meanwhile (its lease lapsed while this one worked).
+        if (!isUniqueViolation(error, 'email_messages_provider_email')) throw error;
+        await notificationsRepo.settle(db, notification.id, { status: 'processed', reason: 'the email was stored already' });
+      }
+    },
+  };
+}
+
+export type InboundEmail = ReturnType<typeof createInboundEmail>;

@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { DB } from '../../db/schema.ts';
+import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { AppError } from '../../lib/errors.ts';
+import { jsonShapeProblem, unstorableText } from '../../lib/json-input.ts';
+import { anySignatureMatches, checkTimestamp, signStandardWebhook } from '../../lib/standard-webhooks.ts';
+import { addressesOf } from './email-content.ts';
+import { notificationSchema, TAG_ORG, tagValue } from './notification-payload.ts';
+import { type CandidateOrg, notificationsRepo } from './notifications.repo.ts';
+
+export type IntakeResult =
+  | { status: 'accepted' | 'duplicate'; notificationId: string }
+  | { status: 'ignored'; notificationId: string; reason: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const header = (headers: IncomingHttpHeaders, name: string) => {
+  const value = headers[`svix-${name}`] ?? headers[`webhook-${name}`];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+/**
+ * `POST /webhooks/mail`: the provider's signed notifications. The org is found from the notification
+ * (the inbox of a recipient; the email we sent, by its provider id or our tag on it) and only that
+ * org's secret is tried, on the raw bytes. A verified notification is committed with its job, once
+ * per (org, svix-id), and answered; its processing (fetches, downloads) happens in the job.
+ */
+export function createMailWebhookIntake(deps: {
+  db: Kysely<DB>;
+  box: SecretBox;
+  clock: Clock;
+  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  logger: Logger;
+}) {
+  const { db } = deps;
+
+  function candidatesOf(type: unknown, data: Record<string, unknown>): Promise<CandidateOrg[]> {
+    if (type === 'email.received') {
+      const recipients = [...addressesOf(data.to), ...addressesOf(data.cc), ...addressesOf(data.received_for), ...addressesOf(data.bcc)];
+      return notificationsRepo.orgsOfInboxes(db, [...new Set(recipients)].slice(0, 200));
+    }
+    if (typeof data.email_id !== 'string' || data.email_id.length > 200) return Promise.resolve([]);
+    const tagged = tagValue({ data: { tags: data.tags as never } }, TAG_ORG);
+    return notificationsRepo.orgsOfSentEmail(db, data.email_id, tagged && UUID.test(tagged) ? tagged : undefined);
+  }
+
+  return {
+    async receive(raw: Buffer, headers: IncomingHttpHeaders): Promise<IntakeResult> {
+      const id = header(headers, 'id');
+      const timestamp = header(headers, 'timestamp');
+      const signature = header(headers, 'signature');
+      if (!id || !timestamp || !signature) {
+        throw new AppError(
+          'signature_missing',
+          'Missing svix-id, svix-timestamp or svix-signature header (or their webhook-* equivalents)',
+        );
+      }
+      if (id.length > 256) throw new AppError('signature_invalid', 'The svix-id header is too long');
+      const seconds = checkTimestamp(timestamp, Math.floor(deps.clock.now().getTime() / 1000));
+
+      const shape = jsonShapeProblem(raw);
+      if (shape) throw new AppError('invalid_payload', `The body ${shape}`);
+      let body: unknown;
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        throw new AppError('invalid_json', 'The body is not valid JSON');
+      }
+      const { type, data } = (body ?? {}) as { type?: unknown; data?: unknown };
+      const eventType = typeof type === 'string' ? type.slice(0, 100) : 'unknown';
+      const safeHeaders = JSON.stringify({
+        'svix-id': id,
+        'svix-timestamp': timestamp,
+        'svix-signature': '[redacted]',
+        ...(headers['user-agent'] ? { 'user-agent': String(headers['user-agent']).slice(0, 300) } : {}),
+      });
+      const candidates = typeof data === 'object' && data !== null ? await candidatesOf(type, data as Record<string, unknown>) : [];
+      if (candidates.length === 0) {
+        const reason = eventType === 'email.received' ? 'no inbox for any recipient of the email' : 'no email we sent has this email_id';
+        const notificationId = randomUUID();
+        await notificationsRepo.insertIgnored(db, { id: notificationId, svixId: id, eventType, reason, headers: safeHeaders });
+        deps.logger.info({ svixId: id, eventType, reason }, 'mail notification ignored');
+        return { status: 'ignored', notificationId, reason };
+      }
+
+      const verified = candidates.filter((candidate) =>
+        anySignatureMatches(
+          [signStandardWebhook(deps.box.decrypt(candidate.webhookSecretEncrypted), id, seconds, raw).slice(3)],
+          signature,
+        ),
+      );
+      if (verified.length === 0) throw new AppError('signature_invalid', 'The signature does not match');
+      const unstorable = unstorableText(body);
+      if (unstorable) throw new AppError('invalid_payload', unstorable);
+      const parsed = notificationSchema.safeParse(body);
+      if (!parsed.success) {
+        const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; ');
+        throw new AppError('invalid_payload', `The notification is not one this endpoint reads: ${problems}`.slice(0, 1000));
+      }
+
+      // Normally one org; an account shared by several orgs notifies each of them.
+      let result: IntakeResult | undefined;
+      let enqueued = 0;
+      await db.transaction().execute(async (trx) => {
+        for (const { orgId } of verified) {
+          const stored = await notificationsRepo.insertOnce(trx, {
+            id: randomUUID(),
+            orgId,
+            svixId: id,
+            eventType,
+            payload: JSON.stringify(parsed.data),
+            headers: safeHeaders,
+          });
+          if (stored) {
+            await deps.jobs.enqueue('email.process', { notificationId: stored.id }, { trx });
+            enqueued++;
+          }
+          result ??= stored ? { status: 'accepted', notificationId: stored.id } : undefined;
+        }
+      });
+      deps.jobs.notify('email.process', enqueued);
+      if (result) return result;
+      return { status: 'duplicate', notificationId: await notificationsRepo.idOf(db, verified[0]!.orgId, id) };
+    },
+  };
+}
+
+export type MailWebhookIntake = ReturnType<typeof createMailWebhookIntake>;

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
+import { postSignedNotification, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+
+let app: TestApp;
+let provider: FakeMailProvider;
+beforeAll(async () => {
+  provider = await startFakeMailProvider();
+  app = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0', EMAIL_WEBHOOK_MAX_BYTES: '20000' });
+});
+afterAll(async () => {
+  await app?.close();
+  await provider?.close();
+});
+
+/** A received email at the org's inbox and its notification. */
+async function inboundTo(org: Awaited<ReturnType<typeof setUpEmailOrg>>, subject = 'Hello') {
+  const received = provider.receive({ from: 'dave@customer.test', to: [org.inbox.emailAddress], subject, text: 'Hi' });
+  return { received, event: provider.receivedEvent(received.id) };
+}
+
+const threadsOf = async (org: Awaited<ReturnType<typeof setUpEmailOrg>>) => (await (await org.api('GET', '/email/threads')).json()).threads;
+
+describe('POST /webhooks/mail', () => {
+  it('refuses what is not signed by the org: missing, stale, future, wrong or another org’s signature (401), and stores nothing', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const other = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const { event } = await inboundTo(org);
+    const unsigned = await fetch(org.webhook.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(event),
+    });
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toMatchObject({ code: 'signature_missing' });
+    const now = Math.floor(Date.now() / 1000);
+    for (const timestamp of [now - 301 - 5, now + 301 + 5]) {
+      const stale = await org.notify(event, { timestamp });
+      expect(stale.status).toBe(401);
+      expect(await stale.json()).toMatchObject({ code: 'timestamp_out_of_tolerance' });
+    }
+    const wrong = await org.notify(event, { signature: `v1,${Buffer.alloc(32).toString('base64')}` });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toMatchObject({ code: 'signature_invalid' });
+    // Signed with another org's secret: it cannot write into this org's inbox.
+    const forged = await postSignedNotification(other.webhook, event);
+    expect(forged.status).toBe(401);
+    // Signed, then altered on the way.
+    const altered = await org.notify(event, {
+      signedBody: JSON.stringify(event),
+      body: JSON.stringify({ ...event, data: { ...event.data, subject: 'Changed' } }),
+    });
+    expect(altered.status).toBe(401);
+    expect(await threadsOf(org)).toEqual([]);
+  });
+
+  it('accepts the webhook-* header names and a rotated secret’s two signatures', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const { event } = await inboundTo(org, 'Rotated');
+    const accepted = await org.notify(event, {
+      headerPrefix: 'webhook',
+      extraSignatures: [`v1,${Buffer.alloc(32, 1).toString('base64')}`, 'v2,ignored'],
+    });
+    expect(accepted.status).toBe(200);
+    expect(await accepted.json()).toMatchObject({ status: 'accepted' });
+    await eventually('the email stored', async () => ((await threadsOf(org)).length === 1 ? true : undefined));
+  });
+
+  it('answers malformed input 400 and an oversized body 413, never 500', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const { event } = await inboundTo(org);
+    const notJson = await org.notify(undefined, { body: '{"type": "email.received", ' });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ code: 'invalid_json' });
+    const badShape = await org.notify({ ...event, data: { ...event.data, email_id: 42 } });
+    expect(badShape.status).toBe(400);
+    const noEmailId = await org.notify({ ...event, data: { ...event.data, email_id: '' } });
+    expect(noEmailId.status).toBe(400);
+    expect(await noEmailId.json()).toMatchObject({ code: 'invalid_payload' });
+    const nul = await org.notify({ ...event, data: { ...event.data, subject: 'a\u0000b' } });
+    expect(nul.status).toBe(400);
+    const deep = await org.notify({ ...event, data: { ...event.data, extra: JSON.parse(`${'['.repeat(100)}${']'.repeat(100)}`) } });
+    expect(deep.status).toBe(400);
+    const huge = await org.notify({ ...event, data: { ...event.data, subject: 'x'.repeat(30_000) } });
+    expect(huge.status).toBe(413);
+    expect(await huge.json()).toMatchObject({ code: 'payload_too_large' });
+    const notAnObject = await org.notify(undefined, { body: '"just a string"' });
+    expect(notAnObject.status).toBe(200);
+    expect(await notAnObject.json()).toMatchObject({ status: 'ignored' });
+  });
+
+  it('acknowledges a notification for no inbox or no email of ours as ignored, with the reason', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const stray = provider.receive({ from: 'eve@customer.test', to: ['nobody@unknown.example'], subject: 'Stray', text: '?' });
+    const ignored = await org.notify(provider.receivedEvent(stray.id));
+    expect(ignored.status).toBe(200);
+    expect(await ignored.json()).toMatchObject({ status: 'ignored', reason: 'no inbox for any recipient of the email' });
+    const unknownSent = await org.notify({
+      type: 'email.delivered',
+      created_at: new Date().toISOString(),
+      data: { email_id: crypto.randomUUID(), to: ['x@y.test'] },
+    });
+    expect(await unknownSent.json()).toMatchObject({ status: 'ignored', reason: 'no email we sent has this email_id' });
+  });
+
+  it('keeps each org’s email to itself: threads, messages and attachments of another org are 404', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const other = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const received = provider.receive({
+      from: 'frank@customer.test',
+      to: [org.inbox.emailAddress],
+      subject: 'Private',
+      text: 'Secret',
+      attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: Buffer.from('secret') }],
+    });
+    await org.notify(provider.receivedEvent(received.id));
+    const [thread] = await eventually('the email stored', async () => ((await threadsOf(org)).length === 1 ? threadsOf(org) : undefined));
+    const { messages } = await (await org.api('GET', `/email/threads/${thread.id}`)).json();
+    const attachmentId = messages[0].attachments[0].id;
+    expect(await threadsOf(other)).toEqual([]);
+    expect((await other.api('GET', `/email/threads/${thread.id}`)).status).toBe(404);
+    expect((await other.api('GET', `/email/attachments/${attachmentId}`)).status).toBe(404);
+    expect((await app.request('GET', `/orgs/${org.org.slug}/email/threads`, { token: other.token })).status).toBe(404);
+    expect((await app.request('GET', `/orgs/${org.org.slug}/email/threads`)).status).toBe(401);
+    const download = await org.api('GET', `/email/attachments/${attachmentId}`);
+    expect(download.headers.get('content-security-policy')).toContain('sandbox');
+    expect(await download.text()).toBe('secret');
+  });
+});

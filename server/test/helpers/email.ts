@@ -1,0 +1,59 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createTenant } from './factories.ts';
+import { type FakeWebhook, postSignedNotification, type startFakeMailProvider } from './fake-mail-provider.ts';
+import type { TestApp } from './test-app.ts';
+
+export type FakeMailProvider = Awaited<ReturnType<typeof startFakeMailProvider>>;
+
+/**
+ * A fresh tenant with everything inbound email needs, made through the API: an integration whose
+ * provider account has its own verified domain, an agent, an inbox on that domain and (unless told
+ * otherwise) the agent assigned as primary with autoRespond. `notify` posts a notification as the
+ * provider would, signed with this org's webhook secret.
+ */
+export async function setUpEmailOrg(
+  app: TestApp,
+  provider: FakeMailProvider,
+  options: { autoRespond?: boolean; agentTools?: string[]; approvalRules?: Record<string, string> } = {},
+) {
+  const tenant = await createTenant(app);
+  const { token, org } = tenant;
+  const api = async (method: string, path: string, body?: unknown) => app.request(method, `/orgs/${org.slug}${path}`, { token, body });
+  const apiKey = `re_${randomUUID()}`;
+  const domain = `${randomUUID().slice(0, 8)}.example.com`;
+  provider.addKey(apiKey, { domains: [{ name: domain }] });
+  const webhook: FakeWebhook = { url: `${app.baseUrl}/webhooks/mail`, secret: `whsec_${randomBytes(24).toString('base64')}` };
+  const saved = await api('PUT', '/email/integration', {
+    apiKey,
+    fromEmail: `agents@${domain}`,
+    fromName: 'Acme Agents',
+    webhookSecret: webhook.secret,
+  });
+  if (saved.status !== 200) throw new Error(`integration not saved: ${saved.status} ${await saved.text()}`);
+  const agent = await (
+    await api('POST', '/agents', { name: 'Support', instructions: 'Answer customers.', tools: options.agentTools ?? [] })
+  ).json();
+  const inbox = await (await api('POST', '/email/inboxes', { emailAddress: `help@${domain}`, displayName: 'Help desk' })).json();
+  if (!inbox.id) throw new Error(`inbox not created: ${JSON.stringify(inbox)}`);
+  if (options.autoRespond !== false) {
+    const assigned = await api('POST', `/email/inboxes/${inbox.id}/agents`, {
+      agentId: agent.id,
+      isPrimary: true,
+      autoRespond: true,
+      ...(options.approvalRules ? { approvalRules: options.approvalRules } : {}),
+    });
+    if (assigned.status !== 201) throw new Error(`agent not assigned: ${assigned.status} ${await assigned.text()}`);
+  }
+  return {
+    ...tenant,
+    auth: { token, org: org.slug },
+    api,
+    apiKey,
+    domain,
+    agentId: agent.id as string,
+    inbox: inbox as { id: string; emailAddress: string; displayName: string },
+    webhook,
+    /** Posts a notification signed with this org's secret (or as `options` say). */
+    notify: (event: unknown, options?: Parameters<typeof postSignedNotification>[2]) => postSignedNotification(webhook, event, options),
+  };
+}
