@@ -5,6 +5,7 @@ const PROCESS_TESTS = [
   'src/features/ingest/durability.test.ts',
   'src/features/callbacks/restart.test.ts',
   'src/features/actions/resume.test.ts',
+  'src/features/email/restart.test.ts',
 ];
 
 /**

@@ -117,7 +117,16 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       size: attachment.content.length,
     };
   };
-  const server = await startLoopbackServer((request, response, body) => {
+  /** Answers held back until released: a test kills the server while it waits for them. */
+  const holds: Array<{ kind: 'send' | 'fetch-received'; held: () => void; release: Promise<void> }> = [];
+  const holdIf = async (kind: 'send' | 'fetch-received') => {
+    const hold = holds.find((candidate) => candidate.kind === kind);
+    if (!hold) return;
+    holds.splice(holds.indexOf(hold), 1);
+    hold.held();
+    await hold.release;
+  };
+  const server = await startLoopbackServer(async (request, response, body) => {
     // A signed download URL: no API key, as the provider's storage links.
     const download = request.url!.match(/^\/downloads\/([\w-]+)$/);
     if (request.method === 'GET' && download) {
@@ -159,6 +168,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     const path = request.url!.split('?')[0]!;
     const receiving = path.match(/^\/emails\/receiving\/([\w-]+)(?:\/attachments(?:\/([\w-]+))?)?$/);
     if (request.method === 'GET' && receiving) {
+      if (!receiving[2] && !request.url!.includes('/attachments')) await holdIf('fetch-received');
       if (account.restricted) return refuse(response, 401, 'restricted_api_key', 'This API key is restricted to only send emails');
       const email = received.get(receiving[1]!);
       if (!email) return refuse(response, 404, 'not_found', 'Email not found');
@@ -236,7 +246,9 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve(email);
     }
-    sendJson(response, 200, { id });
+    // Sent, but the answer may be held: the sender cannot know that it was sent.
+    await holdIf('send');
+    if (!response.destroyed) sendJson(response, 200, { id });
   });
   return {
     url: server.url,
@@ -294,6 +306,19 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
           ...extra,
         },
       };
+    },
+    /**
+     * Holds the next answer of a kind (a send, after the email is sent; a received email's fetch)
+     * until `release` is called; `held` resolves once a request is being held.
+     */
+    holdNext(kind: 'send' | 'fetch-received') {
+      let release!: () => void;
+      let held!: () => void;
+      const isHeld = new Promise<void>((resolve) => {
+        held = resolve;
+      });
+      holds.push({ kind, held, release: new Promise<void>((resolve) => (release = resolve)) });
+      return { held: isHeld, release: () => release() };
     },
     /** Another API key of the account, with its domains (or a sending-only key). */
     addKey(key: string, account: { restricted?: boolean; domains?: FakeDomain[] } = {}) {

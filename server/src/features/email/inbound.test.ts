@@ -195,7 +195,7 @@ describe('inbound email', () => {
     model.script(replyToSender());
     const org = await setUpEmailOrg(app, provider);
     const other = await setUpEmailOrg(app, provider, { autoRespond: false });
-    const cases = [
+    const cases: Array<{ from: string; headers: Record<string, string>; reason: string }> = [
       {
         from: 'ooo@customer.test',
         headers: { 'Auto-Submitted': 'auto-replied' },

@@ -1,0 +1,200 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../test/helpers/actions.ts';
+import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
+import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
+import { type ChatRequest, eventData, toolResults } from '../../../test/helpers/fake-model.ts';
+import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
+import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
+
+let app: TestApp;
+let model: FakeModel;
+let provider: FakeMailProvider;
+beforeAll(async () => {
+  provider = await startFakeMailProvider();
+});
+useAppWithModel(
+  () => ({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0', EMAIL_MAX_RECIPIENTS: '2' }),
+  (started) => ({ app, model } = started),
+);
+afterAll(async () => {
+  await provider?.close();
+});
+
+/**
+ * The model does what the event says: `data.document` first makes a PDF, then `data.send` is sent
+ * (with that PDF attached); once it has the result, it reports what the tool answered.
+ */
+const followEvent = (request: ChatRequest) => {
+  const data = eventData(request);
+  const results = toolResults(request);
+  if (data.document && results.length === 0) return { toolCalls: [{ name: 'generateDocument', arguments: data.document }] };
+  const sent = results.length === (data.document ? 2 : 1);
+  if (sent) return { text: `Tool said: ${JSON.stringify(results.at(-1)!.content)}` };
+  const documentId = data.document ? results[0]!.content.documentId : undefined;
+  return { toolCalls: [{ name: 'sendEmail', arguments: { ...data.send, ...(documentId ? { attachDocumentIds: [documentId] } : {}) } }] };
+};
+
+/** A webhook whose agent may send email and make documents without asking, in an org with (or without) an integration. */
+async function webhookOrg(integration?: { domainStatus?: 'verified' | 'pending' }) {
+  const setup = await setupWebhook(app, {}, { approvalRules: { sendEmail: 'allow', generateDocument: 'allow' } });
+  const { org, token } = setup.tenant;
+  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['sendEmail', 'generateDocument'] } });
+  const domain = `${randomUUID().slice(0, 8)}.example.com`;
+  if (integration) {
+    const apiKey = `re_${randomUUID()}`;
+    provider.addKey(apiKey, { domains: [{ name: domain, status: integration.domainStatus ?? 'verified' }] });
+    const saved = await app.request('PUT', `/orgs/${org.slug}/email/integration`, {
+      token,
+      body: {
+        apiKey,
+        fromEmail: `agents@${domain}`,
+        fromName: 'Acme Agents',
+        webhookSecret: `whsec_${randomBytes(24).toString('base64')}`,
+      },
+    });
+    expect(saved.status).toBe(200);
+  }
+  /** Posts an event and waits for its action to finish; returns the sendEmail call's stored output. */
+  const run = async (data: Record<string, unknown>) => {
+    const posted = await postEvent(app, setup, { eventType: 'customer.update', data });
+    const { actionId } = await posted.json();
+    const action = await waitForAction(app, { token, org: org.slug }, actionId, ['completed', 'failed']);
+    return action.execution.toolCalls.find((call: { toolName: string }) => call.toolName === 'sendEmail');
+  };
+  return { ...setup, domain, run, auth: { token, org: org.slug } };
+}
+
+describe('sendEmail', () => {
+  it('sends from the integration as a new thread, Markdown as text and HTML, with a generated PDF attached', async () => {
+    model.script(followEvent);
+    const org = await webhookOrg({});
+    const to = `hank-${randomUUID().slice(0, 6)}@customer.test`;
+    const call = await org.run({
+      send: { to, subject: 'Your invoice', body: '# Invoice\n\nPlease find it **attached**.' },
+      document: { title: 'Invoice 7', content: '# Invoice 7\n\nTotal: 10 EUR' },
+    });
+    expect(call).toMatchObject({ status: 'completed', output: { type: 'json', value: { sent: true, to: [to], subject: 'Your invoice' } } });
+    const email = await provider.waitFor(to);
+    expect(email).toMatchObject({
+      from: `"Acme Agents" <agents@${org.domain}>`,
+      subject: 'Your invoice',
+      text: '# Invoice\n\nPlease find it **attached**.',
+    });
+    expect(email.html).toContain('<h1>Invoice</h1>');
+    expect(email.headers).not.toHaveProperty('In-Reply-To');
+    expect(email.attachments).toEqual([expect.objectContaining({ filename: 'Invoice 7.pdf', content_type: 'application/pdf' })]);
+    expect(Buffer.from(email.attachments![0]!.content, 'base64').subarray(0, 5).toString()).toBe('%PDF-');
+    expect(email.tags).toEqual([
+      { name: 'ap_org', value: org.tenant.org.id },
+      { name: 'ap_message', value: expect.any(String) },
+    ]);
+    const { threads } = await (await app.request('GET', `/orgs/${org.auth.org}/email/threads`, { token: org.auth.token })).json();
+    expect(threads).toEqual([expect.objectContaining({ subject: 'Your invoice', inboxId: null, messageCount: 1 })]);
+    const { messages } = await (
+      await app.request('GET', `/orgs/${org.auth.org}/email/threads/${threads[0].id}`, { token: org.auth.token })
+    ).json();
+    expect(messages[0]).toMatchObject({ direction: 'outbound', status: 'sent', providerEmailId: email.id });
+    const pdf = await app.request('GET', `/orgs/${org.auth.org}/email/attachments/${messages[0].attachments[0].id}`, {
+      token: org.auth.token,
+    });
+    expect(pdf.headers.get('content-type')).toBe('application/pdf');
+  });
+
+  it('refuses, as a tool error the model sees: no integration, an unverified domain, too many recipients, a document that is not the org’s', async () => {
+    model.script(followEvent);
+    const send = { to: 'ivy@customer.test', subject: 'Hi', body: 'Hello' };
+    const notConfigured = await (await webhookOrg()).run({ send });
+    expect(notConfigured).toMatchObject({
+      status: 'failed',
+      output: { type: 'error-text', value: 'sendEmail failed: Email integration not configured' },
+    });
+    const unverified = await (await webhookOrg({ domainStatus: 'pending' })).run({ send });
+    expect(unverified.output.value).toBe('sendEmail failed: Domain is not verified');
+    const verified = await webhookOrg({});
+    const crowd = await verified.run({ send: { ...send, to: 'a@customer.test, b@customer.test; c@customer.test' } });
+    expect(crowd.output.value).toBe('sendEmail failed: Too many recipients: 3 (at most 2)');
+    const notAnAddress = await verified.run({ send: { ...send, to: 'not an address' } });
+    expect(notAnAddress.output.value).toBe('sendEmail failed: "not an address" is not an email address');
+    const foreignDocument = randomUUID();
+    const unknown = await verified.run({ send: { ...send, attachDocumentIds: [foreignDocument] } });
+    expect(unknown.output.value).toBe(
+      `sendEmail failed: Document not found: ${foreignDocument} (attach documentIds that generateDocument returned)`,
+    );
+    expect(provider.sent.filter((email) => email.to.includes('ivy@customer.test'))).toEqual([]);
+  });
+});
+
+describe('bounces, complaints and delivery events', () => {
+  /** An org whose agent answered a customer: the reply as the provider sent it. */
+  async function answered() {
+    model.script((request) =>
+      toolResults(request).length > 0
+        ? { text: 'Done.' }
+        : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'Answer' } }] },
+    );
+    const org = await setUpEmailOrg(app, provider);
+    const customer = `judy-${randomUUID().slice(0, 6)}@customer.test`;
+    const received = provider.receive({ from: customer, to: [org.inbox.emailAddress], subject: 'Question', text: '?' });
+    await org.notify(provider.receivedEvent(received.id));
+    const reply = await provider.waitFor(customer);
+    const { threads } = await eventually('the thread', async () => {
+      const body = await (await org.api('GET', '/email/threads')).json();
+      return body.threads.length === 1 ? body : undefined;
+    });
+    const sentMessage = async () => (await (await org.api('GET', `/email/threads/${threads[0].id}`)).json()).messages[1];
+    return { org, customer, reply, sentMessage };
+  }
+
+  it('shows the delivery timeline; a permanent bounce suppresses the address, sendEmail then refuses it, and an admin can lift it', async () => {
+    const { org, customer, reply, sentMessage } = await answered();
+    for (const type of ['email.sent', 'email.delivered']) expect((await org.notify(provider.sentEvent(reply.id, type))).status).toBe(200);
+    await eventually('delivered', async () => ((await sentMessage()).status === 'delivered' ? true : undefined));
+    // Out of order: a late email.sent does not move it back.
+    await org.notify(provider.sentEvent(reply.id, 'email.sent'));
+    const bounce = { type: 'Permanent', subType: 'General', message: 'The mailbox does not exist' };
+    expect((await org.notify(provider.sentEvent(reply.id, 'email.bounced', { bounce }))).status).toBe(200);
+    const message = await eventually('bounced', async () => {
+      const current = await sentMessage();
+      return current.status === 'bounced' ? current : undefined;
+    });
+    expect(message.statusDetail).toBe('Permanent (General): The mailbox does not exist');
+    expect(message.deliveryEvents.map((event: { type: string }) => event.type)).toEqual(['sent', 'delivered', 'sent', 'bounced']);
+    expect(message.deliveryEvents[3].data).toEqual({ bounce });
+    const { suppressions } = await (await org.api('GET', '/email/suppressions')).json();
+    expect(suppressions).toEqual([expect.objectContaining({ address: customer, reason: 'bounced', messageId: message.id })]);
+
+    // The customer writes again: the agent's reply is refused, and the ledger shows why.
+    const again = provider.receive({ from: customer, to: [org.inbox.emailAddress], subject: 'Again', text: '?' });
+    await org.notify(provider.receivedEvent(again.id));
+    const row = await eventually('the second action done', async () => {
+      const body = await (await org.api('GET', '/ledger?source=email')).json();
+      return body.rows.length === 2 && body.rows[0].status === 'completed' ? body.rows[0] : undefined;
+    });
+    const detail = await (await org.api('GET', `/ledger/${row.actionId}`)).json();
+    expect(detail.execution.toolCalls[0].output.value).toMatch(/^sendEmail failed: Not sent: .+ \(bounced\) is on the suppression list/);
+
+    const guest = await app.request('DELETE', `/orgs/${org.org.slug}/email/suppressions/${customer}`);
+    expect(guest.status).toBe(401);
+    expect((await org.api('DELETE', `/email/suppressions/${encodeURIComponent(customer.toUpperCase())}`)).status).toBe(204);
+    expect((await org.api('DELETE', `/email/suppressions/${encodeURIComponent(customer)}`)).status).toBe(404);
+    expect((await (await org.api('GET', '/email/suppressions')).json()).suppressions).toEqual([]);
+  });
+
+  it('a temporary bounce only shows in the timeline; a complaint suppresses', async () => {
+    const { org, customer, reply, sentMessage } = await answered();
+    await org.notify(
+      provider.sentEvent(reply.id, 'email.bounced', { bounce: { type: 'Temporary', subType: 'MailboxFull', message: 'Full' } }),
+    );
+    await eventually('the temporary bounce recorded', async () => ((await sentMessage()).deliveryEvents.length === 1 ? true : undefined));
+    expect((await sentMessage()).status).toBe('sent');
+    expect((await (await org.api('GET', '/email/suppressions')).json()).suppressions).toEqual([]);
+    await org.notify(provider.sentEvent(reply.id, 'email.complained'));
+    await eventually('complained', async () => ((await sentMessage()).status === 'complained' ? true : undefined));
+    expect((await (await org.api('GET', '/email/suppressions')).json()).suppressions).toEqual([
+      expect.objectContaining({ address: customer, reason: 'complained' }),
+    ]);
+  });
+});
