@@ -75,6 +75,8 @@ const envSchema = z.object({
   EMAIL_AUTO_REPLIES_PER_THREAD_PER_HOUR: positiveInt.max(1000).default(5),
   /** How long a worker holds a notification it processes before another may take it over (it renews while alive). */
   EMAIL_PROCESSING_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(60),
+  /** Notifications one worker process processes at once (each mostly waits on the provider). */
+  EMAIL_CONCURRENCY: positiveInt.max(200).default(32),
 
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
@@ -234,6 +236,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxRecipients: e.EMAIL_MAX_RECIPIENTS,
       autoRepliesPerThreadPerHour: e.EMAIL_AUTO_REPLIES_PER_THREAD_PER_HOUR,
       leaseMs: e.EMAIL_PROCESSING_LEASE_SECONDS * 1000,
+      concurrency: e.EMAIL_CONCURRENCY,
     },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     passwordHashCost: e.PASSWORD_HASH_COST,

@@ -289,7 +289,13 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await database.migrate();
       await jobs.start();
       if (workers) {
-        await jobs.work(jobHandlers, { concurrency: { 'actions.run': config.actions.concurrency } });
+        await jobs.work(jobHandlers, {
+          concurrency: {
+            'actions.run': config.actions.concurrency,
+            'email.process': config.email.concurrency,
+            'email.lookup-message-id': config.email.concurrency,
+          },
+        });
         // Actions a stopped process was running resume once their lease lapses.
         await recovery.resumeAbandoned({ includeLive: true });
         // Notifications a stopped process was processing are taken over once their lease lapses.

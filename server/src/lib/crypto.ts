@@ -34,9 +34,13 @@ export interface SecretBox {
   decrypt(sealed: string): string;
 }
 
+/** Sealed values opened lately: a key derivation per use showed in the email profile (keys are read per request). */
+const OPENED_CACHE_SIZE = 1000;
+
 export function createSecretBox(masterKey: string): SecretBox {
   const ikm = Buffer.from(masterKey, 'utf8');
   const deriveKey = (salt: Buffer) => Buffer.from(hkdfSync('sha256', ikm, salt, BOX_INFO, 32));
+  const opened = new Map<string, string>();
   return {
     encrypt(plaintext) {
       const salt = randomBytes(32);
@@ -47,13 +51,18 @@ export function createSecretBox(masterKey: string): SecretBox {
       return [BOX_VERSION, ...parts].join('.');
     },
     decrypt(sealed) {
+      const known = opened.get(sealed);
+      if (known !== undefined) return known;
       const [version, salt, iv, tag, ciphertext] = sealed.split('.');
       if (version !== BOX_VERSION || !salt || !iv || !tag || ciphertext === undefined) {
         throw new Error('Malformed sealed value');
       }
       const decipher = createDecipheriv('aes-256-gcm', deriveKey(Buffer.from(salt, 'base64url')), Buffer.from(iv, 'base64url'));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+      const plaintext = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+      if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value!);
+      opened.set(sealed, plaintext);
+      return plaintext;
     },
   };
 }

@@ -119,6 +119,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
   };
   /** Answers held back until released: a test kills the server while it waits for them. */
   const holds: Array<{ kind: 'send' | 'fetch-received'; held: () => void; release: Promise<void> }> = [];
+  let downloadFailures = 0;
   const holdIf = async (kind: 'send' | 'fetch-received') => {
     const hold = holds.find((candidate) => candidate.kind === kind);
     if (!hold) return;
@@ -130,6 +131,10 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     // A signed download URL: no API key, as the provider's storage links.
     const download = request.url!.match(/^\/downloads\/([\w-]+)$/);
     if (request.method === 'GET' && download) {
+      if (downloadFailures > 0) {
+        downloadFailures--;
+        return refuse(response, 410, 'gone', 'The download link has expired');
+      }
       const attachment = [...attachments.values()].find((candidate) => candidate.token === download[1]);
       if (!attachment) return refuse(response, 404, 'not_found', 'Download link not found');
       response.writeHead(200, { 'content-type': attachment.contentType, 'content-length': String(attachment.content.length) });
@@ -306,6 +311,10 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
           ...extra,
         },
       };
+    },
+    /** The next `count` attachment downloads answer 410 (an expired link). */
+    failNextDownloads: (count: number) => {
+      downloadFailures += count;
     },
     /**
      * Holds the next answer of a kind (a send, after the email is sent; a received email's fetch)

@@ -82,7 +82,16 @@ function judge(fromEmail: string, domains: MailDomain[] | string): ConnectionTes
  * An org's email integration: the provider key and webhook secret (encrypted; hints only are shown),
  * the default sender, and what the provider last said of the sender's domain.
  */
+/** How long a domain the provider said was verified is taken as verified without asking again (a send to an unverified one fails at the provider anyway). */
+const VERIFIED_DOMAIN_TTL_MS = 5 * 60_000;
+
 export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: SecretBox; mail: MailClient; clock: Clock; logger: Logger }) {
+  /** `${orgId} ${domain}` -> until when it counts as verified (per process; a changed integration clears its org's). */
+  const verifiedDomains = new Map<string, number>();
+  const forgetVerified = (orgId: string) => {
+    for (const key of verifiedDomains.keys()) if (key.startsWith(`${orgId} `)) verifiedDomains.delete(key);
+  };
+
   /** The provider's domains with this key, or why they could not be read. */
   async function domainsWith(apiKey: string): Promise<MailDomain[] | string> {
     try {
@@ -108,6 +117,7 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
 
     /** Saves the integration, then asks the provider about the sender's domain (its answer is shown, not required). */
     async save(orgId: string, input: EmailIntegrationInput): Promise<PublicEmailIntegration> {
+      forgetVerified(orgId);
       const row = await emailIntegrationRepo.upsert(deps.db, {
         orgId,
         apiKeyEncrypted: deps.box.encrypt(input.apiKey),
@@ -133,6 +143,8 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
     async requireVerifiedDomain(orgId: string, address: string): Promise<void> {
       const row = await emailIntegrationRepo.find(deps.db, orgId);
       if (!row) throw emailNotConfigured();
+      const key = `${orgId} ${domainOf(address)}`;
+      if ((verifiedDomains.get(key) ?? 0) > deps.clock.now().getTime()) return;
       let domains: MailDomain[];
       try {
         domains = await deps.mail(deps.box.decrypt(row.apiKeyEncrypted)).listDomains();
@@ -143,9 +155,12 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
       }
       const domain = domainFor(domains, address);
       if (domain?.status !== 'verified') throw domainNotVerified();
+      if (verifiedDomains.size >= 10_000) verifiedDomains.clear();
+      verifiedDomains.set(key, deps.clock.now().getTime() + VERIFIED_DOMAIN_TTL_MS);
     },
 
     async remove(orgId: string): Promise<void> {
+      forgetVerified(orgId);
       if (!(await emailIntegrationRepo.remove(deps.db, orgId))) throw notFound('Email integration');
     },
 

@@ -128,4 +128,39 @@ describe('POST /webhooks/mail', () => {
     expect(download.headers.get('content-security-policy')).toContain('sandbox');
     expect(await download.text()).toBe('secret');
   });
+
+  it('retries a fetch that failed (seconds later) and records an attachment that could not be downloaded on its message', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const received = provider.receive({
+      from: 'gina@customer.test',
+      to: [org.inbox.emailAddress],
+      subject: 'Flaky',
+      text: 'Hi',
+      attachments: [{ filename: 'gone.txt', contentType: 'text/plain', content: Buffer.from('lost') }],
+    });
+    provider.failNextRequests(1, 503);
+    provider.failNextDownloads(1);
+    expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
+    const [thread] = await eventually('the email stored after a retry', async () =>
+      (await threadsOf(org)).length === 1 ? threadsOf(org) : undefined,
+    );
+    const { messages } = await (await org.api('GET', `/email/threads/${thread.id}`)).json();
+    expect(messages[0].attachments).toEqual([
+      expect.objectContaining({ filename: 'gone.txt', status: 'failed', error: 'Not downloaded: The attachment download answered 410' }),
+    ]);
+  });
+
+  it('lets no other org change the suppression list', async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const other = await setUpEmailOrg(app, provider, { autoRespond: false });
+    await app.container.db
+      .insertInto('emailSuppressions')
+      .values({ orgId: org.org.id, address: 'held@customer.test', reason: 'bounced', detail: null, messageId: null })
+      .execute();
+    expect((await other.api('DELETE', '/email/suppressions/held@customer.test')).status).toBe(404);
+    expect(
+      (await app.request('DELETE', `/orgs/${org.org.slug}/email/suppressions/held@customer.test`, { token: other.token })).status,
+    ).toBe(404);
+    expect((await (await org.api('GET', '/email/suppressions')).json()).suppressions).toHaveLength(1);
+  });
 });

@@ -1,0 +1,178 @@
+/**
+ * Email benchmark, on PostgreSQL: `email.received` notifications (each email with one small
+ * attachment) posted at a fixed rate to POST /webhooks/mail, signed as the provider signs them, over
+ * 10 orgs' inboxes. The provider (Resend's API) and the model are loopback fakes that answer at once;
+ * every email is answered by its inbox's agent with sendEmail.
+ *
+ * Two phases, each after BENCH_WARMUP seconds (3) of warm-up that are not counted:
+ * - acknowledgement: BENCH_ACK_RATE (200)/s for BENCH_DURATION (10) s; acknowledged per second and
+ *   the p99 of the acknowledgement, next to a bare Node HTTP server posted to the same way (baseline);
+ * - reply: BENCH_REPLY_RATE (50)/s; p50/p99 from posting the notification to the reply reaching the provider.
+ *
+ *   npm run bench:email
+ */
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../server/src/config.ts';
+import { createContainer } from '../server/src/container.ts';
+import { agentInput } from '../server/src/features/agents/agents.schemas.ts';
+import { postSignedNotification, startFakeMailProvider } from '../server/test/helpers/fake-mail-provider.ts';
+import { calledTools, eventData, startFakeModel } from '../server/test/helpers/fake-model.ts';
+import { benchDatabase, fmt, postgresReachable, startBareServer, startService } from './lib/harness.ts';
+
+const ACK_RATE = Number(process.env.BENCH_ACK_RATE ?? 200);
+const REPLY_RATE = Number(process.env.BENCH_REPLY_RATE ?? 50);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const ORGS = 10;
+const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+
+if (!(await postgresReachable())) {
+  console.log('email benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
+  process.exit(0);
+}
+const provider = await startFakeMailProvider();
+const model = await startFakeModel();
+model.script((request) =>
+  calledTools(request)
+    ? { text: 'Replied.' }
+    : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'Thanks, we are on it.' } }] },
+);
+const database = await benchDatabase('postgres');
+
+/** Orgs with an integration (their own key and domain), an agent, an inbox, and the agent answering it; through the services. */
+async function seedInboxes(env: Record<string, string>) {
+  const container = await createContainer(loadConfig({ ...env, LOG_LEVEL: 'warn' }));
+  try {
+    await container.database.migrate();
+    await container.jobs.start();
+    const { orgs, users, agents, emailIntegration, inboxes } = container.services;
+    const seeded = [];
+    for (let o = 0; o < ORGS; o++) {
+      const org = await orgs.create(`mail-${o}`, `Mail ${o}`);
+      const admin = await users.create({ email: `admin-${o}@bench.example`, role: 'Admin', provider: 'credentials' });
+      await orgs.addMember(org.slug, admin.email);
+      const apiKey = `re_bench_${o}`;
+      const domain = `mail-${o}.bench.example`;
+      provider.addKey(apiKey, { domains: [{ name: domain }] });
+      const secret = `whsec_${randomBytes(24).toString('base64')}`;
+      await emailIntegration.save(org.id, { apiKey, fromEmail: `agents@${domain}`, fromName: 'Bench', webhookSecret: secret });
+      const agent = await agents.createAgent(org.id, agentInput.parse({ name: 'Answerer', instructions: 'Answer.', tools: [] }));
+      const inbox = await inboxes.create(org.id, { emailAddress: `help@${domain}`, displayName: 'Help' });
+      await inboxes.assign(org.id, inbox.id, admin.id, { agentId: agent.id, isPrimary: true, autoRespond: true, approvalRules: null });
+      seeded.push({ address: inbox.emailAddress, secret });
+    }
+    return seeded;
+  } finally {
+    await container.close();
+  }
+}
+
+try {
+  const env = {
+    ...database.env,
+    ENCRYPTION_MASTER_KEY: MASTER_KEY,
+    NODE_ENV: 'development',
+    MAIL_API_URL: provider.url,
+    MAIL_API_RETRIES: '0',
+  };
+  const inboxes = await seedInboxes(env);
+  const service = await startService({ ...env, ...model.env });
+  const bare = await startBareServer();
+  let next = 0;
+
+  /** Posts notifications at `rate` for `seconds` (open loop) to `url`; with `replies`, waits for each email's answer. */
+  async function phase(url: string, rate: number, seconds: number, replies: boolean) {
+    const acks: number[] = [];
+    const toReply: number[] = [];
+    let failures = 0;
+    const post = async () => {
+      const n = next++;
+      const inbox = inboxes[n % inboxes.length]!;
+      const customer = `customer-${n}@bench-customer.example`;
+      const received = provider.receive({
+        from: customer,
+        to: [inbox.address],
+        subject: `Question ${n}`,
+        text: 'Where is my order?',
+        attachments: [{ filename: 'receipt.txt', contentType: 'text/plain', content: Buffer.alloc(512, 'r') }],
+      });
+      const answered = replies ? provider.waitFor(customer, 120_000) : undefined;
+      const started = performance.now();
+      try {
+        const response = await postSignedNotification({ url, secret: inbox.secret }, provider.receivedEvent(received.id));
+        await response.arrayBuffer();
+        if (response.status !== 200) failures++;
+        else acks.push(performance.now() - started);
+        if (answered) {
+          await answered;
+          toReply.push(performance.now() - started);
+        }
+      } catch {
+        failures++;
+      }
+    };
+    const inFlight: Array<Promise<void>> = [];
+    const begin = performance.now();
+    const total = Math.round(seconds * rate);
+    let sent = 0;
+    while (sent < total) {
+      const due = Math.min(total, Math.floor(((performance.now() - begin) / 1000) * rate));
+      for (; sent < due; sent++) inFlight.push(post());
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const offeredFor = (performance.now() - begin) / 1000;
+    await Promise.all(inFlight);
+    acks.sort((a, b) => a - b);
+    toReply.sort((a, b) => a - b);
+    return {
+      offered: sent / offeredFor,
+      sent,
+      failures,
+      acked: acks.length,
+      ackP50: percentile(acks, 50),
+      ackP99: percentile(acks, 99),
+      replyP50: percentile(toReply, 50),
+      replyP99: percentile(toReply, 99),
+      replied: toReply.length,
+    };
+  }
+
+  try {
+    console.log(
+      `email benchmark: ${ACK_RATE} notifications/s (acknowledgement) and ${REPLY_RATE}/s (reply) for ${DURATION} s each, ${ORGS} orgs, one 512-byte attachment per email, node ${process.version}`,
+    );
+    await phase(`${bare.url}/webhooks/mail`, ACK_RATE, WARMUP, false);
+    const baseline = await phase(`${bare.url}/webhooks/mail`, ACK_RATE, DURATION, false);
+    await phase(`${service.url}/webhooks/mail`, ACK_RATE, WARMUP, false);
+    const ack = await phase(`${service.url}/webhooks/mail`, ACK_RATE, DURATION, false);
+    // The acknowledged ones are answered before the reply phase measures (no new reply for 2 s, or 2 min).
+    for (const settle = Date.now(); Date.now() - settle < 120_000; ) {
+      const before = provider.sent.length;
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      if (provider.sent.length === before) break;
+    }
+    await phase(`${service.url}/webhooks/mail`, REPLY_RATE, WARMUP, true);
+    const reply = await phase(`${service.url}/webhooks/mail`, REPLY_RATE, DURATION, true);
+
+    const ms = (value: number) => `${value.toFixed(1)} ms`;
+    console.log(
+      `bare Node HTTP        : ${fmt(baseline.acked / DURATION).padStart(5)} acks/s  p50 ${ms(baseline.ackP50)}  p99 ${ms(baseline.ackP99)}  (baseline, same client)`,
+    );
+    console.log(
+      `POST /webhooks/mail   : ${fmt(ack.acked / DURATION).padStart(5)} acks/s  p50 ${ms(ack.ackP50)}  p99 ${ms(ack.ackP99)}  (${ack.failures} not 200; offered ${fmt(ack.offered)}/s; target p99 < 50 ms at 200/s)`,
+    );
+    console.log(`                        p99 is ${(ack.ackP99 / baseline.ackP99).toFixed(1)}x the bare server's`);
+    console.log(
+      `notification -> reply : p50 ${ms(reply.replyP50)}  p99 ${ms(reply.replyP99)} at ${fmt(reply.offered)}/s (${reply.replied}/${reply.sent} answered, ${reply.failures} failed; target p50 < 500 ms at 50/s)`,
+    );
+    console.log(`emails sent by agents : ${provider.sent.length} (all phases)`);
+  } finally {
+    await bare.stop();
+    await service.stop();
+  }
+} finally {
+  await database.drop();
+  await provider.close();
+  await model.close();
+}
