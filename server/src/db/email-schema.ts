@@ -163,5 +163,4 @@ export interface EmailNotificationsTable {
 }
 
 export type EmailMessageRow = Selectable<EmailMessagesTable>;
-export type EmailAttachmentRow = Selectable<EmailAttachmentsTable>;
 export type EmailNotificationRow = Selectable<EmailNotificationsTable>;

@@ -45,9 +45,6 @@ export const emailMessagesRepo = {
       .where('direction', '=', 'inbound')
       .executeTakeFirst(),
 
-  find: (db: Kysely<DB>, orgId: string, id: string) =>
-    db.selectFrom('emailMessages').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
-
   /** The newest `limit` messages of a thread, oldest first. */
   lastOfThread: async (db: Kysely<DB>, threadId: string, limit: number) =>
     (

@@ -44,7 +44,7 @@ export function createMailWebhookIntake(deps: {
       return notificationsRepo.orgsOfInboxes(db, [...new Set(recipients)].slice(0, 200));
     }
     if (typeof data.email_id !== 'string' || data.email_id.length > 200) return Promise.resolve([]);
-    const tagged = tagValue({ data: { tags: data.tags as never } }, TAG_ORG);
+    const tagged = tagValue({ data }, TAG_ORG);
     return notificationsRepo.orgsOfSentEmail(db, data.email_id, tagged && UUID.test(tagged) ? tagged : undefined);
   }
 

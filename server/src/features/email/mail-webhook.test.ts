@@ -103,6 +103,11 @@ describe('POST /webhooks/mail', () => {
       data: { email_id: crypto.randomUUID(), to: ['x@y.test'] },
     });
     expect(await unknownSent.json()).toMatchObject({ status: 'ignored', reason: 'no email we sent has this email_id' });
+    for (const tags of [[null, 5, { name: 'ap_org' }], { ap_org: 42 }, { ap_org: 'not-a-uuid' }, 'tags']) {
+      const odd = await org.notify({ type: 'email.bounced', data: { email_id: crypto.randomUUID(), tags } });
+      expect(odd.status).toBe(200);
+      expect(await odd.json()).toMatchObject({ status: 'ignored' });
+    }
   });
 
   it('keeps each org’s email to itself: threads, messages and attachments of another org are 404', async () => {

@@ -37,9 +37,12 @@ export type MailNotification = z.infer<typeof notificationSchema>;
 export const TAG_ORG = 'ap_org';
 export const TAG_MESSAGE = 'ap_message';
 
-export function tagValue(notification: { data: { tags?: MailNotification['data']['tags'] } }, name: string): string | undefined {
+/** A tag's value, read from a notification before it is validated too (anything else than a string is none). */
+export function tagValue(notification: { data: { tags?: unknown } }, name: string): string | undefined {
   const { tags } = notification.data;
-  if (!tags) return undefined;
-  if (Array.isArray(tags)) return tags.find((tag) => tag.name === name)?.value;
-  return tags[name];
+  if (typeof tags !== 'object' || tags === null) return undefined;
+  const value = Array.isArray(tags)
+    ? (tags.find((tag) => typeof tag === 'object' && tag !== null && tag.name === name) as { value?: unknown } | undefined)?.value
+    : (tags as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value : undefined;
 }

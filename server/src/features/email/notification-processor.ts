@@ -62,9 +62,10 @@ export function createNotificationProcessor(deps: {
     /**
      * Gives unfinished notifications to a worker: at start, all of them (a stopped process may
      * have held some; each is taken once its lease lapses), and every minute, those older than a
-     * minute whose job was lost.
+     * minute whose job was lost (then it also forgets ignored notifications of no org after a week).
      */
     async recover(options: { atStart: boolean }): Promise<number> {
+      if (!options.atStart) await notificationsRepo.purgeUnattributed(db, 7);
       const rows = await notificationsRepo.unfinished(db, { olderThanMs: options.atStart ? 0 : 60_000, limit: 1000 });
       for (const row of rows) {
         const startAfter = row.lapsesInMs > 0 ? new Date(deps.clock.now().getTime() + row.lapsesInMs + 50) : undefined;

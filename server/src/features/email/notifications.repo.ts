@@ -131,6 +131,15 @@ export const notificationsRepo = {
         .executeTakeFirstOrThrow()
     ).id,
 
-  find: (db: Kysely<DB>, orgId: string, id: string) =>
-    db.selectFrom('emailNotifications').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+  /** Forgets notifications that named no org (anyone can post those) after `days`. */
+  purgeUnattributed: async (db: Kysely<DB>, days: number): Promise<number> =>
+    Number(
+      (
+        await db
+          .deleteFrom('emailNotifications')
+          .where('orgId', 'is', null)
+          .where('receivedAt', '<', sql<Date>`now() - ${days}::int * interval '1 day'`)
+          .executeTakeFirst()
+      ).numDeletedRows,
+    ),
 };

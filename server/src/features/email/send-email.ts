@@ -13,7 +13,7 @@ import { emailMessagesRepo } from './email-messages.repo.ts';
 import { type MailClient, MailProviderError } from './mail-client.ts';
 import { TAG_MESSAGE, TAG_ORG } from './notification-payload.ts';
 
-export const sendEmailInput = z.object({
+const sendEmailInput = z.object({
   to: z.string().min(3).max(10_000).describe('The recipient address, or several separated by commas'),
   subject: z.string().min(1).max(998).describe('The subject (a reply in a thread keeps the thread\'s, with "Re:")'),
   body: z.string().min(1).max(200_000).describe('The message, in Markdown; it is sent as text and as HTML'),
