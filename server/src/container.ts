@@ -227,7 +227,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const renderPool = createRenderPool({ threads: config.documents.renderThreads, timeoutMs: config.documents.renderTimeoutMs });
   const documents = createDocumentsService({ db, renderer: renderPool });
   tools.register(generateDocumentTool(documents));
-  tools.register(createSendEmail({ db, box, mail, jobs, integration: emailIntegration, maxRecipients: config.email.maxRecipients }));
+  tools.register(createSendEmail({ db, box, mail, jobs, clock, integration: emailIntegration, maxRecipients: config.email.maxRecipients }));
   await registerToolModules(tools, config.toolModules);
   const runner = createActionRunner({
     db,

@@ -164,6 +164,11 @@ try {
       join actions a on a.email_message_id = m.id
       left join lateral (select min(created_at) created_at from action_events where action_id = a.id) e on true
       where n.received_at > now() - interval '12 seconds'`)).rows);
+    console.log((await c.query(`
+      select name, count(*), percentile_cont(0.5) within group (order by extract(epoch from started_on - created_on)*1000) as wait_ms,
+             percentile_cont(0.5) within group (order by extract(epoch from completed_on - started_on)*1000) as run_ms,
+             percentile_cont(0.9) within group (order by extract(epoch from completed_on - started_on)*1000) as run_p90
+      from pgboss.job where created_on > now() - interval '12 seconds' group by name`)).rows);
     await c.end();
   } finally {
     await bare.stop();

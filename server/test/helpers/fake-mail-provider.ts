@@ -120,6 +120,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
   /** Answers held back until released: a test kills the server while it waits for them. */
   const holds: Array<{ kind: 'send' | 'fetch-received'; held: () => void; release: Promise<void> }> = [];
   let downloadFailures = 0;
+  let unknownMessageIds = 0;
   const holdIf = async (kind: 'send' | 'fetch-received') => {
     const hold = holds.find((candidate) => candidate.kind === kind);
     if (!hold) return;
@@ -220,10 +221,13 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     if (request.method === 'GET' && sentById) {
       const email = sent.find((candidate) => candidate.id === sentById[1]);
       if (!email) return refuse(response, 404, 'not_found', 'Email not found');
+      const known = unknownMessageIds === 0;
+      if (!known) unknownMessageIds--;
       return sendJson(response, 200, {
         object: 'email',
         id: email.id,
-        message_id: email.messageId,
+        // Just after a send the provider may not know the Message-ID yet.
+        message_id: known ? email.messageId : null,
         last_event: 'sent',
         to: email.to,
         from: email.from,
@@ -311,6 +315,10 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
           ...extra,
         },
       };
+    },
+    /** The next `count` lookups of a sent email answer it without its Message-ID (not known yet). */
+    withholdMessageIds: (count: number) => {
+      unknownMessageIds += count;
     },
     /** The next `count` attachment downloads answer 410 (an expired link). */
     failNextDownloads: (count: number) => {

@@ -103,6 +103,23 @@ describe('sendEmail', () => {
     expect(pdf.headers.get('content-type')).toBe('application/pdf');
   });
 
+  it('learns the Message-ID the provider gave a sent email later, when it did not know it just after the send', async () => {
+    model.script(followEvent);
+    const org = await webhookOrg({});
+    provider.withholdMessageIds(1);
+    const to = `late-${randomUUID().slice(0, 6)}@customer.test`;
+    await org.run({ send: { to, subject: 'Later', body: 'Hi' } });
+    const email = await provider.waitFor(to);
+    const { threads } = await (await app.request('GET', `/orgs/${org.auth.org}/email/threads`, { token: org.auth.token })).json();
+    const message = await eventually('the provider Message-ID learnt by the job', async () => {
+      const { messages } = await (
+        await app.request('GET', `/orgs/${org.auth.org}/email/threads/${threads[0].id}`, { token: org.auth.token })
+      ).json();
+      return messages[0].providerMessageId ? messages[0] : undefined;
+    });
+    expect(`<${message.providerMessageId}>`).toBe(email.messageId);
+  });
+
   it('refuses, as a tool error the model sees: no integration, an unverified domain, too many recipients, a document that is not the org’s', async () => {
     model.script(followEvent);
     const send = { to: 'ivy@customer.test', subject: 'Hi', body: 'Hello' };

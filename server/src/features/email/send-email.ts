@@ -4,9 +4,10 @@ import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { defineTool, type ToolContext } from '../agents/tool-registry.ts';
-import { addressOf, newMessageId, renderMarkdownEmail, replySubject } from './email-content.ts';
+import { addressOf, newMessageId, normalizeMessageId, renderMarkdownEmail, replySubject } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
@@ -50,6 +51,7 @@ export function createSendEmail(deps: {
   mail: MailClient;
   integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'>;
   jobs: Pick<JobRunner, 'enqueue'>;
+  clock: Clock;
   maxRecipients: number;
 }) {
   const { db } = deps;
@@ -196,9 +198,10 @@ export function createSendEmail(deps: {
     const headers: Record<string, string> = { 'Message-ID': `<${message.messageId}>` };
     if (message.inReplyTo) headers['In-Reply-To'] = `<${message.inReplyTo}>`;
     if (message.referenceIds.length > 0) headers.References = message.referenceIds.map((id) => `<${id}>`).join(' ');
+    const api = deps.mail(deps.box.decrypt(integration.apiKeyEncrypted));
     let providerEmailId: string;
     try {
-      ({ id: providerEmailId } = await deps.mail(deps.box.decrypt(integration.apiKeyEncrypted)).sendEmail(
+      ({ id: providerEmailId } = await api.sendEmail(
         {
           from: message.fromAddress,
           to: message.toAddresses,
@@ -227,14 +230,25 @@ export function createSendEmail(deps: {
         .execute();
       throw new Error(`The email provider did not send it: ${error.message}`);
     }
+    // The provider's Message-ID (it may replace ours; replies may quote only that one): asked now,
+    // and if the provider does not know it yet (it may not, just after the send), by a job later.
+    const providerMessageId = await api.getEmail(providerEmailId).then(
+      (email) => (email.message_id ? (normalizeMessageId(email.message_id) ?? null) : null),
+      () => null,
+    );
     const sent = await db
       .updateTable('emailMessages')
-      .set({ status: 'sent', providerEmailId, sentAt: sql<Date>`now()`, updatedAt: sql<Date>`now()` })
+      .set({ status: 'sent', providerEmailId, providerMessageId, sentAt: sql<Date>`now()`, updatedAt: sql<Date>`now()` })
       .where('id', '=', message.id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    // The provider's Message-ID (it may replace ours) is asked for once it knows it: replies may quote only that one.
-    await deps.jobs.enqueue('email.lookup-message-id', { messageRowId: message.id });
+    if (!providerMessageId) {
+      await deps.jobs.enqueue(
+        'email.lookup-message-id',
+        { messageRowId: message.id },
+        { startAfter: new Date(deps.clock.now().getTime() + 3000) },
+      );
+    }
     return resultOf(sent);
   }
 
