@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { EmailMessageStatus, EmailNotificationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { addressesOf, normalizeMessageId } from './email-content.ts';
 import { type MailNotification, TAG_MESSAGE, tagValue } from './notification-payload.ts';
 import { notificationsRepo } from './notifications.repo.ts';
+import { outboundRepo } from './outbound.repo.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { MailClient } from './mail-client.ts';
 
@@ -58,22 +59,12 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
      * the job retries. A notification (email.sent, delivered) that carries it first makes this moot.
      */
     async lookupMessageId(messageRowId: string): Promise<void> {
-      const message = await db
-        .selectFrom('emailMessages as m')
-        .innerJoin('emailIntegrations as x', 'x.orgId', 'm.orgId')
-        .select(['m.id', 'm.providerEmailId', 'm.providerMessageId', 'x.apiKeyEncrypted'])
-        .where('m.id', '=', messageRowId)
-        .executeTakeFirst();
-      if (!message?.providerEmailId || message.providerMessageId) return;
+      const message = await outboundRepo.awaitingMessageId(db, messageRowId);
+      if (!message?.providerEmailId) return;
       const sent = await deps.mail(deps.box.decrypt(message.apiKeyEncrypted)).getEmail(message.providerEmailId);
       const providerMessageId = sent.message_id ? normalizeMessageId(sent.message_id) : undefined;
       if (!providerMessageId) throw new Error('The provider does not know the Message-ID of the email yet');
-      await db
-        .updateTable('emailMessages')
-        .set({ providerMessageId })
-        .where('id', '=', message.id)
-        .where('providerMessageId', 'is', null)
-        .execute();
+      await outboundRepo.setProviderMessageId(db, message.id, providerMessageId);
     },
 
     async record(notification: EmailNotificationRow, payload: MailNotification): Promise<void> {
@@ -86,15 +77,7 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
         }));
       }
       const tagged = tagValue(payload, TAG_MESSAGE);
-      const message = await db
-        .selectFrom('emailMessages')
-        .select(['id', 'status', 'providerEmailId', 'providerMessageId', 'toAddresses'])
-        .where('orgId', '=', orgId)
-        .where('direction', '=', 'outbound')
-        .where((eb) =>
-          eb.or([eb('providerEmailId', '=', payload.data.email_id), ...(tagged && UUID.test(tagged) ? [eb('id', '=', tagged)] : [])]),
-        )
-        .executeTakeFirst();
+      const message = await outboundRepo.sentFor(db, orgId, payload.data.email_id, tagged && UUID.test(tagged) ? tagged : undefined);
       if (!message) {
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'ignored',
@@ -108,47 +91,38 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
       const providerMessageId = payload.data.message_id ? (normalizeMessageId(payload.data.message_id) ?? null) : null;
 
       await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('emailDeliveryEvents')
-          .values({
-            id: randomUUID(),
-            orgId,
-            messageId: message.id,
-            type: payload.type.replace(/^email\./, ''),
-            data: JSON.stringify({
-              ...(payload.data.bounce ? { bounce: payload.data.bounce } : {}),
-              ...(payload.data.failed ? { failed: payload.data.failed } : {}),
-              ...(payload.data.suppressed ? { suppressed: payload.data.suppressed } : {}),
-              ...(payload.data.click ? { click: payload.data.click } : {}),
-            }),
-            occurredAt,
-          })
-          .execute();
-        await trx
-          .updateTable('emailMessages')
-          .set({
-            status,
-            ...(status !== message.status && detail ? { statusDetail: detail.slice(0, 2000) } : {}),
-            providerEmailId: message.providerEmailId ?? payload.data.email_id,
-            providerMessageId: message.providerMessageId ?? providerMessageId,
-            updatedAt: sql<Date>`now()`,
-          })
-          .where('id', '=', message.id)
-          .execute();
-        const suppresses = permanentBounce || payload.type === 'email.complained' || payload.type === 'email.suppressed';
-        if (suppresses) {
-          const recipients = addressesOf(payload.data.to?.length ? payload.data.to : message.toAddresses);
+        await outboundRepo.recordEvent(trx, {
+          id: randomUUID(),
+          orgId,
+          messageId: message.id,
+          type: payload.type.replace(/^email\./, ''),
+          data: JSON.stringify({
+            ...(payload.data.bounce ? { bounce: payload.data.bounce } : {}),
+            ...(payload.data.failed ? { failed: payload.data.failed } : {}),
+            ...(payload.data.suppressed ? { suppressed: payload.data.suppressed } : {}),
+            ...(payload.data.click ? { click: payload.data.click } : {}),
+          }),
+          occurredAt,
+        });
+        await outboundRepo.updateDelivery(trx, message.id, {
+          status,
+          ...(status !== message.status && detail ? { statusDetail: detail.slice(0, 2000) } : {}),
+          providerEmailId: message.providerEmailId ?? payload.data.email_id,
+          providerMessageId: message.providerMessageId ?? providerMessageId,
+        });
+        if (permanentBounce || payload.type === 'email.complained' || payload.type === 'email.suppressed') {
           const reason =
             payload.type === 'email.complained' ? 'complained' : payload.type === 'email.suppressed' ? 'provider_suppressed' : 'bounced';
-          if (recipients.length > 0) {
-            await trx
-              .insertInto('emailSuppressions')
-              .values(
-                recipients.map((address) => ({ orgId, address, reason, detail: detail?.slice(0, 2000) ?? null, messageId: message.id })),
-              )
-              .onConflict((oc) => oc.columns(['orgId', 'address']).doNothing())
-              .execute();
-          }
+          await outboundRepo.suppress(
+            trx,
+            addressesOf(payload.data.to?.length ? payload.data.to : message.toAddresses).map((address) => ({
+              orgId,
+              address,
+              reason,
+              detail: detail?.slice(0, 2000) ?? null,
+              messageId: message.id,
+            })),
+          );
         }
         await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
       });

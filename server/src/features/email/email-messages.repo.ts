@@ -36,6 +36,41 @@ export const emailMessagesRepo = {
     if (rows.length > 0) await db.insertInto('emailAttachments').values(rows).execute();
   },
 
+  setStatusDetail: (db: Kysely<DB>, id: string, statusDetail: string) =>
+    db.updateTable('emailMessages').set({ statusDetail }).where('id', '=', id).execute(),
+
+  /** A received email's row in the ledger (a delivery of source `email`): with its action, or skipped with the reason. */
+  insertLedgerRow: (
+    db: Kysely<DB>,
+    row: {
+      id: string;
+      orgId: string;
+      actionId: string | null;
+      reason: string | null;
+      providerEmailId: string;
+      payload: string;
+      headers: string;
+    },
+  ) =>
+    db
+      .insertInto('webhookDeliveries')
+      .values({
+        id: row.id,
+        orgId: row.orgId,
+        webhookId: null,
+        actionId: row.actionId,
+        status: row.actionId ? 'accepted' : 'skipped',
+        reason: row.reason,
+        replayable: false,
+        eventType: 'email.received',
+        externalId: row.providerEmailId,
+        payload: row.payload,
+        headers: row.headers,
+        verificationScheme: 'wh',
+        source: 'email',
+      })
+      .execute(),
+
   findReceived: (db: Kysely<DB>, orgId: string, providerEmailId: string) =>
     db
       .selectFrom('emailMessages')

@@ -112,24 +112,15 @@ export function createInboundEmail(deps: {
       const decision = await answererOf(trx, inbox, threadId, email);
       const deliveryId = randomUUID();
       const actionId = decision.responder ? randomUUID() : null;
-      await trx
-        .insertInto('webhookDeliveries')
-        .values({
-          id: deliveryId,
-          orgId,
-          webhookId: null,
-          actionId,
-          status: actionId ? 'accepted' : 'skipped',
-          reason: decision.refusal ?? null,
-          replayable: false,
-          eventType: 'email.received',
-          externalId: payload.data.email_id,
-          payload: JSON.stringify(payload),
-          headers: JSON.stringify(notification.headers),
-          verificationScheme: 'wh',
-          source: 'email',
-        })
-        .execute();
+      await emailMessagesRepo.insertLedgerRow(trx, {
+        id: deliveryId,
+        orgId,
+        actionId,
+        reason: decision.refusal ?? null,
+        providerEmailId: payload.data.email_id,
+        payload: JSON.stringify(payload),
+        headers: JSON.stringify(notification.headers),
+      });
       if (decision.responder && actionId) {
         const from = addressOf(email.from) ?? email.from;
         await insertEmailAction(trx, {
@@ -149,11 +140,11 @@ export function createInboundEmail(deps: {
         await deps.jobs.enqueue('actions.run', { actionId }, { trx });
         startedAction = true;
       }
-      await trx
-        .updateTable('emailMessages')
-        .set({ statusDetail: decision.refusal ?? `answered by ${decision.responder!.agentName} (action ${actionId})` })
-        .where('id', '=', messageRowId)
-        .execute();
+      await emailMessagesRepo.setStatusDetail(
+        trx,
+        messageRowId,
+        decision.refusal ?? `answered by ${decision.responder!.agentName} (action ${actionId})`,
+      );
       await notificationsRepo.settle(trx, notification.id, { status: 'processed', reason: decision.refusal ?? null });
     });
     if (startedAction) deps.jobs.notify('actions.run');

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
@@ -13,6 +13,7 @@ import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { type MailClient, MailProviderError } from './mail-client.ts';
 import { TAG_MESSAGE, TAG_ORG } from './notification-payload.ts';
+import { outboundRepo } from './outbound.repo.ts';
 
 const sendEmailInput = z.object({
   to: z.string().min(3).max(10_000).describe('The recipient address, or several separated by commas'),
@@ -71,23 +72,11 @@ export function createSendEmail(deps: {
     return distinct;
   }
 
-  /** The inbound message the action answers, with its inbox, if it answers one. */
-  async function answeredMessage(orgId: string, actionId: string) {
-    return db
-      .selectFrom('actions as a')
-      .innerJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
-      .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
-      .select(['m.id', 'm.threadId', 'm.messageId', 'm.referenceIds', 'm.subject', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
-      .where('a.id', '=', actionId)
-      .where('a.orgId', '=', orgId)
-      .executeTakeFirst();
-  }
-
   /** Stores the message of this call before it is sent (a resumed run finds it by the call's id). */
   async function storeMessage(
     context: ToolContext,
     input: Input,
-    sender: { from: string; fromName: string | null; answered: Awaited<ReturnType<typeof answeredMessage>> },
+    sender: { from: string; fromName: string | null; answered: Awaited<ReturnType<typeof outboundRepo.answeredBy>> },
     recipients: string[],
     documents: Array<{ id: string; title: string; sizeBytes: number }>,
   ) {
@@ -148,21 +137,11 @@ export function createSendEmail(deps: {
   async function send(input: Input, context: ToolContext) {
     const integration = await emailIntegrationRepo.find(db, context.orgId);
     if (!integration) throw new Error('Email integration not configured');
-    const existing = await db
-      .selectFrom('emailMessages')
-      .selectAll()
-      .where('actionId', '=', context.actionId)
-      .where('toolCallId', '=', context.toolCallId)
-      .executeTakeFirst();
+    const existing = await outboundRepo.ofToolCall(db, context.actionId, context.toolCallId);
     if (existing && existing.status !== 'sending') return resultOf(existing);
 
     const recipients = recipientsOf(input.to);
-    const suppressed = await db
-      .selectFrom('emailSuppressions')
-      .select(['address', 'reason'])
-      .where('orgId', '=', context.orgId)
-      .where('address', 'in', recipients)
-      .execute();
+    const suppressed = await outboundRepo.suppressedAmong(db, context.orgId, recipients);
     if (suppressed.length > 0) {
       const list = suppressed.map((row) => `${row.address} (${row.reason})`).join(', ');
       throw new Error(
@@ -170,19 +149,11 @@ export function createSendEmail(deps: {
       );
     }
     const ids = [...new Set(input.attachDocumentIds ?? [])];
-    const documents =
-      ids.length === 0
-        ? []
-        : await db
-            .selectFrom('documents')
-            .select(['id', 'title', 'sizeBytes', 'pdf'])
-            .where('orgId', '=', context.orgId)
-            .where('id', 'in', ids)
-            .execute();
+    const documents = await outboundRepo.documents(db, context.orgId, ids);
     const missing = ids.filter((id) => !documents.some((document) => document.id === id));
     if (missing.length > 0)
       throw new Error(`Document not found: ${missing.join(', ')} (attach documentIds that generateDocument returned)`);
-    const answered = await answeredMessage(context.orgId, context.actionId);
+    const answered = await outboundRepo.answeredBy(db, context.orgId, context.actionId);
     const from = answered?.emailAddress ?? integration.fromEmail;
     await deps.integration.requireVerifiedDomain(context.orgId, from);
     const message =
@@ -223,11 +194,7 @@ export function createSendEmail(deps: {
       ));
     } catch (error) {
       if (!(error instanceof MailProviderError)) throw error;
-      await db
-        .updateTable('emailMessages')
-        .set({ status: 'failed', statusDetail: `The provider refused it: ${error.message}`.slice(0, 2000), updatedAt: sql<Date>`now()` })
-        .where('id', '=', message.id)
-        .execute();
+      await outboundRepo.markFailed(db, message.id, `The provider refused it: ${error.message}`);
       throw new Error(`The email provider did not send it: ${error.message}`);
     }
     // The provider's Message-ID (it may replace ours; replies may quote only that one): asked now,
@@ -236,12 +203,7 @@ export function createSendEmail(deps: {
       (email) => (email.message_id ? (normalizeMessageId(email.message_id) ?? null) : null),
       () => null,
     );
-    const sent = await db
-      .updateTable('emailMessages')
-      .set({ status: 'sent', providerEmailId, providerMessageId, sentAt: sql<Date>`now()`, updatedAt: sql<Date>`now()` })
-      .where('id', '=', message.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const sent = await outboundRepo.markSent(db, message.id, { providerEmailId, providerMessageId });
     if (!providerMessageId) {
       await deps.jobs.enqueue(
         'email.lookup-message-id',

@@ -1,0 +1,90 @@
+import { sql, type Kysely } from 'kysely';
+import type { EmailMessageRow, EmailMessageStatus, EmailSuppressionsTable } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+
+/** What sendEmail and the provider's delivery events read and write of sent email; scoped by org. */
+export const outboundRepo = {
+  /** The inbound message an action answers, with its inbox, if it answers one. */
+  answeredBy: (db: Kysely<DB>, orgId: string, actionId: string) =>
+    db
+      .selectFrom('actions as a')
+      .innerJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
+      .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
+      .select(['m.id', 'm.threadId', 'm.messageId', 'm.referenceIds', 'm.subject', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
+      .where('a.id', '=', actionId)
+      .where('a.orgId', '=', orgId)
+      .executeTakeFirst(),
+
+  /** The message a tool call stored (a resumed run finds it). */
+  ofToolCall: (db: Kysely<DB>, actionId: string, toolCallId: string): Promise<EmailMessageRow | undefined> =>
+    db.selectFrom('emailMessages').selectAll().where('actionId', '=', actionId).where('toolCallId', '=', toolCallId).executeTakeFirst(),
+
+  suppressedAmong: (db: Kysely<DB>, orgId: string, addresses: string[]) =>
+    db.selectFrom('emailSuppressions').select(['address', 'reason']).where('orgId', '=', orgId).where('address', 'in', addresses).execute(),
+
+  suppress: async (db: Kysely<DB>, rows: Array<Omit<EmailSuppressionsTable, 'createdAt'>>) => {
+    if (rows.length > 0)
+      await db
+        .insertInto('emailSuppressions')
+        .values(rows)
+        .onConflict((oc) => oc.columns(['orgId', 'address']).doNothing())
+        .execute();
+  },
+
+  documents: (db: Kysely<DB>, orgId: string, ids: string[]) =>
+    ids.length === 0
+      ? Promise.resolve([])
+      : db.selectFrom('documents').select(['id', 'title', 'sizeBytes', 'pdf']).where('orgId', '=', orgId).where('id', 'in', ids).execute(),
+
+  markFailed: (db: Kysely<DB>, id: string, detail: string) =>
+    db
+      .updateTable('emailMessages')
+      .set({ status: 'failed', statusDetail: detail.slice(0, 2000), updatedAt: sql<Date>`now()` })
+      .where('id', '=', id)
+      .execute(),
+
+  markSent: (db: Kysely<DB>, id: string, sent: { providerEmailId: string; providerMessageId: string | null }) =>
+    db
+      .updateTable('emailMessages')
+      .set({ status: 'sent', ...sent, sentAt: sql<Date>`now()`, updatedAt: sql<Date>`now()` })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow(),
+
+  /** A sent message whose provider Message-ID is still unknown, with its org's API key. */
+  awaitingMessageId: (db: Kysely<DB>, id: string) =>
+    db
+      .selectFrom('emailMessages as m')
+      .innerJoin('emailIntegrations as x', 'x.orgId', 'm.orgId')
+      .select(['m.id', 'm.providerEmailId', 'm.providerMessageId', 'x.apiKeyEncrypted'])
+      .where('m.id', '=', id)
+      .where('m.providerMessageId', 'is', null)
+      .executeTakeFirst(),
+
+  setProviderMessageId: (db: Kysely<DB>, id: string, providerMessageId: string) =>
+    db.updateTable('emailMessages').set({ providerMessageId }).where('id', '=', id).where('providerMessageId', 'is', null).execute(),
+
+  /** The sent message a notification is about: by the provider's id, or by our message tag. */
+  sentFor: (db: Kysely<DB>, orgId: string, providerEmailId: string, taggedMessageId: string | undefined) =>
+    db
+      .selectFrom('emailMessages')
+      .select(['id', 'status', 'providerEmailId', 'providerMessageId', 'toAddresses'])
+      .where('orgId', '=', orgId)
+      .where('direction', '=', 'outbound')
+      .where((eb) => eb.or([eb('providerEmailId', '=', providerEmailId), ...(taggedMessageId ? [eb('id', '=', taggedMessageId)] : [])]))
+      .executeTakeFirst(),
+
+  recordEvent: (db: Kysely<DB>, event: { id: string; orgId: string; messageId: string; type: string; data: string; occurredAt: Date }) =>
+    db.insertInto('emailDeliveryEvents').values(event).execute(),
+
+  updateDelivery: (
+    db: Kysely<DB>,
+    id: string,
+    changes: { status: EmailMessageStatus; statusDetail?: string; providerEmailId: string; providerMessageId: string | null },
+  ) =>
+    db
+      .updateTable('emailMessages')
+      .set({ ...changes, updatedAt: sql<Date>`now()` })
+      .where('id', '=', id)
+      .execute(),
+};
