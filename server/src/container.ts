@@ -220,7 +220,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const emailServices = {
     emailIntegration,
     inboxes: createInboxesService({ db, integration: emailIntegration }),
-    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger }),
+    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => bus.signal(BUS_TOPICS.emailNotifications) }),
     emailThreads: createEmailThreadsService({ db }),
   };
 
@@ -300,6 +300,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
         await recovery.resumeAbandoned({ includeLive: true });
         // Notifications a stopped process was processing are taken over once their lease lapses.
         await emailNotifications.recover({ atStart: true });
+        // Notifications acknowledged by any process (a `serve` without workers too) are fetched at once.
+        bus.subscribe(BUS_TOPICS.emailNotifications, () => jobs.notify('email.process'));
         // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
         stalledRunsTimer = setInterval(
           () => {

@@ -18,6 +18,8 @@ export const BUS_TOPICS = {
   actionRule: 'action-rule',
   /** Callbacks are due now: the dispatchers look (a signal, no key). */
   callbacks: 'callbacks',
+  /** Mail notifications were stored: the workers fetch their jobs now, not at their next poll (a signal). */
+  emailNotifications: 'email-notifications',
 } as const;
 export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS];
 

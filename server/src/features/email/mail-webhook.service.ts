@@ -33,7 +33,9 @@ export function createMailWebhookIntake(deps: {
   db: Kysely<DB>;
   box: SecretBox;
   clock: Clock;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
+  /** Called once stored notifications have committed: the workers of every process take their jobs now. */
+  wakeWorkers: () => void;
   logger: Logger;
 }) {
   const { db } = deps;
@@ -122,7 +124,7 @@ export function createMailWebhookIntake(deps: {
           result ??= stored ? { status: 'accepted', notificationId: stored.id } : undefined;
         }
       });
-      deps.jobs.notify('email.process', enqueued);
+      if (enqueued > 0) deps.wakeWorkers();
       if (result) return result;
       return { status: 'duplicate', notificationId: await notificationsRepo.idOf(db, verified[0]!.orgId, id) };
     },
