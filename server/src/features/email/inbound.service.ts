@@ -40,8 +40,7 @@ export function createInboundEmail(deps: {
     const responders = await emailMessagesRepo.autoResponders(trx, inbox.id);
     if (responders.length === 0) return { refusal: 'no agent of the inbox answers automatically (autoRespond)' };
     const from = addressOf(email.from) ?? '';
-    const ownAddresses = new Set((await emailMessagesRepo.isOwnAddress(trx, from)) ? [from] : []);
-    const guard = autoReplyRefusal({ headers: email.headers, from, ownAddresses });
+    const guard = autoReplyRefusal({ headers: email.headers, from, fromOwnAddress: await emailMessagesRepo.isOwnAddress(trx, from) });
     if (guard) return { refusal: `not answered automatically: ${guard}` };
     const recent = await emailMessagesRepo.autoRepliesWithinHour(trx, threadId);
     if (recent >= deps.limits.autoRepliesPerThreadPerHour) {

@@ -6,11 +6,7 @@
  */
 const SYSTEM_SENDERS = /^(mailer-daemon|postmaster|no-?reply|do-?not-?reply|bounces?|notifications?-noreply)([+.-].*)?$/i;
 
-export function autoReplyRefusal(message: {
-  headers: Record<string, string>;
-  from: string;
-  ownAddresses: ReadonlySet<string>;
-}): string | undefined {
+export function autoReplyRefusal(message: { headers: Record<string, string>; from: string; fromOwnAddress: boolean }): string | undefined {
   const { headers } = message;
   const autoSubmitted = headers['auto-submitted']?.trim().toLowerCase();
   if (autoSubmitted && autoSubmitted !== 'no') return `it was sent automatically (Auto-Submitted: ${autoSubmitted.slice(0, 50)})`;
@@ -23,6 +19,6 @@ export function autoReplyRefusal(message: {
   if (headers['return-path']?.trim() === '<>' || /multipart\/report/i.test(headers['content-type'] ?? '')) return 'it is a delivery report';
   const localPart = message.from.slice(0, message.from.lastIndexOf('@'));
   if (SYSTEM_SENDERS.test(localPart)) return `its sender (${message.from}) does not take replies`;
-  if (message.ownAddresses.has(message.from)) return 'it was sent from one of our own addresses';
+  if (message.fromOwnAddress) return 'it was sent from one of our own addresses';
   return undefined;
 }
