@@ -224,6 +224,7 @@ export async function buildApp(container: Container) {
   await app.register(
     authRoutes({
       auth: services.auth,
+      oauth: services.oauth,
       passwordReset: services.passwordReset,
       externalAuth: services.externalAuth,
       userLimits: services.userLimits,

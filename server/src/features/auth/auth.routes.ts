@@ -17,11 +17,13 @@ import type { SessionMiddlewares } from './middlewares.ts';
 import type { PasswordResetService } from './password-reset.service.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
 import type { FastifyRequest } from 'fastify';
+import type { OAuthService } from './oauth/oauth.service.ts';
 import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
 import { userOf } from '../../lib/request-context.ts';
 
 export interface AuthRouteDeps {
   auth: AuthService;
+  oauth: Pick<OAuthService, 'configured'>;
   passwordReset: PasswordResetService;
   externalAuth: ExternalAuthService;
   userLimits: Pick<UserLimitsService, 'status'>;
@@ -64,6 +66,26 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
         setSessionCookie(reply, token, deps.isProduction);
         return toPublicUser(user);
       },
+    );
+
+    app.get(
+      '/auth/methods',
+      {
+        schema: {
+          operationId: 'getLoginMethods',
+          tags: ['auth'],
+          summary: 'The ways to sign in that this server offers (a sign-in page shows them)',
+          security: [],
+          response: {
+            200: z.object({
+              credentials: z.literal(true),
+              oauth: z.array(z.enum(['codehost', 'idp'])).describe('GET /auth/{name} starts each'),
+              external: z.array(z.string()).describe('providerName values of POST /auth/external'),
+            }),
+          },
+        },
+      },
+      async () => ({ credentials: true as const, oauth: deps.oauth.configured(), external: deps.externalAuth.providerNames() }),
     );
 
     app.get(

@@ -53,6 +53,8 @@ export function createExternalAuthService(deps: {
   }
 
   return {
+    /** The names of the external token providers, for `POST /auth/external`'s `providerName`. */
+    providerNames: () => deps.registry.providerNames(),
     async authenticate(authToken: string, providerName: string | undefined, meta: RequestMeta): Promise<SignedIn> {
       const provider = resolveProvider(providerName);
       const result = await provider

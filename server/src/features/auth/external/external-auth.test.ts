@@ -43,6 +43,11 @@ async function token(
 }
 
 describe('POST /auth/external', () => {
+  it("is offered by GET /auth/methods under the provider's name", async () => {
+    const methods = await (await app.request('GET', '/auth/methods')).json();
+    expect(methods).toEqual({ credentials: true, oauth: [], external: [expect.any(String)] });
+  });
+
   it('creates the user from a valid token, stores the token encrypted and creates a session', async () => {
     const email = uniqueEmail('ext');
     const authToken = await token({ sub: 'ext-1', email, given_name: 'Grace', family_name: 'Hopper' });

@@ -129,9 +129,11 @@ describe('GET /auth/codehost/callback', () => {
 });
 
 describe('an unconfigured provider', () => {
-  it('answers 404 with a clear message', async () => {
+  it('is not offered, and answers 404 with a clear message', async () => {
+    expect(await (await app.request('GET', '/auth/methods')).json()).toEqual({ credentials: true, oauth: ['codehost'], external: [] });
     const bare = await startTestApp();
     try {
+      expect(await (await bare.request('GET', '/auth/methods')).json()).toEqual({ credentials: true, oauth: [], external: [] });
       for (const path of ['/auth/codehost', '/auth/codehost/callback?code=x&state=y', '/auth/idp', '/auth/idp/callback']) {
         const response = await bare.request('GET', path);
         expect(response.status).toBe(404);

@@ -78,6 +78,8 @@ export function createOAuthService(deps: {
 
     /** Throws provider_not_configured for a provider without client id and secret. */
     assertConfigured: (name: OAuthProviderName) => void provider(name),
+    /** The OAuth logins this server offers (a sign-in page shows their buttons). */
+    configured: (): OAuthProviderName[] => (['codehost', 'idp'] as const).filter((name) => deps.providers[name] !== undefined),
   };
 }
 
