@@ -194,9 +194,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
     callbacks,
   };
 
-  const mail = createMailClient(config.mailApi);
+  const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
   const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
-  const deliveryEvents = createDeliveryEvents({ db, box, mail });
+  const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
   const emailNotifications = createNotificationProcessor({
     db,
     jobs,

@@ -3,9 +3,10 @@ import type { Kysely } from 'kysely';
 import type { EmailMessageStatus, EmailNotificationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { addressesOf, normalizeMessageId } from './email-content.ts';
-import { type MailNotification, TAG_MESSAGE, tagValue } from './notification-payload.ts';
+import { type MailNotification, TAG_MESSAGE, uuidTag } from './notification-payload.ts';
 import { notificationsRepo } from './notifications.repo.ts';
 import { outboundRepo } from './outbound.repo.ts';
+import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { MailClient } from './mail-client.ts';
 
@@ -13,7 +14,6 @@ import type { MailClient } from './mail-client.ts';
 const RANK: Partial<Record<EmailMessageStatus, number>> = { sending: 0, sent: 1, delivery_delayed: 2, delivered: 3, opened: 4, clicked: 5 };
 /** Ends that later progress does not undo. */
 const FINAL = new Set<EmailMessageStatus>(['bounced', 'complained', 'failed', 'suppressed']);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const STATUS_OF: Record<string, EmailMessageStatus> = {
   'email.sent': 'sent',
@@ -49,7 +49,7 @@ function detailOf(payload: MailNotification): string | null {
  * status on. A permanent bounce or a complaint puts the recipient on the org's suppression list
  * (sendEmail refuses suppressed addresses); a temporary bounce only shows in the timeline.
  */
-export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mail: MailClient }) {
+export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mail: MailClient; clock: Clock }) {
   const { db } = deps;
 
   return {
@@ -76,8 +76,7 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
           reason: `${payload.type} is not an event this service reads`,
         }));
       }
-      const tagged = tagValue(payload, TAG_MESSAGE);
-      const message = await outboundRepo.sentFor(db, orgId, payload.data.email_id, tagged && UUID.test(tagged) ? tagged : undefined);
+      const message = await outboundRepo.sentFor(db, orgId, payload.data.email_id, uuidTag(payload, TAG_MESSAGE));
       if (!message) {
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'ignored',
@@ -87,7 +86,7 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
       const permanentBounce = payload.type === 'email.bounced' && payload.data.bounce?.type?.toLowerCase() !== 'temporary';
       const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
       const detail = detailOf(payload);
-      const occurredAt = new Date(Date.parse(payload.data.created_at ?? payload.created_at ?? '') || Date.now());
+      const occurredAt = new Date(Date.parse(payload.data.created_at ?? payload.created_at ?? '') || deps.clock.now().getTime());
       const providerMessageId = payload.data.message_id ? (normalizeMessageId(payload.data.message_id) ?? null) : null;
 
       await db.transaction().execute(async (trx) => {

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
+import { type Insertable, type Kysely, sql } from 'kysely';
 import type { EmailIntegrationRow, EmailIntegrationsTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 
@@ -11,7 +11,7 @@ export const emailIntegrationRepo = {
     db
       .insertInto('emailIntegrations')
       .values(row)
-      .onConflict((oc) => oc.column('orgId').doUpdateSet({ ...row, updatedAt: new Date() }))
+      .onConflict((oc) => oc.column('orgId').doUpdateSet({ ...row, updatedAt: sql<Date>`now()` }))
       .returningAll()
       .executeTakeFirstOrThrow(),
 

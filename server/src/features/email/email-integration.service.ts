@@ -5,12 +5,12 @@ import type { DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError, domainNotVerified, emailNotConfigured, notFound } from '../../lib/errors.ts';
+import { domainOf } from './email-content.ts';
 import type { ConnectionTest, EmailIntegrationInput, PublicEmailIntegration } from './email-integration.schemas.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { type MailClient, type MailDomain, MailProviderError } from './mail-client.ts';
 
 const hint = (secret: string) => `...${secret.slice(-4)}`;
-const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 /** The provider's record of an address's domain, if it has one. */
 const domainFor = (domains: MailDomain[], address: string) =>
   domains.find((candidate) => candidate.name.toLowerCase() === domainOf(address));

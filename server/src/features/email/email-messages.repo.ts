@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Kysely } from 'kysely';
 import type { EmailAttachmentsTable, EmailMessageRow, EmailMessagesTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
+import { threadsRepo } from '../threads/threads.repo.ts';
 
 /** Email threads (threads of channel `email`, owned by their org) and their messages; every query is scoped by org. */
 export const emailMessagesRepo = {
@@ -19,11 +20,9 @@ export const emailMessagesRepo = {
             .executeTakeFirst()
         )?.threadId,
 
+  /** An email thread: of channel `email`, owned by its org (no user). */
   insertThread: (db: Kysely<DB>, thread: { id: string; orgId: string; title: string }) =>
-    db
-      .insertInto('threads')
-      .values({ ...thread, userId: null, channel: 'email' })
-      .execute(),
+    threadsRepo.insert(db, { ...thread, userId: null, channel: 'email' }),
 
   /** A new message makes its thread the newest. */
   touchThread: (db: Kysely<DB>, threadId: string) =>

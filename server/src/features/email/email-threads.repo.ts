@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { olderThan } from '../../db/keyset.ts';
 import type { DB } from '../../db/schema.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
@@ -42,9 +43,7 @@ export const emailThreadsRepo = {
           ),
         ),
       )
-      .$if(options.after !== undefined, (q) =>
-        q.where(sql<boolean>`(t.updated_at, t.id) < (${options.after!.createdAt}, ${options.after!.id})`),
-      )
+      .$if(options.after !== undefined, (q) => q.where(olderThan(options.after!, 't.updatedAt', 't.id')))
       .orderBy('t.updatedAt', 'desc')
       .orderBy('t.id', 'desc')
       .limit(options.limit + 1)
@@ -122,7 +121,7 @@ export const emailThreadsRepo = {
       .selectFrom('emailSuppressions')
       .select(['address', 'reason', 'detail', 'messageId', 'createdAt'])
       .where('orgId', '=', orgId)
-      .$if(after !== undefined, (q) => q.where(sql<boolean>`(created_at, address) < (${after!.createdAt}, ${after!.address})`))
+      .$if(after !== undefined, (q) => q.where(olderThan({ createdAt: after!.createdAt, id: after!.address }, 'createdAt', 'address')))
       .orderBy('createdAt', 'desc')
       .orderBy('address', 'desc')
       .limit(limit + 1)

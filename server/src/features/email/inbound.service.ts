@@ -6,13 +6,13 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { insertEmailAction } from '../actions/actions.repo.ts';
-import { addressesOf, addressOf } from './email-content.ts';
+import { addressOf } from './email-content.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { type FetchedEmail, fetchReceivedEmail, type InboundLimits } from './inbound-fetch.ts';
 import { autoReplyRefusal } from './loop-guards.ts';
 import type { MailClient } from './mail-client.ts';
-import type { MailNotification } from './notification-payload.ts';
+import { type MailNotification, recipientsOf } from './notification-payload.ts';
 import { notificationsRepo } from './notifications.repo.ts';
 
 /** How much of a thread an answering agent reads: its newest messages, each cut to this many characters. */
@@ -158,12 +158,7 @@ export function createInboundEmail(deps: {
           status: 'ignored',
           reason: 'the email integration was removed',
         }));
-      const recipients = [
-        ...addressesOf(payload.data.to),
-        ...addressesOf(payload.data.cc),
-        ...addressesOf(payload.data.received_for),
-        ...addressesOf(payload.data.bcc),
-      ];
+      const recipients = recipientsOf(payload.data);
       const inboxes = await emailMessagesRepo.inboxesAt(db, orgId, recipients);
       const inbox = recipients.map((address) => inboxes.find((candidate) => candidate.emailAddress === address)).find(Boolean);
       if (!inbox)

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
+import { type Insertable, type Kysely, sql } from 'kysely';
 import type { EmailInboxAgentRow, EmailInboxAgentsTable, EmailInboxRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 
@@ -16,7 +16,7 @@ export const inboxesRepo = {
   rename: (db: Kysely<DB>, orgId: string, id: string, displayName: string): Promise<EmailInboxRow | undefined> =>
     db
       .updateTable('emailInboxes')
-      .set({ displayName, updatedAt: new Date() })
+      .set({ displayName, updatedAt: sql<Date>`now()` })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()

@@ -72,6 +72,8 @@ export interface MailClientOptions {
   retries: number;
   /** Wait before retry n (1-based) when the provider gave no retry-after. */
   backoffMs?: (retry: number) => number;
+  /** The time a retry-after date is measured from (the service's clock). */
+  now?: () => number;
 }
 
 /** What the provider answered when it refused, or why it could not be reached (status 0). */
@@ -93,12 +95,12 @@ const MAX_RETRY_AFTER_MS = 10_000;
 
 const isTransient = (status: number) => status === 429 || status >= 500;
 
-function retryAfterMs(value: string | null): number | undefined {
+function retryAfterMs(value: string | null, now: number): number | undefined {
   if (!value) return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 async function errorOf(response: Response): Promise<MailProviderError> {
@@ -116,6 +118,7 @@ async function errorOf(response: Response): Promise<MailProviderError> {
 export function createMailClient(options: MailClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
   const backoffMs = options.backoffMs ?? ((retry: number) => 250 * 4 ** (retry - 1));
+  const now = options.now ?? Date.now;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   async function call<T>(apiKey: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
@@ -148,7 +151,7 @@ export function createMailClient(options: MailClientOptions) {
       }
       if (response.ok) return (await response.json()) as T;
       if (isTransient(response.status) && attempt < options.retries) {
-        const wait = retryAfterMs(response.headers.get('retry-after')) ?? backoffMs(attempt + 1);
+        const wait = retryAfterMs(response.headers.get('retry-after'), now()) ?? backoffMs(attempt + 1);
         if (wait <= MAX_RETRY_AFTER_MS) {
           await response.body?.cancel();
           await sleep(wait);

@@ -9,15 +9,13 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { jsonShapeProblem, unstorableText } from '../../lib/json-input.ts';
 import { anySignatureMatches, checkTimestamp, signStandardWebhook } from '../../lib/standard-webhooks.ts';
-import { addressesOf } from './email-content.ts';
-import { notificationSchema, TAG_ORG, tagValue } from './notification-payload.ts';
+import { notificationSchema, recipientsOf, TAG_ORG, uuidTag } from './notification-payload.ts';
 import { type CandidateOrg, notificationsRepo } from './notifications.repo.ts';
 
 export type IntakeResult =
   | { status: 'accepted' | 'duplicate'; notificationId: string }
   | { status: 'ignored'; notificationId: string; reason: string };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const header = (headers: IncomingHttpHeaders, name: string) => {
   const value = headers[`svix-${name}`] ?? headers[`webhook-${name}`];
   return Array.isArray(value) ? value[0] : value;
@@ -41,13 +39,9 @@ export function createMailWebhookIntake(deps: {
   const { db } = deps;
 
   function candidatesOf(type: unknown, data: Record<string, unknown>): Promise<CandidateOrg[]> {
-    if (type === 'email.received') {
-      const recipients = [...addressesOf(data.to), ...addressesOf(data.cc), ...addressesOf(data.received_for), ...addressesOf(data.bcc)];
-      return notificationsRepo.orgsOfInboxes(db, [...new Set(recipients)].slice(0, 200));
-    }
+    if (type === 'email.received') return notificationsRepo.orgsOfInboxes(db, recipientsOf(data));
     if (typeof data.email_id !== 'string' || data.email_id.length > 200) return Promise.resolve([]);
-    const tagged = tagValue({ data }, TAG_ORG);
-    return notificationsRepo.orgsOfSentEmail(db, data.email_id, tagged && UUID.test(tagged) ? tagged : undefined);
+    return notificationsRepo.orgsOfSentEmail(db, data.email_id, uuidTag({ data }, TAG_ORG));
   }
 
   return {

@@ -81,6 +81,12 @@ describe('POST /webhooks/mail', () => {
     expect(await noEmailId.json()).toMatchObject({ code: 'invalid_payload' });
     const nul = await org.notify({ ...event, data: { ...event.data, subject: 'a\u0000b' } });
     expect(nul.status).toBe(400);
+    const surrogate = await org.notify(undefined, { body: JSON.stringify(event).replace('"Hello"', '"\\ud800"') });
+    expect(surrogate.status).toBe(400);
+    expect(await surrogate.json()).toMatchObject({ code: 'invalid_payload' });
+    const empty = await org.notify(undefined, { body: '' });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ code: 'invalid_json' });
     const deep = await org.notify({ ...event, data: { ...event.data, extra: JSON.parse(`${'['.repeat(100)}${']'.repeat(100)}`) } });
     expect(deep.status).toBe(400);
     const huge = await org.notify({ ...event, data: { ...event.data, subject: 'x'.repeat(30_000) } });
@@ -129,6 +135,18 @@ describe('POST /webhooks/mail', () => {
     expect((await other.api('GET', `/email/attachments/${attachmentId}`)).status).toBe(404);
     expect((await app.request('GET', `/orgs/${org.org.slug}/email/threads`, { token: other.token })).status).toBe(404);
     expect((await app.request('GET', `/orgs/${org.org.slug}/email/threads`)).status).toBe(401);
+    expect((await (await other.api('GET', `/email/threads?inboxId=${org.inbox.id}`)).json()).threads).toEqual([]);
+    for (const path of [
+      '/email/threads/not-a-uuid',
+      '/email/attachments/not-a-uuid',
+      '/email/threads?inboxId=x',
+      `/email/threads?cursor=${'z'.repeat(150)}`,
+    ]) {
+      const bad = await other.api('GET', path);
+      expect(bad.status).toBe(400);
+      expect(await bad.json()).toMatchObject({ code: 'validation_failed', error: expect.any(String) });
+    }
+    expect((await other.api('DELETE', '/email/suppressions/a%00b@x.test')).status).toBe(400);
     const download = await org.api('GET', `/email/attachments/${attachmentId}`);
     expect(download.headers.get('content-security-policy')).toContain('sandbox');
     expect(await download.text()).toBe('secret');

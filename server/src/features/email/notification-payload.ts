@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { addressesOf } from './email-content.ts';
 
 /**
  * The provider's notifications (Resend's shapes, REFERENCE.md), read leniently: fields we do not use
@@ -37,8 +38,21 @@ export type MailNotification = z.infer<typeof notificationSchema>;
 export const TAG_ORG = 'ap_org';
 export const TAG_MESSAGE = 'ap_message';
 
+/** Our tag of an org or message id: a UUID, or none (the notification may not be validated yet). */
+export function uuidTag(notification: { data: { tags?: unknown } }, name: string): string | undefined {
+  const value = tagValue(notification, name);
+  return value !== undefined && z.uuid().safeParse(value).success ? value : undefined;
+}
+
+/** Every address an inbound email was delivered to (to, cc, received_for, bcc), distinct, bounded. */
+export function recipientsOf(data: { to?: unknown; cc?: unknown; received_for?: unknown; bcc?: unknown }): string[] {
+  return [
+    ...new Set([...addressesOf(data.to), ...addressesOf(data.cc), ...addressesOf(data.received_for), ...addressesOf(data.bcc)]),
+  ].slice(0, 200);
+}
+
 /** A tag's value, read from a notification before it is validated too (anything else than a string is none). */
-export function tagValue(notification: { data: { tags?: unknown } }, name: string): string | undefined {
+function tagValue(notification: { data: { tags?: unknown } }, name: string): string | undefined {
   const { tags } = notification.data;
   if (typeof tags !== 'object' || tags === null) return undefined;
   const value = Array.isArray(tags)

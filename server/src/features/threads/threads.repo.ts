@@ -18,7 +18,7 @@ export const threadsRepo = {
 
   insert: (
     db: Kysely<DB>,
-    thread: { id: string; orgId: string | null; userId: string; channel: string; title: string; createdAt?: Date },
+    thread: { id: string; orgId: string | null; userId: string | null; channel: string; title: string; createdAt?: Date },
   ) => db.insertInto('threads').values(thread).returningAll().executeTakeFirstOrThrow(),
 
   findForUser: (db: Kysely<DB>, threadId: string, userId: string) =>
