@@ -7,6 +7,8 @@ const PROCESS_TESTS = [
   'src/features/actions/resume.test.ts',
   'src/features/email/restart.test.ts',
 ];
+/** The console in a real browser: against the embedded database, as `npm start` serves it. */
+const CONSOLE_TESTS = ['test/console/**/*.test.ts'];
 
 /**
  * The whole suite runs twice: on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL). Without a
@@ -46,7 +48,11 @@ export default defineConfig(async () => {
       // Tests that kill and restart server processes prove durability, which is the database's:
       // they run once, on PostgreSQL (when it is reachable). The CLI test runs on both: the embedded
       // database's one-process rule and admin socket are what it checks there.
-      ...(name === 'pglite' && !problem ? { exclude: [...configDefaults.exclude, ...PROCESS_TESTS] } : {}),
+      exclude: [
+        ...configDefaults.exclude,
+        ...(name === 'pglite' && !problem ? PROCESS_TESTS : []),
+        ...(name === 'postgres' ? CONSOLE_TESTS : []),
+      ],
     },
   });
   return {

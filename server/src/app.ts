@@ -34,6 +34,7 @@ import { emailIntegrationRoutes } from './features/email/email-integration.route
 import { emailThreadsRoutes } from './features/email/email-threads.routes.ts';
 import { mailWebhookRoutes } from './features/email/mail-webhook.routes.ts';
 import { inboxesRoutes } from './features/email/inboxes.routes.ts';
+import { eventsRoutes } from './features/events/events.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
@@ -41,6 +42,7 @@ import { RequestLogController } from './lib/request-log.ts';
 import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
+import { createConsoleSite } from './console-site.ts';
 
 /** Fastify's own 4xx errors, mapped onto our closed set of codes. */
 const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
@@ -215,8 +217,14 @@ export async function buildApp(container: Container) {
     const { status, headers, body } = errorResponse(error, request.log, toAppError(error));
     return reply.headers(headers).status(status).send(body);
   });
+  // The console, when APP_HOST is this service's own origin and the console is built (npm start builds it).
+  const consoleSite = config.appHost === config.apiHost ? createConsoleSite() : undefined;
+  if (consoleSite) await app.register(consoleSite.assets);
+  else if (config.appHost === config.apiHost) container.logger.warn('The console is not built: run `npm run build -w console` to serve it');
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' }),
+    consoleSite?.wantsPage(request)
+      ? consoleSite.sendPage(reply)
+      : reply.status(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' }),
   );
 
   const { services, middlewares } = container;
@@ -258,6 +266,7 @@ export async function buildApp(container: Container) {
   await app.register(emailIntegrationRoutes({ emailIntegration: services.emailIntegration, orgAccess }));
   await app.register(inboxesRoutes({ inboxes: services.inboxes, orgAccess }));
   await app.register(emailThreadsRoutes({ threads: services.emailThreads, orgAccess }));
+  await app.register(eventsRoutes({ events: container.orgEvents, orgAccess }));
   await app.register(mailWebhookRoutes({ intake: services.mailWebhook, maxBytes: config.email.webhookMaxBytes }));
   return app;
 }

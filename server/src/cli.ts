@@ -13,6 +13,7 @@ Commands:
   serve                                  start the HTTP API (and the workers unless RUN_WORKERS=false)
   worker                                 run background jobs only
   migrate                                apply database migrations and exit
+  openapi                                print the API's OpenAPI document (what GET /openapi.json serves)
   orgs create --slug S --name N          create an organization
   orgs add-member --org S --email E      add a user to an organization
   users create --email E --password P --role Admin|Guest [--org S] [--username U] [--first-name F] [--last-name L]
@@ -57,6 +58,27 @@ async function main(argv: string[]): Promise<number> {
       await container.database.migrate();
       await container.database.close();
       process.stdout.write('Migrations applied\n');
+      return 0;
+    }
+    case 'openapi': {
+      // The document describes routes, not data: an empty in-memory database is enough to build them.
+      const [{ createContainer }, { buildApp }, { openDatabase }] = await Promise.all([
+        import('./container.ts'),
+        import('./app.ts'),
+        import('./db/database.ts'),
+      ]);
+      // Silent: stdout carries the document and nothing else.
+      const container = await createContainer(
+        { ...config, logLevel: 'silent' },
+        { database: await openDatabase({ pgliteDataDir: 'memory://' }) },
+      );
+      const app = await buildApp(container);
+      await app.ready();
+      const document = `${JSON.stringify(app.swagger(), null, 2)}\n`;
+      await app.close();
+      await container.database.close();
+      // process.exit would cut a piped write short: return once it is flushed.
+      await new Promise<void>((resolve, reject) => process.stdout.write(document, (error) => (error ? reject(error) : resolve())));
       return 0;
     }
     case 'orgs':

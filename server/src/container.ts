@@ -57,6 +57,7 @@ import { systemClock, type Clock } from './lib/clock.ts';
 import { createSecretBox } from './lib/crypto.ts';
 import { loggerOptions } from './lib/logger.ts';
 import { BUS_TOPICS, createProcessBus } from './lib/process-bus.ts';
+import { createOrgEvents } from './features/events/org-events.ts';
 import { createMetrics } from './lib/metrics.ts';
 import { createPasswordHasher } from './lib/passwords.ts';
 import { createRateLimiters } from './lib/rate-limit.ts';
@@ -80,7 +81,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const passwords = createPasswordHasher(config.passwordHashCost);
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
-  const bus = createProcessBus({ postgresUrl: database.url, logger });
+  const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
   const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
   const limits = {
@@ -274,6 +275,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     box,
     jobs,
     bus,
+    orgEvents: createOrgEvents({ bus, db, logger }),
     mailer,
     limits,
     externalAuthRegistry,

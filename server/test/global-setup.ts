@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildPgliteTemplate, buildPostgresTemplate } from './helpers/database-templates.ts';
+import { buildConsole } from './helpers/browser.ts';
 
 /**
  * Once per run: the migrated databases every test file starts from (a PGlite dump, and a PostgreSQL
- * template database when PostgreSQL is reachable), and a plain line, at the start and at the end,
- * when the PostgreSQL pass did not run.
+ * template database when PostgreSQL is reachable), the console's build for the browser tests (once:
+ * two builds at a time would empty each other's output), and a plain line, at the start and at the
+ * end, when the PostgreSQL pass did not run.
  */
 export default async function setup(project: TestProject) {
   const skipped = process.env.POSTGRES_PASS_SKIPPED;
@@ -20,6 +22,7 @@ export default async function setup(project: TestProject) {
   const [postgres] = await Promise.all([
     skipped ? undefined : buildPostgresTemplate(process.env.TEST_DATABASE_URL!),
     buildPgliteTemplate(pgliteTemplateFile),
+    buildConsole(),
   ]);
   project.provide('pgliteTemplateFile', pgliteTemplateFile);
   project.provide('postgresTemplateDatabase', postgres?.name);

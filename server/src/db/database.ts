@@ -15,6 +15,8 @@ export interface Database {
   readonly db: Kysely<DB>;
   /** The connection URL (PostgreSQL only): for listeners that need a connection of their own. */
   readonly url?: string;
+  /** PGlite only: hears NOTIFY on `channel` from this same (embedded) database. */
+  readonly listenInProcess?: (channel: string, handler: (payload: string) => void) => Promise<void>;
   /** How pg-boss reaches this same database. */
   readonly jobsOptions: ConstructorOptions;
   migrate(): Promise<void>;
@@ -119,8 +121,13 @@ export function databaseOnPglite(pglite: PGlite): Database {
       }),
   };
   const jobsOptions: ConstructorOptions = { db: jobsDb, backend: 'pglite' };
-  return withCommon('pglite', db, jobsOptions, async () => {
+  const database = withCommon('pglite', db, jobsOptions, async () => {
     await db.destroy();
     await pglite.close();
   });
+  // LISTEN takes its turn on the one connection: inside someone's transaction it would die with a rollback.
+  const listenInProcess = async (channel: string, handler: (payload: string) => void) => {
+    await lock.run(() => pglite.listen(channel, handler));
+  };
+  return { ...database, listenInProcess };
 }

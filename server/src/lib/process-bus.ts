@@ -20,6 +20,11 @@ export const BUS_TOPICS = {
   callbacks: 'callbacks',
   /** Mail notifications were stored: the workers fetch their jobs now, not at their next poll (a signal). */
   emailNotifications: 'email-notifications',
+  /**
+   * Ledger rows or approvals of an org changed (key: JSON `{ org, kind, ids }`). Sent by the
+   * database's triggers on commit (migration 0011), never by a process: features/events streams them.
+   */
+  orgEvents: 'org-events',
 } as const;
 export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS];
 
@@ -40,7 +45,12 @@ export interface ProcessBus {
   close(): Promise<void>;
 }
 
-export function createProcessBus(options: { postgresUrl?: string; logger: Logger }): ProcessBus {
+export function createProcessBus(options: {
+  postgresUrl?: string;
+  /** The embedded database's own LISTEN (PGlite): its triggers' messages reach this process's subscribers. */
+  listenInProcess?: (channel: string, handler: (payload: string) => void) => Promise<void>;
+  logger: Logger;
+}): ProcessBus {
   const handlers = new Map<string, Array<(key: string) => void>>();
   const origin = randomUUID();
   const deliver = (topic: string, key: string) => {
@@ -86,7 +96,11 @@ export function createProcessBus(options: { postgresUrl?: string; logger: Logger
       retryTimer = setTimeout(() => void connect(attempt + 1), Math.min(30_000, 500 * 2 ** attempt));
     }
   }
-  const ready = connect();
+  const ready = options.postgresUrl
+    ? connect()
+    : options
+        .listenInProcess?.(CHANNEL, onMessage)
+        .catch((error: unknown) => options.logger.warn({ err: error }, 'could not listen to the embedded database'));
   // Signals: the first goes at once; those within the window after it go as one NOTIFY at its end.
   const signalWindows = new Map<string, { timer?: NodeJS.Timeout; again: boolean }>();
   /** Tells the other processes (this one has been told already). */

@@ -41,6 +41,8 @@ export async function startTestApp(
     shareDatabaseWith?: TestApp;
     /** false: this process serves HTTP only, like `serve` with RUN_WORKERS=false (actions stay queued). */
     workers?: boolean;
+    /** APP_HOST is this server's own origin: it serves the console (built by the caller). */
+    serveConsole?: boolean;
   } = {},
 ): Promise<TestApp> {
   const port = await freePort();
@@ -48,7 +50,7 @@ export async function startTestApp(
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ENCRYPTION_MASTER_KEY: 'test-master-key-0123456789abcdef0123456789',
-    APP_HOST: TEST_APP_HOST,
+    APP_HOST: options.serveConsole ? `http://127.0.0.1:${port}` : TEST_APP_HOST,
     API_HOST: `http://127.0.0.1:${port}`,
     PORT: String(port),
     // bcrypt at cost 12 takes a quarter of a second per hash on this machine; tests need no strength.

@@ -9,6 +9,7 @@ import * as idempotentMessageIds from './0007_idempotent_message_ids.ts';
 import * as userModelUsage from './0008_user_model_usage.ts';
 import * as email from './0009_email.ts';
 import * as emailMessages from './0010_email_messages.ts';
+import * as orgEvents from './0011_org_events.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '0008_user_model_usage': userModelUsage,
   '0009_email': email,
   '0010_email_messages': emailMessages,
+  '0011_org_events': orgEvents,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,38 @@
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+export const formatTime = (iso: string | null | undefined) => (iso ? dateTime.format(new Date(iso)) : '—');
+
+/** "in 3 min", "2 h ago": how far an instant is from now. */
+export function relativeTime(iso: string, now = Date.now()): string {
+  const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
+  const abs = Math.abs(seconds);
+  const [value, unit] =
+    abs < 60
+      ? [abs, 's']
+      : abs < 3600
+        ? [Math.round(abs / 60), 'min']
+        : abs < 86_400
+          ? [Math.round(abs / 3600), 'h']
+          : [Math.round(abs / 86_400), 'd'];
+  return seconds >= 0 ? `in ${value} ${unit}` : `${value} ${unit} ago`;
+}
+
+export const prettyJson = (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2));
+
+const STATUS_COLORS: Record<string, string> = {
+  completed: 'green',
+  succeeded: 'green',
+  accepted: 'green',
+  approved: 'teal',
+  running: 'blue',
+  queued: 'blue',
+  pending: 'yellow',
+  pending_approval: 'orange',
+  buffered: 'gray',
+  failed: 'red',
+  rejected: 'red',
+  dead_lettered: 'red',
+  expired: 'gray',
+  cancelled: 'gray',
+};
+export const statusColor = (status: string | null | undefined) => STATUS_COLORS[status ?? ''] ?? 'gray';

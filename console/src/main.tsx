@@ -1,0 +1,45 @@
+import '@mantine/core/styles.css';
+import '@mantine/notifications/styles.css';
+import { MantineProvider } from '@mantine/core';
+import { Notifications } from '@mantine/notifications';
+import { QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { RouterProvider } from '@tanstack/react-router';
+import { setNonce } from 'get-nonce';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { isUnauthorized } from './api/client';
+import { createAppRouter } from './router';
+import { cssVariablesResolver, theme } from './theme';
+
+// The service sends a fresh nonce with the page; Mantine puts it on the <style> elements it adds,
+// so the Content-Security-Policy needs no 'unsafe-inline'.
+const styleNonce = document.querySelector<HTMLMetaElement>('meta[name="csp-nonce"]')?.content ?? '';
+// The same for the scroll lock of Mantine's modals (react-remove-scroll adds a <style> through get-nonce).
+setNonce(styleNonce);
+
+const queryClient: QueryClient = new QueryClient({
+  defaultOptions: {
+    queries: { retry: (count, error) => !isUnauthorized(error) && (error as { status?: number }).status === undefined && count < 2 },
+  },
+  // A session that ended (expired, signed out elsewhere) leads to sign-in, then back here.
+  queryCache: new QueryCache({
+    onError: (error) => {
+      if (isUnauthorized(error) && !window.location.pathname.startsWith('/sign-in')) {
+        queryClient.clear();
+        void router.navigate({ to: '/sign-in', search: { redirect: window.location.pathname + window.location.search } });
+      }
+    },
+  }),
+});
+const router = createAppRouter(queryClient);
+
+createRoot(document.getElementById('root') as HTMLElement).render(
+  <StrictMode>
+    <MantineProvider theme={theme} cssVariablesResolver={cssVariablesResolver} defaultColorScheme="light" getStyleNonce={() => styleNonce}>
+      <Notifications position="top-right" />
+      <QueryClientProvider client={queryClient}>
+        <RouterProvider router={router} />
+      </QueryClientProvider>
+    </MantineProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,90 @@
+import { AnchorLink } from '../../components/links';
+import { Group, Stack, Table, Text, Title } from '@mantine/core';
+import { useInterval } from '@mantine/hooks';
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { ApprovalButtons } from '../../components/ApprovalButtons';
+import { JsonBlock } from '../../components/JsonBlock';
+import { UserName } from '../../components/UserName';
+import { QueryError } from '../../components/RouteError';
+import { formatTime, relativeTime } from '../../lib/format';
+import { useOrgSlug } from '../../lib/org';
+import { pendingApprovalsQuery } from '../../lib/queries';
+import { LiveBadge } from '../OrgLayout';
+
+/** "in 4 min" that counts down while the page is open. */
+function useNow(everyMs: number) {
+  const [now, setNow] = useState(Date.now());
+  const interval = useInterval(() => setNow(Date.now()), everyMs);
+  useEffect(() => {
+    interval.start();
+    return interval.stop;
+  }, [interval]);
+  return now;
+}
+
+/** Spec 4.2.5: the tool calls waiting for a human, decided here; they leave the list live. */
+export function ApprovalsPage() {
+  const org = useOrgSlug();
+  const approvals = useQuery(pendingApprovalsQuery(org));
+  const now = useNow(15_000);
+  const pending = approvals.data?.approvals ?? [];
+  return (
+    <Stack>
+      <Group gap="sm">
+        <Title order={1} size="h2">
+          Approvals
+        </Title>
+        <LiveBadge />
+      </Group>
+      {approvals.error && <QueryError error={approvals.error} />}
+      {approvals.isSuccess && pending.length === 0 && (
+        <Text c="dimmed" ta="center" py="xl">
+          Nothing waits for a decision.
+        </Text>
+      )}
+      {pending.length > 0 && (
+        <Table verticalSpacing="sm" aria-label="Pending approvals">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Tool</Table.Th>
+              <Table.Th>Input</Table.Th>
+              <Table.Th>Action</Table.Th>
+              <Table.Th>Run as</Table.Th>
+              <Table.Th>Requested</Table.Th>
+              <Table.Th>Time left</Table.Th>
+              <Table.Th>Decision</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {pending.map((approval) => (
+              <Table.Tr key={approval.toolCallId} data-tool-call-id={approval.toolCallId}>
+                <Table.Td ff="monospace">{approval.toolName}</Table.Td>
+                <Table.Td maw={380}>
+                  <JsonBlock value={approval.input} maxHeight={200} label={`Input of ${approval.toolName}`} />
+                </Table.Td>
+                <Table.Td>
+                  <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
+                    {approval.eventType}
+                  </AnchorLink>
+                </Table.Td>
+                <Table.Td>
+                  <Text size="sm">
+                    <UserName org={org} userId={approval.runAsUserId} />
+                  </Text>
+                </Table.Td>
+                <Table.Td>
+                  <Text size="sm">{formatTime(approval.requestedAt)}</Text>
+                </Table.Td>
+                <Table.Td>{approval.expiresAt ? relativeTime(approval.expiresAt, now) : 'no deadline'}</Table.Td>
+                <Table.Td>
+                  <ApprovalButtons org={org} actionId={approval.actionId} toolCallId={approval.toolCallId} toolName={approval.toolName} />
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+    </Stack>
+  );
+}

@@ -1,0 +1,56 @@
+import { Anchor, Stack, Table, Text, Title } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import { api, unwrap } from '../../api/client';
+import { QueryError } from '../../components/RouteError';
+import { formatTime } from '../../lib/format';
+import { useOrgSlug } from '../../lib/org';
+import { keys } from '../../lib/queries';
+
+const kilobytes = (bytes: number) => `${Math.max(1, Math.round(bytes / 1024))} KB`;
+
+/** The PDFs agents wrote (generateDocument); each opens in the browser's own viewer. */
+export function DocumentsPage() {
+  const org = useOrgSlug();
+  const documents = useQuery({
+    queryKey: [...keys.org(org), 'documents'],
+    queryFn: () => unwrap(api.GET('/orgs/{org}/documents', { params: { path: { org }, query: { limit: 100 } } })),
+  });
+  const rows = documents.data?.documents ?? [];
+  return (
+    <Stack>
+      <Title order={1} size="h2">
+        Documents
+      </Title>
+      {documents.error && <QueryError error={documents.error} />}
+      {documents.isSuccess && rows.length === 0 && (
+        <Text c="dimmed" ta="center" py="xl">
+          No documents yet. Agents write them with the generateDocument tool.
+        </Text>
+      )}
+      {rows.length > 0 && (
+        <Table aria-label="Documents">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Title</Table.Th>
+              <Table.Th>Size</Table.Th>
+              <Table.Th>Created</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rows.map((document) => (
+              <Table.Tr key={document.id}>
+                <Table.Td>
+                  <Anchor href={`/orgs/${encodeURIComponent(org)}/documents/${document.id}`} target="_blank" rel="noopener">
+                    {document.title}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{kilobytes(document.sizeBytes)}</Table.Td>
+                <Table.Td>{formatTime(document.createdAt)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+    </Stack>
+  );
+}

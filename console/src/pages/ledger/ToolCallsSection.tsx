@@ -1,0 +1,67 @@
+import { Stack, Table, Text, Title } from '@mantine/core';
+import type { ToolCall } from '../../api/client';
+import { ApprovalButtons } from '../../components/ApprovalButtons';
+import { JsonBlock } from '../../components/JsonBlock';
+import { StatusBadge } from '../../components/StatusBadge';
+import { formatTime } from '../../lib/format';
+
+/** The agent's tool calls: what it asked, how each was decided, what it got back. */
+export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; actionId: string; toolCalls: ToolCall[] }) {
+  return (
+    <Stack gap="xs">
+      <Title order={2} size="h4">
+        Conversation: tool calls
+      </Title>
+      {toolCalls.length === 0 ? (
+        <Text size="sm" c="dimmed">
+          No tool calls.
+        </Text>
+      ) : (
+        <Table withTableBorder verticalSpacing="xs" aria-label="Tool calls">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Tool</Table.Th>
+              <Table.Th>Mode</Table.Th>
+              <Table.Th>Status</Table.Th>
+              <Table.Th>Input</Table.Th>
+              <Table.Th>Output</Table.Th>
+              <Table.Th>Decision</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {toolCalls.map((call) => (
+              <Table.Tr key={call.toolCallId}>
+                <Table.Td ff="monospace">{call.toolName}</Table.Td>
+                <Table.Td>{call.mode}</Table.Td>
+                <Table.Td>
+                  <StatusBadge status={call.status} />
+                </Table.Td>
+                <Table.Td maw={320}>
+                  <JsonBlock value={call.input} maxHeight={160} label={`Input of ${call.toolName}`} />
+                </Table.Td>
+                <Table.Td maw={320}>
+                  {call.output === null ? '—' : <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} />}
+                </Table.Td>
+                <Table.Td>
+                  {call.approval === 'pending' ? (
+                    <ApprovalButtons org={org} actionId={actionId} toolCallId={call.toolCallId} toolName={call.toolName} />
+                  ) : (
+                    <Stack gap={2}>
+                      <StatusBadge status={call.approval} />
+                      {call.reason && <Text size="xs">{call.reason}</Text>}
+                      {call.decidedAt && (
+                        <Text size="xs" c="dimmed">
+                          {formatTime(call.decidedAt)}
+                        </Text>
+                      )}
+                    </Stack>
+                  )}
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+    </Stack>
+  );
+}

@@ -1,0 +1,141 @@
+import type { QueryClient } from '@tanstack/react-query';
+import {
+  createRootRouteWithContext,
+  createRoute,
+  createRouter,
+  lazyRouteComponent,
+  notFound,
+  Outlet,
+  redirect,
+} from '@tanstack/react-router';
+import { z } from 'zod';
+import { isNotFound, isUnauthorized } from './api/client';
+import { Shell } from './components/Shell';
+import { NotFound, RouteError } from './components/RouteError';
+import { meQuery, orgQuery, orgsQuery } from './lib/queries';
+import { HomePage } from './pages/HomePage';
+import { ledgerSearchSchema } from './pages/ledger/ledger-search';
+import { AdminOnly, OrgLayout } from './pages/OrgLayout';
+
+// Pages load on first visit: the first screen downloads only what it shows.
+interface RouterContext {
+  queryClient: QueryClient;
+}
+
+const rootRoute = createRootRouteWithContext<RouterContext>()({
+  component: Outlet,
+  notFoundComponent: NotFound,
+  errorComponent: RouteError,
+});
+
+const signInRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/sign-in',
+  validateSearch: z.object({ redirect: z.string().optional() }),
+  component: lazyRouteComponent(() => import('./pages/auth/SignInPage'), 'SignInPage'),
+});
+const forgotPasswordRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/forgot-password',
+  component: lazyRouteComponent(() => import('./pages/auth/PasswordPages'), 'ForgotPasswordPage'),
+});
+const resetPasswordRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/reset-password',
+  validateSearch: z.object({ token: z.string().optional() }),
+  component: lazyRouteComponent(() => import('./pages/auth/PasswordPages'), 'ResetPasswordPage'),
+});
+
+/** Everything behind a session: without one, sign-in, then back to the page asked for. */
+const signedInRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  id: 'signed-in',
+  beforeLoad: async ({ context, location }) => {
+    try {
+      return { me: await context.queryClient.ensureQueryData(meQuery) };
+    } catch (error) {
+      if (isUnauthorized(error)) throw redirect({ to: '/sign-in', search: { redirect: location.href } });
+      throw error;
+    }
+  },
+  component: Shell,
+});
+
+const homeRoute = createRoute({
+  getParentRoute: () => signedInRoute,
+  path: '/',
+  beforeLoad: async ({ context }) => {
+    const [first] = await context.queryClient.ensureQueryData(orgsQuery);
+    const me = await context.queryClient.ensureQueryData(meQuery);
+    if (first) throw redirect({ to: me.role === 'Admin' ? '/o/$org/ledger' : '/o/$org/documents', params: { org: first.slug } });
+  },
+  component: HomePage,
+});
+const meRoute = createRoute({
+  getParentRoute: () => signedInRoute,
+  path: '/me',
+  component: lazyRouteComponent(() => import('./pages/me/MePage'), 'MePage'),
+});
+
+export const orgRoute = createRoute({
+  getParentRoute: () => signedInRoute,
+  path: '/o/$org',
+  // Another org's slug is "not found" (the API answers 404 for orgs one is not a member of).
+  loader: ({ context, params }) =>
+    context.queryClient.ensureQueryData(orgQuery(params.org)).catch((error: unknown) => {
+      throw isNotFound(error) ? notFound() : error;
+    }),
+  component: OrgLayout,
+  notFoundComponent: NotFound,
+  errorComponent: RouteError,
+});
+/** The ledger and approvals: a Guest is told they are for administrators (the API refuses them too). */
+const adminRoute = createRoute({ getParentRoute: () => orgRoute, id: 'admin', component: AdminOnly });
+export const ledgerRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/ledger',
+  validateSearch: ledgerSearchSchema,
+  component: lazyRouteComponent(() => import('./pages/ledger/LedgerPage'), 'LedgerPage'),
+});
+export const ledgerDetailRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/ledger/$id',
+  component: lazyRouteComponent(() => import('./pages/ledger/LedgerDetailPage'), 'LedgerDetailPage'),
+});
+export const approvalsRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/approvals',
+  component: lazyRouteComponent(() => import('./pages/approvals/ApprovalsPage'), 'ApprovalsPage'),
+});
+export const documentsRoute = createRoute({
+  getParentRoute: () => orgRoute,
+  path: '/documents',
+  component: lazyRouteComponent(() => import('./pages/documents/DocumentsPage'), 'DocumentsPage'),
+});
+
+const routeTree = rootRoute.addChildren([
+  signInRoute,
+  forgotPasswordRoute,
+  resetPasswordRoute,
+  signedInRoute.addChildren([
+    homeRoute,
+    meRoute,
+    orgRoute.addChildren([adminRoute.addChildren([ledgerRoute, ledgerDetailRoute, approvalsRoute]), documentsRoute]),
+  ]),
+]);
+
+export function createAppRouter(queryClient: QueryClient) {
+  return createRouter({
+    routeTree,
+    context: { queryClient },
+    defaultPreload: 'intent',
+    defaultPreloadStaleTime: 0,
+    scrollRestoration: true,
+  });
+}
+
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: ReturnType<typeof createAppRouter>;
+  }
+}

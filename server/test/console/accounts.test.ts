@@ -1,0 +1,85 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { capture, launchBrowser, openConsole } from '../helpers/browser.ts';
+import { createTenant } from '../helpers/factories.ts';
+import { startFakeMailProvider } from '../helpers/fake-mail-provider.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+let app: TestApp;
+let browser: Browser;
+let mail: Awaited<ReturnType<typeof startFakeMailProvider>>;
+
+beforeAll(async () => {
+  mail = await startFakeMailProvider();
+  app = await startTestApp({ MAIL_API_KEY: mail.apiKey, MAIL_API_URL: mail.url }, { serveConsole: true });
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await mail?.close();
+});
+
+describe('the console: accounts', () => {
+  it('resets a forgotten password through the link the mail brings, then signs in with the new one', async () => {
+    const { admin, org } = await createTenant(app);
+    const visitor = await openConsole(browser);
+    const { page } = visitor;
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByRole('button', { name: 'Send the reset link' }).click();
+    await page.getByText('a reset link is on its way').waitFor();
+    await capture(page, 'forgot-password');
+
+    const sent = await mail.waitFor(admin.email);
+    const link = /(http\S+\/reset-password\?token=\S+)/.exec(sent.text ?? '')?.[1];
+    expect(link?.startsWith(`${app.baseUrl}/reset-password?token=`)).toBe(true);
+    await page.goto(link!);
+    await page.getByLabel('New password').fill('a new long password');
+    await page.getByLabel('Repeat it').fill('a different one');
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByText('The passwords differ').waitFor();
+    await page.getByLabel('Repeat it').fill('a new long password');
+    await capture(page, 'reset-password');
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByText('Your password is changed').waitFor();
+
+    // The link is spent: using it again says so.
+    await page.goto(link!);
+    await page.getByLabel('New password').fill('yet another password');
+    await page.getByLabel('Repeat it').fill('yet another password');
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByRole('alert').waitFor();
+
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByLabel('Password', { exact: true }).fill('a new long password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`**/o/${org.slug}/ledger`);
+    visitor.expectNoProblems();
+    await visitor.close();
+  });
+
+  it('refuses a wrong password with the reason, and signs out', async () => {
+    const { admin } = await createTenant(app);
+    const visitor = await openConsole(browser);
+    const { page } = visitor;
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByLabel('Password', { exact: true }).fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.getByLabel('Password', { exact: true }).fill('correct horse battery staple');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/ledger');
+    await page.getByRole('button', { name: admin.email }).click();
+    await page.getByRole('menuitem', { name: 'Sign out' }).click();
+    await page.waitForURL('**/sign-in');
+    // The session is gone: a page behind it leads back to sign-in.
+    await page.goto(`${app.baseUrl}/me`);
+    await page.waitForURL('**/sign-in?redirect=*');
+    visitor.expectNoProblems();
+    await visitor.close();
+  });
+});
