@@ -107,6 +107,31 @@ export const approvalsRoute = createRoute({
   path: '/approvals',
   component: lazyRouteComponent(() => import('./pages/approvals/ApprovalsPage'), 'ApprovalsPage'),
 });
+export const webhooksRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/webhooks',
+  component: lazyRouteComponent(() => import('./pages/webhooks/WebhooksPage'), 'WebhooksPage'),
+});
+export const webhookDetailRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/webhooks/$id',
+  component: lazyRouteComponent(() => import('./pages/webhooks/WebhookDetailPage'), 'WebhookDetailPage'),
+});
+export const agentsRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/agents',
+  component: lazyRouteComponent(() => import('./pages/agents/AgentsPage'), 'AgentsPage'),
+});
+export const emailRoute = createRoute({
+  getParentRoute: () => orgRoute,
+  path: '/email',
+  component: lazyRouteComponent(() => import('./pages/email/EmailPage'), 'EmailPage'),
+});
+export const emailThreadRoute = createRoute({
+  getParentRoute: () => orgRoute,
+  path: '/email/threads/$id',
+  component: lazyRouteComponent(() => import('./pages/email/EmailThreadPage'), 'EmailThreadPage'),
+});
 export const documentsRoute = createRoute({
   getParentRoute: () => orgRoute,
   path: '/documents',
@@ -120,7 +145,12 @@ const routeTree = rootRoute.addChildren([
   signedInRoute.addChildren([
     homeRoute,
     meRoute,
-    orgRoute.addChildren([adminRoute.addChildren([ledgerRoute, ledgerDetailRoute, approvalsRoute]), documentsRoute]),
+    orgRoute.addChildren([
+      adminRoute.addChildren([ledgerRoute, ledgerDetailRoute, approvalsRoute, webhooksRoute, webhookDetailRoute, agentsRoute]),
+      emailRoute,
+      emailThreadRoute,
+      documentsRoute,
+    ]),
   ]),
 ]);
 

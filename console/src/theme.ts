@@ -1,13 +1,22 @@
-import { type CSSVariablesResolver, createTheme } from '@mantine/core';
+import { Alert, type CSSVariablesResolver, createTheme, Modal, Notification } from '@mantine/core';
 
 export const theme = createTheme({
   primaryColor: 'indigo',
+  // Transitions follow the operator's "reduce motion" setting.
+  respectReducedMotion: true,
   // WCAG AA contrast: filled colours and light-variant text at shade 9 (Mantine's 6 fails on white),
   // and text on a filled colour black or white, whichever reads.
   primaryShade: 9,
   autoContrast: true,
   defaultRadius: 'sm',
   fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
+  // Icon-only close buttons need a name for screen readers (axe: button-name); alert titles in the
+  // text colour (yellow or orange on their light background fails contrast), the alert's colour on its border.
+  components: {
+    Alert: Alert.extend({ styles: { title: { color: 'var(--mantine-color-text)' } } }),
+    Modal: Modal.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
+    Notification: Notification.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close notification' } } }),
+  },
   fontFamilyMonospace: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace',
 });
 

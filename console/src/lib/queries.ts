@@ -42,3 +42,28 @@ export const membersQuery = (org: string) =>
     queryFn: () => unwrap(api.GET('/orgs/{org}/members', { params: { path: { org } } })).then((body) => body.members),
     staleTime: 60_000,
   });
+
+export const webhooksQuery = (org: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'webhooks'],
+    queryFn: () => unwrap(api.GET('/orgs/{org}/webhooks', { params: { path: { org } } })).then((body) => body.webhooks),
+  });
+
+export const agentsQuery = (org: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'agents'],
+    queryFn: () => unwrap(api.GET('/orgs/{org}/agents', { params: { path: { org } } })).then((body) => body.agents),
+  });
+
+export const rulesQuery = (org: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'action-rules'],
+    queryFn: () => unwrap(api.GET('/orgs/{org}/action-rules', { params: { path: { org } } })).then((body) => body.actionRules),
+  });
+
+export const toolsQuery = (org: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'tools'],
+    queryFn: () => unwrap(api.GET('/orgs/{org}/tools', { params: { path: { org } } })).then((body) => body.tools),
+    staleTime: Infinity,
+  });

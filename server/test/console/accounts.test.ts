@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capture, launchBrowser, openConsole } from '../helpers/browser.ts';
+import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
 import { createTenant } from '../helpers/factories.ts';
 import { startFakeMailProvider } from '../helpers/fake-mail-provider.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -27,15 +27,20 @@ describe('the console: accounts', () => {
     const { page } = visitor;
     await page.goto(`${app.baseUrl}/sign-in`);
     await page.getByRole('link', { name: 'Forgot your password?' }).click();
-    await page.getByLabel('Email').fill(admin.email);
-    await page.getByRole('button', { name: 'Send the reset link' }).click();
-    await page.getByText('a reset link is on its way').waitFor();
-    await capture(page, 'forgot-password');
+    await step(page, 'ask for a reset link', async () => {
+      // The page is loaded on first visit: fill its form, not the sign-in form it replaces.
+      await page.getByRole('heading', { name: 'Reset your password' }).waitFor();
+      await page.getByLabel('Email').fill(admin.email);
+      await page.getByRole('button', { name: 'Send the reset link' }).click();
+      await page.getByText('a reset link is on its way').waitFor();
+      await capture(page, 'forgot-password');
+    });
 
     const sent = await mail.waitFor(admin.email);
     const link = /(http\S+\/reset-password\?token=\S+)/.exec(sent.text ?? '')?.[1];
     expect(link?.startsWith(`${app.baseUrl}/reset-password?token=`)).toBe(true);
     await page.goto(link!);
+    await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
     await page.getByLabel('New password').fill('a new long password');
     await page.getByLabel('Repeat it').fill('a different one');
     await page.getByRole('button', { name: 'Set the new password' }).click();

@@ -1,13 +1,12 @@
 import { sql } from 'kysely';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capture, launchBrowser, openConsole, SCREENSHOT_DIR } from '../helpers/browser.ts';
+import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
 import { startCallbackReceiver } from '../helpers/callback-receiver.ts';
-import { addCallback } from '../helpers/callbacks.ts';
 import { createTenant, createUser, DEFAULT_PASSWORD } from '../helpers/factories.ts';
 import { calledTools, startFakeModel } from '../helpers/fake-model.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
-import { postEvent, setupWebhook, type WebhookSetup } from '../helpers/webhooks.ts';
+import { postEvent, setupWebhook } from '../helpers/webhooks.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -39,27 +38,14 @@ async function signInAs(page: Page, email: string, password = DEFAULT_PASSWORD) 
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
-/** Where a journey is: on failure, the step and a screenshot of the page say what it waited for. */
-async function step<T>(page: Page, name: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    await page.screenshot({ path: `${SCREENSHOT_DIR}/failed-${name.replaceAll(/\W+/g, '-')}.png` }).catch(() => {});
-    throw new Error(`Step "${name}" failed: ${(error as Error).message}`, { cause: error });
-  }
-}
-
 const ledgerRow = (page: Page, text: string) => page.getByRole('row').filter({ hasText: text });
 
 describe('the console: an operator at work', () => {
-  let setup: WebhookSetup;
-
-  it('signs in, sees events arrive live, decides approvals, watches callbacks, replays a buffered delivery', async () => {
-    setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
-    await addCallback(app, setup, { url: receiver.url('/console') });
-    const { org, admin } = setup.tenant;
+  it('sets up an agent, a rule and a webhook, sees events arrive live, decides approvals, watches callbacks, replays a buffered delivery', async () => {
+    const { org, admin } = await createTenant(app);
     const operator = await openConsole(browser);
     const { page } = operator;
+    await operator.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.baseUrl });
 
     await step(page, 'sign in from a deep link', async () => {
       // A deep link while signed out leads to sign-in, then back to it.
@@ -71,10 +57,63 @@ describe('the console: an operator at work', () => {
       await page.locator('[data-live-state="live"]').waitFor();
     });
 
-    const first = await postEvent(app, setup, { eventType: 'invoice.requested', externalId: 'inv-1', data: { amount: 10 } });
+    await step(page, 'create an agent and a rule that asks before generateDocument', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Agents' }).click();
+      await page.getByRole('button', { name: 'New agent' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Name').fill('Invoicer');
+      await dialog.getByLabel('Instructions').fill('Write the invoice the event asks for.');
+      await dialog.getByRole('checkbox', { name: 'generateDocument' }).check();
+      await dialog.getByRole('button', { name: 'Save agent' }).click();
+      await page.getByRole('table', { name: 'Agents' }).getByText('Invoicer').waitFor();
+      await page.getByRole('button', { name: 'New rule' }).click();
+      await dialog.getByLabel('Name').fill('Invoices');
+      await dialog.getByLabel('Agent', { exact: true }).click();
+      await page.getByRole('option', { name: 'Invoicer' }).click();
+      const mode = dialog.getByRole('radiogroup', { name: 'Approval mode of generateDocument' });
+      await mode.getByText('allow', { exact: true }).click();
+      await mode.getByText('ask', { exact: true }).click();
+      await capture(page, 'rule-form');
+      await dialog.getByRole('button', { name: 'Save rule' }).click();
+      await page.getByRole('table', { name: 'Action rules' }).getByText('generateDocument: ask').waitFor();
+      await capture(page, 'agents');
+    });
+
+    const webhook = await step(page, 'create a webhook and copy its secret', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('button', { name: 'New webhook' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Name').fill('Invoices');
+      await dialog.getByLabel('Action rule', { exact: true }).click();
+      await page.getByRole('option', { name: 'Invoices' }).click();
+      await dialog.getByLabel('Run as (default user)', { exact: true }).click();
+      await page.getByRole('option', { name: admin.email }).click();
+      await dialog.getByRole('button', { name: 'Create webhook' }).click();
+      const reveal = page.getByRole('dialog', { name: 'Webhook created' });
+      await reveal.getByText('Shown only this once').waitFor();
+      await capture(page, 'webhook-secret');
+      await reveal.getByRole('button', { name: 'Copy secret' }).click();
+      const copied = await page.evaluate(() => navigator.clipboard.readText());
+      const secret = (await reveal.locator('[data-revealed="Secret"]').textContent()) ?? '';
+      const url = (await reveal.locator('[data-revealed="URL"]').textContent()) ?? '';
+      expect(copied).toBe(secret);
+      expect(secret).toMatch(/^whsec_/);
+      await reveal.getByRole('button', { name: 'I have copied it' }).click();
+      await page.getByRole('tab', { name: 'Callbacks' }).click();
+      await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+      await page.getByLabel('Endpoint URL').fill(receiver.url('/console'));
+      await page.getByRole('button', { name: 'Add endpoint' }).last().click();
+      await page.getByRole('dialog', { name: 'Callback signing secret' }).getByRole('button', { name: 'I have copied it' }).click();
+      await page.locator(`[data-endpoint-url="${receiver.url('/console')}"]`).waitFor();
+      await capture(page, 'webhook-callbacks');
+      return { secret, path: new URL(url).pathname, webhook: { verificationScheme: 'wh' as const } };
+    });
+
+    const first = await postEvent(app, webhook, { eventType: 'invoice.requested', externalId: 'inv-1', data: { amount: 10 } });
     expect(first.status).toBe(200);
     const { actionId } = await first.json();
     await step(page, 'the event appears live', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Ledger' }).click();
       await ledgerRow(page, 'inv-1').getByText('pending approval').first().waitFor();
       await capture(page, 'ledger');
     });
@@ -91,13 +130,13 @@ describe('the console: an operator at work', () => {
     await step(page, 'the action completes, with its callback attempts', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
       await page.getByRole('heading', { level: 1 }).filter({ hasText: 'inv-1' }).waitFor();
-      await page.locator('h1 + .mantine-Badge-root, h1 ~ *').getByText('completed').first().waitFor();
+      await page.getByRole('heading', { level: 1 }).filter({ hasText: 'completed' }).waitFor();
       const completedCallback = page.locator('[data-callback-id]').filter({ hasText: 'action.completed' });
       await completedCallback.getByRole('cell', { name: '200', exact: true }).waitFor();
       await capture(page, 'ledger-detail');
     });
 
-    const second = await postEvent(app, setup, { eventType: 'invoice.requested', externalId: 'inv-2', data: { amount: 99999 } });
+    const second = await postEvent(app, webhook, { eventType: 'invoice.requested', externalId: 'inv-2', data: { amount: 99999 } });
     const secondId = (await second.json()).actionId as string;
     await step(page, 'reject with a reason', async () => {
       await page.getByRole('link', { name: /Approvals/ }).click();
@@ -109,15 +148,31 @@ describe('the console: an operator at work', () => {
       await page.getByText('Amount too large').first().waitFor();
     });
 
-    // A delivery buffered while the rule was off is replayed once it is back on.
-    await app.request('PATCH', `/orgs/${org.slug}/action-rules/${setup.ruleId}`, { token: setup.tenant.token, body: { enabled: false } });
-    const buffered = await postEvent(app, setup, { eventType: 'invoice.requested', externalId: 'inv-3', data: {} });
+    const setRuleEnabled = async (enabled: boolean) => {
+      await page.goto(`${app.baseUrl}/o/${org.slug}/agents`);
+      await page
+        .getByRole('table', { name: 'Action rules' })
+        .getByRole('row')
+        .filter({ hasText: 'Invoices' })
+        .getByRole('button', { name: 'Edit' })
+        .click();
+      const toggle = page.getByRole('dialog').getByRole('switch', { name: 'Enabled' });
+      if (enabled) await toggle.check();
+      else await toggle.uncheck();
+      await page.getByRole('dialog').getByRole('button', { name: 'Save rule' }).click();
+      await page
+        .getByRole('table', { name: 'Action rules' })
+        .getByText(enabled ? 'enabled' : 'disabled', { exact: true })
+        .waitFor();
+    };
+    await step(page, 'disable the rule', () => setRuleEnabled(false));
+    const buffered = await postEvent(app, webhook, { eventType: 'invoice.requested', externalId: 'inv-3', data: {} });
     expect(buffered.status).toBe(202);
     const { eventId } = await buffered.json();
-    await step(page, 'replay a buffered delivery', async () => {
+    await step(page, 'replay the buffered delivery once the rule is fixed', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger?kind=delivery`);
       await ledgerRow(page, 'inv-3').waitFor();
-      await app.request('PATCH', `/orgs/${org.slug}/action-rules/${setup.ruleId}`, { token: setup.tenant.token, body: { enabled: true } });
+      await setRuleEnabled(true);
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${eventId}`);
       await page.getByRole('button', { name: 'Replay' }).click();
       await page.getByText(/Replayed: /).waitFor();

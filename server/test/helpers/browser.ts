@@ -39,7 +39,8 @@ export async function launchBrowser(): Promise<Browser> {
  * check, a refused Guest): the browser logs those as "Failed to load resource", and they are not counted.
  */
 export async function openConsole(browser: Browser) {
-  const context: BrowserContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  // Reduced motion: modals and notifications appear at once, so screenshots and axe see them settled.
+  const context: BrowserContext = await browser.newContext({ viewport: { width: 1280, height: 800 }, reducedMotion: 'reduce' });
   // Well inside the test's own timeout, so that a failed wait names what it waited for.
   context.setDefaultTimeout(15_000);
   const page = await context.newPage();
@@ -68,7 +69,9 @@ export async function openConsole(browser: Browser) {
 
 /** axe-core on the page as it is: no serious or critical violation. */
 export async function expectAccessible(page: Page, name: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
+  // Frames are left out: the console's only ones show senders' email in a sandbox where no script
+  // (axe's included) may run, and their markup is the sender's, not ours.
+  const results = await new AxeBuilder({ page }).exclude('iframe').options({ iframes: false }).analyze();
   const severe = results.violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map(
@@ -85,4 +88,14 @@ export async function capture(page: Page, name: string): Promise<void> {
   await page.mouse.move(1279, 799);
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
   await expectAccessible(page, name);
+}
+
+/** Where a journey is: on failure, the step and a screenshot of the page say what it waited for. */
+export async function step<T>(page: Page, name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    await page.screenshot({ path: `${SCREENSHOT_DIR}/failed-${name.replaceAll(/\W+/g, '-')}.png` }).catch(() => {});
+    throw new Error(`Step "${name}" failed: ${(error as Error).message}`, { cause: error });
+  }
 }

@@ -44,7 +44,7 @@ export async function setupWebhook(
 /** Posts a payload signed for the webhook's scheme (or as told). */
 export function postEvent(
   app: TestApp,
-  setup: Pick<WebhookSetup, 'path' | 'secret' | 'webhook'>,
+  setup: Pick<WebhookSetup, 'path' | 'secret'> & { webhook: Pick<WebhookSetup['webhook'], 'verificationScheme'> },
   payload: unknown,
   options: {
     headers?: Record<string, string>;

@@ -1,3 +1,4 @@
+import { EmptyState } from '../../components/FormParts';
 import { AnchorLink } from '../../components/links';
 import { Group, Stack, Table, Text, Title } from '@mantine/core';
 import { useInterval } from '@mantine/hooks';
@@ -38,11 +39,7 @@ export function ApprovalsPage() {
         <LiveBadge />
       </Group>
       {approvals.error && <QueryError error={approvals.error} />}
-      {approvals.isSuccess && pending.length === 0 && (
-        <Text c="dimmed" ta="center" py="xl">
-          Nothing waits for a decision.
-        </Text>
-      )}
+      {approvals.isSuccess && pending.length === 0 && <EmptyState>Nothing waits for a decision.</EmptyState>}
       {pending.length > 0 && (
         <Table verticalSpacing="sm" aria-label="Pending approvals">
           <Table.Thead>

@@ -1,4 +1,5 @@
-import { Anchor, Stack, Table, Text, Title } from '@mantine/core';
+import { EmptyState } from '../../components/FormParts';
+import { Anchor, Stack, Table, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
@@ -23,9 +24,7 @@ export function DocumentsPage() {
       </Title>
       {documents.error && <QueryError error={documents.error} />}
       {documents.isSuccess && rows.length === 0 && (
-        <Text c="dimmed" ta="center" py="xl">
-          No documents yet. Agents write them with the generateDocument tool.
-        </Text>
+        <EmptyState>No documents yet. Agents write them with the generateDocument tool.</EmptyState>
       )}
       {rows.length > 0 && (
         <Table aria-label="Documents">

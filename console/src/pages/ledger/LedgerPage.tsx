@@ -8,7 +8,7 @@ import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
 import { formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
-import { keys } from '../../lib/queries';
+import { keys, webhooksQuery } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
 import type { LedgerFilters } from './ledger-search';
 
@@ -16,11 +16,8 @@ const STATUSES = ['queued', 'running', 'pending_approval', 'approved', 'complete
 const PAGE_SIZE = 50;
 
 function useWebhookOptions(org: string) {
-  const { data } = useQuery({
-    queryKey: [...keys.org(org), 'webhooks'],
-    queryFn: () => unwrap(api.GET('/orgs/{org}/webhooks', { params: { path: { org } } })),
-  });
-  return (data?.webhooks ?? []).map((webhook) => ({ value: webhook.id, label: webhook.name }));
+  const { data } = useQuery(webhooksQuery(org));
+  return (data ?? []).map((webhook) => ({ value: webhook.id, label: webhook.name }));
 }
 
 /** Spec 2.8: every action and delivery, newest first, filtered, paged by cursor, live. */

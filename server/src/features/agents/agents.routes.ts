@@ -53,6 +53,21 @@ export function agentsRoutes(deps: { agents: AgentsService; orgAccess: OrgAccess
       async (request) => ({ agents: await deps.agents.listAgents(orgOf(request).id) }),
     );
     app.get(
+      '/orgs/:org/tools',
+      {
+        schema: {
+          operationId: 'listTools',
+          ...common,
+          summary: 'The tools agents on this server can be given',
+          params: orgParams,
+          response: { 200: z.object({ tools: z.array(z.object({ name: z.string(), description: z.string() })) }), ...errors },
+        },
+        preHandler,
+      },
+      async () => ({ tools: deps.agents.listTools() }),
+    );
+
+    app.get(
       '/orgs/:org/agents/:agentId',
       {
         schema: {

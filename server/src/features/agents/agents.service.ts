@@ -32,6 +32,9 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
   }
 
   return {
+    /** The tools this server has, for choosing an agent's: name and what it does. */
+    listTools: () => deps.tools.list().map(({ name, description }) => ({ name, description })),
+
     createAgent(orgId: string, input: z.output<typeof agentInput>) {
       requireKnownTools(input.tools);
       return agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });

@@ -116,6 +116,9 @@ export const emailThreadsRepo = {
       .where('x.id', '=', id)
       .executeTakeFirst(),
 
+  messageHtml: (db: Kysely<DB>, orgId: string, id: string) =>
+    db.selectFrom('emailMessages').select(['htmlBody', 'textBody']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+
   suppressions: (db: Kysely<DB>, orgId: string, limit: number, after?: { createdAt: Date; address: string }) =>
     db
       .selectFrom('emailSuppressions')

@@ -125,6 +125,34 @@ export function emailThreadsRoutes(deps: { threads: EmailThreadsService; orgAcce
     );
 
     app.get(
+      '/orgs/:org/email/messages/:messageId/html',
+      {
+        schema: {
+          operationId: 'getEmailMessageHtml',
+          ...common,
+          summary: "A message's sanitized HTML as a page, for a sandboxed frame of the console (no script, nothing loaded from elsewhere)",
+          params: orgParams.extend({ messageId: z.uuid() }),
+          response: { ...errors },
+        },
+        preHandler: members,
+      },
+      async (request, reply) => {
+        const html = await deps.threads.messageHtml(orgOf(request).id, request.params.messageId);
+        // Sanitized already; the page policy is a second wall: no script, no remote images, fonts or
+        // styles (tracking pixels stay dark), no forms, framed only by our own pages, in a sandbox.
+        return reply
+          .type('text/html; charset=utf-8')
+          .header(
+            'content-security-policy',
+            "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'",
+          )
+          .header('x-frame-options', 'SAMEORIGIN')
+          .header('x-content-type-options', 'nosniff')
+          .send(`<!doctype html><html><head><meta charset="utf-8"><base target="_blank"></head><body>${html}</body></html>` as never);
+      },
+    );
+
+    app.get(
       '/orgs/:org/email/suppressions',
       {
         schema: {

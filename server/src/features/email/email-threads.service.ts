@@ -19,6 +19,8 @@ function decodeSuppressionCursor(value: string | undefined) {
 }
 
 /** Email as operators read it: threads, messages (sanitized HTML, text, headers, attachments, delivery), suppressions. */
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 export function createEmailThreadsService(deps: { db: Kysely<DB> }) {
   const { db } = deps;
 
@@ -85,6 +87,13 @@ export function createEmailThreadsService(deps: { db: Kysely<DB> }) {
           `The attachment has no content: it was ${row.status === 'attached' ? 'a document since deleted' : row.status}`,
         );
       return { filename: row.filename, contentType: row.contentType, content: Buffer.from(row.content) };
+    },
+
+    /** A message's sanitized HTML, or its text as HTML when it had none: for the console's sandboxed frame. */
+    async messageHtml(orgId: string, messageId: string): Promise<string> {
+      const row = await emailThreadsRepo.messageHtml(db, orgId, messageId);
+      if (!row) throw notFound('Email message');
+      return row.htmlBody ?? `<pre style="white-space: pre-wrap; font-family: inherit">${escapeHtml(row.textBody)}</pre>`;
     },
 
     async suppressions(orgId: string, query: { limit: number; cursor?: string }) {

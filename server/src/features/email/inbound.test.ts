@@ -1,3 +1,4 @@
+import { createTenant } from '../../../test/helpers/factories.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
@@ -114,6 +115,23 @@ describe('inbound email', () => {
       subject: 'Re: Order help',
       actionId: inbound.actionId,
     });
+    // The console's frame: the sanitized HTML as a page that runs nothing and loads nothing.
+    const page = await org.api('GET', `/email/messages/${inbound.id}/html`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toBe(
+      "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'",
+    );
+    expect(page.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+    expect(await page.text()).toContain('<b>my order</b>');
+    const outsider = await createTenant(app);
+    expect(
+      (await app.request('GET', `/orgs/${outsider.org.slug}/email/messages/${inbound.id}/html`, { token: outsider.token })).status,
+    ).toBe(404);
+    expect((await app.request('GET', `/orgs/${org.auth.org}/email/messages/${inbound.id}/html`)).status).toBe(401);
+    // A message without HTML shows its text, escaped.
+    const plain = await org.api('GET', `/email/messages/${outbound.id}/html`);
+    expect(await plain.text()).not.toContain('<script');
     const download = await org.api('GET', `/email/attachments/${inbound.attachments[0].id}`);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-disposition')).toBe('attachment; filename="invoice.pdf"; filename*=UTF-8\'\'invoice.pdf');

@@ -1,0 +1,197 @@
+import { Badge, Button, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
+import { modals } from '@mantine/modals';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, unwrap } from '../../api/client';
+import { QueryError } from '../../components/RouteError';
+import { useOrgSlug } from '../../lib/org';
+import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
+import { AgentForm, type AgentValues, emptyAgent, toAgentBody } from './AgentForm';
+import { ModelCredentials } from './ModelCredentials';
+import { emptyRule, RuleForm, type RuleValues } from './RuleForm';
+
+type Editing = { kind: 'agent'; id?: string; initial: AgentValues } | { kind: 'rule'; id?: string; initial: RuleValues } | null;
+
+/** Agents, the action rules that route events to them with approval modes per tool, and model keys. */
+export function AgentsPage() {
+  const org = useOrgSlug();
+  const queryClient = useQueryClient();
+  const agents = useQuery(agentsQuery(org));
+  const rules = useQuery(rulesQuery(org));
+  const [editing, setEditing] = useState<Editing>(null);
+  const path = { org };
+  const done = (message: string) => {
+    setEditing(null);
+    notifications.show({ color: 'green', message });
+    void queryClient.invalidateQueries({ queryKey: keys.org(org) });
+  };
+  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
+  const saveAgent = useMutation({
+    mutationFn: ({ id, values }: { id?: string; values: AgentValues }) =>
+      id
+        ? unwrap(api.PATCH('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } }, body: toAgentBody(values) }))
+        : unwrap(api.POST('/orgs/{org}/agents', { params: { path }, body: toAgentBody(values) })),
+    onSuccess: () => done('Agent saved'),
+    onError: failed('Agent not saved'),
+  });
+  const saveRule = useMutation({
+    mutationFn: ({ id, values }: { id?: string; values: RuleValues }) =>
+      id
+        ? unwrap(api.PATCH('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } }, body: values }))
+        : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path }, body: values })),
+    onSuccess: () => done('Rule saved'),
+    onError: failed('Rule not saved'),
+  });
+  const remove = useMutation({
+    mutationFn: ({ kind, id }: { kind: 'agent' | 'rule'; id: string }) =>
+      kind === 'agent'
+        ? unwrap(api.DELETE('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } } }))
+        : unwrap(api.DELETE('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } } })),
+    onSuccess: () => done('Deleted'),
+    onError: failed('Not deleted'),
+  });
+  const confirmDelete = (kind: 'agent' | 'rule', id: string, name: string) =>
+    modals.openConfirmModal({
+      title: `Delete ${name}?`,
+      children: (
+        <Text size="sm">
+          {kind === 'agent'
+            ? 'Rules and webhooks that name it lose their agent.'
+            : 'Webhooks that use it buffer their events until they get another rule.'}
+        </Text>
+      ),
+      labels: { confirm: 'Delete', cancel: 'Cancel' },
+      confirmProps: { color: 'red' },
+      onConfirm: () => remove.mutate({ kind, id }),
+    });
+  const agentName = (id: string | null) => agents.data?.find((agent) => agent.id === id)?.name ?? '—';
+
+  return (
+    <Stack gap="xl">
+      <Stack>
+        <Group justify="space-between">
+          <Title order={1} size="h2">
+            Agents
+          </Title>
+          <Button onClick={() => setEditing({ kind: 'agent', initial: emptyAgent })}>New agent</Button>
+        </Group>
+        {agents.error && <QueryError error={agents.error} />}
+        <Table aria-label="Agents">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Model</Table.Th>
+              <Table.Th>Tools</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {agents.data?.map((agent) => (
+              <Table.Tr key={agent.id}>
+                <Table.Td>{agent.name}</Table.Td>
+                <Table.Td>{agent.provider ? `${agent.provider} ${agent.model ?? ''}` : 'server default'}</Table.Td>
+                <Table.Td>
+                  <Group gap={4}>
+                    {agent.tools.map((tool) => (
+                      <Badge key={tool} variant="outline" tt="none" size="sm">
+                        {tool}
+                      </Badge>
+                    ))}
+                  </Group>
+                </Table.Td>
+                <Table.Td>
+                  <Group gap="xs" justify="flex-end">
+                    <Button
+                      size="compact-sm"
+                      variant="default"
+                      onClick={() => setEditing({ kind: 'agent', id: agent.id, initial: { ...agent, model: agent.model ?? '' } })}
+                    >
+                      Edit
+                    </Button>
+                    <Button size="compact-sm" color="red" variant="subtle" onClick={() => confirmDelete('agent', agent.id, agent.name)}>
+                      Delete
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Stack>
+      <Stack>
+        <Group justify="space-between">
+          <Title order={2} size="h3">
+            Action rules
+          </Title>
+          <Button variant="light" onClick={() => setEditing({ kind: 'rule', initial: emptyRule })}>
+            New rule
+          </Button>
+        </Group>
+        <Table aria-label="Action rules">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Agent</Table.Th>
+              <Table.Th>Approval per tool</Table.Th>
+              <Table.Th>State</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rules.data?.map((rule) => (
+              <Table.Tr key={rule.id}>
+                <Table.Td>{rule.name}</Table.Td>
+                <Table.Td>{agentName(rule.agentId)}</Table.Td>
+                <Table.Td>
+                  <Text size="sm" ff="monospace">
+                    {Object.entries(rule.approvalRules)
+                      .map(([tool, mode]) => `${tool}: ${mode}`)
+                      .join(', ') || 'every tool: ask'}
+                  </Text>
+                </Table.Td>
+                <Table.Td>{rule.enabled ? 'enabled' : 'disabled'}</Table.Td>
+                <Table.Td>
+                  <Group gap="xs" justify="flex-end">
+                    <Button size="compact-sm" variant="default" onClick={() => setEditing({ kind: 'rule', id: rule.id, initial: rule })}>
+                      Edit
+                    </Button>
+                    <Button size="compact-sm" color="red" variant="subtle" onClick={() => confirmDelete('rule', rule.id, rule.name)}>
+                      Delete
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Stack>
+      <ModelCredentials org={org} />
+      <Modal
+        opened={editing !== null}
+        onClose={() => setEditing(null)}
+        title={editing ? `${editing.id ? 'Edit' : 'New'} ${editing.kind === 'agent' ? 'agent' : 'action rule'}` : ''}
+        size="lg"
+      >
+        {editing?.kind === 'agent' && (
+          <AgentForm
+            org={org}
+            initial={editing.initial}
+            submitLabel="Save agent"
+            busy={saveAgent.isPending}
+            onSubmit={(values) => saveAgent.mutate({ id: editing.id, values })}
+          />
+        )}
+        {editing?.kind === 'rule' && (
+          <RuleForm
+            org={org}
+            initial={editing.initial}
+            submitLabel="Save rule"
+            busy={saveRule.isPending}
+            onSubmit={(values) => saveRule.mutate({ id: editing.id, values })}
+          />
+        )}
+      </Modal>
+    </Stack>
+  );
+}

@@ -1,0 +1,128 @@
+import { SubmitRow } from '../../components/FormParts';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { Group, NumberInput, SegmentedControl, Select, Stack, Switch, Table, Text, Textarea, TextInput } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import { Controller, useForm } from 'react-hook-form';
+import { z } from 'zod';
+import { agentsQuery, toolsQuery } from '../../lib/queries';
+
+const MODES = ['allow', 'ask', 'agent'] as const;
+const ruleSchema = z.object({
+  name: z.string().trim().min(1, 'Name it').max(200),
+  agentId: z.string().nullable(),
+  instructions: z.string().max(50_000),
+  enabled: z.boolean(),
+  approvalRules: z.record(z.string(), z.enum(MODES)),
+  approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000),
+});
+export type RuleValues = z.infer<typeof ruleSchema>;
+export const emptyRule: RuleValues = {
+  name: '',
+  agentId: null,
+  instructions: '',
+  enabled: true,
+  approvalRules: {},
+  approvalTimeoutSeconds: 86_400,
+};
+
+const MODE_HELP =
+  'allow: runs at once · ask: waits for a human · agent: the agent decides, and anything but an explicit "no approval needed" waits';
+
+/** An action rule: which agent acts, with what instructions, and the approval mode of each tool (spec 2.7). */
+export function RuleForm(props: {
+  org: string;
+  initial: RuleValues;
+  submitLabel: string;
+  busy: boolean;
+  onSubmit: (values: RuleValues) => void;
+}) {
+  const { data: agents = [] } = useQuery(agentsQuery(props.org));
+  const { data: tools = [] } = useQuery(toolsQuery(props.org));
+  const form = useForm<RuleValues>({ resolver: zodResolver(ruleSchema), defaultValues: props.initial });
+  const errors = form.formState.errors;
+  return (
+    <form onSubmit={form.handleSubmit(props.onSubmit)} noValidate>
+      <Stack>
+        <TextInput label="Name" {...form.register('name')} error={errors.name?.message} />
+        <Controller
+          control={form.control}
+          name="agentId"
+          render={({ field }) => (
+            <Select
+              label="Agent"
+              placeholder="Choose the agent"
+              clearable
+              data={agents.map((agent) => ({ value: agent.id, label: agent.name }))}
+              value={field.value}
+              onChange={field.onChange}
+            />
+          )}
+        />
+        <Textarea
+          label="Instructions"
+          description="Added to the agent's for events of this rule."
+          autosize
+          minRows={2}
+          {...form.register('instructions')}
+        />
+        <Controller
+          control={form.control}
+          name="approvalRules"
+          render={({ field }) => (
+            <Stack gap={4}>
+              <Text size="sm" fw={500}>
+                Approval per tool
+              </Text>
+              <Text size="xs" c="dimmed">
+                {MODE_HELP}. A tool not set here is ask.
+              </Text>
+              <Table aria-label="Approval per tool">
+                <Table.Tbody>
+                  {tools.map((tool) => (
+                    <Table.Tr key={tool.name}>
+                      <Table.Td ff="monospace">{tool.name}</Table.Td>
+                      <Table.Td>
+                        <SegmentedControl
+                          size="xs"
+                          aria-label={`Approval mode of ${tool.name}`}
+                          data={[...MODES]}
+                          value={field.value[tool.name] ?? 'ask'}
+                          onChange={(mode) => field.onChange({ ...field.value, [tool.name]: mode })}
+                        />
+                      </Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Stack>
+          )}
+        />
+        <Group grow align="flex-end">
+          <Controller
+            control={form.control}
+            name="approvalTimeoutSeconds"
+            render={({ field }) => (
+              <NumberInput
+                label="Approval deadline (seconds)"
+                description="A staged call expires after this long."
+                min={1}
+                max={2592000}
+                value={field.value}
+                onChange={(value) => field.onChange(Number(value))}
+                error={errors.approvalTimeoutSeconds?.message}
+              />
+            )}
+          />
+          <Controller
+            control={form.control}
+            name="enabled"
+            render={({ field }) => (
+              <Switch label="Enabled" checked={field.value} onChange={(event) => field.onChange(event.currentTarget.checked)} />
+            )}
+          />
+        </Group>
+        <SubmitRow label={props.submitLabel} busy={props.busy} />
+      </Stack>
+    </form>
+  );
+}

@@ -1,0 +1,119 @@
+import { zodResolver } from '@hookform/resolvers/zod';
+import { Alert, Badge, Button, Card, Group, List, PasswordInput, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useForm } from 'react-hook-form';
+import { z } from 'zod';
+import { api, unwrap } from '../../api/client';
+import { formatTime } from '../../lib/format';
+import { keys } from '../../lib/queries';
+
+const integrationSchema = z.object({
+  apiKey: z.string().min(8, 'The provider API key').max(500),
+  fromEmail: z.email('An address on a verified domain').max(320),
+  fromName: z.string().max(200),
+  webhookSecret: z.string().min(1, "The signing secret of the provider's webhook"),
+});
+type IntegrationValues = z.infer<typeof integrationSchema>;
+const toBody = (values: IntegrationValues) => ({ ...values, fromName: values.fromName.trim() || null });
+
+/**
+ * Spec 4.3.3: the org's email provider. The connection test checks the key, the sender's domain and
+ * its receiving before anything is saved; keys are stored encrypted and shown as hints.
+ */
+export function EmailIntegration({ org }: { org: string }) {
+  const queryClient = useQueryClient();
+  const queryKey = [...keys.org(org), 'email-integration'];
+  const current = useQuery({ queryKey, queryFn: () => unwrap(api.GET('/orgs/{org}/email/integration', { params: { path: { org } } })) });
+  const form = useForm<IntegrationValues>({
+    resolver: zodResolver(integrationSchema),
+    defaultValues: { apiKey: '', fromEmail: '', fromName: '', webhookSecret: '' },
+  });
+  const test = useMutation({
+    mutationFn: (values: IntegrationValues) =>
+      unwrap(api.POST('/orgs/{org}/email/integration/test', { params: { path: { org } }, body: toBody(values) })),
+  });
+  const save = useMutation({
+    mutationFn: (values: IntegrationValues) =>
+      unwrap(api.PUT('/orgs/{org}/email/integration', { params: { path: { org } }, body: toBody(values) })),
+    onSuccess: () => {
+      form.reset();
+      test.reset();
+      notifications.show({ color: 'green', message: 'Email integration saved' });
+    },
+    onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey }),
+  });
+  const errors = form.formState.errors;
+  const saved = current.data;
+  return (
+    <SimpleGrid cols={{ base: 1, lg: 2 }}>
+      <form onSubmit={form.handleSubmit((values) => test.mutate(values))} noValidate>
+        <Stack>
+          <PasswordInput label="API key" autoComplete="off" {...form.register('apiKey')} error={errors.apiKey?.message} />
+          <Group grow>
+            <TextInput label="From email" {...form.register('fromEmail')} error={errors.fromEmail?.message} />
+            <TextInput label="From name" {...form.register('fromName')} />
+          </Group>
+          <PasswordInput
+            label="Webhook secret"
+            description="The signing secret of the provider's webhook to /webhooks/mail"
+            autoComplete="off"
+            {...form.register('webhookSecret')}
+            error={errors.webhookSecret?.message}
+          />
+          {test.error && <Alert color="red">{test.error.message}</Alert>}
+          {test.data && (
+            <Alert color={test.data.ok ? 'green' : 'red'} title={test.data.ok ? 'Connection works' : 'Connection test failed'}>
+              <List size="sm">
+                {test.data.checks.map((check) => (
+                  <List.Item key={check.name}>
+                    {check.ok ? '✓' : '✗'} {check.message}
+                  </List.Item>
+                ))}
+              </List>
+            </Alert>
+          )}
+          <Group justify="flex-end">
+            <Button type="submit" variant="default" loading={test.isPending}>
+              Test connection
+            </Button>
+            <Button disabled={!test.data?.ok} loading={save.isPending} onClick={form.handleSubmit((values) => save.mutate(values))}>
+              Save
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+      <Card withBorder>
+        <Stack gap="xs">
+          <Text fw={600}>Saved integration</Text>
+          {saved?.configured ? (
+            <>
+              <Text size="sm">From: {saved.fromName ? `${saved.fromName} <${saved.fromEmail}>` : saved.fromEmail}</Text>
+              <Text size="sm" ff="monospace">
+                API key {saved.apiKeyHint} · webhook secret {saved.webhookSecretHint}
+              </Text>
+              {saved.domain && (
+                <Group gap="xs">
+                  <Badge variant="dot" color={saved.domain.status === 'verified' ? 'green' : 'orange'} tt="none">
+                    {saved.domain.name}: {saved.domain.status ?? 'not checked'}
+                  </Badge>
+                  <Badge variant="dot" color={saved.domain.receiving ? 'green' : 'gray'} tt="none">
+                    receiving {saved.domain.receiving ? 'on' : 'off'}
+                  </Badge>
+                </Group>
+              )}
+              <Text size="xs" c="dimmed">
+                Updated {formatTime(saved.updatedAt)}
+              </Text>
+            </>
+          ) : (
+            <Text size="sm" c="dimmed">
+              Not configured: agents cannot send email, and received email is not accepted.
+            </Text>
+          )}
+        </Stack>
+      </Card>
+    </SimpleGrid>
+  );
+}

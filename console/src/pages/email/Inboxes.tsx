@@ -1,0 +1,143 @@
+import { Badge, Button, Card, Checkbox, Group, Select, Stack, Text, TextInput } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, unwrap } from '../../api/client';
+import { QueryError } from '../../components/RouteError';
+import { agentsQuery, keys } from '../../lib/queries';
+
+/** Inboxes (addresses on the verified domain) and the agents that read and answer them. */
+export function Inboxes({ org }: { org: string }) {
+  const queryClient = useQueryClient();
+  const queryKey = [...keys.org(org), 'inboxes'];
+  const inboxes = useQuery({
+    queryKey,
+    queryFn: () => unwrap(api.GET('/orgs/{org}/email/inboxes', { params: { path: { org } } })).then((body) => body.inboxes),
+  });
+  const { data: agents = [] } = useQuery(agentsQuery(org));
+  const [address, setAddress] = useState('');
+  const [displayName, setDisplayName] = useState('');
+  const refresh = () => void queryClient.invalidateQueries({ queryKey });
+  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/orgs/{org}/email/inboxes', { params: { path: { org } }, body: { emailAddress: address, displayName } })),
+    onSuccess: () => {
+      setAddress('');
+      setDisplayName('');
+    },
+    onError: failed('Inbox not created'),
+    onSettled: refresh,
+  });
+  const assign = useMutation({
+    mutationFn: (input: { inboxId: string; agentId: string; isPrimary: boolean; autoRespond: boolean }) =>
+      unwrap(api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', { params: { path: { org, inboxId: input.inboxId } }, body: input })),
+    onError: failed('Not assigned'),
+    onSettled: refresh,
+  });
+  const unassign = useMutation({
+    mutationFn: (input: { inboxId: string; agentId: string }) =>
+      unwrap(api.DELETE('/orgs/{org}/email/inboxes/{inboxId}/agents/{agentId}', { params: { path: { org, ...input } } })),
+    onError: failed('Not removed'),
+    onSettled: refresh,
+  });
+  const agentName = (id: string) => agents.find((agent) => agent.id === id)?.name ?? id;
+  return (
+    <Stack>
+      <Group align="flex-end">
+        <TextInput
+          label="Address"
+          placeholder="help@mail.example.com"
+          value={address}
+          onChange={(event) => setAddress(event.currentTarget.value)}
+          w={280}
+        />
+        <TextInput
+          label="Display name"
+          placeholder="Help desk"
+          value={displayName}
+          onChange={(event) => setDisplayName(event.currentTarget.value)}
+          w={220}
+        />
+        <Button onClick={() => create.mutate()} disabled={!address || !displayName} loading={create.isPending}>
+          Add inbox
+        </Button>
+      </Group>
+      {inboxes.error && <QueryError error={inboxes.error} />}
+      {inboxes.isSuccess && inboxes.data.length === 0 && (
+        <Text size="sm" c="dimmed">
+          No inboxes: received email to an address without one is refused.
+        </Text>
+      )}
+      {inboxes.data?.map((inbox) => (
+        <InboxCard
+          key={inbox.id}
+          inbox={inbox}
+          agentOptions={agents
+            .filter((agent) => !inbox.agents.some((assigned) => assigned.agentId === agent.id))
+            .map((agent) => ({ value: agent.id, label: agent.name }))}
+          agentName={agentName}
+          onAssign={(agentId, isPrimary, autoRespond) => assign.mutate({ inboxId: inbox.id, agentId, isPrimary, autoRespond })}
+          onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
+        />
+      ))}
+    </Stack>
+  );
+}
+
+interface InboxCardProps {
+  inbox: { id: string; emailAddress: string; displayName: string; agents: { agentId: string; isPrimary: boolean; autoRespond: boolean }[] };
+  agentOptions: { value: string; label: string }[];
+  agentName: (id: string) => string;
+  onAssign: (agentId: string, isPrimary: boolean, autoRespond: boolean) => void;
+  onUnassign: (agentId: string) => void;
+}
+
+function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: InboxCardProps) {
+  const [agentId, setAgentId] = useState<string | null>(null);
+  const [autoRespond, setAutoRespond] = useState(true);
+  return (
+    <Card withBorder>
+      <Stack gap="xs">
+        <Text fw={600}>
+          {inbox.displayName} &lt;{inbox.emailAddress}&gt;
+        </Text>
+        {inbox.agents.map((assigned) => (
+          <Group key={assigned.agentId} gap="xs">
+            <Text size="sm">{agentName(assigned.agentId)}</Text>
+            {assigned.isPrimary && (
+              <Badge tt="none" variant="outline">
+                primary
+              </Badge>
+            )}
+            {assigned.autoRespond && (
+              <Badge tt="none" variant="outline">
+                answers every email
+              </Badge>
+            )}
+            <Button size="compact-xs" variant="subtle" color="red" onClick={() => onUnassign(assigned.agentId)}>
+              Remove
+            </Button>
+          </Group>
+        ))}
+        <Group align="flex-end" gap="xs">
+          <Select label="Assign an agent" size="xs" data={agentOptions} value={agentId} onChange={setAgentId} w={220} />
+          <Checkbox
+            label="Answers every email"
+            size="xs"
+            checked={autoRespond}
+            onChange={(event) => setAutoRespond(event.currentTarget.checked)}
+          />
+          <Button
+            size="xs"
+            variant="default"
+            disabled={!agentId}
+            onClick={() => agentId && onAssign(agentId, inbox.agents.length === 0, autoRespond)}
+          >
+            Assign
+          </Button>
+        </Group>
+      </Stack>
+    </Card>
+  );
+}

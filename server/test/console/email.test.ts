@@ -1,0 +1,99 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { type FakeMailProvider, setUpEmailOrg } from '../helpers/email.ts';
+import { startFakeMailProvider } from '../helpers/fake-mail-provider.ts';
+import { type ChatRequest, calledTools, eventData, startFakeModel } from '../helpers/fake-model.ts';
+import { DEFAULT_PASSWORD } from '../helpers/factories.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+
+let app: TestApp;
+let browser: Browser;
+let provider: FakeMailProvider;
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+
+beforeAll(async () => {
+  provider = await startFakeMailProvider();
+  model = await startFakeModel();
+  app = await startTestApp({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }, { serveConsole: true });
+  browser = await launchBrowser();
+  // The inbox's agent answers each email to its sender.
+  model.script((request: ChatRequest) =>
+    calledTools(request)
+      ? { text: 'Replied.' }
+      : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'We are on it.' } }] },
+  );
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await model?.close();
+  await provider?.close();
+});
+
+describe('the console: email', () => {
+  it('shows a thread with its sanitized HTML in a sandboxed frame that loads nothing, and tests the integration before saving', async () => {
+    const org = await setUpEmailOrg(app, provider, { agentTools: ['sendEmail'] });
+    const customer = `bob-${crypto.randomUUID().slice(0, 6)}@customer.test`;
+    const received = provider.receive({
+      from: `Bob <${customer}>`,
+      to: [org.inbox.emailAddress],
+      subject: 'Where is my parcel?',
+      text: 'Where is my parcel?',
+      html: '<p>Where is <b>my parcel</b>?</p><img src="https://tracker.test/open.gif"><script>parent.alert(1)</script>',
+      headers: { 'Message-ID': '<bob-1@customer.test>' },
+    });
+    expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
+    await provider.waitFor(customer);
+
+    const operator = await openConsole(browser);
+    const { page } = operator;
+    const outside: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith(app.baseUrl) && !request.url().startsWith('data:')) outside.push(request.url());
+    });
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(org.admin.email);
+    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/ledger');
+
+    await step(page, 'open the thread', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Email' }).click();
+      await page.getByRole('link', { name: 'Where is my parcel?' }).click();
+      await page.locator('[data-message-id]').nth(1).waitFor();
+      const frame = page.locator('iframe').first();
+      expect(await frame.getAttribute('sandbox')).toBe('');
+      await page.frameLocator('iframe').first().getByText('my parcel').waitFor();
+      await capture(page, 'email-thread');
+    });
+    expect(outside).toEqual([]);
+
+    await step(page, 'test the integration, then save it', async () => {
+      await page.getByRole('link', { name: '← Email' }).click();
+      await page.getByRole('tab', { name: 'Integration' }).click();
+      await page.getByLabel('API key').fill('re_not_a_key_of_the_provider');
+      await page.getByLabel('From email').fill(`agents@${org.domain}`);
+      await page.getByLabel('Webhook secret').fill(org.webhook.secret);
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      await page.getByText('Connection test failed').waitFor();
+      expect(await page.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
+      await page.getByLabel('API key').fill(org.apiKey);
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      await page.getByText('Connection works').waitFor();
+      await capture(page, 'email-integration');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Email integration saved').waitFor();
+    });
+
+    await step(page, 'inboxes and suppressions', async () => {
+      await page.getByRole('tab', { name: 'Inboxes' }).click();
+      await page.getByText(org.inbox.emailAddress).waitFor();
+      await capture(page, 'email-inboxes');
+      await page.getByRole('tab', { name: 'Suppressions' }).click();
+      await page.getByText('No suppressed addresses.').waitFor();
+    });
+    operator.expectNoProblems();
+    await operator.close();
+  }, 90_000);
+});
