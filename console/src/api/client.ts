@@ -37,3 +37,4 @@ export type Answer<Path extends keyof paths, Method extends 'get' | 'post' | 'pu
 export type LedgerEntry = Answer<'/orgs/{org}/ledger/{id}', 'get'>;
 export type ToolCall = NonNullable<LedgerEntry['execution']>['toolCalls'][number];
 export type CallbackDelivery = LedgerEntry['callbacks'][number];
+export type ConversationMessage = NonNullable<LedgerEntry['execution']>['conversation'][number];

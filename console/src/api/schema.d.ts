@@ -352,7 +352,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tools agents on this server can be given */
+        /** The tools agents on this server can be given (for any member: tool preferences name them too) */
         get: operations["listTools"];
         put?: never;
         post?: never;
@@ -4122,6 +4122,14 @@ export interface operations {
                             error: string | null;
                             /** Format: uuid */
                             threadId: string | null;
+                            /** @description The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200) */
+                            conversation: {
+                                seq: number;
+                                role: string;
+                                content: unknown;
+                                /** Format: date-time */
+                                createdAt: string;
+                            }[];
                             toolCalls: {
                                 toolCallId: string;
                                 toolName: string;

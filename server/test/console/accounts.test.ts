@@ -1,23 +1,27 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
-import { createTenant } from '../helpers/factories.ts';
+import { createTenant, uniqueEmail } from '../helpers/factories.ts';
+import { startFakeCodehost } from '../helpers/fake-codehost.ts';
 import { startFakeMailProvider } from '../helpers/fake-mail-provider.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let app: TestApp;
 let browser: Browser;
 let mail: Awaited<ReturnType<typeof startFakeMailProvider>>;
+let codehost: Awaited<ReturnType<typeof startFakeCodehost>>;
 
 beforeAll(async () => {
   mail = await startFakeMailProvider();
-  app = await startTestApp({ MAIL_API_KEY: mail.apiKey, MAIL_API_URL: mail.url }, { serveConsole: true });
+  codehost = await startFakeCodehost({ clientId: 'console-client', clientSecret: 'console-secret' });
+  app = await startTestApp({ MAIL_API_KEY: mail.apiKey, MAIL_API_URL: mail.url, ...codehost.env }, { serveConsole: true });
   browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();
   await app?.close();
   await mail?.close();
+  await codehost?.close();
 });
 
 describe('the console: accounts', () => {
@@ -86,5 +90,40 @@ describe('the console: accounts', () => {
     await page.waitForURL('**/sign-in?redirect=*');
     visitor.expectNoProblems();
     await visitor.close();
+  });
+
+  it('signs in through the code host when it is configured, and switches organizations keeping the page', async () => {
+    const email = uniqueEmail('octo');
+    codehost.setAccount({
+      id: Math.floor(Math.random() * 1e9),
+      login: 'octo',
+      name: 'Octo Cat',
+      email,
+      emails: [{ email, primary: true, verified: true }],
+    });
+    const visitor = await openConsole(browser);
+    const { page } = visitor;
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByRole('link', { name: 'Sign in with code host' }).click();
+    // A new account belongs to no organization yet: the console says so.
+    await page.getByRole('heading', { name: 'No organization yet' }).waitFor();
+    expect(await page.getByText(email).count()).toBe(1);
+    visitor.expectNoProblems();
+    await visitor.close();
+
+    const { admin, org } = await createTenant(app);
+    const second = await createTenant(app);
+    await app.container.services.orgs.addMember(second.org.slug, admin.email);
+    const operator = await openConsole(browser);
+    await operator.page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
+    await operator.page.getByLabel('Email').fill(admin.email);
+    await operator.page.getByLabel('Password', { exact: true }).fill('correct horse battery staple');
+    await operator.page.getByRole('button', { name: 'Sign in' }).click();
+    await operator.page.waitForURL(`**/o/${org.slug}/approvals`);
+    await operator.page.locator('input[aria-label="Organization"]').click();
+    await operator.page.getByRole('option', { name: second.org.name }).click();
+    await operator.page.waitForURL(`**/o/${second.org.slug}/approvals`);
+    operator.expectNoProblems();
+    await operator.close();
   });
 });

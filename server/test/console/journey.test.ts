@@ -118,6 +118,14 @@ describe('the console: an operator at work', () => {
       await capture(page, 'ledger');
     });
 
+    // A second operator of the org watches the same inbox.
+    const colleague = await openConsole(browser);
+    const colleagueUser = await createUser(app, { role: 'Admin', org: org.slug });
+    await step(colleague.page, 'a colleague opens the inbox', async () => {
+      await colleague.page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
+      await signInAs(colleague.page, colleagueUser.email);
+      await colleague.page.getByRole('row').filter({ hasText: 'generateDocument' }).waitFor();
+    });
     await step(page, 'approve in the inbox', async () => {
       await page.getByRole('link', { name: /Approvals/ }).click();
       const pending = page.getByRole('row').filter({ hasText: 'generateDocument' });
@@ -126,6 +134,12 @@ describe('the console: an operator at work', () => {
       await pending.getByRole('button', { name: 'Approve generateDocument' }).click();
       await page.getByText('Nothing waits for a decision.').waitFor();
     });
+    // The decided call leaves the colleague's list too, without a reload.
+    await step(colleague.page, "the call leaves the colleague's inbox", () =>
+      colleague.page.getByText('Nothing waits for a decision.').waitFor(),
+    );
+    colleague.expectNoProblems();
+    await colleague.close();
 
     await step(page, 'the action completes, with its callback attempts', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
@@ -133,6 +147,9 @@ describe('the console: an operator at work', () => {
       await page.getByRole('heading', { level: 1 }).filter({ hasText: 'completed' }).waitFor();
       const completedCallback = page.locator('[data-callback-id]').filter({ hasText: 'action.completed' });
       await completedCallback.getByRole('cell', { name: '200', exact: true }).waitFor();
+      // The conversation of the run: the agent's call and the tool's answer.
+      await page.getByText('calls generateDocument').waitFor();
+      await page.getByText('generateDocument answered').waitFor();
       await capture(page, 'ledger-detail');
     });
 
@@ -176,6 +193,28 @@ describe('the console: an operator at work', () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${eventId}`);
       await page.getByRole('button', { name: 'Replay' }).click();
       await page.getByText(/Replayed: /).waitFor();
+    });
+
+    await step(page, 'send a test event from the console', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Webhooks' }).click();
+      await capture(page, 'webhooks');
+      await page.getByRole('link', { name: 'Invoices' }).click();
+      await page.getByRole('tab', { name: 'Send test' }).click();
+      await page.getByLabel('External id').fill('from-the-console');
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await page.getByText('posted to the public URL').waitFor();
+      await page.getByText('HTTP 200').waitFor();
+      await capture(page, 'webhook-send-test');
+    });
+
+    await step(page, 'tool preferences', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Me', exact: true }).click();
+      const deny = page.getByRole('switch', { name: 'Always deny sendEmail' });
+      await deny.check();
+      await page.reload();
+      await page.getByRole('switch', { name: 'Always deny sendEmail' }).waitFor();
+      expect(await page.getByRole('switch', { name: 'Always deny sendEmail' }).isChecked()).toBe(true);
+      await capture(page, 'me');
     });
 
     operator.expectNoProblems();

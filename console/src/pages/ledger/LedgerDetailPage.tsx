@@ -10,9 +10,10 @@ import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
 import { formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
-import { keys } from '../../lib/queries';
+import { agentsQuery, keys } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
 import { CallbacksSection } from './CallbacksSection';
+import { ConversationSection } from './ConversationSection';
 import { ToolCallsSection } from './ToolCallsSection';
 
 function Field({ label, children }: { label: string; children: React.ReactNode }) {
@@ -33,6 +34,7 @@ export function LedgerDetailPage() {
   const org = useOrgSlug();
   const { id } = useParams({ from: '/signed-in/o/$org/admin/ledger/$id' });
   const queryClient = useQueryClient();
+  const { data: agents } = useQuery(agentsQuery(org));
   const row = useQuery({
     queryKey: keys.ledgerRow(org, id),
     queryFn: () => unwrap(api.GET('/orgs/{org}/ledger/{id}', { params: { path: { org, id } } })),
@@ -87,7 +89,7 @@ export function LedgerDetailPage() {
           <Field label="Run as user">
             <UserName org={org} userId={execution?.runAsUserId} />
           </Field>
-          <Field label="Agent">{execution?.agentId}</Field>
+          <Field label="Agent">{agents?.find((agent) => agent.id === execution?.agentId)?.name ?? execution?.agentId}</Field>
         </SimpleGrid>
       </Card>
 
@@ -132,6 +134,7 @@ export function LedgerDetailPage() {
       </Timeline>
 
       {execution && <ToolCallsSection org={org} actionId={entry.id} toolCalls={execution.toolCalls} />}
+      {execution && <ConversationSection messages={execution.conversation} />}
       {execution && (execution.result !== null || execution.error) && (
         <Stack gap="xs">
           <Title order={2} size="h4">

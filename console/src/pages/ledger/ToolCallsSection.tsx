@@ -10,7 +10,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
   return (
     <Stack gap="xs">
       <Title order={2} size="h4">
-        Conversation: tool calls
+        Tool calls
       </Title>
       {toolCalls.length === 0 ? (
         <Text size="sm" c="dimmed">

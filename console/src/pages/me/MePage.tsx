@@ -1,9 +1,10 @@
 import { Card, Group, Stack, Switch, Table, Text, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
-import { meQuery } from '../../lib/queries';
+import { meQuery, orgsQuery, toolsQuery } from '../../lib/queries';
 
 const preferencesKey = ['me', 'tool-preferences'] as const;
 
@@ -12,6 +13,18 @@ export function MePage() {
   const queryClient = useQueryClient();
   const me = useQuery(meQuery);
   const preferences = useQuery({ queryKey: preferencesKey, queryFn: () => unwrap(api.GET('/api/me/tool-preferences')) });
+  // Every tool of the server (any org of the operator lists them), with the preference set for it, if any.
+  const { data: orgs = [] } = useQuery(orgsQuery);
+  const { data: tools = [] } = useQuery({ ...toolsQuery(orgs[0]?.slug ?? ''), enabled: orgs.length > 0 });
+  const denied = new Set(
+    preferences.data?.preferences.filter((preference) => preference.preference === 'always_deny').map((preference) => preference.toolName),
+  );
+  const toolNames = [
+    ...new Set([...tools.map((tool) => tool.name), ...(preferences.data?.preferences.map((preference) => preference.toolName) ?? [])]),
+  ];
+  // Optimistic: a switch moves at once (set in the click's own render), and back if saving fails.
+  const [moving, setMoving] = useState<Record<string, boolean>>({});
+  const settle = (toolName: string) => setMoving(({ [toolName]: _settled, ...rest }) => rest);
   const update = useMutation({
     mutationFn: ({ toolName, deny }: { toolName: string; deny: boolean }) =>
       unwrap(
@@ -21,8 +34,15 @@ export function MePage() {
         }),
       ),
     onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: preferencesKey }),
+    onSettled: async (_data, _error, variables) => {
+      await queryClient.invalidateQueries({ queryKey: preferencesKey });
+      settle(variables.toolName);
+    },
   });
+  const toggle = (toolName: string, deny: boolean) => {
+    setMoving((current) => ({ ...current, [toolName]: deny }));
+    update.mutate({ toolName, deny });
+  };
   return (
     <Stack maw={720}>
       <Title order={1} size="h2">
@@ -47,14 +67,15 @@ export function MePage() {
       {preferences.error && <QueryError error={preferences.error} />}
       <Table aria-label="Tool preferences">
         <Table.Tbody>
-          {preferences.data?.preferences.map((preference) => (
-            <Table.Tr key={preference.toolName}>
-              <Table.Td ff="monospace">{preference.toolName}</Table.Td>
+          {toolNames.map((toolName) => (
+            <Table.Tr key={toolName}>
+              <Table.Td ff="monospace">{toolName}</Table.Td>
               <Table.Td>
                 <Switch
                   label="Always deny"
-                  checked={preference.preference === 'always_deny'}
-                  onChange={(event) => update.mutate({ toolName: preference.toolName, deny: event.currentTarget.checked })}
+                  aria-label={`Always deny ${toolName}`}
+                  checked={toolName in moving ? moving[toolName] : denied.has(toolName)}
+                  onChange={(event) => toggle(toolName, event.currentTarget.checked)}
                 />
               </Table.Td>
             </Table.Tr>

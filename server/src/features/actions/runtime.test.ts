@@ -41,6 +41,11 @@ describe('running an action', () => {
       await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: setup.tenant.token })
     ).json();
     expect(messages.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    // The ledger row shows the same run to the org's admins, whoever it ran as.
+    expect(row.execution.conversation.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(row.execution.conversation.map((message: { content: unknown }) => message.content)).toEqual(
+      messages.messages.map((message: { content: unknown }) => message.content),
+    );
     const paged = await (
       await app.request('GET', `/api/threads/${row.execution.threadId}/messages?limit=3`, { token: setup.tenant.token })
     ).json();

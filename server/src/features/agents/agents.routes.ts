@@ -58,11 +58,11 @@ export function agentsRoutes(deps: { agents: AgentsService; orgAccess: OrgAccess
         schema: {
           operationId: 'listTools',
           ...common,
-          summary: 'The tools agents on this server can be given',
+          summary: 'The tools agents on this server can be given (for any member: tool preferences name them too)',
           params: orgParams,
           response: { 200: z.object({ tools: z.array(z.object({ name: z.string(), description: z.string() })) }), ...errors },
         },
-        preHandler,
+        preHandler: deps.orgAccess('Guest'),
       },
       async () => ({ tools: deps.agents.listTools() }),
     );

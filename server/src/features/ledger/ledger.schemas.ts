@@ -40,6 +40,9 @@ export const ledgerDetail = ledgerRow.extend({
       result: z.unknown(),
       error: z.string().nullable(),
       threadId: z.uuid().nullable(),
+      conversation: z
+        .array(z.object({ seq: z.int(), role: z.string(), content: z.unknown(), createdAt: z.date() }))
+        .meta({ description: "The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200)" }),
       toolCalls: z.array(
         z.object({
           toolCallId: z.string(),

@@ -4,8 +4,12 @@ import { notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
+import { threadsRepo } from '../threads/threads.repo.ts';
 import type { CallbacksService } from '../callbacks/callbacks.service.ts';
 import { ledgerRepo, type LedgerFilters } from './ledger.repo.ts';
+
+/** Messages of a run shown with its ledger row; a longer run shows its first ones. */
+const CONVERSATION_LIMIT = 200;
 
 type ListedRow = Awaited<ReturnType<typeof ledgerRepo.list>>[number];
 
@@ -50,13 +54,14 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const [transitions, toolCalls, callbacks] = row.actionId
+      const [transitions, toolCalls, callbacks, conversation] = row.actionId
         ? await Promise.all([
             actionsRepo.events(deps.db, row.actionId),
             toolCallsRepo.forAction(deps.db, row.actionId),
             deps.callbacks.forAction(orgId, row.actionId),
+            row.threadId ? threadsRepo.messagesOfAction(deps.db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
           ])
-        : [[], [], []];
+        : [[], [], [], []];
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle =
         row.actionId && row.actionCreatedAt
@@ -91,8 +96,13 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
               toolApprovals: row.toolApprovals ?? {},
               result: row.result ?? null,
               error: row.error,
-              // The conversation: GET /api/threads/:threadId/messages (for the run-as user).
               threadId: row.threadId,
+              conversation: conversation.map((message) => ({
+                seq: message.seq,
+                role: message.role,
+                content: message.content,
+                createdAt: message.createdAt,
+              })),
               toolCalls: toolCalls.map((call) => ({
                 toolCallId: call.toolCallId,
                 toolName: call.toolName,

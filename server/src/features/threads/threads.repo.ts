@@ -34,4 +34,15 @@ export const threadsRepo = {
       .orderBy('seq')
       .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
       .execute(),
+
+  /** What one action added to its thread (its run's conversation), in order: at most `limit` messages. */
+  messagesOfAction: (db: Kysely<DB>, threadId: string, actionId: string, limit: number): Promise<ThreadMessageRow[]> =>
+    db
+      .selectFrom('threadMessages')
+      .selectAll()
+      .where('threadId', '=', threadId)
+      .where('actionId', '=', actionId)
+      .orderBy('seq')
+      .limit(limit)
+      .execute(),
 };
