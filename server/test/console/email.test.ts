@@ -60,6 +60,8 @@ describe('the console: email', () => {
 
     await step(page, 'open the thread', async () => {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Email' }).click();
+      await page.getByRole('link', { name: 'Where is my parcel?' }).waitFor();
+      await capture(page, 'email-threads');
       await page.getByRole('link', { name: 'Where is my parcel?' }).click();
       await page.locator('[data-message-id]').nth(1).waitFor();
       const frame = page.locator('iframe').first();
@@ -92,6 +94,7 @@ describe('the console: email', () => {
       await capture(page, 'email-inboxes');
       await page.getByRole('tab', { name: 'Suppressions' }).click();
       await page.getByText('No suppressed addresses.').waitFor();
+      await capture(page, 'email-suppressions');
     });
     operator.expectNoProblems();
     await operator.close();

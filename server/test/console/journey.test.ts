@@ -199,6 +199,8 @@ describe('the console: an operator at work', () => {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Webhooks' }).click();
       await capture(page, 'webhooks');
       await page.getByRole('link', { name: 'Invoices' }).click();
+      await page.getByRole('button', { name: 'Rotate secret' }).waitFor();
+      await capture(page, 'webhook-settings');
       await page.getByRole('tab', { name: 'Send test' }).click();
       await page.getByLabel('External id').fill('from-the-console');
       await page.getByRole('button', { name: 'Send test event' }).click();
