@@ -96,6 +96,7 @@ const envSchema = z.object({
   ACTION_MAX_STEPS: positiveInt.max(1000).default(20),
   ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
   ACTION_CONCURRENCY: positiveInt.max(500).default(20),
+  JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
   /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
   CALLBACK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
@@ -256,6 +257,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       timeoutMs: e.MODEL_TIMEOUT_SECONDS * 1000,
       maxRetries: e.MODEL_MAX_RETRIES,
     },
+    jobs: { pollMs: e.JOB_POLL_SECONDS * 1000 },
     actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },
     callbacks: {
       allowPrivateNetworks: e.CALLBACK_ALLOW_PRIVATE_NETWORKS,

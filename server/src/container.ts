@@ -79,9 +79,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const metrics = createMetrics();
   const box = createSecretBox(config.masterKey);
   const passwords = createPasswordHasher(config.passwordHashCost);
-  const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics });
   const mailer = createSystemMailer({ ...config.mail, logBodies: !config.isProduction }, logger);
   const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
+  const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics, bus, pollMs: config.jobs.pollMs });
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });
   const authPerMinute = { points: config.rateLimit.authPerMinute, durationSeconds: 60 };
   const limits = {
@@ -221,7 +221,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const emailServices = {
     emailIntegration,
     inboxes: createInboxesService({ db, integration: emailIntegration }),
-    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => bus.signal(BUS_TOPICS.emailNotifications) }),
+    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => jobs.notify('email.process') }),
     emailThreads: createEmailThreadsService({ db }),
   };
 
@@ -302,8 +302,6 @@ export async function createContainer(config: Config, options: ContainerOptions 
         await recovery.resumeAbandoned({ includeLive: true });
         // Notifications a stopped process was processing are taken over once their lease lapses.
         await emailNotifications.recover({ atStart: true });
-        // Notifications acknowledged by any process (a `serve` without workers too) are fetched at once.
-        bus.subscribe(BUS_TOPICS.emailNotifications, () => jobs.notify('email.process'));
         // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
         stalledRunsTimer = setInterval(
           () => {

@@ -1,6 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../test/helpers/actions.ts';
 import { uniqueEmail } from '../../test/helpers/factories.ts';
+import { startFakeModel } from '../../test/helpers/fake-model.ts';
+import { postEvent, setupWebhook } from '../../test/helpers/webhooks.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 
 let app: TestApp;
@@ -38,5 +41,28 @@ describe('job runner', () => {
 
   it('validates payloads against the registry', async () => {
     await expect(app.container.jobs.enqueue('auth.password-reset', { email: 42 } as never)).rejects.toThrow();
+  });
+});
+
+// Two processes on one PostgreSQL (on PGlite there is one process per database).
+describe.skipIf(process.env.TEST_DB !== 'postgres')('wake-ups across processes', () => {
+  it('a job committed by a process without workers starts at once in another process, not at its next poll', async () => {
+    const model = await startFakeModel();
+    model.script(() => ({ text: 'Done.' }));
+    const serve = await startTestApp({ ...model.env }, { workers: false });
+    // The worker's fallback poll is ten minutes: only the wake-up can start the run within the wait below.
+    const worker = await startTestApp({ ...model.env, JOB_POLL_SECONDS: '600' }, { shareDatabaseWith: serve });
+    try {
+      const setup = await setupWebhook(serve);
+      const posted = await postEvent(serve, setup, { eventType: 'order.created', externalId: 'woken', data: {} });
+      expect(posted.status).toBe(200);
+      const { actionId } = await posted.json();
+      const row = await waitForAction(serve, { token: setup.tenant.token, org: setup.tenant.org.slug }, actionId, ['completed', 'failed']);
+      expect(row.status).toBe('completed');
+    } finally {
+      await worker.close();
+      await serve.close();
+      await model.close();
+    }
   });
 });

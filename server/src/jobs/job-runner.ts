@@ -6,12 +6,13 @@ import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './
 import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
 import { captureEmbeddedInsert, type EmbeddedInsert } from './embedded-insert.ts';
+import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
   /** Starts a worker per queue (up to its concurrency in jobs at once); a process that only serves HTTP never calls this. */
   work(handlers: JobHandlers, options?: { concurrency?: Partial<Record<QueueName, number>> }): Promise<void>;
-  /** Makes this process's worker of a queue fetch now, when a transaction that enqueued `jobs` of its jobs has committed. */
+  /** Makes the workers of a queue, in every process, fetch now: a transaction that enqueued `jobs` of its jobs has committed. */
   notify(queue: QueueName, jobs?: number): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<DB>; startAfter?: Date }): Promise<string | null>;
@@ -43,12 +44,21 @@ function jobOptionsOf(queue: QueueName) {
   return { retryLimit, retryDelay, retryBackoff, expireInSeconds };
 }
 
-export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger; metrics: Metrics }): JobRunner {
+export function createJobRunner(deps: {
+  boss: ConstructorOptions;
+  logger: Logger;
+  metrics: Metrics;
+  /** Carries wake-ups to the workers of other processes (coalesced NOTIFYs); the poll is only the fallback. */
+  bus: Pick<ProcessBus, 'signal' | 'subscribe'>;
+  /** How often an idle worker looks for jobs nobody woke it for (scheduled retries, a lost wake-up). */
+  pollMs: number;
+}): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
   const pumps = new Map<QueueName, QueuePump>();
   const embeddedInserts = new Map<QueueName, EmbeddedInsert>();
-  const wake = (queue: QueueName) => pumps.get(queue)?.wake();
+  // One mechanism for every queue: this process's workers hear the signal at once, other processes' within the bus's window.
+  const wake = (queue: QueueName) => deps.bus.signal(jobsTopic(queue));
   let started = false;
   boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
 
@@ -87,8 +97,9 @@ export function createJobRunner(deps: { boss: ConstructorOptions; logger: Logger
         };
         pumps.set(
           name,
-          createQueuePump({ boss, name, concurrency: options.concurrency?.[name] ?? 1, pollMs: 2000, run, logger: deps.logger }),
+          createQueuePump({ boss, name, concurrency: options.concurrency?.[name] ?? 1, pollMs: deps.pollMs, run, logger: deps.logger }),
         );
+        deps.bus.subscribe(jobsTopic(name), () => pumps.get(name)?.wake());
         const cron = (jobQueues[name] as { cron?: string }).cron;
         if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
       }

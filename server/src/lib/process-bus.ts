@@ -18,15 +18,15 @@ export const BUS_TOPICS = {
   actionRule: 'action-rule',
   /** Callbacks are due now: the dispatchers look (a signal, no key). */
   callbacks: 'callbacks',
-  /** Mail notifications were stored: the workers fetch their jobs now, not at their next poll (a signal). */
-  emailNotifications: 'email-notifications',
   /**
    * Ledger rows or approvals of an org changed (key: JSON `{ org, kind, ids }`). Sent by the
    * database's triggers on commit (migration 0011), never by a process: features/events streams them.
    */
   orgEvents: 'org-events',
 } as const;
-export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS];
+/** Jobs of a queue were committed: its workers in every process fetch now, not at their next poll (a signal). */
+export const jobsTopic = (queue: string) => `jobs:${queue}` as const;
+export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS] | ReturnType<typeof jobsTopic>;
 
 /**
  * Messages between this service's processes: cached data changed (sessions, webhook configs and

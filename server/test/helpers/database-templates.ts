@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { pino } from 'pino';
 import { databaseOnPglite, openDatabase, type Database } from '../../src/db/database.ts';
+import { createProcessBus } from '../../src/lib/process-bus.ts';
 import { createJobRunner } from '../../src/jobs/job-runner.ts';
 import { createMetrics } from '../../src/lib/metrics.ts';
 
@@ -13,7 +14,15 @@ export const uniqueDatabaseName = (prefix: string) => `${prefix}_${Date.now().to
 /** Migrates a database and creates the job queue's schema and queues, as a server's start does. */
 async function prepare(database: Database): Promise<void> {
   await database.migrate();
-  const jobs = createJobRunner({ boss: database.jobsOptions, logger: pino({ level: 'silent' }), metrics: createMetrics() });
+  const logger = pino({ level: 'silent' });
+  // No worker runs here: a bus that reaches no other process is enough.
+  const jobs = createJobRunner({
+    boss: database.jobsOptions,
+    logger,
+    metrics: createMetrics(),
+    bus: createProcessBus({ logger }),
+    pollMs: 2000,
+  });
   await jobs.start();
   await jobs.stop();
 }
