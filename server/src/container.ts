@@ -275,7 +275,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     box,
     jobs,
     bus,
-    orgEvents: createOrgEvents({ bus, db, logger }),
+    orgEvents: createOrgEvents({ bus, db, clock, logger }),
     mailer,
     limits,
     externalAuthRegistry,

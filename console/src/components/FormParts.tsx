@@ -1,4 +1,4 @@
-import { Button, Group, Text } from '@mantine/core';
+import { Alert, Button, Group, Text } from '@mantine/core';
 import type { ReactNode } from 'react';
 
 /** A form's submit button, at its end. */
@@ -18,5 +18,15 @@ export function EmptyState({ children }: { children: ReactNode }) {
     <Text c="dimmed" ta="center" py="lg">
       {children}
     </Text>
+  );
+}
+
+/** Why the server refused a form, announced to screen readers; nothing when it did not. */
+export function FormError({ error }: { error: Error | null }) {
+  if (!error) return null;
+  return (
+    <Alert color="red" role="alert">
+      {error.message}
+    </Alert>
   );
 }

@@ -32,6 +32,7 @@ export const ERROR_STATUS = {
   already_decided: 409,
   email_not_configured: 409,
   domain_not_verified: 422,
+  not_acceptable: 406,
   request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,

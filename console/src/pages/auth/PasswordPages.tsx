@@ -1,3 +1,4 @@
+import { FormError } from '../../components/FormParts';
 import { AnchorLink, ButtonLink } from '../../components/links';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Alert, Button, PasswordInput, Stack, Text, TextInput } from '@mantine/core';
@@ -22,11 +23,7 @@ export function ForgotPasswordPage() {
       ) : (
         <form onSubmit={form.handleSubmit((values) => send.mutate(values))} noValidate>
           <Stack>
-            {send.error && (
-              <Alert color="red" role="alert">
-                {send.error.message}
-              </Alert>
-            )}
+            <FormError error={send.error} />
             <TextInput
               label="Email"
               type="email"
@@ -80,11 +77,7 @@ export function ResetPasswordPage() {
       ) : (
         <form onSubmit={form.handleSubmit((values) => reset.mutate(values.newPassword))} noValidate>
           <Stack>
-            {reset.error && (
-              <Alert color="red" role="alert">
-                {reset.error.message}
-              </Alert>
-            )}
+            <FormError error={reset.error} />
             <PasswordInput
               label="New password"
               autoComplete="new-password"

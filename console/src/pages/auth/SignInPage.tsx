@@ -1,6 +1,7 @@
+import { FormError } from '../../components/FormParts';
 import { AnchorLink } from '../../components/links';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { Alert, Button, Divider, PasswordInput, Stack, TextInput } from '@mantine/core';
+import { Button, Divider, PasswordInput, Stack, TextInput } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useForm } from 'react-hook-form';
@@ -36,11 +37,7 @@ export function SignInPage() {
     <AuthCard title="Sign in to Agent Platform">
       <form onSubmit={form.handleSubmit((values) => signIn.mutate(values))} noValidate>
         <Stack>
-          {signIn.error && (
-            <Alert color="red" role="alert">
-              {signIn.error.message}
-            </Alert>
-          )}
+          <FormError error={signIn.error} />
           <TextInput
             label="Email"
             type="email"

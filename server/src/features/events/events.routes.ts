@@ -1,10 +1,24 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { fastifySSE } from '@fastify/sse';
+import { AppError } from '../../lib/errors.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 import { orgOf } from '../../lib/request-context.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import type { OrgChange, OrgEvents } from './org-events.ts';
+
+/**
+ * Whether an Accept header admits an event stream: none, a wildcard, or text/event-stream, with a
+ * quality above 0 (RFC 9110 12.5.1). The plugin's own refusal has a body outside our error model.
+ */
+function acceptsEventStream(accept: string | undefined): boolean {
+  if (!accept) return true;
+  return accept.split(',').some((range) => {
+    const [type = '', ...params] = range.split(';').map((part) => part.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith('q='));
+    return ['text/event-stream', 'text/*', '*/*'].includes(type) && (q === undefined || Number(q.slice(2)) > 0);
+  });
+}
 
 /** A comment line this often keeps proxies from closing a quiet stream. */
 const HEARTBEAT_MS = 25_000;
@@ -26,7 +40,8 @@ export function eventsRoutes(deps: { events: OrgEvents; orgAccess: OrgAccess }):
     app.get(
       '/orgs/:org/events',
       {
-        sse: 'only',
+        // Negotiated here (acceptsEventStream): a refusal is a 406 in our error model.
+        sse: 'manual',
         schema: {
           operationId: 'streamOrgEvents',
           tags: ['events'],
@@ -39,6 +54,9 @@ export function eventsRoutes(deps: { events: OrgEvents; orgAccess: OrgAccess }):
         preHandler: deps.orgAccess('Admin'),
       },
       async (request, reply) => {
+        if (!acceptsEventStream(request.headers.accept)) {
+          throw new AppError('not_acceptable', 'This endpoint sends only text/event-stream: ask for it in Accept');
+        }
         const send = (change: OrgChange | 'resync') =>
           void reply.sse
             .send(

@@ -145,6 +145,14 @@ describe('GET /orgs/:org/events', () => {
         })
       ).status;
     expect(await status()).toBe(401);
+    // A client that refuses event streams gets a 406 in the error model, as does one with q=0.
+    for (const accept of ['application/json', 'text/event-stream;q=0']) {
+      const refused = await fetch(`${app.baseUrl}/orgs/${tenant.org.slug}/events`, {
+        headers: { accept, authorization: `Bearer ${tenant.token}` },
+      });
+      expect(refused.status).toBe(406);
+      expect(await refused.json()).toEqual({ error: expect.stringContaining('text/event-stream'), code: 'not_acceptable' });
+    }
     expect(await status(outsider.token)).toBe(404);
     expect(await status(await signIn(app, guest))).toBe(403);
   });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
+import type { Clock } from '../../lib/clock.ts';
 import { BUS_TOPICS, INVALIDATE_ALL, type ProcessBus } from '../../lib/process-bus.ts';
 
 /** What the console hears: ledger rows (by row id) or approvals (by action id) of one org changed. */
@@ -56,28 +57,27 @@ const WATCH_LEASE_SECONDS = 90;
  * process's row says so, renewed while it has streams and left to lapse after (deleting it could
  * race a renewal). `open()` resolves once announcements are on for certain.
  */
-function createWatchLease(db: Kysely<DB>, logger: Logger) {
+function createWatchLease(db: Kysely<DB>, clock: Clock, logger: Logger) {
   const processId = randomUUID();
   let renewal: NodeJS.Timeout | undefined;
   /** Until when (this process's clock, with a margin) the row is known to be current. */
   let currentUntil = 0;
   const renew = async () => {
-    const started = Date.now();
+    const started = clock.now().getTime();
     await sql`insert into org_event_streams (process_id, expires_at) values (${processId}, now() + ${WATCH_LEASE_SECONDS} * interval '1 second')
       on conflict (process_id) do update set expires_at = excluded.expires_at`.execute(db);
     currentUntil = started + (WATCH_LEASE_SECONDS - 30) * 1000;
   };
+  const renewInBackground = () =>
+    void renew().catch((error: unknown) => logger.warn({ err: error }, 'could not renew the event stream lease'));
   return {
     /** Holds the lease; true when announcements were off until now (changes before may be unannounced). */
     async open(): Promise<boolean> {
-      const wasCurrent = Date.now() < currentUntil;
+      const wasCurrent = clock.now().getTime() < currentUntil;
       if (!renewal) {
-        renewal = setInterval(
-          () => void renew().catch((error: unknown) => logger.warn({ err: error }, 'could not renew the event stream lease')),
-          WATCH_RENEW_MS,
-        );
+        renewal = setInterval(renewInBackground, WATCH_RENEW_MS);
         renewal.unref();
-        if (wasCurrent) void renew().catch((error: unknown) => logger.warn({ err: error }, 'could not renew the event stream lease'));
+        if (wasCurrent) renewInBackground();
       }
       if (wasCurrent) return false;
       await renew();
@@ -94,12 +94,12 @@ function createWatchLease(db: Kysely<DB>, logger: Logger) {
 /**
  * Fans the database's change announcements (migration 0011, through the process bus) out to the
  * org's open event streams, and keeps the latest ones so that a stream that reconnects with
- * Last-Event-ID gets what it missed. Sequence numbers carry this process's start time, so an id
- * from another process (or before a restart) is recognised as unknown and answered with `resync`.
+ * Last-Event-ID gets what it missed. Event ids carry a prefix random per process run, so an id from
+ * another process (or before a restart) is recognised as unknown and answered with `resync`.
  */
-export function createOrgEvents(deps: { bus: ProcessBus; db: Kysely<DB>; logger: Logger }) {
-  const epoch = Date.now().toString(36);
-  const lease = createWatchLease(deps.db, deps.logger);
+export function createOrgEvents(deps: { bus: ProcessBus; db: Kysely<DB>; clock: Clock; logger: Logger }) {
+  const epoch = randomUUID().slice(0, 8);
+  const lease = createWatchLease(deps.db, deps.clock, deps.logger);
   const listeners = new Map<string, Set<OrgChangeListener>>();
   const recent: OrgChange[] = [];
   let seq = 0;
