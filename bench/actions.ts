@@ -11,18 +11,17 @@
  */
 import { join } from 'node:path';
 import pg from 'pg';
-import { signingHeaders } from '../server/src/features/ingest/verification.ts';
 import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
+import { actionPhase, databaseWork, percentile, workPerAction } from './lib/action-load.ts';
+import { pgbenchInsertTps } from './lib/pgbench.ts';
 
 // 10% above the 200 actions/s target: completions can only show the target met when more is offered.
 const RATE = Number(process.env.BENCH_RATE ?? 220);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
 if (!(await postgresReachable())) {
   console.log('actions benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
@@ -49,81 +48,33 @@ try {
     console.log(
       `actions benchmark: ${RATE} events/s for ${DURATION} s (after ${WARMUP} s of warm-up) over ${webhooks.length} webhooks, model answering at once, one allow tool call per action, node ${process.version}`,
     );
-    let next = 0;
-    /** Posts at RATE for `seconds` (open loop), then waits for those actions to finish. */
-    async function phase(seconds: number) {
-      const sentAt = new Map<string, number>();
-      let failures = 0;
-      const post = async () => {
-        const webhook = webhooks[next++ % webhooks.length]!;
-        const body = JSON.stringify({ eventType: 'order.created', externalId: crypto.randomUUID(), data: { orderId: next } });
-        const started = Date.now();
-        try {
-          const response = await fetch(`${service.url}${webhook.path}`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
-            body,
-          });
-          const result = (await response.json()) as { actionId?: string };
-          if (response.status === 200 && result.actionId) sentAt.set(result.actionId, started);
-          else failures++;
-        } catch {
-          failures++;
-        }
-      };
-      // Open loop: a tick every 10 ms posts its share, whether or not earlier actions have finished.
-      const inFlight: Array<Promise<void>> = [];
-      const begin = Date.now();
-      let sent = 0;
-      const total = Math.round(seconds * RATE);
-      while (sent < total) {
-        const due = Math.min(total, Math.floor(((Date.now() - begin) / 1000) * RATE));
-        for (; sent < due; sent++) inFlight.push(post());
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      await Promise.all(inFlight);
-
-      const ids = [...sentAt.keys()];
-      const deadline = Date.now() + 60_000;
-      let rows: Array<{ id: string; status: string; updated_ms: string }> = [];
-      while (Date.now() < deadline) {
-        rows = (
-          await db.query(
-            `select id, status, (extract(epoch from updated_at) * 1000)::bigint as updated_ms from actions where id = any($1) and status in ('completed', 'failed')`,
-            [ids],
-          )
-        ).rows;
-        if (rows.length >= ids.length) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      const completed = rows.filter((row) => row.status === 'completed');
-      const latencies = completed.map((row) => Number(row.updated_ms) - sentAt.get(row.id)!).sort((a, b) => a - b);
-      const lastDone = Math.max(...completed.map((row) => Number(row.updated_ms)));
-      return {
-        offered: sent / seconds,
-        sent,
-        failures,
-        completed: completed.length,
-        failed: rows.length - completed.length,
-        unfinished: ids.length - rows.length,
-        throughput: completed.length / ((lastDone - begin) / 1000),
-        p50: percentile(latencies, 50),
-        p99: percentile(latencies, 99),
-      };
-    }
-
+    const phase = (seconds: number) => actionPhase({ urls: [service.url], webhooks, rate: RATE, seconds, db });
     const warm = await phase(WARMUP);
     console.log(
-      `warm-up (not counted) : ${fmt(warm.throughput).padStart(6)} actions/s  p50 ${warm.p50} ms  p99 ${warm.p99} ms  (${warm.completed} completed)`,
+      `warm-up (not counted) : ${fmt(warm.throughput).padStart(6)} actions/s  p50 ${percentile(warm.toCompleted, 50)} ms  p99 ${percentile(warm.toCompleted, 99)} ms  (${warm.completed} completed)`,
     );
+    const workBefore = await databaseWork(db);
     const result = await phase(DURATION);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
+    const work = workPerAction(workBefore, await databaseWork(db), result.completed);
     console.log(
       `offered               : ${fmt(result.offered).padStart(6)} events/s (${result.sent} sent, ${result.failures} not accepted)`,
     );
     console.log(
       `actions completed     : ${fmt(result.throughput).padStart(6)} actions/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished)`,
     );
-    console.log(`ingest -> completed   : p50 ${result.p50} ms  p99 ${result.p99} ms  (targets: >= 200 actions/s, p50 < 100 ms)`);
+    console.log(
+      `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s, p50 < 100 ms)`,
+    );
+    console.log(
+      `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,
+    );
+    await service.stop();
+    // The database's own capacity on this machine now: single-row inserts, as in bench:ingest.
+    const tps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+    console.log(
+      `pgbench (same run)    : ${fmt(tps).padStart(6)} single-row inserts/s; actions completed = ${((100 * result.throughput) / tps).toFixed(2)}% of it (target 2.5%)`,
+    );
     console.log(`model requests        : ${model.requests.length} (warm-up included)`);
   } finally {
     await db.end();

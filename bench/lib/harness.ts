@@ -37,10 +37,12 @@ export async function load(options: autocannon.Options): Promise<LoadResult> {
 }
 
 /** A fresh database for one benchmark run: a new PostgreSQL database, or a PGlite data directory. */
-export async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+export async function benchDatabase(
+  kind: 'postgres' | 'pglite',
+  adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ap-bench-'));
   if (kind === 'pglite') return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
-  const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const name = `ap_bench_${Date.now().toString(36)}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

@@ -228,7 +228,7 @@ export async function buildApp(container: Container) {
   );
 
   const { services, middlewares } = container;
-  await app.register(opsRoutes({ ping: () => container.database.ping(), metrics }));
+  await app.register(opsRoutes({ ops: services.ops, metrics }));
   await app.register(
     authRoutes({
       auth: services.auth,

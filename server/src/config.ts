@@ -16,6 +16,8 @@ const envSchema = z.object({
   HOST: optionalString,
   PORT: port.default(3000),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
+  /** Connections of this process's main pool on PostgreSQL (the job queue has 4 more, the process bus 2). */
+  DATABASE_POOL_SIZE: positiveInt.max(500).default(10),
   DATA_DIR: z.string().default('./data'),
   ENCRYPTION_MASTER_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   APP_HOST: httpUrl.optional(),
@@ -178,6 +180,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     host: e.HOST ?? (isProduction ? '0.0.0.0' : '127.0.0.1'),
     port,
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     dataDir,
     masterKey: e.ENCRYPTION_MASTER_KEY ?? developmentMasterKey(dataDir, notices),
     appHost: origin(e.APP_HOST ?? defaultOrigin),

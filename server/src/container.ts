@@ -58,6 +58,7 @@ import { createSecretBox } from './lib/crypto.ts';
 import { loggerOptions } from './lib/logger.ts';
 import { BUS_TOPICS, createProcessBus } from './lib/process-bus.ts';
 import { createOrgEvents } from './features/events/org-events.ts';
+import { createOpsService } from './features/ops/ops.service.ts';
 import { createMetrics } from './lib/metrics.ts';
 import { createPasswordHasher } from './lib/passwords.ts';
 import { createRateLimiters } from './lib/rate-limit.ts';
@@ -74,7 +75,9 @@ export interface ContainerOptions {
 export async function createContainer(config: Config, options: ContainerOptions = {}) {
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const clock = options.clock ?? systemClock;
-  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, pgliteDataDir: join(config.dataDir, 'pglite') }));
+  const database =
+    options.database ??
+    (await openDatabase({ url: config.databaseUrl, poolSize: config.databasePoolSize, pgliteDataDir: join(config.dataDir, 'pglite') }));
   const { db } = database;
   const metrics = createMetrics();
   const box = createSecretBox(config.masterKey);
@@ -93,6 +96,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
     forgotPasswordByEmail: rateLimiters.create({ name: 'auth-forgot-email', points: 5, durationSeconds: 60 * 60 }),
   };
 
+  /** Set when the process begins to shut down (readiness then fails, so that load balancers move on). */
+  let draining = false;
   const externalAuthRegistry = createExternalAuthRegistry();
   if (config.externalAuth.jwt) externalAuthRegistry.registerExternalAuthProvider(createJwtAuthProvider(config.externalAuth.jwt));
 
@@ -123,6 +128,15 @@ export async function createContainer(config: Config, options: ContainerOptions 
     userLimits: createUserLimitsService({ db, registry: externalAuthRegistry, box, clock, logger, ...config.userLimits }),
     orgs: createOrgsService({ db }),
     threads: createThreadsService({ db }),
+    ops: createOpsService({
+      db,
+      pingDatabase: () => database.ping(),
+      pingRedis: rateLimiters.ping,
+      jobs,
+      draining: () => draining,
+      metrics,
+      logger,
+    }),
   };
   const trustedOrigins: ReadonlySet<string> = new Set([config.appHost, config.apiHost]);
   const middlewares = createSessionMiddlewares({ sessions, trustedOrigins });
@@ -314,9 +328,16 @@ export async function createContainer(config: Config, options: ContainerOptions 
       }
     },
 
+    /** Readiness fails from now on; the caller then closes the HTTP server and this container. */
+    beginDraining() {
+      draining = true;
+    },
+
     async close() {
+      draining = true;
       clearInterval(stalledRunsTimer);
       await writer.drain();
+      runner.stop();
       await dispatcher.stop();
       httpAgents.destroy();
       await jobs.stop();

@@ -1,11 +1,36 @@
+import type { Server } from 'node:http';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createContainer, type Container } from './container.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 25_000;
+/** How long requests in flight get to finish once a serve process stops accepting; the rest are cut. */
+const REQUEST_DRAIN_MS = 10_000;
 
-/** Stops accepting, finishes requests and jobs, closes the database; once, whatever calls it. */
-function onShutdown(container: Container, app: { close(): Promise<unknown> } | undefined, extra: () => Promise<void> = async () => {}) {
+/**
+ * Closes the HTTP server: stops accepting, lets requests in flight finish, and closes each kept-alive
+ * connection as soon as it is idle. Node closes only the connections idle when close() is called;
+ * one that finishes its request afterwards would stay open until its keep-alive timeout (and a
+ * client that does not send again on it would hold the shutdown that long).
+ */
+async function closeHttp(app: HttpApp): Promise<void> {
+  const idleSweep = setInterval(() => app.server.closeIdleConnections(), 100);
+  const cut = setTimeout(() => app.server.closeAllConnections(), REQUEST_DRAIN_MS);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(idleSweep);
+    clearTimeout(cut);
+  }
+}
+
+type HttpApp = { close(): Promise<unknown>; server: Server };
+
+/**
+ * Stops accepting, finishes requests and jobs, closes the database; once, whatever calls it. Listens
+ * from the start: a signal during start-up waits for the start to finish, then shuts down.
+ */
+function onShutdown(container: Container, started: Promise<{ app?: HttpApp; extra?: () => Promise<void> }>) {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -17,8 +42,10 @@ function onShutdown(container: Container, app: { close(): Promise<unknown> } | u
     }, SHUTDOWN_TIMEOUT_MS);
     timer.unref();
     try {
-      await app?.close();
-      await extra();
+      container.beginDraining();
+      const { app, extra } = await started;
+      if (app) await closeHttp(app);
+      await extra?.();
       await container.close();
       process.exit(0);
     } catch (error) {
@@ -33,12 +60,14 @@ function onShutdown(container: Container, app: { close(): Promise<unknown> } | u
 /** `serve`: the HTTP API, and the workers too unless RUN_WORKERS=false. */
 export async function serve(config: Config, hooks: { afterStart?: (container: Container) => Promise<() => Promise<void>> } = {}) {
   const container = await createContainer(config);
+  const { promise: started, resolve: startedWith } = Promise.withResolvers<{ app?: HttpApp; extra?: () => Promise<void> }>();
+  onShutdown(container, started);
   for (const notice of config.notices) container.logger.warn(notice);
   await container.start({ workers: config.runWorkers });
   const app = await buildApp(container);
   const stopExtra = await hooks.afterStart?.(container);
-  onShutdown(container, app, stopExtra);
   await app.listen({ host: config.host, port: config.port });
+  startedWith({ app, extra: stopExtra });
   const where = container.database.kind === 'pglite' ? `PGlite in ${config.dataDir}/pglite` : 'PostgreSQL';
   container.logger.info(
     `Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`,
@@ -55,8 +84,12 @@ export async function serve(config: Config, hooks: { afterStart?: (container: Co
 /** `worker`: runs jobs only, for scaling workers apart from the API on PostgreSQL. */
 export async function work(config: Config) {
   const container = await createContainer(config);
-  await container.start({ workers: true });
-  onShutdown(container, undefined);
+  const starting = container.start({ workers: true });
+  onShutdown(
+    container,
+    starting.then(() => ({})),
+  );
+  await starting;
   container.logger.info('Agent Platform worker running');
   return container;
 }

@@ -25,7 +25,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database answers */
+        /**
+         * Every dependency answers and the process takes work
+         * @description Ready: 200 with each check `ok`. Not ready: 503 `not_ready`, whose `details.checks` say which dependency fails (the cause is logged, not shown), and `details.draining` whether the process is shutting down.
+         */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -1396,6 +1399,15 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ready";
+                        /** @description Each dependency of this process: database, Redis (when configured), the job queue */
+                        checks: {
+                            /** @enum {string} */
+                            database: "ok" | "failing";
+                            /** @enum {string} */
+                            redis?: "ok" | "failing";
+                            /** @enum {string} */
+                            queue: "ok" | "failing";
+                        };
                     };
                 };
             };

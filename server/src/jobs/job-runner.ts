@@ -24,7 +24,19 @@ export interface JobRunner {
   handBack(queue: QueueName, jobs: StalledJob[], reason: string): Promise<void>;
   /** pg-boss's insert of a queue's jobs, to embed in a statement of ours (see embedded-insert.ts); undefined when it cannot be. */
   embeddedInsert(queue: QueueName): EmbeddedInsert | undefined;
+  /** Throws unless the queue is started and its tables answer. */
+  ping(): Promise<void>;
+  /** Per queue, jobs waiting now (and the oldest one's age), waiting for a later time, and being worked. */
+  backlog(): Promise<QueueBacklog[]>;
   stop(): Promise<void>;
+}
+
+export interface QueueBacklog {
+  queue: string;
+  queued: number;
+  deferred: number;
+  active: number;
+  oldestQueuedSeconds: number;
 }
 
 export interface StalledJob {
@@ -148,11 +160,33 @@ export function createJobRunner(deps: {
 
     embeddedInsert: (queue) => embeddedInserts.get(queue),
 
+    async ping() {
+      if (!started) throw new Error('the job queue is not started');
+      await boss.getDb().executeSql(`select 1 from ${schema}.queue limit 1`);
+    },
+
+    async backlog() {
+      // Unfinished jobs only: the states before 'completed' (pg-boss's indexes cover them).
+      const { rows } = await boss.getDb().executeSql(
+        `select name as queue,
+           count(*) filter (where state < 'active' and start_after <= now())::int as queued,
+           count(*) filter (where state < 'active' and start_after > now())::int as deferred,
+           count(*) filter (where state = 'active')::int as active,
+           coalesce(extract(epoch from now() - min(start_after) filter (where state < 'active' and start_after <= now())), 0)::float8 as "oldestQueuedSeconds"
+         from ${schema}.job where state < 'completed' group by name`,
+      );
+      const found = new Map((rows as QueueBacklog[]).map((row) => [row.queue, row]));
+      return Object.keys(jobQueues).map(
+        (queue) => found.get(queue) ?? { queue, queued: 0, deferred: 0, active: 0, oldestQueuedSeconds: 0 },
+      );
+    },
+
     async stop() {
       if (!started) return;
-      started = false;
+      // Jobs still running may enqueue (a run handing its action over): the queue stays open for them.
       await Promise.all([...pumps.values()].map((pump) => pump.stop(10_000)));
       pumps.clear();
+      started = false;
       await boss.stop({ graceful: true, timeout: 10_000, close: true });
     },
   };

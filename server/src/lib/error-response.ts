@@ -17,7 +17,8 @@ export function errorResponse(
   appError = error instanceof AppError ? error : undefined,
 ): ErrorResponse {
   if (appError) {
-    if (appError.status >= 500) log.error({ err: appError.cause ?? appError }, appError.message);
+    // not_ready is an expected answer (a readiness probe, whose cause was logged where found, or a shutdown), not a failure.
+    if (appError.status >= 500 && appError.code !== 'not_ready') log.error({ err: appError.cause ?? appError }, appError.message);
     return { status: appError.status, headers: appError.headers, body: appError.toBody() };
   }
   log.error({ err: error }, 'unhandled error');

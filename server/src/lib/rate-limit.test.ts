@@ -1,25 +1,11 @@
 import { randomInt } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { redisAvailable, testRedisUrl } from '../../test/helpers/redis.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../test/helpers/webhooks.ts';
 
-/** Redis is one of the machine's services, like PostgreSQL; REQUIRE_REDIS=1 (CI) makes its absence a failure. */
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-async function redisReachable(): Promise<boolean> {
-  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
-const available = await redisReachable();
-if (!available && process.env.REQUIRE_REDIS === '1') throw new Error(`REQUIRE_REDIS=1 but Redis at ${redisUrl} is not reachable`);
+const redisUrl = testRedisUrl;
+const available = await redisAvailable();
 
 describe.runIf(available)('rate limits shared through Redis', () => {
   let first: TestApp;

@@ -9,6 +9,8 @@ export interface RateLimiter {
 
 export interface RateLimiters {
   create(options: { name: string; points: number; durationSeconds: number }): RateLimiter;
+  /** Present when the counters live in Redis: throws unless it answers. */
+  ping?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,11 @@ export function createRateLimiters(options: { redisUrl?: string }): RateLimiters
         },
       };
     },
+    ping: redis
+      ? async () => {
+          await redis.ping();
+        }
+      : undefined,
     async close() {
       redis?.disconnect();
     },

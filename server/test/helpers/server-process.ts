@@ -106,9 +106,10 @@ export async function apiClient(base: string, credentials: { email: string; pass
 export async function createWebhookThroughApi(
   api: Awaited<ReturnType<typeof apiClient>>,
   agent: { tools: string[]; approvalRules?: Record<string, string> },
+  webhook: Record<string, unknown> = {},
 ) {
   const me = await api('GET', '/auth/me');
   const { id: agentId } = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: agent.tools });
   const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId, approvalRules: agent.approvalRules ?? {} });
-  return api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id });
+  return api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id, ...webhook });
 }

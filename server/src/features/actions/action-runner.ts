@@ -40,6 +40,8 @@ export function createActionRunner(deps: {
   clock: Clock;
 }) {
   const { db } = deps;
+  /** Aborted when the process stops: runs hand their action over at the next safe point. */
+  const stopping = new AbortController();
 
   async function finish(
     actionId: string,
@@ -102,7 +104,8 @@ export function createActionRunner(deps: {
       tools: run.tools,
       timeoutMs: deps.limits.modelTimeoutMs,
       maxRetries: deps.limits.modelMaxRetries,
-      signal: run.signal,
+      // A model call has no side effect: a stopping process abandons it (tool calls it lets finish).
+      signal: AbortSignal.any([run.signal, stopping.signal]),
       messages: run.messages as ModelMessage[],
     });
     await deps.userLimits.recordMessage(userId);
@@ -238,6 +241,8 @@ export function createActionRunner(deps: {
     const run = await begin(actionId, signal);
     if (!run) return;
     for (;;) {
+      // Between steps everything done is stored: the place to hand over to another process.
+      if (stopping.signal.aborted) throw new RunHandedOver();
       const last = run.messages.at(-1)!;
       if (last.role !== 'assistant') {
         if ((await takeModelStep(run)) === 'done') return;
@@ -257,7 +262,22 @@ export function createActionRunner(deps: {
     }
   }
 
+  /** Releases the lease and queues the run again, which a worker of another process takes at once. */
+  async function handOver(actionId: string): Promise<void> {
+    await actionsRepo.releaseLease(db, actionId);
+    await deps.jobs.enqueue('actions.run', { actionId });
+    deps.logger.info({ actionId }, 'the process is stopping: action handed over to another worker');
+  }
+
   return {
+    /**
+     * The process is stopping: every run stops at its next safe point (a model call is abandoned,
+     * a tool call finishes and is stored) and hands its action over; its job then completes.
+     */
+    stop(): void {
+      stopping.abort();
+    },
+
     /** Runs the action until it completes, fails, or waits for a human. Safe to call for any action in any state. */
     async run(actionId: string): Promise<void> {
       if (!(await claimForRun(db, actionId, deps.limits.leaseMs))) return;
@@ -276,6 +296,11 @@ export function createActionRunner(deps: {
       } catch (error) {
         if (isUniqueViolation(error)) {
           deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
+          return;
+        }
+        if (stopping.signal.aborted) {
+          // Whatever failed here may be the stop's own abort: the action is not failed but continued elsewhere.
+          await handOver(actionId);
           return;
         }
         const known = error instanceof ActionFailure || error instanceof ModelCallError || error instanceof ModelUnavailableError;
@@ -299,3 +324,10 @@ export function createActionRunner(deps: {
 }
 
 export type ActionRunner = ReturnType<typeof createActionRunner>;
+
+/** Thrown between steps of a run whose process is stopping. */
+class RunHandedOver extends Error {
+  constructor() {
+    super('the process is stopping');
+  }
+}

@@ -120,12 +120,19 @@ export const actionsRepo = {
       .executeTakeFirst(),
 
   /** Which of these actions are still queued (no runner has claimed them). */
-  queuedAmong: async (db: Kysely<DB>, actionIds: string[]): Promise<string[]> =>
+  /** Those of the actions that a live runner holds now (running, lease not lapsed). */
+  heldAmong: async (db: Kysely<DB>, actionIds: string[]): Promise<string[]> =>
     actionIds.length === 0
       ? []
-      : (await db.selectFrom('actions').select('id').where('id', 'in', actionIds).where('status', '=', 'queued').execute()).map(
-          (row) => row.id,
-        ),
+      : (
+          await db
+            .selectFrom('actions')
+            .select('id')
+            .where('id', 'in', actionIds)
+            .where('status', '=', 'running')
+            .where('leaseExpiresAt', '>', sql<Date>`now()`)
+            .execute()
+        ).map((row) => row.id),
 
   /** Renews a runner's lease (on the database's clock, like the claim). */
   renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>
@@ -135,6 +142,10 @@ export const actionsRepo = {
       .where('id', '=', actionId)
       .where('status', '=', 'running')
       .execute(),
+
+  /** Gives up a runner's lease at once (its process is stopping): another runner may claim the action now. */
+  releaseLease: (db: Kysely<DB>, actionId: string) =>
+    db.updateTable('actions').set({ leaseExpiresAt: null }).where('id', '=', actionId).where('status', '=', 'running').execute(),
 
   /**
    * Running actions whose runner stopped renewing its lease (its process died), or with

@@ -13,18 +13,20 @@ export function createRunRecovery(deps: {
 }) {
   return {
     /**
-     * Hands back the run jobs that a process fetched over half a lease ago without claiming their
-     * action (the claim is the first thing a run does): that process died in between. The queue's
-     * retry then runs them at once, instead of after the job's hour-long expiry. Safe to call from
-     * every worker: only the attempt that is still active is failed.
+     * Hands back the run jobs that a process fetched over half a lease ago and whose action no live
+     * runner holds: that process died before claiming the action (the claim is the first thing a
+     * run does), or while running it (the lease lapsed). The queue's retry then runs them at once
+     * (or finds the action already done elsewhere), instead of after the job's hour-long expiry; no
+     * job of a dead process stays active. Safe to call from every worker: only the attempt that is
+     * still active is failed.
      */
     async handBackStalledRuns(): Promise<number> {
       const stalled = await deps.jobs.activeLongerThan('actions.run', deps.leaseMs / 2000);
       if (stalled.length === 0) return 0;
       const actionIdOf = (job: { data: unknown }) => (job.data as { actionId: string }).actionId;
-      const queued = new Set(await actionsRepo.queuedAmong(deps.db, stalled.map(actionIdOf)));
-      const abandoned = stalled.filter((job) => queued.has(actionIdOf(job)));
-      await deps.jobs.handBack('actions.run', abandoned, 'its worker stopped between fetching the job and claiming the action');
+      const held = new Set(await actionsRepo.heldAmong(deps.db, stalled.map(actionIdOf)));
+      const abandoned = stalled.filter((job) => !held.has(actionIdOf(job)));
+      await deps.jobs.handBack('actions.run', abandoned, 'its worker stopped before the run finished');
       return abandoned.length;
     },
 

@@ -2,8 +2,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors.ts';
 import type { Metrics } from '../../lib/metrics.ts';
+import type { OpsService } from './ops.service.ts';
 
-export function opsRoutes(deps: { ping: () => Promise<void>; metrics: Metrics }): FastifyPluginAsyncZod {
+const dependencyState = z.enum(['ok', 'failing']);
+const checksSchema = z
+  .object({ database: dependencyState, redis: dependencyState.optional(), queue: dependencyState })
+  .describe('Each dependency of this process: database, Redis (when configured), the job queue');
+
+export function opsRoutes(deps: { ops: OpsService; metrics: Metrics }): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
       '/healthz',
@@ -27,18 +33,21 @@ export function opsRoutes(deps: { ping: () => Promise<void>; metrics: Metrics })
           operationId: 'getReadiness',
           security: [],
           tags: ['ops'],
-          summary: 'The database answers',
-          response: { 200: z.object({ status: z.literal('ready') }) },
+          summary: 'Every dependency answers and the process takes work',
+          description:
+            'Ready: 200 with each check `ok`. Not ready: 503 `not_ready`, whose `details.checks` say which dependency fails ' +
+            '(the cause is logged, not shown), and `details.draining` whether the process is shutting down.',
+          response: { 200: z.object({ status: z.literal('ready'), checks: checksSchema }) },
         },
         logLevel: 'warn',
       },
       async () => {
-        try {
-          await deps.ping();
-        } catch (error) {
-          throw new AppError('not_ready', 'The database does not answer', { cause: error });
+        const { checks, failing, draining } = await deps.ops.readiness();
+        if (failing.length > 0 || draining) {
+          const why = draining ? 'the process is shutting down' : `${failing.join(', ')} failing`;
+          throw new AppError('not_ready', `Not ready: ${why}`, { details: { checks, draining } });
         }
-        return { status: 'ready' as const };
+        return { status: 'ready' as const, checks: checks as z.infer<typeof checksSchema> };
       },
     );
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { freePort } from '../../../test/helpers/http.ts';
 import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
 
 let app: TestApp;
@@ -9,9 +10,61 @@ beforeAll(async () => {
 afterAll(async () => app?.close());
 
 describe('operations endpoints', () => {
-  it('GET /healthz and /readyz answer', async () => {
+  it('GET /healthz and /readyz answer, /readyz with each dependency', async () => {
     expect(await (await app.request('GET', '/healthz')).json()).toEqual({ status: 'ok' });
-    expect(await (await app.request('GET', '/readyz')).json()).toEqual({ status: 'ready' });
+    expect(await (await app.request('GET', '/readyz')).json()).toEqual({ status: 'ready', checks: { database: 'ok', queue: 'ok' } });
+  });
+
+  it('GET /readyz names the dependency that fails, without its cause', async () => {
+    // Redis on a port where nothing listens: the rate limits fall back to memory, readiness says so.
+    const port = await freePort();
+    const withRedis = await startTestApp({ RATE_LIMIT_REDIS_URL: `redis://127.0.0.1:${port}` }, { shareDatabaseWith: app, workers: false });
+    try {
+      const response = await withRedis.request('GET', '/readyz');
+      expect(response.status).toBe(503);
+      const body = await response.json();
+      expect(body).toEqual({
+        error: 'Not ready: redis failing',
+        code: 'not_ready',
+        details: { checks: { database: 'ok', redis: 'failing', queue: 'ok' }, draining: false },
+      });
+      expect(JSON.stringify(body)).not.toContain(String(port));
+    } finally {
+      await withRedis.close();
+    }
+  });
+
+  it('GET /readyz fails once the process drains, so that a load balancer moves on', async () => {
+    const draining = await startTestApp({}, { shareDatabaseWith: app, workers: false });
+    try {
+      draining.container.beginDraining();
+      const response = await draining.request('GET', '/readyz');
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({
+        code: 'not_ready',
+        error: 'Not ready: the process is shutting down',
+        details: { draining: true },
+      });
+    } finally {
+      await draining.close();
+    }
+  });
+
+  it('GET /metrics reports the backlog: jobs per queue and their age, callbacks pending, leases', async () => {
+    // A job for later: deferred until then.
+    await app.container.jobs.enqueue(
+      'actions.run',
+      { actionId: '00000000-0000-4000-8000-000000000000' },
+      { startAfter: new Date(Date.now() + 3_600_000) },
+    );
+    const text = await (await app.request('GET', '/metrics')).text();
+    expect(text).toMatch(/job_queue_jobs\{queue="actions.run",state="deferred"\} [1-9]/);
+    expect(text).toMatch(/job_queue_jobs\{queue="email.process",state="queued"\} 0/);
+    expect(text).toMatch(/job_queue_oldest_queued_seconds\{queue="actions.run"\} /);
+    expect(text).toMatch(/callback_backlog\{state="due"\} 0/);
+    expect(text).toMatch(/callback_oldest_due_seconds 0/);
+    expect(text).toMatch(/leases\{kind="action_run",state="held"\} 0/);
+    expect(text).toMatch(/leases\{kind="email_notification",state="lapsed"\} 0/);
   });
 
   it('GET /metrics counts requests by route and status', async () => {

@@ -1,0 +1,120 @@
+/**
+ * Scale benchmark: the load of bench/actions (signed events over 500 webhooks, a model answering at
+ * once, one `allow` tool call per action) at the same offered rate, on PostgreSQL with Redis limits,
+ * twice: on one process (`serve` with its workers), and on 2 `serve` (RUN_WORKERS=false) + 2 `worker`
+ * processes, the client spreading its posts over the serves in turn (a round-robin balancer). For each:
+ * ingest -> running and ingest -> completed p50/p99, the share of actions slower than 1 s (a wake-up
+ * lost to a 2 s poll would show there), actions completed per second, and the database's work and CPU
+ * per action. Target: the multi-process p50 ingest -> completed within 1.5x of the single process.
+ *
+ *   npm run bench:scale                 # BENCH_RATE=100 events/s, BENCH_DURATION=10 s after BENCH_WARMUP=5 s
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
+import { actionPhase, databaseWork, percentile, workPerAction, type ActionPhase } from './lib/action-load.ts';
+import { cpuSnapshot } from './lib/cpu-usage.ts';
+import { startDeployment } from './lib/deployment.ts';
+import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
+import { seedWebhooks } from './lib/seed.ts';
+
+// Under one process's capacity on a small machine: the comparison is of latency at the same load.
+const RATE = Number(process.env.BENCH_RATE ?? 100);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+if (!(await postgresReachable())) {
+  console.log('scale benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
+  process.exit(0);
+}
+const model = await startFakeModel();
+model.script((request) =>
+  toolResults(request).length > 0 ? { text: 'done' } : { toolCalls: [{ name: 'echo', arguments: { text: 'hello' } }] },
+);
+
+interface Measured {
+  result: ActionPhase;
+  commits: number;
+  rowsWritten: number;
+  postgresCpuMs: number;
+}
+
+/** One deployment on a fresh database: seeded, warmed up, then measured. */
+async function measure(deploy: (env: Record<string, string>) => Promise<{ urls: string[]; stop: () => Promise<void> }>): Promise<Measured> {
+  const database = await benchDatabase('postgres');
+  try {
+    const env: Record<string, string> = {
+      ...(process.env as Record<string, string>),
+      ...database.env,
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'warn',
+      ENCRYPTION_MASTER_KEY: 'bench-master-key-0123456789abcdef0123456789',
+      RATE_LIMIT_REDIS_URL: REDIS_URL,
+      ...model.env,
+      WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000',
+      TOOL_MODULES: join(import.meta.dirname, 'lib', 'echo-tool.ts'),
+    };
+    const webhooks = await seedWebhooks(env, { orgs: 50, webhooksPerOrg: 10, tool: 'echo' });
+    const deployment = await deploy(env);
+    const db = new pg.Client({ connectionString: database.env.DATABASE_URL });
+    await db.connect();
+    try {
+      await actionPhase({ urls: deployment.urls, webhooks, rate: RATE, seconds: WARMUP, db });
+      const before = { work: await databaseWork(db), cpu: cpuSnapshot(process.pid) };
+      const result = await actionPhase({ urls: deployment.urls, webhooks, rate: RATE, seconds: DURATION, db });
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
+      const work = workPerAction(before.work, await databaseWork(db), result.completed);
+      const cpu = cpuSnapshot(process.pid);
+      const postgresCpuMs = before.cpu && cpu ? ((cpu.postgres - before.cpu.postgres) * 1000) / result.completed : NaN;
+      return { result, commits: work.commits, rowsWritten: work.rowsWritten, postgresCpuMs };
+    } finally {
+      await db.end();
+      await deployment.stop();
+    }
+  } finally {
+    await database.drop();
+  }
+}
+
+function report(label: string, { result, commits, rowsWritten, postgresCpuMs }: Measured) {
+  const slow = result.toCompleted.filter((ms) => ms > 1000).length;
+  console.log(`${label}`);
+  console.log(
+    `  actions completed   : ${fmt(result.throughput)}/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished; ${result.failures} posts not accepted)`,
+  );
+  console.log(`  ingest -> running   : p50 ${percentile(result.toRunning, 50)} ms  p99 ${percentile(result.toRunning, 99)} ms`);
+  console.log(
+    `  ingest -> completed : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  max ${result.toCompleted.at(-1)} ms; over 1 s: ${slow} (${((100 * slow) / Math.max(1, result.completed)).toFixed(1)}%)`,
+  );
+  console.log(
+    `  database per action : ${commits.toFixed(1)} commits, ${rowsWritten.toFixed(1)} rows written, ${postgresCpuMs.toFixed(2)} ms of PostgreSQL CPU`,
+  );
+}
+
+try {
+  console.log(
+    `scale benchmark: ${RATE} events/s for ${DURATION} s (after ${WARMUP} s of warm-up), PostgreSQL + Redis limits, model answering at once, node ${process.version}`,
+  );
+  const single = await measure(async (env) => {
+    const service = await startService(env);
+    return { urls: [service.url], stop: service.stop };
+  });
+  report('1 process (serve with workers):', single);
+  const multi = await measure(async (env) => {
+    const deployment = await startDeployment({
+      env,
+      serves: 2,
+      workers: 2,
+      logFile: join(mkdtempSync(join(tmpdir(), 'ap-scale-')), 'processes.log'),
+    });
+    return { urls: deployment.serves.map((serve) => serve.url!), stop: () => deployment.stop() };
+  });
+  report('2 serve (RUN_WORKERS=false) + 2 worker processes, posts round-robin over the serves:', multi);
+  const ratio = percentile(multi.result.toCompleted, 50) / percentile(single.result.toCompleted, 50);
+  console.log(`multi-process p50 ingest -> completed = ${ratio.toFixed(2)}x the single process (target <= 1.5x)`);
+} finally {
+  await model.close();
+}

@@ -1,0 +1,41 @@
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+
+/** Work waiting and leases held, across the whole deployment (every process reads the same rows). */
+export const opsRepo = {
+  /** Pending callbacks: due now (being sent or waiting for a slot) and waiting for a retry; from the due index. */
+  callbackBacklog: async (db: Kysely<DB>) => {
+    const row = await db
+      .selectFrom('callbackDeliveries')
+      .where('status', '=', 'pending')
+      .select([
+        sql<string>`count(*) filter (where next_attempt_at <= now())`.as('due'),
+        sql<string>`count(*) filter (where next_attempt_at > now())`.as('scheduled'),
+        sql<number | null>`extract(epoch from now() - min(next_attempt_at))`.as('oldestDueSeconds'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { due: Number(row.due), scheduled: Number(row.scheduled), oldestDueSeconds: Math.max(0, Number(row.oldestDueSeconds ?? 0)) };
+  },
+
+  /** Leases on running actions and on email notifications being processed: held, and lapsed but not yet taken over. */
+  leases: async (db: Kysely<DB>) => {
+    const count = (name: string, lapsed: boolean) =>
+      sql<string>`count(*) filter (where lease_expires_at ${sql.raw(lapsed ? '<=' : '>')} now())`.as(name);
+    const [actions, notifications] = await Promise.all([
+      db
+        .selectFrom('actions')
+        .where('status', '=', 'running')
+        .select([count('held', false), count('lapsed', true)])
+        .executeTakeFirstOrThrow(),
+      db
+        .selectFrom('emailNotifications')
+        .where('status', '=', 'received')
+        .select([count('held', false), count('lapsed', true)])
+        .executeTakeFirstOrThrow(),
+    ]);
+    return {
+      action_run: { held: Number(actions.held), lapsed: Number(actions.lapsed) },
+      email_notification: { held: Number(notifications.held), lapsed: Number(notifications.lapsed) },
+    };
+  },
+};
