@@ -16,6 +16,7 @@ import { benchDatabase, fmt, postgresReachable, startService } from './lib/harne
 import { seedWebhooks } from './lib/seed.ts';
 import { actionPhase, databaseWork, percentile, workPerAction } from './lib/action-load.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
+import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
 
 // 10% above the 200 actions/s target: completions can only show the target met when more is offered.
 const RATE = Number(process.env.BENCH_RATE ?? 220);
@@ -33,13 +34,18 @@ model.script((request) =>
 );
 const database = await benchDatabase('postgres');
 try {
-  const env = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development' };
+  // The seed checks the agents' tools against the registry: it loads the echo tool too.
+  const env = {
+    ...database.env,
+    ENCRYPTION_MASTER_KEY: MASTER_KEY,
+    NODE_ENV: 'development',
+    TOOL_MODULES: join(import.meta.dirname, 'lib', 'echo-tool.ts'),
+  };
   const webhooks = await seedWebhooks(env, { orgs: 50, webhooksPerOrg: 10, tool: 'echo' });
   const service = await startService({
     ...env,
     ...model.env,
     WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000',
-    TOOL_MODULES: join(import.meta.dirname, 'lib', 'echo-tool.ts'),
     ...(process.env.ACTION_CONCURRENCY ? { ACTION_CONCURRENCY: process.env.ACTION_CONCURRENCY } : {}),
   });
   const db = new pg.Client({ connectionString: database.env.DATABASE_URL });
@@ -54,7 +60,9 @@ try {
       `warm-up (not counted) : ${fmt(warm.throughput).padStart(6)} actions/s  p50 ${percentile(warm.toCompleted, 50)} ms  p99 ${percentile(warm.toCompleted, 99)} ms  (${warm.completed} completed)`,
     );
     const workBefore = await databaseWork(db);
+    const cpuBefore = cpuSnapshot(service.pid);
     const result = await phase(DURATION);
+    const cpuAfter = cpuSnapshot(service.pid);
     await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
     const work = workPerAction(workBefore, await databaseWork(db), result.completed);
     console.log(
@@ -69,6 +77,12 @@ try {
     console.log(
       `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,
     );
+    if (cpuBefore && cpuAfter) {
+      const cpu = cpuPerRequest(cpuBefore, cpuAfter, result.completed);
+      console.log(
+        `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms; machine idle ${cpu.idlePercent}% (the client and the model share it)`,
+      );
+    }
     await service.stop();
     // The database's own capacity on this machine now: single-row inserts, as in bench:ingest.
     const tps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');

@@ -6,6 +6,9 @@ import type { JobRunner } from '../../jobs/job-runner.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { opsRepo } from './ops.repo.ts';
 
+/** One series of a gauge: its labels and value. */
+type Series = [Record<string, string>, number];
+
 export type DependencyName = 'database' | 'redis' | 'queue';
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -59,62 +62,64 @@ export function createOpsService(deps: {
   metrics: Metrics;
   logger: Pick<Logger, 'warn'>;
 }) {
-  const registers = [deps.metrics.registry];
   const backlog = sharedWithin(1000, () => deps.jobs.backlog());
   const callbackBacklog = sharedWithin(1000, () => opsRepo.callbackBacklog(deps.db));
-  new Gauge({
-    name: 'job_queue_jobs',
-    help: 'Unfinished jobs per queue and state (queued = due now, deferred = waiting for a later time, active = being worked)',
-    labelNames: ['queue', 'state'] as const,
-    registers,
-    async collect() {
-      this.reset();
-      for (const row of await backlog()) {
-        for (const state of ['queued', 'deferred', 'active'] as const) this.set({ queue: row.queue, state }, row[state]);
-      }
-    },
-  });
-  new Gauge({
-    name: 'job_queue_oldest_queued_seconds',
-    help: 'Age of the oldest job per queue that is due and not yet fetched',
-    labelNames: ['queue'] as const,
-    registers,
-    async collect() {
-      this.reset();
-      for (const row of await backlog()) this.set({ queue: row.queue }, row.oldestQueuedSeconds);
-    },
-  });
-  new Gauge({
-    name: 'callback_backlog',
-    help: 'Pending callbacks: due now (in flight or waiting for a slot) and scheduled for a retry',
-    labelNames: ['state'] as const,
-    registers,
-    async collect() {
+  /**
+   * A gauge whose series are read from the database at each scrape. A failed read leaves the gauge
+   * empty for that scrape (its series absent), so that /metrics still answers while the database is down.
+   */
+  const databaseGauge = (name: string, help: string, labelNames: string[], read: () => Promise<Series[]>) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [deps.metrics.registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const [labels, value] of await read()) this.set(labels, value);
+        } catch (error) {
+          deps.logger.warn({ err: error, metric: name }, 'could not read a metric from the database');
+        }
+      },
+    });
+  databaseGauge(
+    'job_queue_jobs',
+    'Unfinished jobs per queue and state (queued = due now, deferred = waiting for a later time, active = being worked)',
+    ['queue', 'state'],
+    async () =>
+      (await backlog()).flatMap((row) =>
+        (['queued', 'deferred', 'active'] as const).map((state) => [{ queue: row.queue, state }, row[state]] as Series),
+      ),
+  );
+  databaseGauge('job_queue_oldest_queued_seconds', 'Age of the oldest job per queue that is due and not yet fetched', ['queue'], async () =>
+    (await backlog()).map((row) => [{ queue: row.queue }, row.oldestQueuedSeconds]),
+  );
+  databaseGauge(
+    'callback_backlog',
+    'Pending callbacks: due now (in flight or waiting for a slot) and scheduled for a retry',
+    ['state'],
+    async () => {
       const pending = await callbackBacklog();
-      this.set({ state: 'due' }, pending.due);
-      this.set({ state: 'scheduled' }, pending.scheduled);
+      return [
+        [{ state: 'due' }, pending.due],
+        [{ state: 'scheduled' }, pending.scheduled],
+      ];
     },
-  });
-  new Gauge({
-    name: 'callback_oldest_due_seconds',
-    help: 'How long the oldest pending callback has been due',
-    registers,
-    async collect() {
-      this.set((await callbackBacklog()).oldestDueSeconds);
-    },
-  });
-  new Gauge({
-    name: 'leases',
-    help: 'Leases on running actions and on email notifications being processed: held, and lapsed (their holder died; a worker takes them over)',
-    labelNames: ['kind', 'state'] as const,
-    registers,
-    async collect() {
-      for (const [kind, counts] of Object.entries(await opsRepo.leases(deps.db))) {
-        this.set({ kind, state: 'held' }, counts.held);
-        this.set({ kind, state: 'lapsed' }, counts.lapsed);
-      }
-    },
-  });
+  );
+  databaseGauge('callback_oldest_due_seconds', 'How long the oldest pending callback has been due', [], async () => [
+    [{}, (await callbackBacklog()).oldestDueSeconds],
+  ]);
+  databaseGauge(
+    'leases',
+    'Leases on running actions and on email notifications being processed: held, and lapsed (their holder died; a worker takes them over)',
+    ['kind', 'state'],
+    async () =>
+      Object.entries(await opsRepo.leases(deps.db)).flatMap(([kind, counts]) => [
+        [{ kind, state: 'held' }, counts.held] as Series,
+        [{ kind, state: 'lapsed' }, counts.lapsed] as Series,
+      ]),
+  );
 
   return {
     /** Each dependency's state ('ok' or what fails); ready when every one is ok and the process is not draining. */
