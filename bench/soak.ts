@@ -1,7 +1,8 @@
 /**
  * The soak: 2 `serve` + 2 `worker` processes on PostgreSQL with Redis limits, a steady signed load
  * (external ids sent twice, some at once; `ask` tool calls approved by the script; a callback
- * receiver answering 500 to 10%), and a random process SIGKILLed and restarted every few seconds.
+ * receiver answering 500 to 10%), and a random process stopped and restarted every few seconds: by
+ * SIGKILL, or one time in three by SIGTERM (which must drain and exit 0).
  * At the end: 0 lost, 0 duplicates, 0 side effects done twice, every action final, callbacks in
  * order, no lease left. Exits 1 when a check fails.
  *

@@ -67,17 +67,29 @@ export async function startDeployment(options: { env: Record<string, string>; se
   return {
     processes,
     serves: processes.filter((p) => p.kind === 'serve'),
-    /** SIGKILL, then start it again (a serve on its port, once ready). */
-    async killAndRestart(process_: DeployedProcess, downMs: number): Promise<void> {
+    /**
+     * Stops it with `signal` (SIGTERM: it drains, and is SIGKILLed after `graceMs`), then starts it
+     * again (a serve on its port, once ready). Returns how it exited: its code, or the signal that ended it.
+     */
+    async restart(
+      process_: DeployedProcess,
+      options: { signal: 'SIGKILL' | 'SIGTERM'; downMs: number; graceMs?: number },
+    ): Promise<number | string> {
       const child = process_.child!;
       process_.up = false;
+      let exit: number | string = 'not running';
       if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGKILL');
-        await exited;
+        const exited = new Promise<number | string>((resolve) =>
+          child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+        );
+        child.kill(options.signal);
+        const timer = setTimeout(() => child.kill('SIGKILL'), options.graceMs ?? 30_000);
+        exit = await exited;
+        clearTimeout(timer);
       }
-      await new Promise((resolve) => setTimeout(resolve, downMs));
+      await new Promise((resolve) => setTimeout(resolve, options.downMs));
       await start(process_);
+      return exit;
     },
     /** SIGTERM to each (they drain), then SIGKILL whatever is left after `graceMs`. */
     async stop(graceMs = 30_000): Promise<void> {

@@ -15,7 +15,7 @@ export interface SoakOptions {
   durationSeconds: number;
   /** New external ids per second (some are sent twice). */
   rate: number;
-  /** A random process is SIGKILLed and restarted this often. */
+  /** A random process is stopped (SIGKILL, or one time in three SIGTERM) and restarted this often. */
   killEverySeconds: number;
   serves: number;
   workers: number;
@@ -30,6 +30,8 @@ export interface SoakOptions {
 export interface SoakReport {
   figures: SoakFigure[];
   kills: string[];
+  /** Graceful stops, each with how the process exited (0 when it drained). */
+  terms: Array<{ name: string; exit: number | string }>;
   ok: boolean;
   logFile: string;
 }
@@ -76,6 +78,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   };
   const deployment = await startDeployment({ env, serves: options.serves, workers: options.workers, logFile });
   const kills: string[] = [];
+  const terms: Array<{ name: string; exit: number | string }> = [];
   try {
     // The org, its admin and its webhooks, made as an operator would: CLI, then the API.
     for (const args of [
@@ -123,7 +126,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const sender = createSender({ serves: deployment.serves, webhooks, askShare: 0.2, twiceShare: 0.1, concurrentShare: 0.05 });
     const approver = createApprover({ serves: deployment.serves, token, org: 'soak' });
     print(
-      `soak: ${options.serves} serve + ${options.workers} worker processes on PostgreSQL with Redis limits; ${options.rate} external ids/s for ${options.durationSeconds} s; a SIGKILL every ${options.killEverySeconds} s; receiver answers 500 to 10%`,
+      `soak: ${options.serves} serve + ${options.workers} worker processes on PostgreSQL with Redis limits; ${options.rate} external ids/s for ${options.durationSeconds} s; a process stopped every ${options.killEverySeconds} s (SIGKILL, or SIGTERM one time in three) and restarted; receiver answers 500 to 10%`,
     );
 
     let loadRunning = true;
@@ -148,14 +151,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         await new Promise((resolve) => setTimeout(resolve, 300));
       }
     })();
+    // Most stops are crashes (SIGKILL); one in three is a deploy's graceful stop (SIGTERM), which must drain and exit 0.
     const killing = (async () => {
       while (loadRunning) {
         await new Promise((resolve) => setTimeout(resolve, options.killEverySeconds * 1000));
         if (!loadRunning) break;
         const victim = deployment.processes[Math.floor(Math.random() * deployment.processes.length)]!;
-        kills.push(victim.name);
-        print(`  ${new Date().toISOString().slice(11, 19)} SIGKILL ${victim.name}`);
-        await deployment.killAndRestart(victim, 300 + Math.random() * 700);
+        const signal = Math.random() < 1 / 3 ? 'SIGTERM' : 'SIGKILL';
+        print(`  ${new Date().toISOString().slice(11, 19)} ${signal} ${victim.name}`);
+        const exit = await deployment.restart(victim, { signal, downMs: 300 + Math.random() * 700 });
+        if (signal === 'SIGKILL') kills.push(victim.name);
+        else terms.push({ name: victim.name, exit });
       }
     })();
     await Promise.all([load, approving, killing]);
@@ -174,9 +180,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       `after ${((Date.now() - settleStart) / 1000).toFixed(1)} s: ${state.actions} actions moving, ${state.approvals} awaiting approval, ${state.callbacks} callbacks pending; ${approver.approved} approvals given`,
     );
     const figures = await checkSoak(admin, sender.sent, receiver.receipts, { jobsSchema: 'pgboss' });
-    figures.unshift({ name: 'processes killed (SIGKILL)', value: kills.length, ok: true });
+    const undrained = terms.filter((term) => term.exit !== 0).length;
+    figures.unshift(
+      { name: 'processes killed (SIGKILL)', value: kills.length, ok: true },
+      { name: 'processes stopped (SIGTERM)', value: terms.length, ok: true },
+      { name: 'SIGTERM stops that did not drain and exit 0 within 30 s', value: undrained, ok: undrained === 0 },
+    );
     for (const figure of figures) print(`  ${figure.ok ? 'ok  ' : 'FAIL'} ${figure.name}: ${figure.value}`);
-    return { figures, kills, ok: figures.every((figure) => figure.ok), logFile };
+    return { figures, kills, terms, ok: figures.every((figure) => figure.ok), logFile };
   } finally {
     await deployment.stop();
     await admin.end();
