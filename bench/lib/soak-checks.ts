@@ -127,15 +127,17 @@ export async function checkSoak(
   }
   figure('callbacks received before an earlier one of their action and endpoint', outOfOrder);
 
-  // Leases: nothing held by a dead process, no job left active.
+  // Leases: nothing held by a dead process.
   const { rows: leases } = await db.query<{ actions: number; notifications: number; jobs: number }>(
     `select
        (select count(*)::int from actions where status = 'running') as actions,
        (select count(*)::int from email_notifications where lease_expires_at is not null) as notifications,
-       (select count(*)::int from ${options.jobsSchema}.job where state = 'active' and name = 'actions.run') as jobs`,
+       (select count(*)::int from ${options.jobsSchema}.job where state = 'active') as jobs`,
   );
   figure('action leases left after quiescence', leases[0]!.actions);
   figure('email notification leases left after quiescence', leases[0]!.notifications);
-  figure('run jobs left active after quiescence', leases[0]!.jobs);
+  // Runs are claimed from the actions table (their leases are counted above); a queue job a killed
+  // worker held stays active until its own expiry, and blocks nothing meanwhile.
+  figure('queue jobs active at the end (cron and email jobs; each lapses at its expiry)', leases[0]!.jobs, false);
   return figures;
 }

@@ -44,7 +44,7 @@ import { createSendEmail } from './features/email/send-email.ts';
 import { emailJobHandlers } from './features/email/email.jobs.ts';
 import { createApprovalsService } from './features/actions/approvals.service.ts';
 import { createActionRunner } from './features/actions/action-runner.ts';
-import { createRunRecovery } from './features/actions/run-recovery.ts';
+import { createRunDispatcher } from './features/actions/run-dispatcher.ts';
 import { createModelCredentialsService } from './features/agents/model-credentials.service.ts';
 import { createModelResolver } from './features/agents/model-provider.ts';
 import { createToolPreferencesService } from './features/actions/tool-preferences.service.ts';
@@ -144,6 +144,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
 
   // After a transition that may have written callbacks commits: the dispatchers wake up.
   const announce = () => bus.signal(BUS_TOPICS.callbacks);
+  // After runnable actions commit: the run dispatchers of every process claim them.
+  const wakeRunners = () => bus.signal(BUS_TOPICS.actionRuns);
   const callbacks = createCallbacksService({
     db,
     box,
@@ -171,7 +173,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const pipeline = createDeliveryPipeline({ db, cache: ingestCache, clock });
   const writer = createDeliveryWriter({
     db,
-    jobs,
+    wakeRunners,
     metrics,
     clock,
     maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency,
@@ -223,7 +225,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       db,
       box,
       mail,
-      jobs,
+      wakeRunners,
       limits: {
         maxAttachmentBytes: config.email.maxAttachmentBytes,
         maxAttachments: config.email.maxAttachments,
@@ -247,6 +249,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const runner = createActionRunner({
     db,
     jobs,
+    wakeRunners,
     tools,
     logger,
     clock,
@@ -261,21 +264,29 @@ export async function createContainer(config: Config, options: ContainerOptions 
       modelMaxRetries: config.model.maxRetries,
     },
   });
-  const recovery = createRunRecovery({ db, jobs, clock, leaseMs: config.actions.leaseMs });
+  const runDispatcher = createRunDispatcher({
+    db,
+    runner,
+    concurrency: config.actions.concurrency,
+    leaseMs: config.actions.leaseMs,
+    pollMs: config.jobs.pollMs,
+    metrics,
+    logger,
+  });
+  bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());
   const agentServices = {
     documents,
     runner,
-    approvals: createApprovalsService({ db, jobs, announce, clock }),
+    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock }),
     toolPreferences: createToolPreferencesService({ db, tools }),
     modelCredentials: createModelCredentialsService({ db, box }),
   };
 
-  let stalledRunsTimer: NodeJS.Timeout | undefined;
   // Each feature registers the handlers of its queues.
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
     ...ingestJobHandlers(webhookServices),
-    ...actionsJobHandlers({ runner, recovery, approvals: agentServices.approvals }),
+    ...actionsJobHandlers({ approvals: agentServices.approvals }),
     ...emailJobHandlers({ notifications: emailNotifications, deliveryEvents }),
   };
 
@@ -307,23 +318,14 @@ export async function createContainer(config: Config, options: ContainerOptions 
       if (workers) {
         await jobs.work(jobHandlers, {
           concurrency: {
-            'actions.run': config.actions.concurrency,
             'email.process': config.email.concurrency,
             'email.lookup-message-id': config.email.concurrency,
           },
         });
-        // Actions a stopped process was running resume once their lease lapses.
-        await recovery.resumeAbandoned({ includeLive: true });
+        // Actions: queued ones, and those a stopped process was running once their lease lapses.
+        runDispatcher.start();
         // Notifications a stopped process was processing are taken over once their lease lapses.
         await emailNotifications.recover({ atStart: true });
-        // Run jobs a dead process fetched but never started are handed back within three quarters of a lease.
-        stalledRunsTimer = setInterval(
-          () => {
-            recovery.handBackStalledRuns().catch((error) => logger.warn({ err: error }, 'could not hand back stalled action runs'));
-          },
-          Math.max(1000, config.actions.leaseMs / 4),
-        );
-        stalledRunsTimer.unref();
         dispatcher.start();
       }
     },
@@ -335,9 +337,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
 
     async close() {
       draining = true;
-      clearInterval(stalledRunsTimer);
       await writer.drain();
-      runner.stop();
+      await runDispatcher.stop(10_000);
       await dispatcher.stop();
       httpAgents.destroy();
       await jobs.stop();

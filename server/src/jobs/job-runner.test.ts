@@ -46,7 +46,7 @@ describe('job runner', () => {
 
 // Two processes on one PostgreSQL (on PGlite there is one process per database).
 describe.skipIf(process.env.TEST_DB !== 'postgres')('wake-ups across processes', () => {
-  it('a job committed by a process without workers starts at once in another process, not at its next poll', async () => {
+  it('an action committed by a process without workers starts at once in another process, not at its next poll', async () => {
     const model = await startFakeModel();
     model.script(() => ({ text: 'Done.' }));
     const serve = await startTestApp({ ...model.env }, { workers: false });

@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
-import { captureEmbeddedInsert, type EmbeddedInsert } from './embedded-insert.ts';
 import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
 
 export interface JobRunner {
@@ -16,14 +15,6 @@ export interface JobRunner {
   notify(queue: QueueName, jobs?: number): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<DB>; startAfter?: Date }): Promise<string | null>;
-  /** Many jobs of one queue in one statement; with `trx`, inside that transaction. */
-  enqueueMany<Q extends QueueName>(queue: Q, payloads: Array<JobPayload<Q>>, options?: { trx?: Kysely<DB> }): Promise<void>;
-  /** Jobs of a queue that some process fetched over `seconds` ago and has not settled: their holder may be dead. */
-  activeLongerThan(queue: QueueName, seconds: number): Promise<StalledJob[]>;
-  /** Fails these attempts (only while they are still the active attempt), so that the queue's retry runs them again. */
-  handBack(queue: QueueName, jobs: StalledJob[], reason: string): Promise<void>;
-  /** pg-boss's insert of a queue's jobs, to embed in a statement of ours (see embedded-insert.ts); undefined when it cannot be. */
-  embeddedInsert(queue: QueueName): EmbeddedInsert | undefined;
   /** Throws unless the queue is started and its tables answer. */
   ping(): Promise<void>;
   /** Per queue, jobs waiting now (and the oldest one's age), waiting for a later time, and being worked. */
@@ -39,23 +30,6 @@ export interface QueueBacklog {
   oldestQueuedSeconds: number;
 }
 
-export interface StalledJob {
-  id: string;
-  retryCount: number;
-  data: unknown;
-}
-
-/** The options every job of a queue is inserted with. */
-function jobOptionsOf(queue: QueueName) {
-  const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = jobQueues[queue].options as {
-    retryLimit?: number;
-    retryDelay?: number;
-    retryBackoff?: boolean;
-    expireInSeconds?: number;
-  };
-  return { retryLimit, retryDelay, retryBackoff, expireInSeconds };
-}
-
 export function createJobRunner(deps: {
   boss: ConstructorOptions;
   logger: Logger;
@@ -68,7 +42,6 @@ export function createJobRunner(deps: {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
   const pumps = new Map<QueueName, QueuePump>();
-  const embeddedInserts = new Map<QueueName, EmbeddedInsert>();
   // One mechanism for every queue: this process's workers hear the signal at once, other processes' within the bus's window.
   const wake = (queue: QueueName) => deps.bus.signal(jobsTopic(queue));
   let started = false;
@@ -83,8 +56,6 @@ export function createJobRunner(deps: {
         // looks the queue up on pg-boss's own connection; on PGlite (one connection, one lock) that
         // waits for the lock the transaction holds, for ever.
         await boss.findJobs(name, { id: '00000000-0000-0000-0000-000000000000' });
-        const embedded = await captureEmbeddedInsert(boss, name, jobOptionsOf(name as QueueName));
-        if (embedded) embeddedInserts.set(name as QueueName, embedded);
       }
       started = true;
     },
@@ -130,35 +101,6 @@ export function createJobRunner(deps: {
     notify(queue, jobs = 1) {
       if (jobs > 0) wake(queue);
     },
-
-    async enqueueMany(queue, payloads, options = {}) {
-      if (!started) throw new Error('The job runner is not started');
-      const jobs = payloads.map((payload) => ({ data: jobQueues[queue].payload.parse(payload), ...jobOptionsOf(queue) }));
-      await boss.insert(queue, jobs, { db: options.trx ? fromKysely(options.trx) : undefined });
-      if (!options.trx) wake(queue);
-    },
-
-    async activeLongerThan(queue, seconds) {
-      // Active jobs are few (at most each worker's concurrency), and the queue name picks the partition.
-      const { rows } = await boss
-        .getDb()
-        .executeSql(
-          `select id, retry_count as "retryCount", data from ${schema}.job where name = $1 and state = 'active' and started_on < now() - make_interval(secs => $2)`,
-          [queue, seconds],
-        );
-      return rows as StalledJob[];
-    },
-
-    async handBack(queue, jobs, reason) {
-      if (jobs.length > 0)
-        await boss.fail(
-          queue,
-          jobs.map(({ id, retryCount }) => ({ id, retryCount })),
-          { message: reason },
-        );
-    },
-
-    embeddedInsert: (queue) => embeddedInserts.get(queue),
 
     async ping() {
       if (!started) throw new Error('the job queue is not started');

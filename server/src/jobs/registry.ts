@@ -17,18 +17,6 @@ export const jobQueues = {
     options: { retryLimit: 2, expireInSeconds: 300 },
     cron: '17 * * * *',
   },
-  /** Runs one action with its agent until it completes, fails or waits for approval. */
-  'actions.run': {
-    payload: z.object({ actionId: z.uuid() }),
-    // Runs are long (model calls); the action's own lease, not the job's expiry, detects a dead runner.
-    options: { retryLimit: 3, retryDelay: 5, retryBackoff: true, expireInSeconds: 3600 },
-  },
-  /** Resumes running actions whose runner died (lease lapsed); every minute, and when a worker starts. */
-  'actions.recover': {
-    payload: z.object({}).passthrough(),
-    options: { retryLimit: 1, expireInSeconds: 300 },
-    cron: '* * * * *',
-  },
   /** Expires a staged tool call that nobody decided by its deadline (scheduled for that moment). */
   'approvals.expire': {
     payload: z.object({ toolCallRowId: z.uuid() }),

@@ -18,6 +18,8 @@ export const BUS_TOPICS = {
   actionRule: 'action-rule',
   /** Callbacks are due now: the dispatchers look (a signal, no key). */
   callbacks: 'callbacks',
+  /** Runnable actions were committed (or a lease given up): the run dispatchers claim (a signal, no key). */
+  actionRuns: 'action-runs',
   /**
    * Ledger rows or approvals of an org changed (key: JSON `{ org, kind, ids }`). Sent by the
    * database's triggers on commit (migration 0011), never by a process: features/events streams them.

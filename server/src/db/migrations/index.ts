@@ -10,6 +10,7 @@ import * as userModelUsage from './0008_user_model_usage.ts';
 import * as email from './0009_email.ts';
 import * as emailMessages from './0010_email_messages.ts';
 import * as orgEvents from './0011_org_events.ts';
+import * as actionRunQueue from './0012_action_run_queue.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '0009_email': email,
   '0010_email_messages': emailMessages,
   '0011_org_events': orgEvents,
+  '0012_action_run_queue': actionRunQueue,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
-import { claimForRun, transition } from './lifecycle.ts';
+import { transition } from './lifecycle.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
@@ -15,7 +15,17 @@ import { callModel, ModelCallError, modelTools } from './model-step.ts';
 import { messageRow, runStore } from './run-store.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { runToolCall } from './tool-execution.ts';
-import { ActionFailure, decideCall, eventMessage, instructionsOf, type Message, planTools, type Run, toRow } from './run-context.ts';
+import {
+  ActionFailure,
+  decideCall,
+  eventMessage,
+  instructionsOf,
+  type Message,
+  planTools,
+  type Run,
+  type RunContext,
+  toRow,
+} from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /**
@@ -27,7 +37,9 @@ import type { Clock } from '../../lib/clock.ts';
  */
 export function createActionRunner(deps: {
   db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
+  /** Runnable actions were committed (or a lease given up): the run dispatchers of every process claim now. */
+  wakeRunners: () => void;
   tools: ToolRegistry;
   resolveModel: ModelResolver;
   defaultProvider: ModelProvider;
@@ -63,10 +75,9 @@ export function createActionRunner(deps: {
     if (callbacks > 0) deps.announce();
   }
 
-  /** Loads what a run needs; a new run opens its conversation, a resumed one reads it back. */
-  async function begin(actionId: string, signal: AbortSignal): Promise<Run | undefined> {
-    const context = await actionsRepo.runContext(db, actionId, deps.defaultProvider);
-    if (!context) return undefined;
+  /** Sets a run up from its context; a new run opens its conversation, a resumed one reads it back. */
+  async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {
+    const actionId = context.id;
     if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
     if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
     const plans = planTools(deps.tools, context);
@@ -237,9 +248,9 @@ export function createActionRunner(deps: {
     }
   }
 
-  async function drive(actionId: string, signal: AbortSignal): Promise<void> {
-    const run = await begin(actionId, signal);
-    if (!run) return;
+  async function drive(context: RunContext, signal: AbortSignal): Promise<void> {
+    const actionId = context.id;
+    const run = await begin(context, signal);
     for (;;) {
       // Between steps everything done is stored: the place to hand over to another process.
       if (stopping.signal.aborted) throw new RunHandedOver();
@@ -262,25 +273,34 @@ export function createActionRunner(deps: {
     }
   }
 
-  /** Releases the lease and queues the run again, which a worker of another process takes at once. */
+  /** Gives up the lease, so that a worker of another process claims the action at once (woken now). */
   async function handOver(actionId: string): Promise<void> {
     await actionsRepo.releaseLease(db, actionId);
-    await deps.jobs.enqueue('actions.run', { actionId });
+    deps.wakeRunners();
     deps.logger.info({ actionId }, 'the process is stopping: action handed over to another worker');
   }
 
   return {
     /**
      * The process is stopping: every run stops at its next safe point (a model call is abandoned,
-     * a tool call finishes and is stored) and hands its action over; its job then completes.
+     * a tool call finishes and is stored) and hands its action over.
      */
     stop(): void {
       stopping.abort();
     },
 
-    /** Runs the action until it completes, fails, or waits for a human. Safe to call for any action in any state. */
-    async run(actionId: string): Promise<void> {
-      if (!(await claimForRun(db, actionId, deps.limits.leaseMs))) return;
+    /** What the runs of these claimed actions need, in one read (an action since deleted is missing). */
+    async contexts(actionIds: string[]): Promise<Map<string, RunContext>> {
+      const rows = actionIds.length === 0 ? [] : await actionsRepo.runContexts(db, actionIds, deps.defaultProvider);
+      return new Map(rows.map((row) => [row.id, row]));
+    },
+
+    /**
+     * Runs an action this process claimed (claimRunnable) until it completes, fails, or waits for a
+     * human, renewing the lease meanwhile.
+     */
+    async runClaimed(context: RunContext): Promise<void> {
+      const actionId = context.id;
       const controller = new AbortController();
       const renew = setInterval(
         () => {
@@ -292,7 +312,7 @@ export function createActionRunner(deps: {
       );
       renew.unref();
       try {
-        await drive(actionId, controller.signal);
+        await drive(context, controller.signal);
       } catch (error) {
         if (isUniqueViolation(error)) {
           deps.logger.warn({ actionId }, 'another runner continued this action; stopping');

@@ -71,7 +71,7 @@ export const actionsRepo = {
    * The action keeps the ids it was created with; `agentId` and `runAsUserId` are null here when
    * that agent or user no longer exists.
    */
-  runContext: (db: Kysely<DB>, actionId: string, defaultProvider: ModelProvider) =>
+  runContexts: (db: Kysely<DB>, actionIds: string[], defaultProvider: ModelProvider) =>
     db
       .selectFrom('actions as a')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
@@ -116,23 +116,8 @@ export const actionsRepo = {
             .select('c.apiKeyEncrypted')
             .as('orgApiKeyEncrypted'),
       ])
-      .where('a.id', '=', actionId)
-      .executeTakeFirst(),
-
-  /** Which of these actions are still queued (no runner has claimed them). */
-  /** Those of the actions that a live runner holds now (running, lease not lapsed). */
-  heldAmong: async (db: Kysely<DB>, actionIds: string[]): Promise<string[]> =>
-    actionIds.length === 0
-      ? []
-      : (
-          await db
-            .selectFrom('actions')
-            .select('id')
-            .where('id', 'in', actionIds)
-            .where('status', '=', 'running')
-            .where('leaseExpiresAt', '>', sql<Date>`now()`)
-            .execute()
-        ).map((row) => row.id),
+      .where('a.id', 'in', actionIds)
+      .execute(),
 
   /** Renews a runner's lease (on the database's clock, like the claim). */
   renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>
@@ -146,19 +131,4 @@ export const actionsRepo = {
   /** Gives up a runner's lease at once (its process is stopping): another runner may claim the action now. */
   releaseLease: (db: Kysely<DB>, actionId: string) =>
     db.updateTable('actions').set({ leaseExpiresAt: null }).where('id', '=', actionId).where('status', '=', 'running').execute(),
-
-  /**
-   * Running actions whose runner stopped renewing its lease (its process died), or with
-   * `includeLive` all running ones, each with the milliseconds until its lease lapses.
-   */
-  running: (db: Kysely<DB>, options: { includeLive: boolean }) =>
-    db
-      .selectFrom('actions')
-      .select(['id', sql<number>`greatest(0, extract(epoch from (lease_expires_at - now())) * 1000)::int`.as('lapsesInMs')])
-      .where('status', '=', 'running')
-      .$if(!options.includeLive, (q) =>
-        q.where((eb) => eb.or([eb('leaseExpiresAt', '<=', sql<Date>`now()`), eb('leaseExpiresAt', 'is', null)])),
-      )
-      .limit(1000)
-      .execute(),
 };

@@ -26,8 +26,10 @@ export function decisionData(row: ToolCallRow) {
  */
 export function createApprovalsService(deps: {
   db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
   announce: () => void;
+  /** An approved action is runnable again: the run dispatchers claim it (after the commit). */
+  wakeRunners: () => void;
   clock: Clock;
 }) {
   async function decide(orgId: string, actionId: string, toolCallId: string, userId: string | null, decision: Decision) {
@@ -66,7 +68,6 @@ export function createApprovalsService(deps: {
           cause: `${decided.toolName} approved`,
           data,
         });
-        await deps.jobs.enqueue('actions.run', { actionId }, { trx });
         return { decided, resumed: true, callbacks };
       }
       await toolCallsRepo.cancelStaged(trx, actionId, now);
@@ -81,7 +82,7 @@ export function createApprovalsService(deps: {
       return { decided, resumed: false, callbacks };
     });
     if (outcome.callbacks > 0) deps.announce();
-    if (outcome.resumed) deps.jobs.notify('actions.run');
+    if (outcome.resumed) deps.wakeRunners();
     return outcome.decided;
   }
 

@@ -92,28 +92,34 @@ export async function transition(db: Kysely<DB>, step: Transition): Promise<{ mo
 }
 
 const CLAIMABLE: readonly ActionStatus[] = ['queued', 'approved'];
-if (!CLAIMABLE.every((from) => canTransition(from, 'running'))) throw new IllegalTransitionError('claimForRun must follow the lifecycle');
+if (!CLAIMABLE.every((from) => canTransition(from, 'running'))) throw new IllegalTransitionError('claimRunnable must follow the lifecycle');
 
 /**
- * Takes an action for a runner, in one statement: queued or approved -> running (recorded), or a
- * running action whose runner's lease has lapsed (it died), taken over without a new event. Leases are
- * on the database's clock, so processes on different machines agree. Returns the status it had, or
- * undefined when the action is not for taking.
+ * Takes up to `limit` actions for this process's runners, in one statement: queued or approved ones,
+ * oldest first (-> running, recorded), and running ones whose runner's lease lapsed (it died) or was
+ * given up (its process stopped), taken over without a new event. Rows another process is taking are
+ * skipped, not waited for. Leases are on the database's clock, so processes on different machines
+ * agree. The actions table is the run queue: no job is written, fetched or completed per action.
  */
-export async function claimForRun(db: Kysely<DB>, actionId: string, leaseMs: number): Promise<ActionStatus | undefined> {
-  const result = await sql<{ previous: ActionStatus }>`
-    with previous as (
-      select id, status, lease_expires_at from actions where id = ${actionId} for update
+export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
+  const result = await sql<{ id: string }>`
+    with fresh as (
+      select id, status from actions where status in ('queued', 'approved') order by updated_at limit ${limit} for update skip locked
+    ), abandoned as (
+      select id, status from actions
+      where status = 'running' and (lease_expires_at is null or lease_expires_at <= now())
+      limit ${limit} for update skip locked
+    ), taken as (
+      select * from (select * from fresh union all select * from abandoned) t limit ${limit}
     ), claimed as (
       update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
-      from previous p
-      where a.id = p.id and (p.status in ('queued', 'approved') or (p.status = 'running' and (p.lease_expires_at is null or p.lease_expires_at <= now())))
-      returning a.id, a.org_id, p.status as previous
+      from taken t where a.id = t.id
+      returning a.id, a.org_id, t.status as previous
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause)
-      select ${randomUUID()}::uuid, id, org_id, 'running', case previous when 'queued' then 'picked up by a worker' else 'resumed after approval' end
+      select gen_random_uuid(), id, org_id, 'running', case previous when 'queued' then 'picked up by a worker' else 'resumed after approval' end
       from claimed where previous <> 'running'
     )
-    select previous from claimed`.execute(db);
-  return result.rows[0]?.previous;
+    select id from claimed`.execute(db);
+  return result.rows.map((row) => row.id);
 }

@@ -8,7 +8,7 @@ import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approv
 import type { ProposedCall, ToolPlan } from './model-step.ts';
 
 /** What a run of the action runner works with: the action's context, its calls, its first message. */
-export type RunContext = NonNullable<Awaited<ReturnType<typeof actionsRepo.runContext>>>;
+export type RunContext = Awaited<ReturnType<typeof actionsRepo.runContexts>>[number];
 export type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
 
 /** A tool call as the runner tracks it (input and output parsed). */

@@ -3,7 +3,6 @@ import type { Kysely } from 'kysely';
 import type { EmailInboxRow, EmailNotificationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { JobRunner } from '../../jobs/job-runner.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { insertEmailAction } from '../actions/actions.repo.ts';
 import { addressOf } from './email-content.ts';
@@ -30,7 +29,8 @@ export function createInboundEmail(deps: {
   db: Kysely<DB>;
   box: SecretBox;
   mail: MailClient;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  /** An action for the email was committed: the run dispatchers claim it. */
+  wakeRunners: () => void;
   limits: InboundLimits & { autoRepliesPerThreadPerHour: number };
 }) {
   const { db } = deps;
@@ -136,7 +136,6 @@ export function createInboundEmail(deps: {
           data: { inbox: inbox.emailAddress, threadId, subject: email.subject, from, messages: await transcript(trx, threadId) },
           approvalRules: decision.responder.approvalRules ?? { sendEmail: 'allow' },
         });
-        await deps.jobs.enqueue('actions.run', { actionId }, { trx });
         startedAction = true;
       }
       await emailMessagesRepo.setStatusDetail(
@@ -146,7 +145,7 @@ export function createInboundEmail(deps: {
       );
       await notificationsRepo.settle(trx, notification.id, { status: 'processed', reason: decision.refusal ?? null });
     });
-    if (startedAction) deps.jobs.notify('actions.run');
+    if (startedAction) deps.wakeRunners();
   }
 
   return {

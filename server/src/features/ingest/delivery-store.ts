@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import type { EmbeddedInsert } from '../../jobs/embedded-insert.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Decision, Ingress, Outcome } from './delivery-pipeline.ts';
 import { requestToolApprovals } from './payload.ts';
@@ -27,14 +26,14 @@ const claimKey = (webhookId: string, messageId: string) => `${webhookId} ${messa
 const externalKey = (webhookId: string, externalId: string) => `${webhookId} ${externalId}`;
 
 /**
- * New deliveries, any number, in one statement (with `insertRunJobs`, their actions' jobs too): the
+ * New deliveries, any number, in one statement: the
  * wh-id claims (the first claim of a (webhook, id) wins; any other, in this batch or before, is a
  * replay), the actions (idempotent on (webhook, externalId): a conflict means the action exists
  * already, and a duplicate adds no delivery row) and the delivery rows. One statement is one round
  * trip whatever the batch size, and the database decides replays and duplicates (ON CONFLICT), so
  * they hold across batches and processes.
  */
-export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[], insertRunJobs?: EmbeddedInsert): Promise<Stored> {
+export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[]): Promise<Stored> {
   const input = items.map(({ ingress, decision, nextAttemptAt }, idx) => ({
     idx,
     event_id: ingress.eventId,
@@ -92,12 +91,7 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
       insert into webhook_deliveries (id, org_id, webhook_id, action_id, status, reason, next_attempt_at, event_type, external_id, payload, raw_body, headers, verification_scheme, source_ip, message_id)
       select event_id, org_id, webhook_id, action_id, status, reason, next_attempt_at, payload->>'eventType', payload->>'externalId', payload, raw_body, headers, verification_scheme, source_ip, message_id
       from fresh where status <> 'accepted' or action_id in (select id from created)
-    )${
-      insertRunJobs
-        ? sql`,
-    run_jobs as (${insertRunJobs(sql`select jsonb_build_object('actionId', id) as data from created`)})`
-        : sql``
-    }
+    )
     select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
       case when i.status = 'accepted' and c.id is null then coalesce(
         (select w.action_id from input w join created wc on wc.id = w.action_id where w.webhook_id = i.webhook_id and w.payload->>'externalId' = i.payload->>'externalId'),

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { Outcome } from './delivery-pipeline.ts';
@@ -11,7 +10,8 @@ const MAX_BATCH = 200;
 
 /**
  * Stores delivery outcomes: the wh-id (replay protection), the delivery row, and for an accepted
- * delivery the action and its job, all in one transaction (for new deliveries, one statement).
+ * delivery the action (which is its own run job: the run dispatchers claim it), all in one
+ * transaction (for new deliveries, one statement).
  *
  * Ingest writes are group-committed: requests that arrive while earlier transactions run are written
  * together, in one statement whatever their number, with at most `maxInFlight` transactions at once
@@ -20,7 +20,8 @@ const MAX_BATCH = 200;
  */
 export function createDeliveryWriter(deps: {
   db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueueMany' | 'embeddedInsert' | 'notify'>;
+  /** New actions were committed: the run dispatchers of every process claim them now. */
+  wakeRunners: () => void;
   maxInFlight: number;
   metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'>;
   clock: Clock;
@@ -28,22 +29,9 @@ export function createDeliveryWriter(deps: {
   /** Returns each item's result and how many actions (and so runs) were created. */
   async function writeBatch(items: DeliveryWrite[]): Promise<{ results: WriteResult[]; created: number }> {
     const [first] = items;
-    // New deliveries and their actions' jobs in one statement, when pg-boss's insert can be embedded.
-    const insertRunJobs = first!.existing ? undefined : deps.jobs.embeddedInsert('actions.run');
-    const stored = insertRunJobs
-      ? await insertNewDeliveries(deps.db, items, insertRunJobs)
-      : await deps.db.transaction().execute(async (trx) => {
-          const written = first!.existing
-            ? await updateStoredDelivery(trx, { ...first!, existing: first!.existing })
-            : await insertNewDeliveries(trx, items);
-          if (written.createdActionIds.length > 0)
-            await deps.jobs.enqueueMany(
-              'actions.run',
-              written.createdActionIds.map((actionId) => ({ actionId })),
-              { trx },
-            );
-          return written;
-        });
+    const stored = first!.existing
+      ? await deps.db.transaction().execute((trx) => updateStoredDelivery(trx, { ...first!, existing: first!.existing! }))
+      : await insertNewDeliveries(deps.db, items);
     // (An action's first lifecycle state, queued by this delivery, is the action row itself: the
     // ledger derives it from created_at and delivery_id.)
     return { results: stored.results, created: stored.createdActionIds.length };
@@ -53,7 +41,7 @@ export function createDeliveryWriter(deps: {
   async function writeAlone(item: DeliveryWrite): Promise<WriteResult> {
     try {
       const { results, created } = await writeBatch([item]);
-      deps.jobs.notify('actions.run', created);
+      if (created > 0) deps.wakeRunners();
       return results[0]!;
     } catch (error) {
       if (error instanceof AppError || item.decision.status !== 'create') throw error;
@@ -91,7 +79,7 @@ export function createDeliveryWriter(deps: {
     writeBatch(batch.map(({ item }) => item))
       .then(
         ({ results, created }) => {
-          deps.jobs.notify('actions.run', created);
+          if (created > 0) deps.wakeRunners();
           for (const [index, entry] of batch.entries()) entry.resolve(results[index]!);
         },
         // One bad item must not fail the others: write each alone.

@@ -17,6 +17,20 @@ export const opsRepo = {
     return { due: Number(row.due), scheduled: Number(row.scheduled), oldestDueSeconds: Math.max(0, Number(row.oldestDueSeconds ?? 0)) };
   },
 
+  /** Actions waiting for a runner (the run queue is the actions table): queued, approved, and the oldest one's wait. */
+  runQueue: async (db: Kysely<DB>) => {
+    const row = await db
+      .selectFrom('actions')
+      .where('status', 'in', ['queued', 'approved'])
+      .select([
+        sql<string>`count(*) filter (where status = 'queued')`.as('queued'),
+        sql<string>`count(*) filter (where status = 'approved')`.as('approved'),
+        sql<number | null>`extract(epoch from now() - min(updated_at))`.as('oldestSeconds'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { queued: Number(row.queued), approved: Number(row.approved), oldestSeconds: Math.max(0, Number(row.oldestSeconds ?? 0)) };
+  },
+
   /** Leases on running actions and on email notifications being processed: held, and lapsed but not yet taken over. */
   leases: async (db: Kysely<DB>) => {
     const count = (name: string, lapsed: boolean) =>

@@ -95,6 +95,17 @@ export function createOpsService(deps: {
   databaseGauge('job_queue_oldest_queued_seconds', 'Age of the oldest job per queue that is due and not yet fetched', ['queue'], async () =>
     (await backlog()).map((row) => [{ queue: row.queue }, row.oldestQueuedSeconds]),
   );
+  const runQueue = sharedWithin(1000, () => opsRepo.runQueue(deps.db));
+  databaseGauge('action_runs_waiting', 'Actions waiting for a runner: queued (new) and approved (to resume)', ['state'], async () => {
+    const waiting = await runQueue();
+    return [
+      [{ state: 'queued' }, waiting.queued],
+      [{ state: 'approved' }, waiting.approved],
+    ];
+  });
+  databaseGauge('action_runs_oldest_waiting_seconds', 'How long the longest-waiting runnable action has waited', [], async () => [
+    [{}, (await runQueue()).oldestSeconds],
+  ]);
   databaseGauge(
     'callback_backlog',
     'Pending callbacks: due now (in flight or waiting for a slot) and scheduled for a retry',

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { freePort } from '../../../test/helpers/http.ts';
+import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 import { CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
 
 let app: TestApp;
@@ -50,17 +51,28 @@ describe('operations endpoints', () => {
     }
   });
 
-  it('GET /metrics reports the backlog: jobs per queue and their age, callbacks pending, leases', async () => {
+  it('GET /metrics reports the backlog: jobs per queue and their age, actions waiting to run, callbacks pending, leases', async () => {
     // A job for later: deferred until then.
     await app.container.jobs.enqueue(
-      'actions.run',
-      { actionId: '00000000-0000-4000-8000-000000000000' },
+      'approvals.expire',
+      { toolCallRowId: '00000000-0000-4000-8000-000000000000' },
       { startAfter: new Date(Date.now() + 3_600_000) },
     );
+    // An action no worker runs: this process only serves HTTP.
+    const serving = await startTestApp({}, { workers: false });
+    try {
+      await postEvent(serving, await setupWebhook(serving), { eventType: 'order.created' });
+      const waiting = await (await serving.request('GET', '/metrics')).text();
+      expect(waiting).toMatch(/action_runs_waiting\{state="queued"\} 1/);
+      expect(waiting).toMatch(/action_runs_waiting\{state="approved"\} 0/);
+      expect(waiting).toMatch(/action_runs_oldest_waiting_seconds \d/);
+    } finally {
+      await serving.close();
+    }
     const text = await (await app.request('GET', '/metrics')).text();
-    expect(text).toMatch(/job_queue_jobs\{queue="actions.run",state="deferred"\} [1-9]/);
+    expect(text).toMatch(/job_queue_jobs\{queue="approvals.expire",state="deferred"\} [1-9]/);
     expect(text).toMatch(/job_queue_jobs\{queue="email.process",state="queued"\} 0/);
-    expect(text).toMatch(/job_queue_oldest_queued_seconds\{queue="actions.run"\} /);
+    expect(text).toMatch(/job_queue_oldest_queued_seconds\{queue="approvals.expire"\} /);
     expect(text).toMatch(/callback_backlog\{state="due"\} 0/);
     expect(text).toMatch(/callback_oldest_due_seconds 0/);
     expect(text).toMatch(/leases\{kind="action_run",state="held"\} 0/);

@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../test/helpers/actions.ts';
+import { startFakeModel } from '../../../test/helpers/fake-model.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
+import { claimRunnable } from './lifecycle.ts';
+
+/**
+ * The actions table is the run queue: a worker that claimed an action and died leaves it `running`
+ * under a lease it no longer renews. Once the lease lapses, a live worker's next claim takes it over.
+ */
+let serving: TestApp;
+let worker: TestApp | undefined;
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+beforeAll(async () => {
+  model = await startFakeModel();
+  // Only serves HTTP: the action waits for a worker.
+  serving = await startTestApp({ ...model.env }, { workers: false });
+});
+afterAll(async () => {
+  await worker?.close();
+  await serving?.close();
+  await model?.close();
+});
+
+describe('an action claimed by a worker that died', () => {
+  it('is taken over by a live worker once its lease lapses, and runs to completion once', async () => {
+    const setup = await setupWebhook(serving);
+    model.script(() => ({ text: 'done' }));
+    const { actionId } = await (await postEvent(serving, setup, { eventType: 'order.created' })).json();
+    const auth = { token: setup.tenant.token, org: setup.tenant.org.slug };
+
+    // The dying worker: it claims the action (running, under a 1 s lease) and never runs it.
+    expect(await claimRunnable(serving.container.db, 10, 1000)).toEqual([actionId]);
+    expect((await waitForAction(serving, auth, actionId, ['running'])).status).toBe('running');
+    // While the lease holds, nobody else may claim it.
+    expect(await claimRunnable(serving.container.db, 10, 1000)).toEqual([]);
+
+    worker = await startTestApp({ ...model.env }, { shareDatabaseWith: serving });
+    const row = await waitForAction(serving, auth, actionId, ['completed', 'failed'], 30_000);
+    expect(row.status).toBe('completed');
+    expect(model.requests).toHaveLength(1);
+    // One `running` event: the takeover continues the run, it does not start another.
+    const events = await serving.container.db.selectFrom('actionEvents').select('status').where('actionId', '=', actionId).execute();
+    expect(events.filter((event) => event.status === 'running')).toHaveLength(1);
+  });
+});
