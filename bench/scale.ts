@@ -8,6 +8,7 @@
  * per action. Target: the multi-process p50 ingest -> completed within 1.5x of the single process.
  *
  *   npm run bench:scale                 # BENCH_RATE=100 events/s, BENCH_DURATION=10 s after BENCH_WARMUP=5 s
+ *   BENCH_SERVES=1 BENCH_WORKERS=1 npm run bench:scale
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,8 @@ const RATE = Number(process.env.BENCH_RATE ?? 100);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const SERVES = Number(process.env.BENCH_SERVES ?? 2);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
 
 if (!(await postgresReachable())) {
   console.log('scale benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
@@ -106,13 +109,13 @@ try {
   const multi = await measure(async (env) => {
     const deployment = await startDeployment({
       env,
-      serves: 2,
-      workers: 2,
+      serves: SERVES,
+      workers: WORKERS,
       logFile: join(mkdtempSync(join(tmpdir(), 'ap-scale-')), 'processes.log'),
     });
     return { urls: deployment.serves.map((serve) => serve.url!), stop: () => deployment.stop() };
   });
-  report('2 serve (RUN_WORKERS=false) + 2 worker processes, posts round-robin over the serves:', multi);
+  report(`${SERVES} serve (RUN_WORKERS=false) + ${WORKERS} worker processes, posts round-robin over the serves:`, multi);
   const ratio = percentile(multi.result.toCompleted, 50) / percentile(single.result.toCompleted, 50);
   console.log(`multi-process p50 ingest -> completed = ${ratio.toFixed(2)}x the single process (target <= 1.5x)`);
 } finally {
