@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
 import { actionPhase, databaseWork, percentile, workPerAction, type ActionPhase } from './lib/action-load.ts';
-import { cpuSnapshot } from './lib/cpu-usage.ts';
+import { cpuSnapshot, processesCpuSeconds } from './lib/cpu-usage.ts';
 import { startDeployment } from './lib/deployment.ts';
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
@@ -43,10 +43,16 @@ interface Measured {
   commits: number;
   rowsWritten: number;
   postgresCpuMs: number;
+  /** CPU of the service's processes (all of them) per completed action. */
+  serviceCpuMs: number;
+  /** Share of the machine's CPU left idle during the measured phase. */
+  idlePercent: number;
 }
 
 /** One deployment on a fresh database: seeded, warmed up, then measured. */
-async function measure(deploy: (env: Record<string, string>) => Promise<{ urls: string[]; stop: () => Promise<void> }>): Promise<Measured> {
+async function measure(
+  deploy: (env: Record<string, string>) => Promise<{ urls: string[]; pids: number[]; stop: () => Promise<void> }>,
+): Promise<Measured> {
   const database = await benchDatabase('postgres');
   try {
     const env: Record<string, string> = {
@@ -66,13 +72,16 @@ async function measure(deploy: (env: Record<string, string>) => Promise<{ urls: 
     await db.connect();
     try {
       await actionPhase({ urls: deployment.urls, webhooks, rate: RATE, seconds: WARMUP, db });
-      const before = { work: await databaseWork(db), cpu: cpuSnapshot(process.pid) };
+      const before = { work: await databaseWork(db), cpu: cpuSnapshot(process.pid), service: processesCpuSeconds(deployment.pids) };
       const result = await actionPhase({ urls: deployment.urls, webhooks, rate: RATE, seconds: DURATION, db });
       await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
       const work = workPerAction(before.work, await databaseWork(db), result.completed);
       const cpu = cpuSnapshot(process.pid);
+      const serviceCpuMs = ((processesCpuSeconds(deployment.pids) - before.service) * 1000) / result.completed;
       const postgresCpuMs = before.cpu && cpu ? ((cpu.postgres - before.cpu.postgres) * 1000) / result.completed : NaN;
-      return { result, commits: work.commits, rowsWritten: work.rowsWritten, postgresCpuMs };
+      const idlePercent =
+        before.cpu && cpu ? 100 * (1 - (cpu.machineBusy - before.cpu.machineBusy) / (cpu.machineTotal - before.cpu.machineTotal)) : NaN;
+      return { result, commits: work.commits, rowsWritten: work.rowsWritten, postgresCpuMs, serviceCpuMs, idlePercent };
     } finally {
       await db.end();
       await deployment.stop();
@@ -82,7 +91,7 @@ async function measure(deploy: (env: Record<string, string>) => Promise<{ urls: 
   }
 }
 
-function report(label: string, { result, commits, rowsWritten, postgresCpuMs }: Measured) {
+function report(label: string, { result, commits, rowsWritten, postgresCpuMs, serviceCpuMs, idlePercent }: Measured) {
   const slow = result.toCompleted.filter((ms) => ms > 1000).length;
   console.log(`${label}`);
   console.log(
@@ -93,7 +102,7 @@ function report(label: string, { result, commits, rowsWritten, postgresCpuMs }: 
     `  ingest -> completed : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  max ${result.toCompleted.at(-1)} ms; over 1 s: ${slow} (${((100 * slow) / Math.max(1, result.completed)).toFixed(1)}%)`,
   );
   console.log(
-    `  database per action : ${commits.toFixed(1)} commits, ${rowsWritten.toFixed(1)} rows written, ${postgresCpuMs.toFixed(2)} ms of PostgreSQL CPU`,
+    `  database per action : ${commits.toFixed(1)} commits, ${rowsWritten.toFixed(1)} rows written, ${postgresCpuMs.toFixed(2)} ms of PostgreSQL CPU, ${serviceCpuMs.toFixed(2)} ms of the service's; machine idle ${Math.round(idlePercent)}%`,
   );
 }
 
@@ -103,7 +112,7 @@ try {
   );
   const single = await measure(async (env) => {
     const service = await startService(env);
-    return { urls: [service.url], stop: service.stop };
+    return { urls: [service.url], pids: [service.pid], stop: service.stop };
   });
   report('1 process (serve with workers):', single);
   const multi = await measure(async (env) => {
@@ -113,7 +122,7 @@ try {
       workers: WORKERS,
       logFile: join(mkdtempSync(join(tmpdir(), 'ap-scale-')), 'processes.log'),
     });
-    return { urls: deployment.serves.map((serve) => serve.url!), stop: () => deployment.stop() };
+    return { urls: deployment.serves.map((serve) => serve.url!), pids: deployment.pids(), stop: () => deployment.stop() };
   });
   report(`${SERVES} serve (RUN_WORKERS=false) + ${WORKERS} worker processes, posts round-robin over the serves:`, multi);
   const ratio = percentile(multi.result.toCompleted, 50) / percentile(single.result.toCompleted, 50);

@@ -30,6 +30,11 @@ function processSeconds(pid: string): { command: string; seconds: number } | und
   }
 }
 
+/** The CPU seconds so far of these processes together (those gone count 0). */
+export function processesCpuSeconds(pids: number[]): number {
+  return pids.reduce((sum, pid) => sum + (processSeconds(String(pid))?.seconds ?? 0), 0);
+}
+
 /**
  * The CPU time so far of the benchmarked server, of every PostgreSQL process on the machine, and of
  * the machine; undefined where there is no /proc.

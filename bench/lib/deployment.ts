@@ -67,6 +67,8 @@ export async function startDeployment(options: { env: Record<string, string>; se
   return {
     processes,
     serves: processes.filter((p) => p.kind === 'serve'),
+    /** The processes' ids now (they change when one is restarted). */
+    pids: () => processes.flatMap(({ child }) => (child?.pid ? [child.pid] : [])),
     /**
      * Stops it with `signal` (SIGTERM: it drains, and is SIGKILLed after `graceMs`), then starts it
      * again (a serve on its port, once ready). Returns how it exited: its code, or the signal that ended it.
