@@ -177,6 +177,8 @@ export interface ActionsTable {
   error: string | null;
   threadId: string | null;
   leaseExpiresAt: Date | null;
+  /** Runs of it taken over after their runner died (lease lapsed); see MAX_TAKEOVERS. */
+  takeovers: Generated<number>;
   /** What created it: a webhook delivery, or an email to an inbox (then emailMessageId names it). */
   source: ColumnType<ActionSource, ActionSource | undefined, never>;
   emailMessageId: string | null;

@@ -11,6 +11,7 @@ import * as email from './0009_email.ts';
 import * as emailMessages from './0010_email_messages.ts';
 import * as orgEvents from './0011_org_events.ts';
 import * as actionRunQueue from './0012_action_run_queue.ts';
+import * as actionTakeovers from './0013_action_takeovers.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0010_email_messages': emailMessages,
   '0011_org_events': orgEvents,
   '0012_action_run_queue': actionRunQueue,
+  '0013_action_takeovers': actionTakeovers,
 };
 
 export const migrationProvider: MigrationProvider = {

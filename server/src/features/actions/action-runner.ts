@@ -301,6 +301,12 @@ export function createActionRunner(deps: {
      */
     async runClaimed(context: RunContext): Promise<void> {
       const actionId = context.id;
+      if (context.takeovers > MAX_TAKEOVERS) {
+        await finish(actionId, 'failed', {
+          error: `The action's run was cut short ${context.takeovers} times (its worker process died while running it each time); it is not run again`,
+        });
+        return;
+      }
       const controller = new AbortController();
       const renew = setInterval(
         () => {
@@ -344,6 +350,9 @@ export function createActionRunner(deps: {
 }
 
 export type ActionRunner = ReturnType<typeof createActionRunner>;
+
+/** Takeovers of an action's run (its runner died each time) after which it is failed, not run again. */
+export const MAX_TAKEOVERS = 5;
 
 /** Thrown between steps of a run whose process is stopping. */
 class RunHandedOver extends Error {

@@ -83,6 +83,7 @@ export const actionsRepo = {
         'a.orgId',
         'a.status',
         'a.threadId',
+        'a.takeovers',
         'u.id as runAsUserId',
         'a.eventType',
         'a.externalId',

@@ -104,15 +104,17 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running'))) throw new Illega
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
   const result = await sql<{ id: string }>`
     with fresh as (
-      select id, status from actions where status in ('queued', 'approved') order by updated_at limit ${limit} for update skip locked
+      select id, status, lease_expires_at from actions where status in ('queued', 'approved') order by updated_at limit ${limit} for update skip locked
     ), abandoned as (
-      select id, status from actions
+      select id, status, lease_expires_at from actions
       where status = 'running' and (lease_expires_at is null or lease_expires_at <= now())
       limit ${limit} for update skip locked
     ), taken as (
       select * from (select * from fresh union all select * from abandoned) t limit ${limit}
     ), claimed as (
-      update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
+      update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now(),
+        -- a lapsed lease is a runner that died; one given up (null) was a process stopping cleanly
+        takeovers = a.takeovers + (t.status = 'running' and t.lease_expires_at is not null)::int
       from taken t where a.id = t.id
       returning a.id, a.org_id, t.status as previous
     ), recorded as (

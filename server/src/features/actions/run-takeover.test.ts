@@ -3,6 +3,7 @@ import { waitForAction } from '../../../test/helpers/actions.ts';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
+import { MAX_TAKEOVERS } from './action-runner.ts';
 import { claimRunnable } from './lifecycle.ts';
 
 /**
@@ -43,5 +44,28 @@ describe('an action claimed by a worker that died', () => {
     // One `running` event: the takeover continues the run, it does not start another.
     const events = await serving.container.db.selectFrom('actionEvents').select('status').where('actionId', '=', actionId).execute();
     expect(events.filter((event) => event.status === 'running')).toHaveLength(1);
+    const { takeovers } = await serving.container.db
+      .selectFrom('actions')
+      .select('takeovers')
+      .where('id', '=', actionId)
+      .executeTakeFirstOrThrow();
+    expect(takeovers).toBe(1);
+  });
+
+  it(`is failed, not run again, once its runs were cut short more than ${MAX_TAKEOVERS} times`, async () => {
+    const setup = await setupWebhook(serving);
+    const requestsBefore = model.requests.length;
+    const { actionId } = await (await postEvent(serving, setup, { eventType: 'order.created' })).json();
+    const auth = { token: setup.tenant.token, org: setup.tenant.org.slug };
+    // Its runners died MAX_TAKEOVERS times already, and the last one too (running, lease lapsed).
+    await serving.container.db
+      .updateTable('actions')
+      .set({ status: 'running', takeovers: MAX_TAKEOVERS, leaseExpiresAt: new Date(Date.now() - 60_000) })
+      .where('id', '=', actionId)
+      .execute();
+    const row = await waitForAction(serving, auth, actionId, ['completed', 'failed'], 30_000);
+    expect(row.status).toBe('failed');
+    expect(row.execution.error).toMatch(/cut short 6 times \(its worker process died while running it each time\)/);
+    expect(model.requests.length).toBe(requestsBefore);
   });
 });
