@@ -1,0 +1,86 @@
+/**
+ * Takes work into up to `concurrency` slots: as many items as there are free slots, in one `take`,
+ * when woken (new work committed; a slot freed while the last take came back full) or at its poll.
+ * A wake-up during a take makes it take once more after. The job queues' pumps and the action run
+ * dispatcher share it; what a take and a run are is theirs.
+ */
+export function createSlotPump<T>(deps: {
+  concurrency: number;
+  pollMs: number;
+  /** At most `free` items, now claimed for this process. */
+  take: (free: number) => Promise<T[]>;
+  run: (item: T) => Promise<void>;
+  onTakeError: (error: unknown) => void;
+}) {
+  const running = new Set<T>();
+  let taking: Promise<void> | undefined;
+  let wokenWhileTaking = false;
+  // Work may be waiting that no take took: the last take came back full, or a wake-up came while
+  // every slot was busy. A freed slot then takes at once rather than at the poll.
+  let behind = false;
+  let stopped = false;
+  let idle: (() => void) | undefined;
+
+  function pump(): void {
+    if (stopped) return;
+    if (taking) {
+      wokenWhileTaking = true;
+      return;
+    }
+    const free = deps.concurrency - running.size;
+    if (free <= 0) {
+      behind = true;
+      return;
+    }
+    wokenWhileTaking = false;
+    taking = takeAndRun(free).finally(() => {
+      taking = undefined;
+      if (wokenWhileTaking) pump();
+    });
+  }
+
+  async function takeAndRun(free: number): Promise<void> {
+    try {
+      const items = await deps.take(free);
+      behind = items.length === free;
+      for (const item of items) start(item);
+    } catch (error) {
+      deps.onTakeError(error);
+    }
+  }
+
+  function start(item: T): void {
+    running.add(item);
+    deps
+      .run(item)
+      .catch(() => {}) // run settles its own outcome; a rejection here must not go unhandled
+      .finally(() => {
+        running.delete(item);
+        if (running.size === 0) idle?.();
+        if (behind) pump();
+      });
+  }
+
+  const timer = setInterval(pump, deps.pollMs);
+  timer.unref();
+  pump();
+
+  return {
+    /** Take now: work was committed. */
+    wake: pump,
+
+    /** Takes nothing more; waits up to `timeoutMs` for the running items; returns those still running. */
+    async stop(timeoutMs: number): Promise<T[]> {
+      stopped = true;
+      clearInterval(timer);
+      await taking; // what it takes runs, and is waited for with the rest
+      if (running.size > 0) {
+        await new Promise<void>((resolve) => {
+          idle = resolve;
+          setTimeout(resolve, timeoutMs).unref();
+        });
+      }
+      return [...running];
+    },
+  };
+}
