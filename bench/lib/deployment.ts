@@ -55,8 +55,8 @@ export async function startDeployment(options: { env: Record<string, string>; se
     child.stderr!.on('data', (chunk: Buffer) => log.write(`[${process_.name}] ${chunk}`));
     child.once('exit', () => (process_.up = false));
     process_.child = child;
+    // A worker serves nothing: it is up once spawned (its jobs wait in the database meanwhile).
     if (process_.url) await waitForReady(process_.url, child);
-    else await new Promise((resolve) => setTimeout(resolve, 300));
     process_.up = true;
   }
 

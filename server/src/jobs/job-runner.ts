@@ -11,8 +11,8 @@ export interface JobRunner {
   start(): Promise<void>;
   /** Starts a worker per queue (up to its concurrency in jobs at once); a process that only serves HTTP never calls this. */
   work(handlers: JobHandlers, options?: { concurrency?: Partial<Record<QueueName, number>> }): Promise<void>;
-  /** Makes the workers of a queue, in every process, fetch now: a transaction that enqueued `jobs` of its jobs has committed. */
-  notify(queue: QueueName, jobs?: number): void;
+  /** Makes the workers of a queue, in every process, fetch now: a transaction that enqueued jobs of it has committed. */
+  notify(queue: QueueName): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
   enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<DB>; startAfter?: Date }): Promise<string | null>;
   /** Throws unless the queue is started and its tables answer. */
@@ -98,9 +98,7 @@ export function createJobRunner(deps: {
       return id;
     },
 
-    notify(queue, jobs = 1) {
-      if (jobs > 0) wake(queue);
-    },
+    notify: wake,
 
     async ping() {
       if (!started) throw new Error('the job queue is not started');

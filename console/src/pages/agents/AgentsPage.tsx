@@ -101,18 +101,10 @@ export function AgentsPage() {
                   </Group>
                 </Table.Td>
                 <Table.Td>
-                  <Group gap="xs" justify="flex-end">
-                    <Button
-                      size="compact-sm"
-                      variant="default"
-                      onClick={() => setEditing({ kind: 'agent', id: agent.id, initial: { ...agent, model: agent.model ?? '' } })}
-                    >
-                      Edit
-                    </Button>
-                    <Button size="compact-sm" color="red" variant="subtle" onClick={() => confirmDelete('agent', agent.id, agent.name)}>
-                      Delete
-                    </Button>
-                  </Group>
+                  <RowButtons
+                    onEdit={() => setEditing({ kind: 'agent', id: agent.id, initial: { ...agent, model: agent.model ?? '' } })}
+                    onDelete={() => confirmDelete('agent', agent.id, agent.name)}
+                  />
                 </Table.Td>
               </Table.Tr>
             ))}
@@ -152,14 +144,10 @@ export function AgentsPage() {
                 </Table.Td>
                 <Table.Td>{rule.enabled ? 'enabled' : 'disabled'}</Table.Td>
                 <Table.Td>
-                  <Group gap="xs" justify="flex-end">
-                    <Button size="compact-sm" variant="default" onClick={() => setEditing({ kind: 'rule', id: rule.id, initial: rule })}>
-                      Edit
-                    </Button>
-                    <Button size="compact-sm" color="red" variant="subtle" onClick={() => confirmDelete('rule', rule.id, rule.name)}>
-                      Delete
-                    </Button>
-                  </Group>
+                  <RowButtons
+                    onEdit={() => setEditing({ kind: 'rule', id: rule.id, initial: rule })}
+                    onDelete={() => confirmDelete('rule', rule.id, rule.name)}
+                  />
                 </Table.Td>
               </Table.Tr>
             ))}
@@ -193,5 +181,18 @@ export function AgentsPage() {
         )}
       </Modal>
     </Stack>
+  );
+}
+
+function RowButtons({ onEdit, onDelete }: { onEdit: () => void; onDelete: () => void }) {
+  return (
+    <Group gap="xs" justify="flex-end">
+      <Button size="compact-sm" variant="default" onClick={onEdit}>
+        Edit
+      </Button>
+      <Button size="compact-sm" color="red" variant="subtle" onClick={onDelete}>
+        Delete
+      </Button>
+    </Group>
   );
 }

@@ -14,14 +14,17 @@ import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
 import { CallbackDeliveries } from './CallbackDeliveries';
 
-export const CALLBACK_EVENTS = [
-  'action.pending_approval',
-  'action.approved',
-  'action.completed',
-  'action.failed',
-  'action.rejected',
-  'action.expired',
-] as const satisfies readonly CallbackDelivery['eventType'][];
+// Every event type the API has, in lifecycle order: this record fails type-checking when one is missing.
+const EVENT_TYPES = {
+  'action.pending_approval': true,
+  'action.approved': true,
+  'action.completed': true,
+  'action.failed': true,
+  'action.rejected': true,
+  'action.expired': true,
+} as const satisfies Record<CallbackDelivery['eventType'], true>;
+type EventType = keyof typeof EVENT_TYPES;
+export const CALLBACK_EVENTS = Object.keys(EVENT_TYPES) as [EventType, ...EventType[]];
 
 const endpointSchema = z.object({
   url: z.url('An http(s) URL').max(2000),

@@ -34,17 +34,13 @@ async function check(name: DependencyName, probe: () => Promise<void>, logger: P
   }
 }
 
-/** One read shared by the gauges of one scrape. */
-function sharedWithin<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
-  let last: { at: number; value: Promise<T> } | undefined;
-  return () => {
-    const now = performance.now();
-    if (!last || now - last.at > ms) {
-      last = { at: now, value: read() };
-      last.value.catch(() => (last = undefined));
-    }
-    return last.value;
-  };
+/** One read shared by the gauges of one scrape (prom-client collects them all at once): the read in flight, if any. */
+function sharedWhileInFlight<T>(read: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () =>
+    (pending ??= read().finally(() => {
+      pending = undefined;
+    }));
 }
 
 /**
@@ -62,8 +58,8 @@ export function createOpsService(deps: {
   metrics: Metrics;
   logger: Pick<Logger, 'warn'>;
 }) {
-  const backlog = sharedWithin(1000, () => deps.jobs.backlog());
-  const callbackBacklog = sharedWithin(1000, () => opsRepo.callbackBacklog(deps.db));
+  const backlog = sharedWhileInFlight(() => deps.jobs.backlog());
+  const callbackBacklog = sharedWhileInFlight(() => opsRepo.callbackBacklog(deps.db));
   /**
    * A gauge whose series are read from the database at each scrape. A failed read leaves the gauge
    * empty for that scrape (its series absent), so that /metrics still answers while the database is down.
@@ -95,7 +91,7 @@ export function createOpsService(deps: {
   databaseGauge('job_queue_oldest_queued_seconds', 'Age of the oldest job per queue that is due and not yet fetched', ['queue'], async () =>
     (await backlog()).map((row) => [{ queue: row.queue }, row.oldestQueuedSeconds]),
   );
-  const runQueue = sharedWithin(1000, () => opsRepo.runQueue(deps.db));
+  const runQueue = sharedWhileInFlight(() => opsRepo.runQueue(deps.db));
   databaseGauge('action_runs_waiting', 'Actions waiting for a runner: queued (new) and approved (to resume)', ['state'], async () => {
     const waiting = await runQueue();
     return [
