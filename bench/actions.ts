@@ -7,7 +7,7 @@
  * The first BENCH_WARMUP seconds (5) warm the process up (JIT, connections, prepared statements) and
  * are reported apart.
  *
- *   npm run bench:actions                  # BENCH_RATE=220 events/s for BENCH_DURATION=10 s
+ *   npm run bench:actions                  # BENCH_RATE=600 events/s for BENCH_DURATION=10 s
  */
 import { join } from 'node:path';
 import pg from 'pg';
@@ -18,8 +18,9 @@ import { actionPhase, databaseWork, percentile, workPerAction } from './lib/acti
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
 
-// 10% above the 200 actions/s target: completions can only show the target met when more is offered.
-const RATE = Number(process.env.BENCH_RATE ?? 220);
+// Above the capacity target (2.5% of pgbench: about 500/s on a 2-core machine doing 20,000 inserts/s):
+// completions can only show the capacity when more is offered.
+const RATE = Number(process.env.BENCH_RATE ?? 600);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
@@ -72,7 +73,7 @@ try {
       `actions completed     : ${fmt(result.throughput).padStart(6)} actions/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished)`,
     );
     console.log(
-      `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s, p50 < 100 ms)`,
+      `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s; p50 < 100 ms under capacity, e.g. BENCH_RATE=220)`,
     );
     console.log(
       `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,

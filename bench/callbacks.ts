@@ -16,7 +16,7 @@ import { loadConfig } from '../server/src/config.ts';
 import { createContainer } from '../server/src/container.ts';
 import { openDatabase } from '../server/src/db/database.ts';
 import { webhookInput } from '../server/src/features/webhooks/webhooks.schemas.ts';
-import { transition } from '../server/src/features/actions/lifecycle.ts';
+import { transition } from '../server/src/features/actions/action-writes.ts';
 import { callbackEndpointInput } from '../server/src/features/callbacks/callbacks.schemas.ts';
 import { BUS_TOPICS, createProcessBus } from '../server/src/lib/process-bus.ts';
 import { pino } from 'pino';

@@ -83,7 +83,7 @@ const envSchema = z.object({
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
   WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
-  /** Ingest transactions at once on PostgreSQL (of the pool's 10 connections); requests that arrive meanwhile are written together. */
+  /** Ingest transactions at once on PostgreSQL (of the pool's 10 connections), and as many for action runs' steps; writes that arrive meanwhile are written together. */
   INGEST_WRITE_CONCURRENCY: positiveInt.max(8).default(2),
   /** bcrypt's cost for stored passwords (the spec's 12); lower only where speed beats strength, as in tests. */
   PASSWORD_HASH_COST: z.coerce.number().int().min(4).max(15).default(12),
@@ -97,7 +97,8 @@ const envSchema = z.object({
   MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   ACTION_MAX_STEPS: positiveInt.max(1000).default(20),
   ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
-  ACTION_CONCURRENCY: positiveInt.max(500).default(20),
+  /** Agent runs at once per worker: a run mostly waits on its model and holds no connection meanwhile. */
+  ACTION_CONCURRENCY: positiveInt.max(500).default(100),
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
   /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),

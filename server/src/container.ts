@@ -263,6 +263,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       modelTimeoutMs: config.model.timeoutMs,
       modelMaxRetries: config.model.maxRetries,
     },
+    writeConcurrency: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency,
   });
   const runDispatcher = createRunDispatcher({
     db,

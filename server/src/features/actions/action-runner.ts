@@ -7,12 +7,12 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
-import { transition } from './lifecycle.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
 import { callModel, ModelCallError, modelTools } from './model-step.ts';
-import { messageRow, runStore } from './run-store.ts';
+import { messageRow, transition, writeActions, type ActionWrite, type ActionWriteResult } from './action-writes.ts';
+import { createGroupCommit } from '../../lib/group-commit.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { runToolCall } from './tool-execution.ts';
 import {
@@ -33,7 +33,9 @@ import type { Clock } from '../../lib/clock.ts';
  * before the next step, so a run killed anywhere resumes from the database: the conversation says
  * where it was, and a tool call stored as finished is never run again. One runner holds an action at a
  * time (a lease it renews); another may take over only once the lease has lapsed. Every write is one
- * statement, except where a decision can race with the runner (staged calls), which locks the action.
+ * statement (action-writes.ts), group-committed with the writes of the other runs ready at the same
+ * moment, except where a decision can race with the runner (staged calls): that transaction locks
+ * the action. The conversation is opened with the first step (a model call before it has no effect).
  */
 export function createActionRunner(deps: {
   db: Kysely<DB>;
@@ -44,6 +46,8 @@ export function createActionRunner(deps: {
   resolveModel: ModelResolver;
   defaultProvider: ModelProvider;
   limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
+  /** Write statements at once; the steps of runs that arrive meanwhile are written together. */
+  writeConcurrency: number;
   /** Called once a transition has committed: its callbacks go out now. */
   announce: () => void;
   /** Limits on the run-as user's model messages (set by their external auth provider). */
@@ -54,28 +58,54 @@ export function createActionRunner(deps: {
   const { db } = deps;
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
+  // The steps of concurrent runs are group-committed: one statement for all that are ready at once.
+  const commits = createGroupCommit<ActionWrite, ActionWriteResult>({
+    maxInFlight: deps.writeConcurrency,
+    maxBatch: 100,
+    writeBatch: (writes) => writeActions(db, writes),
+    writeAlone: async (write) => (await writeActions(db, [write]))[0]!,
+  });
+
+  /**
+   * Stores a write of the run (in `trx`, or group-committed with other runs' writes); the first one
+   * opens the conversation too. A conversation another runner opened first means this run is not
+   * the action's runner any more.
+   */
+  async function store(run: Run | undefined, write: ActionWrite, trx?: Kysely<DB>): Promise<ActionWriteResult> {
+    const opening = run?.opening;
+    const full = opening ? { ...write, thread: opening.thread, messages: [opening.message, ...(write.messages ?? [])] } : write;
+    const result = trx ? (await writeActions(trx, [full]))[0]! : await commits.write(full);
+    if (opening) {
+      if (!result.linked) throw new RunSuperseded();
+      run.opening = undefined;
+    }
+    return result;
+  }
 
   async function finish(
     actionId: string,
     to: Extract<ActionStatus, 'completed' | 'failed'>,
     outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> },
+    run?: Run,
   ) {
-    const { callbacks } = await transition(db, {
-      actionId,
-      from: 'running',
-      to,
-      cause: to === 'completed' ? 'the agent finished' : outcome.error!,
-      changes: {
-        result: outcome.result === undefined ? null : JSON.stringify(outcome.result),
-        error: outcome.error ?? null,
-        leaseExpiresAt: null,
+    const { callbacks } = await store(run, {
+      transition: {
+        actionId,
+        from: 'running',
+        to,
+        cause: to === 'completed' ? 'the agent finished' : outcome.error!,
+        changes: {
+          result: outcome.result === undefined ? null : JSON.stringify(outcome.result),
+          error: outcome.error ?? null,
+          leaseExpiresAt: null,
+        },
       },
-      message: outcome.message,
+      messages: outcome.message ? [outcome.message] : [],
     });
     if (callbacks > 0) deps.announce();
   }
 
-  /** Sets a run up from its context; a new run opens its conversation, a resumed one reads it back. */
+  /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
   async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {
     const actionId = context.id;
     if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
@@ -93,7 +123,10 @@ export function createActionRunner(deps: {
     if (!context.threadId) {
       const first = eventMessage(context);
       const title = `${context.eventType}${context.externalId ? ` (${context.externalId})` : ''}`.slice(0, 200);
-      await runStore.openThread(db, { id: run.threadId, orgId: context.orgId, userId: context.runAsUserId, title, actionId, first });
+      run.opening = {
+        thread: { id: run.threadId, orgId: context.orgId, userId: context.runAsUserId, title, actionId },
+        message: messageRow(run.threadId, 0, first, actionId),
+      };
       run.messages.push(first);
       return run;
     }
@@ -121,26 +154,25 @@ export function createActionRunner(deps: {
     });
     await deps.userLimits.recordMessage(userId);
     if (step.calls.length === 0) {
-      await finish(run.context.id, 'completed', {
-        result: { text: step.text },
-        message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id),
-      });
+      await finish(
+        run.context.id,
+        'completed',
+        { result: { text: step.text }, message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id) },
+        run,
+      );
       return 'done';
     }
     const now = deps.clock.now();
     const calls = step.calls.map((call) => decideCall(run, call, now));
-    const stored = {
-      threadId: run.threadId,
-      seq: run.messages.length,
-      actionId: run.context.id,
-      message: step.assistant,
+    const stored: ActionWrite = {
+      messages: [messageRow(run.threadId, run.messages.length, step.assistant, run.context.id)],
       toolCalls: calls.map((call) => toRow(call, run.context, now)),
     };
     const staged = calls.filter((call) => call.status === 'staged');
-    if (staged.length === 0) await runStore.appendStep(db, stored);
+    if (staged.length === 0) await store(run, stored);
     else {
       await db.transaction().execute(async (trx) => {
-        await runStore.appendStep(trx, stored);
+        await store(run, stored, trx);
         for (const call of staged)
           await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
       });
@@ -184,15 +216,13 @@ export function createActionRunner(deps: {
         );
         // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
         const closesStep = !decidable && index === ready.length - 1;
-        await runStore.finishCall(
-          db,
-          call as { id: string; status: 'completed' | 'failed'; output: unknown },
-          deps.clock.now(),
-          closesStep ? { threadId: run.threadId, seq: run.messages.length, message: toolMessage(), actionId: context.id } : undefined,
-        );
+        await store(run, {
+          finishedCall: { ...(call as { id: string; status: 'completed' | 'failed'; output: unknown }), completedAt: deps.clock.now() },
+          messages: closesStep ? [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] : [],
+        });
       }
       if (!decidable) {
-        if (ready.length === 0) await runStore.appendMessage(db, run.threadId, run.messages.length, toolMessage(), context.id);
+        if (ready.length === 0) await store(run, { messages: [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] });
         run.messages.push(toolMessage());
         return 'continue';
       }
@@ -239,7 +269,7 @@ export function createActionRunner(deps: {
           return 'stop' as const;
         }
         const message = toolMessage();
-        await runStore.appendMessage(trx, run.threadId, run.messages.length, message, context.id);
+        await store(run, { messages: [messageRow(run.threadId, run.messages.length, message, context.id)] }, trx);
         run.messages.push(message);
         return 'continue' as const;
       });
@@ -248,9 +278,8 @@ export function createActionRunner(deps: {
     }
   }
 
-  async function drive(context: RunContext, signal: AbortSignal): Promise<void> {
-    const actionId = context.id;
-    const run = await begin(context, signal);
+  async function drive(run: Run): Promise<void> {
+    const actionId = run.context.id;
     for (;;) {
       // Between steps everything done is stored: the place to hand over to another process.
       if (stopping.signal.aborted) throw new RunHandedOver();
@@ -266,7 +295,7 @@ export function createActionRunner(deps: {
           .filter((part) => part.type === 'text')
           .map((part) => part.text)
           .join('');
-        await finish(actionId, 'completed', { result: { text } });
+        await finish(actionId, 'completed', { result: { text } }, run);
         return;
       }
       if ((await settleToolCalls(run, toolCallIds)) === 'stop') return;
@@ -317,10 +346,12 @@ export function createActionRunner(deps: {
         Math.max(100, deps.limits.leaseMs / 3),
       );
       renew.unref();
+      let run: Run | undefined;
       try {
-        await drive(context, controller.signal);
+        run = await begin(context, controller.signal);
+        await drive(run);
       } catch (error) {
-        if (isUniqueViolation(error)) {
+        if (isUniqueViolation(error) || error instanceof RunSuperseded) {
           deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
           return;
         }
@@ -335,7 +366,7 @@ export function createActionRunner(deps: {
           ? (error as Error).message
           : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
         try {
-          await finish(actionId, 'failed', { error: message });
+          await finish(actionId, 'failed', { error: message }, run);
         } catch (failError) {
           // The database is unreachable: let the lease lapse so that the action resumes later.
           deps.logger.error({ err: failError, actionId }, 'could not record the failure of an action');
@@ -353,6 +384,13 @@ export type ActionRunner = ReturnType<typeof createActionRunner>;
 
 /** Takeovers of an action's run (its runner died each time) after which it is failed, not run again. */
 export const MAX_TAKEOVERS = 5;
+
+/** Another runner opened the action's conversation first: this one is not the action's runner. */
+class RunSuperseded extends Error {
+  constructor() {
+    super('another runner continued this action');
+  }
+}
 
 /** Thrown between steps of a run whose process is stopping. */
 class RunHandedOver extends Error {

@@ -4,7 +4,7 @@ import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from './actions.repo.ts';
-import { transition } from './lifecycle.ts';
+import { transition } from './action-writes.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import type { Clock } from '../../lib/clock.ts';
 

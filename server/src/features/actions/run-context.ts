@@ -1,6 +1,7 @@
 import type { ToolSet } from 'ai';
 import type { Insertable } from 'kysely';
-import type { ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type { ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type { ActionWrite } from './action-writes.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import type { actionsRepo } from './actions.repo.ts';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +34,8 @@ export interface Run {
   messages: Message[];
   calls: Map<string, Call>;
   signal: AbortSignal;
+  /** A new conversation, stored with the run's first write (a model call before it has no effect to keep). */
+  opening?: Required<Pick<ActionWrite, 'thread'>> & { message: Insertable<ThreadMessagesTable> };
 }
 
 /** A reason the action fails, shown in the ledger as its error. */

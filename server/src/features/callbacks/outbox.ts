@@ -48,24 +48,25 @@ export function callbackDetails(
 }
 
 /**
- * A CTE for a transition statement whose `moved` CTE returns the action (id, org_id, webhook_id,
- * delivery_id, external_id, event_type): one outbox row per enabled endpoint of the action's webhook
- * that subscribes to the event. (Not a NOTIFY in the same statement: it would serialize every such
- * commit in the database, a third of the transition's cost.)
+ * The `callbacks` CTE of the transitions statement (actions/action-writes.ts), whose `moved` CTE
+ * returns each moved action (id, org_id, webhook_id, delivery_id, external_id, event_type) with its
+ * new status (to_status), its callback event (event, null for none) and the event's details: one
+ * outbox row per enabled endpoint of the action's webhook that subscribes to the event. (Not a
+ * NOTIFY in the same statement: it would serialize every such commit in the database, a third of
+ * the transition's cost.)
  */
-export function outboxCte(event: CallbackEventType, status: ActionStatus, details: Record<string, unknown>): RawBuilder<unknown> {
-  return sql`callbacks as (
+export const OUTBOX_CTE: RawBuilder<unknown> = sql`callbacks as (
       insert into callback_deliveries (id, org_id, endpoint_id, action_id, event_type, payload)
-      select gen_random_uuid(), m.org_id, ep.id, m.id, ${event}, jsonb_build_object(
-        'type', ${event}::text,
+      select gen_random_uuid(), m.org_id, ep.id, m.id, m.event, jsonb_build_object(
+        'type', m.event,
         'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'data', jsonb_build_object(
-          'actionId', m.id, 'status', ${status}::text, 'webhookId', m.webhook_id, 'webhookIdentifier', w.identifier,
+          'actionId', m.id, 'status', m.to_status, 'webhookId', m.webhook_id, 'webhookIdentifier', w.identifier,
           'eventId', m.delivery_id, 'externalId', m.external_id, 'eventType', m.event_type
-        ) || ${JSON.stringify(details)}::jsonb)
+        ) || m.details)
       from moved m
-      join callback_endpoints ep on ep.webhook_id = m.webhook_id and ep.enabled and ep.events @> ${JSON.stringify([event])}::jsonb
+      join callback_endpoints ep on ep.webhook_id = m.webhook_id and ep.enabled and ep.events @> jsonb_build_array(m.event)
       join webhooks w on w.id = m.webhook_id
-      returning 1
+      where m.event is not null
+      returning action_id
     )`;
-}

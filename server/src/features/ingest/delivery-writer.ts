@@ -5,6 +5,7 @@ import type { Metrics } from '../../lib/metrics.ts';
 import type { Outcome } from './delivery-pipeline.ts';
 import { insertNewDeliveries, updateStoredDelivery, type DeliveryWrite, type WriteResult } from './delivery-store.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { createGroupCommit } from '../../lib/group-commit.ts';
 
 const MAX_BATCH = 200;
 
@@ -13,10 +14,9 @@ const MAX_BATCH = 200;
  * delivery the action (which is its own run job: the run dispatchers claim it), all in one
  * transaction (for new deliveries, one statement).
  *
- * Ingest writes are group-committed: requests that arrive while earlier transactions run are written
- * together, in one statement whatever their number, with at most `maxInFlight` transactions at once
- * (one on PGlite, whose single connection runs one at a time anyway, so batches grow instead).
- * Nothing is answered before its transaction commits.
+ * Ingest writes are group-committed (lib/group-commit.ts): requests that arrive while earlier
+ * transactions run are written together, in one statement. Nothing is answered before its
+ * transaction commits.
  */
 export function createDeliveryWriter(deps: {
   db: Kysely<DB>;
@@ -26,23 +26,22 @@ export function createDeliveryWriter(deps: {
   metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'>;
   clock: Clock;
 }) {
-  /** Returns each item's result and how many actions (and so runs) were created. */
-  async function writeBatch(items: DeliveryWrite[]): Promise<{ results: WriteResult[]; created: number }> {
+  /** Returns each item's result; wakes the run dispatchers when it created actions. */
+  async function writeBatch(items: DeliveryWrite[]): Promise<WriteResult[]> {
     const [first] = items;
     const stored = first!.existing
       ? await deps.db.transaction().execute((trx) => updateStoredDelivery(trx, { ...first!, existing: first!.existing! }))
       : await insertNewDeliveries(deps.db, items);
     // (An action's first lifecycle state, queued by this delivery, is the action row itself: the
     // ledger derives it from created_at and delivery_id.)
-    return { results: stored.results, created: stored.createdActionIds.length };
+    if (stored.createdActionIds.length > 0) deps.wakeRunners();
+    return stored.results;
   }
 
   /** An accepted-decision write that failed is kept as a buffered delivery (action_create_failed). */
   async function writeAlone(item: DeliveryWrite): Promise<WriteResult> {
     try {
-      const { results, created } = await writeBatch([item]);
-      if (created > 0) deps.wakeRunners();
-      return results[0]!;
+      return (await writeBatch([item]))[0]!;
     } catch (error) {
       if (error instanceof AppError || item.decision.status !== 'create') throw error;
       const buffered: DeliveryWrite = {
@@ -50,48 +49,21 @@ export function createDeliveryWriter(deps: {
         decision: { status: 'buffered', reason: 'action_create_failed' },
         nextAttemptAt: new Date(deps.clock.now().getTime() + 60_000),
       };
-      return (await writeBatch([buffered])).results[0]!;
+      return (await writeBatch([buffered]))[0]!;
     }
   }
 
-  const pending: Array<{ item: DeliveryWrite; resolve: (result: WriteResult) => void; reject: (error: unknown) => void }> = [];
-  let inFlight = 0;
-  let scheduled = false;
-  let drained: (() => void) | undefined;
-
-  // A flush waits for the next turn of the event loop, so that every request already being handled
-  // joins the batch (PGlite runs statements synchronously; flushing at once would write them singly).
-  function scheduleFlush(): void {
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      flush();
-    });
-  }
-
-  function flush(): void {
-    if (inFlight >= deps.maxInFlight || pending.length === 0) return;
-    const batch = pending.splice(0, MAX_BATCH);
-    inFlight++;
-    deps.metrics.ingestBatchSize.observe(batch.length);
-    const endTimer = deps.metrics.ingestBatchDuration.startTimer();
-    writeBatch(batch.map(({ item }) => item))
-      .then(
-        ({ results, created }) => {
-          if (created > 0) deps.wakeRunners();
-          for (const [index, entry] of batch.entries()) entry.resolve(results[index]!);
-        },
-        // One bad item must not fail the others: write each alone.
-        () => Promise.all(batch.map((entry) => writeAlone(entry.item).then(entry.resolve, entry.reject))),
-      )
-      .finally(() => {
-        endTimer();
-        inFlight--;
-        if (inFlight === 0 && pending.length === 0) drained?.();
-        scheduleFlush();
-      });
-  }
+  const commits = createGroupCommit<DeliveryWrite, WriteResult>({
+    maxInFlight: deps.maxInFlight,
+    maxBatch: MAX_BATCH,
+    writeBatch,
+    // One bad item must not fail the others: each is written alone.
+    writeAlone,
+    onBatch: (size) => {
+      deps.metrics.ingestBatchSize.observe(size);
+      return deps.metrics.ingestBatchDuration.startTimer();
+    },
+  });
 
   const unwrap = (result: WriteResult): Outcome => {
     if (result instanceof AppError) throw result;
@@ -100,18 +72,10 @@ export function createDeliveryWriter(deps: {
 
   return {
     /** Batched with concurrent writes (the ingest path). */
-    write(item: DeliveryWrite): Promise<Outcome> {
-      return new Promise<WriteResult>((resolve, reject) => {
-        pending.push({ item, resolve, reject });
-        scheduleFlush();
-      }).then(unwrap);
-    },
+    write: (item: DeliveryWrite): Promise<Outcome> => commits.write(item).then(unwrap),
 
     /** Resolves once every accepted write is committed (shutdown waits for it before closing the database). */
-    drain(): Promise<void> {
-      if (inFlight === 0 && pending.length === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => (drained = resolve));
-    },
+    drain: (): Promise<void> => commits.drain(),
 
     /** Written at once, alone (retries, replays, Send Test). */
     writeNow: (item: DeliveryWrite): Promise<Outcome> => writeAlone(item).then(unwrap),

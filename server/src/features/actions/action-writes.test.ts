@@ -1,0 +1,185 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addCallback } from '../../../test/helpers/callbacks.ts';
+import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { postEvent, setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { createGroupCommit } from '../../lib/group-commit.ts';
+import { messageRow, writeActions, type ActionWrite, type ActionWriteResult } from './action-writes.ts';
+import { claimRunnable } from './lifecycle.ts';
+
+/**
+ * The steps of concurrent runs are stored together, in one statement (writeActions) per group
+ * commit. Each action's rows must come out as if written alone, and one bad write must fail only
+ * its own run.
+ */
+let app: TestApp;
+let setup: WebhookSetup;
+beforeAll(async () => {
+  // No worker: the test claims the actions itself and writes their steps (no callback is sent).
+  app = await startTestApp({ CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' }, { workers: false });
+  setup = await setupWebhook(app);
+  await addCallback(app, setup, { url: 'http://127.0.0.1:9/never-called', events: ['action.completed'] });
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+/** Actions of the setup's webhook, claimed (running) as a worker would. */
+async function runningActions(count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await postEvent(app, setup, { eventType: 'order.created', externalId: randomUUID() });
+    ids.push((await response.json()).actionId);
+  }
+  const claimed = await claimRunnable(app.container.db, 100, 60_000);
+  expect(claimed).toEqual(expect.arrayContaining(ids));
+  return ids;
+}
+
+const opening = (actionId: string) => {
+  const threadId = randomUUID();
+  return {
+    threadId,
+    thread: { id: threadId, orgId: setup.tenant.org.id, userId: setup.tenant.admin.id, title: 'order.created', actionId },
+    first: messageRow(threadId, 0, { role: 'user', content: 'the event' }, actionId),
+  };
+};
+
+const completed = (actionId: string, text: string): ActionWrite['transition'] => ({
+  actionId,
+  from: 'running',
+  to: 'completed',
+  cause: 'the agent finished',
+  changes: { result: JSON.stringify({ text }), error: null, leaseExpiresAt: null },
+});
+
+describe('writeActions', () => {
+  it("stores several actions' steps in one statement, each as if alone", async () => {
+    const [stepping, finishing, done] = await runningActions(3);
+    const a = opening(stepping!);
+    const b = opening(finishing!);
+    const callRowId = randomUUID();
+    const results = await writeActions(app.container.db, [
+      {
+        thread: a.thread,
+        messages: [a.first, messageRow(a.threadId, 1, { role: 'assistant', content: [{ type: 'tool-call' }] }, stepping!)],
+        toolCalls: [
+          {
+            id: callRowId,
+            orgId: setup.tenant.org.id,
+            actionId: stepping!,
+            toolCallId: 'call-1',
+            toolName: 'generateDocument',
+            input: JSON.stringify({ title: 'x' }),
+            mode: 'allow',
+            status: 'ready',
+            approval: 'not_required',
+            output: null,
+            requestedAt: new Date(),
+            expiresAt: null,
+            completedAt: null,
+          },
+        ],
+      },
+      // Opened and finished at once: the transition links the thread.
+      { thread: b.thread, messages: [b.first], transition: completed(finishing!, 'at once') },
+      { transition: completed(done!, 'later') },
+    ]);
+    expect(results).toEqual<ActionWriteResult[]>([
+      { moved: false, callbacks: 0, linked: true },
+      { moved: true, callbacks: 1, linked: true },
+      { moved: true, callbacks: 1, linked: false },
+    ]);
+
+    const db = app.container.db;
+    const actions = await db
+      .selectFrom('actions')
+      .select(['id', 'status', 'threadId', 'result'])
+      .where('id', 'in', [stepping!, finishing!, done!])
+      .execute();
+    const byId = new Map(actions.map((row) => [row.id, row]));
+    expect(byId.get(stepping!)).toMatchObject({ status: 'running', threadId: a.threadId });
+    expect(byId.get(finishing!)).toMatchObject({ status: 'completed', threadId: b.threadId, result: { text: 'at once' } });
+    expect(byId.get(done!)).toMatchObject({ status: 'completed', threadId: null, result: { text: 'later' } });
+    expect(
+      await db.selectFrom('threadMessages').select(['seq', 'role']).where('threadId', '=', a.threadId).orderBy('seq').execute(),
+    ).toEqual([
+      { seq: 0, role: 'user' },
+      { seq: 1, role: 'assistant' },
+    ]);
+    const events = await db
+      .selectFrom('actionEvents')
+      .select(['actionId', 'status'])
+      .where('status', '=', 'completed')
+      .where('actionId', 'in', [stepping!, finishing!, done!])
+      .execute();
+    expect(events.map((event) => event.actionId).sort()).toEqual([finishing!, done!].sort());
+    const callbacks = await db
+      .selectFrom('callbackDeliveries')
+      .select(['actionId', 'payload'])
+      .where('actionId', 'in', [finishing!, done!])
+      .execute();
+    expect(callbacks).toHaveLength(2);
+    const payload = callbacks.find((row) => row.actionId === finishing)!.payload as { type: string; data: Record<string, unknown> };
+    expect(payload.type).toBe('action.completed');
+    expect(payload.data).toMatchObject({
+      actionId: finishing,
+      status: 'completed',
+      result: { text: 'at once' },
+      eventType: 'order.created',
+    });
+
+    // The call's result, and a transition from a status the action is not in (it moves nothing).
+    const [finished] = await writeActions(db, [
+      {
+        finishedCall: { id: callRowId, status: 'completed', output: { ok: true }, completedAt: new Date() },
+        transition: { ...completed(stepping!, 'x')!, from: 'approved', to: 'running', cause: 'no' },
+      },
+    ]);
+    expect(finished).toEqual({ moved: false, callbacks: 0, linked: false });
+    expect(await db.selectFrom('toolCalls').select(['status', 'output']).where('id', '=', callRowId).executeTakeFirst()).toEqual({
+      status: 'completed',
+      output: { ok: true },
+    });
+    expect((await db.selectFrom('actions').select('status').where('id', '=', stepping!).executeTakeFirst())?.status).toBe('running');
+  });
+
+  it('a thread a second runner opens for an action that has one is not linked', async () => {
+    const [actionId] = await runningActions(1);
+    const first = opening(actionId!);
+    const second = opening(actionId!);
+    expect((await writeActions(app.container.db, [{ thread: first.thread, messages: [first.first] }]))[0]!.linked).toBe(true);
+    expect((await writeActions(app.container.db, [{ thread: second.thread, messages: [second.first] }]))[0]!.linked).toBe(false);
+  });
+
+  it('group-committed: a write that conflicts fails alone, the others of its batch are stored', async () => {
+    const [good, bad] = await runningActions(2);
+    const a = opening(good!);
+    const b = opening(bad!);
+    await writeActions(app.container.db, [{ thread: b.thread, messages: [b.first] }]);
+    const commits = createGroupCommit<ActionWrite, ActionWriteResult>({
+      maxInFlight: 1,
+      maxBatch: 10,
+      writeBatch: (writes) => writeActions(app.container.db, writes),
+      writeAlone: async (write) => (await writeActions(app.container.db, [write]))[0]!,
+    });
+    const [stored, conflicting] = await Promise.allSettled([
+      commits.write({ thread: a.thread, messages: [a.first] }),
+      // seq 0 of b's thread is taken: another runner wrote this step.
+      commits.write({ messages: [messageRow(b.threadId, 0, { role: 'assistant', content: [] }, bad!)] }),
+    ]);
+    expect(stored).toEqual({ status: 'fulfilled', value: { moved: false, callbacks: 0, linked: true } });
+    expect(conflicting.status).toBe('rejected');
+    expect(isUniqueViolation((conflicting as PromiseRejectedResult).reason)).toBe(true);
+    const row = await app.container.db.selectFrom('actions').select('threadId').where('id', '=', good!).executeTakeFirst();
+    expect(row?.threadId).toBe(a.threadId);
+  });
+
+  it('refuses a transition the lifecycle does not have, writing nothing', async () => {
+    const [actionId] = await runningActions(1);
+    await expect(writeActions(app.container.db, [{ transition: { ...completed(actionId!, 'x')!, to: 'queued' } }])).rejects.toThrow(
+      /cannot go from running to queued/,
+    );
+  });
+});

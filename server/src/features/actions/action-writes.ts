@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Insertable, type Kysely } from 'kysely';
+// The one sideways import between features: a transition writes its callbacks' outbox rows in its
+// own statement (callbacks never import actions).
+import { CALLBACK_EVENT_OF, callbackDetails, OUTBOX_CTE } from '../callbacks/outbox.ts';
+import type { DB, ThreadMessagesTable, ToolCallsTable } from '../../db/schema.ts';
+import { approvalStateOf, canTransition, IllegalTransitionError, type Transition } from './lifecycle.ts';
+
+type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
+
+/** What one step of an action stores at once; every part is optional. */
+export interface ActionWrite {
+  /** The action's conversation, opened with its first step: the thread, linked to the action. */
+  thread?: { id: string; orgId: string; userId: string; title: string; actionId: string };
+  messages?: Insertable<ThreadMessagesTable>[];
+  /** Tool calls a model step proposed, as decided. */
+  toolCalls?: Insertable<ToolCallsTable>[];
+  /** A tool call's result (only a call still `ready` takes it). */
+  finishedCall?: { id: string; status: 'completed' | 'failed'; output: unknown; completedAt: Date };
+  transition?: Transition;
+}
+
+export interface ActionWriteResult {
+  /** The transition happened (false: the action was no longer in `from`, or there was none). */
+  moved: boolean;
+  /** Callbacks the transition wrote: announce them once committed. */
+  callbacks: number;
+  /** The thread was linked to the action (false: the action had one already, another runner's). */
+  linked: boolean;
+}
+
+/**
+ * Stores the writes of any number of actions in one statement of constant text (arrays in, so it is
+ * prepared once and planned rarely): threads, messages, tool calls and their results, and lifecycle
+ * transitions with their ledger events and the callbacks that announce them (the outbox). A
+ * transition is never announced without happening, nor the reverse; inside a caller's transaction
+ * it commits with it. At most one write per action in one call (a row is updated once per
+ * statement). (thread, seq) is unique: two runners that somehow both continue one conversation
+ * cannot both write its next step; the second fails, and with it the statement.
+ */
+export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promise<ActionWriteResult[]> {
+  const threads = writes.flatMap((write) => (write.thread ? [write.thread] : []));
+  // A thread opened with a transition is linked by it: the action's row is updated once.
+  const links = writes.flatMap((write) => (write.thread && !write.transition ? [write.thread] : []));
+  const messages = writes.flatMap((write) => write.messages ?? []);
+  const calls = writes.flatMap((write) => write.toolCalls ?? []);
+  const finished = writes.flatMap((write) => (write.finishedCall ? [write.finishedCall] : []));
+  const steps = writes.flatMap((write) => (write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : []));
+  for (const step of steps)
+    if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
+  const json = (value: unknown) => JSON.stringify(value) ?? null;
+  const column = <T, V>(rows: T[], value: (row: T) => V) => rows.map(value);
+
+  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`
+    with new_threads as (
+      insert into threads (id, org_id, user_id, channel, title)
+      select id, org_id, user_id, 'webhook', title
+      from unnest(${column(threads, (t) => t.id)}::uuid[], ${column(threads, (t) => t.orgId)}::uuid[],
+        ${column(threads, (t) => t.userId)}::uuid[], ${column(threads, (t) => t.title)}::text[]) as t(id, org_id, user_id, title)
+    ), linked as (
+      update actions a set thread_id = l.thread_id
+      from unnest(${column(links, (t) => t.actionId)}::uuid[], ${column(links, (t) => t.id)}::uuid[]) as l(id, thread_id)
+      where a.id = l.id and a.thread_id is null
+      returning a.id
+    ), new_messages as (
+      insert into thread_messages (id, thread_id, seq, role, content, action_id)
+      select * from unnest(${column(messages, (m) => m.id)}::uuid[], ${column(messages, (m) => m.threadId)}::uuid[],
+        ${column(messages, (m) => m.seq)}::int[], ${column(messages, (m) => m.role)}::text[],
+        ${column(messages, (m) => m.content)}::jsonb[], ${column(messages, (m) => m.actionId ?? null)}::uuid[])
+    ), new_calls as (
+      insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at, expires_at, completed_at)
+      select * from unnest(${column(calls, (c) => c.id)}::uuid[], ${column(calls, (c) => c.orgId)}::uuid[],
+        ${column(calls, (c) => c.actionId)}::uuid[], ${column(calls, (c) => c.toolCallId)}::text[], ${column(calls, (c) => c.toolName)}::text[],
+        ${column(calls, (c) => c.input ?? null)}::jsonb[], ${column(calls, (c) => c.mode)}::text[], ${column(calls, (c) => c.status)}::text[],
+        ${column(calls, (c) => c.approval)}::text[], ${column(calls, (c) => c.output ?? null)}::jsonb[],
+        ${column(calls, (c) => c.requestedAt ?? null)}::timestamptz[], ${column(calls, (c) => c.expiresAt ?? null)}::timestamptz[],
+        ${column(calls, (c) => c.completedAt ?? null)}::timestamptz[])
+    ), finished_calls as (
+      update tool_calls c set status = f.status, output = f.output, completed_at = f.completed_at
+      from unnest(${column(finished, (f) => f.id)}::uuid[], ${column(finished, (f) => f.status)}::text[],
+        ${column(finished, (f) => json(f.output))}::jsonb[], ${column(finished, (f) => f.completedAt)}::timestamptz[])
+        as f(id, status, output, completed_at)
+      where c.id = f.id and c.status = 'ready'
+    ), step as (
+      select * from unnest(${column(steps, (s) => s.actionId)}::uuid[], ${column(steps, (s) => s.from)}::text[],
+        ${column(steps, (s) => s.to)}::text[], ${column(steps, (s) => approvalStateOf(s.to) ?? null)}::text[],
+        ${column(steps, (s) => s.changes?.result !== undefined)}::bool[], ${column(steps, (s) => s.changes?.result ?? null)}::jsonb[],
+        ${column(steps, (s) => s.changes?.error !== undefined)}::bool[], ${column(steps, (s) => s.changes?.error ?? null)}::text[],
+        ${column(steps, (s) => s.changes?.leaseExpiresAt !== undefined)}::bool[],
+        ${column(steps, (s) => s.changes?.leaseExpiresAt ?? null)}::timestamptz[], ${column(steps, (s) => s.threadId)}::uuid[],
+        ${column(steps, (s) => s.cause)}::text[], ${column(steps, (s) => json(s.data))}::jsonb[],
+        ${column(steps, (s) => CALLBACK_EVENT_OF[s.to] ?? null)}::text[],
+        ${column(steps, (s) => JSON.stringify(callbackDetails(s.to, s.data, s.changes ?? {})))}::jsonb[])
+        as s(id, from_status, to_status, approval_state, set_result, result, set_error, error, set_lease, lease_expires_at,
+          thread_id, cause, data, event, details)
+    ), moved as (
+      update actions a set status = s.to_status, updated_at = now(),
+        approval_state = coalesce(s.approval_state, a.approval_state),
+        result = case when s.set_result then s.result else a.result end,
+        error = case when s.set_error then s.error else a.error end,
+        lease_expires_at = case when s.set_lease then s.lease_expires_at else a.lease_expires_at end,
+        thread_id = coalesce(a.thread_id, s.thread_id)
+      from step s where a.id = s.id and a.status = s.from_status
+      returning a.id, a.org_id, a.webhook_id, a.delivery_id, a.external_id, a.event_type, s.to_status, s.cause, s.data, s.event, s.details
+    ), recorded as (
+      insert into action_events (id, action_id, org_id, status, cause, data)
+      select gen_random_uuid(), id, org_id, to_status, cause, data from moved
+    ), ${OUTBOX_CTE}
+    select (select coalesce(array_agg(id::text), '{}') from moved) as moved,
+      (select coalesce(array_agg(action_id::text), '{}') from callbacks) as announced,
+      (select coalesce(array_agg(id::text), '{}') from linked) as linked`.execute(db);
+  const { moved, announced, linked } = result.rows[0]!;
+  return writes.map((write) => {
+    const actionId = write.transition?.actionId;
+    return {
+      moved: actionId !== undefined && moved.includes(actionId),
+      callbacks: actionId === undefined ? 0 : announced.filter((id) => id === actionId).length,
+      linked: write.thread !== undefined && (write.transition ? moved : linked).includes(write.thread.actionId),
+    };
+  });
+}
+
+/**
+ * Moves an action from `from` to `to`, records the lifecycle event and writes the callbacks that
+ * announce it, in one statement (writeActions). `moved` is false when the action is no longer in
+ * `from` (someone else moved it first). When it wrote `callbacks`, the caller signals
+ * BUS_TOPICS.callbacks once it has committed, so that they go out now, not at the next poll.
+ */
+export async function transition(db: Kysely<DB>, step: Transition): Promise<{ moved: boolean; callbacks: number }> {
+  const [written] = await writeActions(db, [{ transition: step }]);
+  return { moved: written!.moved, callbacks: written!.callbacks };
+}
+
+export function messageRow(threadId: string, seq: number, message: Message, actionId: string) {
+  return { id: randomUUID(), threadId, seq, role: message.role, content: JSON.stringify(message.content), actionId };
+}
