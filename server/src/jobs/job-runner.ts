@@ -2,7 +2,7 @@ import { PgBoss, fromKysely, type Db, type ConstructorOptions } from 'pg-boss';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { Logger } from 'pino';
-import { jobQueues, type JobHandlers, type JobPayload, type QueueName } from './registry.ts';
+import { jobQueues, type JobHandlers, type JobMeta, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
 import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
@@ -62,13 +62,13 @@ export function createJobRunner(deps: {
 
     async work(handlers, options = {}) {
       for (const name of Object.keys(jobQueues) as QueueName[]) {
-        const handler = handlers[name] as ((payload: unknown, meta: { jobId: string; retryCount: number }) => Promise<void>) | undefined;
+        const handler = handlers[name] as ((payload: unknown, meta: JobMeta) => Promise<void>) | undefined;
         if (!handler) continue;
         const schema = jobQueues[name].payload;
-        const run = async (job: FetchedJob) => {
+        const run = async (job: FetchedJob, onHandBack: JobMeta['onHandBack']) => {
           const started = performance.now();
           try {
-            await handler(schema.parse(job.data), { jobId: job.id, retryCount: job.retryCount });
+            await handler(schema.parse(job.data), { jobId: job.id, retryCount: job.retryCount, onHandBack });
             deps.metrics.jobs.inc({ queue: name, outcome: 'completed' });
           } catch (error) {
             deps.metrics.jobs.inc({ queue: name, outcome: 'failed' });

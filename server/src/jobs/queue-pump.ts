@@ -17,16 +17,18 @@ export function createQueuePump(deps: {
   name: string;
   concurrency: number;
   pollMs: number;
-  run: (job: FetchedJob) => Promise<void>;
+  /** Runs a job; `onHandBack` registers what to undo if the job is handed back unfinished (JobMeta). */
+  run: (job: FetchedJob, onHandBack: (release: () => Promise<void>) => void) => Promise<void>;
   logger: Logger;
 }) {
   const { boss, name } = deps;
   const toComplete: FetchedJob[] = [];
   let completing: Promise<void> = Promise.resolve();
+  const releases = new Map<FetchedJob, Array<() => Promise<void>>>();
 
   async function run(job: FetchedJob): Promise<void> {
     try {
-      await deps.run(job);
+      await deps.run(job, (release) => releases.set(job, [...(releases.get(job) ?? []), release]));
       toComplete.push(job);
       if (toComplete.length === 1) setImmediate(flushCompletions);
     } catch (error) {
@@ -38,6 +40,8 @@ export function createQueuePump(deps: {
           (failure: unknown) => deps.logger.error({ err: failure, queue: name, jobId: job.id }, 'could not record a job failure'),
         ),
       );
+    } finally {
+      releases.delete(job);
     }
   }
 
@@ -67,8 +71,14 @@ export function createQueuePump(deps: {
     /** Stops fetching; waits up to `timeoutMs` for running jobs, then hands the rest back to be retried. */
     async stop(timeoutMs: number): Promise<void> {
       const unfinished = await slots.stop(timeoutMs);
-      if (unfinished.length > 0)
+      if (unfinished.length > 0) {
+        // Before the hand-back: a retry that started first would find the job's lease still held.
+        const undo = unfinished.flatMap((job) => releases.get(job) ?? []);
+        for (const outcome of await Promise.allSettled(undo.map((release) => release())))
+          if (outcome.status === 'rejected')
+            deps.logger.warn({ err: outcome.reason, queue: name }, 'could not release what a handed-back job held');
         await boss.fail(name, unfinished, { message: 'the worker stopped before the job finished' }).catch(() => {});
+      }
       flushCompletions();
       await completing;
     },

@@ -52,6 +52,17 @@ export const jobQueues = {
 
 export type QueueName = keyof typeof jobQueues;
 export type JobPayload<Q extends QueueName> = z.infer<(typeof jobQueues)[Q]['payload']>;
-export type JobHandler<Q extends QueueName> = (payload: JobPayload<Q>, meta: { jobId: string; retryCount: number }) => Promise<void>;
+export type JobHandler<Q extends QueueName> = (payload: JobPayload<Q>, meta: JobMeta) => Promise<void>;
+
+export interface JobMeta {
+  jobId: string;
+  retryCount: number;
+  /**
+   * Registers what to undo if this process stops before the job finishes and hands it back to be
+   * retried (a lease the job holds, so that its retry is not kept waiting): run, and awaited, before
+   * the job is handed back.
+   */
+  onHandBack(release: () => Promise<void>): void;
+}
 /** A queue without a handler is not worked by this build (its jobs wait for the feature that works them). */
 export type JobHandlers = { [Q in QueueName]?: JobHandler<Q> };

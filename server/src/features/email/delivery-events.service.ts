@@ -90,6 +90,10 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
       const providerMessageId = payload.data.message_id ? (normalizeMessageId(payload.data.message_id) ?? null) : null;
 
       await db.transaction().execute(async (trx) => {
+        // First, as the row's lock: a processor that took the notification over meanwhile (this
+        // one's lease lapsed or was given up) may have recorded it already; then nothing is recorded twice.
+        const [settled] = await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
+        if (!settled?.numUpdatedRows) return;
         await outboundRepo.recordEvent(trx, {
           id: randomUUID(),
           orgId,
@@ -123,7 +127,6 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
             })),
           );
         }
-        await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
       });
     },
   };

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { JobMeta } from '../../jobs/registry.ts';
 import { jobQueues } from '../../jobs/registry.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { DeliveryEvents } from './delivery-events.service.ts';
@@ -28,7 +29,7 @@ export function createNotificationProcessor(deps: {
   const { db } = deps;
 
   return {
-    async process(notificationId: string, meta: { retryCount: number }): Promise<void> {
+    async process(notificationId: string, meta: Pick<JobMeta, 'retryCount' | 'onHandBack'>): Promise<void> {
       const notification = await notificationsRepo.claim(db, notificationId, deps.leaseMs);
       if (!notification) return;
       const renew = setInterval(
@@ -40,6 +41,12 @@ export function createNotificationProcessor(deps: {
         Math.max(100, deps.leaseMs / 3),
       );
       renew.unref();
+      // This process stops before the notification is done: its job's retry (in any process) takes
+      // it over at once instead of after the lease. Whatever this run still writes is harmless.
+      meta.onHandBack(async () => {
+        clearInterval(renew);
+        await notificationsRepo.releaseLease(db, notificationId);
+      });
       const lastAttempt = meta.retryCount >= LAST_RETRY;
       try {
         const payload = notificationSchema.parse(notification.payload);

@@ -87,6 +87,10 @@ export const notificationsRepo = {
       .where('status', '=', 'received')
       .execute(),
 
+  /** Gives a lease up at once (its process is stopping): the notification's retry may take it now. */
+  releaseLease: (db: Kysely<DB>, id: string) =>
+    db.updateTable('emailNotifications').set({ leaseExpiresAt: null }).where('id', '=', id).where('status', '=', 'received').execute(),
+
   /** Ends processing: `received` again (to be retried) keeps no lease; the others are final. */
   settle: (db: Kysely<DB>, id: string, outcome: { status: EmailNotificationStatus; reason?: string | null; lastError?: string | null }) =>
     db

@@ -26,6 +26,57 @@ afterAll(async () => {
   await model?.close();
 });
 
+/** An org's email integration on the fake provider, with an inbox whose agent replies to every email. */
+async function answeringInbox(api: Awaited<ReturnType<typeof apiClient>>, base: string) {
+  const apiKey = `re_${randomUUID()}`;
+  provider.addKey(apiKey, { domains: [{ name: 'restart.example.com' }] });
+  const webhook = { url: `${base}/webhooks/mail`, secret: `whsec_${randomBytes(24).toString('base64')}` };
+  await api('PUT', '/orgs/acme/email/integration', { apiKey, fromEmail: 'agents@restart.example.com', webhookSecret: webhook.secret });
+  const agent = await api('POST', '/orgs/acme/agents', { name: 'Support', tools: [] });
+  const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: 'help@restart.example.com', displayName: 'Help' });
+  await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, { agentId: agent.id, isPrimary: true, autoRespond: true });
+  model.script((request) =>
+    calledTools(request)
+      ? { text: 'Replied.' }
+      : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'We are on it.' } }] },
+  );
+  return { webhook, inbox };
+}
+
+describe('email across a SIGTERM', () => {
+  it('a notification its stopping worker could not finish is taken over at once, not after its lease', async () => {
+    // A lease far longer than the test may wait: only its release lets the next process take over.
+    const stopping = await serverProcessEnvironment({
+      ...model.env,
+      MAIL_API_URL: provider.url,
+      MAIL_API_RETRIES: '0',
+      EMAIL_PROCESSING_LEASE_SECONDS: '300',
+    });
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    let server = await startServerProcess(stopping.env, port);
+    try {
+      const api = await apiClient(base, stopping.createAdmin());
+      const { webhook, inbox } = await answeringInbox(api, base);
+      // Stopped while fetching the email: the fetch outlasts the stop's wait for running jobs.
+      const fetching = provider.holdNext('fetch-received');
+      const email = provider.receive({ from: 'max@customer.test', to: [inbox.emailAddress], subject: 'Stopped', text: '1' });
+      expect((await postSignedNotification(webhook, provider.receivedEvent(email.id))).status).toBe(200);
+      await fetching.held;
+      const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
+      server.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      fetching.release();
+      server = await startServerProcess(stopping.env, port);
+      await provider.waitFor('max@customer.test', 60_000);
+      expect(provider.sent.filter((sent) => sent.to.includes('max@customer.test'))).toHaveLength(1);
+    } finally {
+      await killServerProcess(server);
+      await stopping.cleanup();
+    }
+  }, 120_000);
+});
+
 describe('email across a SIGKILL', () => {
   it('finishes a notification acknowledged before the kill, and a reply cut off mid-send is not sent twice', async () => {
     const port = await freePort();
@@ -34,18 +85,7 @@ describe('email across a SIGKILL', () => {
     try {
       const credentials = environment.createAdmin();
       let api = await apiClient(base, credentials);
-      const apiKey = `re_${randomUUID()}`;
-      provider.addKey(apiKey, { domains: [{ name: 'restart.example.com' }] });
-      const webhook = { url: `${base}/webhooks/mail`, secret: `whsec_${randomBytes(24).toString('base64')}` };
-      await api('PUT', '/orgs/acme/email/integration', { apiKey, fromEmail: 'agents@restart.example.com', webhookSecret: webhook.secret });
-      const agent = await api('POST', '/orgs/acme/agents', { name: 'Support', tools: [] });
-      const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: 'help@restart.example.com', displayName: 'Help' });
-      await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, { agentId: agent.id, isPrimary: true, autoRespond: true });
-      model.script((request) =>
-        calledTools(request)
-          ? { text: 'Replied.' }
-          : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'We are on it.' } }] },
-      );
+      const { webhook, inbox } = await answeringInbox(api, base);
       const restart = async () => {
         await killServerProcess(server);
         server = await startServerProcess(environment.env, port);
