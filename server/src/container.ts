@@ -340,6 +340,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       draining = true;
       await writer.drain();
       await runDispatcher.stop(10_000);
+      await runner.drain();
       await dispatcher.stop();
       httpAgents.destroy();
       await jobs.stop();

@@ -318,6 +318,9 @@ export function createActionRunner(deps: {
       stopping.abort();
     },
 
+    /** Resolves once every step written so far is committed (shutdown waits for it before closing the database). */
+    drain: (): Promise<void> => commits.drain(),
+
     /** What the runs of these claimed actions need, in one read (an action since deleted is missing). */
     async contexts(actionIds: string[]): Promise<Map<string, RunContext>> {
       const rows = actionIds.length === 0 ? [] : await actionsRepo.runContexts(db, actionIds, deps.defaultProvider);
