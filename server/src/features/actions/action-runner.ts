@@ -89,6 +89,7 @@ export function createActionRunner(deps: {
     run?: Run,
   ) {
     const { callbacks } = await store(run, {
+      actionId,
       transition: {
         actionId,
         from: 'running',
@@ -165,6 +166,7 @@ export function createActionRunner(deps: {
     const now = deps.clock.now();
     const calls = step.calls.map((call) => decideCall(run, call, now));
     const stored: ActionWrite = {
+      actionId: run.context.id,
       messages: [messageRow(run.threadId, run.messages.length, step.assistant, run.context.id)],
       toolCalls: calls.map((call) => toRow(call, run.context, now)),
     };
@@ -217,12 +219,14 @@ export function createActionRunner(deps: {
         // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
         const closesStep = !decidable && index === ready.length - 1;
         await store(run, {
+          actionId: context.id,
           finishedCall: { ...(call as { id: string; status: 'completed' | 'failed'; output: unknown }), completedAt: deps.clock.now() },
           messages: closesStep ? [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] : [],
         });
       }
       if (!decidable) {
-        if (ready.length === 0) await store(run, { messages: [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] });
+        if (ready.length === 0)
+          await store(run, { actionId: context.id, messages: [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] });
         run.messages.push(toolMessage());
         return 'continue';
       }
@@ -269,7 +273,7 @@ export function createActionRunner(deps: {
           return 'stop' as const;
         }
         const message = toolMessage();
-        await store(run, { messages: [messageRow(run.threadId, run.messages.length, message, context.id)] }, trx);
+        await store(run, { actionId: context.id, messages: [messageRow(run.threadId, run.messages.length, message, context.id)] }, trx);
         run.messages.push(message);
         return 'continue' as const;
       });

@@ -62,6 +62,7 @@ describe('writeActions', () => {
     const callRowId = randomUUID();
     const results = await writeActions(app.container.db, [
       {
+        actionId: stepping!,
         thread: a.thread,
         messages: [a.first, messageRow(a.threadId, 1, { role: 'assistant', content: [{ type: 'tool-call' }] }, stepping!)],
         toolCalls: [
@@ -83,8 +84,8 @@ describe('writeActions', () => {
         ],
       },
       // Opened and finished at once: the transition links the thread.
-      { thread: b.thread, messages: [b.first], transition: completed(finishing!, 'at once') },
-      { transition: completed(done!, 'later') },
+      { actionId: finishing!, thread: b.thread, messages: [b.first], transition: completed(finishing!, 'at once') },
+      { actionId: done!, transition: completed(done!, 'later') },
     ]);
     expect(results).toEqual<ActionWriteResult[]>([
       { moved: false, callbacks: 0, linked: true },
@@ -133,6 +134,7 @@ describe('writeActions', () => {
     // The call's result, and a transition from a status the action is not in (it moves nothing).
     const [finished] = await writeActions(db, [
       {
+        actionId: stepping!,
         finishedCall: { id: callRowId, status: 'completed', output: { ok: true }, completedAt: new Date() },
         transition: { ...completed(stepping!, 'x')!, from: 'approved', to: 'running', cause: 'no' },
       },
@@ -149,15 +151,19 @@ describe('writeActions', () => {
     const [actionId] = await runningActions(1);
     const first = opening(actionId!);
     const second = opening(actionId!);
-    expect((await writeActions(app.container.db, [{ thread: first.thread, messages: [first.first] }]))[0]!.linked).toBe(true);
-    expect((await writeActions(app.container.db, [{ thread: second.thread, messages: [second.first] }]))[0]!.linked).toBe(false);
+    expect(
+      (await writeActions(app.container.db, [{ actionId: actionId!, thread: first.thread, messages: [first.first] }]))[0]!.linked,
+    ).toBe(true);
+    expect(
+      (await writeActions(app.container.db, [{ actionId: actionId!, thread: second.thread, messages: [second.first] }]))[0]!.linked,
+    ).toBe(false);
   });
 
   it('group-committed: a write that conflicts fails alone, the others of its batch are stored', async () => {
     const [good, bad] = await runningActions(2);
     const a = opening(good!);
     const b = opening(bad!);
-    await writeActions(app.container.db, [{ thread: b.thread, messages: [b.first] }]);
+    await writeActions(app.container.db, [{ actionId: bad!, thread: b.thread, messages: [b.first] }]);
     const commits = createGroupCommit<ActionWrite, ActionWriteResult>({
       maxInFlight: 1,
       maxBatch: 10,
@@ -165,9 +171,9 @@ describe('writeActions', () => {
       writeAlone: async (write) => (await writeActions(app.container.db, [write]))[0]!,
     });
     const [stored, conflicting] = await Promise.allSettled([
-      commits.write({ thread: a.thread, messages: [a.first] }),
+      commits.write({ actionId: good!, thread: a.thread, messages: [a.first] }),
       // seq 0 of b's thread is taken: another runner wrote this step.
-      commits.write({ messages: [messageRow(b.threadId, 0, { role: 'assistant', content: [] }, bad!)] }),
+      commits.write({ actionId: bad!, messages: [messageRow(b.threadId, 0, { role: 'assistant', content: [] }, bad!)] }),
     ]);
     expect(stored).toEqual({ status: 'fulfilled', value: { moved: false, callbacks: 0, linked: true } });
     expect(conflicting.status).toBe('rejected');
@@ -176,10 +182,31 @@ describe('writeActions', () => {
     expect(row?.threadId).toBe(a.threadId);
   });
 
+  it('group-committed: two writes for one action (a row is updated once per statement) are both stored, one after the other', async () => {
+    const [actionId] = await runningActions(1);
+    const { thread, first } = opening(actionId!);
+    const commits = createGroupCommit<ActionWrite, ActionWriteResult>({
+      maxInFlight: 1,
+      maxBatch: 10,
+      writeBatch: (writes) => writeActions(app.container.db, writes),
+      writeAlone: async (write) => (await writeActions(app.container.db, [write]))[0]!,
+    });
+    const results = await Promise.all([
+      commits.write({ actionId: actionId!, thread, messages: [first] }),
+      commits.write({ actionId: actionId!, transition: completed(actionId!, 'twice') }),
+    ]);
+    expect(results).toEqual([
+      { moved: false, callbacks: 0, linked: true },
+      { moved: true, callbacks: 1, linked: false },
+    ]);
+    const row = await app.container.db.selectFrom('actions').select(['status', 'threadId']).where('id', '=', actionId!).executeTakeFirst();
+    expect(row).toEqual({ status: 'completed', threadId: thread.id });
+  });
+
   it('refuses a transition the lifecycle does not have, writing nothing', async () => {
     const [actionId] = await runningActions(1);
-    await expect(writeActions(app.container.db, [{ transition: { ...completed(actionId!, 'x')!, to: 'queued' } }])).rejects.toThrow(
-      /cannot go from running to queued/,
-    );
+    await expect(
+      writeActions(app.container.db, [{ actionId: actionId!, transition: { ...completed(actionId!, 'x')!, to: 'queued' } }]),
+    ).rejects.toThrow(/cannot go from running to queued/);
   });
 });

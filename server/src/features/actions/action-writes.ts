@@ -8,8 +8,9 @@ import { approvalStateOf, canTransition, IllegalTransitionError, type Transition
 
 type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
 
-/** What one step of an action stores at once; every part is optional. */
+/** What one step of an action stores at once; every part but the action is optional. */
 export interface ActionWrite {
+  actionId: string;
   /** The action's conversation, opened with its first step: the thread, linked to the action. */
   thread?: { id: string; orgId: string; userId: string; title: string; actionId: string };
   messages?: Insertable<ThreadMessagesTable>[];
@@ -34,11 +35,13 @@ export interface ActionWriteResult {
  * prepared once and planned rarely): threads, messages, tool calls and their results, and lifecycle
  * transitions with their ledger events and the callbacks that announce them (the outbox). A
  * transition is never announced without happening, nor the reverse; inside a caller's transaction
- * it commits with it. At most one write per action in one call (a row is updated once per
- * statement). (thread, seq) is unique: two runners that somehow both continue one conversation
+ * it commits with it. One write per action in one call (a row is updated once per statement: more
+ * throws, and a group commit then writes them one by one). (thread, seq) is unique: two runners that somehow both continue one conversation
  * cannot both write its next step; the second fails, and with it the statement.
  */
 export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promise<ActionWriteResult[]> {
+  if (new Set(writes.map((write) => write.actionId)).size < writes.length)
+    throw new Error('writeActions takes one write per action in one statement');
   const threads = writes.flatMap((write) => (write.thread ? [write.thread] : []));
   // A thread opened with a transition is linked by it: the action's row is updated once.
   const links = writes.flatMap((write) => (write.thread && !write.transition ? [write.thread] : []));
@@ -127,7 +130,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
  * BUS_TOPICS.callbacks once it has committed, so that they go out now, not at the next poll.
  */
 export async function transition(db: Kysely<DB>, step: Transition): Promise<{ moved: boolean; callbacks: number }> {
-  const [written] = await writeActions(db, [{ transition: step }]);
+  const [written] = await writeActions(db, [{ actionId: step.actionId, transition: step }]);
   return { moved: written!.moved, callbacks: written!.callbacks };
 }
 
