@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelMessage } from 'ai';
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { ActionStatus, DB, ModelProvider, ThreadMessagesTable } from '../../db/schema.ts';
+import type { DB, ModelProvider } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
@@ -11,8 +11,8 @@ import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
 import { callModel, ModelCallError, modelTools } from './model-step.ts';
-import { messageRow, transition, writeActions, type ActionWrite, type ActionWriteResult } from './action-writes.ts';
-import { createGroupCommit } from '../../lib/group-commit.ts';
+import { messageRow, transition, type ActionWrite } from './action-writes.ts';
+import { createRunWriter, RunSuperseded } from './run-writer.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { runToolCall } from './tool-execution.ts';
 import {
@@ -58,53 +58,7 @@ export function createActionRunner(deps: {
   const { db } = deps;
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
-  // The steps of concurrent runs are group-committed: one statement for all that are ready at once.
-  const commits = createGroupCommit<ActionWrite, ActionWriteResult>({
-    maxInFlight: deps.writeConcurrency,
-    maxBatch: 100,
-    writeBatch: (writes) => writeActions(db, writes),
-    writeAlone: async (write) => (await writeActions(db, [write]))[0]!,
-  });
-
-  /**
-   * Stores a write of the run (in `trx`, or group-committed with other runs' writes); the first one
-   * opens the conversation too. A conversation another runner opened first means this run is not
-   * the action's runner any more.
-   */
-  async function store(run: Run | undefined, write: ActionWrite, trx?: Kysely<DB>): Promise<ActionWriteResult> {
-    const opening = run?.opening;
-    const full = opening ? { ...write, thread: opening.thread, messages: [opening.message, ...(write.messages ?? [])] } : write;
-    const result = trx ? (await writeActions(trx, [full]))[0]! : await commits.write(full);
-    if (opening) {
-      if (!result.linked) throw new RunSuperseded();
-      run.opening = undefined;
-    }
-    return result;
-  }
-
-  async function finish(
-    actionId: string,
-    to: Extract<ActionStatus, 'completed' | 'failed'>,
-    outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> },
-    run?: Run,
-  ) {
-    const { callbacks } = await store(run, {
-      actionId,
-      transition: {
-        actionId,
-        from: 'running',
-        to,
-        cause: to === 'completed' ? 'the agent finished' : outcome.error!,
-        changes: {
-          result: outcome.result === undefined ? null : JSON.stringify(outcome.result),
-          error: outcome.error ?? null,
-          leaseExpiresAt: null,
-        },
-      },
-      messages: outcome.message ? [outcome.message] : [],
-    });
-    if (callbacks > 0) deps.announce();
-  }
+  const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
 
   /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
   async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {
@@ -323,7 +277,7 @@ export function createActionRunner(deps: {
     },
 
     /** Resolves once every step written so far is committed (shutdown waits for it before closing the database). */
-    drain: (): Promise<void> => commits.drain(),
+    drain,
 
     /** What the runs of these claimed actions need, in one read (an action since deleted is missing). */
     async contexts(actionIds: string[]): Promise<Map<string, RunContext>> {
@@ -391,13 +345,6 @@ export type ActionRunner = ReturnType<typeof createActionRunner>;
 
 /** Takeovers of an action's run (its runner died each time) after which it is failed, not run again. */
 export const MAX_TAKEOVERS = 5;
-
-/** Another runner opened the action's conversation first: this one is not the action's runner. */
-class RunSuperseded extends Error {
-  constructor() {
-    super('another runner continued this action');
-  }
-}
 
 /** Thrown between steps of a run whose process is stopping. */
 class RunHandedOver extends Error {
