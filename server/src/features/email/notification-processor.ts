@@ -42,8 +42,11 @@ export function createNotificationProcessor(deps: {
       );
       renew.unref();
       // This process stops before the notification is done: its job's retry (in any process) takes
-      // it over at once instead of after the lease. Whatever this run still writes is harmless.
+      // it over at once instead of after the lease. What this run may still write is stored once
+      // (unique email, settle-first events), and its failure is not recorded over the new holder.
+      let handedBack = false;
       meta.onHandBack(async () => {
+        handedBack = true;
         clearInterval(renew);
         await notificationsRepo.releaseLease(db, notificationId);
       });
@@ -53,6 +56,7 @@ export function createNotificationProcessor(deps: {
         if (payload.type === 'email.received') await deps.inbound.receive(notification, payload, { lastAttempt });
         else await deps.deliveryEvents.record(notification, payload);
       } catch (error) {
+        if (handedBack) throw error;
         const message = error instanceof Error ? error.message : String(error);
         deps.logger.warn({ err: error, notificationId, lastAttempt }, 'a mail notification could not be processed');
         await notificationsRepo.settle(db, notificationId, {
