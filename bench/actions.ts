@@ -9,12 +9,10 @@
  *
  *   npm run bench:actions                  # BENCH_RATE=600 events/s for BENCH_DURATION=10 s
  */
-import { join } from 'node:path';
 import pg from 'pg';
-import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
-import { actionPhase, databaseWork, percentile, workPerAction } from './lib/action-load.ts';
+import { actionPhase, databaseWork, ECHO_TOOL_ENV, percentile, startEchoModel, workPerAction } from './lib/action-load.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
 
@@ -29,18 +27,14 @@ if (!(await postgresReachable())) {
   console.log('actions benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
   process.exit(0);
 }
-const model = await startFakeModel();
-model.script((request) =>
-  toolResults(request).length > 0 ? { text: 'done' } : { toolCalls: [{ name: 'echo', arguments: { text: 'hello' } }] },
-);
+const model = await startEchoModel();
 const database = await benchDatabase('postgres');
 try {
-  // The seed checks the agents' tools against the registry: it loads the echo tool too.
   const env = {
     ...database.env,
     ENCRYPTION_MASTER_KEY: MASTER_KEY,
     NODE_ENV: 'development',
-    TOOL_MODULES: join(import.meta.dirname, 'lib', 'echo-tool.ts'),
+    ...ECHO_TOOL_ENV,
   };
   const webhooks = await seedWebhooks(env, { orgs: 50, webhooksPerOrg: 10, tool: 'echo' });
   const service = await startService({

@@ -14,9 +14,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
-import { actionPhase, databaseWork, percentile, workPerAction, type ActionPhase } from './lib/action-load.ts';
-import { cpuSnapshot, processesCpuSeconds } from './lib/cpu-usage.ts';
+import {
+  actionPhase,
+  databaseWork,
+  ECHO_TOOL_ENV,
+  percentile,
+  startEchoModel,
+  workPerAction,
+  type ActionPhase,
+} from './lib/action-load.ts';
+import { cpuPerRequest, cpuSnapshot, processesCpuSeconds } from './lib/cpu-usage.ts';
 import { startDeployment } from './lib/deployment.ts';
 import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
@@ -33,10 +40,7 @@ if (!(await postgresReachable())) {
   console.log('scale benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
   process.exit(0);
 }
-const model = await startFakeModel();
-model.script((request) =>
-  toolResults(request).length > 0 ? { text: 'done' } : { toolCalls: [{ name: 'echo', arguments: { text: 'hello' } }] },
-);
+const model = await startEchoModel();
 
 interface Measured {
   result: ActionPhase;
@@ -64,7 +68,7 @@ async function measure(
       RATE_LIMIT_REDIS_URL: REDIS_URL,
       ...model.env,
       WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000',
-      TOOL_MODULES: join(import.meta.dirname, 'lib', 'echo-tool.ts'),
+      ...ECHO_TOOL_ENV,
     };
     const webhooks = await seedWebhooks(env, { orgs: 50, webhooksPerOrg: 10, tool: 'echo' });
     const deployment = await deploy(env);
@@ -78,10 +82,15 @@ async function measure(
       const work = workPerAction(before.work, await databaseWork(db), result.completed);
       const cpu = cpuSnapshot(process.pid);
       const serviceCpuMs = ((processesCpuSeconds(deployment.pids) - before.service) * 1000) / result.completed;
-      const postgresCpuMs = before.cpu && cpu ? ((cpu.postgres - before.cpu.postgres) * 1000) / result.completed : NaN;
-      const idlePercent =
-        before.cpu && cpu ? 100 * (1 - (cpu.machineBusy - before.cpu.machineBusy) / (cpu.machineTotal - before.cpu.machineTotal)) : NaN;
-      return { result, commits: work.commits, rowsWritten: work.rowsWritten, postgresCpuMs, serviceCpuMs, idlePercent };
+      const shares = before.cpu && cpu ? cpuPerRequest(before.cpu, cpu, result.completed) : undefined;
+      return {
+        result,
+        commits: work.commits,
+        rowsWritten: work.rowsWritten,
+        postgresCpuMs: shares ? shares.postgresUs / 1000 : NaN,
+        serviceCpuMs,
+        idlePercent: shares?.idlePercent ?? NaN,
+      };
     } finally {
       await db.end();
       await deployment.stop();

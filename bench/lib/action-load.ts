@@ -1,7 +1,21 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { startFakeModel, toolResults } from '../../server/test/helpers/fake-model.ts';
 import type pg from 'pg';
 import { signingHeaders } from '../../server/src/features/ingest/verification.ts';
 import type { SeededWebhook } from './seed.ts';
+
+/** The loopback model of the action benchmarks, answering at once: one `echo` tool call, then a closing text. */
+export async function startEchoModel() {
+  const model = await startFakeModel();
+  model.script((request) =>
+    toolResults(request).length > 0 ? { text: 'done' } : { toolCalls: [{ name: 'echo', arguments: { text: 'hello' } }] },
+  );
+  return model;
+}
+
+/** Loads the echo tool that the agents of the action benchmarks are seeded with (seedWebhooks checks it too). */
+export const ECHO_TOOL_ENV = { TOOL_MODULES: join(import.meta.dirname, 'echo-tool.ts') };
 
 export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;

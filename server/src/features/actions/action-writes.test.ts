@@ -77,7 +77,7 @@ describe('writeActions', () => {
             status: 'ready',
             approval: 'not_required',
             output: null,
-            requestedAt: new Date(),
+            requestedAt: app.container.clock.now(),
             expiresAt: null,
             completedAt: null,
           },
@@ -135,7 +135,7 @@ describe('writeActions', () => {
     const [finished] = await writeActions(db, [
       {
         actionId: stepping!,
-        finishedCall: { id: callRowId, status: 'completed', output: { ok: true }, completedAt: new Date() },
+        finishedCall: { id: callRowId, status: 'completed', output: { ok: true }, completedAt: app.container.clock.now() },
         transition: { ...completed(stepping!, 'x')!, from: 'approved', to: 'running', cause: 'no' },
       },
     ]);

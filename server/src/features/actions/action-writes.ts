@@ -52,48 +52,47 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   for (const step of steps)
     if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
   const json = (value: unknown) => JSON.stringify(value) ?? null;
-  const column = <T, V>(rows: T[], value: (row: T) => V) => rows.map(value);
 
   const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`
     with new_threads as (
       insert into threads (id, org_id, user_id, channel, title)
       select id, org_id, user_id, 'webhook', title
-      from unnest(${column(threads, (t) => t.id)}::uuid[], ${column(threads, (t) => t.orgId)}::uuid[],
-        ${column(threads, (t) => t.userId)}::uuid[], ${column(threads, (t) => t.title)}::text[]) as t(id, org_id, user_id, title)
+      from unnest(${threads.map((t) => t.id)}::uuid[], ${threads.map((t) => t.orgId)}::uuid[],
+        ${threads.map((t) => t.userId)}::uuid[], ${threads.map((t) => t.title)}::text[]) as t(id, org_id, user_id, title)
     ), linked as (
       update actions a set thread_id = l.thread_id
-      from unnest(${column(links, (t) => t.actionId)}::uuid[], ${column(links, (t) => t.id)}::uuid[]) as l(id, thread_id)
+      from unnest(${links.map((t) => t.actionId)}::uuid[], ${links.map((t) => t.id)}::uuid[]) as l(id, thread_id)
       where a.id = l.id and a.thread_id is null
       returning a.id
     ), new_messages as (
       insert into thread_messages (id, thread_id, seq, role, content, action_id)
-      select * from unnest(${column(messages, (m) => m.id)}::uuid[], ${column(messages, (m) => m.threadId)}::uuid[],
-        ${column(messages, (m) => m.seq)}::int[], ${column(messages, (m) => m.role)}::text[],
-        ${column(messages, (m) => m.content)}::jsonb[], ${column(messages, (m) => m.actionId ?? null)}::uuid[])
+      select * from unnest(${messages.map((m) => m.id)}::uuid[], ${messages.map((m) => m.threadId)}::uuid[],
+        ${messages.map((m) => m.seq)}::int[], ${messages.map((m) => m.role)}::text[],
+        ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
     ), new_calls as (
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at, expires_at, completed_at)
-      select * from unnest(${column(calls, (c) => c.id)}::uuid[], ${column(calls, (c) => c.orgId)}::uuid[],
-        ${column(calls, (c) => c.actionId)}::uuid[], ${column(calls, (c) => c.toolCallId)}::text[], ${column(calls, (c) => c.toolName)}::text[],
-        ${column(calls, (c) => c.input ?? null)}::jsonb[], ${column(calls, (c) => c.mode)}::text[], ${column(calls, (c) => c.status)}::text[],
-        ${column(calls, (c) => c.approval)}::text[], ${column(calls, (c) => c.output ?? null)}::jsonb[],
-        ${column(calls, (c) => c.requestedAt ?? null)}::timestamptz[], ${column(calls, (c) => c.expiresAt ?? null)}::timestamptz[],
-        ${column(calls, (c) => c.completedAt ?? null)}::timestamptz[])
+      select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
+        ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[], ${calls.map((c) => c.toolName)}::text[],
+        ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
+        ${calls.map((c) => c.approval)}::text[], ${calls.map((c) => c.output ?? null)}::jsonb[],
+        ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],
+        ${calls.map((c) => c.completedAt ?? null)}::timestamptz[])
     ), finished_calls as (
       update tool_calls c set status = f.status, output = f.output, completed_at = f.completed_at
-      from unnest(${column(finished, (f) => f.id)}::uuid[], ${column(finished, (f) => f.status)}::text[],
-        ${column(finished, (f) => json(f.output))}::jsonb[], ${column(finished, (f) => f.completedAt)}::timestamptz[])
+      from unnest(${finished.map((f) => f.id)}::uuid[], ${finished.map((f) => f.status)}::text[],
+        ${finished.map((f) => json(f.output))}::jsonb[], ${finished.map((f) => f.completedAt)}::timestamptz[])
         as f(id, status, output, completed_at)
       where c.id = f.id and c.status = 'ready'
     ), step as (
-      select * from unnest(${column(steps, (s) => s.actionId)}::uuid[], ${column(steps, (s) => s.from)}::text[],
-        ${column(steps, (s) => s.to)}::text[], ${column(steps, (s) => approvalStateOf(s.to) ?? null)}::text[],
-        ${column(steps, (s) => s.changes?.result !== undefined)}::bool[], ${column(steps, (s) => s.changes?.result ?? null)}::jsonb[],
-        ${column(steps, (s) => s.changes?.error !== undefined)}::bool[], ${column(steps, (s) => s.changes?.error ?? null)}::text[],
-        ${column(steps, (s) => s.changes?.leaseExpiresAt !== undefined)}::bool[],
-        ${column(steps, (s) => s.changes?.leaseExpiresAt ?? null)}::timestamptz[], ${column(steps, (s) => s.threadId)}::uuid[],
-        ${column(steps, (s) => s.cause)}::text[], ${column(steps, (s) => json(s.data))}::jsonb[],
-        ${column(steps, (s) => CALLBACK_EVENT_OF[s.to] ?? null)}::text[],
-        ${column(steps, (s) => JSON.stringify(callbackDetails(s.to, s.data, s.changes ?? {})))}::jsonb[])
+      select * from unnest(${steps.map((s) => s.actionId)}::uuid[], ${steps.map((s) => s.from)}::text[],
+        ${steps.map((s) => s.to)}::text[], ${steps.map((s) => approvalStateOf(s.to) ?? null)}::text[],
+        ${steps.map((s) => s.changes?.result !== undefined)}::bool[], ${steps.map((s) => s.changes?.result ?? null)}::jsonb[],
+        ${steps.map((s) => s.changes?.error !== undefined)}::bool[], ${steps.map((s) => s.changes?.error ?? null)}::text[],
+        ${steps.map((s) => s.changes?.leaseExpiresAt !== undefined)}::bool[],
+        ${steps.map((s) => s.changes?.leaseExpiresAt ?? null)}::timestamptz[], ${steps.map((s) => s.threadId)}::uuid[],
+        ${steps.map((s) => s.cause)}::text[], ${steps.map((s) => json(s.data))}::jsonb[],
+        ${steps.map((s) => CALLBACK_EVENT_OF[s.to] ?? null)}::text[],
+        ${steps.map((s) => JSON.stringify(callbackDetails(s.to, s.data, s.changes ?? {})))}::jsonb[])
         as s(id, from_status, to_status, approval_state, set_result, result, set_error, error, set_lease, lease_expires_at,
           thread_id, cause, data, event, details)
     ), moved as (

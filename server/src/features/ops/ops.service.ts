@@ -9,6 +9,10 @@ import { opsRepo } from './ops.repo.ts';
 /** One series of a gauge: its labels and value. */
 type Series = [Record<string, string>, number];
 
+/** One series per state, labelled `state` (and `labels`), from counts keyed by state. */
+const byState = <S extends string>(counts: Record<S, number>, states: readonly S[], labels: Record<string, string> = {}): Series[] =>
+  states.map((state) => [{ ...labels, state }, counts[state]]);
+
 export type DependencyName = 'database' | 'redis' | 'queue';
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -83,22 +87,15 @@ export function createOpsService(deps: {
     'job_queue_jobs',
     'Unfinished jobs per queue and state (queued = due now, deferred = waiting for a later time, active = being worked)',
     ['queue', 'state'],
-    async () =>
-      (await backlog()).flatMap((row) =>
-        (['queued', 'deferred', 'active'] as const).map((state) => [{ queue: row.queue, state }, row[state]] as Series),
-      ),
+    async () => (await backlog()).flatMap((row) => byState(row, ['queued', 'deferred', 'active'], { queue: row.queue })),
   );
   databaseGauge('job_queue_oldest_queued_seconds', 'Age of the oldest job per queue that is due and not yet fetched', ['queue'], async () =>
     (await backlog()).map((row) => [{ queue: row.queue }, row.oldestQueuedSeconds]),
   );
   const runQueue = sharedWhileInFlight(() => opsRepo.runQueue(deps.db));
-  databaseGauge('action_runs_waiting', 'Actions waiting for a runner: queued (new) and approved (to resume)', ['state'], async () => {
-    const waiting = await runQueue();
-    return [
-      [{ state: 'queued' }, waiting.queued],
-      [{ state: 'approved' }, waiting.approved],
-    ];
-  });
+  databaseGauge('action_runs_waiting', 'Actions waiting for a runner: queued (new) and approved (to resume)', ['state'], async () =>
+    byState(await runQueue(), ['queued', 'approved']),
+  );
   databaseGauge('action_runs_oldest_waiting_seconds', 'How long the longest-waiting runnable action has waited', [], async () => [
     [{}, (await runQueue()).oldestSeconds],
   ]);
@@ -106,13 +103,7 @@ export function createOpsService(deps: {
     'callback_backlog',
     'Pending callbacks: due now (in flight or waiting for a slot) and scheduled for a retry',
     ['state'],
-    async () => {
-      const pending = await callbackBacklog();
-      return [
-        [{ state: 'due' }, pending.due],
-        [{ state: 'scheduled' }, pending.scheduled],
-      ];
-    },
+    async () => byState(await callbackBacklog(), ['due', 'scheduled']),
   );
   databaseGauge('callback_oldest_due_seconds', 'How long the oldest pending callback has been due', [], async () => [
     [{}, (await callbackBacklog()).oldestDueSeconds],
@@ -121,11 +112,7 @@ export function createOpsService(deps: {
     'leases',
     'Leases on running actions and on email notifications being processed: held, and lapsed (their holder died; a worker takes them over)',
     ['kind', 'state'],
-    async () =>
-      Object.entries(await opsRepo.leases(deps.db)).flatMap(([kind, counts]) => [
-        [{ kind, state: 'held' }, counts.held] as Series,
-        [{ kind, state: 'lapsed' }, counts.lapsed] as Series,
-      ]),
+    async () => Object.entries(await opsRepo.leases(deps.db)).flatMap(([kind, counts]) => byState(counts, ['held', 'lapsed'], { kind })),
   );
 
   return {
