@@ -76,24 +76,26 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
           reason: `${payload.type} is not an event this service reads`,
         }));
       }
-      const message = await outboundRepo.sentFor(db, orgId, payload.data.email_id, uuidTag(payload, TAG_MESSAGE));
-      if (!message) {
-        return void (await notificationsRepo.settle(db, notification.id, {
-          status: 'ignored',
-          reason: 'no email we sent has this email_id',
-        }));
-      }
       const permanentBounce = payload.type === 'email.bounced' && payload.data.bounce?.type?.toLowerCase() !== 'temporary';
-      const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
       const detail = detailOf(payload);
       const occurredAt = new Date(Date.parse(payload.data.created_at ?? payload.created_at ?? '') || deps.clock.now().getTime());
       const providerMessageId = payload.data.message_id ? (normalizeMessageId(payload.data.message_id) ?? null) : null;
 
       await db.transaction().execute(async (trx) => {
-        // First, as the row's lock: a processor that took the notification over meanwhile (this
-        // one's lease lapsed or was given up) may have recorded it already; then nothing is recorded twice.
+        // The message's lock orders the events of one email (they may be processed at once): each
+        // moves on from the status the one before it left.
+        const message = await outboundRepo.lockSentFor(trx, orgId, payload.data.email_id, uuidTag(payload, TAG_MESSAGE));
+        if (!message) {
+          return void (await notificationsRepo.settle(trx, notification.id, {
+            status: 'ignored',
+            reason: 'no email we sent has this email_id',
+          }));
+        }
+        // Then the notification's: a processor that took it over meanwhile (this one's lease lapsed
+        // or was given up) may have recorded it already; then nothing is recorded twice.
         const [settled] = await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
         if (!settled?.numUpdatedRows) return;
+        const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
         await outboundRepo.recordEvent(trx, {
           id: randomUUID(),
           orgId,

@@ -43,10 +43,17 @@ export const outboundRepo = {
       .where('id', '=', id)
       .execute(),
 
+  /** The provider took it. A delivery event that came first (by our tag) has moved it on already: that is kept. */
   markSent: (db: Kysely<DB>, id: string, sent: { providerEmailId: string; providerMessageId: string | null }) =>
     db
       .updateTable('emailMessages')
-      .set({ status: 'sent', ...sent, sentAt: sql<Date>`now()`, updatedAt: sql<Date>`now()` })
+      .set({
+        status: sql<EmailMessageStatus>`case when status = 'sending' then 'sent' else status end`,
+        providerEmailId: sent.providerEmailId,
+        providerMessageId: sql<string | null>`coalesce(${sent.providerMessageId}, provider_message_id)`,
+        sentAt: sql<Date>`now()`,
+        updatedAt: sql<Date>`now()`,
+      })
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow(),
@@ -64,14 +71,18 @@ export const outboundRepo = {
   setProviderMessageId: (db: Kysely<DB>, id: string, providerMessageId: string) =>
     db.updateTable('emailMessages').set({ providerMessageId }).where('id', '=', id).where('providerMessageId', 'is', null).execute(),
 
-  /** The sent message a notification is about: by the provider's id, or by our message tag. */
-  sentFor: (db: Kysely<DB>, orgId: string, providerEmailId: string, taggedMessageId: string | undefined) =>
+  /**
+   * The sent message a notification is about (by the provider's id, or by our message tag), locked
+   * until the transaction ends: the events of one email are recorded one after another.
+   */
+  lockSentFor: (db: Kysely<DB>, orgId: string, providerEmailId: string, taggedMessageId: string | undefined) =>
     db
       .selectFrom('emailMessages')
       .select(['id', 'status', 'providerEmailId', 'providerMessageId', 'toAddresses'])
       .where('orgId', '=', orgId)
       .where('direction', '=', 'outbound')
       .where((eb) => eb.or([eb('providerEmailId', '=', providerEmailId), ...(taggedMessageId ? [eb('id', '=', taggedMessageId)] : [])]))
+      .forUpdate()
       .executeTakeFirst(),
 
   recordEvent: (db: Kysely<DB>, event: { id: string; orgId: string; messageId: string; type: string; data: string; occurredAt: Date }) =>

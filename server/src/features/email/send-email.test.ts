@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
@@ -198,6 +199,49 @@ describe('bounces, complaints and delivery events', () => {
     expect((await org.api('DELETE', `/email/suppressions/${encodeURIComponent(customer.toUpperCase())}`)).status).toBe(204);
     expect((await org.api('DELETE', `/email/suppressions/${encodeURIComponent(customer)}`)).status).toBe(404);
     expect((await (await org.api('GET', '/email/suppressions')).json()).suppressions).toEqual([]);
+  });
+
+  it.runIf(process.env.TEST_DB === 'postgres')(
+    'an event moves on from the status the one recorded before it left, even one recorded while it was processed',
+    async () => {
+      const { org, reply, sentMessage } = await answered();
+      const { id } = await sentMessage();
+      const { db } = app.container;
+      const waitingOnLocks = async () =>
+        (
+          await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'`.execute(db)
+        ).rows[0]!.n;
+      // While the delivery is being processed, another process records a bounce of the email.
+      await db.transaction().execute(async (trx) => {
+        await trx.selectFrom('emailMessages').select('id').where('id', '=', id).forUpdate().execute();
+        await org.notify(provider.sentEvent(reply.id, 'email.delivered'));
+        await eventually('the delivery waiting', async () => ((await waitingOnLocks()) === 1 ? true : undefined));
+        await trx.updateTable('emailMessages').set({ status: 'bounced' }).where('id', '=', id).execute();
+      });
+      const message = await eventually('the delivery recorded', async () => {
+        const current = await sentMessage();
+        return current.deliveryEvents.length === 1 ? current : undefined;
+      });
+      expect(message.deliveryEvents[0].type).toBe('delivered');
+      expect(message.status).toBe('bounced');
+    },
+  );
+
+  it('a delivery event that comes while the send is still being answered is kept', async () => {
+    const held = provider.holdNext('send');
+    const { org, reply, sentMessage } = await answered();
+    await held.held;
+    await org.notify(provider.sentEvent(reply.id, 'email.delivered'));
+    await eventually('delivered before the send is answered', async () =>
+      (await sentMessage()).status === 'delivered' ? true : undefined,
+    );
+    held.release();
+    await eventually('the action done', async () => {
+      const { rows } = await (await org.api('GET', '/ledger?source=email')).json();
+      return rows[0]?.status === 'completed' ? true : undefined;
+    });
+    expect(await sentMessage()).toMatchObject({ status: 'delivered', providerEmailId: reply.id });
   });
 
   it('a temporary bounce only shows in the timeline; a complaint suppresses', async () => {
