@@ -37,8 +37,11 @@ function startWorker(env: Record<string, string>): { child: ChildProcess; output
   return { child, output: () => output };
 }
 
-/** SIGTERM drains: several processes on one PostgreSQL (a worker needs a database other processes share). */
-describe.runIf(onPostgres)('SIGTERM drains a process without losing what it acknowledged', () => {
+/**
+ * SIGTERM drains: several processes on one PostgreSQL (a worker needs a database other processes
+ * share). Processes started, loaded and stopped beside the other test files on 2 cores take a while.
+ */
+describe.runIf(onPostgres)('SIGTERM drains a process without losing what it acknowledged', { timeout: 120_000 }, () => {
   it('a serve process under load answers what it has read, then exits 0; every acknowledged event is in the ledger', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
