@@ -118,7 +118,7 @@ describe('idempotency under concurrency', () => {
     expect(bodies.filter((body) => body.alreadyExists !== true)).toHaveLength(1);
     const actions = await app.container.db.selectFrom('actions').select('id').where('orgId', '=', setup.tenant.org.id).execute();
     expect(actions.map((a) => a.id)).toEqual([...ids]);
-  });
+  }, 60_000); // 500 requests on PGlite's one connection beside the other test files took up to 22 s
 
   it('concurrent posts with one wh-id: the first is accepted, every other is a replay, written together or not', async () => {
     const setup = await setupWebhook(app, { rateLimitPerMinute: 1000 });
