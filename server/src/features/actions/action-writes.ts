@@ -5,8 +5,7 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 import { CALLBACK_EVENT_OF, callbackDetails, OUTBOX_CTE } from '../callbacks/outbox.ts';
 import type { DB, ThreadMessagesTable, ToolCallsTable } from '../../db/schema.ts';
 import { approvalStateOf, canTransition, IllegalTransitionError, type Transition } from './lifecycle.ts';
-
-type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
+import type { Message } from './run-context.ts';
 
 /** What one step of an action stores at once; every part but the action is optional. */
 export interface ActionWrite {
@@ -36,8 +35,9 @@ export interface ActionWriteResult {
  * transitions with their ledger events and the callbacks that announce them (the outbox). A
  * transition is never announced without happening, nor the reverse; inside a caller's transaction
  * it commits with it. One write per action in one call (a row is updated once per statement: more
- * throws, and a group commit then writes them one by one). (thread, seq) is unique: two runners that somehow both continue one conversation
- * cannot both write its next step; the second fails, and with it the statement.
+ * throws, and a group commit then writes them one by one). (thread, seq) is unique: two runners that
+ * somehow both continue one conversation cannot both write its next step; the second fails, and with
+ * it the statement.
  */
 export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promise<ActionWriteResult[]> {
   if (new Set(writes.map((write) => write.actionId)).size < writes.length)

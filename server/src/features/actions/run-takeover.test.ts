@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
@@ -63,7 +64,8 @@ describe('an action claimed by a worker that died', () => {
     // Its runners died MAX_TAKEOVERS times already, and the last one too (running, lease lapsed).
     await serving.container.db
       .updateTable('actions')
-      .set({ status: 'running', takeovers: MAX_TAKEOVERS, leaseExpiresAt: new Date(Date.now() - 60_000) })
+      // Leases are on the database's clock (claimRunnable compares them with now()).
+      .set({ status: 'running', takeovers: MAX_TAKEOVERS, leaseExpiresAt: sql<Date>`now() - interval '1 minute'` })
       .where('id', '=', actionId)
       .execute();
     worker = await startTestApp({ ...model.env }, { shareDatabaseWith: serving });
