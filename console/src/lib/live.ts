@@ -16,6 +16,8 @@ const COALESCE_MS = 250;
  * Keeps the org's ledger and approvals current from the server's event stream: each change
  * invalidates the queries it touches, so whatever is on screen refetches; a reconnect resumes with
  * Last-Event-ID (EventSource does it), and a `resync` (events were missed) refetches everything.
+ * Opening the stream refetches what is on screen too: a change between a page's first read and the
+ * stream's start reaches no stream.
  */
 export function useOrgEvents(org: string): LiveState {
   const queryClient = useQueryClient();
@@ -23,18 +25,27 @@ export function useOrgEvents(org: string): LiveState {
   useEffect(() => {
     const due = new Map<string, readonly unknown[]>();
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const flush = () => {
+      timer = undefined;
+      for (const [id, queryKey] of due) {
+        // A fetch in flight may have read before the change, and its answer would be taken as
+        // current: the query refetches once it has settled. (Not cancelled: under a burst of
+        // events each query still settles.)
+        if (queryClient.isFetching({ queryKey }) > 0) continue;
+        due.delete(id);
+        void queryClient.invalidateQueries({ queryKey });
+      }
+      if (due.size > 0) timer = setTimeout(flush, COALESCE_MS);
+    };
     const invalidate = (...queryKeys: (readonly unknown[])[]) => {
       for (const key of queryKeys) due.set(JSON.stringify(key), key);
-      timer ??= setTimeout(() => {
-        timer = undefined;
-        const batch = [...due.values()];
-        due.clear();
-        // An in-flight fetch is kept, not cancelled: under a burst of events each query still settles.
-        for (const queryKey of batch) void queryClient.invalidateQueries({ queryKey }, { cancelRefetch: false });
-      }, COALESCE_MS);
+      timer ??= setTimeout(flush, COALESCE_MS);
     };
     const source = new EventSource(`/orgs/${encodeURIComponent(org)}/events`);
-    source.onopen = () => setState('live');
+    source.onopen = () => {
+      setState('live');
+      invalidate(keys.org(org));
+    };
     source.onerror = () => setState('reconnecting');
     const rows = (event: MessageEvent<string>) => {
       const { ids } = JSON.parse(event.data) as Change;
