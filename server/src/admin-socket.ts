@@ -1,11 +1,14 @@
-import { chmodSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 
 /**
- * Embedded PGlite belongs to one process. While `serve` runs, admin commands from another terminal
- * (`users create`, ...) are carried out by the server itself through this Unix socket in the data
- * directory, readable by the data directory's owner only.
+ * Embedded PGlite belongs to one process. The process that opens it first holds this Unix socket in
+ * the data directory (readable by its owner only): it is the directory's lock, since a second
+ * process finds it answering and stops before it opens the database, and its door, since admin
+ * commands from another terminal (`users create`, ...) are carried out through it by the process
+ * that holds the database. On PostgreSQL there is no socket: processes share the database, the CLI
+ * reaches it with DATABASE_URL, and nothing is written to the working directory.
  */
 export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock');
 
@@ -14,9 +17,29 @@ interface AdminReply {
   message: string;
 }
 
-export async function startAdminSocket(dataDir: string, run: (args: string[]) => Promise<string>): Promise<() => Promise<void>> {
+export class DataDirectoryError extends Error {
+  override name = 'DataDirectoryError';
+}
+
+export interface EmbeddedDatabaseLock {
+  /** From now on admin commands sent to the socket are run by `run`; before, they are told to try again. */
+  answerWith(run: (args: string[]) => Promise<string>): void;
+  release(): Promise<void>;
+}
+
+/**
+ * Takes the data directory's socket, or says which process holds it. A socket left by a process that
+ * was killed answers nothing: it is removed and taken. (Two processes that find the same stale socket
+ * at the same instant can both take it; a live holder is never displaced.)
+ */
+export async function lockEmbeddedDatabase(dataDir: string): Promise<EmbeddedDatabaseLock> {
   const path = adminSocketPath(dataDir);
-  rmSync(path, { force: true });
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new DataDirectoryError(`Cannot create the data directory ${dataDir} (${(error as Error).message}). ${EMBEDDED_NEEDS}`);
+  }
+  let run: ((args: string[]) => Promise<string>) | undefined;
   const server = createServer((socket) => {
     let input = '';
     socket.setEncoding('utf8');
@@ -27,6 +50,7 @@ export async function startAdminSocket(dataDir: string, run: (args: string[]) =>
       try {
         const args = JSON.parse(input.slice(0, input.indexOf('\n'))) as unknown;
         if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) throw new Error('Expected a list of arguments');
+        if (!run) throw new Error('The server that holds this data directory is starting or busy; try again in a moment.');
         reply = { ok: true, message: await run(args) };
       } catch (error) {
         reply = { ok: false, message: (error as Error).message };
@@ -35,9 +59,42 @@ export async function startAdminSocket(dataDir: string, run: (args: string[]) =>
     });
     socket.on('error', () => {});
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, resolve));
+  try {
+    await listen(server, path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EADDRINUSE') {
+      throw new DataDirectoryError(`Cannot use the data directory ${dataDir} (${(error as Error).message}). ${EMBEDDED_NEEDS}`);
+    }
+    if (await adminSocketAnswers(path)) {
+      throw new DataDirectoryError(
+        `Another agent-platform process is serving from ${dataDir}. Embedded PGlite allows one process per data directory: ` +
+          'stop that one, or set DATABASE_URL to run several processes on PostgreSQL.',
+      );
+    }
+    rmSync(path, { force: true });
+    await listen(server, path);
+  }
   chmodSync(path, 0o600);
-  return () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return {
+    answerWith(handler) {
+      run = handler;
+    },
+    // Closing a listening Unix socket removes its file.
+    release: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const EMBEDDED_NEEDS =
+  'Embedded PGlite needs a writable DATA_DIR; in production set DATABASE_URL (PostgreSQL), which writes nothing there.';
+
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject).listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 /** The server's reply, or undefined when no server is listening (then the caller opens PGlite itself). */
@@ -62,8 +119,8 @@ export function sendToAdminSocket(path: string, args: string[]): Promise<AdminRe
   });
 }
 
-/** True when a server is listening on the data directory's admin socket. */
-export function adminSocketAnswers(path: string): Promise<boolean> {
+/** True when a process is listening on the data directory's admin socket. */
+function adminSocketAnswers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection(path);
     socket.on('connect', () => {

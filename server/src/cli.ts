@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { AppError } from './lib/errors.ts';
-import { adminSocketAnswers, adminSocketPath, sendToAdminSocket, startAdminSocket } from './admin-socket.ts';
+import { adminSocketPath, DataDirectoryError, lockEmbeddedDatabase, sendToAdminSocket } from './admin-socket.ts';
 import { parseAdminCommand, runAdminCommand, UsageError } from './admin-commands.ts';
 
 // The service itself (container, app) loads only for a command that needs it: a mistyped command
@@ -27,36 +27,26 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1;
   }
   const config = loadConfig();
-  // Embedded PGlite allows one process per data directory; a second one would corrupt it.
-  if (
-    ['serve', 'worker', 'migrate'].includes(command) &&
-    !config.databaseUrl &&
-    (await adminSocketAnswers(adminSocketPath(config.dataDir)))
-  ) {
-    throw new ConfigError(
-      `Another agent-platform process is serving from ${config.dataDir}. Embedded PGlite allows one process per data directory: ` +
-        'stop that one, or set DATABASE_URL to run several processes on PostgreSQL.',
-    );
-  }
+  // Whoever opens the embedded database holds its data directory's socket first (see admin-socket.ts).
+  const lockIfEmbedded = () => (config.databaseUrl ? undefined : lockEmbeddedDatabase(config.dataDir));
   switch (command) {
-    case 'serve': {
-      const { serve } = await service();
-      await serve(config, {
-        // Admin commands from another terminal reach the running server through a socket in the data
-        // directory, whatever its database: with embedded PGlite only this process may open it, and
-        // on PostgreSQL a terminal without DATABASE_URL still writes where the server reads.
-        afterStart: async (container) => startAdminSocket(config.dataDir, (args) => runAdminCommand(container, args)),
+    case 'serve':
+    case 'worker': {
+      const lock = await lockIfEmbedded();
+      const { serve, work } = await service();
+      await (command === 'serve' ? serve : work)(config, {
+        started: (container) => lock?.answerWith((args) => runAdminCommand(container, args)),
+        closed: async () => lock?.release(),
       });
       return -1;
     }
-    case 'worker':
-      await (await service()).work(config);
-      return -1;
     case 'migrate': {
+      const lock = await lockIfEmbedded();
       const { createContainer } = await service();
       const container = await createContainer(config);
       await container.database.migrate();
       await container.database.close();
+      await lock?.release();
       process.stdout.write('Migrations applied\n');
       return 0;
     }
@@ -92,9 +82,10 @@ async function main(argv: string[]): Promise<number> {
         }
         process.stderr.write(
           `No agent-platform server is running from ${config.dataDir}: writing to its embedded PGlite database. ` +
-            'To reach a server on PostgreSQL, run this with its DATABASE_URL (or with its DATA_DIR while it runs).\n',
+            'If your server runs on PostgreSQL, run this with its DATABASE_URL.\n',
         );
       }
+      const lock = await lockIfEmbedded();
       const { createContainer } = await service();
       const container = await createContainer({ ...config, logLevel: 'warn' });
       try {
@@ -103,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       } finally {
         await container.database.close();
+        await lock?.release();
       }
     }
     default:
@@ -116,7 +108,8 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}`);
-    else if (error instanceof ConfigError || error instanceof AppError) process.stderr.write(`${error.message}\n`);
+    else if (error instanceof ConfigError || error instanceof AppError || error instanceof DataDirectoryError)
+      process.stderr.write(`${error.message}\n`);
     else process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
     process.exit(1);
   },

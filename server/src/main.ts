@@ -30,7 +30,7 @@ type HttpApp = { close(): Promise<unknown>; server: Server };
  * Stops accepting, finishes requests and jobs, closes the database; once, whatever calls it. Listens
  * from the start: a signal during start-up waits for the start to finish, then shuts down.
  */
-function onShutdown(container: Container, started: Promise<{ app?: HttpApp; extra?: () => Promise<void> }>) {
+function onShutdown(container: Container, started: Promise<{ app?: HttpApp }>, hooks: ProcessHooks) {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -43,10 +43,10 @@ function onShutdown(container: Container, started: Promise<{ app?: HttpApp; extr
     timer.unref();
     try {
       container.beginDraining();
-      const { app, extra } = await started;
+      const { app } = await started;
       if (app) await closeHttp(app);
-      await extra?.();
       await container.close();
+      await hooks.closed?.();
       process.exit(0);
     } catch (error) {
       container.logger.error({ err: error }, 'shutdown failed');
@@ -57,39 +57,49 @@ function onShutdown(container: Container, started: Promise<{ app?: HttpApp; extr
   process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
+/** What the CLI adds to a process: `started` once it runs, `closed` once its database is closed. */
+export interface ProcessHooks {
+  started?: (container: Container) => void;
+  closed?: () => Promise<void>;
+}
+
 /** `serve`: the HTTP API, and the workers too unless RUN_WORKERS=false. */
-export async function serve(config: Config, hooks: { afterStart?: (container: Container) => Promise<() => Promise<void>> } = {}) {
+export async function serve(config: Config, hooks: ProcessHooks = {}) {
   const container = await createContainer(config);
-  const { promise: started, resolve: startedWith } = Promise.withResolvers<{ app?: HttpApp; extra?: () => Promise<void> }>();
-  onShutdown(container, started);
+  const { promise: started, resolve: startedWith } = Promise.withResolvers<{ app?: HttpApp }>();
+  onShutdown(container, started, hooks);
   for (const notice of config.notices) container.logger.warn(notice);
   await container.start({ workers: config.runWorkers });
   const app = await buildApp(container);
-  const stopExtra = await hooks.afterStart?.(container);
+  hooks.started?.(container);
   await app.listen({ host: config.host, port: config.port });
-  startedWith({ app, extra: stopExtra });
+  startedWith({ app });
   const where = container.database.kind === 'pglite' ? `PGlite in ${config.dataDir}/pglite` : 'PostgreSQL';
   container.logger.info(
     `Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`,
   );
   if ((await container.services.users.count()) === 0) {
+    // On PostgreSQL the CLI opens the database itself: it needs the server's DATABASE_URL.
+    const cli = container.database.kind === 'pglite' ? 'npm run cli --' : 'DATABASE_URL=postgres://... npm run cli --';
     container.logger.warn(
-      'No users yet. Create the first organization and its admin: npm run cli -- orgs create --slug acme --name "Acme", then ' +
-        "npm run cli -- users create --email admin@example.com --password 'a long password' --role Admin --org acme",
+      `No users yet. Create the first organization and its admin: ${cli} orgs create --slug acme --name "Acme", then ` +
+        `${cli} users create --email admin@example.com --password 'a long password' --role Admin --org acme`,
     );
   }
   return { container, app };
 }
 
 /** `worker`: runs jobs only, for scaling workers apart from the API on PostgreSQL. */
-export async function work(config: Config) {
+export async function work(config: Config, hooks: ProcessHooks = {}) {
   const container = await createContainer(config);
   const starting = container.start({ workers: true });
   onShutdown(
     container,
     starting.then(() => ({})),
+    hooks,
   );
   await starting;
+  hooks.started?.(container);
   container.logger.info('Agent Platform worker running');
   return container;
 }

@@ -78,7 +78,8 @@ export async function waitForReady(baseUrl: string, server: ChildProcess): Promi
 }
 
 export async function killServerProcess(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null) return;
+  // A process ended by a signal keeps exitCode null.
+  if (server.exitCode !== null || server.signalCode !== null) return;
   const exited = new Promise((resolve) => server.once('exit', resolve));
   server.kill('SIGKILL');
   await exited;
