@@ -9,7 +9,7 @@
 import { connect } from 'node:net';
 import { signingHeaders } from '../server/src/features/ingest/verification.ts';
 import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
-import { benchDatabase, postgresReachable, runCli, startService } from './lib/harness.ts';
+import { benchDatabase, postgresReachable, runCli, startService, sentNow } from './lib/harness.ts';
 
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
 const PASSWORD = 'a long hardening password';
@@ -132,7 +132,7 @@ async function run(kind: 'postgres' | 'pglite', model: Awaited<ReturnType<typeof
       send(tally, what, `${service.url}${target}`, {
         method: 'POST',
         body,
-        headers: { 'content-type': 'application/json', ...signingHeaders('wh', created.secret, body), ...headers },
+        headers: { 'content-type': 'application/json', ...signingHeaders('wh', created.secret, body, sentNow()), ...headers },
       });
 
     // Ingest: text nothing can store, nesting, 700,000 keys at the 10 MB limit, odd paths and methods.
@@ -149,7 +149,7 @@ async function run(kind: 'postgres' | 'pglite', model: Awaited<ReturnType<typeof
     await send(tally, '20,000-character URL', `${service.url}/orgs/${'x'.repeat(20_000)}`);
     // Retries: the same wh-id and body twice, and the same hmac_sha256 request twice.
     const retried = '{"eventType":"order.created"}';
-    const headers = signingHeaders('wh', created.secret, retried, { messageId: 'msg_hardening' });
+    const headers = signingHeaders('wh', created.secret, retried, { ...sentNow(), messageId: 'msg_hardening' });
     const answers = await Promise.all(
       [0, 1].map(() =>
         send(tally, 'wh-id retry', `${service.url}${path}`, {
@@ -159,7 +159,7 @@ async function run(kind: 'postgres' | 'pglite', model: Awaited<ReturnType<typeof
         }).then((r) => r?.json()),
       ),
     );
-    const hmacHeaders = { 'content-type': 'application/json', ...signingHeaders('hmac_sha256', hmac.secret, retried) };
+    const hmacHeaders = { 'content-type': 'application/json', ...signingHeaders('hmac_sha256', hmac.secret, retried, sentNow()) };
     const hmacAnswers = await Promise.all(
       [0, 1].map(() =>
         send(tally, 'hmac retry', `${service.url}${new URL(hmac.url).pathname}`, {

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { signingHeaders } from '../server/src/features/ingest/verification.ts';
-import { benchDatabase, fmt, postgresReachable, startBareServer, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, postgresReachable, startBareServer, startService, sentNow } from './lib/harness.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';
 import { wrkLoad, type PreparedRequest } from './lib/wrk.ts';
@@ -40,7 +40,7 @@ function signedRequests(webhooks: SeededWebhook[], count: number): PreparedReque
       method: 'POST',
       path: webhook.path,
       body,
-      headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+      headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body, sentNow()) },
     };
   });
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { startFakeModel, toolResults } from '../../server/test/helpers/fake-model.ts';
 import type pg from 'pg';
+import { sentNow } from './harness.ts';
 import { signingHeaders } from '../../server/src/features/ingest/verification.ts';
 import type { SeededWebhook } from './seed.ts';
 
@@ -59,7 +60,7 @@ export async function actionPhase(options: {
     try {
       const response = await fetch(`${urls[n % urls.length]}${webhook.path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+        headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body, sentNow()) },
         body,
       });
       const result = (await response.json()) as { actionId?: string };

@@ -122,4 +122,7 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+/** A sender's signing time: the machine's clock, as a real sender's. */
+export const sentNow = () => ({ nowSeconds: Math.floor(Date.now() / 1000) });
+
 export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sentNow } from './harness.ts';
 import { signingHeaders } from '../../server/src/features/ingest/verification.ts';
 import { sendJson, startLoopbackServer } from '../../server/test/helpers/http.ts';
 import type { DeployedProcess } from './deployment.ts';
@@ -86,7 +87,7 @@ export function createSender(options: {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
-            ...signingHeaders('wh', event.webhook.secret, body, { messageId: event.messageId }),
+            ...signingHeaders('wh', event.webhook.secret, body, { ...sentNow(), messageId: event.messageId }),
           },
           body,
           signal: AbortSignal.timeout(10_000),

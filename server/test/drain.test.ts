@@ -60,7 +60,10 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
           try {
             const response = await fetch(`${base}${path}`, {
               method: 'POST',
-              headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+              headers: {
+                'content-type': 'application/json',
+                ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+              },
               body,
             });
             answers.set(response.status, (answers.get(response.status) ?? 0) + 1);
@@ -114,7 +117,10 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
       const body = JSON.stringify({ eventType: 'report.due', externalId: 'handover', data: { label: 'handover' } });
       const posted = await fetch(`${base}${new URL(webhook.url).pathname}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+        headers: {
+          'content-type': 'application/json',
+          ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+        },
         body,
       });
       const { actionId } = (await posted.json()) as { actionId: string };

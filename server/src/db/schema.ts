@@ -9,6 +9,11 @@ import type {
   EmailNotificationsTable,
   EmailSuppressionsTable,
 } from './email-schema.ts';
+import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsTable } from './callback-schema.ts';
+import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
+
+export * from './callback-schema.ts';
+export * from './webhook-schema.ts';
 
 /** Kysely's view of the tables (camelCase in TypeScript, snake_case in SQL via CamelCasePlugin). */
 export type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -91,12 +96,8 @@ export const TOOL_CALL_STATUSES = ['ready', 'staged', 'completed', 'failed', 'de
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
 export type ToolCallApproval = (typeof TOOL_CALL_APPROVALS)[number];
-export const VERIFICATION_SCHEMES = ['wh', 'hmac_sha256', 'shared_token', 'none'] as const;
-export type VerificationScheme = (typeof VERIFICATION_SCHEMES)[number];
-export const DELIVERY_STATUSES = ['accepted', 'buffered', 'skipped', 'failed', 'dead_lettered'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
-type Json = ColumnType<unknown, string | null | undefined, string | null>;
-type JsonOf<T> = ColumnType<T, string, string>;
+export type Json = ColumnType<unknown, string | null | undefined, string | null>;
+export type JsonOf<T> = ColumnType<T, string, string>;
 
 export interface AgentsTable {
   id: string;
@@ -119,41 +120,6 @@ export interface ActionRulesTable {
   enabled: boolean;
   approvalRules: JsonOf<Record<string, ApprovalMode>>;
   approvalTimeoutSeconds: Generated<number>;
-  createdAt: CreatedAt;
-  updatedAt: UpdatedAt;
-}
-
-export interface ScheduleWindow {
-  days: number[];
-  start: string;
-  end: string;
-}
-
-export interface WebhookSchedule {
-  timezone: string;
-  windows: ScheduleWindow[];
-}
-
-export interface WebhooksTable {
-  id: string;
-  orgId: string;
-  name: string;
-  identifier: string;
-  actionRuleId: string | null;
-  agentId: string | null;
-  runAsUserId: string | null;
-  eventFilter: JsonOf<string[]>;
-  verificationScheme: VerificationScheme;
-  secretEncrypted: string;
-  previousSecretEncrypted: string | null;
-  previousSecretExpiresAt: Date | null;
-  rateLimitPerMinute: number;
-  allowRequestOverrides: boolean;
-  enabled: boolean;
-  allowedOrigins: JsonOf<string[]>;
-  blockedIps: JsonOf<string[]>;
-  maxPayloadBytes: number;
-  schedule: JsonOf<WebhookSchedule | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
@@ -246,40 +212,6 @@ export interface ActionEventsTable {
   createdAt: CreatedAt;
 }
 
-export interface WebhookDeliveriesTable {
-  id: string;
-  orgId: string;
-  webhookId: string | null;
-  actionId: string | null;
-  status: DeliveryStatus;
-  reason: string | null;
-  replayable: Generated<boolean>;
-  eventType: string | null;
-  externalId: string | null;
-  payload: Json;
-  rawBody: string | null;
-  headers: JsonOf<Record<string, string>>;
-  verificationScheme: VerificationScheme;
-  sourceIp: string | null;
-  messageId: string | null;
-  attempts: Generated<number>;
-  nextAttemptAt: Date | null;
-  lastError: string | null;
-  source: ColumnType<ActionSource, ActionSource | undefined, never>;
-  createdAt: CreatedAt;
-  updatedAt: UpdatedAt;
-}
-
-export interface WebhookMessageIdsTable {
-  webhookId: string;
-  messageId: string;
-  receivedAt: CreatedAt;
-  /** SHA-256 (base64url) of the body first received under this id. */
-  bodyDigest: string | null;
-  eventId: string | null;
-  externalId: string | null;
-}
-
 export interface UserModelUsageTable {
   userId: string;
   /** The reset date (ISO) that names the window, or 'all-time'. */
@@ -299,64 +231,6 @@ export interface DocumentsTable {
   actionId: string | null;
   toolCallId: string | null;
   createdAt: CreatedAt;
-}
-
-export const CALLBACK_EVENT_TYPES = [
-  'action.pending_approval',
-  'action.approved',
-  'action.completed',
-  'action.failed',
-  'action.rejected',
-  'action.expired',
-] as const;
-export type CallbackEventType = (typeof CALLBACK_EVENT_TYPES)[number];
-export const CALLBACK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead_lettered'] as const;
-export type CallbackDeliveryStatus = (typeof CALLBACK_DELIVERY_STATUSES)[number];
-
-export interface CallbackEndpointsTable {
-  id: string;
-  orgId: string;
-  webhookId: string;
-  url: string;
-  description: Generated<string>;
-  events: JsonOf<CallbackEventType[]>;
-  enabled: Generated<boolean>;
-  disabledReason: string | null;
-  disabledAt: Date | null;
-  secretEncrypted: string;
-  previousSecretEncrypted: string | null;
-  previousSecretExpiresAt: Date | null;
-  failingSince: Date | null;
-  createdAt: CreatedAt;
-  updatedAt: UpdatedAt;
-}
-
-export interface CallbackDeliveriesTable {
-  id: string;
-  seq: ColumnType<number, never, never>;
-  orgId: string;
-  endpointId: string;
-  actionId: string;
-  eventType: CallbackEventType;
-  payload: Json;
-  status: Generated<CallbackDeliveryStatus>;
-  attemptCount: Generated<number>;
-  nextAttemptAt: Generated<Date>;
-  lastAttemptAt: Date | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  createdAt: CreatedAt;
-  updatedAt: UpdatedAt;
-}
-
-export interface CallbackAttemptsTable {
-  id: string;
-  deliveryId: string;
-  attemptedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  error: string | null;
-  responseBody: string | null;
 }
 
 export interface DB {

@@ -56,7 +56,11 @@ export function postEvent(
   } = {},
 ): Promise<TestResponse> {
   const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-  const signed = signingHeaders(options.scheme ?? setup.webhook.verificationScheme, options.secret ?? setup.secret, body, options);
+  const nowSeconds = options.nowSeconds ?? Math.floor(app.clock.now().getTime() / 1000);
+  const signed = signingHeaders(options.scheme ?? setup.webhook.verificationScheme, options.secret ?? setup.secret, body, {
+    ...options,
+    nowSeconds,
+  });
   return app.request('POST', options.path ?? setup.path, {
     body,
     headers: { 'content-type': 'application/json', ...signed, ...options.headers },

@@ -6,26 +6,15 @@ import type { DB, ModelProvider } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
-import { decisionData } from './approvals.service.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
 import { callModel, ModelCallError, modelTools } from './model-step.ts';
-import { messageRow, transition, type ActionWrite } from './action-writes.ts';
+import { messageRow, type ActionWrite } from './action-writes.ts';
 import { createRunWriter, RunSuperseded } from './run-writer.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
-import { runToolCall } from './tool-execution.ts';
-import {
-  ActionFailure,
-  decideCall,
-  eventMessage,
-  instructionsOf,
-  type Message,
-  planTools,
-  type Run,
-  type RunContext,
-  toRow,
-} from './run-context.ts';
+import { createToolStep } from './tool-step.ts';
+import { ActionFailure, decideCall, eventMessage, instructionsOf, planTools, type Run, type RunContext, toRow } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /**
@@ -59,6 +48,7 @@ export function createActionRunner(deps: {
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
   const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
+  const settleToolCalls = createToolStep({ db, tools: deps.tools, clock: deps.clock, store, announce: deps.announce });
 
   /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
   async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {
@@ -136,104 +126,6 @@ export function createActionRunner(deps: {
     run.messages.push(step.assistant);
     for (const call of calls) run.calls.set(call.toolCallId, call);
     return 'continue';
-  }
-
-  /**
-   * Runs the calls of the last step that may run. Calls that needed approval may be decided while
-   * the runner works, so then it looks at them again with the action locked against deciders: a
-   * rejection or expiry ends the action, a staged call pauses it. When every call has its result the
-   * conversation goes on.
-   */
-  async function settleToolCalls(run: Run, toolCallIds: string[]): Promise<'continue' | 'stop'> {
-    const { context } = run;
-    const stepCalls = () => toolCallIds.map((id) => run.calls.get(id)!);
-    const decidable = stepCalls().some((call) => call.approval !== 'not_required');
-    const toolMessage = (): Message => ({
-      role: 'tool',
-      content: stepCalls().map((call) => ({
-        type: 'tool-result',
-        toolCallId: call.toolCallId,
-        toolName: call.toolName,
-        output: call.output,
-      })),
-    });
-    for (;;) {
-      const ready = stepCalls().filter((candidate) => candidate.status === 'ready');
-      for (const [index, call] of ready.entries()) {
-        Object.assign(
-          call,
-          await runToolCall(deps.tools, call, {
-            orgId: context.orgId,
-            actionId: context.id,
-            userId: context.runAsUserId!,
-            toolCallId: call.toolCallId,
-            signal: run.signal,
-          }),
-        );
-        // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
-        const closesStep = !decidable && index === ready.length - 1;
-        await store(run, {
-          actionId: context.id,
-          finishedCall: { ...(call as { id: string; status: 'completed' | 'failed'; output: unknown }), completedAt: deps.clock.now() },
-          messages: closesStep ? [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] : [],
-        });
-      }
-      if (!decidable) {
-        if (ready.length === 0)
-          await store(run, { actionId: context.id, messages: [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] });
-        run.messages.push(toolMessage());
-        return 'continue';
-      }
-      // Callbacks written by a transition in the transaction below: announced once it commits.
-      let callbacks = 0;
-      const verdict = await db.transaction().execute(async (trx) => {
-        await actionsRepo.lock(trx, context.id);
-        const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
-        for (const row of rows)
-          Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
-        const current = stepCalls();
-        const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
-        if (ended) {
-          await toolCallsRepo.cancelStaged(trx, context.id, deps.clock.now());
-          ({ callbacks } = await transition(trx, {
-            actionId: context.id,
-            from: 'running',
-            to: ended.status as 'rejected' | 'expired',
-            cause: `${ended.toolName} ${ended.status}`,
-            data: decisionData(ended),
-            changes: { leaseExpiresAt: null },
-          }));
-          return 'stop' as const;
-        }
-        if (current.some((call) => call.status === 'ready')) return 'again' as const;
-        const staged = current.filter((call) => call.status === 'staged');
-        if (staged.length > 0) {
-          ({ callbacks } = await transition(trx, {
-            actionId: context.id,
-            from: 'running',
-            to: 'pending_approval',
-            cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
-            data: {
-              toolCalls: staged.map((call) => ({
-                toolCallId: call.toolCallId,
-                toolName: call.toolName,
-                input: call.input,
-                mode: call.mode,
-                expiresAt: call.expiresAt,
-              })),
-            },
-            changes: { leaseExpiresAt: null },
-          }));
-          return 'stop' as const;
-        }
-        const message = toolMessage();
-        await store(run, { actionId: context.id, messages: [messageRow(run.threadId, run.messages.length, message, context.id)] }, trx);
-        run.messages.push(message);
-        return 'continue' as const;
-      });
-      if (callbacks > 0) deps.announce();
-      if (verdict !== 'again') return verdict;
-    }
   }
 
   async function drive(run: Run): Promise<void> {

@@ -51,7 +51,10 @@ describe('an action across a SIGKILL', () => {
         const body = JSON.stringify({ eventType: 'step', externalId: label, data: { label } });
         const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+          headers: {
+            'content-type': 'application/json',
+            ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+          },
           body,
         });
         return ((await response.json()) as { actionId: string }).actionId;

@@ -71,6 +71,8 @@ export function createRunWriter(deps: {
 }
 
 /** Another runner opened the action's conversation first: this one is not the action's runner. */
+export type RunWriter = ReturnType<typeof createRunWriter>;
+
 export class RunSuperseded extends Error {
   constructor() {
     super('another runner continued this action');

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export const toolPreferencesRepo = {
@@ -17,7 +17,7 @@ export const toolPreferencesRepo = {
     db
       .insertInto('userToolPreferences')
       .values({ userId, toolName, preference })
-      .onConflict((oc) => oc.columns(['userId', 'toolName']).doUpdateSet({ preference, updatedAt: new Date() }))
+      .onConflict((oc) => oc.columns(['userId', 'toolName']).doUpdateSet({ preference, updatedAt: sql<Date>`now()` }))
       .returning(['toolName', 'preference', 'updatedAt'])
       .executeTakeFirstOrThrow(),
 };

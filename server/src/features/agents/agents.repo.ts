@@ -1,4 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
 import type { ActionRuleRow, ActionRulesTable, AgentRow, AgentsTable, DB, ModelProvider } from '../../db/schema.ts';
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
@@ -27,7 +27,7 @@ export const agentsRepo = {
   ) =>
     db
       .updateTable('agents')
-      .set({ ...changes, tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools), updatedAt: new Date() })
+      .set({ ...changes, tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools), updatedAt: sql<Date>`now()` })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()
@@ -72,7 +72,7 @@ export const actionRulesRepo = {
       .set({
         ...changes,
         approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules),
-        updatedAt: new Date(),
+        updatedAt: sql<Date>`now()`,
       })
       .where('orgId', '=', orgId)
       .where('id', '=', id)

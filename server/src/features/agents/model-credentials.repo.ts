@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DB, ModelProvider } from '../../db/schema.ts';
 
 /** What is shown of a credential: never the key, only its hint. */
@@ -12,7 +12,7 @@ export const modelCredentialsRepo = {
     db
       .insertInto('orgModelCredentials')
       .values({ orgId, provider, ...values })
-      .onConflict((oc) => oc.columns(['orgId', 'provider']).doUpdateSet({ ...values, updatedAt: new Date() }))
+      .onConflict((oc) => oc.columns(['orgId', 'provider']).doUpdateSet({ ...values, updatedAt: sql<Date>`now()` }))
       .returning(listed)
       .executeTakeFirstOrThrow(),
 

@@ -34,7 +34,7 @@ export const callbackEndpointsRepo = {
   update: (db: Kysely<DB>, id: string, changes: Updateable<CallbackEndpointsTable>): Promise<CallbackEndpointRow | undefined> =>
     db
       .updateTable('callbackEndpoints')
-      .set({ ...changes, updatedAt: new Date() })
+      .set({ ...changes, updatedAt: sql<Date>`now()` })
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst(),
@@ -92,7 +92,7 @@ function callbacksQuery(db: Kysely<DB>, orgId: string) {
 const requeued = (db: Kysely<DB>) =>
   db
     .updateTable('callbackDeliveries')
-    .set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: new Date() })
+    .set({ status: 'pending', attemptCount: 0, nextAttemptAt: sql<Date>`now()`, updatedAt: sql<Date>`now()` })
     .returning('id');
 
 export type ListedCallback = Awaited<ReturnType<ReturnType<typeof callbacksQuery>['execute']>>[number];

@@ -113,7 +113,7 @@ export function createCallbackDispatcher(deps: {
     } catch (cause) {
       error = (cause as Error).message || String(cause);
     }
-    const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: callback.attemptCount }, options.retryScheduleMs);
+    const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: callback.attemptCount, attemptedAt }, options.retryScheduleMs);
     deps.metrics.callbackAttempts.inc({ outcome: verdict.status });
     finished.push({
       deliveryId: callback.id,

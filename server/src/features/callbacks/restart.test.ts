@@ -44,7 +44,10 @@ describe('callbacks across a SIGKILL', () => {
         const body = JSON.stringify({ eventType: 'step', externalId: `restart-${index}`, data: {} });
         const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...signingHeaders('wh', webhook.secret, body) },
+          headers: {
+            'content-type': 'application/json',
+            ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+          },
           body,
         });
         actionIds.push(((await response.json()) as { actionId: string }).actionId);

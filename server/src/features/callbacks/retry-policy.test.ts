@@ -4,12 +4,16 @@ import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 const middle = () => 0.5; // no jitter
+/** The attempt's time, from the dispatcher's clock: far from the wall clock, so that a read of the wall clock shows. */
+const attemptedAt = new Date('2031-03-01T12:00:00Z');
 
 describe('the retry schedule', () => {
   it('retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after each failed attempt, then dead-letters', () => {
-    const delays = SCHEDULE.map((_, index) => judgeAttempt({ statusCode: 500, attemptCount: index + 1 }, SCHEDULE, middle).delayMs);
+    const delays = SCHEDULE.map(
+      (_, index) => judgeAttempt({ statusCode: 500, attemptCount: index + 1, attemptedAt }, SCHEDULE, middle).delayMs,
+    );
     expect(delays).toEqual(SCHEDULE);
-    expect(judgeAttempt({ statusCode: 500, attemptCount: 8 }, SCHEDULE, middle)).toEqual({
+    expect(judgeAttempt({ statusCode: 500, attemptCount: 8, attemptedAt }, SCHEDULE, middle)).toEqual({
       status: 'dead_lettered',
       delayMs: null,
       gone: false,
@@ -17,26 +21,34 @@ describe('the retry schedule', () => {
   });
 
   it('jitters by at most 20% either way', () => {
-    expect(judgeAttempt({ statusCode: null, attemptCount: 1 }, SCHEDULE, () => 0).delayMs).toBe(4_000);
-    expect(judgeAttempt({ statusCode: null, attemptCount: 1 }, SCHEDULE, () => 0.999999).delayMs).toBe(6_000);
+    expect(judgeAttempt({ statusCode: null, attemptCount: 1, attemptedAt }, SCHEDULE, () => 0).delayMs).toBe(4_000);
+    expect(judgeAttempt({ statusCode: null, attemptCount: 1, attemptedAt }, SCHEDULE, () => 0.999999).delayMs).toBe(6_000);
   });
 
   it('succeeds on 2xx only; 410 stops and disables; 3xx and 4xx are retried', () => {
     for (const status of [200, 201, 204, 299])
-      expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('succeeded');
-    expect(judgeAttempt({ statusCode: 410, attemptCount: 1 }, SCHEDULE)).toEqual({ status: 'failed', delayMs: null, gone: true });
+      expect(judgeAttempt({ statusCode: status, attemptCount: 1, attemptedAt }, SCHEDULE).status).toBe('succeeded');
+    expect(judgeAttempt({ statusCode: 410, attemptCount: 1, attemptedAt }, SCHEDULE)).toEqual({
+      status: 'failed',
+      delayMs: null,
+      gone: true,
+    });
     for (const status of [301, 302, 400, 401, 404, 429, 500, 503])
-      expect(judgeAttempt({ statusCode: status, attemptCount: 1 }, SCHEDULE).status).toBe('pending');
+      expect(judgeAttempt({ statusCode: status, attemptCount: 1, attemptedAt }, SCHEDULE).status).toBe('pending');
   });
 
   it('honours Retry-After within [scheduled, 2 x scheduled]', () => {
-    const delayFor = (value: string) => judgeAttempt({ statusCode: 429, retryAfter: value, attemptCount: 1 }, SCHEDULE, middle).delayMs;
+    const delayFor = (value: string) =>
+      judgeAttempt({ statusCode: 429, retryAfter: value, attemptCount: 1, attemptedAt }, SCHEDULE, middle).delayMs;
     expect(delayFor('8')).toBe(8_000);
     expect(delayFor('1')).toBe(5_000);
     expect(delayFor('3600')).toBe(10_000);
     expect(delayFor('soon')).toBe(5_000);
-    expect(parseRetryAfter(new Date(Date.now() + 7_000).toUTCString())).toBeGreaterThan(5_000);
-    expect(parseRetryAfter(undefined)).toBeNull();
+    // An HTTP date is measured from the attempt's time.
+    expect(delayFor(new Date(attemptedAt.getTime() + 7_000).toUTCString())).toBe(7_000);
+    expect(delayFor(new Date(attemptedAt.getTime() - 60_000).toUTCString())).toBe(5_000);
+    expect(parseRetryAfter(new Date(attemptedAt.getTime() + 7_000).toUTCString(), attemptedAt.getTime())).toBe(7_000);
+    expect(parseRetryAfter(undefined, attemptedAt.getTime())).toBeNull();
   });
 });
 

@@ -10,12 +10,12 @@ export interface AttemptVerdict {
 }
 
 /** Retry-After as milliseconds from now: delta-seconds or an HTTP date (RFC 9110 10.2.3). */
-export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | null {
   if (!value) return null;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
   const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? null : Math.max(0, date - now);
+  return Number.isNaN(date) ? null : Math.max(0, date - nowMs);
 }
 
 /**
@@ -25,7 +25,7 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
  * [scheduled, 2 x scheduled]: a receiver can slow us down, not speed us up or stall us for days.
  */
 export function judgeAttempt(
-  attempt: { statusCode: number | null; retryAfter?: string; attemptCount: number },
+  attempt: { statusCode: number | null; retryAfter?: string; attemptCount: number; attemptedAt: Date },
   scheduleMs: readonly number[],
   random: () => number = Math.random,
 ): AttemptVerdict {
@@ -35,7 +35,7 @@ export function judgeAttempt(
   const base = scheduleMs[attempt.attemptCount - 1];
   if (base === undefined) return { status: 'dead_lettered', delayMs: null, gone: false };
   const jittered = Math.round(base * (0.8 + 0.4 * random()));
-  const asked = parseRetryAfter(attempt.retryAfter);
+  const asked = parseRetryAfter(attempt.retryAfter, attempt.attemptedAt.getTime());
   const delayMs = asked === null ? jittered : Math.max(jittered, Math.min(asked, 2 * base));
   return { status: 'pending', delayMs, gone: false };
 }

@@ -14,7 +14,7 @@ export const deliveriesRepo = {
     (
       await db
         .updateTable('webhookDeliveries')
-        .set({ ...changes, updatedAt: new Date() })
+        .set({ ...changes, updatedAt: sql<Date>`now()` })
         .where('id', '=', id)
         .where('attempts', '=', expectedAttempts)
         .executeTakeFirst()

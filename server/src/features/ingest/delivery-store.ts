@@ -88,8 +88,10 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
       order by webhook_id, coalesce(payload->>'externalId', action_id::text), idx`)}
     ),
     delivered as (
-      insert into webhook_deliveries (id, org_id, webhook_id, action_id, status, reason, next_attempt_at, event_type, external_id, payload, raw_body, headers, verification_scheme, source_ip, message_id)
-      select event_id, org_id, webhook_id, action_id, status, reason, next_attempt_at, payload->>'eventType', payload->>'externalId', payload, raw_body, headers, verification_scheme, source_ip, message_id
+      insert into webhook_deliveries (id, org_id, webhook_id, action_id, status, reason, next_attempt_at,
+        event_type, external_id, payload, raw_body, headers, verification_scheme, source_ip, message_id)
+      select event_id, org_id, webhook_id, action_id, status, reason, next_attempt_at,
+        payload->>'eventType', payload->>'externalId', payload, raw_body, headers, verification_scheme, source_ip, message_id
       from fresh where status <> 'accepted' or action_id in (select id from created)
     )
     select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
@@ -249,7 +251,7 @@ export async function updateStoredDelivery(
       actionId,
       nextAttemptAt: status === 'buffered' ? item.nextAttemptAt : null,
       attempts: existing.attempts,
-      updatedAt: new Date(),
+      updatedAt: sql<Date>`now()`,
     })
     .where('id', '=', ingress.eventId)
     .where('attempts', '=', existing.expectedAttempts)

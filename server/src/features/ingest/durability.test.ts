@@ -44,7 +44,10 @@ describe('durability of acknowledged events', () => {
           try {
             const response = await fetch(`${base}${path}`, {
               method: 'POST',
-              headers: { 'content-type': 'application/json', ...signingHeaders('wh', created.secret, body) },
+              headers: {
+                'content-type': 'application/json',
+                ...signingHeaders('wh', created.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+              },
               body,
             });
             statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);

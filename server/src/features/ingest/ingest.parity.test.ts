@@ -78,7 +78,11 @@ const signed = (setup: WebhookSetup, payload: unknown, extra: Record<string, str
   return {
     path: setup.path,
     body,
-    headers: { 'content-type': 'application/json', ...signingHeaders(setup.webhook.verificationScheme, setup.secret, body), ...extra },
+    headers: {
+      'content-type': 'application/json',
+      ...signingHeaders(setup.webhook.verificationScheme, setup.secret, body, { nowSeconds: Math.floor(app.clock.now().getTime() / 1000) }),
+      ...extra,
+    },
   };
 };
 

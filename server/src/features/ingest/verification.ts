@@ -87,9 +87,9 @@ export function signingHeaders(
   scheme: VerificationScheme,
   secret: string,
   body: string,
-  options: { nowSeconds?: number; messageId?: string } = {},
+  options: { nowSeconds: number; messageId?: string },
 ): Record<string, string> {
-  const timestamp = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  const timestamp = options.nowSeconds;
   switch (scheme) {
     case 'wh': {
       const id = options.messageId ?? `msg_${randomUUID().replaceAll('-', '')}`;

@@ -168,6 +168,22 @@ describe('Send Test', () => {
     }
   });
 
+  it("signs with the service's clock: a test event is verified however far that clock is from the machine's", async () => {
+    const setup = await setupWebhook(app, { verificationScheme: 'wh' });
+    app.clock.advance(24 * 3600_000);
+    try {
+      const result = await (
+        await app.request('POST', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/test`, {
+          token: setup.tenant.token,
+          body: { eventType: 'test.ping' },
+        })
+      ).json();
+      expect(result).toMatchObject({ mode: 'http', statusCode: 200, response: { success: true } });
+    } finally {
+      app.clock.reset();
+    }
+  });
+
   it('creates the action directly for a selected internal user, without a signature', async () => {
     const setup = await setupWebhook(app, { runAsUserId: null });
     const { org, token, admin } = setup.tenant;

@@ -23,7 +23,12 @@ export const usersRepo = {
   insert: (db: Kysely<DB>, user: NewUser): Promise<UserRow> => db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow(),
 
   update: (db: Kysely<DB>, id: string, changes: UserUpdate): Promise<UserRow> =>
-    db.updateTable('users').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow(),
+    db
+      .updateTable('users')
+      .set({ updatedAt: sql<Date>`now()`, ...changes })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow(),
 
   count: async (db: Kysely<DB>): Promise<number> =>
     (await db.selectFrom('users').select(sql<number>`count(*)::int`.as('count')).executeTakeFirstOrThrow()).count,

@@ -65,7 +65,7 @@ export function createUsersService(deps: { db: Kysely<DB>; passwords: PasswordHa
     async setPassword(userId: string, password: string): Promise<void> {
       const check = passwordSchema.safeParse(password);
       if (!check.success) throw new AppError('validation_failed', `Password ${check.error.issues[0]?.message}`);
-      await usersRepo.update(deps.db, userId, { passwordHash: await deps.passwords.hash(password), updatedAt: new Date() });
+      await usersRepo.update(deps.db, userId, { passwordHash: await deps.passwords.hash(password) });
     },
 
     findByEmail: (email: string) => usersRepo.findByEmail(deps.db, email),

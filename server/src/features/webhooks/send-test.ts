@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, OrganizationRow } from '../../db/schema.ts';
 import { orgsRepo } from '../orgs/orgs.repo.ts';
+import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { DeliveryPipeline } from '../ingest/delivery-pipeline.ts';
 import type { DeliveryWriter } from '../ingest/delivery-writer.ts';
@@ -27,6 +28,7 @@ export function createSendTest(deps: {
   cache: IngestCache;
   pipeline: DeliveryPipeline;
   writer: DeliveryWriter;
+  clock: Clock;
 }) {
   return async (org: OrganizationRow, webhookId: string, input: SendTestInput) => {
     const row = await deps.webhooks.requireWebhook(org.id, webhookId);
@@ -48,7 +50,7 @@ export function createSendTest(deps: {
           sourceIp: null,
         },
         decision,
-        nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? new Date()) : null,
+        nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null,
       });
       const { statusCode, body } = toIngestResponse(outcome);
       return { mode: 'direct' as const, statusCode, response: body };
@@ -60,7 +62,7 @@ export function createSendTest(deps: {
       headers: {
         'content-type': 'application/json',
         'user-agent': 'agent-platform-send-test',
-        ...signingHeaders(row.verificationScheme, webhook!.secret, body),
+        ...signingHeaders(row.verificationScheme, webhook!.secret, body, { nowSeconds: Math.floor(deps.clock.now().getTime() / 1000) }),
       },
       body,
       signal: AbortSignal.timeout(15_000),

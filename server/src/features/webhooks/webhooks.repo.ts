@@ -1,6 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
 import type { DB, WebhookRow, WebhooksTable } from '../../db/schema.ts';
-import type { Insertable, Updateable } from 'kysely';
 
 export const webhooksRepo = {
   insert: (db: Kysely<DB>, webhook: Insertable<WebhooksTable>): Promise<WebhookRow> =>
@@ -15,7 +14,7 @@ export const webhooksRepo = {
   update: (db: Kysely<DB>, orgId: string, id: string, changes: Updateable<WebhooksTable>): Promise<WebhookRow | undefined> =>
     db
       .updateTable('webhooks')
-      .set({ ...changes, updatedAt: new Date() })
+      .set({ ...changes, updatedAt: sql<Date>`now()` })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()

@@ -37,7 +37,6 @@ export function createExternalAuthService(deps: {
         ...(role ? { role } : {}),
         ...(data.firstName ? { firstName: data.firstName } : {}),
         ...(data.lastName ? { lastName: data.lastName } : {}),
-        updatedAt: new Date(),
       });
     }
     return deps.users.create({

@@ -41,14 +41,14 @@ export function createOAuthService(deps: {
       ...(profile.firstName ? { firstName: profile.firstName } : {}),
       ...(profile.lastName ? { lastName: profile.lastName } : {}),
     };
-    if (linked) return Object.keys(names).length ? usersRepo.update(deps.db, linked.id, { ...names, updatedAt: new Date() }) : linked;
+    if (linked) return Object.keys(names).length ? usersRepo.update(deps.db, linked.id, names) : linked;
     if (!profile.email) throw new AppError('oauth_exchange_failed', 'The provider did not share an email address');
     const sameEmail = await usersRepo.findByEmail(deps.db, profile.email);
     if (sameEmail) {
       if (!profile.emailVerified) {
         throw new AppError('email_in_use', 'An account with this email exists; verify the email at the provider to link it');
       }
-      return usersRepo.update(deps.db, sameEmail.id, { [column]: profile.providerId, ...names, updatedAt: new Date() });
+      return usersRepo.update(deps.db, sameEmail.id, { [column]: profile.providerId, ...names });
     }
     return deps.users.create({
       email: profile.email,

@@ -1,0 +1,67 @@
+import { createActionRunner } from '../features/actions/action-runner.ts';
+import { createApprovalsService } from '../features/actions/approvals.service.ts';
+import { createRunDispatcher } from '../features/actions/run-dispatcher.ts';
+import { createToolPreferencesService } from '../features/actions/tool-preferences.service.ts';
+import { createAgentsService } from '../features/agents/agents.service.ts';
+import { createModelCredentialsService } from '../features/agents/model-credentials.service.ts';
+import { createModelResolver } from '../features/agents/model-provider.ts';
+import { createToolRegistry, registerToolModules, type ToolDefinition } from '../features/agents/tool-registry.ts';
+import { createDocumentsService, generateDocumentTool } from '../features/documents/documents.service.ts';
+import { createRenderPool } from '../features/documents/render-pool.ts';
+import type { Shared } from './shared.ts';
+
+/** Agents and their tools, the runs of actions, approvals, documents. */
+export async function composeAgents(
+  shared: Shared,
+  deps: {
+    userLimits: { refusal(userId: string): Promise<string | undefined>; recordMessage(userId: string): Promise<void> };
+    /** Tools that other parts define (sendEmail). */
+    tools: ToolDefinition[];
+  },
+) {
+  const { config, database, db, clock, logger, metrics, box, bus, jobs, announce, wakeRunners } = shared;
+  const renderPool = createRenderPool({ threads: config.documents.renderThreads, timeoutMs: config.documents.renderTimeoutMs });
+  const documents = createDocumentsService({ db, renderer: renderPool });
+  // Every tool is registered before the server takes a request.
+  const tools = createToolRegistry();
+  tools.register(generateDocumentTool(documents));
+  for (const tool of deps.tools) tools.register(tool);
+  await registerToolModules(tools, config.toolModules);
+  const runner = createActionRunner({
+    db,
+    jobs,
+    wakeRunners,
+    tools,
+    logger,
+    clock,
+    announce,
+    userLimits: deps.userLimits,
+    resolveModel: createModelResolver({ box, defaults: config.model }),
+    defaultProvider: config.model.provider,
+    limits: {
+      maxSteps: config.actions.maxSteps,
+      leaseMs: config.actions.leaseMs,
+      modelTimeoutMs: config.model.timeoutMs,
+      modelMaxRetries: config.model.maxRetries,
+    },
+    writeConcurrency: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency,
+  });
+  const runDispatcher = createRunDispatcher({
+    db,
+    runner,
+    concurrency: config.actions.concurrency,
+    leaseMs: config.actions.leaseMs,
+    pollMs: config.jobs.pollMs,
+    metrics,
+    logger,
+  });
+  const services = {
+    agents: createAgentsService({ db, bus, tools }),
+    documents,
+    runner,
+    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock }),
+    toolPreferences: createToolPreferencesService({ db, tools }),
+    modelCredentials: createModelCredentialsService({ db, box }),
+  };
+  return { services, tools, runner, runDispatcher, renderPool };
+}

@@ -1,0 +1,53 @@
+import { createDeliveryEvents } from '../features/email/delivery-events.service.ts';
+import { createEmailIntegrationService } from '../features/email/email-integration.service.ts';
+import { createEmailThreadsService } from '../features/email/email-threads.service.ts';
+import { createInboundEmail } from '../features/email/inbound.service.ts';
+import { createInboxesService } from '../features/email/inboxes.service.ts';
+import { createMailClient } from '../features/email/mail-client.ts';
+import { createMailWebhookIntake } from '../features/email/mail-webhook.service.ts';
+import { createNotificationProcessor } from '../features/email/notification-processor.ts';
+import { createSendEmail } from '../features/email/send-email.ts';
+import type { Shared } from './shared.ts';
+
+/** The org's mail integration, inboxes, inbound mail and its notifications, and the sendEmail tool. */
+export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners }: Shared) {
+  const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
+  const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
+  const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
+  const notifications = createNotificationProcessor({
+    db,
+    jobs,
+    clock,
+    logger,
+    leaseMs: config.email.leaseMs,
+    deliveryEvents,
+    inbound: createInboundEmail({
+      db,
+      box,
+      mail,
+      wakeRunners,
+      limits: {
+        maxAttachmentBytes: config.email.maxAttachmentBytes,
+        maxAttachments: config.email.maxAttachments,
+        downloadTimeoutMs: config.mailApi.timeoutMs,
+        autoRepliesPerThreadPerHour: config.email.autoRepliesPerThreadPerHour,
+      },
+    }),
+  });
+  const services = {
+    emailIntegration,
+    inboxes: createInboxesService({ db, integration: emailIntegration }),
+    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => jobs.notify('email.process') }),
+    emailThreads: createEmailThreadsService({ db }),
+  };
+  const sendEmailTool = createSendEmail({
+    db,
+    box,
+    mail,
+    jobs,
+    clock,
+    integration: emailIntegration,
+    maxRecipients: config.email.maxRecipients,
+  });
+  return { services, notifications, deliveryEvents, sendEmailTool };
+}

@@ -1,0 +1,59 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * What the style guide asks of the code, checked so that it stays true: time comes from the
+ * injected clock or the database's now(), files stay small enough to read whole, lines short enough
+ * to read at all.
+ */
+const ROOT = join(import.meta.dirname, '../..');
+const SOURCES = ['server/src', 'server/test', 'sdk/src', 'sdk/test', 'console/src'].map((dir) => join(ROOT, dir));
+/** Generated from the OpenAPI document, not written. */
+const GENERATED = new Set([join(ROOT, 'console/src/api/schema.d.ts')]);
+const MAX_PRODUCTION_LINES = 300;
+const MAX_LINE_LENGTH = 200;
+
+function files(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : files(path);
+    return /\.tsx?$/.test(entry.name) && !GENERATED.has(path) ? [path] : [];
+  });
+}
+
+const all = SOURCES.flatMap(files);
+const isTest = (path: string) => /\.test\.tsx?$/.test(path) || path.includes(`${join(ROOT, 'server/test')}/`);
+const production = all.filter((path) => !isTest(path));
+const name = (path: string) => relative(ROOT, path);
+
+describe('the code base', () => {
+  it("reads the time from the injected clock or the database's now(), never the wall clock directly", () => {
+    const clock = join(ROOT, 'server/src/lib/clock.ts');
+    const reads = production
+      .filter((path) => path.startsWith(join(ROOT, 'server/src')) && path !== clock)
+      .flatMap((path) =>
+        readFileSync(path, 'utf8')
+          .split('\n')
+          .flatMap((line, index) => (/\bnew Date\(\)|\bDate\.now\(\)/.test(line) ? [`${name(path)}:${index + 1}: ${line.trim()}`] : [])),
+      );
+    expect(reads).toEqual([]);
+  });
+
+  it(`keeps production files within ${MAX_PRODUCTION_LINES} lines`, () => {
+    const long = production.flatMap((path) => {
+      const lines = readFileSync(path, 'utf8').trimEnd().split('\n').length;
+      return lines > MAX_PRODUCTION_LINES ? [`${name(path)}: ${lines} lines`] : [];
+    });
+    expect(long).toEqual([]);
+  });
+
+  it(`keeps lines within ${MAX_LINE_LENGTH} characters`, () => {
+    const long = all.flatMap((path) =>
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .flatMap((line, index) => (line.length > MAX_LINE_LENGTH ? [`${name(path)}:${index + 1} (${line.length})`] : [])),
+    );
+    expect(long).toEqual([]);
+  });
+});
