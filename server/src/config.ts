@@ -141,7 +141,7 @@ function parseTrustProxy(value: string | undefined): boolean | number | string[]
 function developmentMasterKey(dataDir: string, notices: string[]): string {
   const keyFile = join(dataDir, 'master.key');
   if (existsSync(keyFile)) return readFileSync(keyFile, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const key = randomToken(32);
   writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
   chmodSync(keyFile, 0o600);
