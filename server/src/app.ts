@@ -35,6 +35,7 @@ import { emailThreadsRoutes } from './features/email/email-threads.routes.ts';
 import { mailWebhookRoutes } from './features/email/mail-webhook.routes.ts';
 import { inboxesRoutes } from './features/email/inboxes.routes.ts';
 import { eventsRoutes } from './features/events/events.routes.ts';
+import { mcpRoutes } from './features/mcp/mcp.routes.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
@@ -261,6 +262,7 @@ export async function buildApp(container: Container) {
   await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
   await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
   await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));
+  await app.register(mcpRoutes({ mcpServers: services.mcpServers, orgAccess }));
   await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));
   await app.register(modelCredentialsRoutes({ modelCredentials: services.modelCredentials, orgAccess }));
   await app.register(emailIntegrationRoutes({ emailIntegration: services.emailIntegration, orgAccess }));

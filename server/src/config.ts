@@ -102,6 +102,13 @@ const envSchema = z.object({
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
   /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
+  /** MCP servers on private, loopback or link-local addresses (an org's own network): off unless the operator allows it. */
+  MCP_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
+  MCP_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+  /** One tools/call, from request to result; past it the call fails and the model is told. */
+  MCP_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(60),
+  /** A tool result larger than this (as JSON) is cut, and the model is told so. */
+  MCP_MAX_RESULT_BYTES: positiveInt.max(10_000_000).default(100_000),
   CALLBACK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
   /** Seconds between attempts after the first (Svix's schedule); one more entry, one more attempt. */
   CALLBACK_RETRY_SCHEDULE: z
@@ -268,6 +275,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       timeoutMs: e.CALLBACK_TIMEOUT_SECONDS * 1000,
       retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE.split(',').map((seconds) => Math.round(Number(seconds) * 1000)),
       concurrency: e.CALLBACK_CONCURRENCY,
+    },
+    mcp: {
+      allowPrivateNetworks: e.MCP_ALLOW_PRIVATE_NETWORKS,
+      connectTimeoutMs: e.MCP_CONNECT_TIMEOUT_SECONDS * 1000,
+      callTimeoutMs: e.MCP_CALL_TIMEOUT_SECONDS * 1000,
+      maxResultBytes: e.MCP_MAX_RESULT_BYTES,
     },
     userLimits: { cacheTtlMs: e.USER_LIMITS_CACHE_SECONDS * 1000, providerTimeoutMs: e.USER_LIMITS_TIMEOUT_SECONDS * 1000 },
     documents: {

@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino';
 import { composeAccounts } from './composition/accounts.ts';
 import { composeAgents } from './composition/agents.ts';
 import { composeEmail } from './composition/email.ts';
+import { composeMcp } from './composition/mcp.ts';
 import type { Shared } from './composition/shared.ts';
 import { composeWebhooks } from './composition/webhooks.ts';
 import type { Config } from './config.ts';
@@ -68,11 +69,17 @@ export async function createContainer(config: Config, options: ContainerOptions 
   });
   const webhooks = composeWebhooks(shared, rateLimiters);
   const email = composeEmail(shared);
-  const agents = await composeAgents(shared, { userLimits: accounts.services.userLimits, tools: [email.sendEmailTool] });
+  const mcp = composeMcp(shared);
+  const agents = await composeAgents(shared, {
+    userLimits: accounts.services.userLimits,
+    tools: [email.sendEmailTool],
+    toolSources: [mcp.toolSource],
+    offeredToMember: mcp.mcpServers.offeredToMember,
+  });
   const { dispatcher, writer, httpAgents } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
   bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());
-  const services = { ...accounts.services, ops, ...webhooks.services, ...agents.services, ...email.services };
+  const services = { ...accounts.services, ops, ...webhooks.services, ...agents.services, ...email.services, mcpServers: mcp.mcpServers };
 
   // Each feature registers the handlers of its queues.
   const jobHandlers: JobHandlers = {
@@ -136,6 +143,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       httpAgents.destroy();
       await jobs.stop();
       await renderPool.close();
+      await mcp.connections.close();
       await bus.close();
       await rateLimiters.close();
       await database.close();

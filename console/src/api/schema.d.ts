@@ -355,7 +355,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tools agents on this server can be given (for any member: tool preferences name them too) */
+        /** The tools the org's agents can be given: the built-in ones and its MCP servers' (for any member: tool preferences name them too) */
         get: operations["listTools"];
         put?: never;
         post?: never;
@@ -753,6 +753,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org}/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's MCP servers with their tools */
+        get: operations["listMcpServers"];
+        put?: never;
+        /**
+         * Connect an MCP server: its tools are listed and offered to agents as `<name>__<tool>`
+         * @description 422 `mcp_unreachable`, `mcp_unauthorized` or `mcp_protocol` (with the server's own words) when the server cannot be reached, refuses the credentials or speaks no MCP; nothing is saved then.
+         */
+        post: operations["createMcpServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/mcp-servers/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The connection test, before saving: the server and the tools agents would be offered
+         * @description 422 `mcp_unreachable`, `mcp_unauthorized` or `mcp_protocol` (with the server's own words) when the server cannot be reached, refuses the credentials or speaks no MCP; nothing is saved then.
+         */
+        post: operations["testMcpServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/mcp-servers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One MCP server, with its tools and when they were last listed */
+        get: operations["getMcpServer"];
+        put?: never;
+        post?: never;
+        /** Disconnect an MCP server: its tools are no longer offered */
+        delete: operations["deleteMcpServer"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an MCP server (headers are replaced as a whole); it is connected to and listed again before saving
+         * @description 422 `mcp_unreachable`, `mcp_unauthorized` or `mcp_protocol` (with the server's own words) when the server cannot be reached, refuses the credentials or speaks no MCP; nothing is saved then.
+         */
+        patch: operations["updateMcpServer"];
+        trace?: never;
+    };
+    "/orgs/{org}/mcp-servers/{id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the server's tools again
+         * @description 422 `mcp_unreachable`, `mcp_unauthorized` or `mcp_protocol` (with the server's own words) when the server cannot be reached, refuses the credentials or speaks no MCP; nothing is saved then.
+         */
+        post: operations["refreshMcpServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me/tool-preferences": {
         parameters: {
             query?: never;
@@ -1082,7 +1165,7 @@ export interface components {
         Error: {
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
         };
         Approval: {
             toolCallId: string;
@@ -2554,6 +2637,20 @@ export interface operations {
                         tools: {
                             name: string;
                             description: string;
+                            server: {
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                /** @description The server's own name for the tool */
+                                tool: string;
+                                annotations: {
+                                    title?: string;
+                                    readOnlyHint?: boolean;
+                                    destructiveHint?: boolean;
+                                    idempotentHint?: boolean;
+                                    openWorldHint?: boolean;
+                                };
+                            } | null;
                         }[];
                     };
                 };
@@ -2839,6 +2936,15 @@ export interface operations {
                             approvalRules: {
                                 [key: string]: "allow" | "ask" | "agent";
                             };
+                            argumentRules: {
+                                tool: string;
+                                path: string;
+                                /** @enum {string} */
+                                op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                                value?: unknown;
+                                /** @enum {string} */
+                                mode: "ask" | "deny";
+                            }[];
                             approvalTimeoutSeconds: number;
                             /** Format: date-time */
                             createdAt: string;
@@ -2916,6 +3022,20 @@ export interface operations {
                         [key: string]: "allow" | "ask" | "agent";
                     };
                     /**
+                     * @description Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), value, mode (ask or deny) }`. When one holds for a call, the stricter of its mode and the tool's applies (deny > ask > agent > allow)
+                     * @default []
+                     */
+                    argumentRules?: {
+                        tool: string;
+                        /** @description JSON Pointer (RFC 6901) */
+                        path: string;
+                        /** @enum {string} */
+                        op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                        value?: unknown;
+                        /** @enum {string} */
+                        mode: "ask" | "deny";
+                    }[];
+                    /**
                      * @description How long a staged tool call waits for a decision before it expires
                      * @default 86400
                      */
@@ -2941,6 +3061,15 @@ export interface operations {
                         approvalRules: {
                             [key: string]: "allow" | "ask" | "agent";
                         };
+                        argumentRules: {
+                            tool: string;
+                            path: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                            value?: unknown;
+                            /** @enum {string} */
+                            mode: "ask" | "deny";
+                        }[];
                         approvalTimeoutSeconds: number;
                         /** Format: date-time */
                         createdAt: string;
@@ -3016,6 +3145,15 @@ export interface operations {
                         approvalRules: {
                             [key: string]: "allow" | "ask" | "agent";
                         };
+                        argumentRules: {
+                            tool: string;
+                            path: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                            value?: unknown;
+                            /** @enum {string} */
+                            mode: "ask" | "deny";
+                        }[];
                         approvalTimeoutSeconds: number;
                         /** Format: date-time */
                         createdAt: string;
@@ -3142,6 +3280,16 @@ export interface operations {
                     approvalRules?: {
                         [key: string]: "allow" | "ask" | "agent";
                     };
+                    argumentRules?: {
+                        tool: string;
+                        /** @description JSON Pointer (RFC 6901) */
+                        path: string;
+                        /** @enum {string} */
+                        op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                        value?: unknown;
+                        /** @enum {string} */
+                        mode: "ask" | "deny";
+                    }[];
                     approvalTimeoutSeconds?: number;
                 };
             };
@@ -3164,6 +3312,15 @@ export interface operations {
                         approvalRules: {
                             [key: string]: "allow" | "ask" | "agent";
                         };
+                        argumentRules: {
+                            tool: string;
+                            path: string;
+                            /** @enum {string} */
+                            op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                            value?: unknown;
+                            /** @enum {string} */
+                            mode: "ask" | "deny";
+                        }[];
                         approvalTimeoutSeconds: number;
                         /** Format: date-time */
                         createdAt: string;
@@ -4161,6 +4318,15 @@ export interface operations {
                                 reason: string | null;
                                 /** Format: date-time */
                                 completedAt: string | null;
+                                /** @description What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter */
+                                modeSource: unknown;
+                                /** @description Why the call waits for a human other than its mode (an interrupted call) */
+                                stagedReason: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the request of a call that may not be repeated left (recorded before it left)
+                                 */
+                                startedAt: string | null;
                             }[];
                         } | null;
                         callbacks: {
@@ -5672,6 +5838,876 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMcpServers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        mcpServers: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            url: string;
+                            /** @description Each header given, with the end of its value only */
+                            headerHints: {
+                                [key: string]: string;
+                            };
+                            auth: {
+                                /** @enum {string} */
+                                type: "client_credentials";
+                                clientId: string;
+                                scope: string | null;
+                                clientSecretHint: string;
+                            } | null;
+                            serverInfo: {
+                                name: string;
+                                version: string;
+                                protocolVersion: string | null;
+                            } | null;
+                            tools: {
+                                /** @description The server's name for the tool */
+                                name: string;
+                                /** @description `<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`) */
+                                offeredAs: string | null;
+                                description: string;
+                                inputSchema: {
+                                    [key: string]: unknown;
+                                };
+                                annotations: {
+                                    title?: string;
+                                    readOnlyHint?: boolean;
+                                    destructiveHint?: boolean;
+                                    idempotentHint?: boolean;
+                                    openWorldHint?: boolean;
+                                };
+                                problem: string | null;
+                            }[];
+                            /** Format: date-time */
+                            toolsListedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /**
+                     * Format: uri
+                     * @description A Streamable HTTP endpoint of the MCP server
+                     */
+                    url: string;
+                    /**
+                     * @description Sent on every request to the server (credentials, for instance `Authorization: Bearer ...`); encrypted, never returned
+                     * @default {}
+                     */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * @description OAuth 2.1 client credentials, as an alternative to static headers: the token is fetched, cached and refreshed
+                     * @default null
+                     */
+                    auth?: {
+                        /** @enum {string} */
+                        type: "client_credentials";
+                        clientId: string;
+                        clientSecret: string;
+                        /** @default null */
+                        scope?: string | null;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        url: string;
+                        /** @description Each header given, with the end of its value only */
+                        headerHints: {
+                            [key: string]: string;
+                        };
+                        auth: {
+                            /** @enum {string} */
+                            type: "client_credentials";
+                            clientId: string;
+                            scope: string | null;
+                            clientSecretHint: string;
+                        } | null;
+                        serverInfo: {
+                            name: string;
+                            version: string;
+                            protocolVersion: string | null;
+                        } | null;
+                        tools: {
+                            /** @description The server's name for the tool */
+                            name: string;
+                            /** @description `<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`) */
+                            offeredAs: string | null;
+                            description: string;
+                            inputSchema: {
+                                [key: string]: unknown;
+                            };
+                            annotations: {
+                                title?: string;
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
+                            };
+                            problem: string | null;
+                        }[];
+                        /** Format: date-time */
+                        toolsListedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    testMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /**
+                     * Format: uri
+                     * @description A Streamable HTTP endpoint of the MCP server
+                     */
+                    url: string;
+                    /**
+                     * @description Sent on every request to the server (credentials, for instance `Authorization: Bearer ...`); encrypted, never returned
+                     * @default {}
+                     */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * @description OAuth 2.1 client credentials, as an alternative to static headers: the token is fetched, cached and refreshed
+                     * @default null
+                     */
+                    auth?: {
+                        /** @enum {string} */
+                        type: "client_credentials";
+                        clientId: string;
+                        clientSecret: string;
+                        /** @default null */
+                        scope?: string | null;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        serverInfo: {
+                            name: string;
+                            version: string;
+                            protocolVersion: string | null;
+                        };
+                        tools: {
+                            /** @description The server's name for the tool */
+                            name: string;
+                            /** @description `<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`) */
+                            offeredAs: string | null;
+                            description: string;
+                            inputSchema: {
+                                [key: string]: unknown;
+                            };
+                            annotations: {
+                                title?: string;
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
+                            };
+                            problem: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        url: string;
+                        /** @description Each header given, with the end of its value only */
+                        headerHints: {
+                            [key: string]: string;
+                        };
+                        auth: {
+                            /** @enum {string} */
+                            type: "client_credentials";
+                            clientId: string;
+                            scope: string | null;
+                            clientSecretHint: string;
+                        } | null;
+                        serverInfo: {
+                            name: string;
+                            version: string;
+                            protocolVersion: string | null;
+                        } | null;
+                        tools: {
+                            /** @description The server's name for the tool */
+                            name: string;
+                            /** @description `<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`) */
+                            offeredAs: string | null;
+                            description: string;
+                            inputSchema: {
+                                [key: string]: unknown;
+                            };
+                            annotations: {
+                                title?: string;
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
+                            };
+                            problem: string | null;
+                        }[];
+                        /** Format: date-time */
+                        toolsListedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": null;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /**
+                     * Format: uri
+                     * @description A Streamable HTTP endpoint of the MCP server
+                     */
+                    url?: string;
+                    /** @description Sent on every request to the server (credentials, for instance `Authorization: Bearer ...`); encrypted, never returned */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    auth?: {
+                        /** @enum {string} */
+                        type: "client_credentials";
+                        clientId: string;
+                        clientSecret: string;
+                        /** @default null */
+                        scope?: string | null;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        url: string;
+                        /** @description Each header given, with the end of its value only */
+                        headerHints: {
+                            [key: string]: string;
+                        };
+                        auth: {
+                            /** @enum {string} */
+                            type: "client_credentials";
+                            clientId: string;
+                            scope: string | null;
+                            clientSecretHint: string;
+                        } | null;
+                        serverInfo: {
+                            name: string;
+                            version: string;
+                            protocolVersion: string | null;
+                        } | null;
+                        tools: {
+                            /** @description The server's name for the tool */
+                            name: string;
+                            /** @description `<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`) */
+                            offeredAs: string | null;
+                            description: string;
+                            inputSchema: {
+                                [key: string]: unknown;
+                            };
+                            annotations: {
+                                title?: string;
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
+                            };
+                            problem: string | null;
+                        }[];
+                        /** Format: date-time */
+                        toolsListedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    refreshMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        url: string;
+                        /** @description Each header given, with the end of its value only */
+                        headerHints: {
+                            [key: string]: string;
+                        };
+                        auth: {
+                            /** @enum {string} */
+                            type: "client_credentials";
+                            clientId: string;
+                            scope: string | null;
+                            clientSecretHint: string;
+                        } | null;
+                        serverInfo: {
+                            name: string;
+                            version: string;
+                            protocolVersion: string | null;
+                        } | null;
+                        tools: {
+                            /** @description The server's name for the tool */
+                            name: string;
+                            /** @description `<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`) */
+                            offeredAs: string | null;
+                            description: string;
+                            inputSchema: {
+                                [key: string]: unknown;
+                            };
+                            annotations: {
+                                title?: string;
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
+                            };
+                            problem: string | null;
+                        }[];
+                        /** Format: date-time */
+                        toolsListedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

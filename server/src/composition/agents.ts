@@ -5,7 +5,7 @@ import { createToolPreferencesService } from '../features/actions/tool-preferenc
 import { createAgentsService } from '../features/agents/agents.service.ts';
 import { createModelCredentialsService } from '../features/agents/model-credentials.service.ts';
 import { createModelResolver } from '../features/agents/model-provider.ts';
-import { createToolRegistry, registerToolModules, type ToolDefinition } from '../features/agents/tool-registry.ts';
+import { createToolRegistry, registerToolModules, type ToolDefinition, type ToolSource } from '../features/agents/tool-registry.ts';
 import { createDocumentsService, generateDocumentTool } from '../features/documents/documents.service.ts';
 import { createRenderPool } from '../features/documents/render-pool.ts';
 import type { Shared } from './shared.ts';
@@ -17,6 +17,10 @@ export async function composeAgents(
     userLimits: { refusal(userId: string): Promise<string | undefined>; recordMessage(userId: string): Promise<void> };
     /** Tools that other parts define (sendEmail). */
     tools: ToolDefinition[];
+    /** Each org's own tools (its MCP servers'). */
+    toolSources: ToolSource[];
+    /** For tool preferences: a tool of this name that is not built in is one of the user's orgs'. */
+    offeredToMember: (userId: string, toolName: string) => Promise<boolean>;
   },
 ) {
   const { config, database, db, clock, logger, metrics, box, bus, jobs, announce, wakeRunners } = shared;
@@ -27,6 +31,7 @@ export async function composeAgents(
   tools.register(generateDocumentTool(documents));
   for (const tool of deps.tools) tools.register(tool);
   await registerToolModules(tools, config.toolModules);
+  for (const source of deps.toolSources) tools.addSource(source);
   const runner = createActionRunner({
     db,
     jobs,
@@ -60,7 +65,10 @@ export async function composeAgents(
     documents,
     runner,
     approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock }),
-    toolPreferences: createToolPreferencesService({ db, tools }),
+    toolPreferences: createToolPreferencesService({
+      db,
+      knownTool: async (userId, toolName) => tools.has(toolName) || deps.offeredToMember(userId, toolName),
+    }),
     modelCredentials: createModelCredentialsService({ db, box }),
   };
   return { services, tools, runner, runDispatcher, renderPool };

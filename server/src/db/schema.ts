@@ -10,9 +10,13 @@ import type {
   EmailSuppressionsTable,
 } from './email-schema.ts';
 import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsTable } from './callback-schema.ts';
+import type { McpServersTable } from './mcp-schema.ts';
+import type { ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
 
 export * from './callback-schema.ts';
+export type * from './mcp-schema.ts';
+export * from './tool-call-schema.ts';
 export * from './webhook-schema.ts';
 
 /** Kysely's view of the tables (camelCase in TypeScript, snake_case in SQL via CamelCasePlugin). */
@@ -90,12 +94,6 @@ export const MODEL_PROVIDERS = ['openai-compatible', 'openai', 'anthropic'] as c
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 export const ACTION_STATUSES = ['queued', 'running', 'pending_approval', 'approved', 'completed', 'failed', 'rejected', 'expired'] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
-/** A tool call's resolved mode: an approval mode, or `deny` from the user's "always deny". */
-export type ToolCallMode = ApprovalMode | 'deny';
-export const TOOL_CALL_STATUSES = ['ready', 'staged', 'completed', 'failed', 'denied', 'rejected', 'expired', 'cancelled'] as const;
-export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
-export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
-export type ToolCallApproval = (typeof TOOL_CALL_APPROVALS)[number];
 export type Json = ColumnType<unknown, string | null | undefined, string | null>;
 export type JsonOf<T> = ColumnType<T, string, string>;
 
@@ -119,6 +117,7 @@ export interface ActionRulesTable {
   instructions: string;
   enabled: boolean;
   approvalRules: JsonOf<Record<string, ApprovalMode>>;
+  argumentRules: ColumnType<ArgumentRule[], string | undefined, string>;
   approvalTimeoutSeconds: Generated<number>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
@@ -174,32 +173,6 @@ export interface ThreadMessagesTable {
   content: JsonOf<unknown>;
   actionId: string | null;
   createdAt: CreatedAt;
-}
-
-export interface ToolCallsTable {
-  id: string;
-  orgId: string;
-  actionId: string;
-  toolCallId: string;
-  toolName: string;
-  input: Json;
-  mode: ToolCallMode;
-  status: ToolCallStatus;
-  approval: ToolCallApproval;
-  output: Json;
-  requestedAt: CreatedAt;
-  expiresAt: Date | null;
-  decidedByUserId: string | null;
-  decidedAt: Date | null;
-  decisionReason: string | null;
-  completedAt: Date | null;
-}
-
-export interface UserToolPreferencesTable {
-  userId: string;
-  toolName: string;
-  preference: 'always_deny';
-  updatedAt: UpdatedAt;
 }
 
 export interface ActionEventsTable {
@@ -264,6 +237,7 @@ export interface DB {
   emailDeliveryEvents: EmailDeliveryEventsTable;
   emailSuppressions: EmailSuppressionsTable;
   emailNotifications: EmailNotificationsTable;
+  mcpServers: McpServersTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

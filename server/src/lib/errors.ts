@@ -32,6 +32,10 @@ export const ERROR_STATUS = {
   already_decided: 409,
   email_not_configured: 409,
   domain_not_verified: 422,
+  /** An MCP server could not be reached, refused our credentials, or did not speak MCP (its own words in the message). */
+  mcp_unreachable: 422,
+  mcp_unauthorized: 422,
+  mcp_protocol: 422,
   not_acceptable: 406,
   request_timeout: 408,
   payload_too_large: 413,

@@ -16,6 +16,8 @@ export const BUS_TOPICS = {
   webhook: 'webhook',
   /** An action rule changed (key: its id). */
   actionRule: 'action-rule',
+  /** An org's MCP servers changed (key: the org's id): its tools are read again. */
+  mcpServers: 'mcp-servers',
   /** Callbacks are due now: the dispatchers look (a signal, no key). */
   callbacks: 'callbacks',
   /** Runnable actions were committed (or a lease given up): the run dispatchers claim (a signal, no key). */

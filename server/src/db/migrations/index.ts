@@ -12,6 +12,7 @@ import * as emailMessages from './0010_email_messages.ts';
 import * as orgEvents from './0011_org_events.ts';
 import * as actionRunQueue from './0012_action_run_queue.ts';
 import * as actionTakeovers from './0013_action_takeovers.ts';
+import * as mcpServers from './0014_mcp_servers.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '0011_org_events': orgEvents,
   '0012_action_run_queue': actionRunQueue,
   '0013_action_takeovers': actionTakeovers,
+  '0014_mcp_servers': mcpServers,
 };
 
 export const migrationProvider: MigrationProvider = {

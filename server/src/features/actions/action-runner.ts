@@ -48,14 +48,14 @@ export function createActionRunner(deps: {
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
   const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
-  const settleToolCalls = createToolStep({ db, tools: deps.tools, clock: deps.clock, store, announce: deps.announce });
+  const settleToolCalls = createToolStep({ db, clock: deps.clock, store, announce: deps.announce });
 
   /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
   async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {
     const actionId = context.id;
     if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
     if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
-    const plans = planTools(deps.tools, context);
+    const plans = planTools(await deps.tools.forOrg(context.orgId), context);
     const run: Run = {
       context,
       plans,

@@ -15,6 +15,8 @@ export interface ActionWrite {
   messages?: Insertable<ThreadMessagesTable>[];
   /** Tool calls a model step proposed, as decided. */
   toolCalls?: Insertable<ToolCallsTable>[];
+  /** A call that may not be repeated is about to be sent: recorded (and committed) before it leaves. */
+  startedCall?: { id: string; startedAt: Date };
   /** A tool call's result (only a call still `ready` takes it). */
   finishedCall?: { id: string; status: 'completed' | 'failed'; output: unknown; completedAt: Date };
   transition?: Transition;
@@ -48,6 +50,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   const messages = writes.flatMap((write) => write.messages ?? []);
   const calls = writes.flatMap((write) => write.toolCalls ?? []);
   const finished = writes.flatMap((write) => (write.finishedCall ? [write.finishedCall] : []));
+  const started = writes.flatMap((write) => (write.startedCall ? [write.startedCall] : []));
   const steps = writes.flatMap((write) => (write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : []));
   for (const step of steps)
     if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
@@ -70,13 +73,18 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${messages.map((m) => m.seq)}::int[], ${messages.map((m) => m.role)}::text[],
         ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
     ), new_calls as (
-      insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at, expires_at, completed_at)
+      insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
+        expires_at, completed_at, mode_source)
       select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
         ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[], ${calls.map((c) => c.toolName)}::text[],
         ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
         ${calls.map((c) => c.approval)}::text[], ${calls.map((c) => c.output ?? null)}::jsonb[],
         ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],
-        ${calls.map((c) => c.completedAt ?? null)}::timestamptz[])
+        ${calls.map((c) => c.completedAt ?? null)}::timestamptz[], ${calls.map((c) => c.modeSource ?? null)}::jsonb[])
+    ), started_calls as (
+      update tool_calls c set started_at = s.started_at
+      from unnest(${started.map((s) => s.id)}::uuid[], ${started.map((s) => s.startedAt)}::timestamptz[]) as s(id, started_at)
+      where c.id = s.id and c.status = 'ready'
     ), finished_calls as (
       update tool_calls c set status = f.status, output = f.output, completed_at = f.completed_at
       from unnest(${finished.map((f) => f.id)}::uuid[], ${finished.map((f) => f.status)}::text[],

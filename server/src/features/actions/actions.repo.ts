@@ -100,6 +100,8 @@ export const actionsRepo = {
         // An action without a rule (an email's) carries the rules it was created with.
         (eb) => eb.fn.coalesce('r.approvalRules', 'a.approvalRules').as('approvalRules'),
         'r.approvalTimeoutSeconds',
+        // An email's action has no rule, so no argument rules.
+        'r.argumentRules',
         'a.source',
         'w.allowRequestOverrides',
         (eb) =>

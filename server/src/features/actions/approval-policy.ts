@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ApprovalMode, ToolCallMode } from '../../db/schema.ts';
+import type { ApprovalMode, ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { APPROVAL_MODES } from '../../db/schema.ts';
 
 const isMode = (value: unknown): value is ApprovalMode => (APPROVAL_MODES as readonly unknown[]).includes(value);
@@ -9,18 +9,25 @@ const isMode = (value: unknown): value is ApprovalMode => (APPROVAL_MODES as rea
  * per-request override counts only while the webhook allows overrides; then the rule's default;
  * a tool the rule does not list is `ask`. Invalid modes anywhere are ignored.
  */
-export function resolveToolMode(input: {
+export function resolveToolMode(input: ModeInput): ToolCallMode {
+  return resolveToolModeWithSource(input).mode;
+}
+
+interface ModeInput {
   toolName: string;
   ruleDefaults: Record<string, unknown>;
   requestOverrides: Record<string, unknown>;
   allowOverrides: boolean;
   alwaysDeny: boolean;
-}): ToolCallMode {
-  if (input.alwaysDeny) return 'deny';
+}
+
+/** The mode, and which of the settings above decided it (shown in the ledger). */
+export function resolveToolModeWithSource(input: ModeInput): { mode: ToolCallMode; source: ModeSource } {
+  if (input.alwaysDeny) return { mode: 'deny', source: { source: 'preference' } };
   const override = Object.hasOwn(input.requestOverrides, input.toolName) ? input.requestOverrides[input.toolName] : undefined;
-  if (input.allowOverrides && isMode(override)) return override;
+  if (input.allowOverrides && isMode(override)) return { mode: override, source: { source: 'override' } };
   const ruleDefault = Object.hasOwn(input.ruleDefaults, input.toolName) ? input.ruleDefaults[input.toolName] : undefined;
-  return isMode(ruleDefault) ? ruleDefault : 'ask';
+  return isMode(ruleDefault) ? { mode: ruleDefault, source: { source: 'rule' } } : { mode: 'ask', source: { source: 'default' } };
 }
 
 /** In `agent` mode the model must say, with every call, whether it needs a human's approval. */

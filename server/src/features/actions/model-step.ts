@@ -1,6 +1,6 @@
 import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import { z } from 'zod';
-import type { ToolCallMode } from '../../db/schema.ts';
+import type { ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { withApprovalDecision } from './approval-policy.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
 
@@ -8,6 +8,8 @@ import type { ToolDefinition } from '../agents/tool-registry.ts';
 export interface ToolPlan {
   definition: ToolDefinition;
   mode: ToolCallMode;
+  /** What decided the mode (an argument rule may make one call stricter). */
+  source: ModeSource;
 }
 
 export interface ProposedCall {
@@ -49,11 +51,12 @@ export function modelTools(plans: Map<string, ToolPlan>): ToolSet {
 
 const jsonSchemas = new WeakMap<ToolDefinition, Record<string, unknown>>();
 
-/** A tool's input schema as JSON Schema, converted once per tool. */
+/** A tool's input schema as JSON Schema: converted once per built-in tool; an MCP tool's as its server gave it. */
 function inputJsonSchema(definition: ToolDefinition): Record<string, unknown> {
   let schema = jsonSchemas.get(definition);
   if (!schema) {
-    schema = z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>;
+    const { $schema: _, ...given } = definition.inputJsonSchema ?? { type: 'object' };
+    schema = definition.inputSchema ? (z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>) : given;
     jsonSchemas.set(definition, schema);
   }
   return schema;

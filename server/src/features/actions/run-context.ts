@@ -1,11 +1,12 @@
 import type { ToolSet } from 'ai';
 import type { Insertable } from 'kysely';
-import type { ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type { ModeSource, ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import { decisiveRule, describeRule, stricterMode } from '../agents/argument-rules.ts';
 import type { ActionWrite } from './action-writes.ts';
-import type { ToolRegistry } from '../agents/tool-registry.ts';
+import type { OrgTools } from '../agents/tool-registry.ts';
 import type { actionsRepo } from './actions.repo.ts';
 import { randomUUID } from 'node:crypto';
-import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approval-policy.ts';
+import { agentModePolicy, readApprovalDecision, resolveToolModeWithSource } from './approval-policy.ts';
 import type { ProposedCall, ToolPlan } from './model-step.ts';
 
 /** What a run of the action runner works with: the action's context, its calls, its first message. */
@@ -19,6 +20,8 @@ export interface Call {
   toolName: string;
   input: unknown;
   mode: ToolCallMode;
+  /** What decided the mode; null for a call of no tool. */
+  modeSource: ModeSource | null;
   status: ToolCallStatus;
   approval: ToolCallApproval;
   output: unknown;
@@ -51,6 +54,7 @@ export const toRow = (call: Call, context: RunContext, requestedAt: Date): Inser
   toolName: call.toolName,
   input: JSON.stringify(call.input ?? null),
   mode: call.mode,
+  modeSource: call.modeSource === null ? null : JSON.stringify(call.modeSource),
   status: call.status,
   approval: call.approval,
   output: call.output === null ? null : JSON.stringify(call.output),
@@ -59,25 +63,23 @@ export const toRow = (call: Call, context: RunContext, requestedAt: Date): Inser
   completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
 });
 
-/** Each of the agent's tools this build has, with its resolved approval mode. */
-export function planTools(tools: ToolRegistry, context: RunContext): Map<string, ToolPlan> {
+/** Each of the agent's tools the org has, with its resolved approval mode. */
+export function planTools(tools: OrgTools, context: RunContext): Map<string, ToolPlan> {
   const denied = new Set(context.deniedTools ?? []);
   const plans = new Map<string, ToolPlan>();
   // An action that answers an email can always answer it, whatever other tools its agent has.
   const names = new Set([...(context.tools ?? []), ...(context.source === 'email' ? ['sendEmail'] : [])]);
   for (const name of names) {
     const definition = tools.get(name);
-    if (!definition) continue; // a tool this build does not have
-    plans.set(name, {
-      definition,
-      mode: resolveToolMode({
-        toolName: name,
-        ruleDefaults: context.approvalRules ?? {},
-        requestOverrides: context.toolApprovals,
-        allowOverrides: context.allowRequestOverrides === true,
-        alwaysDeny: denied.has(name),
-      }),
+    if (!definition) continue; // a tool the org no longer has
+    const { mode, source } = resolveToolModeWithSource({
+      toolName: name,
+      ruleDefaults: context.approvalRules ?? {},
+      requestOverrides: context.toolApprovals,
+      allowOverrides: context.allowRequestOverrides === true,
+      alwaysDeny: denied.has(name),
     });
+    plans.set(name, { definition, mode, source });
   }
   return plans;
 }
@@ -101,7 +103,11 @@ export function eventMessage(context: RunContext): Message {
   return { role: 'user', content: lines.join('\n') };
 }
 
-/** The stored row of each call the model proposed: its mode decides whether it runs, waits or is refused. */
+/**
+ * The stored row of each call the model proposed: its mode decides whether it runs, waits or is
+ * refused. The mode is the tool's, made stricter by the strictest argument rule that holds for the
+ * call's arguments (in `agent` mode, the arguments without the model's decision).
+ */
 export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
   const base = {
     id: randomUUID(),
@@ -111,27 +117,38 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
     expiresAt: null,
     output: null,
   };
-  const plan = run.plans.get(call.toolName);
-  if (!plan) {
+  const tool = run.plans.get(call.toolName);
+  if (!tool) {
     return {
       ...base,
+      modeSource: null,
       mode: 'allow',
       status: 'failed',
       approval: 'not_required',
       output: { type: 'error-text', value: `There is no tool named "${call.toolName}" available to you.` },
     };
   }
-  if (plan.mode === 'deny') return { ...base, mode: 'deny', status: 'denied', approval: 'not_required', output: DENIED_BY_PREFERENCE };
-  if (plan.mode === 'allow') return { ...base, mode: 'allow', status: 'ready', approval: 'not_required' };
+  const decision = tool.mode === 'agent' && !call.invalid ? readApprovalDecision(call.input) : undefined;
+  const rule =
+    tool.mode === 'deny' ? undefined : decisiveRule(run.context.argumentRules ?? [], call.toolName, decision?.input ?? call.input);
+  const plan = rule ? { mode: stricterMode(tool.mode, rule.rule.mode), source: { source: 'argument_rule' as const, ...rule } } : tool;
+  if (plan.mode === 'deny') {
+    const output = rule
+      ? { type: 'execution-denied', reason: `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call was not run.` }
+      : DENIED_BY_PREFERENCE;
+    return { ...base, mode: 'deny', modeSource: plan.source, status: 'denied', approval: 'not_required', output };
+  }
+  if (plan.mode === 'allow') return { ...base, mode: 'allow', modeSource: plan.source, status: 'ready', approval: 'not_required' };
   const staged = {
     status: 'staged' as const,
     approval: 'pending' as const,
     expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000),
   };
-  if (plan.mode === 'ask') return { ...base, mode: 'ask', ...staged };
+  // An `agent` call an argument rule sends to a human keeps its arguments without the model's decision.
+  const input = decision ? (decision.input ?? null) : base.input;
+  if (plan.mode === 'ask') return { ...base, input, mode: 'ask', modeSource: plan.source, ...staged };
   // agent: fail-closed; a malformed call keeps its raw input for the human to judge.
-  const decision = call.invalid ? { runNow: false, input: call.input } : readApprovalDecision(call.input);
-  return decision.runNow
-    ? { ...base, input: decision.input ?? null, mode: 'agent', status: 'ready', approval: 'not_required' }
-    : { ...base, input: decision.input ?? null, mode: 'agent', ...staged };
+  return decision?.runNow
+    ? { ...base, input, mode: 'agent', modeSource: plan.source, status: 'ready', approval: 'not_required' }
+    : { ...base, input, mode: 'agent', modeSource: plan.source, ...staged };
 }

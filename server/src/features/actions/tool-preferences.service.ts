@@ -2,15 +2,18 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
 import { toolPreferencesRepo } from './tool-preferences.repo.ts';
-import type { ToolRegistry } from '../agents/tool-registry.ts';
 
 /** A user's own preferences per tool: "always deny" beats every approval mode and override. */
-export function createToolPreferencesService(deps: { db: Kysely<DB>; tools: ToolRegistry }) {
+export function createToolPreferencesService(deps: {
+  db: Kysely<DB>;
+  /** Whether the user may meet a tool of this name: a built-in one, or one of the MCP servers of their orgs. */
+  knownTool: (userId: string, toolName: string) => Promise<boolean>;
+}) {
   return {
     list: (userId: string) => toolPreferencesRepo.list(deps.db, userId),
 
     async set(userId: string, toolName: string, preference: 'always_deny' | 'default') {
-      if (!deps.tools.has(toolName)) throw notFound('Tool');
+      if (!(await deps.knownTool(userId, toolName))) throw notFound('Tool');
       if (preference === 'default') {
         await toolPreferencesRepo.remove(deps.db, userId, toolName);
         return { toolName, preference, updatedAt: null };

@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { messageRow, transition } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
@@ -13,7 +12,6 @@ import { runToolCall } from './tool-execution.ts';
 /** The part of a run after a model step that called tools: running them, or waiting for their approval. */
 export function createToolStep(deps: {
   db: Kysely<DB>;
-  tools: ToolRegistry;
   clock: Clock;
   store: RunWriter['store'];
   /** Called once a transition has committed: its callbacks go out now. */
@@ -45,7 +43,7 @@ export function createToolStep(deps: {
       for (const [index, call] of ready.entries()) {
         Object.assign(
           call,
-          await runToolCall(deps.tools, call, {
+          await runToolCall(run.plans.get(call.toolName)?.definition, call, {
             orgId: context.orgId,
             actionId: context.id,
             userId: context.runAsUserId!,

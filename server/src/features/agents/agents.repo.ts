@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Kysely } from 'kysely';
-import type { ActionRuleRow, ActionRulesTable, AgentRow, AgentsTable, DB, ModelProvider } from '../../db/schema.ts';
+import type { ActionRuleRow, ActionRulesTable, AgentRow, AgentsTable, ArgumentRule, DB, ModelProvider } from '../../db/schema.ts';
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
@@ -40,11 +40,14 @@ export const agentsRepo = {
 export const actionRulesRepo = {
   insert: (
     db: Kysely<DB>,
-    rule: Omit<Insertable<ActionRulesTable>, 'approvalRules' | 'createdAt' | 'updatedAt'> & { approvalRules: Record<string, string> },
+    rule: Omit<Insertable<ActionRulesTable>, 'approvalRules' | 'argumentRules' | 'createdAt' | 'updatedAt'> & {
+      approvalRules: Record<string, string>;
+      argumentRules: ArgumentRule[];
+    },
   ): Promise<ActionRuleRow> =>
     db
       .insertInto('actionRules')
-      .values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules) })
+      .values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules), argumentRules: JSON.stringify(rule.argumentRules) })
       .returningAll()
       .executeTakeFirstOrThrow(),
 
@@ -64,6 +67,7 @@ export const actionRulesRepo = {
       instructions?: string;
       enabled?: boolean;
       approvalRules?: Record<string, string>;
+      argumentRules?: ArgumentRule[];
       approvalTimeoutSeconds?: number;
     },
   ) =>
@@ -72,6 +76,7 @@ export const actionRulesRepo = {
       .set({
         ...changes,
         approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules),
+        argumentRules: changes.argumentRules === undefined ? undefined : JSON.stringify(changes.argumentRules),
         updatedAt: sql<Date>`now()`,
       })
       .where('orgId', '=', orgId)

@@ -9,6 +9,7 @@ import {
   agentParams,
   agentPatch,
   agentSchema,
+  listedToolSchema,
   ruleParams,
 } from './agents.schemas.ts';
 import type { AgentsService } from './agents.service.ts';
@@ -58,13 +59,14 @@ export function agentsRoutes(deps: { agents: AgentsService; orgAccess: OrgAccess
         schema: {
           operationId: 'listTools',
           ...common,
-          summary: 'The tools agents on this server can be given (for any member: tool preferences name them too)',
+          summary:
+            "The tools the org's agents can be given: the built-in ones and its MCP servers' (for any member: tool preferences name them too)",
           params: orgParams,
-          response: { 200: z.object({ tools: z.array(z.object({ name: z.string(), description: z.string() })) }), ...errors },
+          response: { 200: z.object({ tools: z.array(listedToolSchema) }), ...errors },
         },
         preHandler: deps.orgAccess('Guest'),
       },
-      async () => ({ tools: deps.agents.listTools() }),
+      async (request) => ({ tools: await deps.agents.listTools(orgOf(request).id) }),
     );
 
     app.get(

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { APPROVAL_MODES, MODEL_PROVIDERS } from '../../db/schema.ts';
+import { APPROVAL_MODES, ARGUMENT_RULE_OPS, MODEL_PROVIDERS } from '../../db/schema.ts';
+import { argumentRuleSchema } from './argument-rules.ts';
 import { orgParams } from '../../lib/http-schemas.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
 
@@ -37,6 +38,14 @@ export const actionRuleInput = z.object({
     .record(toolNameSchema, approvalModeSchema)
     .default({})
     .describe('Default approval mode per tool; a tool not listed is `ask`'),
+  argumentRules: z
+    .array(argumentRuleSchema)
+    .max(50)
+    .default([])
+    .describe(
+      "Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), value, mode (ask or deny) }`. " +
+        "When one holds for a call, the stricter of its mode and the tool's applies (deny > ask > agent > allow)",
+    ),
   approvalTimeoutSeconds: z
     .number()
     .int()
@@ -54,9 +63,41 @@ export const actionRuleSchema = z.object({
   instructions: z.string(),
   enabled: z.boolean(),
   approvalRules: z.record(z.string(), approvalModeSchema),
+  argumentRules: z.array(
+    z.object({
+      tool: z.string(),
+      path: z.string(),
+      op: z.enum(ARGUMENT_RULE_OPS),
+      value: z.unknown().optional(),
+      mode: z.enum(['ask', 'deny']),
+    }),
+  ),
   approvalTimeoutSeconds: z.number(),
   createdAt: z.date(),
   updatedAt: z.date(),
+});
+
+/** What an MCP server says of a tool's behaviour (hints, not guarantees). */
+export const toolAnnotationsSchema = z.object({
+  title: z.string().optional(),
+  readOnlyHint: z.boolean().optional(),
+  destructiveHint: z.boolean().optional(),
+  idempotentHint: z.boolean().optional(),
+  openWorldHint: z.boolean().optional(),
+});
+
+/** A tool as the org's agents can be given it: built in (no server), or one of its MCP servers'. */
+export const listedToolSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  server: z
+    .object({
+      id: z.uuid(),
+      name: z.string(),
+      tool: z.string().describe("The server's own name for the tool"),
+      annotations: toolAnnotationsSchema,
+    })
+    .nullable(),
 });
 
 export const agentParams = orgParams.extend({ agentId: z.uuid() });

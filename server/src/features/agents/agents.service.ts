@@ -10,15 +10,14 @@ import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from '.
 
 /** Topic on the invalidation bus: ingest caches rules by id. */
 
-export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; tools: Pick<ToolRegistry, 'has' | 'list'> }) {
-  /** An agent may name only tools this server has: a misspelt one would be dropped at run time, silently. */
-  function requireKnownTools(tools: string[] | undefined): void {
-    const unknown = (tools ?? []).filter((name) => !deps.tools.has(name));
+export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; tools: Pick<ToolRegistry, 'forOrg'> }) {
+  /** An agent may name only tools the org has: a misspelt one would be dropped at run time, silently. */
+  async function requireKnownTools(orgId: string, tools: string[] | undefined): Promise<void> {
+    if (!tools?.length) return;
+    const orgTools = await deps.tools.forOrg(orgId);
+    const unknown = tools.filter((name) => !orgTools.has(name));
     if (unknown.length === 0) return;
-    const known = deps.tools
-      .list()
-      .map((tool) => tool.name)
-      .sort();
+    const known = [...orgTools.keys()].sort();
     throw new AppError(
       'validation_failed',
       `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; the tools are: ${known.join(', ')}`,
@@ -32,11 +31,17 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
   }
 
   return {
-    /** The tools this server has, for choosing an agent's: name and what it does. */
-    listTools: () => deps.tools.list().map(({ name, description }) => ({ name, description })),
+    /** The tools the org's agents can be given: the built-in ones and its MCP servers', with what each does. */
+    async listTools(orgId: string) {
+      return [...(await deps.tools.forOrg(orgId)).values()].map(({ name, description, server }) => ({
+        name,
+        description,
+        server: server ? { id: server.id, name: server.name, tool: server.tool, annotations: server.annotations } : null,
+      }));
+    },
 
-    createAgent(orgId: string, input: z.output<typeof agentInput>) {
-      requireKnownTools(input.tools);
+    async createAgent(orgId: string, input: z.output<typeof agentInput>) {
+      await requireKnownTools(orgId, input.tools);
       return agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
     },
     listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
@@ -44,7 +49,7 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
       return (await agentsRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Agent'));
     },
     async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
-      requireKnownTools(changes.tools);
+      await requireKnownTools(orgId, changes.tools);
       return (await agentsRepo.update(deps.db, orgId, id, changes)) ?? Promise.reject(notFound('Agent'));
     },
     async deleteAgent(orgId: string, id: string) {

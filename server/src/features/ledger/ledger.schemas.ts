@@ -58,6 +58,18 @@ export const ledgerDetail = ledgerRow.extend({
           decidedAt: z.date().nullable(),
           reason: z.string().nullable(),
           completedAt: z.date().nullable(),
+          modeSource: z.unknown().meta({
+            description:
+              "What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter",
+          }),
+          stagedReason: z
+            .string()
+            .nullable()
+            .meta({ description: 'Why the call waits for a human other than its mode (an interrupted call)' }),
+          startedAt: z
+            .date()
+            .nullable()
+            .meta({ description: 'When the request of a call that may not be repeated left (recorded before it left)' }),
         }),
       ),
     })

@@ -117,6 +117,9 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
                 decidedAt: call.decidedAt,
                 reason: call.decisionReason,
                 completedAt: call.completedAt,
+                modeSource: call.modeSource ?? null,
+                stagedReason: call.stagedReason,
+                startedAt: call.startedAt,
               })),
             }
           : null,

@@ -1,0 +1,56 @@
+import type { ColumnType } from 'kysely';
+import type { ApprovalMode, CreatedAt, Json, UpdatedAt } from './schema.ts';
+
+/** Tool calls, how their mode is decided, and users' tool preferences (schema.ts lists every table in DB). */
+/** A tool call's resolved mode: an approval mode, or `deny` (the user's "always deny", or an argument rule). */
+export type ToolCallMode = ApprovalMode | 'deny';
+/** An action rule's rule on a call's arguments: when it matches, the call is at least `mode`. */
+export const ARGUMENT_RULE_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'matches', 'exists'] as const;
+export type ArgumentRuleOp = (typeof ARGUMENT_RULE_OPS)[number];
+export interface ArgumentRule {
+  tool: string;
+  /** JSON Pointer (RFC 6901) into the call's arguments. */
+  path: string;
+  op: ArgumentRuleOp;
+  value?: unknown;
+  mode: 'ask' | 'deny';
+}
+/** What decided a call's mode: the user's preference, a request override, the rule's mode for the tool, the default, or an argument rule. */
+export type ModeSource =
+  | { source: 'preference' | 'override' | 'rule' | 'default' }
+  | { source: 'argument_rule'; index: number; rule: ArgumentRule };
+export const TOOL_CALL_STATUSES = ['ready', 'staged', 'completed', 'failed', 'denied', 'rejected', 'expired', 'cancelled'] as const;
+export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
+export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+export type ToolCallApproval = (typeof TOOL_CALL_APPROVALS)[number];
+
+export interface ToolCallsTable {
+  id: string;
+  orgId: string;
+  actionId: string;
+  toolCallId: string;
+  toolName: string;
+  input: Json;
+  mode: ToolCallMode;
+  status: ToolCallStatus;
+  approval: ToolCallApproval;
+  output: Json;
+  requestedAt: CreatedAt;
+  expiresAt: Date | null;
+  decidedByUserId: string | null;
+  decidedAt: Date | null;
+  decisionReason: string | null;
+  completedAt: Date | null;
+  /** Set, and committed, before the request of a call that may not be repeated leaves. */
+  startedAt: Date | null;
+  modeSource: ColumnType<ModeSource | null, string | null | undefined, string | null>;
+  /** Why a call waits for a human other than its mode (an interrupted call). */
+  stagedReason: string | null;
+}
+
+export interface UserToolPreferencesTable {
+  userId: string;
+  toolName: string;
+  preference: 'always_deny';
+  updatedAt: UpdatedAt;
+}

@@ -1,0 +1,148 @@
+import {
+  Client,
+  ClientCredentialsProvider,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/client';
+import type { McpServerInfo } from '../../db/schema.ts';
+import { AppError } from '../../lib/errors.ts';
+import { type GuardedFetch, OutboundRefused } from '../../lib/guarded-fetch.ts';
+
+/** How to reach one server: its URL, the headers sent on every request, or OAuth client credentials. */
+export interface McpEndpoint {
+  url: string;
+  headers: Record<string, string>;
+  clientCredentials: { clientId: string; clientSecret: string; scope: string | null } | null;
+}
+
+export interface McpConnection {
+  serverInfo: McpServerInfo;
+  /** Every page of tools/list. */
+  listTools(): Promise<Tool[]>;
+  callTool(
+    request: { name: string; arguments: unknown; toolCallId: string },
+    options: { timeoutMs: number; signal: AbortSignal },
+  ): Promise<CallToolResult>;
+  close(): Promise<void>;
+}
+
+/** The `_meta` key of a tools/call request that carries our tool call id, so that a server can deduplicate. */
+export const TOOL_CALL_ID_META = 'io.agent-platform/tool-call-id';
+/** More tools than this from one server is refused: what an agent is offered must stay readable. */
+export const MAX_TOOLS_PER_SERVER = 500;
+const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
+
+/** Opens a session with the server: the transport, `initialize` and `notifications/initialized`. */
+export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFetch; timeoutMs: number }): Promise<McpConnection> {
+  const credentials = endpoint.clientCredentials;
+  const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), {
+    fetch: deps.fetch,
+    requestInit: { headers: endpoint.headers },
+    redirectPolicy: 'same-origin',
+    onInsufficientScope: 'throw',
+    ...(credentials
+      ? {
+          authProvider: new ClientCredentialsProvider({
+            clientId: credentials.clientId,
+            clientSecret: credentials.clientSecret,
+            ...(credentials.scope ? { scope: credentials.scope } : {}),
+          }),
+        }
+      : {}),
+  });
+  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  try {
+    await client.connect(transport, { timeout: deps.timeoutMs });
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw mcpError(error, endpoint.url);
+  }
+  const version = client.getServerVersion();
+  const serverInfo: McpServerInfo = {
+    name: version?.name ?? 'unknown',
+    version: version?.version ?? 'unknown',
+    protocolVersion: transport.protocolVersion ?? null,
+  };
+  return {
+    serverInfo,
+    async listTools() {
+      const tools: Tool[] = [];
+      let cursor: string | undefined;
+      try {
+        do {
+          const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: deps.timeoutMs });
+          tools.push(...page.tools);
+          if (tools.length > MAX_TOOLS_PER_SERVER) {
+            throw new AppError('mcp_protocol', `The server lists more than ${MAX_TOOLS_PER_SERVER} tools; split it into smaller servers`);
+          }
+          cursor = page.nextCursor;
+        } while (cursor);
+      } catch (error) {
+        throw mcpError(error, endpoint.url);
+      }
+      return tools;
+    },
+    async callTool(request, options) {
+      return (await client.callTool(
+        {
+          name: request.name,
+          arguments: (request.arguments ?? {}) as Record<string, unknown>,
+          _meta: { [TOOL_CALL_ID_META]: request.toolCallId },
+        },
+        { timeout: options.timeoutMs, signal: options.signal },
+      )) as CallToolResult;
+    },
+    close: () => client.close(),
+  };
+}
+
+/** An error of the connection as one of our codes, with the server's (or the network's) own words. */
+export function mcpError(error: unknown, url: string): AppError {
+  if (error instanceof AppError) return error;
+  const words = describe(error);
+  if (error instanceof UnauthorizedError || (error instanceof SdkHttpError && (error.status === 401 || error.status === 403))) {
+    return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
+  }
+  if (error instanceof SdkError && isAuthCode(error.code)) {
+    return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
+  }
+  if (isNetworkError(error) || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)) {
+    return new AppError('mcp_unreachable', `The MCP server at ${url} could not be reached: ${words}`);
+  }
+  if (error instanceof Error && /oauth|token|client/i.test(error.constructor.name)) {
+    return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
+  }
+  return new AppError('mcp_protocol', `The server at ${url} did not answer as an MCP server: ${words}`);
+}
+
+const isAuthCode = (code: SdkErrorCode) => code === SdkErrorCode.ClientHttpAuthentication || code === SdkErrorCode.ClientHttpForbidden;
+
+/** Refused by our guard, or the network failed (refused, unresolvable, reset, timed out). */
+function isNetworkError(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof OutboundRefused) return true;
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code) && code !== 'UND_ERR_RESPONSE_STATUS_CODE') return true;
+    if (cause.name === 'TimeoutError' || cause.name === 'ConnectTimeoutError') return true;
+  }
+  return false;
+}
+
+/** The error's words with its causes', which carry what the network or the server said. */
+export function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (let cause: unknown = error; cause && parts.length < 4; cause = (cause as Error).cause) {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    if (message && !parts.some((part) => part.includes(message))) parts.push(message);
+    if (!(cause instanceof Error)) break;
+  }
+  return (parts.join(': ') || 'unknown error').slice(0, 1000);
+}
+
+export { ProtocolError };

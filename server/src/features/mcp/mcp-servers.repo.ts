@@ -1,0 +1,41 @@
+import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
+import type { DB, McpServerRow, McpServersTable } from '../../db/schema.ts';
+
+/** Tools are always stored as a whole listing, and stamped with when they were listed. */
+export const mcpServersRepo = {
+  insert: (db: Kysely<DB>, row: Insertable<McpServersTable>): Promise<McpServerRow> =>
+    db
+      .insertInto('mcpServers')
+      .values({ ...row, toolsListedAt: sql<Date>`now()` })
+      .returningAll()
+      .executeTakeFirstOrThrow(),
+
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: Updateable<McpServersTable>): Promise<McpServerRow | undefined> =>
+    db
+      .updateTable('mcpServers')
+      .set({ ...changes, ...(changes.tools === undefined ? {} : { toolsListedAt: sql<Date>`now()` }), updatedAt: sql<Date>`now()` })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
+
+  find: (db: Kysely<DB>, orgId: string, id: string): Promise<McpServerRow | undefined> =>
+    db.selectFrom('mcpServers').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+
+  list: (db: Kysely<DB>, orgId: string): Promise<McpServerRow[]> =>
+    db.selectFrom('mcpServers').selectAll().where('orgId', '=', orgId).orderBy('name').execute(),
+
+  /** Whether a server of one of the user's orgs offers a tool of this name. */
+  offeredToMember: async (db: Kysely<DB>, userId: string, toolName: string): Promise<boolean> =>
+    (await db
+      .selectFrom('mcpServers')
+      .innerJoin('memberships', 'memberships.orgId', 'mcpServers.orgId')
+      .select('mcpServers.id')
+      .where('memberships.userId', '=', userId)
+      .where(sql<boolean>`mcp_servers.tools @> ${JSON.stringify([{ offeredAs: toolName }])}::jsonb`)
+      .executeTakeFirst()) !== undefined,
+
+  /** Whether there was one to delete. */
+  remove: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
+    (await db.deleteFrom('mcpServers').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
+};

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DB, ListedMcpTool, McpServerInfo, McpServerRow } from '../../db/schema.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { outboundUrlProblem } from '../../lib/http-client.ts';
+import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
+import { endpointOf } from './mcp-catalog.ts';
+import type { McpEndpoint } from './mcp-client.ts';
+import type { McpConnections } from './mcp-connections.ts';
+import type { McpServerInput, McpServerPatch } from './mcp.schemas.ts';
+import { mcpServersRepo } from './mcp-servers.repo.ts';
+import { listedTool } from './mcp-tools.ts';
+
+const hint = (secret: string) => (secret.length > 8 ? `...${secret.slice(-4)}` : '...');
+
+/** What is shown of a server: never a credential, only hints. */
+function toPublic(row: McpServerRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    headerHints: row.headerHints,
+    auth: row.auth,
+    serverInfo: row.serverInfo,
+    tools: row.tools,
+    toolsListedAt: row.toolsListedAt,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/**
+ * An org's MCP servers. Saving one (created or changed) and refreshing it connect to the server and
+ * list its tools first: a server that cannot be reached, refuses the credentials or speaks no MCP is
+ * refused with its own words, and nothing is saved.
+ */
+export function createMcpServersService(deps: {
+  db: Kysely<DB>;
+  box: SecretBox;
+  bus: ProcessBus;
+  connections: McpConnections;
+  allowPrivateNetworks: boolean;
+}) {
+  const { db, box } = deps;
+
+  async function list(name: string, endpoint: McpEndpoint): Promise<{ serverInfo: McpServerInfo; tools: ListedMcpTool[] }> {
+    const problem = await outboundUrlProblem(endpoint.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
+    if (problem) {
+      throw new AppError('validation_failed', `body/url: ${problem}; MCP servers must be on public addresses (MCP_ALLOW_PRIVATE_NETWORKS)`);
+    }
+    return deps.connections.once(endpoint, async (connection) => ({
+      serverInfo: connection.serverInfo,
+      tools: (await connection.listTools()).map((tool) => listedTool(name, tool)),
+    }));
+  }
+
+  /** The columns of a server's settings: the credentials encrypted, hints beside them. */
+  function settings(input: { name: string; url: string; headers: Record<string, string>; auth: McpServerInput['auth'] }) {
+    return {
+      name: input.name,
+      url: input.url,
+      headersEncrypted: Object.keys(input.headers).length > 0 ? box.encrypt(JSON.stringify(input.headers)) : null,
+      headerHints: JSON.stringify(Object.fromEntries(Object.entries(input.headers).map(([key, value]) => [key, hint(value)]))),
+      auth: JSON.stringify(
+        input.auth
+          ? {
+              type: input.auth.type,
+              clientId: input.auth.clientId,
+              scope: input.auth.scope,
+              clientSecretHint: hint(input.auth.clientSecret),
+            }
+          : null,
+      ),
+      clientSecretEncrypted: input.auth ? box.encrypt(input.auth.clientSecret) : null,
+    };
+  }
+
+  const endpointFor = (input: Pick<McpServerInput, 'url' | 'headers' | 'auth'>): McpEndpoint => ({
+    url: input.url,
+    headers: input.headers,
+    clientCredentials: input.auth
+      ? { clientId: input.auth.clientId, clientSecret: input.auth.clientSecret, scope: input.auth.scope }
+      : null,
+  });
+
+  async function requireServer(orgId: string, id: string): Promise<McpServerRow> {
+    return (await mcpServersRepo.find(db, orgId, id)) ?? Promise.reject(notFound('MCP server'));
+  }
+
+  async function requireFreeName(orgId: string, name: string, except?: string): Promise<void> {
+    const taken = (await mcpServersRepo.list(db, orgId)).some((server) => server.name === name && server.id !== except);
+    if (taken) throw nameTaken(name);
+  }
+
+  const nameTaken = (name: string) => new AppError('conflict', `body/name: the organization has an MCP server named "${name}" already`);
+
+  /** Saved: the org's tools are read again in every process; a changed server's session is opened anew. */
+  async function changed(orgId: string, id: string): Promise<void> {
+    deps.connections.forget(id);
+    await deps.bus.publish(BUS_TOPICS.mcpServers, orgId);
+  }
+
+  const listed = (serverInfo: McpServerInfo, tools: ListedMcpTool[]) => ({
+    serverInfo: JSON.stringify(serverInfo),
+    tools: JSON.stringify(tools),
+  });
+
+  return {
+    /** The connection test, before saving: what the server is and which of its tools agents would be offered. */
+    test: (input: McpServerInput) => list(input.name, endpointFor(input)),
+
+    async create(orgId: string, input: McpServerInput) {
+      await requireFreeName(orgId, input.name);
+      const { serverInfo, tools } = await list(input.name, endpointFor(input));
+      try {
+        const row = await mcpServersRepo.insert(db, { id: randomUUID(), orgId, ...settings(input), ...listed(serverInfo, tools) });
+        await changed(orgId, row.id);
+        return toPublic(row);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw nameTaken(input.name);
+        throw error;
+      }
+    },
+
+    async update(orgId: string, id: string, patch: McpServerPatch) {
+      const row = await requireServer(orgId, id);
+      const saved = endpointOf(row, box);
+      const savedAuth = saved.clientCredentials && { type: 'client_credentials' as const, ...saved.clientCredentials };
+      const merged = {
+        name: patch.name ?? row.name,
+        url: patch.url ?? row.url,
+        headers: patch.headers ?? saved.headers,
+        auth: patch.auth === undefined ? savedAuth : patch.auth,
+      };
+      if (patch.name) await requireFreeName(orgId, patch.name, id);
+      const { serverInfo, tools } = await list(merged.name, endpointFor(merged));
+      try {
+        const updated = await mcpServersRepo.update(db, orgId, id, { ...settings(merged), ...listed(serverInfo, tools) });
+        if (!updated) throw notFound('MCP server');
+        await changed(orgId, id);
+        return toPublic(updated);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw nameTaken(merged.name);
+        throw error;
+      }
+    },
+
+    /** Lists the server's tools again (a tool it no longer has is no longer offered). */
+    async refresh(orgId: string, id: string) {
+      const row = await requireServer(orgId, id);
+      const { serverInfo, tools } = await list(row.name, endpointOf(row, box));
+      const updated = (await mcpServersRepo.update(db, orgId, id, listed(serverInfo, tools))) ?? Promise.reject(notFound('MCP server'));
+      await changed(orgId, id);
+      return toPublic(await updated);
+    },
+
+    list: async (orgId: string) => (await mcpServersRepo.list(db, orgId)).map(toPublic),
+    get: async (orgId: string, id: string) => toPublic(await requireServer(orgId, id)),
+
+    async remove(orgId: string, id: string): Promise<void> {
+      if (!(await mcpServersRepo.remove(db, orgId, id))) throw notFound('MCP server');
+      await changed(orgId, id);
+    },
+
+    /** For tool preferences: whether a server of one of the user's orgs offers this tool. */
+    offeredToMember: (userId: string, toolName: string) => mcpServersRepo.offeredToMember(db, userId, toolName),
+  };
+}
+
+export type McpServersService = ReturnType<typeof createMcpServersService>;

@@ -1,0 +1,84 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { isPublicAddress } from './http-client.ts';
+
+/**
+ * fetch for URLs that users give us (MCP servers), with the guard the callbacks' agents have: only
+ * public unicast addresses (checked when the connection is made, whatever the name resolved to
+ * before), no redirects, a connect timeout, kept-alive connections, and a bound on how much of one
+ * response is read.
+ */
+export interface GuardedFetchOptions {
+  allowPrivateNetworks: boolean;
+  connectTimeoutMs: number;
+  /** A response body longer than this fails the read (the connection is cut). */
+  maxResponseBytes: number;
+}
+
+export type GuardedFetch = ((input: string | URL | Request, init?: RequestInit) => Promise<Response>) & { close(): Promise<void> };
+
+export class OutboundRefused extends Error {
+  override name = 'OutboundRefused';
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** dns.lookup that fails for any address that is not public. */
+function publicOnlyLookup(hostname: string, options: { all?: boolean }, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, []);
+    const blocked = addresses.find(({ address }) => !isPublicAddress(address));
+    if (blocked) return callback(new OutboundRefused(`${hostname} resolves to ${blocked.address}, which is not a public address`), []);
+    if (options.all) return callback(null, addresses);
+    callback(null, addresses[0]!.address, addresses[0]!.family);
+  });
+}
+
+export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
+  const agent = new Agent({
+    connect: {
+      timeout: options.connectTimeoutMs,
+      ...(options.allowPrivateNetworks ? {} : { lookup: publicOnlyLookup }),
+    },
+    keepAliveTimeout: 30_000,
+  });
+  const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundRefused(`${url.protocol} URLs are not fetched`);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    // An address in the URL is connected to without a lookup: it is checked here.
+    if (!options.allowPrivateNetworks && isIP(host) && !isPublicAddress(host)) {
+      throw new OutboundRefused(`${host} is not a public address`);
+    }
+    const response = (await undiciFetch(url, {
+      ...(init as Parameters<typeof undiciFetch>[1]),
+      redirect: 'manual',
+      dispatcher: agent,
+    })) as unknown as Response;
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      throw new OutboundRefused(`redirect to ${response.headers.get('location') ?? '(no location)'} not followed`);
+    }
+    return bounded(response, options.maxResponseBytes);
+  };
+  return Object.assign(guarded, { close: () => agent.close() });
+}
+
+/** The same response, whose body errors once more than `maxBytes` of it have been read. */
+function bounded(response: Response, maxBytes: number): Response {
+  if (!response.body) return response;
+  let read = 0;
+  const limit = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      read += chunk.byteLength;
+      if (read > maxBytes) controller.error(new OutboundRefused(`the response was larger than ${maxBytes} bytes; it was not read`));
+      else controller.enqueue(chunk);
+    },
+  });
+  return new Response(response.body.pipeThrough(limit), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}

@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+
+/** One side effect a tool of the test server did: what a real system would have done once per call. */
+export interface SideEffect {
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** The `_meta` tool call id the platform sent. */
+  toolCallId: string | undefined;
+}
+
+export interface TestMcpServerOptions {
+  /** Session-based (the 2025 revisions) or a fresh server per request (stateless). */
+  sessions?: boolean;
+  /** When set, every request must carry `Authorization: Bearer <token>` (else 401). */
+  bearerToken?: string;
+}
+
+/**
+ * A real MCP server on loopback, built with the official TypeScript SDK: an order system whose tools
+ * record their side effects. `refund_order` is destructive, `lookup_order` read-only, `set_status`
+ * idempotent; `fail` answers isError, `slow` waits, `huge` returns a result of the size asked.
+ */
+export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
+  const sideEffects: SideEffect[] = [];
+  const removed = new Set<string>();
+  /** While set, tools/call requests wait for it (a test holds a call in flight). */
+  let hold: Promise<void> | undefined;
+  const requests = { total: 0, initialize: 0 };
+
+  const record = (tool: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined) => {
+    const toolCallId = meta?.['io.agent-platform/tool-call-id'];
+    sideEffects.push({ tool, arguments: args, toolCallId: typeof toolCallId === 'string' ? toolCallId : undefined });
+  };
+  const metaOf = (ctx: unknown) => (ctx as { mcpReq?: { _meta?: Record<string, unknown> } }).mcpReq?._meta;
+
+  function mcpServer() {
+    const server = new McpServer({ name: 'orders', version: '1.2.3' });
+    const tools = [
+      server.registerTool(
+        'refund_order',
+        {
+          description: 'Refund an order, in full or in part',
+          inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+          annotations: { destructiveHint: true, idempotentHint: false },
+        },
+        async (args, ctx) => {
+          await hold;
+          record('refund_order', args, metaOf(ctx));
+          return { content: [{ type: 'text', text: `Refunded ${args.amount} on order ${args.orderId}` }] };
+        },
+      ),
+      server.registerTool(
+        'lookup_order',
+        { description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), annotations: { readOnlyHint: true } },
+        async (args, ctx) => {
+          await hold;
+          record('lookup_order', args, metaOf(ctx));
+          const order = { orderId: args.orderId, status: 'shipped', total: 120 };
+          return { content: [{ type: 'text', text: JSON.stringify(order) }], structuredContent: order };
+        },
+      ),
+      server.registerTool(
+        'set_status',
+        {
+          description: 'Set the status of an order',
+          inputSchema: z.object({ orderId: z.string(), status: z.string() }),
+          annotations: { idempotentHint: true },
+        },
+        async (args, ctx) => {
+          await hold;
+          record('set_status', args, metaOf(ctx));
+          return { content: [{ type: 'text', text: 'ok' }] };
+        },
+      ),
+      server.registerTool('fail', { description: 'Always fails', inputSchema: z.object({}) }, async () => ({
+        content: [{ type: 'text', text: 'The order system is down for maintenance' }],
+        isError: true,
+      })),
+      server.registerTool('slow', { description: 'Takes its time', inputSchema: z.object({ ms: z.number() }) }, async (args) => {
+        await new Promise((resolve) => setTimeout(resolve, args.ms));
+        return { content: [{ type: 'text', text: 'done' }] };
+      }),
+      server.registerTool('huge', { description: 'Returns many bytes', inputSchema: z.object({ bytes: z.number() }) }, async (args) => ({
+        content: [{ type: 'text', text: 'x'.repeat(args.bytes) }],
+      })),
+    ];
+    const names = ['refund_order', 'lookup_order', 'set_status', 'fail', 'slow', 'huge'];
+    for (const [index, tool] of tools.entries()) if (removed.has(names[index]!)) tool.remove();
+    return server;
+  }
+
+  const sessions = new Map<string, NodeStreamableHTTPServerTransport>();
+  const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    requests.total++;
+    if (options.bearerToken && req.headers.authorization !== `Bearer ${options.bearerToken}`) {
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"invalid_token"}');
+      return;
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    let transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    if (!transport) {
+      if (options.sessions === false) {
+        transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      } else {
+        if (typeof sessionId === 'string') {
+          res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+          return;
+        }
+        const created: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            requests.initialize++;
+            sessions.set(id, created);
+          },
+        });
+        transport = created;
+      }
+      await mcpServer().connect(transport);
+    }
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  return {
+    url,
+    sideEffects,
+    requests,
+    /** The tool is gone from now on (sessions opened before keep the list they had, as a real server's would until it restarts). */
+    removeTool(name: string) {
+      removed.add(name);
+      for (const transport of sessions.values()) void transport.close();
+      sessions.clear();
+    },
+    /** Holds every tools/call until the returned release is called. */
+    holdCalls(): () => void {
+      let release!: () => void;
+      hold = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        hold = undefined;
+        release();
+      };
+    },
+    async close() {
+      for (const transport of sessions.values()) await transport.close().catch(() => {});
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+export type TestMcpServer = Awaited<ReturnType<typeof startTestMcpServer>>;
