@@ -6,6 +6,7 @@ const PROCESS_TESTS = [
   'src/features/callbacks/restart.test.ts',
   'src/features/actions/resume.test.ts',
   'src/features/email/restart.test.ts',
+  'src/features/mcp/mcp-crash.test.ts',
 ];
 /** The console in a real browser: against the embedded database, as `npm start` serves it. */
 const CONSOLE_TESTS = ['test/console/**/*.test.ts'];

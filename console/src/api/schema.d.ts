@@ -1189,6 +1189,10 @@ export interface components {
             /** Format: date-time */
             decidedAt: string | null;
             reason: string | null;
+            /** @description What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`) */
+            modeSource: unknown;
+            /** @description Set when the call waits for another reason than its mode: an interrupted call (approve runs it again; reject lets the run go on with an error as its result) */
+            stagedReason: string | null;
         };
         /** @description POSTed as JSON to each subscribed endpoint, signed with the Standard Webhooks scheme: webhook-id (stable across retries), webhook-timestamp, webhook-signature, and the same under wh-*. */
         CallbackEvent: {
@@ -5879,6 +5883,7 @@ export interface operations {
                                 type: "client_credentials";
                                 clientId: string;
                                 scope: string | null;
+                                issuer: string | null;
                                 clientSecretHint: string;
                             } | null;
                             serverInfo: {
@@ -6006,6 +6011,12 @@ export interface operations {
                         clientSecret: string;
                         /** @default null */
                         scope?: string | null;
+                        /**
+                         * Format: uri
+                         * @description The authorization server's issuer: the client secret is sent to it only. Without it, to whichever one the MCP server names
+                         * @default null
+                         */
+                        issuer?: string | null;
                     } | null;
                 };
             };
@@ -6031,6 +6042,7 @@ export interface operations {
                             type: "client_credentials";
                             clientId: string;
                             scope: string | null;
+                            issuer: string | null;
                             clientSecretHint: string;
                         } | null;
                         serverInfo: {
@@ -6157,6 +6169,12 @@ export interface operations {
                         clientSecret: string;
                         /** @default null */
                         scope?: string | null;
+                        /**
+                         * Format: uri
+                         * @description The authorization server's issuer: the client secret is sent to it only. Without it, to whichever one the MCP server names
+                         * @default null
+                         */
+                        issuer?: string | null;
                     } | null;
                 };
             };
@@ -6283,6 +6301,7 @@ export interface operations {
                             type: "client_credentials";
                             clientId: string;
                             scope: string | null;
+                            issuer: string | null;
                             clientSecretHint: string;
                         } | null;
                         serverInfo: {
@@ -6480,6 +6499,12 @@ export interface operations {
                         clientSecret: string;
                         /** @default null */
                         scope?: string | null;
+                        /**
+                         * Format: uri
+                         * @description The authorization server's issuer: the client secret is sent to it only. Without it, to whichever one the MCP server names
+                         * @default null
+                         */
+                        issuer?: string | null;
                     } | null;
                 };
             };
@@ -6505,6 +6530,7 @@ export interface operations {
                             type: "client_credentials";
                             clientId: string;
                             scope: string | null;
+                            issuer: string | null;
                             clientSecretHint: string;
                         } | null;
                         serverInfo: {
@@ -6627,6 +6653,7 @@ export interface operations {
                             type: "client_credentials";
                             clientId: string;
                             scope: string | null;
+                            issuer: string | null;
                             clientSecretHint: string;
                         } | null;
                         serverInfo: {

@@ -29,6 +29,8 @@ export interface McpClientCredentials {
   type: 'client_credentials';
   clientId: string;
   scope: string | null;
+  /** The authorization server the secret may be sent to; null: the one the MCP server names. */
+  issuer: string | null;
   clientSecretHint: string;
 }
 

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { McpServer } from '@modelcontextprotocol/server';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { z } from 'zod';
 
 /** One side effect a tool of the test server did: what a real system would have done once per call. */
@@ -18,6 +19,12 @@ export interface TestMcpServerOptions {
   sessions?: boolean;
   /** When set, every request must carry `Authorization: Bearer <token>` (else 401). */
   bearerToken?: string;
+  /**
+   * A protected resource of this authorization server (the MCP authorization spec): a request needs
+   * one of its access tokens (a JWT it signed, not revoked by `revokeTokens`), else 401
+   * naming the protected-resource metadata.
+   */
+  authorizationServer?: string;
 }
 
 /**
@@ -28,13 +35,16 @@ export interface TestMcpServerOptions {
 export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
   const sideEffects: SideEffect[] = [];
   const removed = new Set<string>();
-  /** While set, tools/call requests wait for it (a test holds a call in flight). */
-  let hold: Promise<void> | undefined;
+  /** While set, calls of the recording tools wait for it, before their side effect or after it (a test holds a call in flight). */
+  let hold: { released: Promise<void>; afterEffect: boolean } | undefined;
   const requests = { total: 0, initialize: 0 };
 
-  const record = (tool: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined) => {
+  const record = async (tool: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined) => {
+    const held = hold;
+    if (held && !held.afterEffect) await held.released;
     const toolCallId = meta?.['io.agent-platform/tool-call-id'];
     sideEffects.push({ tool, arguments: args, toolCallId: typeof toolCallId === 'string' ? toolCallId : undefined });
+    if (held?.afterEffect) await held.released;
   };
   const metaOf = (ctx: unknown) => (ctx as { mcpReq?: { _meta?: Record<string, unknown> } }).mcpReq?._meta;
 
@@ -49,8 +59,7 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
           annotations: { destructiveHint: true, idempotentHint: false },
         },
         async (args, ctx) => {
-          await hold;
-          record('refund_order', args, metaOf(ctx));
+          await record('refund_order', args, metaOf(ctx));
           return { content: [{ type: 'text', text: `Refunded ${args.amount} on order ${args.orderId}` }] };
         },
       ),
@@ -58,8 +67,7 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
         'lookup_order',
         { description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), annotations: { readOnlyHint: true } },
         async (args, ctx) => {
-          await hold;
-          record('lookup_order', args, metaOf(ctx));
+          await record('lookup_order', args, metaOf(ctx));
           const order = { orderId: args.orderId, status: 'shipped', total: 120 };
           return { content: [{ type: 'text', text: JSON.stringify(order) }], structuredContent: order };
         },
@@ -72,8 +80,7 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
           annotations: { idempotentHint: true },
         },
         async (args, ctx) => {
-          await hold;
-          record('set_status', args, metaOf(ctx));
+          await record('set_status', args, metaOf(ctx));
           return { content: [{ type: 'text', text: 'ok' }] };
         },
       ),
@@ -95,10 +102,41 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
   }
 
   const sessions = new Map<string, NodeStreamableHTTPServerTransport>();
+  const issuer = options.authorizationServer;
+  const jwks = issuer ? createRemoteJWKSet(new URL(`${issuer}/jwks`)) : undefined;
+  const seenTokens = new Set<string>();
+  const revokedTokens = new Set<string>();
+  const tokenAccepted = async (header: string | undefined) => {
+    if (!header?.startsWith('Bearer ')) return false;
+    const token = header.slice(7);
+    if (revokedTokens.has(token)) return false;
+    try {
+      await jwtVerify(token, jwks!, { issuer });
+      seenTokens.add(token);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     requests.total++;
+    const metadataPath = '/.well-known/oauth-protected-resource/mcp';
+    if (issuer && req.url === metadataPath) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: url, authorization_servers: [issuer] }));
+      return;
+    }
     if (options.bearerToken && req.headers.authorization !== `Bearer ${options.bearerToken}`) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"invalid_token"}');
+      return;
+    }
+    if (issuer && !(await tokenAccepted(req.headers.authorization))) {
+      const metadata = `${new URL(url).origin}${metadataPath}`;
+      res
+        .writeHead(401, {
+          'content-type': 'application/json',
+          'www-authenticate': `Bearer error="invalid_token", resource_metadata="${metadata}"`,
+        })
+        .end('{"error":"invalid_token"}');
       return;
     }
     const sessionId = req.headers['mcp-session-id'];
@@ -132,16 +170,20 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
     url,
     sideEffects,
     requests,
+    /** Every access token issued until now is refused from now on (their holders must get new ones). */
+    revokeTokens() {
+      for (const token of seenTokens) revokedTokens.add(token);
+    },
     /** The tool is gone from now on (sessions opened before keep the list they had, as a real server's would until it restarts). */
     removeTool(name: string) {
       removed.add(name);
       for (const transport of sessions.values()) void transport.close();
       sessions.clear();
     },
-    /** Holds every tools/call until the returned release is called. */
-    holdCalls(): () => void {
+    /** Holds the recording tools' calls, before their side effect (or after it), until the returned release is called. */
+    holdCalls(options: { afterEffect?: boolean } = {}): () => void {
       let release!: () => void;
-      hold = new Promise<void>((resolve) => (release = resolve));
+      hold = { released: new Promise<void>((resolve) => (release = resolve)), afterEffect: options.afterEffect === true };
       return () => {
         hold = undefined;
         release();

@@ -48,7 +48,7 @@ export function createActionRunner(deps: {
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
   const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
-  const settleToolCalls = createToolStep({ db, clock: deps.clock, store, announce: deps.announce });
+  const settleToolCalls = createToolStep({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce });
 
   /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
   async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {

@@ -29,6 +29,15 @@ const approvalSchema = z
     decidedBy: z.uuid().nullable(),
     decidedAt: z.date().nullable(),
     reason: z.string().nullable(),
+    modeSource: z
+      .unknown()
+      .describe('What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`)'),
+    stagedReason: z
+      .string()
+      .nullable()
+      .describe(
+        'Set when the call waits for another reason than its mode: an interrupted call (approve runs it again; reject lets the run go on with an error as its result)',
+      ),
   })
   .meta({ id: 'Approval' });
 
@@ -50,6 +59,8 @@ const toApproval = (row: Awaited<ReturnType<ApprovalsService['list']>>['approval
   eventType: row.eventType,
   requestedAt: row.requestedAt,
   expiresAt: row.expiresAt,
+  modeSource: row.modeSource ?? null,
+  stagedReason: row.stagedReason,
 });
 
 const callParams = orgParams.extend({ actionId: z.uuid(), toolCallId: z.string().min(1).max(200) });

@@ -10,6 +10,13 @@ import type { Clock } from '../../lib/clock.ts';
 
 type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
 
+/** What the model is told of an interrupted call that a human chose not to run again. */
+const notRunAgain = (reason: string | null) =>
+  JSON.stringify({
+    type: 'error-text',
+    value: `The call was interrupted before its result came back (the server may or may not have done it); a person chose not to run it again${reason ? `: ${reason}` : ''}.`,
+  });
+
 export function decisionData(row: ToolCallRow) {
   return {
     toolCallId: row.toolCallId,
@@ -45,27 +52,32 @@ export function createApprovalsService(deps: {
         );
       }
       const now = deps.clock.now();
+      // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
+      const interrupted = call.stagedReason !== null;
+      const reason = decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null;
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve'
-          ? { status: 'ready', approval: 'approved' }
+          ? { status: 'ready', approval: 'approved', startedAt: null }
           : decision.kind === 'reject'
-            ? { status: 'rejected', approval: 'rejected' }
+            ? interrupted
+              ? { status: 'failed', approval: 'rejected', output: notRunAgain(reason) }
+              : { status: 'rejected', approval: 'rejected' }
             : { status: 'expired', approval: 'expired' }),
         userId,
-        reason: decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null,
+        reason,
         at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
       if (action.status !== 'pending_approval') return { decided, resumed: false, callbacks: 0 };
       const data = decisionData(decided);
-      if (decision.kind === 'approve') {
+      if (decision.kind === 'approve' || (decision.kind === 'reject' && interrupted)) {
         const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
         if (waiting) return { decided, resumed: false, callbacks: 0 };
         const { callbacks } = await transition(trx, {
           actionId,
           from: 'pending_approval',
           to: 'approved',
-          cause: `${decided.toolName} approved`,
+          cause: decision.kind === 'approve' ? `${decided.toolName} approved` : `${decided.toolName} not run again; the run goes on`,
           data,
         });
         return { decided, resumed: true, callbacks };

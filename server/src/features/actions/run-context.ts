@@ -26,6 +26,9 @@ export interface Call {
   approval: ToolCallApproval;
   output: unknown;
   expiresAt: Date | null;
+  /** When the request of a call that may not be repeated left; set and no result: the run was cut short meanwhile. */
+  startedAt: Date | null;
+  stagedReason: string | null;
 }
 
 /** One run of an action in this process: what it knows, kept in step with what it stored. */
@@ -116,6 +119,8 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
     input: call.input ?? null,
     expiresAt: null,
     output: null,
+    startedAt: null,
+    stagedReason: null,
   };
   const tool = run.plans.get(call.toolName);
   if (!tool) {

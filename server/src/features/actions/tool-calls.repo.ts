@@ -20,13 +20,25 @@ export const toolCallsRepo = {
   decide: (
     trx: Kysely<DB>,
     id: string,
-    decision: { status: ToolCallStatus; approval: ToolCallApproval; userId: string | null; reason: string | null; at: Date },
+    decision: {
+      status: ToolCallStatus;
+      approval: ToolCallApproval;
+      userId: string | null;
+      reason: string | null;
+      at: Date;
+      /** Approved: a fresh start (an interrupted call's is forgotten). */
+      startedAt?: null;
+      /** The call's result, when the decision is one (an interrupted call not run again). */
+      output?: string;
+    },
   ) =>
     trx
       .updateTable('toolCalls')
       .set({
         status: decision.status,
         approval: decision.approval,
+        ...(decision.startedAt === null ? { startedAt: null } : {}),
+        ...(decision.output === undefined ? {} : { output: decision.output, completedAt: decision.at }),
         decidedByUserId: decision.userId,
         decisionReason: decision.reason,
         decidedAt: decision.at,
@@ -35,6 +47,15 @@ export const toolCallsRepo = {
       .where('status', '=', 'staged')
       .returningAll()
       .executeTakeFirst(),
+
+  /** A `ready` call waits for a human after all (an interrupted one), with the reason. */
+  stage: (trx: Kysely<DB>, id: string, staged: { reason: string; expiresAt: Date }) =>
+    trx
+      .updateTable('toolCalls')
+      .set({ status: 'staged', approval: 'pending', stagedReason: staged.reason, expiresAt: staged.expiresAt })
+      .where('id', '=', id)
+      .where('status', '=', 'ready')
+      .execute(),
 
   /** The other staged calls of an action end with it. */
   cancelStaged: (trx: Kysely<DB>, actionId: string, at: Date) =>

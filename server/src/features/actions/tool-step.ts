@@ -4,20 +4,37 @@ import type { Clock } from '../../lib/clock.ts';
 import { messageRow, transition } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
-import type { Message, Run } from './run-context.ts';
+import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { Call, Message, Run } from './run-context.ts';
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { runToolCall } from './tool-execution.ts';
+
+/** Why an interrupted call waits: shown in the ledger and the approvals inbox. */
+export const INTERRUPTED = 'interrupted: the server may or may not have done it';
 
 /** The part of a run after a model step that called tools: running them, or waiting for their approval. */
 export function createToolStep(deps: {
   db: Kysely<DB>;
   clock: Clock;
+  jobs: Pick<JobRunner, 'enqueue'>;
   store: RunWriter['store'];
   /** Called once a transition has committed: its callbacks go out now. */
   announce: () => void;
 }) {
   const { db, store } = deps;
+
+  /** Interrupted calls wait for a human, who runs them again or lets the run go on with an error as their result. */
+  async function stageInterrupted(run: Run, calls: Call[]): Promise<void> {
+    const expiresAt = new Date(deps.clock.now().getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000);
+    await db.transaction().execute(async (trx) => {
+      for (const call of calls) {
+        await toolCallsRepo.stage(trx, call.id, { reason: INTERRUPTED, expiresAt });
+        await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: expiresAt });
+        Object.assign(call, { status: 'staged', approval: 'pending', stagedReason: INTERRUPTED, expiresAt });
+      }
+    });
+  }
 
   /**
    * Runs the calls of the last step that may run. Calls that needed approval may be decided while
@@ -28,6 +45,10 @@ export function createToolStep(deps: {
   return async function settleToolCalls(run: Run, toolCallIds: string[]): Promise<'continue' | 'stop'> {
     const { context } = run;
     const stepCalls = () => toolCallIds.map((id) => run.calls.get(id)!);
+    const repeatable = (call: Call) => run.plans.get(call.toolName)?.definition.repeatable !== false;
+    // Started by a run that died before its result was stored: the server may or may not have done it.
+    const interrupted = stepCalls().filter((call) => call.status === 'ready' && call.startedAt && !repeatable(call));
+    if (interrupted.length > 0) await stageInterrupted(run, interrupted);
     const decidable = stepCalls().some((call) => call.approval !== 'not_required');
     const toolMessage = (): Message => ({
       role: 'tool',
@@ -41,6 +62,11 @@ export function createToolStep(deps: {
     for (;;) {
       const ready = stepCalls().filter((candidate) => candidate.status === 'ready');
       for (const [index, call] of ready.entries()) {
+        if (!repeatable(call)) {
+          // Committed before the request leaves, so that a run resumed after a crash knows it may have happened.
+          call.startedAt = deps.clock.now();
+          await store(run, { actionId: context.id, startedCall: { id: call.id, startedAt: call.startedAt } });
+        }
         Object.assign(
           call,
           await runToolCall(run.plans.get(call.toolName)?.definition, call, {

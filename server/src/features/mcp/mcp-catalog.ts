@@ -15,7 +15,12 @@ export function endpointOf(row: McpServerRow, box: SecretBox): McpEndpoint {
     headers: row.headersEncrypted ? (JSON.parse(box.decrypt(row.headersEncrypted)) as Record<string, string>) : {},
     clientCredentials:
       row.auth && row.clientSecretEncrypted
-        ? { clientId: row.auth.clientId, clientSecret: box.decrypt(row.clientSecretEncrypted), scope: row.auth.scope }
+        ? {
+            clientId: row.auth.clientId,
+            clientSecret: box.decrypt(row.clientSecretEncrypted),
+            scope: row.auth.scope,
+            issuer: row.auth.issuer ?? null,
+          }
         : null,
   };
 }

@@ -1,5 +1,8 @@
 import {
+  AuthorizationServerMismatchError,
   Client,
+  IssuerMismatchError,
+  OAuthError,
   ClientCredentialsProvider,
   ProtocolError,
   SdkError,
@@ -18,7 +21,7 @@ import { type GuardedFetch, OutboundRefused } from '../../lib/guarded-fetch.ts';
 export interface McpEndpoint {
   url: string;
   headers: Record<string, string>;
-  clientCredentials: { clientId: string; clientSecret: string; scope: string | null } | null;
+  clientCredentials: { clientId: string; clientSecret: string; scope: string | null; issuer: string | null } | null;
 }
 
 export interface McpConnection {
@@ -52,6 +55,7 @@ export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFe
             clientId: credentials.clientId,
             clientSecret: credentials.clientSecret,
             ...(credentials.scope ? { scope: credentials.scope } : {}),
+            ...(credentials.issuer ? { expectedIssuer: credentials.issuer } : {}),
           }),
         }
       : {}),
@@ -115,10 +119,19 @@ export function mcpError(error: unknown, url: string): AppError {
   if (isNetworkError(error) || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)) {
     return new AppError('mcp_unreachable', `The MCP server at ${url} could not be reached: ${words}`);
   }
-  if (error instanceof Error && /oauth|token|client/i.test(error.constructor.name)) {
+  if (isAuthorizationError(error)) {
     return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
   }
   return new AppError('mcp_protocol', `The server at ${url} did not answer as an MCP server: ${words}`);
+}
+
+/** The OAuth flow failed: the authorization server refused the client, or is not the one the credentials are for. */
+function isAuthorizationError(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof OAuthError || cause instanceof IssuerMismatchError || cause instanceof AuthorizationServerMismatchError)
+      return true;
+  }
+  return false;
 }
 
 const isAuthCode = (code: SdkErrorCode) => code === SdkErrorCode.ClientHttpAuthentication || code === SdkErrorCode.ClientHttpForbidden;

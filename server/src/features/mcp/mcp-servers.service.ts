@@ -69,6 +69,7 @@ export function createMcpServersService(deps: {
               type: input.auth.type,
               clientId: input.auth.clientId,
               scope: input.auth.scope,
+              issuer: input.auth.issuer,
               clientSecretHint: hint(input.auth.clientSecret),
             }
           : null,
@@ -81,7 +82,7 @@ export function createMcpServersService(deps: {
     url: input.url,
     headers: input.headers,
     clientCredentials: input.auth
-      ? { clientId: input.auth.clientId, clientSecret: input.auth.clientSecret, scope: input.auth.scope }
+      ? { clientId: input.auth.clientId, clientSecret: input.auth.clientSecret, scope: input.auth.scope, issuer: input.auth.issuer }
       : null,
   });
 

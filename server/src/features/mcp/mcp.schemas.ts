@@ -41,6 +41,12 @@ const clientCredentials = z.object({
   clientId: z.string().min(1).max(500),
   clientSecret: z.string().min(1).max(2000),
   scope: z.string().max(1000).nullable().default(null),
+  issuer: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .nullable()
+    .default(null)
+    .describe("The authorization server's issuer: the client secret is sent to it only. Without it, to whichever one the MCP server names"),
 });
 
 export const mcpServerInput = z.object({
@@ -76,7 +82,13 @@ export const mcpServerSchema = z.object({
   url: z.string(),
   headerHints: z.record(z.string(), z.string()).describe('Each header given, with the end of its value only'),
   auth: z
-    .object({ type: z.literal('client_credentials'), clientId: z.string(), scope: z.string().nullable(), clientSecretHint: z.string() })
+    .object({
+      type: z.literal('client_credentials'),
+      clientId: z.string(),
+      scope: z.string().nullable(),
+      issuer: z.string().nullable(),
+      clientSecretHint: z.string(),
+    })
     .nullable(),
   serverInfo: z.object({ name: z.string(), version: z.string(), protocolVersion: z.string().nullable() }).nullable(),
   tools: z.array(mcpToolSchema),
