@@ -14,7 +14,7 @@ export interface SeededWebhook {
  */
 export async function seedWebhooks(
   env: Record<string, string>,
-  options: { orgs: number; webhooksPerOrg: number; tool?: string },
+  options: { orgs: number; webhooksPerOrg: number; tool?: string; mcpServer?: { name: string; url: string } },
 ): Promise<SeededWebhook[]> {
   const container = await createContainer(loadConfig({ ...env, LOG_LEVEL: 'warn' }));
   try {
@@ -25,6 +25,9 @@ export async function seedWebhooks(
       const org = await orgs.create(`bench-${o}`, `Bench ${o}`);
       const admin = await users.create({ email: `admin-${o}@bench.example`, role: 'Admin', provider: 'credentials' });
       await orgs.addMember(org.slug, admin.email);
+      if (options.mcpServer) {
+        await container.services.mcpServers.create(org.id, { ...options.mcpServer, headers: {}, auth: null });
+      }
       const agent = await agents.createAgent(
         org.id,
         agentInput.parse({ name: 'Bench agent', instructions: 'Do it.', tools: [options.tool ?? 'generateDocument'] }),

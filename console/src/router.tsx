@@ -122,6 +122,11 @@ export const agentsRoute = createRoute({
   path: '/agents',
   component: lazyRouteComponent(() => import('./pages/agents/AgentsPage'), 'AgentsPage'),
 });
+export const mcpServersRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/mcp-servers',
+  component: lazyRouteComponent(() => import('./pages/mcp/McpServersPage'), 'McpServersPage'),
+});
 export const emailRoute = createRoute({
   getParentRoute: () => orgRoute,
   path: '/email',
@@ -146,7 +151,15 @@ const routeTree = rootRoute.addChildren([
     homeRoute,
     meRoute,
     orgRoute.addChildren([
-      adminRoute.addChildren([ledgerRoute, ledgerDetailRoute, approvalsRoute, webhooksRoute, webhookDetailRoute, agentsRoute]),
+      adminRoute.addChildren([
+        ledgerRoute,
+        ledgerDetailRoute,
+        approvalsRoute,
+        webhooksRoute,
+        webhookDetailRoute,
+        agentsRoute,
+        mcpServersRoute,
+      ]),
       emailRoute,
       emailThreadRoute,
       documentsRoute,

@@ -6,12 +6,20 @@ import { Link, Outlet, useNavigate, useParams, useRouterState } from '@tanstack/
 import { api } from '../api/client';
 import { meQuery, orgsQuery, pendingApprovalsQuery } from '../lib/queries';
 
-type OrgPage = '/o/$org/ledger' | '/o/$org/approvals' | '/o/$org/webhooks' | '/o/$org/agents' | '/o/$org/email' | '/o/$org/documents';
+type OrgPage =
+  | '/o/$org/ledger'
+  | '/o/$org/approvals'
+  | '/o/$org/webhooks'
+  | '/o/$org/agents'
+  | '/o/$org/mcp-servers'
+  | '/o/$org/email'
+  | '/o/$org/documents';
 const ADMIN_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/ledger', label: 'Ledger' },
   { to: '/o/$org/approvals', label: 'Approvals' },
   { to: '/o/$org/webhooks', label: 'Webhooks' },
   { to: '/o/$org/agents', label: 'Agents' },
+  { to: '/o/$org/mcp-servers', label: 'MCP servers' },
 ];
 const MEMBER_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/email', label: 'Email' },

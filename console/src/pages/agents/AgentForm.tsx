@@ -66,7 +66,17 @@ export function AgentForm(props: {
             <Checkbox.Group label="Tools it may use" value={field.value} onChange={field.onChange}>
               <Stack gap="xs" mt="xs">
                 {tools.map((tool) => (
-                  <Checkbox key={tool.name} value={tool.name} label={tool.name} description={<Text size="xs">{tool.description}</Text>} />
+                  <Checkbox
+                    key={tool.name}
+                    value={tool.name}
+                    label={tool.name}
+                    description={
+                      <Text size="xs">
+                        {tool.server && `${tool.server.name} (MCP)${tool.server.annotations.readOnlyHint ? ', read-only' : ''}: `}
+                        {tool.description}
+                      </Text>
+                    }
+                  />
                 ))}
               </Stack>
             </Checkbox.Group>

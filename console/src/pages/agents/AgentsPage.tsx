@@ -9,7 +9,7 @@ import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
 import { AgentForm, type AgentValues, emptyAgent, toAgentBody } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
-import { emptyRule, RuleForm, type RuleValues } from './RuleForm';
+import { emptyRule, RuleForm, type RuleValues, ruleValues, toRuleBody } from './RuleForm';
 
 type Editing = { kind: 'agent'; id?: string; initial: AgentValues } | { kind: 'rule'; id?: string; initial: RuleValues } | null;
 
@@ -38,8 +38,8 @@ export function AgentsPage() {
   const saveRule = useMutation({
     mutationFn: ({ id, values }: { id?: string; values: RuleValues }) =>
       id
-        ? unwrap(api.PATCH('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } }, body: values }))
-        : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path }, body: values })),
+        ? unwrap(api.PATCH('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } }, body: toRuleBody(values) }))
+        : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path }, body: toRuleBody(values) })),
     onSuccess: () => done('Rule saved'),
     onError: failed('Rule not saved'),
   });
@@ -145,7 +145,7 @@ export function AgentsPage() {
                 <Table.Td>{rule.enabled ? 'enabled' : 'disabled'}</Table.Td>
                 <Table.Td>
                   <RowButtons
-                    onEdit={() => setEditing({ kind: 'rule', id: rule.id, initial: rule })}
+                    onEdit={() => setEditing({ kind: 'rule', id: rule.id, initial: ruleValues(rule) })}
                     onDelete={() => confirmDelete('rule', rule.id, rule.name)}
                   />
                 </Table.Td>

@@ -5,6 +5,8 @@ import { useQuery } from '@tanstack/react-query';
 import { Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { agentsQuery, toolsQuery } from '../../lib/queries';
+import type { paths } from '../../api/schema';
+import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from './ArgumentRules';
 
 const MODES = ['allow', 'ask', 'agent'] as const;
 const ruleSchema = z.object({
@@ -13,6 +15,7 @@ const ruleSchema = z.object({
   instructions: z.string().max(50_000),
   enabled: z.boolean(),
   approvalRules: z.record(z.string(), z.enum(MODES)),
+  argumentRules: z.array(argumentRuleField).max(50),
   approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000),
 });
 export type RuleValues = z.infer<typeof ruleSchema>;
@@ -22,8 +25,14 @@ export const emptyRule: RuleValues = {
   instructions: '',
   enabled: true,
   approvalRules: {},
+  argumentRules: [],
   approvalTimeoutSeconds: 86_400,
 };
+type ActionRule = paths['/orgs/{org}/action-rules']['get']['responses'][200]['content']['application/json']['actionRules'][number];
+/** A saved rule as the form edits it. */
+export const ruleValues = (rule: ActionRule): RuleValues => ({ ...rule, argumentRules: rule.argumentRules.map(ruleField) });
+/** The form's values as the API's body. */
+export const toRuleBody = (values: RuleValues) => ({ ...values, argumentRules: values.argumentRules.map(ruleValue) });
 
 const MODE_HELP =
   'allow: runs at once · ask: waits for a human · agent: the agent decides, and anything but an explicit "no approval needed" waits';
@@ -96,6 +105,12 @@ export function RuleForm(props: {
               </Table>
             </Stack>
           )}
+        />
+        <ArgumentRules
+          control={form.control}
+          register={form.register}
+          tools={tools.map((tool) => tool.name)}
+          errors={errors.argumentRules as never}
         />
         <Group grow align="flex-end">
           <Controller

@@ -76,7 +76,8 @@ export function createActionRunner(deps: {
       return run;
     }
     run.messages = (await threadsRepo.messages(db, run.threadId)).map(({ role, content }) => ({ role, content }));
-    for (const row of await toolCallsRepo.forAction(db, actionId)) run.calls.set(row.toolCallId, { ...row, output: row.output ?? null });
+    for (const row of await toolCallsRepo.forAction(db, actionId))
+      run.calls.set(row.toolCallId, { ...row, output: row.output ?? null, interrupted: row.status === 'ready' && row.startedAt !== null });
     return run;
   }
 

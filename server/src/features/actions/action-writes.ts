@@ -74,13 +74,14 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
     ), new_calls as (
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
-        expires_at, completed_at, mode_source)
+        expires_at, completed_at, mode_source, started_at)
       select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
         ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[], ${calls.map((c) => c.toolName)}::text[],
         ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
         ${calls.map((c) => c.approval)}::text[], ${calls.map((c) => c.output ?? null)}::jsonb[],
         ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],
-        ${calls.map((c) => c.completedAt ?? null)}::timestamptz[], ${calls.map((c) => c.modeSource ?? null)}::jsonb[])
+        ${calls.map((c) => c.completedAt ?? null)}::timestamptz[], ${calls.map((c) => c.modeSource ?? null)}::jsonb[],
+        ${calls.map((c) => c.startedAt ?? null)}::timestamptz[])
     ), started_calls as (
       update tool_calls c set started_at = s.started_at
       from unnest(${started.map((s) => s.id)}::uuid[], ${started.map((s) => s.startedAt)}::timestamptz[]) as s(id, started_at)

@@ -29,6 +29,8 @@ export interface Call {
   /** When the request of a call that may not be repeated left; set and no result: the run was cut short meanwhile. */
   startedAt: Date | null;
   stagedReason: string | null;
+  /** Recorded as started by a run before this one, which died before its result was stored. */
+  interrupted?: boolean;
 }
 
 /** One run of an action in this process: what it knows, kept in step with what it stored. */
@@ -64,6 +66,7 @@ export const toRow = (call: Call, context: RunContext, requestedAt: Date): Inser
   requestedAt,
   expiresAt: call.expiresAt,
   completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
+  startedAt: call.startedAt,
 });
 
 /** Each of the agent's tools the org has, with its resolved approval mode. */
@@ -143,7 +146,11 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
       : DENIED_BY_PREFERENCE;
     return { ...base, mode: 'deny', modeSource: plan.source, status: 'denied', approval: 'not_required', output };
   }
-  if (plan.mode === 'allow') return { ...base, mode: 'allow', modeSource: plan.source, status: 'ready', approval: 'not_required' };
+  // A call that runs at once and may not be repeated is recorded as started with this step: committed
+  // before its request leaves, with no commit of its own (a crash before it leaves errs on the safe side).
+  const startedAt = tool.definition.repeatable === false ? now : null;
+  if (plan.mode === 'allow')
+    return { ...base, mode: 'allow', modeSource: plan.source, status: 'ready', approval: 'not_required', startedAt };
   const staged = {
     status: 'staged' as const,
     approval: 'pending' as const,
@@ -154,6 +161,6 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
   if (plan.mode === 'ask') return { ...base, input, mode: 'ask', modeSource: plan.source, ...staged };
   // agent: fail-closed; a malformed call keeps its raw input for the human to judge.
   return decision?.runNow
-    ? { ...base, input, mode: 'agent', modeSource: plan.source, status: 'ready', approval: 'not_required' }
+    ? { ...base, input, mode: 'agent', modeSource: plan.source, status: 'ready', approval: 'not_required', startedAt }
     : { ...base, input, mode: 'agent', modeSource: plan.source, ...staged };
 }

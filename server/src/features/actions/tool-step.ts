@@ -47,7 +47,7 @@ export function createToolStep(deps: {
     const stepCalls = () => toolCallIds.map((id) => run.calls.get(id)!);
     const repeatable = (call: Call) => run.plans.get(call.toolName)?.definition.repeatable !== false;
     // Started by a run that died before its result was stored: the server may or may not have done it.
-    const interrupted = stepCalls().filter((call) => call.status === 'ready' && call.startedAt && !repeatable(call));
+    const interrupted = stepCalls().filter((call) => call.status === 'ready' && call.interrupted && !repeatable(call));
     if (interrupted.length > 0) await stageInterrupted(run, interrupted);
     const decidable = stepCalls().some((call) => call.approval !== 'not_required');
     const toolMessage = (): Message => ({
@@ -62,8 +62,9 @@ export function createToolStep(deps: {
     for (;;) {
       const ready = stepCalls().filter((candidate) => candidate.status === 'ready');
       for (const [index, call] of ready.entries()) {
-        if (!repeatable(call)) {
-          // Committed before the request leaves, so that a run resumed after a crash knows it may have happened.
+        if (!repeatable(call) && !call.startedAt) {
+          // Committed before the request leaves, so that a run resumed after a crash knows it may have happened
+          // (a call that runs at once was recorded so with its step; an approved one is recorded here).
           call.startedAt = deps.clock.now();
           await store(run, { actionId: context.id, startedCall: { id: call.id, startedAt: call.startedAt } });
         }

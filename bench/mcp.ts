@@ -1,0 +1,95 @@
+/**
+ * MCP benchmark: the load of bench:actions (signed events over 500 webhooks in 50 orgs, a model that
+ * answers at once: one `allow` tool call, then a closing text), once with a built-in tool and once
+ * with a tool of an MCP server on loopback (each org connects it), in one run on PostgreSQL. Each
+ * deployment is measured at a rate under capacity (latency) and at one above it (throughput).
+ *
+ *   npm run bench:mcp        # BENCH_LATENCY_RATE=100 and BENCH_RATE=600 events/s, BENCH_DURATION=10 s each
+ *
+ * Targets: an MCP tool call adds under 5 ms at p50, and keeps at least 70% of the built-in tool's throughput.
+ */
+import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.ts';
+import pg from 'pg';
+import { actionPhase, ECHO_TOOL_ENV, percentile, type ActionPhase } from './lib/action-load.ts';
+import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
+import { startEchoMcpServer } from './lib/mcp-echo-server.ts';
+import { seedWebhooks } from './lib/seed.ts';
+
+const RATE = Number(process.env.BENCH_RATE ?? 600);
+const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 100);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
+const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
+
+if (!(await postgresReachable())) {
+  console.log('MCP benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
+  process.exit(0);
+}
+// The model calls the one tool it is offered, whichever it is.
+const model = await startFakeModel();
+model.script((request) =>
+  toolResults(request).length > 0
+    ? { text: 'done' }
+    : { toolCalls: [{ name: request.tools![0]!.function.name, arguments: { text: 'hello' } }] },
+);
+// BENCH_MCP_IDEMPOTENT=1: the tool says it is idempotent, so calls are not recorded as started first.
+const IDEMPOTENT = process.env.BENCH_MCP_IDEMPOTENT === '1';
+const mcp = await startEchoMcpServer({ idempotent: IDEMPOTENT });
+
+async function measure(label: string, tool: string): Promise<{ latency: ActionPhase; capacity: ActionPhase }> {
+  const database = await benchDatabase('postgres');
+  try {
+    const env = {
+      ...database.env,
+      ENCRYPTION_MASTER_KEY: MASTER_KEY,
+      NODE_ENV: 'development',
+      ...ECHO_TOOL_ENV,
+      MCP_ALLOW_PRIVATE_NETWORKS: 'true',
+    };
+    const webhooks = await seedWebhooks(env, {
+      orgs: 50,
+      webhooksPerOrg: 10,
+      tool,
+      ...(tool.includes('__') ? { mcpServer: { name: 'bench', url: mcp.url } } : {}),
+    });
+    const service = await startService({ ...env, ...model.env, WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000' });
+    const db = new pg.Client({ connectionString: database.env.DATABASE_URL });
+    await db.connect();
+    try {
+      const phase = (rate: number, seconds: number) => actionPhase({ urls: [service.url], webhooks, rate, seconds, db });
+      await phase(LATENCY_RATE, WARMUP);
+      const latency = await phase(LATENCY_RATE, DURATION);
+      const capacity = await phase(RATE, DURATION);
+      for (const [name, result] of [
+        [`${LATENCY_RATE}/s`, latency],
+        [`${RATE}/s`, capacity],
+      ] as const) {
+        console.log(
+          `${label.padEnd(14)} at ${name.padEnd(6)}: ${fmt(result.throughput).padStart(5)} actions/s  p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (${result.completed} completed, ${result.failed} failed, ${result.failures} not accepted)`,
+        );
+      }
+      return { latency, capacity };
+    } finally {
+      await db.end();
+      await service.stop();
+    }
+  } finally {
+    await database.drop();
+  }
+}
+
+try {
+  console.log(
+    `MCP benchmark: one allow tool call per action, over 500 webhooks in 50 orgs; ${LATENCY_RATE}/s and ${RATE}/s for ${DURATION} s each (after ${WARMUP} s of warm-up), node ${process.version}`,
+  );
+  const builtIn = await measure('built-in tool', 'echo');
+  const viaMcp = await measure(IDEMPOTENT ? 'MCP idempotent' : 'MCP tool', 'bench__echo');
+  const added = percentile(viaMcp.latency.toCompleted, 50) - percentile(builtIn.latency.toCompleted, 50);
+  const ratio = viaMcp.capacity.throughput / builtIn.capacity.throughput;
+  console.log(`p50 added by the MCP call at ${LATENCY_RATE}/s: ${added} ms (target < 5 ms)`);
+  console.log(`throughput, MCP / built-in at ${RATE}/s offered: ${ratio.toFixed(2)} (target >= 0.70)`);
+  console.log(`MCP server: ${mcp.calls()} calls over ${mcp.sessions()} sessions (one per org's server per process, opened on first use)`);
+} finally {
+  await mcp.close();
+  await model.close();
+}
