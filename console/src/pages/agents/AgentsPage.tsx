@@ -159,7 +159,7 @@ export function AgentsPage() {
         opened={editing !== null}
         onClose={() => setEditing(null)}
         title={editing ? `${editing.id ? 'Edit' : 'New'} ${editing.kind === 'agent' ? 'agent' : 'action rule'}` : ''}
-        size="lg"
+        size={editing?.kind === 'rule' ? 'xl' : 'lg'}
       >
         {editing?.kind === 'agent' && (
           <AgentForm

@@ -6,6 +6,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
 import { JsonBlock } from '../../components/JsonBlock';
+import { WhyWaits } from '../../components/WhyWaits';
 import { UserName } from '../../components/UserName';
 import { QueryError } from '../../components/RouteError';
 import { formatTime, relativeTime } from '../../lib/format';
@@ -56,7 +57,12 @@ export function ApprovalsPage() {
           <Table.Tbody>
             {pending.map((approval) => (
               <Table.Tr key={approval.toolCallId} data-tool-call-id={approval.toolCallId}>
-                <Table.Td ff="monospace">{approval.toolName}</Table.Td>
+                <Table.Td>
+                  <Text size="sm" ff="monospace">
+                    {approval.toolName}
+                  </Text>
+                  <WhyWaits modeSource={approval.modeSource} stagedReason={approval.stagedReason} />
+                </Table.Td>
                 <Table.Td maw={380}>
                   <JsonBlock value={approval.input} maxHeight={200} label={`Input of ${approval.toolName}`} />
                 </Table.Td>

@@ -3,6 +3,7 @@ import type { ToolCall } from '../../api/client';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
 import { JsonBlock } from '../../components/JsonBlock';
 import { StatusBadge } from '../../components/StatusBadge';
+import { WhyWaits } from '../../components/WhyWaits';
 import { formatTime } from '../../lib/format';
 
 /** The agent's tool calls: what it asked, how each was decided, what it got back. */
@@ -32,7 +33,10 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
             {toolCalls.map((call) => (
               <Table.Tr key={call.toolCallId}>
                 <Table.Td ff="monospace">{call.toolName}</Table.Td>
-                <Table.Td>{call.mode}</Table.Td>
+                <Table.Td>
+                  {call.mode}
+                  <WhyWaits modeSource={call.modeSource} stagedReason={call.stagedReason} />
+                </Table.Td>
                 <Table.Td>
                   <StatusBadge status={call.status} />
                 </Table.Td>

@@ -41,7 +41,7 @@ export function McpToolsTable({ tools }: { tools: McpTool[] }) {
             <Table.Td>
               <Group gap={4}>
                 {HINTS.filter(([key]) => tool.annotations[key]).map(([key, label, color]) => (
-                  <Badge key={key} size="sm" variant="light" color={color} tt="none">
+                  <Badge key={key} size="sm" variant="dot" color={color} tt="none">
                     {label}
                   </Badge>
                 ))}
