@@ -102,6 +102,7 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
   }
 
   const sessions = new Map<string, NodeStreamableHTTPServerTransport>();
+  let bearerToken = options.bearerToken;
   const issuer = options.authorizationServer;
   const jwks = issuer ? createRemoteJWKSet(new URL(`${issuer}/jwks`)) : undefined;
   const seenTokens = new Set<string>();
@@ -125,7 +126,7 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: url, authorization_servers: [issuer] }));
       return;
     }
-    if (options.bearerToken && req.headers.authorization !== `Bearer ${options.bearerToken}`) {
+    if (bearerToken && req.headers.authorization !== `Bearer ${bearerToken}`) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"invalid_token"}');
       return;
     }
@@ -170,6 +171,10 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
     url,
     sideEffects,
     requests,
+    /** The token the server takes from now on (the org's stops working, as after a rotation). */
+    rotateBearerToken(token: string) {
+      bearerToken = token;
+    },
     /** Every access token issued until now is refused from now on (their holders must get new ones). */
     revokeTokens() {
       for (const token of seenTokens) revokedTokens.add(token);

@@ -127,6 +127,26 @@ describe('MCP tools in a run', () => {
       await gone.close();
     }
 
+    // Its credentials stopped working (the token was rotated at the server).
+    const rotated = await startTestMcpServer({ bearerToken: 'first-token' });
+    try {
+      const made = await setupWebhook(app, {}, { approvalRules: { orders__lookup_order: 'allow' } });
+      const { org, token } = made.tenant;
+      const server = await app.request('POST', `/orgs/${org.slug}/mcp-servers`, {
+        token,
+        body: { name: 'orders', url: rotated.url, headers: { Authorization: 'Bearer first-token' } },
+      });
+      expect(server.status).toBe(201);
+      await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, { token, body: { tools: ['orders__lookup_order'] } });
+      rotated.rotateBearerToken('second-token');
+      model.script(callThenReport('orders__lookup_order', { orderId: 'R-1' }));
+      const row = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
+      expect(row.execution.toolCalls[0].status).toBe('failed');
+      expect(JSON.stringify(row.execution.toolCalls[0].output)).toMatch(/refused the credentials/);
+    } finally {
+      await rotated.close();
+    }
+
     // The server went away after it was connected.
     const down = await startTestMcpServer();
     const made = await setup({ orders__lookup_order: 'allow' }, down.url);
@@ -134,7 +154,7 @@ describe('MCP tools in a run', () => {
     model.script(callThenReport('orders__lookup_order', { orderId: 'E-5' }));
     const row = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
     expect(row.status).toBe('completed');
-    expect(JSON.stringify(row.execution.toolCalls[0].output)).toMatch(/could not be reached|failed: /);
+    expect(JSON.stringify(row.execution.toolCalls[0].output)).toMatch(/the MCP server \\"orders\\" could not be reached: .*ECONNREFUSED/);
   });
 
   it('argument rules: refunds over 100 wait for a human, over 1000 are refused with the rule named, smaller ones run', async () => {
