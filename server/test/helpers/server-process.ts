@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from './eventually.ts';
+import { signingHeaders } from '../../src/features/ingest/verification.ts';
 import { setCookies } from './http.ts';
 import { createTestDatabaseUrl } from './test-database.ts';
 
@@ -83,6 +84,24 @@ export async function killServerProcess(server: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => server.once('exit', resolve));
   server.kill('SIGKILL');
   await exited;
+}
+
+/** Posts an event signed for the webhook (`wh`) to a server process, as a sender would; returns the action's id. */
+export async function postSignedEvent(
+  base: string,
+  webhook: { url: string; secret: string },
+  payload: Record<string, unknown>,
+): Promise<string> {
+  const body = JSON.stringify(payload);
+  const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+    },
+    body,
+  });
+  return ((await response.json()) as { actionId: string }).actionId;
 }
 
 /** Signs in over HTTP and returns a JSON client that sends the session as Bearer. */

@@ -8,10 +8,10 @@ import {
   apiClient,
   createWebhookThroughApi,
   killServerProcess,
+  postSignedEvent,
   serverProcessEnvironment,
   startServerProcess,
 } from '../../../test/helpers/server-process.ts';
-import { signingHeaders } from '../ingest/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
@@ -47,18 +47,7 @@ describe('an action across a SIGKILL', () => {
         tools: ['countedStep', 'generateDocument'],
         approvalRules: { countedStep: 'allow', generateDocument: 'ask' },
       });
-      const post = async (label: string) => {
-        const body = JSON.stringify({ eventType: 'step', externalId: label, data: { label } });
-        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
-          },
-          body,
-        });
-        return ((await response.json()) as { actionId: string }).actionId;
-      };
+      const post = (label: string) => postSignedEvent(base, webhook, { eventType: 'step', externalId: label, data: { label } });
 
       // "mid-run": countedStep runs, then the model takes its time; the server dies while it thinks.
       // "staged": generateDocument waits for approval when the server dies.

@@ -7,10 +7,10 @@ import {
   apiClient,
   createWebhookThroughApi,
   killServerProcess,
+  postSignedEvent,
   serverProcessEnvironment,
   startServerProcess,
 } from '../../../test/helpers/server-process.ts';
-import { signingHeaders } from '../ingest/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
@@ -41,16 +41,7 @@ describe('callbacks across a SIGKILL', () => {
 
       const actionIds: string[] = [];
       for (let index = 0; index < 5; index++) {
-        const body = JSON.stringify({ eventType: 'step', externalId: `restart-${index}`, data: {} });
-        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
-          },
-          body,
-        });
-        actionIds.push(((await response.json()) as { actionId: string }).actionId);
+        actionIds.push(await postSignedEvent(base, webhook, { eventType: 'step', externalId: `restart-${index}`, data: {} }));
       }
       // Every delivery has a recorded failed attempt and waits for its retry.
       for (const actionId of actionIds) {

@@ -4,7 +4,6 @@ import {
   IssuerMismatchError,
   OAuthError,
   ClientCredentialsProvider,
-  ProtocolError,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
@@ -158,4 +157,3 @@ export function describe(error: unknown): string {
   return (parts.join(': ') || 'unknown error').slice(0, 1000);
 }
 
-export { ProtocolError };

@@ -7,10 +7,10 @@ import {
   apiClient,
   createWebhookThroughApi,
   killServerProcess,
+  postSignedEvent,
   serverProcessEnvironment,
   startServerProcess,
 } from '../../../test/helpers/server-process.ts';
-import { signingHeaders } from '../ingest/verification.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let orders: TestMcpServer;
@@ -48,18 +48,7 @@ describe('an MCP call across a SIGKILL between its request and its result', () =
           ? { toolCalls: [{ name: 'orders__lookup_order', arguments: { orderId: label } }] }
           : { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: label, amount: 10 } }] };
       });
-      const post = async (label: string) => {
-        const body = JSON.stringify({ eventType: 'order', externalId: label, data: { label } });
-        const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
-          },
-          body,
-        });
-        return ((await response.json()) as { actionId: string }).actionId;
-      };
+      const post = (label: string) => postSignedEvent(base, webhook, { eventType: 'order', externalId: label, data: { label } });
       const effects = (orderId: string) => orders.sideEffects.filter((effect) => effect.arguments.orderId === orderId);
 
       // Each call reaches the server and does its side effect; the answer is held until the service is dead.
