@@ -156,4 +156,3 @@ export function describe(error: unknown): string {
   }
   return (parts.join(': ') || 'unknown error').slice(0, 1000);
 }
-

@@ -220,3 +220,67 @@ describe('MCP servers', () => {
     expect(after.tools.some((tool: { name: string }) => tool.name.startsWith('orders__'))).toBe(false);
   });
 });
+
+/**
+ * A stateless server written by hand, answering JSON (no SSE, no session) as the protocol allows:
+ * tools/list in pages of two, one tool whose name no model provider takes, and a path that redirects.
+ */
+async function startPagingServer() {
+  const tools = ['a', 'b', 'c', 'd', 'orders.export'].map((name) => ({
+    name,
+    description: `Tool ${name}`,
+    inputSchema: { type: 'object', properties: {} },
+  }));
+  const http = createServer((req, res) => {
+    if (req.url === '/moved') {
+      res.writeHead(307, { location: '/mcp' }).end();
+      return;
+    }
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const message = JSON.parse(body) as { id?: number; method: string; params?: { cursor?: string } };
+      if (message.id === undefined) return void res.writeHead(202).end();
+      const answer = (result: unknown) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'initialize') {
+        return answer({ protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'paging', version: '0.1' } });
+      }
+      if (message.method === 'tools/list') {
+        const start = Number(message.params?.cursor ?? 0);
+        const next = start + 2 < tools.length ? String(start + 2) : undefined;
+        return answer({ tools: tools.slice(start, start + 2), ...(next ? { nextCursor: next } : {}) });
+      }
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } }));
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  return { base, close: () => new Promise<void>((resolve) => http.close(() => resolve())) };
+}
+
+describe('MCP servers of other makes', () => {
+  it('lists every page of tools, lists a tool whose name does not fit with the reason, and follows no redirect', async () => {
+    const paging = await startPagingServer();
+    try {
+      const { call } = await tenant();
+      const created = await call('POST', '', { name: 'erp', url: `${paging.base}/mcp` });
+      expect(created.status).toBe(201);
+      const server = await created.json();
+      expect(server.tools.map((tool: { name: string }) => tool.name)).toEqual(['a', 'b', 'c', 'd', 'orders.export']);
+      expect(server.tools.at(-1)).toMatchObject({
+        offeredAs: null,
+        problem: expect.stringMatching(/"erp__orders.export" is not a tool name/),
+      });
+      expect(server.serverInfo).toEqual({ name: 'paging', version: '0.1', protocolVersion: '2025-06-18' });
+
+      const moved = await call('POST', '/test', { name: 'moved', url: `${paging.base}/moved` });
+      expect(moved.status).toBe(422);
+      expect(await moved.json()).toMatchObject({ code: 'mcp_unreachable', error: expect.stringMatching(/redirect to \/mcp not followed/) });
+    } finally {
+      await paging.close();
+    }
+  });
+});
