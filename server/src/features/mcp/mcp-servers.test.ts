@@ -236,6 +236,11 @@ async function startPagingServer() {
       res.writeHead(307, { location: '/mcp' }).end();
       return;
     }
+    // No server-sent stream (GET) and no session to end (DELETE): the transport's answer is 405.
+    if (req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
