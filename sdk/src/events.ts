@@ -48,6 +48,10 @@ export interface ToolCallDecision {
   toolCallId: string;
   toolName: string;
   decidedBy: string | null;
+  /** The person who decided (as `decidedBy`); null when the deadline decided. */
+  approverId: string | null;
+  /** How the decision was made; null when the deadline decided. */
+  channel: 'console' | 'api' | 'email_link' | 'email_reply' | null;
   decidedAt: string | null;
   reason: string | null;
 }

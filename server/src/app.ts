@@ -155,6 +155,7 @@ export async function buildApp(container: Container) {
   app.decorateRequest('user', null);
   app.decorateRequest('session', null);
   app.decorateRequest('sessionToken', null);
+  app.decorateRequest('sessionSource', null);
   app.decorateRequest('org', null);
 
   await app.register(cookie);

@@ -1189,6 +1189,11 @@ export interface components {
             /** Format: date-time */
             decidedAt: string | null;
             reason: string | null;
+            /**
+             * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+             * @enum {string|null}
+             */
+            channel: "console" | "api" | "email_link" | "email_reply" | null;
             /** @description What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`) */
             modeSource: unknown;
             /** @description Set when the call waits for another reason than its mode: an interrupted call (approve runs it again; reject lets the run go on with an error as its result) */
@@ -1257,6 +1262,16 @@ export interface components {
                      * @description null when the deadline decided
                      */
                     decidedBy: string | null;
+                    /**
+                     * Format: uuid
+                     * @description The person who decided (as decidedBy); null when the deadline decided
+                     */
+                    approverId: string | null;
+                    /**
+                     * @description How: console, api, email_link or email_reply; null when the deadline decided
+                     * @enum {string|null}
+                     */
+                    channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
                 };
@@ -1333,6 +1348,16 @@ export interface components {
                      * @description null when the deadline decided
                      */
                     decidedBy: string | null;
+                    /**
+                     * Format: uuid
+                     * @description The person who decided (as decidedBy); null when the deadline decided
+                     */
+                    approverId: string | null;
+                    /**
+                     * @description How: console, api, email_link or email_reply; null when the deadline decided
+                     * @enum {string|null}
+                     */
+                    channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
                 };
@@ -1365,6 +1390,16 @@ export interface components {
                      * @description null when the deadline decided
                      */
                     decidedBy: string | null;
+                    /**
+                     * Format: uuid
+                     * @description The person who decided (as decidedBy); null when the deadline decided
+                     */
+                    approverId: string | null;
+                    /**
+                     * @description How: console, api, email_link or email_reply; null when the deadline decided
+                     * @enum {string|null}
+                     */
+                    channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
                 };
@@ -4324,6 +4359,21 @@ export interface operations {
                                 completedAt: string | null;
                                 /** @description What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter */
                                 modeSource: unknown;
+                                /**
+                                 * @description How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)
+                                 * @enum {string|null}
+                                 */
+                                channel: "console" | "api" | "email_link" | "email_reply" | null;
+                                /** @description Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender) */
+                                refusedAttempts: {
+                                    /** @enum {string} */
+                                    channel: "console" | "api" | "email_link" | "email_reply";
+                                    /** Format: uuid */
+                                    userId: string | null;
+                                    reason: string;
+                                    /** Format: date-time */
+                                    at: string;
+                                }[];
                                 /** @description Why the call waits for a human other than its mode (an interrupted call) */
                                 stagedReason: string | null;
                                 /**
@@ -4882,6 +4932,11 @@ export interface operations {
                         /** Format: date-time */
                         decidedAt: string | null;
                         reason: string | null;
+                        /**
+                         * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+                         * @enum {string|null}
+                         */
+                        channel: "console" | "api" | "email_link" | "email_reply" | null;
                     };
                 };
             };
@@ -4969,6 +5024,11 @@ export interface operations {
                         /** Format: date-time */
                         decidedAt: string | null;
                         reason: string | null;
+                        /**
+                         * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+                         * @enum {string|null}
+                         */
+                        channel: "console" | "api" | "email_link" | "email_reply" | null;
                     };
                 };
             };

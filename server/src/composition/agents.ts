@@ -64,7 +64,7 @@ export async function composeAgents(
     agents: createAgentsService({ db, bus, tools }),
     documents,
     runner,
-    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock }),
+    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics }),
     toolPreferences: createToolPreferencesService({
       db,
       knownTool: async (userId, toolName) => tools.has(toolName) || deps.offeredToMember(userId, toolName),

@@ -11,7 +11,7 @@ import type {
 } from './email-schema.ts';
 import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsTable } from './callback-schema.ts';
 import type { McpServersTable } from './mcp-schema.ts';
-import type { ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
+import type { ApprovalAttemptsTable, ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
 
 export * from './callback-schema.ts';
@@ -238,6 +238,7 @@ export interface DB {
   emailSuppressions: EmailSuppressionsTable;
   emailNotifications: EmailNotificationsTable;
   mcpServers: McpServersTable;
+  approvalAttempts: ApprovalAttemptsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -19,6 +19,9 @@ export interface ArgumentRule {
 export type ModeSource =
   | { source: 'preference' | 'override' | 'rule' | 'default' }
   | { source: 'argument_rule'; index: number; rule: ArgumentRule };
+/** How a decision on a staged call was made: in the console (a session cookie), through the API (a bearer token), by an approval email's link or by a reply to it. */
+export const DECISION_CHANNELS = ['console', 'api', 'email_link', 'email_reply'] as const;
+export type DecisionChannel = (typeof DECISION_CHANNELS)[number];
 export const TOOL_CALL_STATUSES = ['ready', 'staged', 'completed', 'failed', 'denied', 'rejected', 'expired', 'cancelled'] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
@@ -46,6 +49,19 @@ export interface ToolCallsTable {
   modeSource: ColumnType<ModeSource | null, string | null | undefined, string | null>;
   /** Why a call waits for a human other than its mode (an interrupted call). */
   stagedReason: string | null;
+  /** How a human decided it; null while undecided, or when the deadline did. */
+  decisionChannel: DecisionChannel | null;
+}
+
+/** An attempt to decide a call that was refused (decided already, a used link, the wrong sender), kept for the record. */
+export interface ApprovalAttemptsTable {
+  id: string;
+  orgId: string;
+  toolCallId: string;
+  channel: DecisionChannel;
+  userId: string | null;
+  reason: string;
+  createdAt: CreatedAt;
 }
 
 export interface UserToolPreferencesTable {

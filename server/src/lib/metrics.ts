@@ -72,6 +72,19 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    approvalDecisions: new Counter({
+      name: 'approval_decisions_total',
+      help: 'Decisions on staged tool calls by channel (console, api, email_link, email_reply; deadline for expiry) and decision',
+      labelNames: ['channel', 'decision'] as const,
+      registers: [registry],
+    }),
+    approvalDecisionSeconds: new Histogram({
+      name: 'approval_decision_seconds',
+      help: 'Time from a tool call being staged to its decision, by channel',
+      labelNames: ['channel'] as const,
+      buckets: [10, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600],
+      registers: [registry],
+    }),
     jobDuration: new Histogram({
       name: 'job_duration_seconds',
       help: 'Background job duration by queue',

@@ -150,6 +150,8 @@ describe('the console: an operator at work', () => {
       // The conversation of the run: the agent's call and the tool's answer.
       await page.getByText('calls generateDocument').waitFor();
       await page.getByText('generateDocument answered').waitFor();
+      // Decided in the console: the record says so.
+      await page.getByRole('table', { name: 'Tool calls' }).getByText('via the console').waitFor();
       await capture(page, 'ledger-detail');
     });
 

@@ -6,6 +6,8 @@ import { StatusBadge } from '../../components/StatusBadge';
 import { WhyWaits } from '../../components/WhyWaits';
 import { formatTime } from '../../lib/format';
 
+const CHANNEL_LABELS = { console: 'the console', api: 'the API', email_link: 'an email link', email_reply: 'an email reply' } as const;
+
 /** The agent's tool calls: what it asked, how each was decided, what it got back. */
 export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; actionId: string; toolCalls: ToolCall[] }) {
   return (
@@ -52,7 +54,17 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                   ) : (
                     <Stack gap={2}>
                       <StatusBadge status={call.approval} />
+                      {call.channel && (
+                        <Text size="xs" c="dimmed">
+                          via {CHANNEL_LABELS[call.channel]}
+                        </Text>
+                      )}
                       {call.reason && <Text size="xs">{call.reason}</Text>}
+                      {call.refusedAttempts.map((attempt) => (
+                        <Text key={`${attempt.at}-${attempt.channel}`} size="xs" c="orange.9">
+                          refused ({CHANNEL_LABELS[attempt.channel]}, {formatTime(attempt.at)}): {attempt.reason}
+                        </Text>
+                      ))}
                       {call.decidedAt && (
                         <Text size="xs" c="dimmed">
                           {formatTime(call.decidedAt)}

@@ -13,6 +13,7 @@ import * as orgEvents from './0011_org_events.ts';
 import * as actionRunQueue from './0012_action_run_queue.ts';
 import * as actionTakeovers from './0013_action_takeovers.ts';
 import * as mcpServers from './0014_mcp_servers.ts';
+import * as approvalChannels from './0015_approval_channels.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '0012_action_run_queue': actionRunQueue,
   '0013_action_takeovers': actionTakeovers,
   '0014_mcp_servers': mcpServers,
+  '0015_approval_channels': approvalChannels,
 };
 
 export const migrationProvider: MigrationProvider = {

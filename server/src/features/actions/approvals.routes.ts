@@ -1,9 +1,10 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
-import { TOOL_CALL_APPROVALS, type ToolCallApproval, type ToolCallRow } from '../../db/schema.ts';
-import type { ApprovalsService } from './approvals.service.ts';
+import { DECISION_CHANNELS, TOOL_CALL_APPROVALS, type ToolCallApproval, type ToolCallRow } from '../../db/schema.ts';
+import type { ApprovalsService, Decider } from './approvals.service.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 import { orgOf, userOf } from '../../lib/request-context.ts';
 
@@ -29,6 +30,10 @@ const approvalSchema = z
     decidedBy: z.uuid().nullable(),
     decidedAt: z.date().nullable(),
     reason: z.string().nullable(),
+    channel: z
+      .enum(DECISION_CHANNELS)
+      .nullable()
+      .describe('How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided'),
     modeSource: z
       .unknown()
       .describe('What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`)'),
@@ -42,6 +47,11 @@ const approvalSchema = z
   .meta({ id: 'Approval' });
 
 type Status = (typeof APPROVAL_STATES)[number];
+/** The signed-in person, and the channel: the console signs in with its cookie, API clients with a bearer token. */
+const deciderOf = (request: FastifyRequest): Decider => ({
+  userId: userOf(request).id,
+  channel: request.sessionSource === 'cookie' ? 'console' : 'api',
+});
 const toDecision = (row: ToolCallRow) => ({
   toolCallId: row.toolCallId,
   actionId: row.actionId,
@@ -50,6 +60,7 @@ const toDecision = (row: ToolCallRow) => ({
   decidedBy: row.decidedByUserId,
   decidedAt: row.decidedAt,
   reason: row.decisionReason,
+  channel: row.decisionChannel,
 });
 const toApproval = (row: Awaited<ReturnType<ApprovalsService['list']>>['approvals'][number]) => ({
   ...toDecision(row),
@@ -72,6 +83,10 @@ const decisionResult = z.object({
   decidedBy: z.uuid().nullable(),
   decidedAt: z.date().nullable(),
   reason: z.string().nullable(),
+  channel: z
+    .enum(DECISION_CHANNELS)
+    .nullable()
+    .describe('How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided'),
 });
 
 export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
@@ -118,7 +133,7 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
       },
       async (request) => {
         return toDecision(
-          await deps.approvals.approve(orgOf(request).id, request.params.actionId, request.params.toolCallId, userOf(request).id),
+          await deps.approvals.approve(orgOf(request).id, request.params.actionId, request.params.toolCallId, deciderOf(request)),
         );
       },
     );
@@ -139,7 +154,7 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
             orgOf(request).id,
             request.params.actionId,
             request.params.toolCallId,
-            userOf(request).id,
+            deciderOf(request),
             body.reason ?? null,
           ),
         );

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
-import type { DB, ToolCallApproval, ToolCallRow } from '../../db/schema.ts';
+import { randomUUID } from 'node:crypto';
+import type { DB, DecisionChannel, ToolCallApproval, ToolCallRow } from '../../db/schema.ts';
+import type { Metrics } from '../../lib/metrics.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
@@ -17,11 +19,20 @@ const notRunAgain = (reason: string | null) =>
     value: `The call was interrupted before its result came back (the server may or may not have done it); a person chose not to run it again${reason ? `: ${reason}` : ''}.`,
   });
 
+/** Who decides, and how: a person through a channel, or (both null) the deadline. */
+export interface Decider {
+  userId: string | null;
+  channel: DecisionChannel | null;
+}
+
+/** A decision as the ledger's lifecycle and the approved/rejected callbacks carry it. */
 export function decisionData(row: ToolCallRow) {
   return {
     toolCallId: row.toolCallId,
     toolName: row.toolName,
     decidedBy: row.decidedByUserId,
+    approverId: row.decidedByUserId,
+    channel: row.decisionChannel,
     decidedAt: row.decidedAt,
     reason: row.decisionReason,
   };
@@ -38,18 +49,19 @@ export function createApprovalsService(deps: {
   /** An approved action is runnable again: the run dispatchers claim it (after the commit). */
   wakeRunners: () => void;
   clock: Clock;
+  metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
 }) {
-  async function decide(orgId: string, actionId: string, toolCallId: string, userId: string | null, decision: Decision) {
+  async function decide(orgId: string, actionId: string, toolCallId: string, decider: Decider, decision: Decision) {
+    const { userId } = decider;
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
       if (!action || action.orgId !== orgId) throw notFound('Action');
       const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
       if (!call) throw notFound('Tool call');
       if (call.status !== 'staged') {
-        throw new AppError(
-          'already_decided',
-          call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`,
-        );
+        const refusal =
+          call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`;
+        return { kind: 'refused' as const, call, refusal };
       }
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
@@ -64,15 +76,16 @@ export function createApprovalsService(deps: {
               : { status: 'rejected', approval: 'rejected' }
             : { status: 'expired', approval: 'expired' }),
         userId,
+        channel: decider.channel,
         reason,
         at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
-      if (action.status !== 'pending_approval') return { decided, resumed: false, callbacks: 0 };
+      if (action.status !== 'pending_approval') return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
       const data = decisionData(decided);
       if (decision.kind === 'approve' || (decision.kind === 'reject' && interrupted)) {
         const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
-        if (waiting) return { decided, resumed: false, callbacks: 0 };
+        if (waiting) return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
         const { callbacks } = await transition(trx, {
           actionId,
           from: 'pending_approval',
@@ -80,7 +93,7 @@ export function createApprovalsService(deps: {
           cause: decision.kind === 'approve' ? `${decided.toolName} approved` : `${decided.toolName} not run again; the run goes on`,
           data,
         });
-        return { decided, resumed: true, callbacks };
+        return { kind: 'decided' as const, decided, resumed: true, callbacks };
       }
       await toolCallsRepo.cancelStaged(trx, actionId, now);
       const to = decision.kind === 'reject' ? 'rejected' : 'expired';
@@ -91,18 +104,39 @@ export function createApprovalsService(deps: {
         cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`,
         data,
       });
-      return { decided, resumed: false, callbacks };
+      return { kind: 'decided' as const, decided, resumed: false, callbacks };
     });
+    if (outcome.kind === 'refused') {
+      const { call, refusal } = outcome;
+      // A person who came too late is on the record too (another decided first, a link used twice).
+      if (decider.channel) {
+        await toolCallsRepo.recordAttempt(deps.db, {
+          id: randomUUID(),
+          orgId,
+          toolCallId: call.id,
+          channel: decider.channel,
+          userId,
+          reason: refusal,
+        });
+      }
+      throw new AppError('already_decided', refusal);
+    }
+    const { decided } = outcome;
+    deps.metrics.approvalDecisions.inc({ channel: decider.channel ?? 'deadline', decision: decided.approval });
+    deps.metrics.approvalDecisionSeconds.observe(
+      { channel: decider.channel ?? 'deadline' },
+      Math.max(0, (decided.decidedAt!.getTime() - decided.requestedAt.getTime()) / 1000),
+    );
     if (outcome.callbacks > 0) deps.announce();
     if (outcome.resumed) deps.wakeRunners();
-    return outcome.decided;
+    return decided;
   }
 
   return {
-    approve: (orgId: string, actionId: string, toolCallId: string, userId: string) =>
-      decide(orgId, actionId, toolCallId, userId, { kind: 'approve' }),
-    reject: (orgId: string, actionId: string, toolCallId: string, userId: string, reason: string | null) =>
-      decide(orgId, actionId, toolCallId, userId, { kind: 'reject', reason }),
+    approve: (orgId: string, actionId: string, toolCallId: string, decider: Decider) =>
+      decide(orgId, actionId, toolCallId, decider, { kind: 'approve' }),
+    reject: (orgId: string, actionId: string, toolCallId: string, decider: Decider, reason: string | null) =>
+      decide(orgId, actionId, toolCallId, decider, { kind: 'reject', reason }),
 
     /** The deadline job: expires the call if it is still staged and its time has come. */
     async expire(toolCallRowId: string): Promise<void> {
@@ -113,7 +147,7 @@ export function createApprovalsService(deps: {
         return;
       }
       try {
-        await decide(call.orgId, call.actionId, call.toolCallId, null, { kind: 'expire' });
+        await decide(call.orgId, call.actionId, call.toolCallId, { userId: null, channel: null }, { kind: 'expire' });
       } catch (error) {
         if (!(error instanceof AppError && error.code === 'already_decided')) throw error;
       }

@@ -2,16 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { documentThenText } from '../../../test/helpers/fake-model.ts';
-import { auth, runEvent as postAndRun } from '../../../test/helpers/callbacks.ts';
+import { addCallback, auth, runEvent as postAndRun } from '../../../test/helpers/callbacks.ts';
 import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
-import type { TestApp } from '../../../test/helpers/test-app.ts';
+import { TEST_APP_HOST, type TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
-useAppWithModel({ MODEL_TIMEOUT_SECONDS: '3', MODEL_MAX_RETRIES: '1', ACTION_MAX_STEPS: '4' }, (started) => {
-  ({ app, model } = started);
-});
+useAppWithModel(
+  { MODEL_TIMEOUT_SECONDS: '3', MODEL_MAX_RETRIES: '1', ACTION_MAX_STEPS: '4', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' },
+  (started) => {
+    ({ app, model } = started);
+  },
+);
 const runEvent = (setup: WebhookSetup, payload: Record<string, unknown> = {}) =>
   postAndRun(app, setup, { data: { orderId: 42 }, ...payload });
 
@@ -88,6 +91,51 @@ describe('approvals', () => {
     }
     expect((await approvals(setup)).approvals).toEqual([]);
     expect((await approvals(setup, '?status=approved')).approvals).toHaveLength(1);
+  });
+
+  it('records how each decision was made: the console (its session cookie) or the API (a bearer token); the callback carries the channel and the approver', async () => {
+    const api = await stagedCall();
+    // A receiver that is not there: the callbacks are written (and retried) all the same.
+    await addCallback(app, api.setup, { url: 'http://127.0.0.1:9/callbacks', events: ['action.approved'] });
+    expect(await (await decide(api.setup, api.actionId, api.toolCallId, 'approve')).json()).toMatchObject({
+      status: 'approved',
+      channel: 'api',
+    });
+    const approved = await waitForAction(app, auth(api.setup), api.actionId, ['completed', 'failed']);
+    expect(approved.execution.toolCalls[0]).toMatchObject({ channel: 'api', refusedAttempts: [] });
+    expect(approved.lifecycleEvents[3].data).toMatchObject({ channel: 'api', approverId: api.setup.tenant.admin.id });
+    const [callback] = approved.callbacks;
+    expect(callback).toMatchObject({ eventType: 'action.approved' });
+    expect(callback.payload.data.decision).toMatchObject({ channel: 'api', approverId: api.setup.tenant.admin.id });
+
+    // The console signs in with its cookie (and sends its origin).
+    const consoleCall = await stagedCall();
+    const { org, token } = consoleCall.setup.tenant;
+    const rejected = await app.request(
+      'POST',
+      `/orgs/${org.slug}/actions/${consoleCall.actionId}/tool-calls/${consoleCall.toolCallId}/reject`,
+      {
+        cookie: token,
+        headers: { origin: TEST_APP_HOST },
+        body: { reason: 'no' },
+      },
+    );
+    expect(await rejected.json()).toMatchObject({ status: 'rejected', channel: 'console' });
+    const row = await waitForAction(app, auth(consoleCall.setup), consoleCall.actionId, ['rejected']);
+    expect(row.execution.toolCalls[0].channel).toBe('console');
+    expect(row.lifecycleEvents.at(-1).data).toMatchObject({ channel: 'console', approverId: consoleCall.setup.tenant.admin.id });
+
+    // Too late: refused, and on the record with its channel, who tried and why.
+    expect((await decide(consoleCall.setup, consoleCall.actionId, consoleCall.toolCallId, 'approve')).status).toBe(409);
+    const after = await waitForAction(app, auth(consoleCall.setup), consoleCall.actionId, ['rejected']);
+    expect(after.execution.toolCalls[0].refusedAttempts).toEqual([
+      { channel: 'api', userId: consoleCall.setup.tenant.admin.id, reason: 'This tool call was rejected already', at: expect.any(String) },
+    ]);
+
+    const metrics = await (await app.request('GET', '/metrics')).text();
+    expect(metrics).toMatch(/approval_decisions_total\{channel="api",decision="approved"\} [1-9]/);
+    expect(metrics).toMatch(/approval_decisions_total\{channel="console",decision="rejected"\} [1-9]/);
+    expect(metrics).toMatch(/approval_decision_seconds_count\{channel="api"\} [1-9]/);
   });
 
   it('reject: the action ends rejected with the reason, and the tool never runs', async () => {

@@ -1,5 +1,13 @@
 import type { Insertable, Kysely } from 'kysely';
-import type { DB, ToolCallApproval, ToolCallRow, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type {
+  ApprovalAttemptsTable,
+  DB,
+  DecisionChannel,
+  ToolCallApproval,
+  ToolCallRow,
+  ToolCallsTable,
+  ToolCallStatus,
+} from '../../db/schema.ts';
 import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
@@ -24,6 +32,7 @@ export const toolCallsRepo = {
       status: ToolCallStatus;
       approval: ToolCallApproval;
       userId: string | null;
+      channel: DecisionChannel | null;
       reason: string | null;
       at: Date;
       /** Approved: a fresh start (an interrupted call's is forgotten). */
@@ -40,6 +49,7 @@ export const toolCallsRepo = {
         ...(decision.startedAt === null ? { startedAt: null } : {}),
         ...(decision.output === undefined ? {} : { output: decision.output, completedAt: decision.at }),
         decidedByUserId: decision.userId,
+        decisionChannel: decision.channel,
         decisionReason: decision.reason,
         decidedAt: decision.at,
       })
@@ -47,6 +57,22 @@ export const toolCallsRepo = {
       .where('status', '=', 'staged')
       .returningAll()
       .executeTakeFirst(),
+
+  /** An attempt to decide that was refused, for the record. */
+  recordAttempt: (db: Kysely<DB>, attempt: Insertable<ApprovalAttemptsTable>) =>
+    db.insertInto('approvalAttempts').values(attempt).execute(),
+
+  /** The refused attempts on these calls (row ids), oldest first. */
+  attempts: (db: Kysely<DB>, toolCallRowIds: string[]) =>
+    toolCallRowIds.length === 0
+      ? Promise.resolve([])
+      : db
+          .selectFrom('approvalAttempts')
+          .selectAll()
+          .where('toolCallId', 'in', toolCallRowIds)
+          .orderBy('createdAt')
+          .orderBy('id')
+          .execute(),
 
   /** A `ready` call waits for a human after all (an interrupted one), with the reason. */
   stage: (trx: Kysely<DB>, id: string, staged: { reason: string; expiresAt: Date }) =>

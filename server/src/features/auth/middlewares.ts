@@ -43,6 +43,7 @@ export function createSessionMiddlewares(deps: { sessions: SessionsService; trus
     request.user = authenticated.user;
     request.session = authenticated.session;
     request.sessionToken = found.token;
+    request.sessionSource = found.source;
   }
 
   return {
@@ -70,6 +71,7 @@ export function createSessionMiddlewares(deps: { sessions: SessionsService; trus
       request.user = authenticated.user;
       request.session = authenticated.session;
       request.sessionToken = token;
+      request.sessionSource = 'cookie';
     }) as PreHandler,
   };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CALLBACK_DELIVERY_STATUSES, CALLBACK_EVENT_TYPES } from '../../db/schema.ts';
+import { CALLBACK_DELIVERY_STATUSES, CALLBACK_EVENT_TYPES, DECISION_CHANNELS } from '../../db/schema.ts';
 import { instantSchema } from '../../lib/instants.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
@@ -70,6 +70,8 @@ const decision = z.object({
   toolCallId: z.string(),
   toolName: z.string(),
   decidedBy: z.uuid().nullable().describe('null when the deadline decided'),
+  approverId: z.uuid().nullable().describe('The person who decided (as decidedBy); null when the deadline decided'),
+  channel: z.enum(DECISION_CHANNELS).nullable().describe('How: console, api, email_link or email_reply; null when the deadline decided'),
   decidedAt: z.string().nullable(),
   reason: z.string().nullable(),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTION_SOURCES } from '../../db/schema.ts';
+import { ACTION_SOURCES, DECISION_CHANNELS } from '../../db/schema.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 
@@ -62,6 +62,12 @@ export const ledgerDetail = ledgerRow.extend({
             description:
               "What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter",
           }),
+          channel: z.enum(DECISION_CHANNELS).nullable().meta({
+            description: 'How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)',
+          }),
+          refusedAttempts: z
+            .array(z.object({ channel: z.enum(DECISION_CHANNELS), userId: z.uuid().nullable(), reason: z.string(), at: z.date() }))
+            .meta({ description: 'Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender)' }),
           stagedReason: z
             .string()
             .nullable()

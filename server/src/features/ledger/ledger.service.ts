@@ -62,6 +62,10 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
             row.threadId ? threadsRepo.messagesOfAction(deps.db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
           ])
         : [[], [], [], []];
+      const attempts = await toolCallsRepo.attempts(
+        deps.db,
+        toolCalls.map((call) => call.id),
+      );
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle =
         row.actionId && row.actionCreatedAt
@@ -118,6 +122,10 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
                 reason: call.decisionReason,
                 completedAt: call.completedAt,
                 modeSource: call.modeSource ?? null,
+                channel: call.decisionChannel,
+                refusedAttempts: attempts
+                  .filter((attempt) => attempt.toolCallId === call.id)
+                  .map((attempt) => ({ channel: attempt.channel, userId: attempt.userId, reason: attempt.reason, at: attempt.createdAt })),
                 stagedReason: call.stagedReason,
                 startedAt: call.startedAt,
               })),
