@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
+import { ConfigError } from './config.ts';
 
 /**
  * Embedded PGlite belongs to one process. The process that opens it first holds this Unix socket in
@@ -15,10 +16,6 @@ export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock');
 interface AdminReply {
   ok: boolean;
   message: string;
-}
-
-export class DataDirectoryError extends Error {
-  override name = 'DataDirectoryError';
 }
 
 export interface EmbeddedDatabaseLock {
@@ -37,7 +34,7 @@ export async function lockEmbeddedDatabase(dataDir: string): Promise<EmbeddedDat
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (error) {
-    throw new DataDirectoryError(`Cannot create the data directory ${dataDir} (${(error as Error).message}). ${EMBEDDED_NEEDS}`);
+    throw new ConfigError(`Cannot create the data directory ${dataDir} (${(error as Error).message}). ${EMBEDDED_NEEDS}`);
   }
   let run: ((args: string[]) => Promise<string>) | undefined;
   const server = createServer((socket) => {
@@ -64,10 +61,10 @@ export async function lockEmbeddedDatabase(dataDir: string): Promise<EmbeddedDat
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'EADDRINUSE') {
-      throw new DataDirectoryError(`Cannot use the data directory ${dataDir} (${(error as Error).message}). ${EMBEDDED_NEEDS}`);
+      throw new ConfigError(`Cannot use the data directory ${dataDir} (${(error as Error).message}). ${EMBEDDED_NEEDS}`);
     }
     if (await adminSocketAnswers(path)) {
-      throw new DataDirectoryError(
+      throw new ConfigError(
         `Another agent-platform process is serving from ${dataDir}. Embedded PGlite allows one process per data directory: ` +
           'stop that one, or set DATABASE_URL to run several processes on PostgreSQL.',
       );

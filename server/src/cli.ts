@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { AppError } from './lib/errors.ts';
-import { adminSocketPath, DataDirectoryError, lockEmbeddedDatabase, sendToAdminSocket } from './admin-socket.ts';
+import { adminSocketPath, lockEmbeddedDatabase, sendToAdminSocket } from './admin-socket.ts';
 import { parseAdminCommand, runAdminCommand, UsageError } from './admin-commands.ts';
 
 // The service itself (container, app) loads only for a command that needs it: a mistyped command
@@ -108,8 +108,7 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}`);
-    else if (error instanceof ConfigError || error instanceof AppError || error instanceof DataDirectoryError)
-      process.stderr.write(`${error.message}\n`);
+    else if (error instanceof ConfigError || error instanceof AppError) process.stderr.write(`${error.message}\n`);
     else process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
     process.exit(1);
   },

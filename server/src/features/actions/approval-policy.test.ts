@@ -3,6 +3,8 @@ import { readApprovalDecision, resolveToolMode } from './approval-policy.ts';
 
 const TOOL = 'generateDocument';
 type Setting = 'allow' | 'ask' | 'agent' | 'invalid' | 'absent';
+/** The mode alone (what decided it is checked where the run stores it). */
+const modeOf = (input: Parameters<typeof resolveToolMode>[0]) => resolveToolMode(input).mode;
 const setting = (value: Setting): Record<string, unknown> =>
   value === 'absent' ? {} : { [TOOL]: value === 'invalid' ? 'sometimes' : value };
 
@@ -39,7 +41,7 @@ describe('resolveToolMode', () => {
   for (const [rule, override, allowOverrides, expected] of table) {
     it(`rule ${rule}, override ${override}, overrides ${allowOverrides ? 'allowed' : 'not allowed'} -> ${expected}`, () => {
       expect(
-        resolveToolMode({
+        modeOf({
           toolName: TOOL,
           ruleDefaults: setting(rule),
           requestOverrides: setting(override),
@@ -56,7 +58,7 @@ describe('resolveToolMode', () => {
       for (const override of values) {
         for (const allowOverrides of [true, false]) {
           expect(
-            resolveToolMode({
+            modeOf({
               toolName: TOOL,
               ruleDefaults: setting(rule),
               requestOverrides: setting(override),
@@ -70,7 +72,7 @@ describe('resolveToolMode', () => {
   });
 
   it('an unknown tool name in the rule or the override changes nothing for other tools', () => {
-    const mode = resolveToolMode({
+    const mode = modeOf({
       toolName: TOOL,
       ruleDefaults: { [TOOL]: 'allow', launchMissiles: 'allow' },
       requestOverrides: { launchMissiles: 'ask' },
@@ -78,15 +80,15 @@ describe('resolveToolMode', () => {
       alwaysDeny: false,
     });
     expect(mode).toBe('allow');
-    expect(
-      resolveToolMode({ toolName: 'launchMissiles', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false }),
-    ).toBe('ask');
+    expect(modeOf({ toolName: 'launchMissiles', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false })).toBe(
+      'ask',
+    );
   });
 
   it('ignores inherited properties (no prototype tricks)', () => {
-    expect(
-      resolveToolMode({ toolName: 'constructor', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false }),
-    ).toBe('ask');
+    expect(modeOf({ toolName: 'constructor', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false })).toBe(
+      'ask',
+    );
   });
 });
 

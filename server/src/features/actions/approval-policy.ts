@@ -7,22 +7,16 @@ const isMode = (value: unknown): value is ApprovalMode => (APPROVAL_MODES as rea
 /**
  * The mode of one tool call: the user's "always deny" beats everything; a
  * per-request override counts only while the webhook allows overrides; then the rule's default;
- * a tool the rule does not list is `ask`. Invalid modes anywhere are ignored.
+ * a tool the rule does not list is `ask`. Invalid modes anywhere are ignored. With the mode, which
+ * of these decided it (the ledger shows it).
  */
-export function resolveToolMode(input: ModeInput): ToolCallMode {
-  return resolveToolModeWithSource(input).mode;
-}
-
-interface ModeInput {
+export function resolveToolMode(input: {
   toolName: string;
   ruleDefaults: Record<string, unknown>;
   requestOverrides: Record<string, unknown>;
   allowOverrides: boolean;
   alwaysDeny: boolean;
-}
-
-/** The mode, and which of the settings above decided it (shown in the ledger). */
-export function resolveToolModeWithSource(input: ModeInput): { mode: ToolCallMode; source: ModeSource } {
+}): { mode: ToolCallMode; source: ModeSource } {
   if (input.alwaysDeny) return { mode: 'deny', source: { source: 'preference' } };
   const override = Object.hasOwn(input.requestOverrides, input.toolName) ? input.requestOverrides[input.toolName] : undefined;
   if (input.allowOverrides && isMode(override)) return { mode: override, source: { source: 'override' } };

@@ -6,7 +6,7 @@ import type { ActionWrite } from './action-writes.ts';
 import type { OrgTools } from '../agents/tool-registry.ts';
 import type { actionsRepo } from './actions.repo.ts';
 import { randomUUID } from 'node:crypto';
-import { agentModePolicy, readApprovalDecision, resolveToolModeWithSource } from './approval-policy.ts';
+import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approval-policy.ts';
 import type { ProposedCall, ToolPlan } from './model-step.ts';
 
 /** What a run of the action runner works with: the action's context, its calls, its first message. */
@@ -51,6 +51,10 @@ export class ActionFailure extends Error {}
 
 export const DENIED_BY_PREFERENCE = { type: 'execution-denied', reason: 'The user has chosen to always deny this tool; it was not run.' };
 
+/** When a call staged now expires: the rule's approval deadline (a day without a rule). */
+export const approvalDeadline = (context: RunContext, now: Date) =>
+  new Date(now.getTime() + (context.approvalTimeoutSeconds ?? 86_400) * 1000);
+
 export const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<ToolCallsTable> => ({
   id: call.id,
   orgId: context.orgId,
@@ -78,7 +82,7 @@ export function planTools(tools: OrgTools, context: RunContext): Map<string, Too
   for (const name of names) {
     const definition = tools.get(name);
     if (!definition) continue; // a tool the org no longer has
-    const { mode, source } = resolveToolModeWithSource({
+    const { mode, source } = resolveToolMode({
       toolName: name,
       ruleDefaults: context.approvalRules ?? {},
       requestOverrides: context.toolApprovals,
@@ -154,7 +158,7 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
   const staged = {
     status: 'staged' as const,
     approval: 'pending' as const,
-    expiresAt: new Date(now.getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000),
+    expiresAt: approvalDeadline(run.context, now),
   };
   // An `agent` call an argument rule sends to a human keeps its arguments without the model's decision.
   const input = decision ? (decision.input ?? null) : base.input;

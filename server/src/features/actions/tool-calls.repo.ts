@@ -62,17 +62,16 @@ export const toolCallsRepo = {
   recordAttempt: (db: Kysely<DB>, attempt: Insertable<ApprovalAttemptsTable>) =>
     db.insertInto('approvalAttempts').values(attempt).execute(),
 
-  /** The refused attempts on these calls (row ids), oldest first. */
-  attempts: (db: Kysely<DB>, toolCallRowIds: string[]) =>
-    toolCallRowIds.length === 0
-      ? Promise.resolve([])
-      : db
-          .selectFrom('approvalAttempts')
-          .selectAll()
-          .where('toolCallId', 'in', toolCallRowIds)
-          .orderBy('createdAt')
-          .orderBy('id')
-          .execute(),
+  /** The refused attempts on an action's calls, oldest first. */
+  attemptsForAction: (db: Kysely<DB>, actionId: string) =>
+    db
+      .selectFrom('approvalAttempts as a')
+      .innerJoin('toolCalls as t', 't.id', 'a.toolCallId')
+      .selectAll('a')
+      .where('t.actionId', '=', actionId)
+      .orderBy('a.createdAt')
+      .orderBy('a.id')
+      .execute(),
 
   /** A `ready` call waits for a human after all (an interrupted one), with the reason. */
   stage: (trx: Kysely<DB>, id: string, staged: { reason: string; expiresAt: Date }) =>

@@ -5,7 +5,7 @@ import { messageRow, transition } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
-import type { Call, Message, Run } from './run-context.ts';
+import { approvalDeadline, type Call, type Message, type Run } from './run-context.ts';
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { runToolCall } from './tool-execution.ts';
@@ -26,7 +26,7 @@ export function createToolStep(deps: {
 
   /** Interrupted calls wait for a human, who runs them again or lets the run go on with an error as their result. */
   async function stageInterrupted(run: Run, calls: Call[]): Promise<void> {
-    const expiresAt = new Date(deps.clock.now().getTime() + (run.context.approvalTimeoutSeconds ?? 86_400) * 1000);
+    const expiresAt = approvalDeadline(run.context, deps.clock.now());
     await db.transaction().execute(async (trx) => {
       for (const call of calls) {
         await toolCallsRepo.stage(trx, call.id, { reason: INTERRUPTED, expiresAt });

@@ -36,7 +36,7 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
       return [...(await deps.tools.forOrg(orgId)).values()].map(({ name, description, server }) => ({
         name,
         description,
-        server: server ? { id: server.id, name: server.name, tool: server.tool, annotations: server.annotations } : null,
+        server: server ?? null,
       }));
     },
 

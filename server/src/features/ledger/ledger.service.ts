@@ -54,18 +54,15 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const [transitions, toolCalls, callbacks, conversation] = row.actionId
+      const [transitions, toolCalls, callbacks, conversation, attempts] = row.actionId
         ? await Promise.all([
             actionsRepo.events(deps.db, row.actionId),
             toolCallsRepo.forAction(deps.db, row.actionId),
             deps.callbacks.forAction(orgId, row.actionId),
             row.threadId ? threadsRepo.messagesOfAction(deps.db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
+            toolCallsRepo.attemptsForAction(deps.db, row.actionId),
           ])
-        : [[], [], [], []];
-      const attempts = await toolCallsRepo.attempts(
-        deps.db,
-        toolCalls.map((call) => call.id),
-      );
+        : [[], [], [], [], []];
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle =
         row.actionId && row.actionCreatedAt

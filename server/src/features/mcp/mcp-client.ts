@@ -109,19 +109,26 @@ export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFe
 export function mcpError(error: unknown, url: string): AppError {
   if (error instanceof AppError) return error;
   const words = describe(error);
-  if (error instanceof UnauthorizedError || (error instanceof SdkHttpError && (error.status === 401 || error.status === 403))) {
-    return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
+  switch (mcpFailure(error)) {
+    case 'mcp_unauthorized':
+      return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
+    case 'mcp_unreachable':
+      return new AppError('mcp_unreachable', `The MCP server at ${url} could not be reached: ${words}`);
+    default:
+      return new AppError('mcp_protocol', `The server at ${url} did not answer as an MCP server: ${words}`);
   }
-  if (error instanceof SdkError && isAuthCode(error.code)) {
-    return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
-  }
-  if (isNetworkError(error) || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)) {
-    return new AppError('mcp_unreachable', `The MCP server at ${url} could not be reached: ${words}`);
-  }
-  if (isAuthorizationError(error)) {
-    return new AppError('mcp_unauthorized', `The MCP server at ${url} refused the credentials: ${words}`);
-  }
-  return new AppError('mcp_protocol', `The server at ${url} did not answer as an MCP server: ${words}`);
+}
+
+/** Which of our codes an error of the connection is: refused credentials, the network, or anything else (no MCP). */
+export function mcpFailure(error: unknown): 'mcp_unauthorized' | 'mcp_unreachable' | 'mcp_protocol' {
+  if (error instanceof AppError && (error.code === 'mcp_unauthorized' || error.code === 'mcp_unreachable')) return error.code;
+  const refused =
+    error instanceof UnauthorizedError ||
+    (error instanceof SdkHttpError && (error.status === 401 || error.status === 403)) ||
+    (error instanceof SdkError && isAuthCode(error.code));
+  if (refused) return 'mcp_unauthorized';
+  if (isNetworkError(error) || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)) return 'mcp_unreachable';
+  return isAuthorizationError(error) ? 'mcp_unauthorized' : 'mcp_protocol';
 }
 
 /** The OAuth flow failed: the authorization server refused the client, or is not the one the credentials are for. */

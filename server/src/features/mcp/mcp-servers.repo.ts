@@ -22,6 +22,16 @@ export const mcpServersRepo = {
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<McpServerRow | undefined> =>
     db.selectFrom('mcpServers').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
 
+  /** Whether another server of the org has this name. */
+  nameTaken: async (db: Kysely<DB>, orgId: string, name: string, except?: string): Promise<boolean> =>
+    (await db
+      .selectFrom('mcpServers')
+      .select('id')
+      .where('orgId', '=', orgId)
+      .where('name', '=', name)
+      .$if(except !== undefined, (query) => query.where('id', '<>', except!))
+      .executeTakeFirst()) !== undefined,
+
   list: (db: Kysely<DB>, orgId: string): Promise<McpServerRow[]> =>
     db.selectFrom('mcpServers').selectAll().where('orgId', '=', orgId).orderBy('name').execute(),
 

@@ -91,8 +91,7 @@ export function createMcpServersService(deps: {
   }
 
   async function requireFreeName(orgId: string, name: string, except?: string): Promise<void> {
-    const taken = (await mcpServersRepo.list(db, orgId)).some((server) => server.name === name && server.id !== except);
-    if (taken) throw nameTaken(name);
+    if (await mcpServersRepo.nameTaken(db, orgId, name, except)) throw nameTaken(name);
   }
 
   const nameTaken = (name: string) => new AppError('conflict', `body/name: the organization has an MCP server named "${name}" already`);

@@ -2,7 +2,7 @@ import { ProtocolError, SdkError, SdkErrorCode, type CallToolResult, type Tool }
 import type { ListedMcpTool, McpServerRow } from '../../db/schema.ts';
 import { TOOL_NAME } from '../agents/agents.schemas.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
-import { describe, mcpError } from './mcp-client.ts';
+import { describe, mcpFailure } from './mcp-client.ts';
 import type { McpConnections, McpTarget } from './mcp-connections.ts';
 
 /** How agents name a server's tool: the server's name, two underscores, the tool's name. */
@@ -75,9 +75,9 @@ function callFailure(error: unknown, serverName: string, timeoutMs: number): str
     return `the MCP server "${serverName}" did not answer within ${timeoutMs / 1000} s; it may or may not have done it`;
   }
   if (error instanceof ProtocolError) return `the MCP server "${serverName}" refused the call: ${error.message}`;
-  const classified = mcpError(error, serverName);
-  if (classified.code === 'mcp_unauthorized') return `the MCP server "${serverName}" refused the credentials: ${describe(error)}`;
-  if (classified.code === 'mcp_unreachable') return `the MCP server "${serverName}" could not be reached: ${describe(error)}`;
+  const failure = mcpFailure(error);
+  if (failure === 'mcp_unauthorized') return `the MCP server "${serverName}" refused the credentials: ${describe(error)}`;
+  if (failure === 'mcp_unreachable') return `the MCP server "${serverName}" could not be reached: ${describe(error)}`;
   return `the MCP server "${serverName}" failed: ${describe(error)}`;
 }
 
