@@ -1,3 +1,4 @@
+import { approvalLinksRoutes } from './features/approval-mail/approval-links.routes.ts';
 import { approvalsRoutes } from './features/actions/approvals.routes.ts';
 import { callbacksRoutes } from './features/callbacks/callbacks.routes.ts';
 import { modelCredentialsRoutes } from './features/agents/model-credentials.routes.ts';
@@ -262,6 +263,7 @@ export async function buildApp(container: Container) {
   await app.register(ingestRoutes({ fastPath: ingestFastPath }));
   await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
   await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
+  await app.register(approvalLinksRoutes({ links: services.approvalLinks }));
   await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));
   await app.register(mcpRoutes({ mcpServers: services.mcpServers, orgAccess }));
   await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));

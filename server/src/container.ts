@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { composeAccounts } from './composition/accounts.ts';
 import { composeAgents } from './composition/agents.ts';
+import { composeApprovalMail } from './composition/approval-mail.ts';
 import { composeEmail } from './composition/email.ts';
 import { composeMcp } from './composition/mcp.ts';
 import type { Shared } from './composition/shared.ts';
@@ -9,6 +10,7 @@ import { composeWebhooks } from './composition/webhooks.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { actionsJobHandlers } from './features/actions/actions.jobs.ts';
+import { approvalMailJobHandlers } from './features/approval-mail/approval-mail.jobs.ts';
 import { authJobHandlers } from './features/auth/auth.jobs.ts';
 import { emailJobHandlers } from './features/email/email.jobs.ts';
 import { createOrgEvents } from './features/events/org-events.ts';
@@ -68,7 +70,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
     logger,
   });
   const webhooks = composeWebhooks(shared, rateLimiters);
-  const email = composeEmail(shared);
+  // Replies to approval emails come in through the inbound path, which exists before the approvals it decides.
+  let approvalMail: ReturnType<typeof composeApprovalMail> | undefined;
+  const email = composeEmail(shared, { claimReply: (trx, message) => approvalMail!.replies.claim(trx, message) });
   const mcp = composeMcp(shared);
   const agents = await composeAgents(shared, {
     userLimits: accounts.services.userLimits,
@@ -76,10 +80,19 @@ export async function createContainer(config: Config, options: ContainerOptions 
     toolSources: [mcp.toolSource],
     offeredToMember: mcp.mcpServers.offeredToMember,
   });
+  approvalMail = composeApprovalMail(shared, { deliver: email.deliver, approvals: agents.services.approvals });
   const { dispatcher, writer, httpAgents } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
   bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());
-  const services = { ...accounts.services, ops, ...webhooks.services, ...agents.services, ...email.services, mcpServers: mcp.mcpServers };
+  const services = {
+    ...accounts.services,
+    ops,
+    ...webhooks.services,
+    ...agents.services,
+    ...email.services,
+    mcpServers: mcp.mcpServers,
+    approvalLinks: approvalMail.links,
+  };
 
   // Each feature registers the handlers of its queues.
   const jobHandlers: JobHandlers = {
@@ -87,6 +100,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ...ingestJobHandlers(services),
     ...actionsJobHandlers({ approvals: services.approvals }),
     ...emailJobHandlers({ notifications: email.notifications, deliveryEvents: email.deliveryEvents }),
+    ...approvalMailJobHandlers(approvalMail),
   };
 
   return {

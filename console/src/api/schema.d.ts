@@ -106,6 +106,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/me/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change the signed-in user's own preferences (approval emails) */
+        patch: operations["updateMyPreferences"];
+        trace?: never;
+    };
     "/auth/logout": {
         parameters: {
             query?: never;
@@ -642,6 +659,24 @@ export interface paths {
         put?: never;
         /** Reject a staged tool call: the action ends rejected */
         post: operations["rejectToolCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/approvals/decide/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An approval email's link: what it decides, and a button to confirm (opening it decides nothing) */
+        get: operations["viewApprovalLink"];
+        put?: never;
+        /** Decides as the link's approver, once: approves or rejects (with an optional reason) its tool call */
+        post: operations["useApprovalLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1692,6 +1727,76 @@ export interface operations {
                             /** @description Model messages used by actions run as this user since the last reset */
                             usedMessages: number;
                         } | null;
+                        preferences: {
+                            /** @description Whether approval emails are sent to this user (rules that notify by email) */
+                            approvalEmails: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateMyPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description false: no approval emails to me; I decide in the console */
+                    approvalEmails?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether approval emails are sent to this user (rules that notify by email) */
+                        approvalEmails: boolean;
                     };
                 };
             };
@@ -2985,6 +3090,12 @@ export interface operations {
                                 mode: "ask" | "deny";
                             }[];
                             approvalTimeoutSeconds: number;
+                            approvers: {
+                                userIds?: string[];
+                                /** @enum {string} */
+                                role?: "Admin";
+                            } | null;
+                            notify: "email"[];
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3079,6 +3190,24 @@ export interface operations {
                      * @default 86400
                      */
                     approvalTimeoutSeconds?: number;
+                    /**
+                     * @description Who may decide this rule's staged calls: `{ userIds?, role?: 'Admin' }`; null: the org's admins
+                     * @default null
+                     */
+                    approvers?: {
+                        /** @description Members of the org who may decide */
+                        userIds?: string[];
+                        /**
+                         * @description Every admin of the org may decide
+                         * @enum {string}
+                         */
+                        role?: "Admin";
+                    } | null;
+                    /**
+                     * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
+                     * @default []
+                     */
+                    notify?: "email"[];
                 };
             };
         };
@@ -3110,6 +3239,12 @@ export interface operations {
                             mode: "ask" | "deny";
                         }[];
                         approvalTimeoutSeconds: number;
+                        approvers: {
+                            userIds?: string[];
+                            /** @enum {string} */
+                            role?: "Admin";
+                        } | null;
+                        notify: "email"[];
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3194,6 +3329,12 @@ export interface operations {
                             mode: "ask" | "deny";
                         }[];
                         approvalTimeoutSeconds: number;
+                        approvers: {
+                            userIds?: string[];
+                            /** @enum {string} */
+                            role?: "Admin";
+                        } | null;
+                        notify: "email"[];
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3330,6 +3471,20 @@ export interface operations {
                         mode: "ask" | "deny";
                     }[];
                     approvalTimeoutSeconds?: number;
+                    approvers?: {
+                        /** @description Members of the org who may decide */
+                        userIds?: string[];
+                        /**
+                         * @description Every admin of the org may decide
+                         * @enum {string}
+                         */
+                        role?: "Admin";
+                    } | null;
+                    /**
+                     * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
+                     * @default []
+                     */
+                    notify?: "email"[];
                 };
             };
         };
@@ -3361,6 +3516,12 @@ export interface operations {
                             mode: "ask" | "deny";
                         }[];
                         approvalTimeoutSeconds: number;
+                        approvers: {
+                            userIds?: string[];
+                            /** @enum {string} */
+                            role?: "Admin";
+                        } | null;
+                        notify: "email"[];
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4352,6 +4513,11 @@ export interface operations {
                                 expiresAt: string | null;
                                 /** Format: uuid */
                                 decidedBy: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description Who decided it (the same as decidedBy; null: undecided, or the deadline)
+                                 */
+                                approverId: string | null;
                                 /** Format: date-time */
                                 decidedAt: string | null;
                                 reason: string | null;
@@ -4371,6 +4537,19 @@ export interface operations {
                                     /** Format: uuid */
                                     userId: string | null;
                                     reason: string;
+                                    /** Format: date-time */
+                                    at: string;
+                                }[];
+                                /** @description Whom the rule asked to decide, when and how they were told (`sent`), or why not (`not_sent`, `failed`: the reason says why) */
+                                notifications: {
+                                    /** Format: uuid */
+                                    userId: string | null;
+                                    address: string | null;
+                                    /** @enum {string} */
+                                    channel: "email";
+                                    /** @enum {string} */
+                                    status: "sending" | "sent" | "not_sent" | "failed";
+                                    reason: string | null;
                                     /** Format: date-time */
                                     at: string;
                                 }[];
@@ -5075,6 +5254,135 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    viewApprovalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of an approval email link */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    useApprovalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of an approval email link */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description Why the call is rejected (a reject link only) */
+                    reason?: string;
+                };
+                "application/json": {
+                    /** @description Why the call is rejected (a reject link only) */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An HTML page */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };

@@ -6,11 +6,15 @@ import { createInboxesService } from '../features/email/inboxes.service.ts';
 import { createMailClient } from '../features/email/mail-client.ts';
 import { createMailWebhookIntake } from '../features/email/mail-webhook.service.ts';
 import { createNotificationProcessor } from '../features/email/notification-processor.ts';
+import { createOutboundMail } from '../features/email/outbound-mail.ts';
 import { createSendEmail } from '../features/email/send-email.ts';
 import type { Shared } from './shared.ts';
 
 /** The org's mail integration, inboxes, inbound mail and its notifications, and the sendEmail tool. */
-export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners }: Shared) {
+export function composeEmail(
+  { config, db, clock, logger, box, jobs, wakeRunners }: Shared,
+  deps: { claimReply: NonNullable<Parameters<typeof createInboundEmail>[0]['claimReply']> },
+) {
   const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
   const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
   const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
@@ -26,6 +30,7 @@ export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners
       box,
       mail,
       wakeRunners,
+      claimReply: deps.claimReply,
       limits: {
         maxAttachmentBytes: config.email.maxAttachmentBytes,
         maxAttachments: config.email.maxAttachments,
@@ -40,14 +45,12 @@ export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners
     mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => jobs.notify('email.process') }),
     emailThreads: createEmailThreadsService({ db }),
   };
+  const deliver = createOutboundMail({ db, box, mail, jobs, clock });
   const sendEmailTool = createSendEmail({
     db,
-    box,
-    mail,
-    jobs,
-    clock,
+    deliver,
     integration: emailIntegration,
     maxRecipients: config.email.maxRecipients,
   });
-  return { services, notifications, deliveryEvents, sendEmailTool };
+  return { services, notifications, deliveryEvents, sendEmailTool, mail, deliver };
 }

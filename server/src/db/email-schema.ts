@@ -97,6 +97,8 @@ export interface EmailMessagesTable {
   /** Sanitized before it was stored. */
   htmlBody: string | null;
   headers: JsonOf<Record<string, string>>;
+  /** Inbound: the provider's SPF, DKIM and DMARC results (`pass`, `fail`, ...), when it gave them. */
+  authentication: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
   status: EmailMessageStatus;
   /** Inbound: what became of it (answered by an agent, or why not); outbound: the provider's last word. */
   statusDetail: string | null;

@@ -13,7 +13,9 @@ import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsT
 import type { McpServersTable } from './mcp-schema.ts';
 import type { ApprovalAttemptsTable, ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
+import type { ApprovalLinksTable, ApprovalNotificationsTable, ApproversColumn, NotifyColumn } from './approval-schema.ts';
 
+export * from './approval-schema.ts';
 export * from './callback-schema.ts';
 export type * from './mcp-schema.ts';
 export * from './tool-call-schema.ts';
@@ -46,6 +48,8 @@ export interface UsersTable {
   externalProvider: string | null;
   externalUserId: string | null;
   externalTokenEncrypted: string | null;
+  /** Whether they receive approval emails (their own choice; default yes). */
+  approvalEmails: Generated<boolean>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
@@ -119,6 +123,8 @@ export interface ActionRulesTable {
   approvalRules: JsonOf<Record<string, ApprovalMode>>;
   argumentRules: ColumnType<ArgumentRule[], string | undefined, string>;
   approvalTimeoutSeconds: Generated<number>;
+  approvers: ApproversColumn;
+  notify: NotifyColumn;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
@@ -239,6 +245,8 @@ export interface DB {
   emailNotifications: EmailNotificationsTable;
   mcpServers: McpServersTable;
   approvalAttempts: ApprovalAttemptsTable;
+  approvalNotifications: ApprovalNotificationsTable;
+  approvalLinks: ApprovalLinksTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -22,6 +22,16 @@ export const jobQueues = {
     payload: z.object({ toolCallRowId: z.uuid() }),
     options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
   },
+  /** Emails the approvers of an action's waiting calls (its rule notifies by email); enqueued with the wait. */
+  'approvals.notify': {
+    payload: z.object({ actionId: z.uuid() }),
+    options: { retryLimit: 8, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
+  },
+  /** Reads a reply to an approval email as a decision (the inbound path stored it and enqueued this). */
+  'approvals.reply': {
+    payload: z.object({ messageRowId: z.uuid() }),
+    options: { retryLimit: 8, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
+  },
   /** Retries buffered webhook deliveries that are due, then forgets message ids past their retention; every minute. */
   'webhooks.retry-buffered': {
     payload: z.object({}).passthrough(),

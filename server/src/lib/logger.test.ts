@@ -8,6 +8,7 @@ describe('log redaction', () => {
   it('hides OAuth codes and tokens in logged URLs', () => {
     expect(redactUrl('/auth/idp/callback?code=abc&state=def&x=1')).toBe('/auth/idp/callback?code=%5BREDACTED%5D&state=%5BREDACTED%5D&x=1');
     expect(redactUrl('/auth/me')).toBe('/auth/me');
+    expect(redactUrl('/approvals/decide/abcDEF_-123?x=1')).toBe('/approvals/decide/[REDACTED]?x=1');
   });
 
   it('hides passwords, tokens, secrets and auth headers', () => {

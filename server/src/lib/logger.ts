@@ -2,8 +2,12 @@ import { stdSerializers, type LoggerOptions } from 'pino';
 
 const SENSITIVE_QUERY_KEYS = /^(code|state|token|access_token|id_token|session)$/i;
 
-/** Replaces sensitive query values (OAuth codes, tokens) so URLs can be logged. */
-export function redactUrl(url: string): string {
+/** Paths whose last segment is a credential: an approval email's one-time link. */
+const SECRET_PATH = /^(\/approvals\/decide\/)[^/?#]+/;
+
+/** Replaces sensitive query values (OAuth codes, tokens) and path tokens so URLs can be logged. */
+export function redactUrl(rawUrl: string): string {
+  const url = rawUrl.replace(SECRET_PATH, '$1[REDACTED]');
   const index = url.indexOf('?');
   if (index === -1) return url;
   const params = new URLSearchParams(url.slice(index + 1));

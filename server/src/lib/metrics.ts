@@ -78,6 +78,12 @@ export function createMetrics() {
       labelNames: ['channel', 'decision'] as const,
       registers: [registry],
     }),
+    approvalNotifications: new Counter({
+      name: 'approval_notifications_total',
+      help: 'Approvers told of staged tool calls, per call, by channel (email) and outcome (sent, not_sent with a reason in the ledger, failed)',
+      labelNames: ['channel', 'outcome'] as const,
+      registers: [registry],
+    }),
     approvalDecisionSeconds: new Histogram({
       name: 'approval_decision_seconds',
       help: 'Time from a tool call being staged to its decision, by channel',

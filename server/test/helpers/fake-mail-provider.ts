@@ -75,6 +75,8 @@ export interface FakeInbound {
   headers?: Record<string, string>;
   attachments?: Array<{ filename: string; contentType: string; content: Buffer }>;
   cc?: string[];
+  /** The provider's SPF, DKIM and DMARC verdicts (default: all pass). */
+  authentication?: { spf?: string; dkim?: string; dmarc?: string };
 }
 
 export interface FakeDomain {
@@ -213,6 +215,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         cc: email.cc ?? [],
         reply_to: [],
         received_for: email.to,
+        authentication: { spf: 'pass', dkim: 'pass', dmarc: 'pass', ...email.authentication },
         message_id: email.messageId,
         attachments: email.attachmentIds.map(attachmentJson),
       });

@@ -2,22 +2,26 @@ import { SubmitRow } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, NumberInput, SegmentedControl, Select, Stack, Switch, Table, Text, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { Controller, useForm } from 'react-hook-form';
+import { type Control, Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { agentsQuery, toolsQuery } from '../../lib/queries';
 import type { paths } from '../../api/schema';
 import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from './ArgumentRules';
+import { ApproversSection, type ApproversValues, approversBody, approversFields, approversValues } from './Approvers';
 
 const MODES = ['allow', 'ask', 'agent'] as const;
-const ruleSchema = z.object({
-  name: z.string().trim().min(1, 'Name it').max(200),
-  agentId: z.string().nullable(),
-  instructions: z.string().max(50_000),
-  enabled: z.boolean(),
-  approvalRules: z.record(z.string(), z.enum(MODES)),
-  argumentRules: z.array(argumentRuleField).max(50),
-  approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000),
-});
+const ruleSchema = z
+  .object({
+    name: z.string().trim().min(1, 'Name it').max(200),
+    agentId: z.string().nullable(),
+    instructions: z.string().max(50_000),
+    enabled: z.boolean(),
+    approvalRules: z.record(z.string(), z.enum(MODES)),
+    argumentRules: z.array(argumentRuleField).max(50),
+    approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000),
+    ...approversFields,
+  })
+  .refine((rule) => rule.allAdmins || rule.approverIds.length > 0, { path: ['approverIds'], message: 'Choose who decides' });
 export type RuleValues = z.infer<typeof ruleSchema>;
 export const emptyRule: RuleValues = {
   name: '',
@@ -27,12 +31,23 @@ export const emptyRule: RuleValues = {
   approvalRules: {},
   argumentRules: [],
   approvalTimeoutSeconds: 86_400,
+  allAdmins: true,
+  approverIds: [],
+  notifyEmail: false,
 };
 type ActionRule = paths['/orgs/{org}/action-rules']['get']['responses'][200]['content']['application/json']['actionRules'][number];
 /** A saved rule as the form edits it. */
-export const ruleValues = (rule: ActionRule): RuleValues => ({ ...rule, argumentRules: rule.argumentRules.map(ruleField) });
+export const ruleValues = ({ approvers, notify, ...rule }: ActionRule): RuleValues => ({
+  ...rule,
+  argumentRules: rule.argumentRules.map(ruleField),
+  ...approversValues({ approvers, notify }),
+});
 /** The form's values as the API's body. */
-export const toRuleBody = (values: RuleValues) => ({ ...values, argumentRules: values.argumentRules.map(ruleValue) });
+export const toRuleBody = ({ allAdmins, approverIds, notifyEmail, ...values }: RuleValues) => ({
+  ...values,
+  argumentRules: values.argumentRules.map(ruleValue),
+  ...approversBody({ allAdmins, approverIds, notifyEmail }),
+});
 
 const MODE_HELP =
   'allow: runs at once · ask: waits for a human · agent: the agent decides, and anything but an explicit "no approval needed" waits';
@@ -111,6 +126,12 @@ export function RuleForm(props: {
           register={form.register}
           tools={tools.map((tool) => tool.name)}
           errors={errors.argumentRules as never}
+        />
+        <ApproversSection
+          org={props.org}
+          // The section edits only its own fields of the rule's form.
+          control={form.control as unknown as Control<ApproversValues>}
+          error={errors.approverIds?.message}
         />
         <Group grow align="flex-end">
           <Controller

@@ -1,15 +1,19 @@
 import { Stack, Table, Text, Title } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
 import type { ToolCall } from '../../api/client';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
 import { JsonBlock } from '../../components/JsonBlock';
 import { StatusBadge } from '../../components/StatusBadge';
 import { WhyWaits } from '../../components/WhyWaits';
 import { formatTime } from '../../lib/format';
+import { membersQuery } from '../../lib/queries';
 
 const CHANNEL_LABELS = { console: 'the console', api: 'the API', email_link: 'an email link', email_reply: 'an email reply' } as const;
 
 /** The agent's tool calls: what it asked, how each was decided, what it got back. */
 export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; actionId: string; toolCalls: ToolCall[] }) {
+  const { data: members = [] } = useQuery(membersQuery(org));
+  const who = (userId: string | null) => members.find((member) => member.id === userId)?.email ?? userId ?? 'someone';
   return (
     <Stack gap="xs">
       <Title order={2} size="h4">
@@ -49,6 +53,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                   {call.output === null ? '—' : <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} />}
                 </Table.Td>
                 <Table.Td>
+                  <Notified notifications={call.notifications} who={who} />
                   {call.approval === 'pending' ? (
                     <ApprovalButtons org={org} actionId={actionId} toolCallId={call.toolCallId} toolName={call.toolName} />
                   ) : (
@@ -56,7 +61,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                       <StatusBadge status={call.approval} />
                       {call.channel && (
                         <Text size="xs" c="dimmed">
-                          via {CHANNEL_LABELS[call.channel]}
+                          by {who(call.approverId)} via {CHANNEL_LABELS[call.channel]}
                         </Text>
                       )}
                       {call.reason && <Text size="xs">{call.reason}</Text>}
@@ -78,6 +83,22 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
           </Table.Tbody>
         </Table>
       )}
+    </Stack>
+  );
+}
+
+/** Whom the rule asked, and whether the email reached them (or why not). */
+function Notified({ notifications, who }: { notifications: ToolCall['notifications']; who: (userId: string | null) => string }) {
+  if (notifications.length === 0) return null;
+  return (
+    <Stack gap={0} mb={4}>
+      {notifications.map((notification) => (
+        <Text key={`${notification.userId}-${notification.channel}`} size="xs" c={notification.status === 'sent' ? 'dimmed' : 'orange.9'}>
+          {notification.status === 'sent'
+            ? `emailed ${notification.address ?? who(notification.userId)}, ${formatTime(notification.at)}`
+            : `not emailed ${notification.address ?? who(notification.userId)} (${notification.status}): ${notification.reason ?? 'sending'}`}
+        </Text>
+      ))}
     </Stack>
   );
 }

@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { meQuery, orgsQuery, toolsQuery } from '../../lib/queries';
+import { ApprovalEmailsSwitch } from './ApprovalEmailsSwitch';
 
 const preferencesKey = ['me', 'tool-preferences'] as const;
 
@@ -58,6 +59,7 @@ export function MePage() {
           </Group>
         </Card>
       )}
+      {me.data && <ApprovalEmailsSwitch enabled={me.data.preferences.approvalEmails} />}
       <Title order={2} size="h4">
         Tool preferences
       </Title>

@@ -14,6 +14,7 @@ import * as actionRunQueue from './0012_action_run_queue.ts';
 import * as actionTakeovers from './0013_action_takeovers.ts';
 import * as mcpServers from './0014_mcp_servers.ts';
 import * as approvalChannels from './0015_approval_channels.ts';
+import * as approvalEmail from './0016_approval_email.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '0013_action_takeovers': actionTakeovers,
   '0014_mcp_servers': mcpServers,
   '0015_approval_channels': approvalChannels,
+  '0016_approval_email': approvalEmail,
 };
 
 export const migrationProvider: MigrationProvider = {

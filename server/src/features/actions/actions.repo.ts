@@ -100,6 +100,8 @@ export const actionsRepo = {
         // An action without a rule (an email's) carries the rules it was created with.
         (eb) => eb.fn.coalesce('r.approvalRules', 'a.approvalRules').as('approvalRules'),
         'r.approvalTimeoutSeconds',
+        // How the rule's approvers are told of a waiting call (none for an email's action).
+        'r.notify',
         // An email's action has no rule, so no argument rules.
         'r.argumentRules',
         'a.source',

@@ -10,7 +10,12 @@ import { transition } from './action-writes.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import type { Clock } from '../../lib/clock.ts';
 
-type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
+export type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
+/**
+ * What a channel checks with the action locked, once the call is found waiting: a link is used
+ * once, the approver is still one. Its refusal refuses the decision and is recorded as an attempt.
+ */
+export type DecisionGuard = (trx: Kysely<DB>) => Promise<string | undefined>;
 
 /** What the model is told of an interrupted call that a human chose not to run again. */
 const notRunAgain = (reason: string | null) =>
@@ -51,7 +56,7 @@ export function createApprovalsService(deps: {
   clock: Clock;
   metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
 }) {
-  async function decide(orgId: string, actionId: string, toolCallId: string, decider: Decider, decision: Decision) {
+  async function decide(orgId: string, actionId: string, toolCallId: string, decider: Decider, decision: Decision, guard?: DecisionGuard) {
     const { userId } = decider;
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
@@ -63,6 +68,8 @@ export function createApprovalsService(deps: {
           call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`;
         return { kind: 'refused' as const, call, refusal };
       }
+      const guarded = await guard?.(trx);
+      if (guarded) return { kind: 'refused' as const, call, refusal: guarded };
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
       const interrupted = call.stagedReason !== null;
@@ -137,6 +144,13 @@ export function createApprovalsService(deps: {
       decide(orgId, actionId, toolCallId, decider, { kind: 'approve' }),
     reject: (orgId: string, actionId: string, toolCallId: string, decider: Decider, reason: string | null) =>
       decide(orgId, actionId, toolCallId, decider, { kind: 'reject', reason }),
+    /** A decision another channel makes (an email's link or reply), with its own checks. */
+    decideWith: (
+      call: { orgId: string; actionId: string; toolCallId: string },
+      decider: Decider,
+      decision: Exclude<Decision, { kind: 'expire' }>,
+      guard: DecisionGuard,
+    ) => decide(call.orgId, call.actionId, call.toolCallId, decider, decision, guard),
 
     /** The deadline job: expires the call if it is still staged and its time has come. */
     async expire(toolCallRowId: string): Promise<void> {

@@ -132,6 +132,8 @@ export function createToolStep(deps: {
             },
             changes: { leaseExpiresAt: null },
           }));
+          // The approvers are told once this commits (the job reads who, and what is still waiting).
+          if (context.notify?.includes('email')) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
           return 'stop' as const;
         }
         const message = toolMessage();

@@ -1,5 +1,15 @@
 import { sql, type Insertable, type Kysely } from 'kysely';
-import type { ActionRuleRow, ActionRulesTable, AgentRow, AgentsTable, ArgumentRule, DB, ModelProvider } from '../../db/schema.ts';
+import type {
+  ActionRuleRow,
+  ActionRulesTable,
+  AgentRow,
+  AgentsTable,
+  ArgumentRule,
+  DB,
+  ModelProvider,
+  NotifyChannel,
+  RuleApprovers,
+} from '../../db/schema.ts';
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
@@ -40,14 +50,22 @@ export const agentsRepo = {
 export const actionRulesRepo = {
   insert: (
     db: Kysely<DB>,
-    rule: Omit<Insertable<ActionRulesTable>, 'approvalRules' | 'argumentRules' | 'createdAt' | 'updatedAt'> & {
+    rule: Omit<Insertable<ActionRulesTable>, 'approvalRules' | 'argumentRules' | 'approvers' | 'notify' | 'createdAt' | 'updatedAt'> & {
       approvalRules: Record<string, string>;
       argumentRules: ArgumentRule[];
+      approvers: RuleApprovers | null;
+      notify: NotifyChannel[];
     },
   ): Promise<ActionRuleRow> =>
     db
       .insertInto('actionRules')
-      .values({ ...rule, approvalRules: JSON.stringify(rule.approvalRules), argumentRules: JSON.stringify(rule.argumentRules) })
+      .values({
+        ...rule,
+        approvalRules: JSON.stringify(rule.approvalRules),
+        argumentRules: JSON.stringify(rule.argumentRules),
+        approvers: rule.approvers === null ? null : JSON.stringify(rule.approvers),
+        notify: JSON.stringify(rule.notify),
+      })
       .returningAll()
       .executeTakeFirstOrThrow(),
 
@@ -69,6 +87,8 @@ export const actionRulesRepo = {
       approvalRules?: Record<string, string>;
       argumentRules?: ArgumentRule[];
       approvalTimeoutSeconds?: number;
+      approvers?: RuleApprovers | null;
+      notify?: NotifyChannel[];
     },
   ) =>
     db
@@ -77,12 +97,22 @@ export const actionRulesRepo = {
         ...changes,
         approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules),
         argumentRules: changes.argumentRules === undefined ? undefined : JSON.stringify(changes.argumentRules),
+        approvers: changes.approvers === undefined ? undefined : changes.approvers === null ? null : JSON.stringify(changes.approvers),
+        notify: changes.notify === undefined ? undefined : JSON.stringify(changes.notify),
         updatedAt: sql<Date>`now()`,
       })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst(),
+
+  /** Of these users, the ones who are members of the org. */
+  members: async (db: Kysely<DB>, orgId: string, userIds: string[]): Promise<string[]> =>
+    userIds.length === 0
+      ? []
+      : (await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', 'in', userIds).execute()).map(
+          (row) => row.userId,
+        ),
 
   delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
     (await db.deleteFrom('actionRules').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,

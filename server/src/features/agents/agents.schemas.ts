@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { APPROVAL_MODES, ARGUMENT_RULE_OPS, MODEL_PROVIDERS } from '../../db/schema.ts';
+import { APPROVAL_MODES, ARGUMENT_RULE_OPS, MODEL_PROVIDERS, NOTIFY_CHANNELS } from '../../db/schema.ts';
 import { argumentRuleSchema } from './argument-rules.ts';
 import { orgParams } from '../../lib/http-schemas.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
@@ -29,6 +29,16 @@ export const agentSchema = z.object({
   updatedAt: z.date(),
 });
 
+/** Who decides a rule's staged calls: named members, every admin, or both (null: the org's admins). */
+export const approversSchema = z
+  .object({
+    userIds: z.array(z.uuid()).max(50).optional().describe('Members of the org who may decide'),
+    role: z.literal('Admin').optional().describe('Every admin of the org may decide'),
+  })
+  .strict()
+  .refine((value) => (value.userIds?.length ?? 0) > 0 || value.role !== undefined, 'name at least one user, or the role')
+  .nullable();
+
 export const actionRuleInput = z.object({
   name: z.string().trim().min(1).max(200),
   agentId: z.uuid().nullable().default(null),
@@ -53,6 +63,15 @@ export const actionRuleInput = z.object({
     .max(2_592_000)
     .default(86_400)
     .describe('How long a staged tool call waits for a decision before it expires'),
+  approvers: approversSchema
+    .default(null)
+    .describe("Who may decide this rule's staged calls: `{ userIds?, role?: 'Admin' }`; null: the org's admins"),
+  notify: z
+    .array(z.enum(NOTIFY_CHANNELS))
+    .max(NOTIFY_CHANNELS.length)
+    .default([])
+    .transform((channels) => [...new Set(channels)])
+    .describe('How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)'),
 });
 export const actionRulePatch = patchSchema(actionRuleInput);
 
@@ -73,6 +92,8 @@ export const actionRuleSchema = z.object({
     }),
   ),
   approvalTimeoutSeconds: z.number(),
+  approvers: z.object({ userIds: z.array(z.uuid()).optional(), role: z.literal('Admin').optional() }).nullable(),
+  notify: z.array(z.enum(NOTIFY_CHANNELS)),
   createdAt: z.date(),
   updatedAt: z.date(),
 });

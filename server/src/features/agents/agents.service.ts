@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
-import type { DB } from '../../db/schema.ts';
+import type { DB, RuleApprovers } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { ToolRegistry } from './tool-registry.ts';
@@ -28,6 +28,16 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
     if (agentId && !(await agentsRepo.find(deps.db, orgId, agentId))) {
       throw new AppError('validation_failed', 'body/agentId: no agent with this id in the organization');
     }
+  }
+
+  /** Approvers named by id must be members of the org (a stranger could never decide, and must not be mailed). */
+  async function requireMembers(orgId: string, approvers: RuleApprovers | null | undefined): Promise<void> {
+    const userIds = [...new Set(approvers?.userIds ?? [])];
+    if (userIds.length === 0) return;
+    const members = new Set(await actionRulesRepo.members(deps.db, orgId, userIds));
+    const strangers = userIds.filter((id) => !members.has(id));
+    if (strangers.length > 0)
+      throw new AppError('validation_failed', `body/approvers/userIds: not members of the organization: ${strangers.join(', ')}`);
   }
 
   return {
@@ -58,6 +68,7 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
 
     async createRule(orgId: string, input: z.output<typeof actionRuleInput>) {
       await requireAgent(orgId, input.agentId);
+      await requireMembers(orgId, input.approvers);
       return actionRulesRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
     },
     listRules: (orgId: string) => actionRulesRepo.list(deps.db, orgId),
@@ -66,6 +77,7 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
     },
     async updateRule(orgId: string, id: string, changes: z.output<typeof actionRulePatch>) {
       await requireAgent(orgId, changes.agentId);
+      await requireMembers(orgId, changes.approvers);
       const rule = await actionRulesRepo.update(deps.db, orgId, id, changes);
       if (!rule) throw notFound('Action rule');
       await deps.bus.publish(BUS_TOPICS.actionRule, id);

@@ -42,7 +42,14 @@ const meSchema = userSchema.extend({
       usedMessages: z.int().describe('Model messages used by actions run as this user since the last reset'),
     })
     .nullable(),
+  preferences: z.object({
+    approvalEmails: z.boolean().describe('Whether approval emails are sent to this user (rules that notify by email)'),
+  }),
 });
+
+const preferencesBody = z
+  .object({ approvalEmails: z.boolean().optional().describe('false: no approval emails to me; I decide in the console') })
+  .strict();
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 429: errorSchema };
 
@@ -100,7 +107,27 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
         },
         preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
       },
-      async (request) => ({ ...toPublicUser(userOf(request)), limits: await deps.userLimits.status(userOf(request).id) }),
+      async (request) => ({
+        ...toPublicUser(userOf(request)),
+        limits: await deps.userLimits.status(userOf(request).id),
+        preferences: { approvalEmails: userOf(request).approvalEmails },
+      }),
+    );
+
+    app.patch(
+      '/auth/me/preferences',
+      {
+        schema: {
+          operationId: 'updateMyPreferences',
+          tags: ['auth'],
+          summary: "Change the signed-in user's own preferences (approval emails)",
+          security: sessionSecurity,
+          body: preferencesBody,
+          response: { 200: meSchema.shape.preferences, ...errors },
+        },
+        preHandler: deps.middlewares.flexibleSessionMiddleware('Guest'),
+      },
+      async (request) => deps.auth.setPreferences(userOf(request).id, request.body),
     );
 
     app.post(

@@ -31,6 +31,15 @@ export function createAuthService(deps: { db: Kysely<DB>; passwords: PasswordHas
 
     /** Deleting an unknown or already deleted session is not an error: logout is idempotent. */
     logout: (token: string) => deps.sessions.revoke(token),
+
+    /** A user's own preferences; what is not given stays as it was. */
+    async setPreferences(userId: string, changes: { approvalEmails?: boolean }): Promise<{ approvalEmails: boolean }> {
+      const user =
+        changes.approvalEmails === undefined
+          ? await usersRepo.findById(deps.db, userId)
+          : await usersRepo.update(deps.db, userId, { approvalEmails: changes.approvalEmails });
+      return { approvalEmails: user!.approvalEmails };
+    },
   };
 }
 

@@ -117,6 +117,12 @@ export function dateOf(value: string | undefined): Date | null {
   return Number.isNaN(time) ? null : new Date(time);
 }
 
+/** `Name <address>`, with the characters that would break the header taken out of the name. */
+export const mailbox = (address: string, name: string | null | undefined) => {
+  const clean = name?.replace(/["\\<>\r\n]/g, '').trim();
+  return clean ? `"${clean}" <${address}>` : address;
+};
+
 /** `Re: <subject>` unless it is a reply already. */
 export function replySubject(subject: string): string {
   return /^\s*re\s*:/i.test(subject) ? subject : `Re: ${subject}`.slice(0, 998);

@@ -34,12 +34,27 @@ export interface FetchedEmail {
   subject: string;
   sentAt: Date | null;
   headers: Record<string, string>;
+  /** The provider's SPF/DKIM/DMARC results, when it gave them. */
+  authentication: Record<string, string> | null;
   messageId: string | null;
   inReplyTo: string | null;
   references: string[];
   html: string | null;
   text: string;
   attachments: FetchedAttachment[];
+}
+
+/** The provider's `authentication` object as we keep it: method -> result (strings only, bounded). */
+export function authenticationOf(value: unknown): Record<string, string> | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const kept: Record<string, string> = {};
+  for (const method of ['spf', 'dkim', 'dmarc']) {
+    const raw = (value as Record<string, unknown>)[method];
+    const nested = typeof raw === 'object' && raw !== null ? (raw as { result?: unknown; status?: unknown }) : undefined;
+    const result = typeof raw === 'string' ? raw : (nested?.result ?? nested?.status);
+    if (typeof result === 'string' && result.length <= 40) kept[method] = result.toLowerCase();
+  }
+  return Object.keys(kept).length > 0 ? kept : null;
 }
 
 /** Worth another try later (the provider is down or busy), rather than a final answer. */
@@ -124,6 +139,7 @@ export async function fetchReceivedEmail(
     subject: (email.subject ?? rawHeader(email.headers, 'subject') ?? '').slice(0, 998),
     sentAt: dateOf(rawHeader(email.headers, 'date')) ?? dateOf(email.created_at),
     headers,
+    authentication: authenticationOf(email.authentication),
     messageId: normalizeMessageId(email.message_id ?? rawHeader(email.headers, 'message-id') ?? '') ?? null,
     inReplyTo: messageIdsOf(rawHeader(email.headers, 'in-reply-to'))[0] ?? null,
     references: messageIdsOf(rawHeader(email.headers, 'references')),

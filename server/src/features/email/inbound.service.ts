@@ -31,6 +31,12 @@ export function createInboundEmail(deps: {
   mail: MailClient;
   /** An action for the email was committed: the run dispatchers claim it. */
   wakeRunners: () => void;
+  /**
+   * Another part's claim on a message that answers one of its emails (an approval email's reply): it
+   * takes the message in the same transaction and says what becomes of it; the message then starts
+   * no agent's answer.
+   */
+  claimReply?: (trx: Kysely<DB>, message: { orgId: string; messageRowId: string; ids: string[] }) => Promise<string | undefined>;
   limits: InboundLimits & { autoRepliesPerThreadPerHour: number };
 }) {
   const { db } = deps;
@@ -100,6 +106,7 @@ export function createInboundEmail(deps: {
         textBody: email.text,
         htmlBody: email.html,
         headers: JSON.stringify(email.headers),
+        authentication: email.authentication ? JSON.stringify(email.authentication) : null,
         status: 'received',
       });
       await emailMessagesRepo.insertAttachments(
@@ -108,7 +115,12 @@ export function createInboundEmail(deps: {
       );
       await emailMessagesRepo.touchThread(trx, threadId);
 
-      const decision = await answererOf(trx, inbox, threadId, email);
+      const claimed = await deps.claimReply?.(trx, {
+        orgId,
+        messageRowId,
+        ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
+      });
+      const decision = claimed ? { refusal: claimed, responder: undefined } : await answererOf(trx, inbox, threadId, email);
       const deliveryId = randomUUID();
       const actionId = decision.responder ? randomUUID() : null;
       await emailMessagesRepo.insertLedgerRow(trx, {

@@ -56,6 +56,8 @@ export interface ReceivedEmail {
   headers: Record<string, string> | null;
   message_id: string | null;
   created_at: string;
+  /** The provider's SPF, DKIM and DMARC results. */
+  authentication?: { spf?: unknown; dkim?: unknown; dmarc?: unknown } | null;
   attachments: ReceivedAttachmentSummary[];
 }
 

@@ -3,16 +3,13 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
-import type { JobRunner } from '../../jobs/job-runner.ts';
-import type { Clock } from '../../lib/clock.ts';
-import type { SecretBox } from '../../lib/crypto.ts';
 import { defineTool, type ToolContext } from '../agents/tool-registry.ts';
-import { addressOf, newMessageId, normalizeMessageId, renderMarkdownEmail, replySubject } from './email-content.ts';
+import { addressOf, mailbox, newMessageId, renderMarkdownEmail, replySubject } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
-import { type MailClient, MailProviderError } from './mail-client.ts';
-import { TAG_MESSAGE, TAG_ORG } from './notification-payload.ts';
+import { MailProviderError } from './mail-client.ts';
+import type { OutboundMail } from './outbound-mail.ts';
 import { outboundRepo } from './outbound.repo.ts';
 
 const sendEmailInput = z.object({
@@ -23,12 +20,6 @@ const sendEmailInput = z.object({
 });
 
 type Input = z.output<typeof sendEmailInput>;
-
-/** `Name <address>`, with the characters that would break the header taken out of the name. */
-const mailbox = (address: string, name: string | null | undefined) => {
-  const clean = name?.replace(/["\\<>\r\n]/g, '').trim();
-  return clean ? `"${clean}" <${address}>` : address;
-};
 
 const pdfName = (title: string) => `${title.replace(/[\\/:*?"<>|\r\n]/g, '_').slice(0, 200) || 'document'}.pdf`;
 
@@ -48,11 +39,8 @@ const idempotencyKeyOf = (context: ToolContext) => {
  */
 export function createSendEmail(deps: {
   db: Kysely<DB>;
-  box: SecretBox;
-  mail: MailClient;
+  deliver: OutboundMail;
   integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'>;
-  jobs: Pick<JobRunner, 'enqueue'>;
-  clock: Clock;
   maxRecipients: number;
 }) {
   const { db } = deps;
@@ -166,50 +154,18 @@ export function createSendEmail(deps: {
         documents,
       ));
 
-    const headers: Record<string, string> = { 'Message-ID': `<${message.messageId}>` };
-    if (message.inReplyTo) headers['In-Reply-To'] = `<${message.inReplyTo}>`;
-    if (message.referenceIds.length > 0) headers.References = message.referenceIds.map((id) => `<${id}>`).join(' ');
-    const api = deps.mail(deps.box.decrypt(integration.apiKeyEncrypted));
-    let providerEmailId: string;
+    let sent: EmailMessageRow;
     try {
-      ({ id: providerEmailId } = await api.sendEmail(
-        {
-          from: message.fromAddress,
-          to: message.toAddresses,
-          subject: message.subject,
-          text: message.textBody,
-          html: message.htmlBody ?? undefined,
-          headers,
-          attachments: documents.map((document) => ({
-            filename: pdfName(document.title),
-            content: Buffer.from(document.pdf).toString('base64'),
-            content_type: 'application/pdf',
-          })),
-          tags: [
-            { name: TAG_ORG, value: context.orgId },
-            { name: TAG_MESSAGE, value: message.id },
-          ],
-        },
-        idempotencyKeyOf(context),
-      ));
+      sent = await deps.deliver(integration, message, idempotencyKeyOf(context), {
+        attachments: documents.map((document) => ({
+          filename: pdfName(document.title),
+          content: Buffer.from(document.pdf).toString('base64'),
+          content_type: 'application/pdf',
+        })),
+      });
     } catch (error) {
       if (!(error instanceof MailProviderError)) throw error;
-      await outboundRepo.markFailed(db, message.id, `The provider refused it: ${error.message}`);
       throw new Error(`The email provider did not send it: ${error.message}`);
-    }
-    // The provider's Message-ID (it may replace ours; replies may quote only that one): asked now,
-    // and if the provider does not know it yet (it may not, just after the send), by a job later.
-    const providerMessageId = await api.getEmail(providerEmailId).then(
-      (email) => (email.message_id ? (normalizeMessageId(email.message_id) ?? null) : null),
-      () => null,
-    );
-    const sent = await outboundRepo.markSent(db, message.id, { providerEmailId, providerMessageId });
-    if (!providerMessageId) {
-      await deps.jobs.enqueue(
-        'email.lookup-message-id',
-        { messageRowId: message.id },
-        { startAfter: new Date(deps.clock.now().getTime() + 3000) },
-      );
     }
     return resultOf(sent);
   }

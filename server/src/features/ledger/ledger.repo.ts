@@ -95,4 +95,14 @@ export const ledgerRepo = {
         ),
       )
       .executeTakeFirst(),
+
+  /** Whom the action's approvers' notifications reached, per tool call row, when, how, or why not. */
+  approvalNotifications: (db: Kysely<DB>, actionId: string) =>
+    db
+      .selectFrom('approvalNotifications')
+      .select(['toolCallId', 'userId', 'address', 'channel', 'status', 'reason', 'createdAt', 'updatedAt'])
+      .where('actionId', '=', actionId)
+      .orderBy('createdAt')
+      .orderBy('id')
+      .execute(),
 };

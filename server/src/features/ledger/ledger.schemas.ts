@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTION_SOURCES, DECISION_CHANNELS } from '../../db/schema.ts';
+import { ACTION_SOURCES, APPROVAL_NOTIFICATION_STATUSES, DECISION_CHANNELS, NOTIFY_CHANNELS } from '../../db/schema.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 
@@ -55,6 +55,7 @@ export const ledgerDetail = ledgerRow.extend({
           requestedAt: z.date(),
           expiresAt: z.date().nullable(),
           decidedBy: z.uuid().nullable(),
+          approverId: z.uuid().nullable().meta({ description: 'Who decided it (the same as decidedBy; null: undecided, or the deadline)' }),
           decidedAt: z.date().nullable(),
           reason: z.string().nullable(),
           completedAt: z.date().nullable(),
@@ -68,6 +69,21 @@ export const ledgerDetail = ledgerRow.extend({
           refusedAttempts: z
             .array(z.object({ channel: z.enum(DECISION_CHANNELS), userId: z.uuid().nullable(), reason: z.string(), at: z.date() }))
             .meta({ description: 'Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender)' }),
+          notifications: z
+            .array(
+              z.object({
+                userId: z.uuid().nullable(),
+                address: z.string().nullable(),
+                channel: z.enum(NOTIFY_CHANNELS),
+                status: z.enum(APPROVAL_NOTIFICATION_STATUSES),
+                reason: z.string().nullable(),
+                at: z.date(),
+              }),
+            )
+            .meta({
+              description:
+                'Whom the rule asked to decide, when and how they were told (`sent`), or why not (`not_sent`, `failed`: the reason says why)',
+            }),
           stagedReason: z
             .string()
             .nullable()

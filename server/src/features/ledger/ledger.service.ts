@@ -54,15 +54,16 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const [transitions, toolCalls, callbacks, conversation, attempts] = row.actionId
+      const [transitions, toolCalls, callbacks, conversation, attempts, notifications] = row.actionId
         ? await Promise.all([
             actionsRepo.events(deps.db, row.actionId),
             toolCallsRepo.forAction(deps.db, row.actionId),
             deps.callbacks.forAction(orgId, row.actionId),
             row.threadId ? threadsRepo.messagesOfAction(deps.db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
             toolCallsRepo.attemptsForAction(deps.db, row.actionId),
+            ledgerRepo.approvalNotifications(deps.db, row.actionId),
           ])
-        : [[], [], [], [], []];
+        : [[], [], [], [], [], []];
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle =
         row.actionId && row.actionCreatedAt
@@ -115,6 +116,7 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
                 requestedAt: call.requestedAt,
                 expiresAt: call.expiresAt,
                 decidedBy: call.decidedByUserId,
+                approverId: call.decidedByUserId,
                 decidedAt: call.decidedAt,
                 reason: call.decisionReason,
                 completedAt: call.completedAt,
@@ -123,6 +125,16 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
                 refusedAttempts: attempts
                   .filter((attempt) => attempt.toolCallId === call.id)
                   .map((attempt) => ({ channel: attempt.channel, userId: attempt.userId, reason: attempt.reason, at: attempt.createdAt })),
+                notifications: notifications
+                  .filter((notification) => notification.toolCallId === call.id)
+                  .map((notification) => ({
+                    userId: notification.userId,
+                    address: notification.address,
+                    channel: notification.channel,
+                    status: notification.status,
+                    reason: notification.reason,
+                    at: notification.updatedAt,
+                  })),
                 stagedReason: call.stagedReason,
                 startedAt: call.startedAt,
               })),

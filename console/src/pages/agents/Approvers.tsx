@@ -1,0 +1,82 @@
+import { Checkbox, MultiSelect, Stack, Switch, Text } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import { type Control, Controller } from 'react-hook-form';
+import { z } from 'zod';
+import { membersQuery } from '../../lib/queries';
+
+/** Who decides a rule's waiting calls, and whether they are emailed, as the rule form edits it. */
+export const approversFields = {
+  allAdmins: z.boolean(),
+  approverIds: z.array(z.string()).max(50),
+  notifyEmail: z.boolean(),
+};
+export type ApproversValues = { allAdmins: boolean; approverIds: string[]; notifyEmail: boolean };
+type Approvers = { userIds?: string[]; role?: 'Admin' } | null;
+
+/** The API's `approvers` (null: the org's admins) and `notify` as the form's fields. */
+export const approversValues = (rule: { approvers: Approvers; notify: 'email'[] }): ApproversValues => ({
+  allAdmins: rule.approvers === null || rule.approvers.role === 'Admin',
+  approverIds: rule.approvers?.userIds ?? [],
+  notifyEmail: rule.notify.includes('email'),
+});
+/** The form's fields as the API's body: all admins and nobody named is the default (null). */
+export const approversBody = ({ allAdmins, approverIds, notifyEmail }: ApproversValues) => ({
+  approvers:
+    allAdmins && approverIds.length === 0
+      ? null
+      : { ...(approverIds.length > 0 ? { userIds: approverIds } : {}), ...(allAdmins ? { role: 'Admin' as const } : {}) },
+  notify: (notifyEmail ? ['email'] : []) as 'email'[],
+});
+
+export function ApproversSection(props: { org: string; control: Control<ApproversValues>; error?: string }) {
+  const { data: members = [] } = useQuery(membersQuery(props.org));
+  const { control } = props;
+  return (
+    <Stack gap={6}>
+      <Text size="sm" fw={500}>
+        Approvers
+      </Text>
+      <Text size="xs" c="dimmed">
+        Who may decide this rule's waiting calls (in the console, or from the approval email).
+      </Text>
+      <Controller
+        control={control}
+        name="allAdmins"
+        render={({ field }) => (
+          <Checkbox
+            label="Every admin of the organization"
+            checked={field.value}
+            onChange={(event) => field.onChange(event.currentTarget.checked)}
+          />
+        )}
+      />
+      <Controller
+        control={control}
+        name="approverIds"
+        render={({ field }) => (
+          <MultiSelect
+            label="Named members"
+            placeholder={field.value.length === 0 ? 'Add members' : undefined}
+            searchable
+            data={members.map((member) => ({ value: member.id, label: member.email }))}
+            value={field.value}
+            onChange={field.onChange}
+            error={props.error}
+          />
+        )}
+      />
+      <Controller
+        control={control}
+        name="notifyEmail"
+        render={({ field }) => (
+          <Switch
+            label="Email the approvers when a call waits"
+            description="Each approver gets one email per action with Approve and Reject links, and may reply approve or reject."
+            checked={field.value}
+            onChange={(event) => field.onChange(event.currentTarget.checked)}
+          />
+        )}
+      />
+    </Stack>
+  );
+}

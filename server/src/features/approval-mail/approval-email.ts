@@ -1,0 +1,117 @@
+/**
+ * The approval email: what an approver needs to decide without opening the console, as text and as
+ * HTML. Every value is the model's or a sender's, so it is escaped (never raw HTML) and cut.
+ */
+
+const MAX_VALUE_CHARS = 300;
+const MAX_ARGUMENTS = 30;
+
+export interface CallToDecide {
+  toolName: string;
+  input: unknown;
+  /** Why it waits: the rule, an argument rule, the default, or an interrupted call. */
+  why: string;
+  expiresAt: Date | null;
+  approveUrl: string;
+  rejectUrl: string;
+}
+
+export interface ApprovalEmailInput {
+  agentName: string;
+  ruleName: string;
+  eventType: string;
+  externalId: string | null;
+  actionId: string;
+  approverName: string;
+  calls: CallToDecide[];
+  consoleUrl: string;
+}
+
+export const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+
+const cut = (text: string, max = MAX_VALUE_CHARS) =>
+  text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
+
+/** A call's arguments as `name: value` lines: strings as they are, anything else as compact JSON; long values cut. */
+export function readableArguments(input: unknown): Array<[string, string]> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return [['(arguments)', cut(JSON.stringify(input) ?? 'none')]];
+  const entries = Object.entries(input);
+  const lines = entries
+    .slice(0, MAX_ARGUMENTS)
+    .map(([name, value]): [string, string] => [cut(name, 80), cut(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null'))]);
+  if (entries.length > MAX_ARGUMENTS) lines.push(['…', `${entries.length - MAX_ARGUMENTS} more arguments (see the console)`]);
+  return lines;
+}
+
+const deadline = (at: Date | null) =>
+  at
+    ? at
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC')
+    : 'none';
+
+export function approvalSubject(input: Pick<ApprovalEmailInput, 'agentName' | 'eventType'>): string {
+  return cut(`Approval needed: ${input.agentName} on ${input.eventType}`, 200);
+}
+
+/** Text and HTML of one approver's email listing every call of the action that waits for them. */
+export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; html: string } {
+  const many = input.calls.length > 1;
+  const intro = `${input.agentName} wants to run ${many ? `${input.calls.length} tool calls` : 'a tool call'} that need${many ? '' : 's'} your approval.`;
+  const context = [
+    ['Agent', input.agentName],
+    ['Rule', input.ruleName],
+    ['Event', input.eventType + (input.externalId ? ` (${input.externalId})` : '')],
+    ['Action', input.actionId],
+  ] as const;
+  const text = [
+    `Hello ${input.approverName},`,
+    '',
+    intro,
+    '',
+    ...context.map(([name, value]) => `${name}: ${cut(value, 200)}`),
+    '',
+    ...input.calls.flatMap((call, index) => [
+      `${many ? `${index + 1}. ` : ''}Tool: ${call.toolName}`,
+      ...readableArguments(call.input).map(([name, value]) => `   ${name}: ${value}`),
+      `   Why it waits: ${call.why}`,
+      `   Decide by: ${deadline(call.expiresAt)}`,
+      `   Approve: ${call.approveUrl}`,
+      `   Reject: ${call.rejectUrl}`,
+      '',
+    ]),
+    `Or reply to this email with "approve", or "reject" and a reason, on the first line${many ? ' (it decides every call listed here)' : ''}.`,
+    `Each link works once, only for you, until the deadline. The console: ${input.consoleUrl}`,
+  ].join('\n');
+
+  const row = (name: string, value: string) =>
+    `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td><td style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
+  const button = (href: string, label: string, color: string) =>
+    `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px 16px;margin-right:8px;border-radius:4px;background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
+  const html = [
+    '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:640px">',
+    `<p>Hello ${escapeHtml(input.approverName)},</p>`,
+    `<p>${escapeHtml(intro)}</p>`,
+    `<table>${context.map(([name, value]) => row(name, cut(value, 200))).join('')}</table>`,
+    ...input.calls.map(
+      (call) =>
+        `<div style="border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0">` +
+        `<p style="margin:0 0 8px"><strong>${escapeHtml(call.toolName)}</strong></p>` +
+        `<table>${readableArguments(call.input)
+          .map(([name, value]) => row(name, value))
+          .join('')}${row('Why it waits', call.why)}${row('Decide by', deadline(call.expiresAt))}</table>` +
+        `<p style="margin:12px 0 0">${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
+        '</div>',
+    ),
+    `<p style="color:#555">Or reply with <strong>approve</strong>, or <strong>reject</strong> and a reason, on the first line` +
+      `${many ? ' (it decides every call listed here)' : ''}. Each link works once, only for you, until the deadline.</p>`,
+    `<p style="color:#555"><a href="${escapeHtml(input.consoleUrl)}">Open the console</a></p>`,
+    '</div>',
+  ].join('');
+  return { text, html };
+}
+
+/** What the stored copy of an approval email says in place of its links: anyone who reads the thread could use them. */
+export const redactLinks = (body: string, urls: string[]) => urls.reduce((text, url) => text.split(url).join('[one-time link]'), body);

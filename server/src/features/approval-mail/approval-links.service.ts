@@ -1,0 +1,74 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { ApprovalsService } from '../actions/approvals.service.ts';
+import { approvalMailRepo, type LinkRow } from './approval-mail.repo.ts';
+import { hashLinkToken } from './approval-notifier.ts';
+
+/** A link's token as we make them (newLinkToken): anything else is not one of ours, and is not looked up. */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/** What opening or using a link shows: the decision to confirm, its outcome, or why there is none. */
+export type LinkPage =
+  | { kind: 'unknown' }
+  | { kind: 'open' | 'used' | 'expired' | 'decided'; link: LinkRow }
+  | { kind: 'refused'; link: LinkRow; reason: string }
+  | { kind: 'done'; link: LinkRow };
+
+/**
+ * The one-time links of approval emails. Opening one (GET) only looks: mail scanners and link
+ * previewers fetch links. Using one (POST) decides as its approver, through the same transition as
+ * the console, once: the link is marked used, and the approver must still be one, in the decision's
+ * own transaction. A refusal is on the call's record like any refused attempt.
+ */
+export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approvals: Pick<ApprovalsService, 'decideWith'> }) {
+  async function find(token: string): Promise<LinkRow | undefined> {
+    return TOKEN.test(token) ? approvalMailRepo.linkByHash(deps.db, hashLinkToken(token)) : undefined;
+  }
+
+  function stateOf(link: LinkRow): LinkPage {
+    if (link.status !== 'staged') return { kind: 'decided', link };
+    if (link.usedAt) return { kind: 'used', link };
+    if (link.expiresAt <= deps.clock.now()) return { kind: 'expired', link };
+    return { kind: 'open', link };
+  }
+
+  return {
+    async view(token: string): Promise<LinkPage> {
+      const link = await find(token);
+      return link ? stateOf(link) : { kind: 'unknown' };
+    },
+
+    async use(token: string, reason: string | null): Promise<LinkPage> {
+      const link = await find(token);
+      if (!link) return { kind: 'unknown' };
+      const at = deps.clock.now();
+      try {
+        await deps.approvals.decideWith(
+          link,
+          { userId: link.userId, channel: 'email_link' },
+          link.decision === 'approve' ? { kind: 'approve' } : { kind: 'reject', reason },
+          async (trx) => {
+            if (!(await approvalMailRepo.useLink(trx, link.id, at))) return 'This link was used already';
+            if (link.expiresAt <= at) return 'This link expired at the deadline of the call';
+            if (!(await approvalMailRepo.mayDecide(trx, link.orgId, link.actionId, link.userId)))
+              return 'The approver may no longer decide this call (no longer a member with the role the rule asks for)';
+            return undefined;
+          },
+        );
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'already_decided') {
+          // Decided by someone (or by this link before): say by whom; otherwise the link's own refusal.
+          const now = (await find(token)) ?? link;
+          return now.status !== 'staged' ? { kind: 'decided', link: now } : { kind: 'refused', link: now, reason: error.message };
+        }
+        if (error instanceof AppError && error.code === 'not_found') return { kind: 'unknown' };
+        throw error;
+      }
+      return { kind: 'done', link: (await find(token)) ?? link };
+    },
+  };
+}
+
+export type ApprovalLinks = ReturnType<typeof createApprovalLinks>;

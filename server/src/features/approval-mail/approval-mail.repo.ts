@@ -1,0 +1,232 @@
+import { sql, type Kysely } from 'kysely';
+import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, LinkDecision, NotifyChannel, RuleApprovers } from '../../db/schema.ts';
+
+export interface Approver {
+  id: string;
+  email: string;
+  name: string;
+  approvalEmails: boolean;
+}
+
+/** Of the org's members, those a rule's `approvers` names (null: its admins). */
+const approversQuery = (db: Kysely<DB>, orgId: string, approvers: RuleApprovers | null) => {
+  const userIds = approvers?.userIds ?? [];
+  const byRole = approvers === null || approvers.role === 'Admin';
+  return db
+    .selectFrom('users as u')
+    .innerJoin('memberships as m', 'm.userId', 'u.id')
+    .select(['u.id', 'u.email', 'u.firstName', 'u.lastName', 'u.username', 'u.approvalEmails'])
+    .where('m.orgId', '=', orgId)
+    .where((eb) => eb.or([...(byRole ? [eb('u.role', '=', 'Admin')] : []), ...(userIds.length > 0 ? [eb('u.id', 'in', userIds)] : [])]));
+};
+
+/** Notifications, links and the approval threads of actions; every query is scoped by org or by a row the caller found so. */
+export const approvalMailRepo = {
+  async approvers(db: Kysely<DB>, orgId: string, approvers: RuleApprovers | null): Promise<Approver[]> {
+    const rows = await approversQuery(db, orgId, approvers).orderBy('u.email').execute();
+    return rows.map((row) => ({
+      id: row.id,
+      email: row.email,
+      name: [row.firstName, row.lastName].filter(Boolean).join(' ') || row.username,
+      approvalEmails: row.approvalEmails,
+    }));
+  },
+
+  /** Whether the user may decide the action's calls now: a member the action's rule names (or an admin, by default). */
+  async mayDecide(db: Kysely<DB>, orgId: string, actionId: string, userId: string): Promise<boolean> {
+    const rule = await db
+      .selectFrom('actions as a')
+      .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+      .select(['r.approvers'])
+      .where('a.id', '=', actionId)
+      .where('a.orgId', '=', orgId)
+      .executeTakeFirst();
+    if (!rule) return false;
+    return (
+      (await approversQuery(db, orgId, rule.approvers ?? null)
+        .where('u.id', '=', userId)
+        .executeTakeFirst()) !== undefined
+    );
+  },
+
+  /** What an approval email says of its action, and whom its rule asks and how. */
+  actionToNotify: (db: Kysely<DB>, actionId: string) =>
+    db
+      .selectFrom('actions as a')
+      .innerJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+      .leftJoin('agents as g', 'g.id', 'a.agentId')
+      .select([
+        'a.id',
+        'a.orgId',
+        'a.status',
+        'a.eventType',
+        'a.externalId',
+        'a.createdAt',
+        'r.name as ruleName',
+        'r.approvers',
+        'r.notify',
+        'g.name as agentName',
+      ])
+      .where('a.id', '=', actionId)
+      .executeTakeFirst(),
+
+  stagedCalls: (db: Kysely<DB>, actionId: string) =>
+    db
+      .selectFrom('toolCalls')
+      .select(['id', 'toolCallId', 'toolName', 'input', 'mode', 'modeSource', 'stagedReason', 'expiresAt', 'requestedAt'])
+      .where('actionId', '=', actionId)
+      .where('status', '=', 'staged')
+      .orderBy('requestedAt')
+      .orderBy('id')
+      .execute(),
+
+  notificationsOf: (db: Kysely<DB>, actionId: string, channel: NotifyChannel) =>
+    db
+      .selectFrom('approvalNotifications')
+      .select(['id', 'toolCallId', 'userId', 'status', 'emailMessageId'])
+      .where('actionId', '=', actionId)
+      .where('channel', '=', channel)
+      .execute(),
+
+  /** Records (or, after an interrupted send, records again) one approver's notification of each call. */
+  async upsertNotifications(
+    db: Kysely<DB>,
+    rows: Array<{
+      id: string;
+      orgId: string;
+      actionId: string;
+      toolCallId: string;
+      userId: string;
+      address: string;
+      status: ApprovalNotificationStatus;
+      reason: string | null;
+      emailMessageId: string | null;
+    }>,
+  ) {
+    if (rows.length === 0) return;
+    await db
+      .insertInto('approvalNotifications')
+      .values(rows.map((row) => ({ ...row, channel: 'email' as const })))
+      .onConflict((oc) =>
+        oc.columns(['toolCallId', 'userId', 'channel']).doUpdateSet((eb) => ({
+          status: eb.ref('excluded.status'),
+          reason: eb.ref('excluded.reason'),
+          address: eb.ref('excluded.address'),
+          emailMessageId: eb.ref('excluded.emailMessageId'),
+          updatedAt: sql<Date>`now()`,
+        })),
+      )
+      .execute();
+  },
+
+  settleNotifications: (db: Kysely<DB>, emailMessageId: string, status: ApprovalNotificationStatus, reason: string | null) =>
+    db
+      .updateTable('approvalNotifications')
+      .set({ status, reason, updatedAt: sql<Date>`now()` })
+      .where('emailMessageId', '=', emailMessageId)
+      .execute(),
+
+  /** The approval thread of an action (one per action), and the approver's last email in it. */
+  async threadOf(db: Kysely<DB>, actionId: string, userId: string) {
+    const messages = await db
+      .selectFrom('approvalNotifications as n')
+      .innerJoin('emailMessages as m', 'm.id', 'n.emailMessageId')
+      .select(['m.threadId', 'm.messageId', 'm.providerMessageId', 'm.referenceIds', 'm.subject', 'n.userId', 'm.createdAt'])
+      .where('n.actionId', '=', actionId)
+      .orderBy('m.createdAt', 'desc')
+      .execute();
+    return { threadId: messages[0]?.threadId, last: messages.find((message) => message.userId === userId) };
+  },
+
+  insertLinks: async (db: Kysely<DB>, rows: Array<Omit<ApprovalLinksTable, 'createdAt' | 'usedAt'>>) => {
+    if (rows.length > 0) await db.insertInto('approvalLinks').values(rows).execute();
+  },
+
+  /** A link by its token's hash, with what it decides: the call, its action, the approver. */
+  linkByHash: (db: Kysely<DB>, tokenHash: string) =>
+    db
+      .selectFrom('approvalLinks as l')
+      .innerJoin('toolCalls as c', 'c.id', 'l.toolCallId')
+      .innerJoin('actions as a', 'a.id', 'c.actionId')
+      .leftJoin('agents as g', 'g.id', 'a.agentId')
+      .innerJoin('users as u', 'u.id', 'l.userId')
+      .leftJoin('users as d', 'd.id', 'c.decidedByUserId')
+      .select([
+        'l.id',
+        'l.orgId',
+        'l.userId',
+        'l.decision',
+        'l.expiresAt',
+        'l.usedAt',
+        'c.actionId',
+        'c.toolCallId',
+        'c.toolName',
+        'c.input',
+        'c.status',
+        'c.approval',
+        'c.decidedAt',
+        'c.decisionChannel',
+        'd.email as decidedByEmail',
+        'a.eventType',
+        'g.name as agentName',
+        'u.email as approverEmail',
+      ])
+      .where('l.tokenHash', '=', tokenHash)
+      .executeTakeFirst(),
+
+  /** Uses a link once: false when it was used already (the row is locked until the transaction ends). */
+  useLink: async (db: Kysely<DB>, linkId: string, at: Date): Promise<boolean> =>
+    (await db.updateTable('approvalLinks').set({ usedAt: at }).where('id', '=', linkId).where('usedAt', 'is', null).executeTakeFirst())
+      .numUpdatedRows > 0n,
+
+  /** The approval email a reply answers (by any id it names), with its approver and the calls it listed. */
+  async repliedTo(db: Kysely<DB>, orgId: string, ids: string[]) {
+    if (ids.length === 0) return undefined;
+    const message = await db
+      .selectFrom('emailMessages as m')
+      .innerJoin('approvalNotifications as n', 'n.emailMessageId', 'm.id')
+      .select(['m.id', 'm.threadId', 'm.messageId', 'm.referenceIds', 'm.subject', 'n.userId', 'n.actionId'])
+      .where('m.orgId', '=', orgId)
+      .where((eb) => eb.or([eb('m.messageId', 'in', ids), eb('m.providerMessageId', 'in', ids)]))
+      .orderBy('m.createdAt', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    if (!message) return undefined;
+    const calls = await db
+      .selectFrom('approvalNotifications as n')
+      .innerJoin('toolCalls as c', 'c.id', 'n.toolCallId')
+      .select(['c.id', 'c.toolCallId', 'c.toolName', 'c.status', 'c.approval', 'c.decidedByUserId', 'c.decisionChannel'])
+      .where('n.emailMessageId', '=', message.id)
+      .orderBy('c.requestedAt')
+      .execute();
+    return { ...message, calls };
+  },
+
+  /** A received message as the reply job reads it, with the ids it names (In-Reply-To first, then References newest first). */
+  async reply(db: Kysely<DB>, id: string) {
+    const row = await db
+      .selectFrom('emailMessages')
+      .select([
+        'id',
+        'orgId',
+        'threadId',
+        'inboxId',
+        'messageId',
+        'inReplyTo',
+        'referenceIds',
+        'fromAddress',
+        'subject',
+        'textBody',
+        'headers',
+        'authentication',
+        'statusDetail',
+      ])
+      .where('id', '=', id)
+      .where('direction', '=', 'inbound')
+      .executeTakeFirst();
+    return row && { ...row, ids: [...(row.inReplyTo ? [row.inReplyTo] : []), ...row.referenceIds.toReversed()] };
+  },
+};
+
+export type LinkRow = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.linkByHash>>>;
+export type { LinkDecision };

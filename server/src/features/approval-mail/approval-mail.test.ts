@@ -1,0 +1,378 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../test/helpers/actions.ts';
+import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
+import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { eventually } from '../../../test/helpers/eventually.ts';
+import { createUser, signIn } from '../../../test/helpers/factories.ts';
+import { type SentEmail, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
+import { documentThenText } from '../../../test/helpers/fake-model.ts';
+import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
+import type { WebhookSetup } from '../../../test/helpers/webhooks.ts';
+
+let app: TestApp;
+let model: FakeModel;
+let provider: FakeMailProvider;
+beforeAll(async () => {
+  provider = await startFakeMailProvider();
+});
+useAppWithModel(
+  () => ({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }),
+  (started) => ({ app, model } = started),
+);
+afterAll(async () => {
+  await provider?.close();
+});
+
+/** An org with an email integration, two admins, and a webhook whose rule asks before generateDocument and notifies by email. */
+async function approvalOrg(rule: Record<string, unknown> = {}) {
+  const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+  const second = await createUser(app, { role: 'Admin', org: org.org.slug });
+  const agent = await (await org.api('POST', '/agents', { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] })).json();
+  const created = await org.api('POST', '/action-rules', {
+    name: 'Documents',
+    agentId: agent.id,
+    approvalRules: { generateDocument: 'ask' },
+    notify: ['email'],
+    ...rule,
+  });
+  expect(created.status).toBe(201);
+  const ruleId = (await created.json()).id as string;
+  const webhook = await (await org.api('POST', '/webhooks', { name: 'Orders', actionRuleId: ruleId, runAsUserId: org.admin.id })).json();
+  const setup: WebhookSetup = {
+    tenant: { org: org.org, admin: org.admin, token: org.token },
+    agentId: agent.id,
+    ruleId,
+    webhook: webhook.webhook,
+    secret: webhook.secret,
+    path: new URL(webhook.url).pathname,
+  };
+  return { org, second, setup };
+}
+
+/** An action of the org waiting on its generateDocument call. */
+async function waitingAction(setup: WebhookSetup) {
+  model.script(documentThenText());
+  const actionId = await runEvent(app, setup);
+  await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+  return actionId;
+}
+
+const emailTo = (address: string, actionId: string) =>
+  eventually(`an approval email to ${address}`, async () =>
+    provider.sent.find((email) => email.to.includes(address) && email.text?.includes(actionId)),
+  );
+
+/** The one-time links of an approval email, by decision. */
+function linksOf(email: SentEmail) {
+  const found = [...email.text!.matchAll(/(Approve|Reject): (\S+\/approvals\/decide\/([\w-]+))/g)];
+  return {
+    approve: found.find((match) => match[1] === 'Approve')![2]!,
+    reject: found.find((match) => match[1] === 'Reject')![2]!,
+    tokens: found.map((match) => match[3]!),
+  };
+}
+
+const open = (url: string) => fetch(url);
+const use = (url: string, form: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+const ledger = (setup: WebhookSetup, actionId: string) =>
+  app
+    .request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${actionId}`, { token: setup.tenant.token })
+    .then((response) => response.json());
+
+describe('approvals by email', () => {
+  it('notifies both admins; one approves by link (GET shows, POST decides), the action completes, the other link says it was decided', async () => {
+    const { org, second, setup } = await approvalOrg();
+    const actionId = await waitingAction(setup);
+    const first = await emailTo(org.admin.email, actionId);
+    const other = await emailTo(second.email, actionId);
+
+    expect(first.from).toBe(`"Acme Agents" <agents@${org.domain}>`);
+    expect(first.subject).toBe('Approval needed: Helper on order.created');
+    expect(first.headers).toMatchObject({ 'Auto-Submitted': 'auto-generated' });
+    expect((first as SentEmail & { reply_to?: string[] }).reply_to).toEqual([`agents@${org.domain}`]);
+    expect(first.text).toContain('Tool: generateDocument');
+    expect(first.text).toContain('title: Order 42');
+    expect(first.text).toContain('Rule: Documents');
+    expect(first.html).toContain('>Approve</a>');
+    const links = linksOf(first);
+    expect(links.tokens).toHaveLength(2);
+    for (const token of links.tokens) expect(Buffer.from(token, 'base64url')).toHaveLength(32);
+
+    // Mail scanners open links: a GET shows the decision and a button, and decides nothing.
+    for (let scan = 0; scan < 2; scan++) {
+      const page = await open(links.approve);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'nonce-[^']+'; form-action 'self'/);
+      expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+      const html = await page.text();
+      expect(html).toContain('Approve this tool call?');
+      expect(html).toContain(`You are deciding as ${org.admin.email}`);
+      expect(html).not.toMatch(/<script|https?:\/\/(?!127\.0\.0\.1)/);
+    }
+    expect((await ledger(setup, actionId)).status).toBe('pending_approval');
+
+    const used = await use(links.approve);
+    expect(used.status).toBe(200);
+    expect(await used.text()).toContain('<h1>Approved</h1>');
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    const [call] = done.execution.toolCalls;
+    expect(call).toMatchObject({ approval: 'approved', channel: 'email_link', approverId: org.admin.id, decidedBy: org.admin.id });
+    expect(done.lifecycleEvents.find((event: { status: string }) => event.status === 'approved').data).toMatchObject({
+      channel: 'email_link',
+      approverId: org.admin.id,
+    });
+    expect(call.notifications).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ userId: org.admin.id, address: org.admin.email, channel: 'email', status: 'sent', reason: null }),
+        expect.objectContaining({ userId: second.id, address: second.email, channel: 'email', status: 'sent' }),
+      ]),
+    );
+
+    // The other approver's link, and the used one again: decided already, nothing changes, both on the record.
+    const late = await open(linksOf(other).approve);
+    expect(late.status).toBe(409);
+    expect(await late.text()).toContain(`It was approved by ${org.admin.email} by an email link`);
+    expect((await use(linksOf(other).reject, { reason: 'no' })).status).toBe(409);
+    expect((await use(links.approve)).status).toBe(409);
+    const after = await ledger(setup, actionId);
+    expect(after.execution.toolCalls[0].approval).toBe('approved');
+    expect(after.execution.toolCalls[0].refusedAttempts).toEqual([
+      expect.objectContaining({ channel: 'email_link', userId: second.id, reason: 'This tool call was approved already' }),
+      expect.objectContaining({ channel: 'email_link', userId: org.admin.id, reason: 'This tool call was approved already' }),
+    ]);
+
+    // The tokens are nowhere but in the emails: not in the stored thread, not in the ledger.
+    const stored = await app.container.db
+      .selectFrom('emailMessages')
+      .select(['textBody', 'htmlBody'])
+      .where('actionId', '=', actionId)
+      .execute();
+    expect(stored).toHaveLength(2);
+    const everything = JSON.stringify([stored, after]);
+    for (const token of [...links.tokens, ...linksOf(other).tokens]) expect(everything).not.toContain(token);
+    expect(stored[0]!.textBody).toContain('Approve: [one-time link]');
+    const metrics = await (await app.request('GET', '/metrics')).text();
+    expect(metrics).toMatch(/approval_notifications_total\{channel="email",outcome="sent"\} [1-9]/);
+    expect(metrics).toMatch(/approval_decisions_total\{channel="email_link",decision="approved"\} [1-9]/);
+  });
+
+  /** A reply to an approval email as the provider receives it and tells us. */
+  async function reply(
+    org: Awaited<ReturnType<typeof setUpEmailOrg>>,
+    to: SentEmail,
+    mail: {
+      from: string;
+      text: string;
+      headers?: Record<string, string>;
+      authentication?: { spf?: string; dkim?: string; dmarc?: string };
+    },
+  ) {
+    const received = provider.receive({
+      from: mail.from,
+      to: [`agents@${org.domain}`],
+      subject: `Re: ${to.subject}`,
+      text: mail.text,
+      headers: {
+        'Message-ID': `<${crypto.randomUUID()}@approver.test>`,
+        'In-Reply-To': to.messageId,
+        References: to.messageId,
+        ...mail.headers,
+      },
+      ...(mail.authentication ? { authentication: mail.authentication } : {}),
+    });
+    expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
+    return received.messageId;
+  }
+  const answerTo = (messageId: string) =>
+    eventually(`an answer to ${messageId}`, async () => provider.sent.find((email) => email.headers?.['In-Reply-To'] === messageId));
+
+  it('a reply "reject" with a reason from the approver rejects the call; the action ends rejected with the reason', async () => {
+    const { org, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
+    const actionId = await waitingAction(setup);
+    const email = await emailTo(org.admin.email, actionId);
+    await reply(org, email, {
+      from: `Admin <${org.admin.email.toUpperCase()}>`,
+      text: `Reject: the customer asked us to wait\n\nOn Tue, someone wrote:\n> ${email.text!.split('\n').join('\n> ')}`,
+    });
+    const done = await waitForAction(app, auth(setup), actionId, ['rejected', 'completed', 'failed']);
+    expect(done.status).toBe('rejected');
+    expect(done.execution.toolCalls[0]).toMatchObject({
+      approval: 'rejected',
+      channel: 'email_reply',
+      approverId: org.admin.id,
+      reason: 'the customer asked us to wait',
+    });
+    // The reply is in the action's approval thread, and no agent answered it.
+    const thread = await app.container.db
+      .selectFrom('emailMessages')
+      .select(['direction', 'statusDetail'])
+      .where(
+        'threadId',
+        '=',
+        (await app.container.db.selectFrom('emailMessages').select('threadId').where('actionId', '=', actionId).executeTakeFirstOrThrow())
+          .threadId,
+      )
+      .orderBy('createdAt')
+      .execute();
+    expect(thread.map((message) => message.direction)).toEqual(['outbound', 'outbound', 'inbound']);
+    expect(thread[2]!.statusDetail).toBe('read as a decision: generateDocument rejected');
+  });
+
+  it('replies that decide nothing: another sender, failed authentication, an unclear first line, an auto-reply; then the approver approves', async () => {
+    const { org, setup } = await approvalOrg();
+    const actionId = await waitingAction(setup);
+    const email = await emailTo(org.admin.email, actionId);
+
+    const stranger = await reply(org, email, { from: 'mallory@evil.test', text: 'approve' });
+    expect((await answerTo(stranger)).text).toMatch(/^Only the person this approval email was sent to can decide/);
+    const spoofed = await reply(org, email, { from: org.admin.email, text: 'approve', authentication: { spf: 'fail', dmarc: 'fail' } });
+    expect((await answerTo(spoofed)).text).toContain("the provider's SPF check says fail");
+    const spoofedHeader = await reply(org, email, {
+      from: org.admin.email,
+      text: 'approve',
+      headers: { 'Authentication-Results': `mx.resend.test; spf=pass smtp.mailfrom=x; dkim=fail header.d=${org.domain}` },
+    });
+    expect((await answerTo(spoofedHeader)).text).toContain('Authentication-Results says dkim=fail');
+    const unclear = await reply(org, email, { from: org.admin.email, text: 'Approve or reject? Let me think.' });
+    const unclearAnswer = await answerTo(unclear);
+    expect(unclearAnswer.text).toMatch(/first line must start with "approve"/);
+    expect(unclearAnswer.headers).toMatchObject({ 'Auto-Submitted': 'auto-replied', 'In-Reply-To': unclear });
+    const automatic = await reply(org, email, { from: org.admin.email, text: 'approve', headers: { 'Auto-Submitted': 'auto-replied' } });
+
+    await eventually('five refused attempts', async () =>
+      (await ledger(setup, actionId)).execution.toolCalls[0].refusedAttempts.length === 5 ? true : undefined,
+    );
+    const waiting = await ledger(setup, actionId);
+    expect(waiting.status).toBe('pending_approval');
+    expect(waiting.execution.toolCalls[0].refusedAttempts.map((attempt: { reason: string }) => attempt.reason)).toEqual([
+      "A reply from mallory@evil.test, not from the approver's address",
+      "A reply that failed authentication (the provider's SPF check says fail)",
+      'A reply that failed authentication (Authentication-Results says dkim=fail)',
+      'A reply that starts with neither approve nor reject ("Approve or reject? Let me think.")',
+      expect.stringMatching(/^An automatic reply decides nothing \(it was sent automatically/),
+    ]);
+    // No answer to the auto-reply (loop guard).
+    expect(provider.sent.some((sent) => sent.headers?.['In-Reply-To'] === automatic)).toBe(false);
+
+    await reply(org, email, { from: org.admin.email, text: 'APPROVED, thanks' });
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed', 'rejected']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.toolCalls[0]).toMatchObject({ channel: 'email_reply', approverId: org.admin.id });
+  });
+
+  it('a link of a member removed from the org, and a link past the deadline, decide nothing and are recorded', async () => {
+    const { org, second, setup } = await approvalOrg({ approvalTimeoutSeconds: 600 });
+    const actionId = await waitingAction(setup);
+    const mine = linksOf(await emailTo(org.admin.email, actionId));
+    const theirs = linksOf(await emailTo(second.email, actionId));
+    await app.container.db.deleteFrom('memberships').where('userId', '=', second.id).execute();
+    const removed = await use(theirs.approve);
+    expect(removed.status).toBe(403);
+    expect(await removed.text()).toContain('may no longer decide');
+    // Used once, refused: the link is spent.
+    expect((await open(theirs.approve)).status).toBe(409);
+
+    app.clock.advance(601_000);
+    const expired = await open(mine.reject);
+    expect(expired.status).toBe(410);
+    expect(await expired.text()).toContain('This link has expired');
+    expect((await use(mine.reject)).status).toBe(403);
+    const row = await ledger(setup, actionId);
+    expect(row.status).toBe('pending_approval');
+    expect(row.execution.toolCalls[0].refusedAttempts).toEqual([
+      expect.objectContaining({ channel: 'email_link', userId: second.id, reason: expect.stringMatching(/may no longer decide/) }),
+      expect.objectContaining({ channel: 'email_link', userId: org.admin.id, reason: 'This link expired at the deadline of the call' }),
+    ]);
+  });
+
+  it('no integration, an approver who opted out, one on the suppression list: the ledger says why not; the console still decides', async () => {
+    const { org, second, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
+    const third = await createUser(app, { role: 'Admin', org: org.org.slug });
+    const preferences = await app.request('PATCH', '/auth/me/preferences', {
+      token: await signIn(app, second),
+      body: { approvalEmails: false },
+    });
+    expect(await preferences.json()).toEqual({ approvalEmails: false });
+    expect((await (await app.request('GET', '/auth/me', { token: await signIn(app, second) })).json()).preferences).toEqual({
+      approvalEmails: false,
+    });
+    await app.container.db
+      .insertInto('emailSuppressions')
+      .values({ orgId: org.org.id, address: third.email.toLowerCase(), reason: 'bounced', detail: null })
+      .execute();
+    const actionId = await waitingAction(setup);
+    await emailTo(org.admin.email, actionId);
+    const row = await eventually('three notifications', async () => {
+      const found = await ledger(setup, actionId);
+      return found.execution.toolCalls[0].notifications.length === 3 ? found : undefined;
+    });
+    const notifications = row.execution.toolCalls[0].notifications;
+    expect(notifications.find((n: { userId: string }) => n.userId === second.id)).toMatchObject({
+      status: 'not_sent',
+      reason: 'the approver turned approval emails off',
+    });
+    expect(notifications.find((n: { userId: string }) => n.userId === third.id)).toMatchObject({
+      status: 'not_sent',
+      reason: `${third.email.toLowerCase()} is on the suppression list (bounced)`,
+    });
+
+    await org.api('DELETE', '/email/integration');
+    const next = await waitingAction(setup);
+    const alone = await eventually('notifications of the next action', async () => {
+      const found = await ledger(setup, next);
+      return found.execution.toolCalls[0].notifications.length === 3 ? found : undefined;
+    });
+    expect(alone.execution.toolCalls[0].notifications.find((n: { userId: string }) => n.userId === org.admin.id)).toMatchObject({
+      status: 'not_sent',
+      reason: 'the organization has no email integration',
+    });
+    const call = alone.execution.toolCalls[0].toolCallId;
+    const approved = await app.request('POST', `/orgs/${org.org.slug}/actions/${next}/tool-calls/${call}/approve`, { token: org.token });
+    expect(approved.status).toBe(200);
+    expect((await waitForAction(app, auth(setup), next, ['completed', 'failed'])).status).toBe('completed');
+  });
+
+  it('bad input on the link routes gets a 4xx page or error, never a 500; rules refuse approvers who are not members', async () => {
+    const { org, setup } = await approvalOrg();
+    const actionId = await waitingAction(setup);
+    const { reject } = linksOf(await emailTo(org.admin.email, actionId));
+    const base = `${app.baseUrl}/approvals/decide`;
+    for (const token of ['x', 'a'.repeat(43), '%00'.repeat(10), `${'A'.repeat(42)}%F0`, 'A'.repeat(5000), '..%2F..%2Fetc']) {
+      const response = await open(`${base}/${token}`);
+      expect(response.status, token.slice(0, 20)).toBeGreaterThanOrEqual(400);
+      expect(response.status, token.slice(0, 20)).toBeLessThan(500);
+      expect((await use(`${base}/${token}`)).status).toBeLessThan(500);
+    }
+    expect(await (await open(`${base}/${'a'.repeat(43)}`)).text()).toContain('This link is not valid');
+    expect((await use(reject, { reason: 'x'.repeat(5000) })).status).toBe(400);
+    expect((await use(reject, { reason: 'bad\u0000reason' })).status).toBe(400);
+    const surrogate = await fetch(reject, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"reason":"\\ud800"}',
+    });
+    expect(surrogate.status).toBe(400);
+    expect((await ledger(setup, actionId)).status).toBe('pending_approval');
+    const rejected = await use(reject, { reason: 'wrong order' });
+    expect(rejected.status).toBe(200);
+    expect((await ledger(setup, actionId)).execution.toolCalls[0]).toMatchObject({
+      approval: 'rejected',
+      reason: 'wrong order',
+      channel: 'email_link',
+    });
+
+    const stranger = await createUser(app, { role: 'Admin' });
+    const refused = await org.api('PATCH', `/action-rules/${setup.ruleId}`, { approvers: { userIds: [stranger.id] } });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({
+      code: 'validation_failed',
+      error: expect.stringContaining('not members of the organization'),
+    });
+    expect((await org.api('PATCH', `/action-rules/${setup.ruleId}`, { approvers: {} })).status).toBe(400);
+    expect((await org.api('PATCH', `/action-rules/${setup.ruleId}`, { notify: ['sms'] })).status).toBe(400);
+  });
+});

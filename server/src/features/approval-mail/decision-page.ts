@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { escapeHtml, readableArguments } from './approval-email.ts';
+import type { LinkPage } from './approval-links.service.ts';
+
+export const MAX_REASON_CHARS = 2000;
+type PageStatus = 200 | 403 | 404 | 409 | 410;
+
+const CHANNEL_WORDS: Record<string, string> = {
+  console: 'in the console',
+  api: 'through the API',
+  email_link: 'by an email link',
+  email_reply: 'by an email reply',
+};
+
+/**
+ * The page a link opens, and what using it answers: served by the service itself, no session, no
+ * script, no asset from anywhere (the CSP allows only this page's own style block and a form posted
+ * back here), never cached, never sending its URL (the token) on as a Referer.
+ */
+export function renderDecisionPage(
+  page: LinkPage,
+  formAction: string,
+): { status: PageStatus; html: string; headers: Record<string, string> } {
+  const nonce = randomBytes(16).toString('base64');
+  const { status, title, body } = content(page, formAction);
+  const html = [
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">',
+    `<title>${escapeHtml(title)}</title>`,
+    `<style nonce="${nonce}">`,
+    'body{font-family:system-ui,sans-serif;font-size:15px;color:#111;background:#f6f7f9;margin:0;padding:32px 16px}',
+    'main{max-width:600px;margin:0 auto;background:#fff;border:1px solid #ddd;border-radius:8px;padding:24px}',
+    'h1{font-size:20px;margin:0 0 16px}table{border-collapse:collapse;margin:12px 0}td{padding:3px 12px 3px 0;vertical-align:top}',
+    'td.name{color:#444}td.value{white-space:pre-wrap;word-break:break-word}',
+    'textarea{width:100%;box-sizing:border-box;min-height:80px;font:inherit}label{display:block;margin:12px 0 4px}',
+    'button{font:inherit;font-weight:600;padding:10px 20px;border:0;border-radius:6px;color:#fff;cursor:pointer;margin-top:16px}',
+    'button.approve{background:#1a7f37}button.reject{background:#b42318}.note{color:#444}',
+    '</style></head><body><main>',
+    `<h1>${escapeHtml(title)}</h1>`,
+    body,
+    '</main></body></html>',
+  ].join('');
+  return {
+    status,
+    html,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
+      'referrer-policy': 'no-referrer',
+      'x-robots-tag': 'noindex',
+    },
+  };
+}
+
+const row = (name: string, value: string) =>
+  `<tr><td class="name">${escapeHtml(name)}</td><td class="value">${escapeHtml(value)}</td></tr>`;
+
+function summary(link: Extract<LinkPage, { link: unknown }>['link']): string {
+  return `<table>${[
+    row('Agent', link.agentName ?? 'An agent'),
+    row('Event', link.eventType),
+    row('Tool', link.toolName),
+    ...readableArguments(link.input).map(([name, value]) => row(name, value)),
+  ].join('')}</table>`;
+}
+
+function decidedLine(link: Extract<LinkPage, { link: unknown }>['link']): string {
+  if (link.approval === 'expired') return 'It expired: nobody decided it before its deadline.';
+  if (link.approval === 'cancelled') return 'It was cancelled: the action ended before it was decided.';
+  const who = link.decidedByEmail ? ` by ${link.decidedByEmail}` : '';
+  const how = link.decisionChannel ? ` ${CHANNEL_WORDS[link.decisionChannel]}` : '';
+  const when = link.decidedAt ? ` at ${link.decidedAt.toISOString()}` : '';
+  return `It was ${link.approval}${who}${how}${when}.`;
+}
+
+function content(page: LinkPage, formAction: string): { status: PageStatus; title: string; body: string } {
+  const note = (text: string) => `<p class="note">${escapeHtml(text)}</p>`;
+  switch (page.kind) {
+    case 'unknown':
+      return {
+        status: 404,
+        title: 'This link is not valid',
+        body: note('It may be cut short, or the action it belonged to was deleted. Nothing was decided. Open the console to decide.'),
+      };
+    case 'open': {
+      const approve = page.link.decision === 'approve';
+      const reason = approve
+        ? ''
+        : `<label for="reason">Reason (optional)</label><textarea id="reason" name="reason" maxlength="${MAX_REASON_CHARS}"></textarea>`;
+      return {
+        status: 200,
+        title: approve ? 'Approve this tool call?' : 'Reject this tool call?',
+        body:
+          summary(page.link) +
+          note(`You are deciding as ${page.link.approverEmail}. Nothing happens until you press the button.`) +
+          `<form method="post" action="${escapeHtml(formAction)}">${reason}` +
+          `<button type="submit" class="${approve ? 'approve' : 'reject'}">${approve ? 'Approve' : 'Reject'}</button></form>`,
+      };
+    }
+    case 'done': {
+      const approved = page.link.approval === 'approved';
+      return {
+        status: 200,
+        title: approved ? 'Approved' : 'Rejected',
+        body:
+          summary(page.link) +
+          note(approved ? 'The call runs and the agent goes on.' : 'The call does not run.') +
+          note('You can close this page.'),
+      };
+    }
+    case 'decided':
+      return {
+        status: 409,
+        title: 'This call was decided already',
+        body: summary(page.link) + note(`${decidedLine(page.link)} Nothing was changed.`),
+      };
+    case 'used':
+      return {
+        status: 409,
+        title: 'This link was used already',
+        body: summary(page.link) + note('Each link works once. Nothing was changed.'),
+      };
+    case 'expired':
+      return {
+        status: 410,
+        title: 'This link has expired',
+        body: summary(page.link) + note('The deadline of the call has passed. Nothing was changed.'),
+      };
+    case 'refused':
+      return { status: 403, title: 'Nothing was decided', body: summary(page.link) + note(`${page.reason}.`) };
+  }
+}

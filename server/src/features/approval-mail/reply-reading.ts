@@ -1,0 +1,49 @@
+/** Reading a reply to an approval email: its decision, and whether its sender proved to be who they say. */
+
+export type ReplyDecision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'unclear'; firstLine: string };
+
+const MAX_REASON_CHARS = 2000;
+
+/**
+ * The first line that is not quoted (`>`) and not empty decides: it starts with `approve` or `reject`
+ * (any case; `reject` may be followed by a reason). A line naming both, or anything else, is unclear.
+ */
+export function readReplyDecision(text: string): ReplyDecision {
+  const first =
+    text
+      .replace(/\r\n?/g, '\n')
+      .split('\n')
+      .map((line) => line.trim())
+      .find((line) => line.length > 0 && !line.startsWith('>')) ?? '';
+  const approve = /^approved?\b/i.test(first);
+  const reject = /^reject(ed)?\b/i.exec(first);
+  if (approve && !/\breject/i.test(first)) return { kind: 'approve' };
+  if (reject && !/\bapprove/i.test(first)) {
+    const reason = first
+      .slice(reject[0].length)
+      .replace(/^[\s:,.;!–—-]+/, '')
+      .trim();
+    return { kind: 'reject', reason: reason ? reason.slice(0, MAX_REASON_CHARS) : null };
+  }
+  return { kind: 'unclear', firstLine: first.slice(0, 200) };
+}
+
+const FAILING = new Set(['fail', 'softfail', 'permerror']);
+
+/**
+ * Why the provider's checks say the sender is not who the From says, if they say so: the provider's
+ * own SPF/DKIM/DMARC results (Resend's `authentication`), and the `Authentication-Results` header
+ * (RFC 8601) where present. A result of `none` (nothing to check) is not a failure.
+ */
+export function authenticationFailure(authentication: Record<string, string> | null, headers: Record<string, string>): string | undefined {
+  for (const [method, result] of Object.entries(authentication ?? {})) {
+    if (FAILING.has(String(result).toLowerCase())) return `the provider's ${method.toUpperCase()} check says ${result}`;
+  }
+  const results = headers['authentication-results'];
+  if (results) {
+    for (const match of results.matchAll(/\b(spf|dkim|dmarc)\s*=\s*([a-z]+)/gi)) {
+      if (FAILING.has(match[2]!.toLowerCase())) return `Authentication-Results says ${match[1]!.toLowerCase()}=${match[2]!.toLowerCase()}`;
+    }
+  }
+  return undefined;
+}
