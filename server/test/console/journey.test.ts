@@ -73,6 +73,9 @@ describe('the console: an operator at work', () => {
       const mode = dialog.getByRole('radiogroup', { name: 'Approval mode of generateDocument' });
       await mode.getByText('allow', { exact: true }).click();
       await mode.getByText('ask', { exact: true }).click();
+      // Every admin decides (the default), and each is told by email.
+      expect(await dialog.getByRole('checkbox', { name: 'Every admin of the organization' }).isChecked()).toBe(true);
+      await dialog.getByRole('switch', { name: 'Email the approvers when a call waits' }).check({ force: true });
       await capture(page, 'rule-form');
       await dialog.getByRole('button', { name: 'Save rule' }).click();
       await page.getByRole('table', { name: 'Action rules' }).getByText('generateDocument: ask').waitFor();
@@ -151,7 +154,10 @@ describe('the console: an operator at work', () => {
       await page.getByText('calls generateDocument').waitFor();
       await page.getByText('generateDocument answered').waitFor();
       // Decided in the console: the record says so.
-      await page.getByRole('table', { name: 'Tool calls' }).getByText('via the console').waitFor();
+      const calls = page.getByRole('table', { name: 'Tool calls' });
+      await calls.getByText(`by ${admin.email} via the console`).waitFor();
+      // The rule emails its approvers, but this org has no email integration: the record says so.
+      await calls.getByText(`not emailed ${admin.email} (not_sent): the organization has no email integration`).waitFor();
       await capture(page, 'ledger-detail');
     });
 
@@ -218,6 +224,17 @@ describe('the console: an operator at work', () => {
       await page.reload();
       await page.getByRole('switch', { name: 'Always deny sendEmail' }).waitFor();
       expect(await page.getByRole('switch', { name: 'Always deny sendEmail' }).isChecked()).toBe(true);
+      // Approval emails are the operator's own choice.
+      const emails = page.getByRole('switch', { name: 'Approval emails' });
+      expect(await emails.isChecked()).toBe(true);
+      const [saved] = await Promise.all([
+        page.waitForResponse((response) => response.url().endsWith('/auth/me/preferences')),
+        emails.uncheck({ force: true }),
+      ]);
+      expect(saved.status()).toBe(200);
+      await page.reload();
+      await page.getByRole('switch', { name: 'Approval emails' }).waitFor();
+      expect(await page.getByRole('switch', { name: 'Approval emails' }).isChecked()).toBe(false);
       await capture(page, 'me');
     });
 

@@ -55,7 +55,7 @@ export function ApproversSection(props: { org: string; control: Control<Approver
         name="approverIds"
         render={({ field }) => (
           <MultiSelect
-            label="Named members"
+            label="Members who may decide"
             placeholder={field.value.length === 0 ? 'Add members' : undefined}
             searchable
             data={members.map((member) => ({ value: member.id, label: member.email }))}

@@ -66,7 +66,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                       )}
                       {call.reason && <Text size="xs">{call.reason}</Text>}
                       {call.refusedAttempts.map((attempt) => (
-                        <Text key={`${attempt.at}-${attempt.channel}`} size="xs" c="orange.9">
+                        <Text key={`${attempt.at}-${attempt.channel}`} size="xs" c="red.9">
                           refused ({CHANNEL_LABELS[attempt.channel]}, {formatTime(attempt.at)}): {attempt.reason}
                         </Text>
                       ))}
@@ -93,7 +93,7 @@ function Notified({ notifications, who }: { notifications: ToolCall['notificatio
   return (
     <Stack gap={0} mb={4}>
       {notifications.map((notification) => (
-        <Text key={`${notification.userId}-${notification.channel}`} size="xs" c={notification.status === 'sent' ? 'dimmed' : 'orange.9'}>
+        <Text key={`${notification.userId}-${notification.channel}`} size="xs" c={notification.status === 'sent' ? 'dimmed' : 'red.9'}>
           {notification.status === 'sent'
             ? `emailed ${notification.address ?? who(notification.userId)}, ${formatTime(notification.at)}`
             : `not emailed ${notification.address ?? who(notification.userId)} (${notification.status}): ${notification.reason ?? 'sending'}`}

@@ -1,24 +1,31 @@
 import { Card, Switch } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { meQuery } from '../../lib/queries';
 
 /** The operator's own choice: approval emails for rules that notify by email, or the console only. */
 export function ApprovalEmailsSwitch({ enabled }: { enabled: boolean }) {
   const queryClient = useQueryClient();
+  // Optimistic: the switch moves in the click's own render, and back if saving fails.
+  const [moving, setMoving] = useState<boolean | null>(null);
   const update = useMutation({
     mutationFn: (approvalEmails: boolean) => unwrap(api.PATCH('/auth/me/preferences', { body: { approvalEmails } })),
     onSuccess: (preferences) => queryClient.setQueryData(meQuery.queryKey, (me) => (me ? { ...me, preferences } : me)),
     onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
+    onSettled: () => setMoving(null),
   });
   return (
     <Card withBorder>
       <Switch
         label="Approval emails"
         description="When a rule notifies by email, send me its approval requests (with Approve and Reject links). Off: I decide in the console."
-        checked={update.isPending ? update.variables : enabled}
-        onChange={(event) => update.mutate(event.currentTarget.checked)}
+        checked={moving ?? enabled}
+        onChange={(event) => {
+          setMoving(event.currentTarget.checked);
+          update.mutate(event.currentTarget.checked);
+        }}
       />
     </Card>
   );

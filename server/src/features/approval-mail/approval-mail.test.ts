@@ -292,14 +292,14 @@ describe('approvals by email', () => {
   it('no integration, an approver who opted out, one on the suppression list: the ledger says why not; the console still decides', async () => {
     const { org, second, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
     const third = await createUser(app, { role: 'Admin', org: org.org.slug });
-    const preferences = await app.request('PATCH', '/auth/me/preferences', {
-      token: await signIn(app, second),
-      body: { approvalEmails: false },
-    });
+    const secondToken = await signIn(app, second);
+    expect((await (await app.request('GET', '/auth/me', { token: secondToken })).json()).preferences).toEqual({ approvalEmails: true });
+    const preferences = await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { approvalEmails: false } });
     expect(await preferences.json()).toEqual({ approvalEmails: false });
-    expect((await (await app.request('GET', '/auth/me', { token: await signIn(app, second) })).json()).preferences).toEqual({
-      approvalEmails: false,
-    });
+    expect((await (await app.request('GET', '/auth/me', { token: secondToken })).json()).preferences).toEqual({ approvalEmails: false });
+    expect((await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { approvalEmails: 'no' } })).status).toBe(400);
+    expect((await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { other: true } })).status).toBe(400);
+    expect((await app.request('PATCH', '/auth/me/preferences', { body: { approvalEmails: false } })).status).toBe(401);
     await app.container.db
       .insertInto('emailSuppressions')
       .values({ orgId: org.org.id, address: third.email.toLowerCase(), reason: 'bounced', detail: null })

@@ -38,6 +38,8 @@ export function createAuthService(deps: { db: Kysely<DB>; passwords: PasswordHas
         changes.approvalEmails === undefined
           ? await usersRepo.findById(deps.db, userId)
           : await usersRepo.update(deps.db, userId, { approvalEmails: changes.approvalEmails });
+      // Sessions carry the user row (cached): the next /auth/me must show the change.
+      await deps.sessions.forgetUser(userId);
       return { approvalEmails: user!.approvalEmails };
     },
   };
