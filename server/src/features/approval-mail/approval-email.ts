@@ -44,7 +44,8 @@ export function readableArguments(input: unknown): Array<[string, string]> {
   return lines;
 }
 
-const deadline = (at: Date | null) =>
+/** A moment as an approver reads it: `2026-11-24 10:00:00 UTC`. */
+export const formatUtc = (at: Date | null) =>
   at
     ? at
         .toISOString()
@@ -77,7 +78,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       `${many ? `${index + 1}. ` : ''}Tool: ${call.toolName}`,
       ...readableArguments(call.input).map(([name, value]) => `   ${name}: ${value}`),
       `   Why it waits: ${call.why}`,
-      `   Decide by: ${deadline(call.expiresAt)}`,
+      `   Decide by: ${formatUtc(call.expiresAt)}`,
       `   Approve: ${call.approveUrl}`,
       `   Reject: ${call.rejectUrl}`,
       '',
@@ -101,7 +102,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         `<p style="margin:0 0 8px"><strong>${escapeHtml(call.toolName)}</strong></p>` +
         `<table>${readableArguments(call.input)
           .map(([name, value]) => row(name, value))
-          .join('')}${row('Why it waits', call.why)}${row('Decide by', deadline(call.expiresAt))}</table>` +
+          .join('')}${row('Why it waits', call.why)}${row('Decide by', formatUtc(call.expiresAt))}</table>` +
         `<p style="margin:12px 0 0">${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
         '</div>',
     ),

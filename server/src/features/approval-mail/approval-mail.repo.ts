@@ -54,8 +54,10 @@ export const approvalMailRepo = {
     db
       .selectFrom('actions as a')
       .innerJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+      .innerJoin('organizations as o', 'o.id', 'a.orgId')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
       .select([
+        'o.slug as orgSlug',
         'a.id',
         'a.orgId',
         'a.status',

@@ -96,6 +96,7 @@ describe('approvals by email', () => {
     expect(first.text).toContain('title: Order 42');
     expect(first.text).toContain('Rule: Documents');
     expect(first.html).toContain('>Approve</a>');
+    expect(first.text).toContain(`The console: http://app.test/o/${org.org.slug}/approvals`);
     const links = linksOf(first);
     expect(links.tokens).toHaveLength(2);
     for (const token of links.tokens) expect(Buffer.from(token, 'base64url')).toHaveLength(32);

@@ -85,7 +85,7 @@ export function createApprovalNotifier(deps: {
       externalId: action.externalId,
       actionId: action.id,
       approverName: approver.name,
-      consoleUrl: `${deps.appHost}/approvals`,
+      consoleUrl: `${deps.appHost}/o/${encodeURIComponent(action.orgSlug)}/approvals`,
       calls: links.map(({ call, approve, reject }) => ({
         toolName: call.toolName,
         input: call.input,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { escapeHtml, readableArguments } from './approval-email.ts';
+import { escapeHtml, formatUtc, readableArguments } from './approval-email.ts';
 import type { LinkPage } from './approval-links.service.ts';
 
 export const MAX_REASON_CHARS = 2000;
@@ -69,7 +69,7 @@ function decidedLine(link: Extract<LinkPage, { link: unknown }>['link']): string
   if (link.approval === 'cancelled') return 'It was cancelled: the action ended before it was decided.';
   const who = link.decidedByEmail ? ` by ${link.decidedByEmail}` : '';
   const how = link.decisionChannel ? ` ${CHANNEL_WORDS[link.decisionChannel]}` : '';
-  const when = link.decidedAt ? ` at ${link.decidedAt.toISOString()}` : '';
+  const when = link.decidedAt ? ` at ${formatUtc(link.decidedAt)}` : '';
   return `It was ${link.approval}${who}${how}${when}.`;
 }
 
@@ -92,7 +92,9 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
         title: approve ? 'Approve this tool call?' : 'Reject this tool call?',
         body:
           summary(page.link) +
-          note(`You are deciding as ${page.link.approverEmail}. Nothing happens until you press the button.`) +
+          note(
+            `Decide by ${formatUtc(page.link.expiresAt)}. You are deciding as ${page.link.approverEmail}. Nothing happens until you press the button.`,
+          ) +
           `<form method="post" action="${escapeHtml(formAction)}">${reason}` +
           `<button type="submit" class="${approve ? 'approve' : 'reject'}">${approve ? 'Approve' : 'Reject'}</button></form>`,
       };
