@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import { DECISION_CHANNELS, TOOL_CALL_APPROVALS, type ToolCallApproval, type ToolCallRow } from '../../db/schema.ts';
-import type { ApprovalsService, Decider } from './approvals.service.ts';
+import { type ApprovalsService, type Decider, MAX_DECISION_REASON_CHARS } from './approvals.service.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 import { orgOf, userOf } from '../../lib/request-context.ts';
 
@@ -143,7 +143,7 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
         schema: decisionSchema(
           'rejectToolCall',
           'Reject a staged tool call: the action ends rejected',
-          z.object({ reason: z.string().trim().min(1).max(2000).optional() }).prefault({}),
+          z.object({ reason: z.string().trim().min(1).max(MAX_DECISION_REASON_CHARS).optional() }).prefault({}),
         ),
         preHandler,
       },

@@ -10,6 +10,9 @@ import { transition } from './action-writes.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import type { Clock } from '../../lib/clock.ts';
 
+/** The longest reason a decision keeps, whichever channel it comes by. */
+export const MAX_DECISION_REASON_CHARS = 2000;
+
 export type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
 /**
  * What a channel checks with the action locked, once the call is found waiting: a link is used

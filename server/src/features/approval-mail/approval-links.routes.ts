@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApprovalLinks } from './approval-links.service.ts';
-import { MAX_REASON_CHARS, renderDecisionPage } from './decision-page.ts';
+import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
+import { renderDecisionPage } from './decision-page.ts';
 
 const params = z.object({ token: z.string().max(200).describe('The token of an approval email link') });
 const html = z.string().describe('An HTML page');
@@ -47,7 +48,7 @@ export function approvalLinksRoutes(deps: { links: ApprovalLinks }): FastifyPlug
             .object({
               reason: z
                 .string()
-                .max(MAX_REASON_CHARS, `a reason has at most ${MAX_REASON_CHARS} characters`)
+                .max(MAX_DECISION_REASON_CHARS, `a reason has at most ${MAX_DECISION_REASON_CHARS} characters`)
                 .optional()
                 .describe('Why the call is rejected (a reject link only)'),
             })

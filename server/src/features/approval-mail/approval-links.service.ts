@@ -66,7 +66,7 @@ export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approv
         if (error instanceof AppError && error.code === 'not_found') return { kind: 'unknown' };
         throw error;
       }
-      return { kind: 'done', link: (await find(token)) ?? link };
+      return { kind: 'done', link };
     },
   };
 }

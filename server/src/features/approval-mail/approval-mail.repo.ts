@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, LinkDecision, NotifyChannel, RuleApprovers } from '../../db/schema.ts';
+import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, NotifyChannel, RuleApprovers } from '../../db/schema.ts';
 
 export interface Approver {
   id: string;
@@ -85,12 +85,12 @@ export const approvalMailRepo = {
   notificationsOf: (db: Kysely<DB>, actionId: string, channel: NotifyChannel) =>
     db
       .selectFrom('approvalNotifications')
-      .select(['id', 'toolCallId', 'userId', 'status', 'emailMessageId'])
+      .select(['toolCallId', 'userId', 'status'])
       .where('actionId', '=', actionId)
       .where('channel', '=', channel)
       .execute(),
 
-  /** Records (or, after an interrupted send, records again) one approver's notification of each call. */
+  /** Records (or, after an interrupted send, records again) one approver's notification of each call; the rows' ids (kept on conflict). */
   async upsertNotifications(
     db: Kysely<DB>,
     rows: Array<{
@@ -105,8 +105,8 @@ export const approvalMailRepo = {
       emailMessageId: string | null;
     }>,
   ) {
-    if (rows.length === 0) return;
-    await db
+    if (rows.length === 0) return [];
+    return db
       .insertInto('approvalNotifications')
       .values(rows.map((row) => ({ ...row, channel: 'email' as const })))
       .onConflict((oc) =>
@@ -118,6 +118,7 @@ export const approvalMailRepo = {
           updatedAt: sql<Date>`now()`,
         })),
       )
+      .returning(['id', 'toolCallId'])
       .execute();
   },
 
@@ -133,7 +134,7 @@ export const approvalMailRepo = {
     const messages = await db
       .selectFrom('approvalNotifications as n')
       .innerJoin('emailMessages as m', 'm.id', 'n.emailMessageId')
-      .select(['m.threadId', 'm.messageId', 'm.providerMessageId', 'm.referenceIds', 'm.subject', 'n.userId', 'm.createdAt'])
+      .select(['m.threadId', 'm.messageId', 'm.providerMessageId', 'm.referenceIds', 'm.subject', 'n.userId'])
       .where('n.actionId', '=', actionId)
       .orderBy('m.createdAt', 'desc')
       .execute();
@@ -231,4 +232,3 @@ export const approvalMailRepo = {
 };
 
 export type LinkRow = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.linkByHash>>>;
-export type { LinkDecision };

@@ -5,7 +5,7 @@ import type { EmailIntegrationRow } from '../../db/email-schema.ts';
 import type { DB, ModeSource } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Metrics } from '../../lib/metrics.ts';
-import { mailbox, newMessageId, replySubject } from '../email/email-content.ts';
+import { mailbox, newMessageId, referencesAfter, replySubject } from '../email/email-content.ts';
 import { emailIntegrationRepo } from '../email/email-integration.repo.ts';
 import { emailMessagesRepo } from '../email/email-messages.repo.ts';
 import { inboxesRepo } from '../email/inboxes.repo.ts';
@@ -112,7 +112,7 @@ export function createApprovalNotifier(deps: {
         direction: 'outbound',
         messageId: newMessageId(integration.fromEmail),
         inReplyTo: previousId,
-        referenceIds: JSON.stringify(previous && previousId ? [...previous.referenceIds, previousId].slice(-100) : []),
+        referenceIds: JSON.stringify(previous ? referencesAfter({ messageId: previousId, referenceIds: previous.referenceIds }) : []),
         fromAddress: mailbox(integration.fromEmail, integration.fromName),
         toAddresses: JSON.stringify([approver.email]),
         subject: previous ? replySubject(previous.subject) : subject,
@@ -122,11 +122,10 @@ export function createApprovalNotifier(deps: {
         actionId: action.id,
       });
       await emailMessagesRepo.touchThread(trx, threadId);
-      const notificationIds = new Map(calls.map((call) => [call.id, randomUUID()]));
-      await approvalMailRepo.upsertNotifications(
+      const notifications = await approvalMailRepo.upsertNotifications(
         trx,
         calls.map((call) => ({
-          id: notificationIds.get(call.id)!,
+          id: randomUUID(),
           orgId: action.orgId,
           actionId: action.id,
           toolCallId: call.id,
@@ -137,11 +136,10 @@ export function createApprovalNotifier(deps: {
           emailMessageId: row.id,
         })),
       );
-      const stored = await approvalMailRepo.notificationsOf(trx, action.id, 'email');
       await approvalMailRepo.insertLinks(
         trx,
         links.flatMap(({ call, approve, reject }) => {
-          const notificationId = stored.find((row) => row.toolCallId === call.id && row.userId === approver.id)!.id;
+          const notificationId = notifications.find((row) => row.toolCallId === call.id)!.id;
           const base = { orgId: action.orgId, toolCallId: call.id, userId: approver.id, notificationId, expiresAt: call.expiresAt! };
           return [
             { ...base, id: randomUUID(), decision: 'approve' as const, tokenHash: hashLinkToken(approve) },

@@ -5,7 +5,7 @@ import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { ApprovalsService } from '../actions/approvals.service.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
-import { addressOf, mailbox, newMessageId, replySubject } from '../email/email-content.ts';
+import { addressOf, mailbox, newMessageId, referencesAfter, replySubject } from '../email/email-content.ts';
 import { emailIntegrationRepo } from '../email/email-integration.repo.ts';
 import { emailMessagesRepo } from '../email/email-messages.repo.ts';
 import { autoReplyRefusal } from '../email/loop-guards.ts';
@@ -51,7 +51,7 @@ export function createApprovalReplies(deps: {
         direction: 'outbound',
         messageId: newMessageId(integration.fromEmail),
         inReplyTo: message.messageId,
-        referenceIds: JSON.stringify(message.messageId ? [...message.referenceIds, message.messageId].slice(-100) : message.referenceIds),
+        referenceIds: JSON.stringify(referencesAfter(message)),
         fromAddress: mailbox(integration.fromEmail, integration.fromName),
         toAddresses: JSON.stringify([to]),
         subject: replySubject(message.subject || 'Approval'),
@@ -68,11 +68,11 @@ export function createApprovalReplies(deps: {
     }
   }
 
-  async function refuseAll(calls: Array<{ id: string; orgId: string }>, reason: string, userId: string | null) {
+  async function refuseAll(orgId: string, calls: Array<{ id: string }>, reason: string, userId: string | null) {
     for (const call of calls)
       await toolCallsRepo.recordAttempt(db, {
         id: randomUUID(),
-        orgId: call.orgId,
+        orgId,
         toolCallId: call.id,
         channel: 'email_reply',
         userId,
@@ -86,18 +86,17 @@ export function createApprovalReplies(deps: {
     if (!target?.userId) return 'not read as a decision: the approval email it answers has no approver any more';
     const approver = await usersRepo.findById(db, target.userId);
     const sender = addressOf(message.fromAddress) ?? '';
-    const calls = target.calls.map((call) => ({ ...call, orgId: message.orgId }));
     const automatic = autoReplyRefusal({
       headers: message.headers,
       from: sender,
       fromOwnAddress: await emailMessagesRepo.isOwnAddress(db, sender),
     });
     if (automatic) {
-      await refuseAll(calls, `An automatic reply decides nothing (${automatic})`, null);
+      await refuseAll(message.orgId, target.calls, `An automatic reply decides nothing (${automatic})`, null);
       return `not read as a decision: ${automatic}; not answered`;
     }
     if (!approver || sender !== approver.email.toLowerCase()) {
-      await refuseAll(calls, `A reply from ${sender || 'an unknown sender'}, not from the approver's address`, null);
+      await refuseAll(message.orgId, target.calls, `A reply from ${sender || 'an unknown sender'}, not from the approver's address`, null);
       await answer(
         message,
         sender,
@@ -107,7 +106,7 @@ export function createApprovalReplies(deps: {
     }
     const failure = authenticationFailure(message.authentication, message.headers);
     if (failure) {
-      await refuseAll(calls, `A reply that failed authentication (${failure})`, approver.id);
+      await refuseAll(message.orgId, target.calls, `A reply that failed authentication (${failure})`, approver.id);
       await answer(
         message,
         sender,
@@ -117,7 +116,12 @@ export function createApprovalReplies(deps: {
     }
     const decision = readReplyDecision(message.textBody);
     if (decision.kind === 'unclear') {
-      await refuseAll(calls, `A reply that starts with neither approve nor reject ("${decision.firstLine.slice(0, 80)}")`, approver.id);
+      await refuseAll(
+        message.orgId,
+        target.calls,
+        `A reply that starts with neither approve nor reject ("${decision.firstLine.slice(0, 80)}")`,
+        approver.id,
+      );
       await answer(
         message,
         sender,

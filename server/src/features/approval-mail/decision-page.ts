@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
 import { escapeHtml, formatUtc, readableArguments } from './approval-email.ts';
 import type { LinkPage } from './approval-links.service.ts';
+import type { LinkRow } from './approval-mail.repo.ts';
 
-export const MAX_REASON_CHARS = 2000;
 type PageStatus = 200 | 403 | 404 | 409 | 410;
 
 const CHANNEL_WORDS: Record<string, string> = {
@@ -55,7 +56,7 @@ export function renderDecisionPage(
 const row = (name: string, value: string) =>
   `<tr><td class="name">${escapeHtml(name)}</td><td class="value">${escapeHtml(value)}</td></tr>`;
 
-function summary(link: Extract<LinkPage, { link: unknown }>['link']): string {
+function summary(link: LinkRow): string {
   return `<table>${[
     row('Agent', link.agentName ?? 'An agent'),
     row('Event', link.eventType),
@@ -64,7 +65,7 @@ function summary(link: Extract<LinkPage, { link: unknown }>['link']): string {
   ].join('')}</table>`;
 }
 
-function decidedLine(link: Extract<LinkPage, { link: unknown }>['link']): string {
+function decidedLine(link: LinkRow): string {
   if (link.approval === 'expired') return 'It expired: nobody decided it before its deadline.';
   if (link.approval === 'cancelled') return 'It was cancelled: the action ended before it was decided.';
   const who = link.decidedByEmail ? ` by ${link.decidedByEmail}` : '';
@@ -86,7 +87,7 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
       const approve = page.link.decision === 'approve';
       const reason = approve
         ? ''
-        : `<label for="reason">Reason (optional)</label><textarea id="reason" name="reason" maxlength="${MAX_REASON_CHARS}"></textarea>`;
+        : `<label for="reason">Reason (optional)</label><textarea id="reason" name="reason" maxlength="${MAX_DECISION_REASON_CHARS}"></textarea>`;
       return {
         status: 200,
         title: approve ? 'Approve this tool call?' : 'Reject this tool call?',
@@ -100,7 +101,7 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
       };
     }
     case 'done': {
-      const approved = page.link.approval === 'approved';
+      const approved = page.link.decision === 'approve';
       return {
         status: 200,
         title: approved ? 'Approved' : 'Rejected',

@@ -1,8 +1,7 @@
 /** Reading a reply to an approval email: its decision, and whether its sender proved to be who they say. */
+import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
 
 export type ReplyDecision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'unclear'; firstLine: string };
-
-const MAX_REASON_CHARS = 2000;
 
 /**
  * The first line that is not quoted (`>`) and not empty decides: it starts with `approve` or `reject`
@@ -23,7 +22,7 @@ export function readReplyDecision(text: string): ReplyDecision {
       .slice(reject[0].length)
       .replace(/^[\s:,.;!–—-]+/, '')
       .trim();
-    return { kind: 'reject', reason: reason ? reason.slice(0, MAX_REASON_CHARS) : null };
+    return { kind: 'reject', reason: reason ? reason.slice(0, MAX_DECISION_REASON_CHARS) : null };
   }
   return { kind: 'unclear', firstLine: first.slice(0, 200) };
 }

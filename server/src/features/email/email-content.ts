@@ -72,6 +72,11 @@ export function messageIdsOf(value: string | undefined): string[] {
   return [...new Set(ids)].slice(-MAX_REFERENCE_IDS);
 }
 
+/** The References of a reply: the answered message's References, then its own id (the newest kept when there are too many). */
+export function referencesAfter(answered: { messageId: string | null; referenceIds: string[] }): string[] {
+  return [...answered.referenceIds, ...(answered.messageId ? [answered.messageId] : [])].slice(-MAX_REFERENCE_IDS);
+}
+
 /** A generated Message-ID on the sender's domain. */
 export function newMessageId(fromAddress: string): string {
   return `${crypto.randomUUID()}@${domainOf(fromAddress)}`;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { defineTool, type ToolContext } from '../agents/tool-registry.ts';
-import { addressOf, mailbox, newMessageId, renderMarkdownEmail, replySubject } from './email-content.ts';
+import { addressOf, mailbox, newMessageId, referencesAfter, renderMarkdownEmail, replySubject } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
@@ -81,9 +81,7 @@ export function createSendEmail(deps: {
         direction: 'outbound',
         messageId: newMessageId(sender.from),
         inReplyTo: answered?.messageId ?? null,
-        referenceIds: JSON.stringify(
-          answered ? [...answered.referenceIds, ...(answered.messageId ? [answered.messageId] : [])].slice(-100) : [],
-        ),
+        referenceIds: JSON.stringify(answered ? referencesAfter(answered) : []),
         fromAddress: mailbox(sender.from, sender.fromName),
         toAddresses: JSON.stringify(recipients),
         subject: answered ? replySubject(answered.subject || input.subject) : input.subject,
