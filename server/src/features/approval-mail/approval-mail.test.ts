@@ -188,6 +188,15 @@ describe('approvals by email', () => {
     expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
     return received.messageId;
   }
+  /**
+   * Every approval email of the action recorded as sent: by then the provider's Message-ID (the one
+   * replies name) is known. The provider has the email a moment before that.
+   */
+  const sent = (setup: WebhookSetup, actionId: string) =>
+    eventually('the approval emails recorded as sent', async () => {
+      const notifications = (await ledger(setup, actionId)).execution.toolCalls[0].notifications;
+      return notifications.length > 0 && notifications.every((n: { status: string }) => n.status === 'sent') ? true : undefined;
+    });
   const answerTo = (messageId: string) =>
     eventually(`an answer to ${messageId}`, async () => provider.sent.find((email) => email.headers?.['In-Reply-To'] === messageId));
 
@@ -195,6 +204,7 @@ describe('approvals by email', () => {
     const { org, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
     const actionId = await waitingAction(setup);
     const email = await emailTo(org.admin.email, actionId);
+    await sent(setup, actionId);
     await reply(org, email, {
       from: `Admin <${org.admin.email.toUpperCase()}>`,
       text: `Reject: the customer asked us to wait\n\nOn Tue, someone wrote:\n> ${email.text!.split('\n').join('\n> ')}`,
@@ -227,6 +237,7 @@ describe('approvals by email', () => {
     const { org, setup } = await approvalOrg();
     const actionId = await waitingAction(setup);
     const email = await emailTo(org.admin.email, actionId);
+    await sent(setup, actionId);
 
     const stranger = await reply(org, email, { from: 'mallory@evil.test', text: 'approve' });
     expect((await answerTo(stranger)).text).toMatch(/^Only the person this approval email was sent to can decide/);
