@@ -29,6 +29,7 @@ import { createIngestFastPath } from './features/ingest/ingest.fast-path.ts';
 import { ingestRoutes } from './features/ingest/ingest.routes.ts';
 import { webhooksRoutes } from './features/webhooks/webhooks.routes.ts';
 import { ledgerRoutes } from './features/ledger/ledger.routes.ts';
+import { usageRoutes } from './features/usage/usage.routes.ts';
 import { deliveriesRoutes } from './features/ingest/deliveries.routes.ts';
 import { documentsRoutes } from './features/documents/documents.routes.ts';
 import { emailIntegrationRoutes } from './features/email/email-integration.routes.ts';
@@ -263,6 +264,7 @@ export async function buildApp(container: Container) {
   await app.register(ingestRoutes({ fastPath: ingestFastPath }));
   await app.register(documentsRoutes({ documents: services.documents, orgAccess }));
   await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
+  await app.register(usageRoutes({ usage: services.usage, budgets: services.budgets, orgAccess }));
   await app.register(approvalLinksRoutes({ links: services.approvalLinks }));
   await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));
   await app.register(mcpRoutes({ mcpServers: services.mcpServers, orgAccess }));

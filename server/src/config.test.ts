@@ -56,6 +56,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres/);
     expect(() => loadConfig({ ENCRYPTION_MASTER_KEY: 'short' })).toThrow(/ENCRYPTION_MASTER_KEY/);
     expect(() => loadConfig({ INGEST_WRITE_CONCURRENCY: '9' })).toThrow(/INGEST_WRITE_CONCURRENCY/);
+    expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
+    expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);
+    expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":1}}' })).toThrow(/MODEL_PRICES\.gpt\.output/);
+    const prices = loadConfig({ MODEL_PRICES: '{"gpt-x":{"input":0.15,"output":0.6},"anthropic/claude":{"input":3,"output":15}}' }).model
+      .prices;
+    expect(prices.get('gpt-x')).toEqual({ input: 0.15, output: 0.6 });
+    expect(prices.size).toBe(2);
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
 

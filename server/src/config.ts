@@ -1,8 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { z } from 'zod';
-import { randomToken } from './lib/crypto.ts';
+import { developmentMasterKey, parseTrustProxy } from './lib/config-values.ts';
+import { modelPricesEnv, type ModelPrices } from './lib/model-prices.ts';
 
 /** The only reader of process.env: one schema, one frozen typed config. */
 const optionalString = z.string().optional();
@@ -95,6 +95,7 @@ const envSchema = z.object({
   MODEL_NAME: optionalString,
   MODEL_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  MODEL_PRICES: modelPricesEnv.optional(),
   ACTION_MAX_STEPS: positiveInt.max(1000).default(20),
   ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
   /** Agent runs at once per worker: a run mostly waits on its model and holds no connection meanwhile. */
@@ -132,28 +133,6 @@ export type Env = z.input<typeof envSchema>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
-}
-
-function parseTrustProxy(value: string | undefined): boolean | number | string[] {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  if (/^\d+$/.test(value)) return Number(value);
-  return value
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-}
-
-/** In development the first start creates a master key under the data directory and reuses it. */
-function developmentMasterKey(dataDir: string, notices: string[]): string {
-  const keyFile = join(dataDir, 'master.key');
-  if (existsSync(keyFile)) return readFileSync(keyFile, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const key = randomToken(32);
-  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
-  chmodSync(keyFile, 0o600);
-  notices.push(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}. Set ENCRYPTION_MASTER_KEY yourself in production.`);
-  return key;
 }
 
 export function loadConfig(source: Record<string, string | undefined> = process.env) {
@@ -267,6 +246,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       name: e.MODEL_NAME,
       timeoutMs: e.MODEL_TIMEOUT_SECONDS * 1000,
       maxRetries: e.MODEL_MAX_RETRIES,
+      prices: e.MODEL_PRICES ?? (new Map() as ModelPrices),
     },
     jobs: { pollMs: e.JOB_POLL_SECONDS * 1000 },
     actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },

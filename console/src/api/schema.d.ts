@@ -665,6 +665,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Tokens, calls and cost of the org's model calls over a range, per agent, model, user or UTC day */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's budget and its agents', each with what its current period has spent */
+        get: operations["getBudgets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets the org's budget (null removes it); it applies from the next model call */
+        put: operations["setOrgBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/approvals/decide/{token}": {
         parameters: {
             query?: never;
@@ -1201,6 +1252,97 @@ export interface components {
             error: string;
             /** @enum {string} */
             code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
+        };
+        Usage: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            groupBy: "agent" | "model" | "user" | "day";
+            totals: {
+                calls: number;
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Of the input tokens, those the provider read from its prompt cache */
+                cachedInputTokens: number;
+                totalTokens: number;
+                /** @description The cost of the priced calls; null when none had a price */
+                costUsd: number | null;
+                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                unpricedCalls: number;
+                durationMs: number;
+            };
+            groups: {
+                calls: number;
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Of the input tokens, those the provider read from its prompt cache */
+                cachedInputTokens: number;
+                totalTokens: number;
+                /** @description The cost of the priced calls; null when none had a price */
+                costUsd: number | null;
+                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                unpricedCalls: number;
+                durationMs: number;
+                /** @description The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none */
+                key: string;
+                /** @description The agent's name, the model, the user's email; null for a day or one since deleted */
+                label: string | null;
+            }[];
+        };
+        Budgets: {
+            org: {
+                budget: {
+                    /**
+                     * @description The budget renews at the start of each UTC day or month
+                     * @enum {string}
+                     */
+                    period: "day" | "month";
+                    /** @description US dollars per period, at the prices of MODEL_PRICES */
+                    maxCostUsd?: number;
+                    /** @description Input and output tokens per period */
+                    maxTokens?: number;
+                    /**
+                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                     * @enum {string}
+                     */
+                    onExceed: "pause" | "fail";
+                };
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                spentTokens: number;
+                spentCostUsd: number;
+            } | null;
+            agents: {
+                /** Format: uuid */
+                agentId: string;
+                agentName: string;
+                budget: {
+                    /**
+                     * @description The budget renews at the start of each UTC day or month
+                     * @enum {string}
+                     */
+                    period: "day" | "month";
+                    /** @description US dollars per period, at the prices of MODEL_PRICES */
+                    maxCostUsd?: number;
+                    /** @description Input and output tokens per period */
+                    maxTokens?: number;
+                    /**
+                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                     * @enum {string}
+                     */
+                    onExceed: "pause" | "fail";
+                };
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                spentTokens: number;
+                spentCostUsd: number;
+            }[];
         };
         Approval: {
             toolCallId: string;
@@ -2619,6 +2761,22 @@ export interface operations {
                             provider: "openai-compatible" | "openai" | "anthropic" | null;
                             model: string | null;
                             tools: string[];
+                            budget: {
+                                /**
+                                 * @description The budget renews at the start of each UTC day or month
+                                 * @enum {string}
+                                 */
+                                period: "day" | "month";
+                                /** @description US dollars per period, at the prices of MODEL_PRICES */
+                                maxCostUsd?: number;
+                                /** @description Input and output tokens per period */
+                                maxTokens?: number;
+                                /**
+                                 * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                                 * @enum {string}
+                                 */
+                                onExceed: "pause" | "fail";
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -2696,6 +2854,26 @@ export interface operations {
                      * @default []
                      */
                     tools?: string[];
+                    /**
+                     * @description The agent's budget per UTC day or month, checked before each of its model calls (null: none but the org's)
+                     * @default null
+                     */
+                    budget?: {
+                        /**
+                         * @description The budget renews at the start of each UTC day or month
+                         * @enum {string}
+                         */
+                        period: "day" | "month";
+                        /** @description US dollars per period, at the prices of MODEL_PRICES */
+                        maxCostUsd?: number;
+                        /** @description Input and output tokens per period */
+                        maxTokens?: number;
+                        /**
+                         * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                         * @enum {string}
+                         */
+                        onExceed: "pause" | "fail";
+                    } | null;
                 };
             };
         };
@@ -2715,6 +2893,22 @@ export interface operations {
                         provider: "openai-compatible" | "openai" | "anthropic" | null;
                         model: string | null;
                         tools: string[];
+                        budget: {
+                            /**
+                             * @description The budget renews at the start of each UTC day or month
+                             * @enum {string}
+                             */
+                            period: "day" | "month";
+                            /** @description US dollars per period, at the prices of MODEL_PRICES */
+                            maxCostUsd?: number;
+                            /** @description Input and output tokens per period */
+                            maxTokens?: number;
+                            /**
+                             * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                             * @enum {string}
+                             */
+                            onExceed: "pause" | "fail";
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2864,6 +3058,22 @@ export interface operations {
                         provider: "openai-compatible" | "openai" | "anthropic" | null;
                         model: string | null;
                         tools: string[];
+                        budget: {
+                            /**
+                             * @description The budget renews at the start of each UTC day or month
+                             * @enum {string}
+                             */
+                            period: "day" | "month";
+                            /** @description US dollars per period, at the prices of MODEL_PRICES */
+                            maxCostUsd?: number;
+                            /** @description Input and output tokens per period */
+                            maxTokens?: number;
+                            /**
+                             * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                             * @enum {string}
+                             */
+                            onExceed: "pause" | "fail";
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2987,6 +3197,22 @@ export interface operations {
                     provider?: "openai-compatible" | "openai" | "anthropic" | null;
                     model?: string | null;
                     tools?: string[];
+                    budget?: {
+                        /**
+                         * @description The budget renews at the start of each UTC day or month
+                         * @enum {string}
+                         */
+                        period: "day" | "month";
+                        /** @description US dollars per period, at the prices of MODEL_PRICES */
+                        maxCostUsd?: number;
+                        /** @description Input and output tokens per period */
+                        maxTokens?: number;
+                        /**
+                         * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                         * @enum {string}
+                         */
+                        onExceed: "pause" | "fail";
+                    } | null;
                 };
             };
         };
@@ -3006,6 +3232,22 @@ export interface operations {
                         provider: "openai-compatible" | "openai" | "anthropic" | null;
                         model: string | null;
                         tools: string[];
+                        budget: {
+                            /**
+                             * @description The budget renews at the start of each UTC day or month
+                             * @enum {string}
+                             */
+                            period: "day" | "month";
+                            /** @description US dollars per period, at the prices of MODEL_PRICES */
+                            maxCostUsd?: number;
+                            /** @description Input and output tokens per period */
+                            maxTokens?: number;
+                            /**
+                             * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                             * @enum {string}
+                             */
+                            onExceed: "pause" | "fail";
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4491,6 +4733,31 @@ export interface operations {
                             error: string | null;
                             /** Format: uuid */
                             threadId: string | null;
+                            /** @description The action's model calls (at most 500) and their totals: tokens, cost (null: no price), time */
+                            usage: {
+                                calls: number;
+                                inputTokens: number;
+                                outputTokens: number;
+                                /** @description Of the input tokens, those the provider read from its prompt cache */
+                                cachedInputTokens: number;
+                                totalTokens: number;
+                                /** @description The cost of the priced calls; null when none had a price */
+                                costUsd: number | null;
+                                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                                unpricedCalls: number;
+                                durationMs: number;
+                                modelCalls: {
+                                    provider: string;
+                                    model: string;
+                                    inputTokens: number;
+                                    outputTokens: number;
+                                    cachedInputTokens: number;
+                                    costUsd: number | null;
+                                    durationMs: number;
+                                    /** Format: date-time */
+                                    createdAt: string;
+                                }[];
+                            };
                             /** @description The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200) */
                             conversation: {
                                 seq: number;
@@ -5249,6 +5516,232 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): an ISO date (UTC midnight) or date-time; default 30 days before `to` */
+                from?: string;
+                /** @description End (exclusive): an ISO date or date-time; default now */
+                to?: string;
+                groupBy?: "agent" | "model" | "user" | "day";
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBudgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budgets"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setOrgBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    budget: {
+                        /**
+                         * @description The budget renews at the start of each UTC day or month
+                         * @enum {string}
+                         */
+                        period: "day" | "month";
+                        /** @description US dollars per period, at the prices of MODEL_PRICES */
+                        maxCostUsd?: number;
+                        /** @description Input and output tokens per period */
+                        maxTokens?: number;
+                        /**
+                         * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                         * @enum {string}
+                         */
+                        onExceed: "pause" | "fail";
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        budget: {
+                            budget: {
+                                /**
+                                 * @description The budget renews at the start of each UTC day or month
+                                 * @enum {string}
+                                 */
+                                period: "day" | "month";
+                                /** @description US dollars per period, at the prices of MODEL_PRICES */
+                                maxCostUsd?: number;
+                                /** @description Input and output tokens per period */
+                                maxTokens?: number;
+                                /**
+                                 * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                                 * @enum {string}
+                                 */
+                                onExceed: "pause" | "fail";
+                            };
+                            /** Format: date-time */
+                            periodStart: string;
+                            /** Format: date-time */
+                            periodEnd: string;
+                            spentTokens: number;
+                            spentCostUsd: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

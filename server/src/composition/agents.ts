@@ -9,12 +9,15 @@ import { createToolRegistry, registerToolModules, type ToolDefinition, type Tool
 import { createDocumentsService, generateDocumentTool } from '../features/documents/documents.service.ts';
 import { createRenderPool } from '../features/documents/render-pool.ts';
 import type { Shared } from './shared.ts';
+import { createBudgetsService } from '../features/usage/budgets.service.ts';
+import { createModelMeter } from '../features/usage/model-meter.ts';
+import { createUsageService } from '../features/usage/usage.service.ts';
 
-/** Agents and their tools, the runs of actions, approvals, documents. */
+/** Agents and their tools, the runs of actions with their budgets and usage, approvals, documents. */
 export async function composeAgents(
   shared: Shared,
   deps: {
-    userLimits: { refusal(userId: string): Promise<string | undefined>; recordMessage(userId: string): Promise<void> };
+    userLimits: { take(userId: string): Promise<string | undefined>; giveBack(userId: string): Promise<void> };
     /** Tools that other parts define (sendEmail). */
     tools: ToolDefinition[];
     /** Each org's own tools (its MCP servers'). */
@@ -32,6 +35,7 @@ export async function composeAgents(
   for (const tool of deps.tools) tools.register(tool);
   await registerToolModules(tools, config.toolModules);
   for (const source of deps.toolSources) tools.addSource(source);
+  const budgets = createBudgetsService({ db, bus, clock, prices: config.model.prices });
   const runner = createActionRunner({
     db,
     jobs,
@@ -40,7 +44,7 @@ export async function composeAgents(
     logger,
     clock,
     announce,
-    userLimits: deps.userLimits,
+    meter: createModelMeter({ budgets, userLimits: deps.userLimits, prices: config.model.prices }),
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,
     limits: {
@@ -61,7 +65,9 @@ export async function composeAgents(
     logger,
   });
   const services = {
-    agents: createAgentsService({ db, bus, tools }),
+    agents: createAgentsService({ db, bus, tools, budgetChanged: budgets.changed }),
+    budgets,
+    usage: createUsageService({ db, clock }),
     documents,
     runner,
     approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics }),

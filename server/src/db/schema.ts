@@ -14,12 +14,14 @@ import type { McpServersTable } from './mcp-schema.ts';
 import type { ApprovalAttemptsTable, ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
 import type { ApprovalLinksTable, ApprovalNotificationsTable, ApproversColumn, NotifyColumn } from './approval-schema.ts';
+import type { BudgetColumn, BudgetSpendTable, ModelCallsTable } from './usage-schema.ts';
 
 export * from './approval-schema.ts';
 export * from './callback-schema.ts';
 export type * from './mcp-schema.ts';
 export * from './tool-call-schema.ts';
 export * from './webhook-schema.ts';
+export * from './usage-schema.ts';
 
 /** Kysely's view of the tables (camelCase in TypeScript, snake_case in SQL via CamelCasePlugin). */
 export type CreatedAt = ColumnType<Date, Date | undefined, never>;
@@ -31,6 +33,7 @@ export interface OrganizationsTable {
   id: string;
   slug: string;
   name: string;
+  budget: BudgetColumn;
   createdAt: CreatedAt;
 }
 
@@ -109,6 +112,7 @@ export interface AgentsTable {
   provider: ModelProvider | null;
   model: string | null;
   tools: JsonOf<string[]>;
+  budget: BudgetColumn;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }
@@ -247,6 +251,8 @@ export interface DB {
   approvalAttempts: ApprovalAttemptsTable;
   approvalNotifications: ApprovalNotificationsTable;
   approvalLinks: ApprovalLinksTable;
+  modelCalls: ModelCallsTable;
+  budgetSpend: BudgetSpendTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -18,6 +18,8 @@ export const BUS_TOPICS = {
   actionRule: 'action-rule',
   /** An org's MCP servers changed (key: the org's id): its tools are read again. */
   mcpServers: 'mcp-servers',
+  /** An org's or one of its agents' budget changed (key: the org's id): its budgets are read again. */
+  budgets: 'budgets',
   /** Callbacks are due now: the dispatchers look (a signal, no key). */
   callbacks: 'callbacks',
   /** Runnable actions were committed (or a lease given up): the run dispatchers claim (a signal, no key). */

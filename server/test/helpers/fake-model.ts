@@ -13,9 +13,16 @@ export interface ChatRequest {
   tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters: Record<string, any> } }>;
 }
 
+/** The usage the provider reports for an answer (default: 10 prompt tokens, 5 completion tokens). */
+export interface ScriptedUsage {
+  prompt: number;
+  completion: number;
+  /** Of the prompt tokens, those read from the prompt cache (prompt_tokens_details.cached_tokens). */
+  cached?: number;
+}
 export type ScriptedReply =
-  | { text: string; delayMs?: number }
-  | { toolCalls: Array<{ name: string; arguments: unknown; id?: string }>; text?: string; delayMs?: number }
+  | { text: string; delayMs?: number; usage?: ScriptedUsage }
+  | { toolCalls: Array<{ name: string; arguments: unknown; id?: string }>; text?: string; delayMs?: number; usage?: ScriptedUsage }
   | { error: { status: number; message: string }; delayMs?: number };
 
 export type Script = (request: ChatRequest) => ScriptedReply | Promise<ScriptedReply>;
@@ -62,6 +69,7 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
     if (response.destroyed) return;
     if ('error' in reply) return sendJson(response, reply.error.status, { error: { message: reply.error.message, type: 'server_error' } });
     const toolCalls = 'toolCalls' in reply ? reply.toolCalls : [];
+    const usage = reply.usage ?? { prompt: 10, completion: 5 };
     sendJson(response, 200, {
       id: `chatcmpl-${randomUUID()}`,
       object: 'chat.completion',
@@ -89,7 +97,12 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
           finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
         },
       ],
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      usage: {
+        prompt_tokens: usage.prompt,
+        completion_tokens: usage.completion,
+        total_tokens: usage.prompt + usage.completion,
+        ...(usage.cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: usage.cached } }),
+      },
     });
   });
   return {

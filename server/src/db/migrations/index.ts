@@ -15,6 +15,7 @@ import * as actionTakeovers from './0013_action_takeovers.ts';
 import * as mcpServers from './0014_mcp_servers.ts';
 import * as approvalChannels from './0015_approval_channels.ts';
 import * as approvalEmail from './0016_approval_email.ts';
+import * as usageBudgets from './0017_usage_budgets.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0014_mcp_servers': mcpServers,
   '0015_approval_channels': approvalChannels,
   '0016_approval_email': approvalEmail,
+  '0017_usage_budgets': usageBudgets,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -9,7 +9,9 @@ import { actionsRepo } from './actions.repo.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
-import { callModel, ModelCallError, modelTools } from './model-step.ts';
+import { callModel, ModelCallError, type ModelStep, modelTools } from './model-step.ts';
+import type { ModelMeter } from '../usage/model-meter.ts';
+import { continuationOf, expectedUsage, pauseForBudget } from './budget-hold.ts';
 import { messageRow, type ActionWrite } from './action-writes.ts';
 import { createRunWriter, RunSuperseded } from './run-writer.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
@@ -39,8 +41,8 @@ export function createActionRunner(deps: {
   writeConcurrency: number;
   /** Called once a transition has committed: its callbacks go out now. */
   announce: () => void;
-  /** Limits on the run-as user's model messages (set by their external auth provider). */
-  userLimits: { refusal(userId: string): Promise<string | undefined>; recordMessage(userId: string): Promise<void> };
+  /** Budgets and the run-as user's limits, checked before each model call; what each call used and cost. */
+  meter: ModelMeter;
   logger: Logger;
   clock: Clock;
 }) {
@@ -81,39 +83,81 @@ export function createActionRunner(deps: {
     return run;
   }
 
-  /** One model step, stored; an answer without tool calls completes the action in the same statement. */
-  async function takeModelStep(run: Run): Promise<'done' | 'continue'> {
+  /**
+   * One model step, stored with its model call; an answer without tool calls completes the action in
+   * the same statement. Budgets and the run-as user's limits are checked first: over a budget, the
+   * action pauses for a person or fails, as the budget says.
+   */
+  async function takeModelStep(run: Run): Promise<'done' | 'continue' | 'paused'> {
+    const { context } = run;
     const steps = run.messages.filter((message) => message.role === 'assistant').length;
     if (steps >= deps.limits.maxSteps) throw new ActionFailure(`The action reached its limit of ${deps.limits.maxSteps} model steps`);
-    const userId = run.context.runAsUserId!;
-    const refusal = await deps.userLimits.refusal(userId);
-    if (refusal) throw new ActionFailure(refusal);
-    const step = await callModel({
-      model: deps.resolveModel(run.context),
-      instructions: instructionsOf(run.context, run.plans),
-      tools: run.tools,
-      timeoutMs: deps.limits.modelTimeoutMs,
-      maxRetries: deps.limits.modelMaxRetries,
-      // A model call has no side effect: a stopping process abandons it (tool calls it lets finish).
-      signal: AbortSignal.any([run.signal, stopping.signal]),
-      messages: run.messages as ModelMessage[],
+    const model = deps.resolveModel(context);
+    const instructions = instructionsOf(context, run.plans);
+    const continuation = continuationOf(run);
+    const admission = await deps.meter.admit({
+      orgId: context.orgId,
+      agentId: context.agentId!,
+      agentName: context.agentName,
+      userId: context.runAsUserId!,
+      provider: context.provider ?? deps.defaultProvider,
+      model: typeof model === 'string' ? model : model.modelId,
+      expected: () => expectedUsage(instructions, run),
+      overBudget: continuation !== undefined,
     });
-    await deps.userLimits.recordMessage(userId);
-    if (step.calls.length === 0) {
-      await finish(
-        run.context.id,
-        'completed',
-        { result: { text: step.text }, message: messageRow(run.threadId, run.messages.length, step.assistant, run.context.id) },
-        run,
-      );
-      return 'done';
+    if (admission.kind === 'refused') {
+      if (admission.onExceed === 'fail') throw new ActionFailure(admission.reason);
+      await pauseForBudget({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce }, run, admission);
+      return 'paused';
+    }
+    const { ticket } = admission;
+    const startedAt = performance.now();
+    let step: ModelStep;
+    try {
+      step = await callModel({
+        model,
+        instructions,
+        tools: run.tools,
+        timeoutMs: deps.limits.modelTimeoutMs,
+        maxRetries: deps.limits.modelMaxRetries,
+        // A model call has no side effect: a stopping process abandons it (tool calls it lets finish).
+        signal: AbortSignal.any([run.signal, stopping.signal]),
+        messages: run.messages as ModelMessage[],
+      });
+    } catch (error) {
+      await deps.meter.settle(ticket, null);
+      throw error;
     }
     const now = deps.clock.now();
+    const stepWrite: Pick<ActionWrite, 'modelCall' | 'finishedCall'> = {
+      modelCall: {
+        id: randomUUID(),
+        orgId: context.orgId,
+        actionId: context.id,
+        agentId: context.agentId,
+        userId: context.runAsUserId,
+        provider: ticket.call.provider,
+        model: ticket.call.model,
+        ...step.usage,
+        costUsd: await deps.meter.settle(ticket, step.usage),
+        durationMs: Math.round(performance.now() - startedAt),
+        createdAt: now,
+      },
+      // The person's "go on once" is used by this call.
+      ...(continuation && { finishedCall: { id: continuation.id, status: 'completed', output: { continued: true }, completedAt: now } }),
+    };
+    if (continuation) Object.assign(continuation, { status: 'completed' });
+    const message = messageRow(run.threadId, run.messages.length, step.assistant, context.id);
+    if (step.calls.length === 0) {
+      await finish(context.id, 'completed', { result: { text: step.text }, message }, run, stepWrite);
+      return 'done';
+    }
     const calls = step.calls.map((call) => decideCall(run, call, now));
     const stored: ActionWrite = {
-      actionId: run.context.id,
-      messages: [messageRow(run.threadId, run.messages.length, step.assistant, run.context.id)],
-      toolCalls: calls.map((call) => toRow(call, run.context, now)),
+      ...stepWrite,
+      actionId: context.id,
+      messages: [message],
+      toolCalls: calls.map((call) => toRow(call, context, now)),
     };
     const staged = calls.filter((call) => call.status === 'staged');
     if (staged.length === 0) await store(run, stored);
@@ -136,7 +180,7 @@ export function createActionRunner(deps: {
       if (stopping.signal.aborted) throw new RunHandedOver();
       const last = run.messages.at(-1)!;
       if (last.role !== 'assistant') {
-        if ((await takeModelStep(run)) === 'done') return;
+        if ((await takeModelStep(run)) !== 'continue') return;
         continue;
       }
       const parts = last.content as Array<{ type: string; toolCallId?: string; text?: string }>;

@@ -3,7 +3,7 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 // The one sideways import between features: a transition writes its callbacks' outbox rows in its
 // own statement (callbacks never import actions).
 import { CALLBACK_EVENT_OF, callbackDetails, OUTBOX_CTE } from '../callbacks/outbox.ts';
-import type { DB, ThreadMessagesTable, ToolCallsTable } from '../../db/schema.ts';
+import type { DB, ModelCallsTable, ThreadMessagesTable, ToolCallsTable } from '../../db/schema.ts';
 import { approvalStateOf, canTransition, IllegalTransitionError, type Transition } from './lifecycle.ts';
 import type { Message } from './run-context.ts';
 
@@ -20,6 +20,8 @@ export interface ActionWrite {
   /** A tool call's result (only a call still `ready` takes it). */
   finishedCall?: { id: string; status: 'completed' | 'failed'; output: unknown; completedAt: Date };
   transition?: Transition;
+  /** The model call the step made: its tokens, duration and cost. */
+  modelCall?: Insertable<ModelCallsTable>;
 }
 
 export interface ActionWriteResult {
@@ -49,6 +51,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   const links = writes.flatMap((write) => (write.thread && !write.transition ? [write.thread] : []));
   const messages = writes.flatMap((write) => write.messages ?? []);
   const calls = writes.flatMap((write) => write.toolCalls ?? []);
+  const usage = writes.flatMap((write) => (write.modelCall ? [write.modelCall] : []));
   const finished = writes.flatMap((write) => (write.finishedCall ? [write.finishedCall] : []));
   const started = writes.flatMap((write) => (write.startedCall ? [write.startedCall] : []));
   const steps = writes.flatMap((write) => (write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : []));
@@ -74,14 +77,23 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
     ), new_calls as (
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
-        expires_at, completed_at, mode_source, started_at)
+        expires_at, completed_at, mode_source, started_at, staged_reason)
       select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
         ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[], ${calls.map((c) => c.toolName)}::text[],
         ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
         ${calls.map((c) => c.approval)}::text[], ${calls.map((c) => c.output ?? null)}::jsonb[],
         ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],
         ${calls.map((c) => c.completedAt ?? null)}::timestamptz[], ${calls.map((c) => c.modeSource ?? null)}::jsonb[],
-        ${calls.map((c) => c.startedAt ?? null)}::timestamptz[])
+        ${calls.map((c) => c.startedAt ?? null)}::timestamptz[], ${calls.map((c) => c.stagedReason ?? null)}::text[])
+    ), new_model_calls as (
+      insert into model_calls (id, org_id, action_id, agent_id, user_id, provider, model, input_tokens, output_tokens,
+        cached_input_tokens, cost_usd, duration_ms, created_at)
+      select * from unnest(${usage.map((u) => u.id)}::uuid[], ${usage.map((u) => u.orgId)}::uuid[],
+        ${usage.map((u) => u.actionId ?? null)}::uuid[], ${usage.map((u) => u.agentId ?? null)}::uuid[],
+        ${usage.map((u) => u.userId ?? null)}::uuid[], ${usage.map((u) => u.provider)}::text[], ${usage.map((u) => u.model)}::text[],
+        ${usage.map((u) => u.inputTokens)}::int[], ${usage.map((u) => u.outputTokens)}::int[],
+        ${usage.map((u) => u.cachedInputTokens)}::int[], ${usage.map((u) => u.costUsd ?? null)}::float8[],
+        ${usage.map((u) => u.durationMs)}::int[], ${usage.map((u) => u.createdAt)}::timestamptz[])
     ), started_calls as (
       update tool_calls c set started_at = s.started_at
       from unnest(${started.map((s) => s.id)}::uuid[], ${started.map((s) => s.startedAt)}::timestamptz[]) as s(id, started_at)

@@ -75,7 +75,8 @@ export function createApprovalsService(deps: {
       if (guarded) return { kind: 'refused' as const, call, refusal: guarded };
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
-      const interrupted = call.stagedReason !== null;
+      // (A run over its budget waits with a reason too: rejected, its action ends.)
+      const interrupted = call.stagedReason !== null && call.modeSource?.source !== 'budget';
       const reason = decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null;
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve'

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { withApprovalDecision } from './approval-policy.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
+import type { TokenUsage } from '../../lib/model-prices.ts';
 
 /** One tool of a run: its definition and the mode its calls get. */
 export interface ToolPlan {
@@ -25,6 +26,8 @@ export interface ModelStep {
   assistant: { role: 'assistant'; content: unknown[] };
   text: string;
   calls: ProposedCall[];
+  /** What the provider reported it used (a count it did not report is 0). */
+  usage: TokenUsage;
 }
 
 export class ModelCallError extends Error {
@@ -103,5 +106,15 @@ export async function callModel(options: {
   if (result.text) content.push({ type: 'text', text: result.text });
   for (const call of calls)
     content.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? {} });
-  return { assistant: { role: 'assistant', content }, text: result.text, calls };
+  const { usage } = result;
+  return {
+    assistant: { role: 'assistant', content },
+    text: result.text,
+    calls,
+    usage: {
+      inputTokens: usage.inputTokens ?? 0,
+      outputTokens: usage.outputTokens ?? 0,
+      cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens ?? 0,
+    },
+  };
 }

@@ -71,6 +71,7 @@ export const toRow = (call: Call, context: RunContext, requestedAt: Date): Inser
   expiresAt: call.expiresAt,
   completedAt: call.status === 'staged' || call.status === 'ready' ? null : requestedAt,
   startedAt: call.startedAt,
+  stagedReason: call.stagedReason,
 });
 
 /** Each of the agent's tools the org has, with its resolved approval mode. */

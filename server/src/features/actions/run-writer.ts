@@ -46,8 +46,11 @@ export function createRunWriter(deps: {
       to: Extract<ActionStatus, 'completed' | 'failed'>,
       outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> },
       run?: Run,
+      /** What the last step stores with the end: its model call, a continuation over budget it used. */
+      step?: Pick<ActionWrite, 'modelCall' | 'finishedCall'>,
     ): Promise<void> {
       const { callbacks } = await store(run, {
+        ...step,
         actionId,
         transition: {
           actionId,

@@ -5,21 +5,24 @@ import type {
   AgentRow,
   AgentsTable,
   ArgumentRule,
+  Budget,
   DB,
   ModelProvider,
   NotifyChannel,
   RuleApprovers,
 } from '../../db/schema.ts';
 
+const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(value));
+
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
   insert: (
     db: Kysely<DB>,
-    agent: Omit<Insertable<AgentsTable>, 'tools' | 'createdAt' | 'updatedAt'> & { tools: string[] },
+    agent: Omit<Insertable<AgentsTable>, 'tools' | 'budget' | 'createdAt' | 'updatedAt'> & { tools: string[]; budget: Budget | null },
   ): Promise<AgentRow> =>
     db
       .insertInto('agents')
-      .values({ ...agent, tools: JSON.stringify(agent.tools) })
+      .values({ ...agent, tools: JSON.stringify(agent.tools), budget: jsonOrNull(agent.budget) })
       .returningAll()
       .executeTakeFirstOrThrow(),
 
@@ -33,11 +36,23 @@ export const agentsRepo = {
     db: Kysely<DB>,
     orgId: string,
     id: string,
-    changes: { name?: string; instructions?: string; provider?: ModelProvider | null; model?: string | null; tools?: string[] },
+    changes: {
+      name?: string;
+      instructions?: string;
+      provider?: ModelProvider | null;
+      model?: string | null;
+      tools?: string[];
+      budget?: Budget | null;
+    },
   ) =>
     db
       .updateTable('agents')
-      .set({ ...changes, tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools), updatedAt: sql<Date>`now()` })
+      .set({
+        ...changes,
+        tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools),
+        budget: changes.budget === undefined ? undefined : jsonOrNull(changes.budget),
+        updatedAt: sql<Date>`now()`,
+      })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()

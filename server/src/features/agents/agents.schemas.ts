@@ -3,6 +3,7 @@ import { APPROVAL_MODES, ARGUMENT_RULE_OPS, MODEL_PROVIDERS, NOTIFY_CHANNELS } f
 import { argumentRuleSchema } from './argument-rules.ts';
 import { orgParams } from '../../lib/http-schemas.ts';
 import { patchSchema } from '../../lib/patch-schema.ts';
+import { budgetSchema } from '../usage/usage.schemas.ts';
 
 export const approvalModeSchema = z.enum(APPROVAL_MODES);
 /** A tool's name: what the model providers accept as a function name. The one rule for tool names. */
@@ -15,6 +16,10 @@ export const agentInput = z.object({
   provider: z.enum(MODEL_PROVIDERS).nullable().default(null).describe("The model provider; null uses the server's MODEL_PROVIDER"),
   model: z.string().max(200).nullable().default(null).describe("The model name; null uses the server's MODEL_NAME"),
   tools: z.array(toolNameSchema).max(100).default([]).describe('Names of the tools the agent may call (e.g. generateDocument)'),
+  budget: budgetSchema
+    .nullable()
+    .default(null)
+    .describe("The agent's budget per UTC day or month, checked before each of its model calls (null: none but the org's)"),
 });
 export const agentPatch = patchSchema(agentInput);
 
@@ -25,6 +30,7 @@ export const agentSchema = z.object({
   provider: z.enum(MODEL_PROVIDERS).nullable(),
   model: z.string().nullable(),
   tools: z.array(z.string()),
+  budget: budgetSchema.nullable(),
   createdAt: z.date(),
   updatedAt: z.date(),
 });

@@ -10,7 +10,13 @@ import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from '.
 
 /** Topic on the invalidation bus: ingest caches rules by id. */
 
-export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; tools: Pick<ToolRegistry, 'forOrg'> }) {
+export function createAgentsService(deps: {
+  db: Kysely<DB>;
+  bus: ProcessBus;
+  tools: Pick<ToolRegistry, 'forOrg'>;
+  /** An agent's budget was set, changed or removed: it applies from its next model call. */
+  budgetChanged: (orgId: string, agentId: string) => Promise<void>;
+}) {
   /** An agent may name only tools the org has: a misspelt one would be dropped at run time, silently. */
   async function requireKnownTools(orgId: string, tools: string[] | undefined): Promise<void> {
     if (!tools?.length) return;
@@ -52,7 +58,9 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
 
     async createAgent(orgId: string, input: z.output<typeof agentInput>) {
       await requireKnownTools(orgId, input.tools);
-      return agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
+      const agent = await agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
+      if (agent.budget) await deps.budgetChanged(orgId, agent.id);
+      return agent;
     },
     listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
     async getAgent(orgId: string, id: string) {
@@ -60,10 +68,14 @@ export function createAgentsService(deps: { db: Kysely<DB>; bus: ProcessBus; too
     },
     async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
       await requireKnownTools(orgId, changes.tools);
-      return (await agentsRepo.update(deps.db, orgId, id, changes)) ?? Promise.reject(notFound('Agent'));
+      const agent = await agentsRepo.update(deps.db, orgId, id, changes);
+      if (!agent) throw notFound('Agent');
+      if (changes.budget !== undefined) await deps.budgetChanged(orgId, id);
+      return agent;
     },
     async deleteAgent(orgId: string, id: string) {
       if (!(await agentsRepo.delete(deps.db, orgId, id))) throw notFound('Agent');
+      await deps.budgetChanged(orgId, id);
     },
 
     async createRule(orgId: string, input: z.output<typeof actionRuleInput>) {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ACTION_SOURCES, APPROVAL_NOTIFICATION_STATUSES, DECISION_CHANNELS, NOTIFY_CHANNELS } from '../../db/schema.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
+import { usageTotalsSchema } from '../usage/usage.schemas.ts';
 
 /** One row of the ledger: an action, or a delivery that has not (yet) made one. */
 export const ledgerRow = z.object({
@@ -40,6 +41,22 @@ export const ledgerDetail = ledgerRow.extend({
       result: z.unknown(),
       error: z.string().nullable(),
       threadId: z.uuid().nullable(),
+      usage: usageTotalsSchema
+        .extend({
+          modelCalls: z.array(
+            z.object({
+              provider: z.string(),
+              model: z.string(),
+              inputTokens: z.int(),
+              outputTokens: z.int(),
+              cachedInputTokens: z.int(),
+              costUsd: z.number().nullable(),
+              durationMs: z.int(),
+              createdAt: z.date(),
+            }),
+          ),
+        })
+        .meta({ description: "The action's model calls (at most 500) and their totals: tokens, cost (null: no price), time" }),
       conversation: z
         .array(z.object({ seq: z.int(), role: z.string(), content: z.unknown(), createdAt: z.date() }))
         .meta({ description: "The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200)" }),

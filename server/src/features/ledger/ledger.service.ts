@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
+import { usageRepo } from '../usage/usage.repo.ts';
 import type { CallbacksService } from '../callbacks/callbacks.service.ts';
 import { ledgerRepo, type LedgerFilters } from './ledger.repo.ts';
 
@@ -54,7 +55,7 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
     async get(orgId: string, id: string) {
       const row = await ledgerRepo.find(deps.db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const [transitions, toolCalls, callbacks, conversation, attempts, notifications] = row.actionId
+      const [transitions, toolCalls, callbacks, conversation, attempts, notifications, usage] = row.actionId
         ? await Promise.all([
             actionsRepo.events(deps.db, row.actionId),
             toolCallsRepo.forAction(deps.db, row.actionId),
@@ -62,8 +63,9 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
             row.threadId ? threadsRepo.messagesOfAction(deps.db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
             toolCallsRepo.attemptsForAction(deps.db, row.actionId),
             ledgerRepo.approvalNotifications(deps.db, row.actionId),
+            usageRepo.forAction(deps.db, orgId, row.actionId),
           ])
-        : [[], [], [], [], [], []];
+        : [[], [], [], [], [], [], null];
       // The first state is the action's creation: queued by the delivery that created it.
       const lifecycle =
         row.actionId && row.actionCreatedAt
@@ -99,6 +101,8 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
               result: row.result ?? null,
               error: row.error,
               threadId: row.threadId,
+              // Read with the rest whenever the row is an action's.
+              usage: { ...usage!, totalTokens: usage!.inputTokens + usage!.outputTokens },
               conversation: conversation.map((message) => ({
                 seq: message.seq,
                 role: message.role,

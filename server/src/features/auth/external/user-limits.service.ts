@@ -77,20 +77,24 @@ export function createUserLimitsService(deps: {
   }
 
   return {
-    /** Why the user may not call the model now (`user_limit_reached: ...`), or undefined. */
-    async refusal(userId: string): Promise<string | undefined> {
+    /**
+     * Takes one of the user's model messages, atomically (runs in any process count against one
+     * another), or says why not (`user_limit_reached: ...`).
+     */
+    async take(userId: string): Promise<string | undefined> {
       const limits = await activeLimits(userId);
       if (!limits) return undefined;
-      const used = await userLimitsRepo.used(deps.db, userId, windowKeyOf(limits));
-      if (used < limits.maxMessages) return undefined;
+      const window = windowKeyOf(limits);
+      if (limits.maxMessages > 0 && (await userLimitsRepo.take(deps.db, userId, window, limits.maxMessages))) return undefined;
+      const used = await userLimitsRepo.used(deps.db, userId, window);
       const until = limits.resetDate ? `until ${limits.resetDate.toISOString()}` : 'with no reset date';
       return `user_limit_reached: the run-as user has used ${used} of ${limits.maxMessages} model messages ${until}`;
     },
 
-    /** Counts one model message of the user, when limits apply to them. */
-    async recordMessage(userId: string): Promise<void> {
+    /** Gives a message taken back: its model call failed. */
+    async giveBack(userId: string): Promise<void> {
       const limits = await activeLimits(userId);
-      if (limits) await userLimitsRepo.count(deps.db, userId, windowKeyOf(limits));
+      if (limits) await userLimitsRepo.giveBack(deps.db, userId, windowKeyOf(limits));
     },
 
     /** The user's limits and use, or null when no limit applies. */

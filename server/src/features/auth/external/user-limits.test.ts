@@ -98,6 +98,15 @@ describe('user limits from the external auth provider', () => {
     expect((await (await app.request('GET', '/auth/me', { token })).json()).limits).toMatchObject({ usedMessages: 1 });
   });
 
+  it('concurrent actions of one user take its messages atomically: exactly maxMessages of them call the model', async () => {
+    const { setup, externalUserId } = await quotaUser();
+    limitsByUser.set(externalUserId, { maxMessages: 3, resetDate: new Date(app.clock.now().getTime() + DAY) });
+    const rows = await Promise.all(Array.from({ length: 8 }, () => runAs(setup, externalUserId)));
+    expect(rows.filter((row) => row.status === 'completed')).toHaveLength(3);
+    for (const row of rows.filter((candidate) => candidate.status === 'failed'))
+      expect(row.execution.error).toMatch(/^user_limit_reached: the run-as user has used 3 of 3 model messages/);
+  });
+
   it('a provider that throws or does not answer sets no limit (the action runs); a user without a provider shows no limits', async () => {
     const failing = await quotaUser();
     limitsByUser.set(failing.externalUserId, new Error('limits service down'));

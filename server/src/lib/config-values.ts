@@ -1,0 +1,26 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomToken } from './crypto.ts';
+
+/** Values of the configuration that take more than a schema to read (config.ts reads the environment). */
+export function parseTrustProxy(value: string | undefined): boolean | number | string[] {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+}
+
+/** In development the first start creates a master key under the data directory and reuses it. */
+export function developmentMasterKey(dataDir: string, notices: string[]): string {
+  const keyFile = join(dataDir, 'master.key');
+  if (existsSync(keyFile)) return readFileSync(keyFile, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const key = randomToken(32);
+  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+  chmodSync(keyFile, 0o600);
+  notices.push(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}. Set ENCRYPTION_MASTER_KEY yourself in production.`);
+  return key;
+}
