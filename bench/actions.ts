@@ -5,7 +5,8 @@
  * action's completion (its completion time as stored by the server), on PostgreSQL.
  *
  * The first BENCH_WARMUP seconds (5) warm the process up (JIT, connections, prepared statements) and
- * are reported apart.
+ * are reported apart. The same load runs twice, each on a fresh database: with tracing off, then on
+ * (OTLP/HTTP to a collector on loopback that takes every export), and tracing's cost is printed.
  *
  *   npm run bench:actions                  # BENCH_RATE=600 events/s for BENCH_DURATION=10 s
  */
@@ -15,6 +16,7 @@ import { seedWebhooks } from './lib/seed.ts';
 import { actionPhase, databaseWork, ECHO_TOOL_ENV, percentile, startEchoModel, workPerAction } from './lib/action-load.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
+import { startSpanSink } from './lib/span-sink.ts';
 
 // Above the capacity target (2.5% of pgbench: about 500/s on a 2-core machine doing 20,000 inserts/s):
 // completions can only show the capacity when more is offered.
@@ -28,68 +30,85 @@ if (!(await postgresReachable())) {
   process.exit(0);
 }
 const model = await startEchoModel();
-const database = await benchDatabase('postgres');
-try {
-  const env = {
-    ...database.env,
-    ENCRYPTION_MASTER_KEY: MASTER_KEY,
-    NODE_ENV: 'development',
-    ...ECHO_TOOL_ENV,
-  };
-  const webhooks = await seedWebhooks(env, { orgs: 50, webhooksPerOrg: 10, tool: 'echo' });
-  const service = await startService({
-    ...env,
-    ...model.env,
-    WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000',
-    ...(process.env.ACTION_CONCURRENCY ? { ACTION_CONCURRENCY: process.env.ACTION_CONCURRENCY } : {}),
-  });
-  const db = new pg.Client({ connectionString: database.env.DATABASE_URL });
-  await db.connect();
+const sink = await startSpanSink();
+
+/** One measured run of the load on a fresh database; `extraEnv` turns tracing on. */
+async function measure(label: string, extraEnv: Record<string, string>) {
+  const database = await benchDatabase('postgres');
   try {
-    console.log(
-      `actions benchmark: ${RATE} events/s for ${DURATION} s (after ${WARMUP} s of warm-up) over ${webhooks.length} webhooks, model answering at once, one allow tool call per action, node ${process.version}`,
-    );
-    const phase = (seconds: number) => actionPhase({ urls: [service.url], webhooks, rate: RATE, seconds, db });
-    const warm = await phase(WARMUP);
-    console.log(
-      `warm-up (not counted) : ${fmt(warm.throughput).padStart(6)} actions/s  p50 ${percentile(warm.toCompleted, 50)} ms  p99 ${percentile(warm.toCompleted, 99)} ms  (${warm.completed} completed)`,
-    );
-    const workBefore = await databaseWork(db);
-    const cpuBefore = cpuSnapshot(service.pid);
-    const result = await phase(DURATION);
-    const cpuAfter = cpuSnapshot(service.pid);
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
-    const work = workPerAction(workBefore, await databaseWork(db), result.completed);
-    console.log(
-      `offered               : ${fmt(result.offered).padStart(6)} events/s (${result.sent} sent, ${result.failures} not accepted)`,
-    );
-    console.log(
-      `actions completed     : ${fmt(result.throughput).padStart(6)} actions/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished)`,
-    );
-    console.log(
-      `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s; p50 < 100 ms under capacity, e.g. BENCH_RATE=220)`,
-    );
-    console.log(
-      `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,
-    );
-    if (cpuBefore && cpuAfter) {
-      const cpu = cpuPerRequest(cpuBefore, cpuAfter, result.completed);
+    const env = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development', ...ECHO_TOOL_ENV };
+    const webhooks = await seedWebhooks(env, { orgs: 50, webhooksPerOrg: 10, tool: 'echo' });
+    const service = await startService({
+      ...env,
+      ...model.env,
+      ...extraEnv,
+      WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000',
+      ...(process.env.ACTION_CONCURRENCY ? { ACTION_CONCURRENCY: process.env.ACTION_CONCURRENCY } : {}),
+    });
+    const db = new pg.Client({ connectionString: database.env.DATABASE_URL });
+    await db.connect();
+    try {
+      console.log(`\n${label}`);
+      const phase = (seconds: number) => actionPhase({ urls: [service.url], webhooks, rate: RATE, seconds, db });
+      const warm = await phase(WARMUP);
       console.log(
-        `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms; machine idle ${cpu.idlePercent}% (the client and the model share it)`,
+        `warm-up (not counted) : ${fmt(warm.throughput).padStart(6)} actions/s  p50 ${percentile(warm.toCompleted, 50)} ms  p99 ${percentile(warm.toCompleted, 99)} ms  (${warm.completed} completed)`,
       );
+      const workBefore = await databaseWork(db);
+      const cpuBefore = cpuSnapshot(service.pid);
+      const result = await phase(DURATION);
+      const cpuAfter = cpuSnapshot(service.pid);
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
+      const work = workPerAction(workBefore, await databaseWork(db), result.completed);
+      console.log(
+        `offered               : ${fmt(result.offered).padStart(6)} events/s (${result.sent} sent, ${result.failures} not accepted)`,
+      );
+      console.log(
+        `actions completed     : ${fmt(result.throughput).padStart(6)} actions/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished)`,
+      );
+      console.log(
+        `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s; p50 < 100 ms under capacity, e.g. BENCH_RATE=220)`,
+      );
+      console.log(
+        `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,
+      );
+      if (cpuBefore && cpuAfter) {
+        const cpu = cpuPerRequest(cpuBefore, cpuAfter, result.completed);
+        console.log(
+          `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms; machine idle ${cpu.idlePercent}% (the client, the model and the collector share it)`,
+        );
+      }
+      return result.throughput;
+    } finally {
+      await db.end();
+      await service.stop();
     }
-    await service.stop();
-    // The database's own capacity on this machine now: single-row inserts, as in bench:ingest.
-    const tps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-    console.log(
-      `pgbench (same run)    : ${fmt(tps).padStart(6)} single-row inserts/s; actions completed = ${((100 * result.throughput) / tps).toFixed(2)}% of it (target 2.5%)`,
-    );
-    console.log(`model requests        : ${model.requests.length} (warm-up included)`);
   } finally {
-    await db.end();
-    await service.stop();
+    await database.drop();
   }
+}
+
+try {
+  console.log(
+    `actions benchmark: ${RATE} events/s for ${DURATION} s (after ${WARMUP} s of warm-up) over 500 webhooks, model answering at once, one allow tool call per action, node ${process.version}`,
+  );
+  const off = await measure('tracing off', {});
+  const spansBefore = sink.spans();
+  const on = await measure('tracing on (OTLP/HTTP to a collector on loopback)', {
+    OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+    OTEL_SERVICE_NAME: 'agent-platform-bench',
+  });
+  console.log(`spans exported        : ${sink.spans() - spansBefore} (warm-up included; ${sink.requests()} export requests)`);
+  console.log(
+    `tracing on vs off     : ${fmt(on)} vs ${fmt(off)} actions/s = ${((100 * on) / off).toFixed(1)}%; tracing costs ${((100 * (off - on)) / off).toFixed(1)}% (target < 10%)`,
+  );
+  // The database's own capacity on this machine now: single-row inserts, as in bench:ingest.
+  const tps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  console.log(
+    `pgbench (same run)    : ${fmt(tps).padStart(6)} single-row inserts/s; actions completed (tracing off) = ${((100 * off) / tps).toFixed(2)}% of it (target 2.5%)`,
+  );
+  console.log(`model requests        : ${model.requests.length} (warm-up included)`);
 } finally {
-  await database.drop();
+  await sink.close();
   await model.close();
 }

@@ -101,6 +101,7 @@ export async function buildApp(container: Container) {
     nextRequestId,
     responseHeaders,
     metrics,
+    tracing: container.tracing,
     logger: container.logger,
   });
   const app = Fastify({
@@ -274,6 +275,8 @@ export async function buildApp(container: Container) {
   await app.register(inboxesRoutes({ inboxes: services.inboxes, orgAccess }));
   await app.register(emailThreadsRoutes({ threads: services.emailThreads, orgAccess }));
   await app.register(eventsRoutes({ events: container.orgEvents, orgAccess }));
-  await app.register(mailWebhookRoutes({ intake: services.mailWebhook, maxBytes: config.email.webhookMaxBytes }));
+  await app.register(
+    mailWebhookRoutes({ intake: services.mailWebhook, maxBytes: config.email.webhookMaxBytes, tracing: container.tracing }),
+  );
   return app;
 }

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { developmentMasterKey, parseTrustProxy } from './lib/config-values.ts';
+import { developmentMasterKey, otlpHeaders, parseTrustProxy, tracesUrl } from './lib/config-values.ts';
 import { modelPricesEnv, type ModelPrices } from './lib/model-prices.ts';
 
 /** The only reader of process.env: one schema, one frozen typed config. */
@@ -125,6 +125,20 @@ const envSchema = z.object({
   DOCUMENT_RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(30),
   /** Worker threads that render documents (default: the cores less one, at least 1, at most 4). */
   DOCUMENT_RENDER_THREADS: positiveInt.max(64).optional(),
+  /** OpenTelemetry traces over OTLP/HTTP (off unless an endpoint is set), by the standard variables. */
+  OTEL_SDK_DISABLED: booleanFlag.default(false),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$/, 'must be key=value pairs, comma-separated')
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().max(200).default('agent-platform'),
+  /** Prompts, answers, tool arguments and results in spans: off, since they may hold personal data. */
+  OTEL_RECORD_CONTENT: booleanFlag.default(false),
+  OTEL_BSP_MAX_QUEUE_SIZE: positiveInt.max(1_000_000).default(2048),
+  OTEL_BSP_SCHEDULE_DELAY: positiveInt.max(600_000).default(5000),
+  OTEL_BSP_EXPORT_TIMEOUT: positiveInt.max(600_000).default(10_000),
   /** Comma-separated paths of modules whose `tools` export adds tools to the registry (self-hosted extensions). */
   TOOL_MODULES: optionalString,
 });
@@ -272,6 +286,15 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       .map((path) => path.trim())
       .filter(Boolean)
       .map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
+    tracing: {
+      tracesUrl: e.OTEL_SDK_DISABLED ? null : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
+      headers: otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS),
+      serviceName: e.OTEL_SERVICE_NAME,
+      recordContent: e.OTEL_RECORD_CONTENT,
+      maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+      scheduledDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+      exportTimeoutMs: e.OTEL_BSP_EXPORT_TIMEOUT,
+    },
     notices: Object.freeze(notices),
   });
 }

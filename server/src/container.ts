@@ -24,6 +24,7 @@ import { loggerOptions } from './lib/logger.ts';
 import { createMetrics } from './lib/metrics.ts';
 import { BUS_TOPICS, createProcessBus } from './lib/process-bus.ts';
 import { createRateLimiters } from './lib/rate-limit.ts';
+import { createTracing } from './lib/tracing.ts';
 
 export interface ContainerOptions {
   clock?: Clock;
@@ -51,6 +52,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     box: createSecretBox(config.masterKey),
     bus,
     jobs,
+    tracing: createTracing(config.tracing, metrics),
     announce: () => bus.signal(BUS_TOPICS.callbacks),
     wakeRunners: () => bus.signal(BUS_TOPICS.actionRuns),
   };
@@ -113,6 +115,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     box,
     jobs,
     bus,
+    tracing: shared.tracing,
     orgEvents: createOrgEvents({ bus, db, clock, logger }),
     mailer: accounts.mailer,
     limits: accounts.limits,
@@ -161,6 +164,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await bus.close();
       await rateLimiters.close();
       await database.close();
+      await shared.tracing.shutdown();
     },
   };
 }

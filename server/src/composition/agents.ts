@@ -44,6 +44,7 @@ export async function composeAgents(
     logger,
     clock,
     announce,
+    tracing: shared.tracing,
     meter: createModelMeter({ budgets, userLimits: deps.userLimits, prices: config.model.prices }),
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,

@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { ProcessBus } from '../lib/process-bus.ts';
+import type { Tracing } from '../lib/tracing.ts';
 
 /** What every part of the composition root is built on: one of each per process. */
 export interface Shared {
@@ -18,6 +19,8 @@ export interface Shared {
   box: SecretBox;
   bus: ProcessBus;
   jobs: JobRunner;
+  /** OpenTelemetry traces (a no-op tracer when no OTLP endpoint is set). */
+  tracing: Tracing;
   /** After a transition that may have written callbacks commits: the dispatchers wake up. */
   announce: () => void;
   /** After runnable actions commit: the run dispatchers of every process claim them. */

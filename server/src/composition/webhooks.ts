@@ -21,6 +21,7 @@ export function composeWebhooks(shared: Shared, rateLimiters: RateLimiters) {
     db,
     bus,
     metrics,
+    tracing: shared.tracing,
     logger,
     clock,
     httpAgents,

@@ -48,6 +48,8 @@ export interface CallbackDeliveriesTable {
   lastError: string | null;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
+  /** The action's trace, which each attempt's span joins. */
+  traceParent: string | null;
 }
 
 export interface CallbackAttemptsTable {

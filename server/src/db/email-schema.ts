@@ -162,6 +162,8 @@ export interface EmailNotificationsTable {
   leaseExpiresAt: Date | null;
   receivedAt: CreatedAt;
   processedAt: Date | null;
+  /** The notification request's trace, which the action of its email joins. */
+  traceParent: string | null;
 }
 
 export type EmailMessageRow = Selectable<EmailMessagesTable>;

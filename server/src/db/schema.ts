@@ -161,6 +161,8 @@ export interface ActionsTable {
   approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
+  /** Where the action's trace continues (W3C traceparent), when tracing is on. */
+  traceParent: string | null;
 }
 
 export const ACTION_SOURCES = ['webhook', 'email'] as const;

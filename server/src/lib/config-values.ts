@@ -24,3 +24,26 @@ export function developmentMasterKey(dataDir: string, notices: string[]): string
   notices.push(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}. Set ENCRYPTION_MASTER_KEY yourself in production.`);
   return key;
 }
+
+/** The OTLP/HTTP traces URL: the signal's own endpoint as given, or the base endpoint's /v1/traces (the OTLP exporter spec). */
+export function tracesUrl(tracesEndpoint: string | undefined, endpoint: string | undefined): string | null {
+  if (tracesEndpoint) return tracesEndpoint;
+  return endpoint ? `${endpoint.replace(/\/+$/, '')}/v1/traces` : null;
+}
+
+/** OTEL_EXPORTER_OTLP_HEADERS (`key=value,...`, values percent-encoded), for a collector's API key. */
+export function otlpHeaders(value: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of value?.split(',') ?? []) {
+    const at = pair.indexOf('=');
+    const name = pair.slice(0, at).trim();
+    let text = pair.slice(at + 1).trim();
+    try {
+      text = decodeURIComponent(text);
+    } catch {
+      // not percent-encoded: taken as it is
+    }
+    if (name) headers[name] = text;
+  }
+  return headers;
+}

@@ -91,6 +91,17 @@ export function createMetrics() {
       buckets: [10, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600],
       registers: [registry],
     }),
+    spansExported: new Counter({
+      name: 'otel_spans_exported_total',
+      help: 'Trace spans the OTLP endpoint took',
+      registers: [registry],
+    }),
+    spansDropped: new Counter({
+      name: 'otel_spans_dropped_total',
+      help: 'Trace spans lost: queue_full (the export queue was full) or export_failed (the OTLP endpoint did not take them)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     jobDuration: new Histogram({
       name: 'job_duration_seconds',
       help: 'Background job duration by queue',

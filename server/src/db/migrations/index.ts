@@ -16,6 +16,7 @@ import * as mcpServers from './0014_mcp_servers.ts';
 import * as approvalChannels from './0015_approval_channels.ts';
 import * as approvalEmail from './0016_approval_email.ts';
 import * as usageBudgets from './0017_usage_budgets.ts';
+import * as traceContext from './0018_trace_context.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '0015_approval_channels': approvalChannels,
   '0016_approval_email': approvalEmail,
   '0017_usage_budgets': usageBudgets,
+  '0018_trace_context': traceContext,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import type { ModelMessage } from 'ai';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { DB, ModelProvider } from '../../db/schema.ts';
+import type { DB, ToolCallRow } from '../../db/schema.ts';
+import type { Span } from '../../lib/tracing.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
-import { ModelUnavailableError, type ModelResolver } from '../agents/model-provider.ts';
-import { callModel, ModelCallError, type ModelStep, modelTools } from './model-step.ts';
-import type { ModelMeter } from '../usage/model-meter.ts';
-import { continuationOf, expectedUsage, pauseForBudget } from './budget-hold.ts';
-import { messageRow, type ActionWrite } from './action-writes.ts';
+import { ModelUnavailableError } from '../agents/model-provider.ts';
+import { ModelCallError, modelTools } from './model-step.ts';
+import { createModelTurn, type ModelTurnDeps } from './model-turn.ts';
+import { type RunTracing, startRunSpans } from './run-tracing.ts';
+import { messageRow } from './action-writes.ts';
 import { createRunWriter, RunSuperseded } from './run-writer.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { createToolStep } from './tool-step.ts';
-import { ActionFailure, decideCall, eventMessage, instructionsOf, planTools, type Run, type RunContext, toRow } from './run-context.ts';
+import { ActionFailure, eventMessage, planTools, type Run, type RunContext } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /**
@@ -28,32 +28,32 @@ import type { Clock } from '../../lib/clock.ts';
  * moment, except where a decision can race with the runner (staged calls): that transaction locks
  * the action. The conversation is opened with the first step (a model call before it has no effect).
  */
-export function createActionRunner(deps: {
-  db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueue'>;
-  /** Runnable actions were committed (or a lease given up): the run dispatchers of every process claim now. */
-  wakeRunners: () => void;
-  tools: ToolRegistry;
-  resolveModel: ModelResolver;
-  defaultProvider: ModelProvider;
-  limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
-  /** Write statements at once; the steps of runs that arrive meanwhile are written together. */
-  writeConcurrency: number;
-  /** Called once a transition has committed: its callbacks go out now. */
-  announce: () => void;
-  /** Budgets and the run-as user's limits, checked before each model call; what each call used and cost. */
-  meter: ModelMeter;
-  logger: Logger;
-  clock: Clock;
-}) {
+export function createActionRunner(
+  deps: ModelTurnDeps & {
+    db: Kysely<DB>;
+    jobs: Pick<JobRunner, 'enqueue'>;
+    /** Runnable actions were committed (or a lease given up): the run dispatchers of every process claim now. */
+    wakeRunners: () => void;
+    tools: ToolRegistry;
+    limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
+    /** Write statements at once; the steps of runs that arrive meanwhile are written together. */
+    writeConcurrency: number;
+    /** Called once a transition has committed: its callbacks go out now. */
+    announce: () => void;
+    tracing: RunTracing;
+    logger: Logger;
+    clock: Clock;
+  },
+) {
   const { db } = deps;
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
   const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
-  const settleToolCalls = createToolStep({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce });
+  const settleToolCalls = createToolStep({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce, tracing: deps.tracing });
+  const takeModelStep = createModelTurn({ ...deps, store, finish, stopping: stopping.signal });
 
   /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
-  async function begin(context: RunContext, signal: AbortSignal): Promise<Run> {
+  async function begin(context: RunContext, signal: AbortSignal, span: Span, calls: ToolCallRow[] | null): Promise<Run> {
     const actionId = context.id;
     if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
     if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
@@ -66,6 +66,7 @@ export function createActionRunner(deps: {
       messages: [],
       calls: new Map(),
       signal,
+      span,
     };
     if (!context.threadId) {
       const first = eventMessage(context);
@@ -78,99 +79,9 @@ export function createActionRunner(deps: {
       return run;
     }
     run.messages = (await threadsRepo.messages(db, run.threadId)).map(({ role, content }) => ({ role, content }));
-    for (const row of await toolCallsRepo.forAction(db, actionId))
+    for (const row of calls ?? [])
       run.calls.set(row.toolCallId, { ...row, output: row.output ?? null, interrupted: row.status === 'ready' && row.startedAt !== null });
     return run;
-  }
-
-  /**
-   * One model step, stored with its model call; an answer without tool calls completes the action in
-   * the same statement. Budgets and the run-as user's limits are checked first: over a budget, the
-   * action pauses for a person or fails, as the budget says.
-   */
-  async function takeModelStep(run: Run): Promise<'done' | 'continue' | 'paused'> {
-    const { context } = run;
-    const steps = run.messages.filter((message) => message.role === 'assistant').length;
-    if (steps >= deps.limits.maxSteps) throw new ActionFailure(`The action reached its limit of ${deps.limits.maxSteps} model steps`);
-    const model = deps.resolveModel(context);
-    const instructions = instructionsOf(context, run.plans);
-    const continuation = continuationOf(run);
-    const admission = await deps.meter.admit({
-      orgId: context.orgId,
-      agentId: context.agentId!,
-      agentName: context.agentName,
-      userId: context.runAsUserId!,
-      provider: context.provider ?? deps.defaultProvider,
-      model: typeof model === 'string' ? model : model.modelId,
-      expected: () => expectedUsage(instructions, run),
-      overBudget: continuation !== undefined,
-    });
-    if (admission.kind === 'refused') {
-      if (admission.onExceed === 'fail') throw new ActionFailure(admission.reason);
-      await pauseForBudget({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce }, run, admission);
-      return 'paused';
-    }
-    const { ticket } = admission;
-    const startedAt = performance.now();
-    let step: ModelStep;
-    try {
-      step = await callModel({
-        model,
-        instructions,
-        tools: run.tools,
-        timeoutMs: deps.limits.modelTimeoutMs,
-        maxRetries: deps.limits.modelMaxRetries,
-        // A model call has no side effect: a stopping process abandons it (tool calls it lets finish).
-        signal: AbortSignal.any([run.signal, stopping.signal]),
-        messages: run.messages as ModelMessage[],
-      });
-    } catch (error) {
-      await deps.meter.settle(ticket, null);
-      throw error;
-    }
-    const now = deps.clock.now();
-    const stepWrite: Pick<ActionWrite, 'modelCall' | 'finishedCall'> = {
-      modelCall: {
-        id: randomUUID(),
-        orgId: context.orgId,
-        actionId: context.id,
-        agentId: context.agentId,
-        userId: context.runAsUserId,
-        provider: ticket.call.provider,
-        model: ticket.call.model,
-        ...step.usage,
-        costUsd: await deps.meter.settle(ticket, step.usage),
-        durationMs: Math.round(performance.now() - startedAt),
-        createdAt: now,
-      },
-      // The person's "go on once" is used by this call.
-      ...(continuation && { finishedCall: { id: continuation.id, status: 'completed', output: { continued: true }, completedAt: now } }),
-    };
-    if (continuation) Object.assign(continuation, { status: 'completed' });
-    const message = messageRow(run.threadId, run.messages.length, step.assistant, context.id);
-    if (step.calls.length === 0) {
-      await finish(context.id, 'completed', { result: { text: step.text }, message }, run, stepWrite);
-      return 'done';
-    }
-    const calls = step.calls.map((call) => decideCall(run, call, now));
-    const stored: ActionWrite = {
-      ...stepWrite,
-      actionId: context.id,
-      messages: [message],
-      toolCalls: calls.map((call) => toRow(call, context, now)),
-    };
-    const staged = calls.filter((call) => call.status === 'staged');
-    if (staged.length === 0) await store(run, stored);
-    else {
-      await db.transaction().execute(async (trx) => {
-        await store(run, stored, trx);
-        for (const call of staged)
-          await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
-      });
-    }
-    run.messages.push(step.assistant);
-    for (const call of calls) run.calls.set(call.toolCallId, call);
-    return 'continue';
   }
 
   async function drive(run: Run): Promise<void> {
@@ -245,10 +156,15 @@ export function createActionRunner(deps: {
       );
       renew.unref();
       let run: Run | undefined;
+      let span: Span | undefined;
       try {
-        run = await begin(context, controller.signal);
+        // A resumed run reads its calls back (and the decisions it resumes after, for its trace).
+        const calls = context.threadId ? await toolCallsRepo.forAction(db, actionId) : null;
+        span = startRunSpans(deps.tracing, context, calls, deps.clock.now());
+        run = await begin(context, controller.signal, span, calls);
         await drive(run);
       } catch (error) {
+        if (span) deps.tracing.fail(span, error);
         if (isUniqueViolation(error) || error instanceof RunSuperseded) {
           deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
           return;
@@ -271,6 +187,7 @@ export function createActionRunner(deps: {
           throw error;
         }
       } finally {
+        span?.end();
         clearInterval(renew);
         controller.abort();
       }

@@ -1,4 +1,5 @@
 import type { ToolSet } from 'ai';
+import type { Span } from '../../lib/tracing.ts';
 import type { Insertable } from 'kysely';
 import type { ModeSource, ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
 import { decisiveRule, describeRule, stricterMode } from '../agents/argument-rules.ts';
@@ -42,6 +43,8 @@ export interface Run {
   messages: Message[];
   calls: Map<string, Call>;
   signal: AbortSignal;
+  /** The run's span: its model and tool calls' spans are its children. */
+  span: Span;
   /** A new conversation, stored with the run's first write (a model call before it has no effect to keep). */
   opening?: Required<Pick<ActionWrite, 'thread'>> & { message: Insertable<ThreadMessagesTable> };
 }

@@ -9,6 +9,7 @@ import { approvalDeadline, type Call, type Message, type Run } from './run-conte
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { runToolCall } from './tool-execution.ts';
+import { endToolSpan, type RunTracing, startToolSpan } from './run-tracing.ts';
 
 /** Why an interrupted call waits: shown in the ledger and the approvals inbox. */
 export const INTERRUPTED = 'interrupted: the server may or may not have done it';
@@ -21,6 +22,7 @@ export function createToolStep(deps: {
   store: RunWriter['store'];
   /** Called once a transition has committed: its callbacks go out now. */
   announce: () => void;
+  tracing: RunTracing;
 }) {
   const { db, store } = deps;
 
@@ -68,16 +70,21 @@ export function createToolStep(deps: {
           call.startedAt = deps.clock.now();
           await store(run, { actionId: context.id, startedCall: { id: call.id, startedAt: call.startedAt } });
         }
-        Object.assign(
-          call,
-          await runToolCall(run.plans.get(call.toolName)?.definition, call, {
-            orgId: context.orgId,
-            actionId: context.id,
-            userId: context.runAsUserId!,
-            toolCallId: call.toolCallId,
-            signal: run.signal,
-          }),
-        );
+        const span = startToolSpan(deps.tracing, run, call);
+        try {
+          Object.assign(
+            call,
+            await runToolCall(run.plans.get(call.toolName)?.definition, call, {
+              orgId: context.orgId,
+              actionId: context.id,
+              userId: context.runAsUserId!,
+              toolCallId: call.toolCallId,
+              signal: run.signal,
+            }),
+          );
+        } finally {
+          endToolSpan(deps.tracing, span, call);
+        }
         // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
         const closesStep = !decidable && index === ready.length - 1;
         await store(run, {

@@ -11,6 +11,9 @@ export interface ClaimedCallback {
   secretEncrypted: string;
   previousSecretEncrypted: string | null;
   previousSecretExpiresAt: Date | null;
+  /** The action's trace, which the attempt's span joins. */
+  traceParent: string | null;
+  eventType: string;
 }
 
 export interface AttemptRecord {
@@ -56,9 +59,8 @@ export const dispatchRepo = {
       set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
       from due, callback_endpoints ep
       where d.id = due.id and ep.id = d.endpoint_id
-      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at`.execute(
-        db,
-      )
+      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted,
+        ep.previous_secret_expires_at, d.trace_parent, d.event_type`.execute(db)
     ).rows,
 
   /**

@@ -9,6 +9,16 @@ import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedCallback } 
 import { judgeAttempt } from './retry-policy.ts';
 import { createSignerCache, signedHeaders } from './signing.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { SpanKind, type Tracing } from '../../lib/tracing.ts';
+
+/** A URL's host, as a span may show it. */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+};
 
 const KEEP_RESPONSE_BYTES = 1024;
 const MAX_CLAIM = 200;
@@ -37,6 +47,7 @@ export function createCallbackDispatcher(deps: {
   bus: ProcessBus;
   httpAgents: GuardedHttpAgents;
   metrics: Metrics;
+  tracing: Pick<Tracing, 'start' | 'traceparent' | 'fail'>;
   logger: Logger;
   options: DispatcherOptions;
 }) {
@@ -94,12 +105,26 @@ export function createCallbackDispatcher(deps: {
     let retryAfter: string | undefined;
     let error: string | null = null;
     let responseBody: string | null = null;
+    // The attempt joins its action's trace; the receiver may continue it (traceparent). Only the host is
+    // recorded: a callback URL's path or query may be a secret (a Slack-style hook).
+    const span = deps.tracing.start(`callback ${callback.eventType}`, callback.traceParent, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': 'POST',
+        'server.address': hostOf(callback.url),
+        'agent_platform.callback.id': callback.id,
+        'agent_platform.callback.endpoint_id': callback.endpointId,
+        'agent_platform.callback.attempt': callback.attemptCount,
+      },
+    });
+    const traceparent = deps.tracing.traceparent(span);
     try {
       const response = await postOnce(deps.httpAgents, callback.url, {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'AgentPlatform-Callbacks/1',
           ...signedHeaders(callback.id, attemptedAt, body, signers),
+          ...(traceparent && { traceparent }),
         },
         body,
         timeoutMs: options.timeoutMs,
@@ -115,6 +140,10 @@ export function createCallbackDispatcher(deps: {
     }
     const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: callback.attemptCount, attemptedAt }, options.retryScheduleMs);
     deps.metrics.callbackAttempts.inc({ outcome: verdict.status });
+    if (statusCode !== null) span.setAttribute('http.response.status_code', statusCode);
+    span.setAttribute('agent_platform.callback.outcome', verdict.status);
+    if (error) deps.tracing.fail(span, new Error(error));
+    span.end();
     finished.push({
       deliveryId: callback.id,
       endpointId: callback.endpointId,

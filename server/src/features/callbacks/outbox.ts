@@ -32,7 +32,8 @@ export function callbackDetails(
         input,
         expiresAt,
       }));
-      return { toolCall: toolCalls[0] ?? null, toolCalls };
+      // A run paused by a budget says so (`reason: "budget exceeded"`); a staged tool call needs no reason.
+      return { toolCall: toolCalls[0] ?? null, toolCalls, ...(typeof data?.reason === 'string' && { reason: data.reason }) };
     }
     case 'approved':
     case 'rejected':
@@ -49,15 +50,15 @@ export function callbackDetails(
 
 /**
  * The `callbacks` CTE of the transitions statement (actions/action-writes.ts), whose `moved` CTE
- * returns each moved action (id, org_id, webhook_id, delivery_id, external_id, event_type) with its
+ * returns each moved action (id, org_id, webhook_id, delivery_id, external_id, event_type, trace_parent) with its
  * new status (to_status), its callback event (event, null for none) and the event's details: one
  * outbox row per enabled endpoint of the action's webhook that subscribes to the event. (Not a
  * NOTIFY in the same statement: it would serialize every such commit in the database, a third of
  * the transition's cost.)
  */
 export const OUTBOX_CTE: RawBuilder<unknown> = sql`callbacks as (
-      insert into callback_deliveries (id, org_id, endpoint_id, action_id, event_type, payload)
-      select gen_random_uuid(), m.org_id, ep.id, m.id, m.event, jsonb_build_object(
+      insert into callback_deliveries (id, org_id, endpoint_id, action_id, event_type, trace_parent, payload)
+      select gen_random_uuid(), m.org_id, ep.id, m.id, m.event, m.trace_parent, jsonb_build_object(
         'type', m.event,
         'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'data', jsonb_build_object(

@@ -141,6 +141,7 @@ export function createInboundEmail(deps: {
           agentId: decision.responder.agentId,
           runAsUserId: decision.responder.runAsUserId!,
           emailMessageId: messageRowId,
+          traceParent: notification.traceParent,
           instructions: [
             `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message with sendEmail, to ${from}:`,
             'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorSchema } from '../../lib/http-schemas.ts';
 import type { MailWebhookIntake } from './mail-webhook.service.ts';
+import { SpanKind, type Tracing } from '../../lib/tracing.ts';
 
 const acknowledged = z.object({
   received: z.literal(true),
@@ -11,7 +12,11 @@ const acknowledged = z.object({
 });
 
 /** The mail provider's notifications (email.received, bounces, delivery events), signed with the org's webhook secret. */
-export function mailWebhookRoutes(deps: { intake: MailWebhookIntake; maxBytes: number }): FastifyPluginAsyncZod {
+export function mailWebhookRoutes(deps: {
+  intake: MailWebhookIntake;
+  maxBytes: number;
+  tracing: Pick<Tracing, 'inSpan' | 'fromHeaders' | 'traceparent'>;
+}): FastifyPluginAsyncZod {
   return async (app) => {
     // The signature covers the exact bytes: the body is kept raw, whatever its declared type.
     app.removeAllContentTypeParsers();
@@ -37,7 +42,17 @@ export function mailWebhookRoutes(deps: { intake: MailWebhookIntake; maxBytes: n
       },
       async (request) => {
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        return { received: true as const, ...(await deps.intake.receive(body, request.headers)) };
+        // An email's action starts its trace here (or continues the provider's, given a traceparent).
+        const attributes = { 'http.request.method': 'POST', 'http.route': '/webhooks/mail' };
+        return deps.tracing.inSpan(
+          'POST /webhooks/mail',
+          deps.tracing.fromHeaders(request.headers),
+          { kind: SpanKind.SERVER, attributes },
+          async (span) => ({
+            received: true as const,
+            ...(await deps.intake.receive(body, request.headers, deps.tracing.traceparent(span))),
+          }),
+        );
       },
     );
   };

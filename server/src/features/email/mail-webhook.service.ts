@@ -45,7 +45,8 @@ export function createMailWebhookIntake(deps: {
   }
 
   return {
-    async receive(raw: Buffer, headers: IncomingHttpHeaders): Promise<IntakeResult> {
+    /** `traceParent`: the request's span, which the action of a received email joins (tracing on). */
+    async receive(raw: Buffer, headers: IncomingHttpHeaders, traceParent: string | null = null): Promise<IntakeResult> {
       const id = header(headers, 'id');
       const timestamp = header(headers, 'timestamp');
       const signature = header(headers, 'signature');
@@ -110,6 +111,7 @@ export function createMailWebhookIntake(deps: {
             eventType,
             payload: JSON.stringify(parsed.data),
             headers: safeHeaders,
+            traceParent,
           });
           if (stored) {
             await deps.jobs.enqueue('email.process', { notificationId: stored.id }, { trx });

@@ -46,7 +46,7 @@ export const notificationsRepo = {
   /** Stores a verified notification; undefined when this org has it already (the provider retried). */
   insertOnce: (
     db: Kysely<DB>,
-    row: { id: string; orgId: string; svixId: string; eventType: string; payload: string; headers: string },
+    row: { id: string; orgId: string; svixId: string; eventType: string; payload: string; headers: string; traceParent: string | null },
   ): Promise<{ id: string } | undefined> =>
     db
       .insertInto('emailNotifications')

@@ -36,6 +36,8 @@ export interface Ingress {
   messageId?: string;
   /** SHA-256 (base64url) of the raw body, when it came with a message id: a retry must match it. */
   bodyDigest?: string;
+  /** The ingest request's trace, which the action joins (tracing on). */
+  traceParent?: string | null;
 }
 
 const uuidSchema = z.uuid();

@@ -57,6 +57,7 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     headers: ingress.headers,
     verification_scheme: ingress.webhook.verificationScheme,
     source_ip: ingress.sourceIp,
+    trace_parent: ingress.traceParent ?? null,
   }));
 
   const { rows } = await sql<{ idx: number; fresh: boolean; created: boolean; existingId: string | null }>`
@@ -64,7 +65,7 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
       select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as i(
         idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, body_digest text, status text, reason text, next_attempt_at timestamptz,
         action_id uuid, agent_id uuid, action_rule_id uuid, run_as_user_id uuid, instructions text, tool_approvals jsonb,
-        payload jsonb, raw_body text, headers jsonb, verification_scheme text, source_ip text)
+        payload jsonb, raw_body text, headers jsonb, verification_scheme text, source_ip text, trace_parent text)
     ),
     first_claims as (
       select distinct on (webhook_id, message_id) idx, webhook_id, message_id, body_digest, event_id, payload->>'externalId' as external_id
@@ -83,7 +84,8 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     created as (${insertQueuedActions(sql`
       select distinct on (webhook_id, coalesce(payload->>'externalId', action_id::text))
         action_id as id, org_id, webhook_id, event_id as delivery_id, agent_id, action_rule_id, run_as_user_id,
-        payload->>'eventType' as event_type, payload->>'externalId' as external_id, instructions, coalesce(payload->'data', '{}') as data, tool_approvals
+        payload->>'eventType' as event_type, payload->>'externalId' as external_id, instructions, coalesce(payload->'data', '{}') as data, tool_approvals,
+        trace_parent
       from fresh where status = 'accepted'
       order by webhook_id, coalesce(payload->>'externalId', action_id::text), idx`)}
     ),
@@ -235,9 +237,8 @@ export async function updateStoredDelivery(
       select ${crypto.randomUUID()}::uuid as id, ${webhook.orgId}::uuid as org_id, ${webhook.id}::uuid as webhook_id, ${eventId}::uuid as delivery_id,
         ${decision.agentId}::uuid as agent_id, ${decision.actionRuleId}::uuid as action_rule_id, ${decision.runAsUserId}::uuid as run_as_user_id,
         ${payload.eventType}::text as event_type, ${payload.externalId ?? null}::text as external_id, ${decision.instructions}::text as instructions,
-        ${JSON.stringify(payload.data ?? {})}::jsonb as data, ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals`).execute(
-      trx,
-    );
+        ${JSON.stringify(payload.data ?? {})}::jsonb as data, ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals,
+        ${ingress.traceParent ?? null}::text as trace_parent`).execute(trx);
     created = inserted !== undefined;
     actionId = inserted?.id ?? (await existingActionIds(trx, [ingress])).get(externalKey(webhook.id, payload.externalId!))!;
   }

@@ -4,6 +4,7 @@ import type { Metrics } from '../../lib/metrics.ts';
 import { errorResponse } from '../../lib/error-response.ts';
 import { AppError } from '../../lib/errors.ts';
 import { requestLog, type RequestLogger } from '../../lib/request-log.ts';
+import { type Span, SpanKind, SpanStatusCode, type Tracing } from '../../lib/tracing.ts';
 import type { IngestService } from './ingest.service.ts';
 
 /** The two ingest routes, as Fastify names them (and so the request metrics), by the word after /webhooks/. */
@@ -46,6 +47,7 @@ export function createIngestFastPath(deps: {
   nextRequestId: () => string;
   responseHeaders: Record<string, string>;
   metrics: Pick<Metrics, 'recordRequest'>;
+  tracing: Pick<Tracing, 'enabled' | 'start' | 'fromHeaders' | 'traceparent'>;
   logger: Logger;
 }) {
   let closing = false;
@@ -69,13 +71,16 @@ export function createIngestFastPath(deps: {
     identifier: string,
     ip: string,
     log: RequestLogger,
+    span?: Span,
   ): Promise<void> {
     if (closing) {
       answer(response, 503, new AppError('not_ready', 'The service is shutting down').toBody(), { connection: 'close' });
       return;
     }
     try {
-      const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip, body: request });
+      const traceParent = span && deps.tracing.traceparent(span);
+      const result = await deps.ingest.handle({ org, identifier, headers: request.headers, ip, body: request, traceParent });
+      if (span && 'actionId' in result.body) span.setAttribute('agent_platform.action.id', result.body.actionId);
       answer(response, result.statusCode, result.body);
     } catch (error) {
       const { status, headers, body } = errorResponse(error, log);
@@ -92,15 +97,28 @@ export function createIngestFastPath(deps: {
       if (!match) return false;
       const started = performance.now();
       const ip = deps.clientIp(request);
+      const route = INGEST_ROUTE_URLS[match[1] as IngestRoute];
+      // The request's span, continuing the sender's trace when it sent a traceparent: its action's trace.
+      const span = deps.tracing.enabled
+        ? deps.tracing.start(`POST ${route}`, deps.tracing.fromHeaders(request.headers), {
+            kind: SpanKind.SERVER,
+            attributes: { 'http.request.method': 'POST', 'http.route': route, 'client.address': ip },
+          })
+        : undefined;
       const logsRequests = deps.logger.isLevelEnabled('info');
       const log = logsRequests ? deps.logger.child({ reqId: deps.nextRequestId() }) : deps.logger;
       if (logsRequests) requestLog.incoming(log, { method: request.method, url: request.url, ip });
       response.once('finish', () => {
         const seconds = (performance.now() - started) / 1000;
-        deps.metrics.recordRequest('POST', INGEST_ROUTE_URLS[match[1] as IngestRoute], response.statusCode, seconds);
+        deps.metrics.recordRequest('POST', route, response.statusCode, seconds);
+        if (span) {
+          span.setAttribute('http.response.status_code', response.statusCode);
+          if (response.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          span.end();
+        }
         if (logsRequests) requestLog.completed(log, response.statusCode, seconds * 1000);
       });
-      void answerIngest(request, response, decodeSegment(match[2]!), decodeSegment(match[3]!), ip, log);
+      void answerIngest(request, response, decodeSegment(match[2]!), decodeSegment(match[3]!), ip, log, span);
       return true;
     },
 

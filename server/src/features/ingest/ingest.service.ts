@@ -32,6 +32,8 @@ export interface IngestRequest {
   headers: IncomingHttpHeaders;
   ip: string;
   body: IncomingMessage;
+  /** The request's span, as the traceparent its action carries (tracing on). */
+  traceParent?: string | null;
 }
 
 export type IngestResponse =
@@ -198,6 +200,7 @@ export function createIngestService(deps: {
           sourceIp: request.ip,
           messageId,
           bodyDigest: messageId && createHash('sha256').update(rawBody).digest('base64url'),
+          traceParent: request.traceParent,
         },
         decision,
         nextAttemptAt: decision.status === 'buffered' ? (decision.nextAttemptAt ?? deps.clock.now()) : null,

@@ -1,0 +1,107 @@
+import type { ToolCallRow } from '../../db/schema.ts';
+import { type Span, SpanKind, type Tracing } from '../../lib/tracing.ts';
+import type { ModelStep } from './model-step.ts';
+import type { Call, Message, Run, RunContext } from './run-context.ts';
+
+export type RunTracing = Pick<Tracing, 'start' | 'fail' | 'recordContent'>;
+
+/** Content goes into attributes only when OTEL_RECORD_CONTENT allows it, cut to a size collectors take. */
+const content = (value: unknown) => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  return text.length > 16_000 ? `${text.slice(0, 16_000)}…` : text;
+};
+
+/**
+ * The spans of a run of an action, in the action's trace (its traceparent, from the ingest request or
+ * the email notification): the wait in the queue (first run), the run, and human decisions it resumes
+ * after. Names and attributes follow the OpenTelemetry GenAI conventions where they apply.
+ */
+export function startRunSpans(tracing: RunTracing, context: RunContext, calls: ToolCallRow[] | null, now: Date): Span {
+  const parent = context.traceParent;
+  if (!context.threadId) tracing.start('action.queue_wait', parent, { startTime: context.createdAt }).end(now);
+  for (const call of calls ?? []) {
+    // Decided by a person since the last run: the wait, from staging to the decision.
+    if (call.status !== 'ready' || call.approval !== 'approved' || !call.decidedAt) continue;
+    tracing
+      .start(`approval.wait ${call.toolName}`, parent, {
+        startTime: call.requestedAt,
+        attributes: {
+          'gen_ai.tool.name': call.toolName,
+          'gen_ai.tool.call.id': call.toolCallId,
+          'agent_platform.tool.mode': call.mode,
+          'agent_platform.approval.decision': call.approval,
+          'agent_platform.approval.channel': call.decisionChannel ?? 'deadline',
+        },
+      })
+      .end(call.decidedAt);
+  }
+  return tracing.start('action.run', parent, {
+    attributes: {
+      'agent_platform.action.id': context.id,
+      'agent_platform.org.id': context.orgId,
+      'agent_platform.agent.id': context.agentId ?? '',
+      'agent_platform.event.type': context.eventType,
+      'agent_platform.action.source': context.source,
+      'agent_platform.action.takeovers': context.takeovers,
+    },
+  });
+}
+
+/** A model call's span (`chat <model>`), ended by `endModelSpan`. */
+export function startModelSpan(tracing: RunTracing, run: Run, call: { provider: string; model: string; instructions: string }): Span {
+  const span = tracing.start(`chat ${call.model}`, run.span, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': call.provider,
+      'gen_ai.system': call.provider,
+      'gen_ai.request.model': call.model,
+      'gen_ai.agent.id': run.context.agentId ?? '',
+      'gen_ai.agent.name': run.context.agentName ?? '',
+    },
+  });
+  if (tracing.recordContent) {
+    span.setAttribute('gen_ai.system_instructions', content(call.instructions));
+    span.setAttribute('gen_ai.input.messages', content(run.messages satisfies Message[]));
+  }
+  return span;
+}
+
+export function endModelSpan(tracing: RunTracing, span: Span, outcome: { step: ModelStep; costUsd: number | null } | { error: unknown }) {
+  if ('error' in outcome) tracing.fail(span, outcome.error);
+  else {
+    const { step, costUsd } = outcome;
+    span.setAttributes({
+      'gen_ai.usage.input_tokens': step.usage.inputTokens,
+      'gen_ai.usage.output_tokens': step.usage.outputTokens,
+      'gen_ai.usage.cache_read.input_tokens': step.usage.cachedInputTokens,
+      'gen_ai.response.finish_reasons': [step.calls.length > 0 ? 'tool_calls' : 'stop'],
+      'agent_platform.tool_calls': step.calls.length,
+      ...(costUsd !== null && { 'agent_platform.cost_usd': costUsd }),
+    });
+    if (tracing.recordContent) span.setAttribute('gen_ai.output.messages', content([step.assistant]));
+  }
+  span.end();
+}
+
+/** A tool call's span (`execute_tool <tool>`), with its mode and how it was approved. */
+export function startToolSpan(tracing: RunTracing, run: Run, call: Call): Span {
+  const span = tracing.start(`execute_tool ${call.toolName}`, run.span, {
+    attributes: {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': call.toolName,
+      'gen_ai.tool.call.id': call.toolCallId,
+      'agent_platform.tool.mode': call.mode,
+      'agent_platform.tool.approval': call.approval,
+    },
+  });
+  if (tracing.recordContent) span.setAttribute('gen_ai.tool.call.arguments', content(call.input));
+  return span;
+}
+
+export function endToolSpan(tracing: RunTracing, span: Span, call: Call) {
+  span.setAttribute('agent_platform.tool.status', call.status);
+  if (call.status === 'failed') tracing.fail(span, new Error('the tool call failed'));
+  if (tracing.recordContent) span.setAttribute('gen_ai.tool.call.result', content(call.output));
+  span.end();
+}

@@ -1,0 +1,239 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from './helpers/actions.ts';
+import { startCallbackReceiver } from './helpers/callback-receiver.ts';
+import { addCallback, approveStaged, auth } from './helpers/callbacks.ts';
+import { eventually } from './helpers/eventually.ts';
+import { documentThenText, startFakeModel } from './helpers/fake-model.ts';
+import { startOtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.ts';
+import { startTestApp, type TestApp } from './helpers/test-app.ts';
+import { postEvent, setupWebhook } from './helpers/webhooks.ts';
+import { type FakeMailProvider, setUpEmailOrg } from './helpers/email.ts';
+import { startFakeMailProvider } from './helpers/fake-mail-provider.ts';
+import { freePort, startLoopbackServer } from './helpers/http.ts';
+
+/**
+ * OpenTelemetry: one trace per action, from the webhook request (continuing the sender's
+ * traceparent) through the queue, the runs, the model and tool calls, the approval, to the last
+ * callback, across a process that serves and one that works (two apps on one database), exported
+ * over OTLP/HTTP to a loopback collector; no secret in any attribute.
+ */
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+let otlp: Awaited<ReturnType<typeof startOtlpReceiver>>;
+let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
+let provider: FakeMailProvider;
+let serve: TestApp;
+let worker: TestApp;
+beforeAll(async () => {
+  model = await startFakeModel();
+  otlp = await startOtlpReceiver();
+  receiver = await startCallbackReceiver();
+  provider = await startFakeMailProvider();
+  const env = {
+    ...model.env,
+    MAIL_API_URL: provider.url,
+    CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  };
+  serve = await startTestApp({ ...env, OTEL_SERVICE_NAME: 'ap-serve' }, { workers: false });
+  worker = await startTestApp({ ...env, OTEL_SERVICE_NAME: 'ap-worker' }, { shareDatabaseWith: serve });
+});
+afterAll(async () => {
+  await worker?.close();
+  await serve?.close();
+  await Promise.all([model?.close(), otlp?.close(), receiver?.close(), provider?.close()]);
+});
+
+const named = (spans: ReceivedSpan[], name: string) => spans.filter((span) => span.name === name);
+
+describe('traces', () => {
+  it('follow an action from its webhook request to its last callback, across the serve and the worker process', async () => {
+    const setup = await setupWebhook(serve, {}, { approvalRules: { generateDocument: 'ask' } });
+    const endpoint = await addCallback(serve, setup, { url: receiver.url('/traced') });
+    model.script(documentThenText({ title: 'Secretive', content: 'confidential-body-7731' }));
+    const traceId = randomBytes(16).toString('hex');
+    const senderSpanId = randomBytes(8).toString('hex');
+    const response = await postEvent(
+      serve,
+      setup,
+      {
+        eventType: 'order.created',
+        externalId: 'trace-1',
+        instructions: 'private-instructions-5150',
+        data: { card: 'customer-secret-4242' },
+      },
+      { headers: { traceparent: `00-${traceId}-${senderSpanId}-01` } },
+    );
+    expect(response.status).toBe(200);
+    const { actionId } = await response.json();
+    await waitForAction(serve, auth(setup), actionId, ['pending_approval']);
+    await approveStaged(serve, setup, actionId);
+    await waitForAction(serve, auth(setup), actionId, ['completed']);
+    await eventually('the completed callback', () =>
+      receiver.forAction(actionId).find((callback) => callback.event.type === 'action.completed'),
+    );
+
+    const spans = await eventually('the trace, exported', () => {
+      const trace = otlp.spans.filter((span) => span.traceId === traceId);
+      return named(trace, 'callback action.completed').length > 0 && named(trace, 'chat scripted-model').length === 2 ? trace : undefined;
+    });
+    // One trace: the sender's, continued by the ingest request.
+    const [ingest] = named(spans, 'POST /webhooks/actions/:org/:webhookIdentifier');
+    expect(ingest).toMatchObject({
+      service: 'ap-serve',
+      kind: 2,
+      parentSpanId: senderSpanId,
+      attributes: {
+        'http.route': '/webhooks/actions/:org/:webhookIdentifier',
+        'http.response.status_code': 200,
+        'agent_platform.action.id': actionId,
+      },
+    });
+    // Everything else ran in the worker, under the ingest request.
+    const rest = spans.filter((span) => span !== ingest);
+    expect(new Set(rest.map((span) => span.service))).toEqual(new Set(['ap-worker']));
+    const runs = named(spans, 'action.run');
+    expect(runs).toHaveLength(2); // until the approval, and after it
+    for (const span of [...runs, ...named(spans, 'action.queue_wait'), ...named(spans, 'approval.wait generateDocument')])
+      expect(span.parentSpanId).toBe(ingest!.spanId);
+    expect(named(spans, 'action.queue_wait')).toHaveLength(1);
+    expect(runs[0]!.attributes).toMatchObject({ 'agent_platform.action.id': actionId, 'agent_platform.event.type': 'order.created' });
+
+    const chats = named(spans, 'chat scripted-model');
+    for (const chat of chats) {
+      expect(runs.map((run) => run.spanId)).toContain(chat.parentSpanId);
+      expect(chat).toMatchObject({
+        kind: 3,
+        attributes: {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.provider.name': 'openai-compatible',
+          'gen_ai.request.model': 'scripted-model',
+          'gen_ai.usage.input_tokens': 10,
+          'gen_ai.usage.output_tokens': 5,
+        },
+      });
+    }
+    const [tool] = named(spans, 'execute_tool generateDocument');
+    expect(tool).toMatchObject({
+      parentSpanId: runs[1]!.spanId,
+      attributes: {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': 'generateDocument',
+        'agent_platform.tool.mode': 'ask',
+        'agent_platform.tool.approval': 'approved',
+        'agent_platform.tool.status': 'completed',
+      },
+    });
+    const [wait] = named(spans, 'approval.wait generateDocument');
+    expect(wait!.attributes).toMatchObject({ 'agent_platform.approval.channel': 'api', 'agent_platform.approval.decision': 'approved' });
+    expect(wait!.endNs).toBeGreaterThan(wait!.startNs);
+
+    // Each callback attempt, under the ingest request, and the receiver was given the trace to continue.
+    const callbackSpans = spans.filter((span) => span.name.startsWith('callback '));
+    expect(callbackSpans.map((span) => span.name).sort()).toEqual(
+      ['callback action.approved', 'callback action.completed', 'callback action.pending_approval'].sort(),
+    );
+    for (const span of callbackSpans) {
+      expect(span).toMatchObject({
+        kind: 3,
+        parentSpanId: ingest!.spanId,
+        attributes: { 'http.response.status_code': 200, 'server.address': '127.0.0.1' },
+      });
+    }
+    for (const callback of receiver.forAction(actionId)) expect(String(callback.headers.traceparent)).toContain(traceId);
+
+    // No secret, prompt, argument or payload in any attribute.
+    const everything = JSON.stringify(otlp.spans.map((span) => [span.attributes, span.events]));
+    for (const secret of [
+      setup.secret,
+      endpoint.secret,
+      setup.tenant.token,
+      model.apiKey,
+      'customer-secret-4242',
+      'private-instructions-5150',
+      'confidential-body-7731',
+      'Help.', // the agent's instructions
+    ])
+      expect(everything).not.toContain(secret);
+    expect(everything).not.toContain('/traced'); // a callback URL's path may be a secret
+  });
+
+  it("starts a trace of its own without a traceparent; the action's spans join it", async () => {
+    const setup = await setupWebhook(serve);
+    model.script(() => ({ text: 'done' }));
+    const response = await postEvent(serve, setup, { eventType: 'order.created' });
+    const { actionId } = await response.json();
+    await waitForAction(serve, auth(setup), actionId, ['completed']);
+    const spans = await eventually('the run exported', () => {
+      const ingest = otlp.spans.find((span) => span.attributes['agent_platform.action.id'] === actionId && span.kind === 2);
+      const run = otlp.spans.find((span) => span.name === 'action.run' && span.attributes['agent_platform.action.id'] === actionId);
+      return ingest && run ? { ingest, run } : undefined;
+    });
+    expect(spans.ingest.parentSpanId).toBe('');
+    expect(spans.run.traceId).toBe(spans.ingest.traceId);
+    expect(spans.run.parentSpanId).toBe(spans.ingest.spanId);
+  });
+
+  it("an email's action starts its trace at the provider's notification", async () => {
+    model.script(() => ({ text: 'Noted.' }));
+    const org = await setUpEmailOrg(serve, provider);
+    const received = provider.receive({
+      from: 'Bob <bob@customer.test>',
+      to: [org.inbox.emailAddress],
+      subject: 'Traced',
+      text: 'hello',
+      headers: { 'Message-ID': '<bob-trace@customer.test>' },
+    });
+    expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
+    const { notification, run } = await eventually('the email action traced', () => {
+      const notification = otlp.spans.find((span) => span.name === 'POST /webhooks/mail');
+      const run = otlp.spans.find((span) => span.name === 'action.run' && span.attributes['agent_platform.action.source'] === 'email');
+      return notification && run ? { notification, run } : undefined;
+    });
+    expect(notification).toMatchObject({ service: 'ap-serve', kind: 2, parentSpanId: '' });
+    expect(run).toMatchObject({ service: 'ap-worker', traceId: notification.traceId, parentSpanId: notification.spanId });
+  });
+});
+
+describe('an OTLP endpoint that is down or does not answer', () => {
+  it('costs spans, counted in /metrics, never an action', async () => {
+    const hanging = await startLoopbackServer(() => new Promise(() => {})); // takes the request, never answers
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const apps = await Promise.all(
+      [hanging.url, closed].map((endpoint) =>
+        startTestApp({
+          ...model.env,
+          OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+          OTEL_BSP_SCHEDULE_DELAY: '20',
+          OTEL_BSP_MAX_QUEUE_SIZE: '4',
+          OTEL_BSP_EXPORT_TIMEOUT: '300',
+        }),
+      ),
+    );
+    try {
+      model.script(() => ({ text: 'done' }));
+      for (const app of apps) {
+        const setup = await setupWebhook(app);
+        const ids = await Promise.all(
+          Array.from(
+            { length: 6 },
+            async () => (await (await postEvent(app, setup, { eventType: 'order.created' })).json()).actionId as string,
+          ),
+        );
+        for (const id of ids) expect((await waitForAction(app, auth(setup), id, ['completed', 'failed'])).status).toBe('completed');
+      }
+      const dropped = async (app: TestApp, reason: string) => {
+        const text = await (await app.request('GET', '/metrics')).text();
+        return Number(new RegExp(`otel_spans_dropped_total\\{reason="${reason}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      };
+      await eventually('spans dropped for a full queue', async () => ((await dropped(apps[0]!, 'queue_full')) > 0 ? true : undefined));
+      await eventually('spans dropped for a failed export', async () =>
+        (await dropped(apps[1]!, 'export_failed')) > 0 ? true : undefined,
+      );
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+      await hanging.close();
+    }
+  });
+});
