@@ -127,6 +127,11 @@ export const mcpServersRoute = createRoute({
   path: '/mcp-servers',
   component: lazyRouteComponent(() => import('./pages/mcp/McpServersPage'), 'McpServersPage'),
 });
+export const usageRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/usage',
+  component: lazyRouteComponent(() => import('./pages/usage/UsagePage'), 'UsagePage'),
+});
 export const emailRoute = createRoute({
   getParentRoute: () => orgRoute,
   path: '/email',
@@ -158,6 +163,7 @@ const routeTree = rootRoute.addChildren([
         webhooksRoute,
         webhookDetailRoute,
         agentsRoute,
+        usageRoute,
         mcpServersRoute,
       ]),
       emailRoute,

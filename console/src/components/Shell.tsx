@@ -12,6 +12,7 @@ type OrgPage =
   | '/o/$org/webhooks'
   | '/o/$org/agents'
   | '/o/$org/mcp-servers'
+  | '/o/$org/usage'
   | '/o/$org/email'
   | '/o/$org/documents';
 const ADMIN_PAGES: { to: OrgPage; label: string }[] = [
@@ -20,6 +21,7 @@ const ADMIN_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/webhooks', label: 'Webhooks' },
   { to: '/o/$org/agents', label: 'Agents' },
   { to: '/o/$org/mcp-servers', label: 'MCP servers' },
+  { to: '/o/$org/usage', label: 'Usage' },
 ];
 const MEMBER_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/email', label: 'Email' },

@@ -36,3 +36,7 @@ const STATUS_COLORS: Record<string, string> = {
   cancelled: 'gray',
 };
 export const statusColor = (status: string | null | undefined) => STATUS_COLORS[status ?? ''] ?? 'gray';
+
+/** US dollars as people read them: cents, or the first digits that matter below a cent; `unknown` without a price. */
+export const usd = (value: number | null) =>
+  value === null ? 'unknown' : value < 0.01 && value > 0 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;

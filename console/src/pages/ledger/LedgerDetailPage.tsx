@@ -8,7 +8,7 @@ import { JsonBlock } from '../../components/JsonBlock';
 import { UserName } from '../../components/UserName';
 import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
-import { formatTime } from '../../lib/format';
+import { formatTime, usd } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
@@ -90,6 +90,12 @@ export function LedgerDetailPage() {
             <UserName org={org} userId={execution?.runAsUserId} />
           </Field>
           <Field label="Agent">{agents?.find((agent) => agent.id === execution?.agentId)?.name ?? execution?.agentId}</Field>
+          {execution && (
+            <Field label="Model usage">
+              {`${execution.usage.calls} calls, ${new Intl.NumberFormat('en').format(execution.usage.totalTokens)} tokens, ${usd(execution.usage.costUsd)}`}
+              {execution.usage.unpricedCalls > 0 && execution.usage.costUsd !== null ? ` (+${execution.usage.unpricedCalls} unpriced)` : ''}
+            </Field>
+          )}
         </SimpleGrid>
       </Card>
 

@@ -1,0 +1,71 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../helpers/actions.ts';
+import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { auth, runEvent } from '../helpers/callbacks.ts';
+import { DEFAULT_PASSWORD } from '../helpers/factories.ts';
+import { startFakeModel } from '../helpers/fake-model.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { setupWebhook } from '../helpers/webhooks.ts';
+
+let app: TestApp;
+let browser: Browser;
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+const DAY = 86_400_000;
+
+beforeAll(async () => {
+  model = await startFakeModel();
+  model.script(() => ({ text: 'Done.', usage: { prompt: 120_000, completion: 30_000 } }));
+  app = await startTestApp(
+    { ...model.env, MODEL_PRICES: JSON.stringify({ 'scripted-model': { input: 3, output: 15 } }) },
+    { serveConsole: true },
+  );
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await model?.close();
+});
+
+describe('the console: usage', () => {
+  it('charts cost per day and per agent, shows the budgets and each action its own usage', async () => {
+    const setup = await setupWebhook(app);
+    const { token, org } = auth(setup);
+    await app.request('PATCH', `/orgs/${org}/agents/${setup.agentId}`, {
+      token,
+      body: { budget: { period: 'month', maxCostUsd: 5, onExceed: 'pause' } },
+    });
+    // Two days of actions: one yesterday, two today.
+    app.clock.advance(-DAY);
+    await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed']);
+    app.clock.reset();
+    const ids = [await runEvent(app, setup), await runEvent(app, setup)];
+    for (const id of ids) await waitForAction(app, auth(setup), id, ['completed']);
+
+    const { page } = await openConsole(browser);
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(setup.tenant.admin.email);
+    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/ledger');
+
+    await step(page, 'the usage page', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Usage' }).click();
+      const perAgent = page.getByRole('table', { name: 'Usage per agent' });
+      // 3 calls × (120,000 × $3 + 30,000 × $15) per million = 3 × $0.81
+      await perAgent.getByRole('row', { name: /Helper 3 450,000 \$2\.43/ }).waitFor();
+      await page.getByText('Cost (USD) per day (UTC)').waitFor();
+      expect(await page.locator('.recharts-bar-rectangle').count()).toBeGreaterThanOrEqual(3); // two days, one agent
+      await page.getByRole('progressbar', { name: 'Helper: 49% used' }).waitFor();
+      await capture(page, 'usage');
+      await page.getByRole('radiogroup', { name: 'Measure' }).getByText('Tokens').click();
+      await page.getByText('Tokens per agent').waitFor();
+    });
+
+    await step(page, "an action's ledger row shows its usage", async () => {
+      await page.goto(`${app.baseUrl}/o/${org}/ledger/${ids[0]}`);
+      await page.getByText('1 calls, 150,000 tokens, $0.81').waitFor();
+    });
+  });
+});
