@@ -23,7 +23,7 @@ const RANGES = [
 
 const tokens = (value: number) => new Intl.NumberFormat('en').format(value);
 /** A group's value on the chart: its priced cost, or its tokens. */
-const valueOf = (totals: Totals, measure: Measure) => (measure === 'cost' ? Number((totals.costUsd ?? 0).toFixed(6)) : totals.totalTokens);
+const measured = (totals: Totals, measure: Measure) => (measure === 'cost' ? Number((totals.costUsd ?? 0).toFixed(6)) : totals.totalTokens);
 
 function useUsage(org: string, days: number, groupBy: 'day' | 'agent') {
   // Whole UTC days, today included: the same range for both groupings, and a key that stays put.
@@ -109,7 +109,7 @@ export function UsagePage() {
             h={220}
             role="img"
             aria-label={`${label} per day`}
-            data={perDay.data.groups.map((group) => ({ day: group.key.slice(5), value: valueOf(group, measure) }))}
+            data={perDay.data.groups.map((group) => ({ day: group.key.slice(5), value: measured(group, measure) }))}
             dataKey="day"
             series={[{ name: 'value', label, color: 'blue.7' }]}
             valueFormatter={format}
@@ -127,7 +127,7 @@ export function UsagePage() {
             role="img"
             aria-label={`${label} per agent`}
             orientation="vertical"
-            data={perAgent.data.groups.map((group) => ({ agent: group.label ?? '(deleted agent)', value: valueOf(group, measure) }))}
+            data={perAgent.data.groups.map((group) => ({ agent: group.label ?? '(deleted agent)', value: measured(group, measure) }))}
             dataKey="agent"
             series={[{ name: 'value', label, color: 'teal.8' }]}
             valueFormatter={format}

@@ -57,6 +57,8 @@ export const budgetSpendRepo = {
       from model_calls
       where org_id = ${scope.orgId} and created_at >= ${period.start} and created_at < ${period.end}
         ${scope.kind === 'agent' ? sql`and agent_id = ${scope.id}` : sql``}
+        -- an open period (a budget over its maxima) is not counted again
+        and not exists (select 1 from budget_spend where scope_id = ${scope.id} and period_key = ${period.key})
       on conflict (scope_id, period_key) do nothing`.execute(db);
     return Number(result.numAffectedRows ?? 0) > 0;
   },
