@@ -110,7 +110,9 @@ describe.runIf(onPostgres)('across processes', { timeout: 120_000 }, () => {
     // The budget counts what the org spent earlier in the period too (the first test's call).
     const before = (await api('GET', '/orgs/acme/usage')).totals.totalTokens as number;
     await api('PUT', '/orgs/acme/budget', { budget: { period: 'day', maxTokens: budget, onExceed: 'fail' } });
-    const ids = await Promise.all(Array.from({ length: 20 }, (_, index) => post(webhook, { eventType: 'spend', externalId: `spend-${index}` })));
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => post(webhook, { eventType: 'spend', externalId: `spend-${index}` })),
+    );
     const rows = await Promise.all(ids.map(finalRow));
     const failed = rows.filter((row) => row.status === 'failed');
     expect(failed.length).toBeGreaterThan(0);

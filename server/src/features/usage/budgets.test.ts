@@ -56,6 +56,13 @@ describe('budgets', () => {
     expect(failed).toMatchObject({ type: 'action.failed', data: { status: 'failed', error: refused.execution.error } });
     const budgets = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })).json();
     expect(budgets).toMatchObject({ org: { spentTokens: 50, budget: { period: 'day', maxTokens: 50, onExceed: 'fail' } }, agents: [] });
+    // The next UTC day, the budget starts again.
+    app.clock.advance(86_400_000);
+    try {
+      expect((await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed', 'failed'])).status).toBe('completed');
+    } finally {
+      app.clock.reset();
+    }
   });
 
   it('`pause`: the action waits for an approver, who lets it go on once; a raised budget lets it finish', async () => {
