@@ -63,6 +63,15 @@ describe('loadConfig', () => {
       .prices;
     expect(prices.get('gpt-x')).toEqual({ input: 0.15, output: 0.6 });
     expect(prices.size).toBe(2);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'no-equals' })).toThrow(/OTEL_EXPORTER_OTLP_HEADERS/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://collector' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    const tracing = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-honeycomb-team=a%3Db,k=v',
+    }).tracing;
+    expect(tracing).toMatchObject({ tracesUrl: 'http://collector:4318/v1/traces', headers: { 'x-honeycomb-team': 'a=b', k: 'v' } });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).tracing.tracesUrl).toBeNull();
+    expect(loadConfig({}).tracing.tracesUrl).toBeNull();
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
 

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { developmentMasterKey, otlpHeaders, parseTrustProxy, tracesUrl } from './lib/config-values.ts';
+import { developmentMasterKey, otlpHeadersEnv, parseTrustProxy, tracesUrl } from './lib/config-values.ts';
 import { modelPricesEnv, type ModelPrices } from './lib/model-prices.ts';
 
 /** The only reader of process.env: one schema, one frozen typed config. */
@@ -129,10 +129,7 @@ const envSchema = z.object({
   OTEL_SDK_DISABLED: booleanFlag.default(false),
   OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
-  OTEL_EXPORTER_OTLP_HEADERS: z
-    .string()
-    .regex(/^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$/, 'must be key=value pairs, comma-separated')
-    .optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: otlpHeadersEnv.optional(),
   OTEL_SERVICE_NAME: z.string().max(200).default('agent-platform'),
   /** Prompts, answers, tool arguments and results in spans: off, since they may hold personal data. */
   OTEL_RECORD_CONTENT: booleanFlag.default(false),
@@ -288,7 +285,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       .map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
     tracing: {
       tracesUrl: e.OTEL_SDK_DISABLED ? null : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
-      headers: otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS),
+      headers: e.OTEL_EXPORTER_OTLP_HEADERS ?? {},
       serviceName: e.OTEL_SERVICE_NAME,
       recordContent: e.OTEL_RECORD_CONTENT,
       maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,

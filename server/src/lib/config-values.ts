@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { randomToken } from './crypto.ts';
 
 /** Values of the configuration that take more than a schema to read (config.ts reads the environment). */
@@ -32,9 +33,14 @@ export function tracesUrl(tracesEndpoint: string | undefined, endpoint: string |
 }
 
 /** OTEL_EXPORTER_OTLP_HEADERS (`key=value,...`, values percent-encoded), for a collector's API key. */
-export function otlpHeaders(value: string | undefined): Record<string, string> {
+export const otlpHeadersEnv = z
+  .string()
+  .regex(/^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$/, 'must be key=value pairs, comma-separated')
+  .transform(otlpHeaders);
+
+function otlpHeaders(value: string): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const pair of value?.split(',') ?? []) {
+  for (const pair of value.split(',')) {
     const at = pair.indexOf('=');
     const name = pair.slice(0, at).trim();
     let text = pair.slice(at + 1).trim();
