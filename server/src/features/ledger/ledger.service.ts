@@ -102,7 +102,7 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
               error: row.error,
               threadId: row.threadId,
               // Read with the rest whenever the row is an action's.
-              usage: { ...usage!, totalTokens: usage!.inputTokens + usage!.outputTokens },
+              usage: usage!,
               conversation: conversation.map((message) => ({
                 seq: message.seq,
                 role: message.role,

@@ -9,6 +9,7 @@ export interface UsageTotals {
   inputTokens: number;
   outputTokens: number;
   cachedInputTokens: number;
+  totalTokens: number;
   /** The priced calls' cost (null: none of them had a price). */
   costUsd: number | null;
   /** Calls of a model without a price in MODEL_PRICES: their tokens count, their cost is unknown. */
@@ -20,20 +21,23 @@ const TOTALS = sql`count(*)::int as calls, coalesce(sum(m.input_tokens), 0)::big
   coalesce(sum(m.output_tokens), 0)::bigint as output_tokens, coalesce(sum(m.cached_input_tokens), 0)::bigint as cached_input_tokens,
   sum(m.cost_usd) as cost_usd, (count(*) - count(m.cost_usd))::int as unpriced_calls, coalesce(sum(m.duration_ms), 0)::bigint as duration_ms`;
 
+/** Sums as PostgreSQL returns them (a bigint is a string) or as counted here. */
 type TotalsRow = {
   calls: number;
-  inputTokens: string;
-  outputTokens: string;
-  cachedInputTokens: string;
+  inputTokens: string | number;
+  outputTokens: string | number;
+  cachedInputTokens: string | number;
   costUsd: number | null;
   unpricedCalls: number;
-  durationMs: string;
+  durationMs: string | number;
 };
-const toTotals = (row: TotalsRow | undefined): UsageTotals => ({
+/** Totals as a query row gives them (none: no calls, all zero). */
+export const toTotals = (row: TotalsRow | undefined): UsageTotals => ({
   calls: row?.calls ?? 0,
   inputTokens: Number(row?.inputTokens ?? 0),
   outputTokens: Number(row?.outputTokens ?? 0),
   cachedInputTokens: Number(row?.cachedInputTokens ?? 0),
+  totalTokens: Number(row?.inputTokens ?? 0) + Number(row?.outputTokens ?? 0),
   costUsd: row?.costUsd ?? null,
   unpricedCalls: row?.unpricedCalls ?? 0,
   durationMs: Number(row?.durationMs ?? 0),
@@ -81,13 +85,15 @@ export const usageRepo = {
     const priced = calls.filter((call) => call.costUsd !== null);
     const sum = (pick: (call: (typeof calls)[number]) => number) => calls.reduce((total, call) => total + pick(call), 0);
     return {
-      calls: calls.length,
-      inputTokens: sum((call) => call.inputTokens),
-      outputTokens: sum((call) => call.outputTokens),
-      cachedInputTokens: sum((call) => call.cachedInputTokens),
-      costUsd: priced.length === 0 ? null : priced.reduce((total, call) => total + call.costUsd!, 0),
-      unpricedCalls: calls.length - priced.length,
-      durationMs: sum((call) => call.durationMs),
+      ...toTotals({
+        calls: calls.length,
+        inputTokens: sum((call) => call.inputTokens),
+        outputTokens: sum((call) => call.outputTokens),
+        cachedInputTokens: sum((call) => call.cachedInputTokens),
+        costUsd: priced.length === 0 ? null : priced.reduce((total, call) => total + call.costUsd!, 0),
+        unpricedCalls: calls.length - priced.length,
+        durationMs: sum((call) => call.durationMs),
+      }),
       modelCalls: calls,
     };
   },

@@ -2,13 +2,11 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
-import { type UsageGrouping, usageRepo, type UsageTotals } from './usage.repo.ts';
+import { toTotals, type UsageGrouping, usageRepo, type UsageTotals } from './usage.repo.ts';
 
 const DAY_MS = 86_400_000;
 /** The longest range one request reads. */
 const MAX_RANGE_DAYS = 366;
-
-const withTotal = <T extends UsageTotals>(totals: T) => ({ ...totals, totalTokens: totals.inputTokens + totals.outputTokens });
 
 /** What an org's model calls used and cost, over a range, per agent, model, user or UTC day. */
 export function createUsageService(deps: { db: Kysely<DB>; clock: Clock }) {
@@ -27,8 +25,8 @@ export function createUsageService(deps: { db: Kysely<DB>; clock: Clock }) {
         from,
         to,
         groupBy: query.groupBy,
-        totals: withTotal(totals),
-        groups: (query.groupBy === 'day' ? everyDay(from, to, groups) : groups).map(withTotal),
+        totals,
+        groups: query.groupBy === 'day' ? everyDay(from, to, groups) : groups,
       };
     },
 
@@ -43,19 +41,7 @@ function everyDay<T extends UsageTotals & { key: string; label: string | null }>
   const days: Array<UsageTotals & { key: string; label: string | null }> = [];
   for (let day = Math.floor(from.getTime() / DAY_MS) * DAY_MS; day < to.getTime(); day += DAY_MS) {
     const key = new Date(day).toISOString().slice(0, 10);
-    days.push(
-      byDay.get(key) ?? {
-        key,
-        label: null,
-        calls: 0,
-        inputTokens: 0,
-        outputTokens: 0,
-        cachedInputTokens: 0,
-        costUsd: null,
-        unpricedCalls: 0,
-        durationMs: 0,
-      },
-    );
+    days.push(byDay.get(key) ?? { key, label: null, ...toTotals(undefined) });
   }
   return days;
 }
