@@ -8,6 +8,7 @@ import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { transition } from './action-writes.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
+import { INTERRUPTED } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /** The longest reason a decision keeps, whichever channel it comes by. */
@@ -75,8 +76,7 @@ export function createApprovalsService(deps: {
       if (guarded) return { kind: 'refused' as const, call, refusal: guarded };
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
-      // (A run over its budget waits with a reason too: rejected, its action ends.)
-      const interrupted = call.stagedReason !== null && call.modeSource?.source !== 'budget';
+      const interrupted = call.stagedReason === INTERRUPTED;
       const reason = decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null;
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve'

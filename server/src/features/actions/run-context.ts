@@ -49,6 +49,9 @@ export interface Run {
   opening?: Required<Pick<ActionWrite, 'thread'>> & { message: Insertable<ThreadMessagesTable> };
 }
 
+/** Why an interrupted call waits: shown in the ledger and the approvals inbox. */
+export const INTERRUPTED = 'interrupted: the server may or may not have done it';
+
 /** A reason the action fails, shown in the ledger as its error. */
 export class ActionFailure extends Error {}
 

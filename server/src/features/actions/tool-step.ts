@@ -5,14 +5,11 @@ import { messageRow, transition } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
-import { approvalDeadline, type Call, type Message, type Run } from './run-context.ts';
+import { approvalDeadline, type Call, INTERRUPTED, type Message, type Run } from './run-context.ts';
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { runToolCall } from './tool-execution.ts';
 import { endToolSpan, type RunTracing, startToolSpan } from './run-tracing.ts';
-
-/** Why an interrupted call waits: shown in the ledger and the approvals inbox. */
-export const INTERRUPTED = 'interrupted: the server may or may not have done it';
 
 /** The part of a run after a model step that called tools: running them, or waiting for their approval. */
 export function createToolStep(deps: {
