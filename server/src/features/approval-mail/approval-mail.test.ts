@@ -217,18 +217,20 @@ describe('approvals by email', () => {
       approverId: org.admin.id,
       reason: 'the customer asked us to wait',
     });
-    // The reply is in the action's approval thread, and no agent answered it.
-    const thread = await app.container.db
-      .selectFrom('emailMessages')
-      .select(['direction', 'statusDetail'])
-      .where(
-        'threadId',
-        '=',
-        (await app.container.db.selectFrom('emailMessages').select('threadId').where('actionId', '=', actionId).executeTakeFirstOrThrow())
-          .threadId,
-      )
-      .orderBy('createdAt')
-      .execute();
+    // The reply is in the action's approval thread, and no agent answered it. (Its status is written once
+    // the decision has committed: the action may be seen rejected a moment before.)
+    const threadId = (
+      await app.container.db.selectFrom('emailMessages').select('threadId').where('actionId', '=', actionId).executeTakeFirstOrThrow()
+    ).threadId;
+    const thread = await eventually('the reply marked as read', async () => {
+      const messages = await app.container.db
+        .selectFrom('emailMessages')
+        .select(['direction', 'statusDetail'])
+        .where('threadId', '=', threadId)
+        .orderBy('createdAt')
+        .execute();
+      return messages[2]?.statusDetail?.startsWith('read as a decision') ? messages : undefined;
+    });
     expect(thread.map((message) => message.direction)).toEqual(['outbound', 'outbound', 'inbound']);
     expect(thread[2]!.statusDetail).toBe('read as a decision: generateDocument rejected');
   });
