@@ -57,6 +57,17 @@ function onShutdown(container: Container, started: Promise<{ app?: HttpApp }>, h
   process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
+/**
+ * A rejection that nothing handled is a bug to see, not a reason to stop serving every other request
+ * and job (Node's default is to exit): it is logged at error level and counted in /metrics.
+ */
+function reportUnhandledRejections(container: Container): void {
+  process.on('unhandledRejection', (reason) => {
+    container.logger.error({ err: reason }, 'unhandled promise rejection (a bug; the process goes on)');
+    container.metrics.unhandledRejections.inc();
+  });
+}
+
 /** What the CLI adds to a process: `started` once it runs, `closed` once its database is closed. */
 export interface ProcessHooks {
   started?: (container: Container) => void;
@@ -66,6 +77,7 @@ export interface ProcessHooks {
 /** `serve`: the HTTP API, and the workers too unless RUN_WORKERS=false. */
 export async function serve(config: Config, hooks: ProcessHooks = {}) {
   const container = await createContainer(config);
+  reportUnhandledRejections(container);
   const { promise: started, resolve: startedWith } = Promise.withResolvers<{ app?: HttpApp }>();
   onShutdown(container, started, hooks);
   for (const notice of config.notices) container.logger.warn(notice);
@@ -92,6 +104,7 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
 /** `worker`: runs jobs only, for scaling workers apart from the API on PostgreSQL. */
 export async function work(config: Config, hooks: ProcessHooks = {}) {
   const container = await createContainer(config);
+  reportUnhandledRejections(container);
   const starting = container.start({ workers: true });
   onShutdown(
     container,

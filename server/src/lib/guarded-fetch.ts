@@ -22,6 +22,16 @@ export class OutboundRefused extends Error {
   override name = 'OutboundRefused';
 }
 
+/** The server answered with more than the bound: the request was sent, and its answer not read. */
+export class ResponseTooLarge extends Error {
+  override name = 'ResponseTooLarge';
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`the response was larger than ${limit} bytes; it was not read`);
+    this.limit = limit;
+  }
+}
+
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** dns.lookup that fails for any address that is not public. */
@@ -72,7 +82,7 @@ function bounded(response: Response, maxBytes: number): Response {
   const limit = new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
       read += chunk.byteLength;
-      if (read > maxBytes) controller.error(new OutboundRefused(`the response was larger than ${maxBytes} bytes; it was not read`));
+      if (read > maxBytes) controller.error(new ResponseTooLarge(maxBytes));
       else controller.enqueue(chunk);
     },
   });

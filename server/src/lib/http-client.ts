@@ -12,20 +12,21 @@ import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-f
  */
 
 /**
- * IPv6 forms that carry an IPv4 address, refused whole: IPv4-compatible ::/96 (deprecated since RFC
- * 4291; Node writes `[::127.0.0.1]` as `[::7f00:1]`, which ipaddr.js ranks unicast), NAT64 64:ff9b::/96
- * and 64:ff9b:1::/48, 6to4 2002::/16 and Teredo 2001::/32. (IPv4-mapped ::ffff:0:0/96 is checked as
- * the IPv4 address it maps.)
+ * IPv6 that ipaddr.js ranks unicast but that is not public, refused whole. Forms that carry an IPv4
+ * address: IPv4-compatible ::/96 (deprecated since RFC 4291; Node writes `[::127.0.0.1]` as
+ * `[::7f00:1]`), NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16 and Teredo 2001::/32
+ * (IPv4-mapped ::ffff:0:0/96 is checked as the IPv4 address it maps). And site-local fec0::/10:
+ * deprecated (RFC 3879) but still routed inside some networks, as private as unique-local fc00::/7.
  */
-const EMBEDS_IPV4 = ['::/96', '64:ff9b::/96', '64:ff9b:1::/48', '2002::/16', '2001::/32'];
-const embedsIpv4 = EMBEDS_IPV4.map((cidr) => ipaddr.parseCIDR(cidr));
+const NOT_PUBLIC_IPV6 = ['::/96', '64:ff9b::/96', '64:ff9b:1::/48', '2002::/16', '2001::/32', 'fec0::/10'];
+const notPublicIpv6 = NOT_PUBLIC_IPV6.map((cidr) => ipaddr.parseCIDR(cidr));
 
 /** Public unicast only: not loopback, private, link-local (cloud metadata), unique-local, CGNAT, reserved, IPv4 inside IPv6... */
 export function isPublicAddress(address: string): boolean {
   try {
     const parsed = ipaddr.process(address);
     if (parsed.range() !== 'unicast') return false;
-    return !(parsed.kind() === 'ipv6' && embedsIpv4.some((cidr) => parsed.match(cidr)));
+    return !(parsed.kind() === 'ipv6' && notPublicIpv6.some((cidr) => parsed.match(cidr)));
   } catch {
     return false;
   }
@@ -40,6 +41,8 @@ export async function outboundUrlProblem(raw: string, options: { allowPrivateNet
     return 'not a valid URL';
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL';
+  // Port 0 reaches nothing (connecting to it fails in ways that read as other faults).
+  if (url.port === '0') return 'port 0 is not a port a server listens on';
   if (options.allowPrivateNetworks) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) return isPublicAddress(host) ? null : `${host} is not a public address`;
@@ -67,7 +70,7 @@ export function createGuardedHttpAgents(options: { allowPrivateNetworks: boolean
     allowPrivateIPAddress: options.allowPrivateNetworks,
     allowMetaIPAddress: options.allowPrivateNetworks,
     // The agents refuse what is not unicast; isPublicAddress's extra refusals are added here.
-    denyIPAddressList: options.allowPrivateNetworks ? [] : EMBEDS_IPV4,
+    denyIPAddressList: options.allowPrivateNetworks ? [] : NOT_PUBLIC_IPV6,
   };
   const agents = { http: new RequestFilteringHttpAgent(common), https: new RequestFilteringHttpsAgent(common) };
   return {

@@ -102,6 +102,11 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    unhandledRejections: new Counter({
+      name: 'unhandled_rejections_total',
+      help: 'Promise rejections nothing handled (each a bug, logged at error level); the process goes on serving',
+      registers: [registry],
+    }),
     jobDuration: new Histogram({
       name: 'job_duration_seconds',
       help: 'Background job duration by queue',

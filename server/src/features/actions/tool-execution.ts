@@ -1,6 +1,14 @@
+import { REPLACED_NOTE, storableJson, storableText } from '../../lib/storable-json.ts';
 import type { ToolContext, ToolDefinition } from '../agents/tool-registry.ts';
 
-const toJsonValue = (value: unknown): unknown => (value === undefined ? null : JSON.parse(JSON.stringify(value)));
+/**
+ * A tool's result as it is stored (and shown to the model): whatever a tool or a server returned is
+ * kept; characters the database cannot hold are replaced, and the result says so.
+ */
+function storedResult(result: unknown): unknown {
+  const { value, replaced } = storableJson(result);
+  return replaced === 0 ? value : { value, note: `The tool's result was changed: ${REPLACED_NOTE(replaced)}.` };
+}
 
 /**
  * Runs one call that may run; its result is what the model sees next: the tool's return value, or
@@ -23,9 +31,19 @@ async function outputOf(tool: ToolDefinition | undefined, call: { toolName: stri
     }
     input = parsed.data;
   }
+  let result: unknown;
   try {
-    return { type: 'json' as const, value: toJsonValue(await tool.execute(input, context)) };
+    result = await tool.execute(input, context);
   } catch (error) {
-    return { type: 'error-text' as const, value: `${call.toolName} failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { type: 'error-text' as const, value: storableText(`${call.toolName} failed: ${messageOf(error)}`) };
+  }
+  try {
+    return { type: 'json' as const, value: storedResult(result) };
+  } catch (error) {
+    // It ran: what it returned cannot be kept (a cycle, a BigInt, nesting too deep), but it must not read as not run.
+    const problem = `${call.toolName} ran, but its result could not be stored (${messageOf(error)}); it may or may not have done it`;
+    return { type: 'error-text' as const, value: storableText(problem) };
   }
 }
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -64,7 +64,9 @@ export function createAgentsService(deps: {
     },
     listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
     async getAgent(orgId: string, id: string) {
-      return (await agentsRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Agent'));
+      const agent = await agentsRepo.find(deps.db, orgId, id);
+      if (!agent) throw notFound('Agent');
+      return agent;
     },
     async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
       await requireKnownTools(orgId, changes.tools);
@@ -85,7 +87,9 @@ export function createAgentsService(deps: {
     },
     listRules: (orgId: string) => actionRulesRepo.list(deps.db, orgId),
     async getRule(orgId: string, id: string) {
-      return (await actionRulesRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Action rule'));
+      const rule = await actionRulesRepo.find(deps.db, orgId, id);
+      if (!rule) throw notFound('Action rule');
+      return rule;
     },
     async updateRule(orgId: string, id: string, changes: z.output<typeof actionRulePatch>) {
       await requireAgent(orgId, changes.agentId);

@@ -40,7 +40,9 @@ export function createCallbacksService(deps: {
   }
 
   async function requireEndpoint(orgId: string, webhookId: string, id: string): Promise<CallbackEndpointRow> {
-    return (await callbackEndpointsRepo.find(db, orgId, webhookId, id)) ?? Promise.reject(notFound('Callback endpoint'));
+    const endpoint = await callbackEndpointsRepo.find(db, orgId, webhookId, id);
+    if (!endpoint) throw notFound('Callback endpoint');
+    return endpoint;
   }
 
   async function withAttempts(rows: ListedCallback[]) {

@@ -155,6 +155,8 @@ describe('the SSRF guard', () => {
       'http://0.0.0.0/x',
       'http://192.168.1.10/x',
       'http://[fd00::1]/x',
+      'http://[fec0::1]/x',
+      'http://93.184.215.14:0/x',
       'http://[::127.0.0.1]/x',
       'http://[::a9fe:a9fe]/x',
       'http://[64:ff9b::a9fe:a9fe]/x',

@@ -67,6 +67,8 @@ describe('public addresses', () => {
     ['::', false],
     ['fe80::1', false],
     ['fd00:ec2::254', false],
+    ['fec0::1', false],
+    ['feff:ffff::1', false],
     ['::ffff:127.0.0.1', false],
     ['::ffff:10.0.0.1', false],
     // IPv6 that carries an IPv4 address: compatible (as Node's URL writes [::127.0.0.1]), mapped, NAT64, 6to4, Teredo.

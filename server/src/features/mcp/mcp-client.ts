@@ -10,8 +10,8 @@ import {
   StreamableHTTPClientTransport,
   UnauthorizedError,
   type CallToolResult,
-  type Tool,
 } from '@modelcontextprotocol/client';
+import { z } from 'zod';
 import type { McpServerInfo } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
 import { type GuardedFetch, OutboundRefused } from '../../lib/guarded-fetch.ts';
@@ -25,8 +25,8 @@ export interface McpEndpoint {
 
 export interface McpConnection {
   serverInfo: McpServerInfo;
-  /** Every page of tools/list. */
-  listTools(): Promise<Tool[]>;
+  /** Every page of tools/list, each tool as the server sent it (one malformed tool must not hide the others). */
+  listTools(): Promise<unknown[]>;
   callTool(
     request: { name: string; arguments: unknown; toolCallId: string },
     options: { timeoutMs: number; signal: AbortSignal },
@@ -39,6 +39,8 @@ export const TOOL_CALL_ID_META = 'io.agent-platform/tool-call-id';
 /** More tools than this from one server is refused: what an agent is offered must stay readable. */
 export const MAX_TOOLS_PER_SERVER = 500;
 const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
+/** A page of tools/list read loosely: each tool is judged on its own (listedTool), not the page as a whole. */
+const TOOLS_PAGE = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
 /** Opens a session with the server: the transport, `initialize` and `notifications/initialized`. */
 export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFetch; timeoutMs: number }): Promise<McpConnection> {
@@ -75,11 +77,13 @@ export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFe
   return {
     serverInfo,
     async listTools() {
-      const tools: Tool[] = [];
+      const tools: unknown[] = [];
       let cursor: string | undefined;
       try {
         do {
-          const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: deps.timeoutMs });
+          const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, TOOLS_PAGE, {
+            timeout: deps.timeoutMs,
+          });
           tools.push(...page.tools);
           if (tools.length > MAX_TOOLS_PER_SERVER) {
             throw new AppError('mcp_protocol', `The server lists more than ${MAX_TOOLS_PER_SERVER} tools; split it into smaller servers`);

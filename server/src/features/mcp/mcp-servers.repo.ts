@@ -45,6 +45,34 @@ export const mcpServersRepo = {
       .where(sql<boolean>`mcp_servers.tools @> ${JSON.stringify([{ offeredAs: toolName }])}::jsonb`)
       .executeTakeFirst()) !== undefined,
 
+  /**
+   * The agents and action rules of the org that name a tool of the server called `serverName` (its
+   * tools are `<serverName>__<tool>`): in an agent's tools, a rule's approval modes or argument rules.
+   */
+  namingTools: async (db: Kysely<DB>, orgId: string, serverName: string): Promise<Array<{ kind: 'agent' | 'rule'; name: string }>> => {
+    const prefix = `${serverName}__`;
+    const [agents, rules] = await Promise.all([
+      db
+        .selectFrom('agents')
+        .select('name')
+        .where('orgId', '=', orgId)
+        .where(sql<boolean>`exists (select 1 from jsonb_array_elements_text(agents.tools) as tool where starts_with(tool, ${prefix}))`)
+        .orderBy('name')
+        .execute(),
+      db
+        .selectFrom('actionRules')
+        .select('name')
+        .where('orgId', '=', orgId)
+        .where(
+          sql<boolean>`(exists (select 1 from jsonb_object_keys(action_rules.approval_rules) as tool where starts_with(tool, ${prefix}))
+            or exists (select 1 from jsonb_array_elements(action_rules.argument_rules) as rule where starts_with(rule->>'tool', ${prefix})))`,
+        )
+        .orderBy('name')
+        .execute(),
+    ]);
+    return [...agents.map(({ name }) => ({ kind: 'agent' as const, name })), ...rules.map(({ name }) => ({ kind: 'rule' as const, name }))];
+  },
+
   /** Whether there was one to delete. */
   remove: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
     (await db.deleteFrom('mcpServers').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,

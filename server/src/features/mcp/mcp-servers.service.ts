@@ -87,11 +87,29 @@ export function createMcpServersService(deps: {
   });
 
   async function requireServer(orgId: string, id: string): Promise<McpServerRow> {
-    return (await mcpServersRepo.find(db, orgId, id)) ?? Promise.reject(notFound('MCP server'));
+    const server = await mcpServersRepo.find(db, orgId, id);
+    if (!server) throw notFound('MCP server');
+    return server;
   }
 
   async function requireFreeName(orgId: string, name: string, except?: string): Promise<void> {
     if (await mcpServersRepo.nameTaken(db, orgId, name, except)) throw nameTaken(name);
+  }
+
+  /**
+   * A server's name is its tools' prefix: renamed or deleted while agents or rules name its tools,
+   * they would name tools that no longer exist, which a server created later under the old name
+   * would give back to them. So it is refused until they name none (checked in the transaction
+   * that renames or deletes).
+   */
+  async function requireToolsUnnamed(trx: Kysely<DB>, orgId: string, serverName: string, doing: string): Promise<void> {
+    const naming = await mcpServersRepo.namingTools(trx, orgId, serverName);
+    if (naming.length === 0) return;
+    const which = naming.map(({ kind, name }) => `${kind} "${name}"`).join(', ');
+    throw new AppError(
+      'conflict',
+      `The MCP server "${serverName}" cannot be ${doing} while these name its tools (${serverName}__...): ${which}. Take its tools out of them first.`,
+    );
   }
 
   const nameTaken = (name: string) => new AppError('conflict', `body/name: the organization has an MCP server named "${name}" already`);
@@ -137,7 +155,10 @@ export function createMcpServersService(deps: {
       if (patch.name) await requireFreeName(orgId, patch.name, id);
       const { serverInfo, tools } = await list(merged.name, endpointFor(merged));
       try {
-        const updated = await mcpServersRepo.update(db, orgId, id, { ...settings(merged), ...listed(serverInfo, tools) });
+        const updated = await db.transaction().execute(async (trx) => {
+          if (merged.name !== row.name) await requireToolsUnnamed(trx, orgId, row.name, 'renamed');
+          return mcpServersRepo.update(trx, orgId, id, { ...settings(merged), ...listed(serverInfo, tools) });
+        });
         if (!updated) throw notFound('MCP server');
         await changed(orgId, id);
         return toPublic(updated);
@@ -151,16 +172,23 @@ export function createMcpServersService(deps: {
     async refresh(orgId: string, id: string) {
       const row = await requireServer(orgId, id);
       const { serverInfo, tools } = await list(row.name, endpointOf(row, box));
-      const updated = (await mcpServersRepo.update(db, orgId, id, listed(serverInfo, tools))) ?? Promise.reject(notFound('MCP server'));
+      // Deleted while its tools were listed: nothing to update.
+      const updated = await mcpServersRepo.update(db, orgId, id, listed(serverInfo, tools));
+      if (!updated) throw notFound('MCP server');
       await changed(orgId, id);
-      return toPublic(await updated);
+      return toPublic(updated);
     },
 
     list: async (orgId: string) => (await mcpServersRepo.list(db, orgId)).map(toPublic),
     get: async (orgId: string, id: string) => toPublic(await requireServer(orgId, id)),
 
     async remove(orgId: string, id: string): Promise<void> {
-      if (!(await mcpServersRepo.remove(db, orgId, id))) throw notFound('MCP server');
+      const server = await requireServer(orgId, id);
+      const removed = await db.transaction().execute(async (trx) => {
+        await requireToolsUnnamed(trx, orgId, server.name, 'deleted');
+        return mcpServersRepo.remove(trx, orgId, id);
+      });
+      if (!removed) throw notFound('MCP server');
       await changed(orgId, id);
     },
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant } from '../../../test/helpers/factories.ts';
 import { freePort } from '../../../test/helpers/http.ts';
 import { startTestMcpServer, type TestMcpServer } from '../../../test/helpers/mcp-server.ts';
+import { scriptedTool, startScriptedMcpServer } from '../../../test/helpers/scripted-mcp-server.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 
 let app: TestApp;
@@ -165,6 +166,7 @@ describe('MCP servers', () => {
       [{ name: 'ok', url: orders.url, auth: { type: 'password', clientId: 'a' } }, 400],
       [{ name: 'ok\u0000', url: orders.url }, 400],
       [{ name: 'ok', url: `${orders.url}\ud800` }, 400],
+      [{ name: 'ok', url: 'http://127.0.0.1:0/mcp' }, 400],
       [{ name: 'orders', url: orders.url }, 409],
     ];
     for (const [body, status] of bad) {
@@ -182,7 +184,15 @@ describe('MCP servers', () => {
 
   it('refuses private and loopback addresses unless MCP_ALLOW_PRIVATE_NETWORKS is set', async () => {
     const t = await createTenant(strictApp);
-    for (const url of [orders.url, 'http://169.254.169.254/mcp', 'http://10.0.0.8/mcp', 'http://[::1]:8080/mcp', 'http://localhost/mcp']) {
+    const urls = [
+      orders.url,
+      'http://169.254.169.254/mcp',
+      'http://10.0.0.8/mcp',
+      'http://[::1]:8080/mcp',
+      'http://localhost/mcp',
+      'http://[fec0::1]/mcp',
+    ];
+    for (const url of urls) {
       const response = await strictApp.request('POST', `/orgs/${t.org.slug}/mcp-servers`, {
         token: t.token,
         body: { name: 'internal', url },
@@ -221,54 +231,13 @@ describe('MCP servers', () => {
   });
 });
 
-/**
- * A stateless server written by hand, answering JSON (no SSE, no session) as the protocol allows:
- * tools/list in pages of two, one tool whose name no model provider takes, and a path that redirects.
- */
-async function startPagingServer() {
-  const tools = ['a', 'b', 'c', 'd', 'orders.export'].map((name) => ({
-    name,
-    description: `Tool ${name}`,
-    inputSchema: { type: 'object', properties: {} },
-  }));
-  const http = createServer((req, res) => {
-    if (req.url === '/moved') {
-      res.writeHead(307, { location: '/mcp' }).end();
-      return;
-    }
-    // No server-sent stream (GET) and no session to end (DELETE): the transport's answer is 405.
-    if (req.method !== 'POST') {
-      res.writeHead(405, { allow: 'POST' }).end();
-      return;
-    }
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      const message = JSON.parse(body) as { id?: number; method: string; params?: { cursor?: string } };
-      if (message.id === undefined) return void res.writeHead(202).end();
-      const answer = (result: unknown) =>
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
-      if (message.method === 'initialize') {
-        return answer({ protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'paging', version: '0.1' } });
-      }
-      if (message.method === 'tools/list') {
-        const start = Number(message.params?.cursor ?? 0);
-        const next = start + 2 < tools.length ? String(start + 2) : undefined;
-        return answer({ tools: tools.slice(start, start + 2), ...(next ? { nextCursor: next } : {}) });
-      }
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } }));
-    });
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  return { base, close: () => new Promise<void>((resolve) => http.close(() => resolve())) };
-}
-
 describe('MCP servers of other makes', () => {
   it('lists every page of tools, lists a tool whose name does not fit with the reason, and follows no redirect', async () => {
-    const paging = await startPagingServer();
+    const paging = await startScriptedMcpServer({
+      tools: ['a', 'b', 'c', 'd', 'orders.export'].map((name) => scriptedTool(name)),
+      pageSize: 2,
+      serverInfo: { name: 'paging', version: '0.1' },
+    });
     try {
       const { call } = await tenant();
       const created = await call('POST', '', { name: 'erp', url: `${paging.base}/mcp` });

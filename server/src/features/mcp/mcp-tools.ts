@@ -1,7 +1,10 @@
-import { ProtocolError, SdkError, SdkErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/client';
+import { ProtocolError, SdkError, SdkErrorCode, type CallToolResult } from '@modelcontextprotocol/client';
+import { AppError } from '../../lib/errors.ts';
+import { storableJson } from '../../lib/storable-json.ts';
 import type { ListedMcpTool, McpServerRow } from '../../db/schema.ts';
 import { TOOL_NAME } from '../agents/agents.schemas.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
+import { OutboundRefused, ResponseTooLarge } from '../../lib/guarded-fetch.ts';
 import { describe, mcpFailure } from './mcp-client.ts';
 import type { McpConnections, McpTarget } from './mcp-connections.ts';
 
@@ -10,29 +13,52 @@ export const offeredName = (serverName: string, toolName: string) => `${serverNa
 const MAX_DESCRIPTION = 10_000;
 const MAX_SCHEMA_BYTES = 100_000;
 
-/** A tool as the server listed it, offered to agents when its name and schema fit. */
-export function listedTool(serverName: string, tool: Tool): ListedMcpTool {
-  const name = offeredName(serverName, tool.name);
-  const inputSchema = (tool.inputSchema ?? { type: 'object' }) as Record<string, unknown>;
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const text = (value: unknown) => (typeof value === 'string' ? value : '');
+/** Its length as JSON; one nested too deeply to write counts as too large. */
+const jsonLength = (value: unknown) => {
+  try {
+    return JSON.stringify(value).length;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+};
+
+/**
+ * A tool as the server listed it, offered to agents when its name and schema fit; one that does not
+ * is kept with its problem (and the rest of the server's tools are offered). Whatever it holds is
+ * made storable.
+ */
+export function listedTool(serverName: string, tool: unknown): ListedMcpTool {
+  const fields = isObject(tool) ? tool : {};
+  const rawName = fields.name;
+  const name = typeof rawName === 'string' ? rawName : String(JSON.stringify(rawName));
+  const offered = offeredName(serverName, name);
+  const rawSchema = fields.inputSchema ?? { type: 'object' };
+  const schemaBytes = isObject(rawSchema) ? jsonLength(rawSchema) : 0;
   const annotations = Object.fromEntries(
-    Object.entries(tool.annotations ?? {}).filter(([key, value]) =>
+    Object.entries(isObject(fields.annotations) ? fields.annotations : {}).filter(([key, value]) =>
       key === 'title'
         ? typeof value === 'string'
         : ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'].includes(key) && typeof value === 'boolean',
     ),
   );
   let problem: string | null = null;
-  if (!TOOL_NAME.test(name)) problem = `"${name}" is not a tool name the model providers accept (letters, digits, _ and -, at most 64)`;
-  else if (inputSchema.type !== 'object') problem = 'its input schema is not an object schema';
-  else if (JSON.stringify(inputSchema).length > MAX_SCHEMA_BYTES) problem = `its input schema is larger than ${MAX_SCHEMA_BYTES} bytes`;
-  return {
-    name: tool.name,
-    description: (tool.description ?? tool.title ?? '').slice(0, MAX_DESCRIPTION),
+  if (typeof rawName !== 'string') problem = 'its name is not a string';
+  else if (!TOOL_NAME.test(offered))
+    problem = `${JSON.stringify(offered)} is not a tool name the model providers accept (letters, digits, _ and -, at most 64)`;
+  else if (!isObject(rawSchema) || rawSchema.type !== 'object') problem = 'its input schema is not an object schema';
+  else if (schemaBytes > MAX_SCHEMA_BYTES) problem = `its input schema is larger than ${MAX_SCHEMA_BYTES} bytes`;
+  // A schema too large or of the wrong kind is not kept: it is never offered, and the problem says why.
+  const inputSchema = isObject(rawSchema) && schemaBytes <= MAX_SCHEMA_BYTES ? rawSchema : {};
+  return storableJson({
+    name,
+    description: (text(fields.description) || text(fields.title)).slice(0, MAX_DESCRIPTION),
     inputSchema,
     annotations,
-    offeredAs: problem ? null : name,
+    offeredAs: problem ? null : offered,
     problem,
-  };
+  }).value as ListedMcpTool;
 }
 
 /** Calling it again with the same input does no harm, by the server's word. */
@@ -64,22 +90,59 @@ export function toolDefinitions(
           throw new Error(callFailure(error, server.name, deps.callTimeoutMs));
         }
         if (result.isError) throw new Error(`the tool answered with an error: ${textOf(result) || '(no message)'}`);
-        return bounded(result.structuredContent ?? contentValue(result), deps.maxResultBytes);
+        try {
+          return bounded(result.structuredContent ?? contentValue(result), deps.maxResultBytes);
+        } catch (error) {
+          throw new Error(callFailure(error, server.name, deps.callTimeoutMs));
+        }
       },
     }));
 }
 
-/** What the model and the ledger are told when a call did not come back. */
-function callFailure(error: unknown, serverName: string, timeoutMs: number): string {
-  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
-    return `the MCP server "${serverName}" did not answer within ${timeoutMs / 1000} s; it may or may not have done it`;
-  }
-  if (error instanceof ProtocolError) return `the MCP server "${serverName}" refused the call: ${error.message}`;
-  const failure = mcpFailure(error);
-  if (failure === 'mcp_unauthorized') return `the MCP server "${serverName}" refused the credentials: ${describe(error)}`;
-  if (failure === 'mcp_unreachable') return `the MCP server "${serverName}" could not be reached: ${describe(error)}`;
-  return `the MCP server "${serverName}" failed: ${describe(error)}`;
+/** Network failures in which the request never reached the server: nothing can have been done. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) if (cause instanceof type) return cause;
+  return undefined;
 }
+
+const SESSION_FAILURE: Partial<Record<string, string>> = {
+  mcp_unauthorized: 'refused the credentials',
+  mcp_unreachable: 'could not be reached',
+};
+
+const neverSent = (error: unknown) => {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof OutboundRefused || NOT_SENT.has((cause as NodeJS.ErrnoException).code ?? '')) return true;
+  }
+  return false;
+};
+
+/**
+ * What the model and the ledger are told when a call did not come back. Only a call the server
+ * refused (a JSON-RPC error, the credentials) or that never left is said not to have happened: once
+ * the request was sent, whatever went wrong (a timeout, a lost connection, an answer too large or
+ * unreadable), the server may have done it.
+ */
+export function callFailure(error: unknown, serverName: string, timeoutMs: number): string {
+  const server = `the MCP server "${serverName}"`;
+  const mayHave = 'it may or may not have done it';
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
+    return `${server} did not answer within ${timeoutMs / 1000} s; ${mayHave}`;
+  if (error instanceof ProtocolError) return `${server} refused the call: ${error.message}`;
+  // The session could not be opened: the call never left.
+  if (error instanceof AppError) return `${server} ${SESSION_FAILURE[error.code] ?? 'could not be used'}: ${describe(error)}`;
+  const tooLarge = causeOf(error, ResponseTooLarge);
+  if (tooLarge) return `${server} answered with more than ${tooLarge.limit} bytes, which were not read; ${mayHave}`;
+  const failure = mcpFailure(error);
+  if (failure === 'mcp_unauthorized') return `${server} refused the credentials: ${describe(error)}`;
+  if (neverSent(error)) return `${server} could not be reached: ${describe(error)}`;
+  if (failure === 'mcp_unreachable') return `the connection to ${server} failed before it answered (${describe(error)}); ${mayHave}`;
+  return `${server}'s answer could not be read (${unreadable(error)}); ${mayHave}`;
+}
+
+const unreadable = (error: unknown) => (error instanceof RangeError ? 'it is nested too deeply' : describe(error));
 
 const textOf = (result: CallToolResult) =>
   (result.content ?? [])

@@ -63,7 +63,9 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
   }
 
   async function requireWebhook(orgId: string, id: string): Promise<WebhookRow> {
-    return (await webhooksRepo.find(deps.db, orgId, id)) ?? Promise.reject(notFound('Webhook'));
+    const webhook = await webhooksRepo.find(deps.db, orgId, id);
+    if (!webhook) throw notFound('Webhook');
+    return webhook;
   }
 
   return {

@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from './helpers/eventually.ts';
+import { freePort } from './helpers/http.ts';
+import { killServerProcess, serverProcessEnvironment, waitForReady } from './helpers/server-process.ts';
+
+const CLI = join(import.meta.dirname, '../src/cli.ts');
+const STRAY_REJECTION = join(import.meta.dirname, 'fixtures/stray-rejection.ts');
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('a server process', () => {
+  it('logs and counts a promise rejection nothing handled, and goes on serving', { timeout: 90_000 }, async () => {
+    const environment = await serverProcessEnvironment();
+    cleanups.push(environment.cleanup);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const server = spawn(process.execPath, ['--import', STRAY_REJECTION, CLI, 'serve'], {
+      env: { ...environment.env, PORT: String(port), API_HOST: base },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => killServerProcess(server));
+    let output = '';
+    server.stdout!.on('data', (chunk) => (output += chunk));
+    server.stderr!.on('data', (chunk) => (output += chunk));
+    await waitForReady(base, server);
+    const counted = async () => /^unhandled_rejections_total (\d+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1];
+    expect(await counted()).toBe('0');
+
+    server.kill('SIGUSR2');
+    await eventually('the rejection to be counted', async () => ((await counted()) === '1' ? true : undefined));
+    expect(server.exitCode).toBeNull();
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    const logged = output
+      .split('\n')
+      .filter((line) => line.includes('unhandled promise rejection'))
+      .map((line) => JSON.parse(line));
+    expect(logged).toEqual([
+      expect.objectContaining({ level: 50, err: expect.objectContaining({ message: 'a stray rejection the test made' }) }),
+    ]);
+  });
+});
