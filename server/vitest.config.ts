@@ -7,7 +7,7 @@ const PROCESS_TESTS = [
   'src/features/actions/resume.test.ts',
   'src/features/email/restart.test.ts',
   'src/features/mcp/mcp-crash.test.ts',
-  'test/process-faults.test.ts',
+  'test/process-lifecycle.test.ts',
 ];
 /** The console in a real browser: against the embedded database, as `npm start` serves it. */
 const CONSOLE_TESTS = ['test/console/**/*.test.ts'];

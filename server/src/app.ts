@@ -45,7 +45,7 @@ import { RequestLogController } from './lib/request-log.ts';
 import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
-import { createConsoleSite } from './console-site.ts';
+import { createConsoleSite, serviceIndex } from './console-site.ts';
 
 /** Fastify's own 4xx errors, mapped onto our closed set of codes. */
 const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
@@ -226,6 +226,10 @@ export async function buildApp(container: Container) {
   const consoleSite = config.appHost === config.apiHost ? createConsoleSite() : undefined;
   if (consoleSite) await app.register(consoleSite.assets);
   else if (config.appHost === config.apiHost) container.logger.warn('The console is not built: run `npm run build -w console` to serve it');
+  // `curl /` is often a person's first request: it says where the console and the API's docs are.
+  app.get('/', { schema: { hide: true } }, (request, reply) =>
+    consoleSite?.wantsPage(request) ? consoleSite.sendPage(reply) : reply.send(serviceIndex(config, consoleSite !== undefined)),
+  );
   app.setNotFoundHandler((request, reply) =>
     consoleSite?.wantsPage(request)
       ? consoleSite.sendPage(reply)

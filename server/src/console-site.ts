@@ -73,3 +73,18 @@ export function createConsoleSite(distDir = CONSOLE_DIST) {
 }
 
 export type ConsoleSite = NonNullable<ReturnType<typeof createConsoleSite>>;
+
+/** What a plain GET / (not a browser's) is answered: where a person goes next. */
+export function serviceIndex(config: { apiHost: string; appHost: string }, consoleServed: boolean) {
+  const consoleUrl = consoleServed ? `${config.appHost}/` : config.appHost === config.apiHost ? null : config.appHost;
+  return {
+    service: 'Agent Platform',
+    message: consoleUrl
+      ? `This is the API. Open ${consoleUrl} in a browser for the console; the API's reference is at ${config.apiHost}/docs.`
+      : `This is the API; the console is not built (npm run build -w console). The API's reference is at ${config.apiHost}/docs.`,
+    console: consoleUrl,
+    docs: `${config.apiHost}/docs`,
+    openapi: `${config.apiHost}/openapi.json`,
+    health: `${config.apiHost}/healthz`,
+  };
+}

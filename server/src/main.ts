@@ -53,8 +53,10 @@ function onShutdown(container: Container, started: Promise<{ app?: HttpApp }>, h
       process.exit(1);
     }
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // Kept for the whole shutdown: a second signal (Ctrl-C reaches the process from the terminal and
+  // again from npm, which passes it on) must not end the process before it has drained.
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 /**

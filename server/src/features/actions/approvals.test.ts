@@ -146,6 +146,13 @@ describe('approvals', () => {
     expect(row.approvalState).toBe('rejected');
     expect(row.lifecycleEvents.at(-1)).toMatchObject({ status: 'rejected', cause: 'generateDocument rejected: Not for this customer' });
     expect(row.execution.toolCalls[0]).toMatchObject({ status: 'rejected', output: null });
+    // The ledger's list row says why, as the detail's last lifecycle event does.
+    const listed = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger?status=rejected`, { token: setup.tenant.token })
+    ).json();
+    expect(listed.rows.find((listedRow: { actionId: string }) => listedRow.actionId === actionId).reason).toBe(
+      'generateDocument rejected: Not for this customer',
+    );
     const documents = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })).json();
     expect(documents.documents).toEqual([]);
   });

@@ -111,7 +111,7 @@ export function createToolStep(deps: {
             actionId: context.id,
             from: 'running',
             to: ended.status as 'rejected' | 'expired',
-            cause: `${ended.toolName} ${ended.status}`,
+            cause: `${ended.toolName} ${ended.status}${ended.decisionReason ? `: ${ended.decisionReason}` : ''}`,
             data: decisionData(ended),
             changes: { leaseExpiresAt: null },
           }));

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { ActionSource, DB } from '../../db/schema.ts';
 import { olderThan } from '../../db/keyset.ts';
 import type { Cursor } from '../../lib/pagination.ts';
@@ -35,6 +35,11 @@ function ledgerQuery(db: Kysely<DB>, orgId: string) {
       'd.updatedAt',
       'a.status as actionStatus',
       'a.approvalState',
+      // Why an action ended as it did: its error, else the cause of the transition that ended it (a rejection with its reason).
+      sql<string | null>`case when a.status in ('failed', 'rejected', 'expired') then coalesce(a.error, (
+        select e.cause from action_events e where e.action_id = a.id and e.status = a.status order by e.created_at desc limit 1)) end`.as(
+        'actionReason',
+      ),
     ]);
 }
 

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { ACTION_SOURCES, APPROVAL_NOTIFICATION_STATUSES, DECISION_CHANNELS, NOTIFY_CHANNELS } from '../../db/schema.ts';
+import {
+  ACTION_SOURCES,
+  ACTION_STATUSES,
+  APPROVAL_NOTIFICATION_STATUSES,
+  DECISION_CHANNELS,
+  DELIVERY_STATUSES,
+  NOTIFY_CHANNELS,
+} from '../../db/schema.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 import { usageTotalsSchema } from '../usage/usage.schemas.ts';
@@ -16,7 +23,10 @@ export const ledgerRow = z.object({
   externalId: z.string().nullable(),
   status: z.string(),
   deliveryStatus: z.string(),
-  reason: z.string().nullable(),
+  reason: z.string().nullable().meta({
+    description:
+      "Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the decision's cause and reason)",
+  }),
   approvalState: z.string().nullable(),
   replayable: z.boolean(),
   attempts: z.int(),
@@ -118,7 +128,10 @@ export const ledgerDetail = ledgerRow.extend({
 export const ledgerQuery = paginationQuery.extend({
   kind: z.enum(['action', 'delivery']).optional(),
   source: z.enum(ACTION_SOURCES).optional(),
-  status: z.string().max(50).optional(),
+  status: z
+    .enum([...new Set([...ACTION_STATUSES, ...DELIVERY_STATUSES])])
+    .optional()
+    .meta({ description: "An action's status, or the status of a delivery that made no action" }),
   webhookId: z.uuid().optional(),
   eventType: z.string().max(200).optional(),
   q: z.string().min(1).max(200).optional(),

@@ -30,7 +30,7 @@ function summarize(row: ListedRow) {
     externalId: row.externalId,
     status,
     deliveryStatus: row.deliveryStatus,
-    reason: row.reason,
+    reason: row.actionReason ?? row.reason,
     approvalState: row.approvalState ?? null,
     replayable: row.source === 'webhook' && row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
     attempts: row.attempts,

@@ -51,7 +51,11 @@ describe('GET /orgs/:org/ledger', () => {
       all.rows.map((row: { eventId: string }) => row.eventId),
     );
     expect(third.nextCursor).toBeNull();
-    expect((await app.request('GET', `/orgs/${org.slug}/ledger?kind=everything`, { token })).status).toBe(400);
+    for (const query of ['kind=everything', 'status=bogus', 'status=', 'source=fax', 'webhookId=1', 'limit=0']) {
+      const response = await app.request('GET', `/orgs/${org.slug}/ledger?${query}`, { token });
+      expect(response.status, query).toBe(400);
+      expect((await response.json()).code, query).toBe('validation_failed');
+    }
   });
 
   it('pages through rows written together (one batch, one timestamp) without skipping or repeating any', async () => {

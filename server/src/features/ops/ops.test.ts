@@ -126,6 +126,20 @@ describe('operations endpoints', () => {
     }
   });
 
+  it('answers a plain GET / with where the console and the docs are', async () => {
+    const response = await app.request('GET', '/');
+    expect(response.status).toBe(200);
+    const index = await response.json();
+    expect(index).toEqual({
+      service: 'Agent Platform',
+      message: expect.stringContaining(`Open http://app.test in a browser for the console; the API's reference is at ${app.baseUrl}/docs`),
+      console: 'http://app.test',
+      docs: `${app.baseUrl}/docs`,
+      openapi: `${app.baseUrl}/openapi.json`,
+      health: `${app.baseUrl}/healthz`,
+    });
+  });
+
   it('answers unknown routes with the error shape', async () => {
     const response = await app.request('GET', '/nope');
     expect(response.status).toBe(404);

@@ -52,6 +52,10 @@ describe('budgets', () => {
     expect(refused.status).toBe('failed');
     expect(refused.execution.error).toMatch(/^budget exceeded: the organization has used 50 of 50 tokens this day \(resets \d{4}-/);
     expect(stack.model.requests.length).toBe(calls); // refused before the model was called
+    const { rows } = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger?status=failed`, { token: setup.tenant.token })
+    ).json();
+    expect(rows).toEqual([expect.objectContaining({ actionId: refusedId, reason: refused.execution.error })]);
     const [failed] = await callbacksOf(endpoint, refusedId, 1);
     expect(failed).toMatchObject({ type: 'action.failed', data: { status: 'failed', error: refused.execution.error } });
     const budgets = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })).json();
