@@ -11,6 +11,7 @@ import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { actionsJobHandlers } from './features/actions/actions.jobs.ts';
 import { approvalMailJobHandlers } from './features/approval-mail/approval-mail.jobs.ts';
+import { createApprovalReplyClaims } from './features/approval-mail/approval-replies.ts';
 import { authJobHandlers } from './features/auth/auth.jobs.ts';
 import { emailJobHandlers } from './features/email/email.jobs.ts';
 import { createOrgEvents } from './features/events/org-events.ts';
@@ -72,9 +73,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
     logger,
   });
   const webhooks = composeWebhooks(shared, rateLimiters);
-  // Replies to approval emails come in through the inbound path, which exists before the approvals it decides.
-  let approvalMail: ReturnType<typeof composeApprovalMail> | undefined;
-  const email = composeEmail(shared, { claimReply: (trx, message) => approvalMail!.replies.claim(trx, message) });
+  // Replies to approval emails come in through the inbound path, which exists before the approvals they decide:
+  // the hook that takes them needs only the job queue.
+  const email = composeEmail(shared, { replyHook: createApprovalReplyClaims({ jobs }) });
   const mcp = composeMcp(shared);
   const agents = await composeAgents(shared, {
     userLimits: accounts.services.userLimits,
@@ -82,7 +83,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     toolSources: [mcp.toolSource],
     offeredToMember: mcp.mcpServers.offeredToMember,
   });
-  approvalMail = composeApprovalMail(shared, { deliver: email.deliver, approvals: agents.services.approvals });
+  const approvalMail = composeApprovalMail(shared, { threadMail: email.threadMail, approvals: agents.services.approvals });
   const { dispatcher, writer, httpAgents } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
   bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());

@@ -69,6 +69,19 @@ describe('features', () => {
     expect(loops).toEqual([]);
   });
 
+  it("reach email through its interfaces: approval-mail sends with ThreadMail and is called back through InboundReplyHook, never email's repositories", () => {
+    const reached = new Set<string>();
+    for (const file of sourceFiles(join(FEATURES, 'approval-mail'))) {
+      for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+        const target = resolve(dirname(file), match[1] ?? match[2]!);
+        if (featureOf(target) === 'email') reached.add(relative(FEATURES, target));
+      }
+    }
+    expect([...reached].sort()).toEqual(['email/email-content.ts', 'email/inbound.service.ts', 'email/thread-mail.ts']);
+    // And the composition root binds nothing late to break a loop between them.
+    expect(readFileSync(join(import.meta.dirname, '../src/container.ts'), 'utf8')).not.toMatch(/let approvalMail|approvalMail!/);
+  });
+
   it('finds a cycle when there is one', () => {
     const graph = new Map([
       ['a', new Map([['b', 'a/x.ts']])],

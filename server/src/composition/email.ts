@@ -1,20 +1,18 @@
 import { createDeliveryEvents } from '../features/email/delivery-events.service.ts';
 import { createEmailIntegrationService } from '../features/email/email-integration.service.ts';
 import { createEmailThreadsService } from '../features/email/email-threads.service.ts';
-import { createInboundEmail } from '../features/email/inbound.service.ts';
+import { createInboundEmail, type InboundReplyHook } from '../features/email/inbound.service.ts';
 import { createInboxesService } from '../features/email/inboxes.service.ts';
 import { createMailClient } from '../features/email/mail-client.ts';
 import { createMailWebhookIntake } from '../features/email/mail-webhook.service.ts';
 import { createNotificationProcessor } from '../features/email/notification-processor.ts';
 import { createOutboundMail } from '../features/email/outbound-mail.ts';
 import { createSendEmail } from '../features/email/send-email.ts';
+import { createThreadMail } from '../features/email/thread-mail.ts';
 import type { Shared } from './shared.ts';
 
 /** The org's mail integration, inboxes, inbound mail and its notifications, and the sendEmail tool. */
-export function composeEmail(
-  { config, db, clock, logger, box, jobs, wakeRunners }: Shared,
-  deps: { claimReply: NonNullable<Parameters<typeof createInboundEmail>[0]['claimReply']> },
-) {
+export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners }: Shared, deps: { replyHook: InboundReplyHook }) {
   const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
   const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
   const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
@@ -30,7 +28,7 @@ export function composeEmail(
       box,
       mail,
       wakeRunners,
-      claimReply: deps.claimReply,
+      replyHook: deps.replyHook,
       limits: {
         maxAttachmentBytes: config.email.maxAttachmentBytes,
         maxAttachments: config.email.maxAttachments,
@@ -45,12 +43,7 @@ export function composeEmail(
     mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => jobs.notify('email.process') }),
     emailThreads: createEmailThreadsService({ db }),
   };
-  const deliver = createOutboundMail({ db, box, mail, jobs, clock });
-  const sendEmailTool = createSendEmail({
-    db,
-    deliver,
-    integration: emailIntegration,
-    maxRecipients: config.email.maxRecipients,
-  });
-  return { services, notifications, deliveryEvents, sendEmailTool, mail, deliver };
+  const threadMail = createThreadMail({ db, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
+  const sendEmailTool = createSendEmail({ db, threadMail, integration: emailIntegration, maxRecipients: config.email.maxRecipients });
+  return { services, notifications, deliveryEvents, sendEmailTool, mail, threadMail };
 }

@@ -45,5 +45,18 @@ export interface ApprovalLinksTable {
   createdAt: CreatedAt;
 }
 
+/** waiting: stored by the inbound path for the reply job; read: the job read it (the message's status detail says what it did). */
+export const APPROVAL_REPLY_STATES = ['waiting', 'read'] as const;
+export type ApprovalReplyState = (typeof APPROVAL_REPLY_STATES)[number];
+
+/** A received email that answers one of our approval emails, and whether the reply job has read it. */
+export interface ApprovalRepliesTable {
+  messageId: string;
+  orgId: string;
+  state: ApprovalReplyState;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
 export type ApproversColumn = ColumnType<RuleApprovers | null, string | null | undefined, string | null>;
 export type NotifyColumn = ColumnType<NotifyChannel[], string | undefined, string>;

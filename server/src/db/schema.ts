@@ -13,7 +13,13 @@ import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsT
 import type { McpServersTable } from './mcp-schema.ts';
 import type { ApprovalAttemptsTable, ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
-import type { ApprovalLinksTable, ApprovalNotificationsTable, ApproversColumn, NotifyColumn } from './approval-schema.ts';
+import type {
+  ApprovalLinksTable,
+  ApprovalNotificationsTable,
+  ApprovalRepliesTable,
+  ApproversColumn,
+  NotifyColumn,
+} from './approval-schema.ts';
 import type { BudgetColumn, BudgetSpendTable, ModelCallsTable } from './usage-schema.ts';
 
 export * from './approval-schema.ts';
@@ -253,6 +259,7 @@ export interface DB {
   approvalAttempts: ApprovalAttemptsTable;
   approvalNotifications: ApprovalNotificationsTable;
   approvalLinks: ApprovalLinksTable;
+  approvalReplies: ApprovalRepliesTable;
   modelCalls: ModelCallsTable;
   budgetSpend: BudgetSpendTable;
 }

@@ -17,6 +17,7 @@ import * as approvalChannels from './0015_approval_channels.ts';
 import * as approvalEmail from './0016_approval_email.ts';
 import * as usageBudgets from './0017_usage_budgets.ts';
 import * as traceContext from './0018_trace_context.ts';
+import * as approvalReplies from './0019_approval_replies.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '0016_approval_email': approvalEmail,
   '0017_usage_budgets': usageBudgets,
   '0018_trace_context': traceContext,
+  '0019_approval_replies': approvalReplies,
 };
 
 export const migrationProvider: MigrationProvider = {

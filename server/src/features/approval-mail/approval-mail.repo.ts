@@ -205,27 +205,50 @@ export const approvalMailRepo = {
     return { ...message, calls };
   },
 
-  /** A received message as the reply job reads it, with the ids it names (In-Reply-To first, then References newest first). */
-  async reply(db: Kysely<DB>, id: string) {
+  /** A reply the inbound path hands to the reply job: waiting until the job has read it. */
+  replyWaits: (trx: Kysely<DB>, orgId: string, messageId: string) =>
+    trx
+      .insertInto('approvalReplies')
+      .values({ messageId, orgId, state: 'waiting' })
+      .onConflict((oc) => oc.doNothing())
+      .execute(),
+
+  /** The job read the reply: its state, and what it did as the message's status detail (which users see), in one transaction. */
+  replyRead: (db: Kysely<DB>, messageId: string, outcome: string) =>
+    db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('approvalReplies')
+        .set({ state: 'read', updatedAt: sql<Date>`now()` })
+        .where('messageId', '=', messageId)
+        .execute();
+      await trx
+        .updateTable('emailMessages')
+        .set({ statusDetail: outcome, updatedAt: sql<Date>`now()` })
+        .where('id', '=', messageId)
+        .execute();
+    }),
+
+  /** A reply still waiting for the job, with the ids it names (In-Reply-To first, then References newest first). */
+  async waitingReply(db: Kysely<DB>, id: string) {
     const row = await db
-      .selectFrom('emailMessages')
+      .selectFrom('approvalReplies as r')
+      .innerJoin('emailMessages as m', 'm.id', 'r.messageId')
       .select([
-        'id',
-        'orgId',
-        'threadId',
-        'inboxId',
-        'messageId',
-        'inReplyTo',
-        'referenceIds',
-        'fromAddress',
-        'subject',
-        'textBody',
-        'headers',
-        'authentication',
-        'statusDetail',
+        'm.id',
+        'm.orgId',
+        'm.threadId',
+        'm.inboxId',
+        'm.messageId',
+        'm.inReplyTo',
+        'm.referenceIds',
+        'm.fromAddress',
+        'm.subject',
+        'm.textBody',
+        'm.headers',
+        'm.authentication',
       ])
-      .where('id', '=', id)
-      .where('direction', '=', 'inbound')
+      .where('r.messageId', '=', id)
+      .where('r.state', '=', 'waiting')
       .executeTakeFirst();
     return row && { ...row, ids: [...(row.inReplyTo ? [row.inReplyTo] : []), ...row.referenceIds.toReversed()] };
   },

@@ -233,6 +233,9 @@ describe('approvals by email', () => {
     });
     expect(thread.map((message) => message.direction)).toEqual(['outbound', 'outbound', 'inbound']);
     expect(thread[2]!.statusDetail).toBe('read as a decision: generateDocument rejected');
+    // The job works from the reply's closed state (read now), not from the sentence users see.
+    const state = await app.container.db.selectFrom('approvalReplies').select(['state', 'orgId']).where('orgId', '=', org.org.id).execute();
+    expect(state).toEqual([{ state: 'read', orgId: org.org.id }]);
   });
 
   it('replies that decide nothing: another sender, failed authentication, an unclear first line, an auto-reply; then the approver approves', async () => {

@@ -1,17 +1,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
 import type { EmailIntegrationRow } from '../../db/email-schema.ts';
 import type { DB, ModeSource } from '../../db/schema.ts';
-import { isUniqueViolation } from '../../db/errors.ts';
 import type { Metrics } from '../../lib/metrics.ts';
-import { mailbox, newMessageId, referencesAfter, replySubject } from '../email/email-content.ts';
-import { emailIntegrationRepo } from '../email/email-integration.repo.ts';
-import { emailMessagesRepo } from '../email/email-messages.repo.ts';
-import { inboxesRepo } from '../email/inboxes.repo.ts';
-import { MailProviderError } from '../email/mail-client.ts';
-import type { OutboundMail } from '../email/outbound-mail.ts';
-import { outboundRepo } from '../email/outbound.repo.ts';
+import type { ThreadMail } from '../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
 
@@ -42,34 +34,19 @@ function whyItWaits(call: { mode: string; modeSource: ModeSource | null; stagedR
  */
 export function createApprovalNotifier(deps: {
   db: Kysely<DB>;
-  deliver: OutboundMail;
+  mail: Pick<ThreadMail, 'send' | 'integrationOf' | 'suppression' | 'ensureInbox'>;
   /** Where links and the console are: the API's and the console's origins. */
   apiHost: string;
   appHost: string;
   metrics: Pick<Metrics, 'approvalNotifications'>;
-  logger: Logger;
 }) {
   const { db } = deps;
-
-  /** The inbox that receives the replies (the integration's From Email), made if it is missing. */
-  async function ensureReplyInbox(integration: EmailIntegrationRow): Promise<void> {
-    const address = integration.fromEmail.toLowerCase();
-    if ((await emailMessagesRepo.inboxesAt(db, integration.orgId, [address])).length > 0) return;
-    try {
-      await inboxesRepo.insert(db, { id: randomUUID(), orgId: integration.orgId, emailAddress: address, displayName: 'Approvals' });
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      deps.logger.warn({ orgId: integration.orgId }, 'the approval reply inbox exists already (made meanwhile, or by another org)');
-    }
-  }
 
   /** Why an approver cannot be emailed, if they cannot. */
   async function refusal(approver: Approver, integration: EmailIntegrationRow | undefined, orgId: string) {
     if (!approver.approvalEmails) return 'the approver turned approval emails off';
     if (!integration) return 'the organization has no email integration';
-    const [suppressed] = await outboundRepo.suppressedAmong(db, orgId, [approver.email.toLowerCase()]);
-    if (suppressed) return `${approver.email} is on the suppression list (${suppressed.reason})`;
-    return undefined;
+    return deps.mail.suppression(orgId, approver.email);
   }
 
   type Action = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.actionToNotify>>>;
@@ -96,75 +73,69 @@ export function createApprovalNotifier(deps: {
       })),
     });
     const urls = links.flatMap(({ approve, reject }) => [url(approve), url(reject)]);
-    const message = await db.transaction().execute(async (trx) => {
-      const thread = await approvalMailRepo.threadOf(trx, action.id, approver.id);
-      const threadId = thread.threadId ?? randomUUID();
-      const subject = approvalSubject({ agentName: action.agentName ?? 'An agent', eventType: action.eventType });
-      if (!thread.threadId) await emailMessagesRepo.insertThread(trx, { id: threadId, orgId: action.orgId, title: subject });
-      const previous = thread.last;
-      const previousId = previous ? (previous.providerMessageId ?? previous.messageId) : null;
-      // Stored without its links: whoever reads the thread in the console must not be able to use them.
-      const row = await emailMessagesRepo.insertMessage(trx, {
-        id: randomUUID(),
+    const thread = await approvalMailRepo.threadOf(db, action.id, approver.id);
+    const previous = thread.last;
+    const subject = approvalSubject({ agentName: action.agentName ?? 'An agent', eventType: action.eventType });
+    const outcome = await deps.mail.send(
+      integration,
+      {
         orgId: action.orgId,
-        threadId,
-        inboxId: null,
-        direction: 'outbound',
-        messageId: newMessageId(integration.fromEmail),
-        inReplyTo: previousId,
-        referenceIds: JSON.stringify(previous ? referencesAfter({ messageId: previousId, referenceIds: previous.referenceIds }) : []),
-        fromAddress: mailbox(integration.fromEmail, integration.fromName),
-        toAddresses: JSON.stringify([approver.email]),
-        subject: previous ? replySubject(previous.subject) : subject,
-        textBody: redactLinks(rendered.text, urls),
-        htmlBody: redactLinks(rendered.html, urls),
-        status: 'sending',
+        thread: thread.threadId ? { id: thread.threadId } : { newTitle: subject },
+        answers: previous && {
+          messageId: previous.providerMessageId ?? previous.messageId,
+          referenceIds: previous.referenceIds,
+          subject: previous.subject,
+        },
+        from: { address: integration.fromEmail, name: integration.fromName },
+        to: [approver.email],
+        subject,
+        // Stored without its links: whoever reads the thread in the console must not be able to use them.
+        text: redactLinks(rendered.text, urls),
+        html: redactLinks(rendered.html, urls),
         actionId: action.id,
-      });
-      await emailMessagesRepo.touchThread(trx, threadId);
-      const notifications = await approvalMailRepo.upsertNotifications(
-        trx,
-        calls.map((call) => ({
-          id: randomUUID(),
-          orgId: action.orgId,
-          actionId: action.id,
-          toolCallId: call.id,
-          userId: approver.id,
-          address: approver.email,
-          status: 'sending',
-          reason: null,
-          emailMessageId: row.id,
-        })),
-      );
-      await approvalMailRepo.insertLinks(
-        trx,
-        links.flatMap(({ call, approve, reject }) => {
-          const notificationId = notifications.find((row) => row.toolCallId === call.id)!.id;
-          const base = { orgId: action.orgId, toolCallId: call.id, userId: approver.id, notificationId, expiresAt: call.expiresAt! };
-          return [
-            { ...base, id: randomUUID(), decision: 'approve' as const, tokenHash: hashLinkToken(approve) },
-            { ...base, id: randomUUID(), decision: 'reject' as const, tokenHash: hashLinkToken(reject) },
-          ];
-        }),
-      );
-      return row;
-    });
-    try {
-      await deps.deliver(integration, message, `approval/${message.id}`, {
-        text: rendered.text,
-        html: rendered.html,
-        // RFC 3834: an automatic message; auto-responders must not answer it.
-        headers: { 'Auto-Submitted': 'auto-generated', 'X-Auto-Response-Suppress': 'All' },
-        replyTo: [integration.fromEmail],
-      });
-    } catch (error) {
-      if (!(error instanceof MailProviderError)) throw error;
-      await approvalMailRepo.settleNotifications(db, message.id, 'failed', `The provider refused it: ${error.message}`.slice(0, 1000));
-      deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'failed' }, calls.length);
-      return;
-    }
-    await approvalMailRepo.settleNotifications(db, message.id, 'sent', null);
-    deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'sent' }, calls.length);
+      },
+      {
+        idempotencyKey: (row) => `approval/${row.id}`,
+        extras: {
+          text: rendered.text,
+          html: rendered.html,
+          // RFC 3834: an automatic message; auto-responders must not answer it.
+          headers: { 'Auto-Submitted': 'auto-generated', 'X-Auto-Response-Suppress': 'All' },
+          replyTo: [integration.fromEmail],
+        },
+        alongside: async (trx, row) => {
+          const notifications = await approvalMailRepo.upsertNotifications(
+            trx,
+            calls.map((call) => ({
+              id: randomUUID(),
+              orgId: action.orgId,
+              actionId: action.id,
+              toolCallId: call.id,
+              userId: approver.id,
+              address: approver.email,
+              status: 'sending',
+              reason: null,
+              emailMessageId: row.id,
+            })),
+          );
+          await approvalMailRepo.insertLinks(
+            trx,
+            links.flatMap(({ call, approve, reject }) => {
+              const notificationId = notifications.find((notification) => notification.toolCallId === call.id)!.id;
+              const base = { orgId: action.orgId, toolCallId: call.id, userId: approver.id, notificationId, expiresAt: call.expiresAt! };
+              return [
+                { ...base, id: randomUUID(), decision: 'approve' as const, tokenHash: hashLinkToken(approve) },
+                { ...base, id: randomUUID(), decision: 'reject' as const, tokenHash: hashLinkToken(reject) },
+              ];
+            }),
+          );
+        },
+      },
+    );
+    const outcomeName = outcome.sent ? 'sent' : 'failed';
+    const reason = outcome.sent ? null : `The provider refused it: ${outcome.refusal}`.slice(0, 1000);
+    await approvalMailRepo.settleNotifications(db, outcome.message.id, outcomeName, reason);
+    deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: outcomeName }, calls.length);
   }
 
   return {
@@ -174,8 +145,9 @@ export function createApprovalNotifier(deps: {
       const calls = (await approvalMailRepo.stagedCalls(db, actionId)).filter((call) => call.expiresAt);
       if (calls.length === 0) return;
       const approvers = await approvalMailRepo.approvers(db, action.orgId, action.approvers ?? null);
-      const integration = await emailIntegrationRepo.find(db, action.orgId);
-      if (integration) await ensureReplyInbox(integration);
+      const integration = await deps.mail.integrationOf(action.orgId);
+      // Replies come back to the integration's From Email: it must be an inbox for the inbound path to take them.
+      if (integration) await deps.mail.ensureInbox(action.orgId, integration.fromEmail, 'Approvals');
       const told = await approvalMailRepo.notificationsOf(db, actionId, 'email');
       for (const approver of approvers) {
         // A notification still `sending` was interrupted (its send may or may not have gone out): sent again, with new links.

@@ -5,19 +5,15 @@ import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { ApprovalsService } from '../actions/approvals.service.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
-import { addressOf, mailbox, newMessageId, referencesAfter, replySubject } from '../email/email-content.ts';
-import { emailIntegrationRepo } from '../email/email-integration.repo.ts';
-import { emailMessagesRepo } from '../email/email-messages.repo.ts';
-import { autoReplyRefusal } from '../email/loop-guards.ts';
-import { MailProviderError } from '../email/mail-client.ts';
-import type { OutboundMail } from '../email/outbound-mail.ts';
-import { outboundRepo } from '../email/outbound.repo.ts';
+import { addressOf } from '../email/email-content.ts';
+import type { InboundReplyHook } from '../email/inbound.service.ts';
+import type { ThreadMail } from '../email/thread-mail.ts';
 import { usersRepo } from '../users/users.repo.ts';
 import { approvalMailRepo } from './approval-mail.repo.ts';
 import { authenticationFailure, readReplyDecision } from './reply-reading.ts';
 
-/** What a reply to an approval email is while its job has not read it (the inbound path stores it so). */
-export const REPLY_WAITING = 'an answer to an approval email: to be read as a decision';
+/** What users see of a reply to an approval email until the job has read it (its state is approval_replies'). */
+const REPLY_WAITING_DETAIL = 'an answer to an approval email: to be read as a decision';
 
 /**
  * Replies to approval emails. The inbound path stores a reply as any email, and hands it here when it
@@ -29,43 +25,32 @@ export const REPLY_WAITING = 'an answer to an approval email: to be read as a de
  */
 export function createApprovalReplies(deps: {
   db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueue'>;
-  deliver: OutboundMail;
+  mail: Pick<ThreadMail, 'send' | 'integrationOf' | 'suppression' | 'automatic'>;
   approvals: Pick<ApprovalsService, 'decideWith'>;
 }) {
   const { db } = deps;
 
-  type Message = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.reply>>>;
+  type Message = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.waitingReply>>>;
 
   /** One short answer in the thread, from the approval address, marked as automatic (RFC 3834). */
   async function answer(message: Message, to: string, text: string): Promise<void> {
-    const integration = await emailIntegrationRepo.find(db, message.orgId);
-    if (!integration) return;
-    if ((await outboundRepo.suppressedAmong(db, message.orgId, [to])).length > 0) return;
-    const row = await db.transaction().execute(async (trx) => {
-      const stored = await emailMessagesRepo.insertMessage(trx, {
-        id: randomUUID(),
+    const integration = await deps.mail.integrationOf(message.orgId);
+    if (!integration || (await deps.mail.suppression(message.orgId, to))) return;
+    // A refusal by the provider is on the answer's own record (failed); the reply's outcome stands.
+    await deps.mail.send(
+      integration,
+      {
         orgId: message.orgId,
-        threadId: message.threadId,
+        thread: { id: message.threadId },
+        answers: message,
+        from: { address: integration.fromEmail, name: integration.fromName },
+        to: [to],
+        subject: 'Approval',
+        text,
         inboxId: message.inboxId,
-        direction: 'outbound',
-        messageId: newMessageId(integration.fromEmail),
-        inReplyTo: message.messageId,
-        referenceIds: JSON.stringify(referencesAfter(message)),
-        fromAddress: mailbox(integration.fromEmail, integration.fromName),
-        toAddresses: JSON.stringify([to]),
-        subject: replySubject(message.subject || 'Approval'),
-        textBody: text,
-        status: 'sending',
-      });
-      await emailMessagesRepo.touchThread(trx, message.threadId);
-      return stored;
-    });
-    try {
-      await deps.deliver(integration, row, `approval-answer/${message.id}`, { headers: { 'Auto-Submitted': 'auto-replied' } });
-    } catch (error) {
-      if (!(error instanceof MailProviderError)) throw error;
-    }
+      },
+      { idempotencyKey: () => `approval-answer/${message.id}`, extras: { headers: { 'Auto-Submitted': 'auto-replied' } } },
+    );
   }
 
   async function refuseAll(orgId: string, calls: Array<{ id: string }>, reason: string, userId: string | null) {
@@ -86,11 +71,7 @@ export function createApprovalReplies(deps: {
     if (!target?.userId) return 'not read as a decision: the approval email it answers has no approver any more';
     const approver = await usersRepo.findById(db, target.userId);
     const sender = addressOf(message.fromAddress) ?? '';
-    const automatic = autoReplyRefusal({
-      headers: message.headers,
-      from: sender,
-      fromOwnAddress: await emailMessagesRepo.isOwnAddress(db, sender),
-    });
+    const automatic = await deps.mail.automatic({ headers: message.headers, from: sender });
     if (automatic) {
       await refuseAll(message.orgId, target.calls, `An automatic reply decides nothing (${automatic})`, null);
       return `not read as a decision: ${automatic}; not answered`;
@@ -155,19 +136,29 @@ export function createApprovalReplies(deps: {
   }
 
   return {
-    /** The inbound path's claim: a message answering one of our approval emails is read by the reply job. */
-    async claim(trx: Kysely<DB>, message: { orgId: string; messageRowId: string; ids: string[] }): Promise<string | undefined> {
-      if (!(await approvalMailRepo.repliedTo(trx, message.orgId, message.ids))) return undefined;
-      await deps.jobs.enqueue('approvals.reply', { messageRowId: message.messageRowId }, { trx });
-      return REPLY_WAITING;
-    },
-
+    /** Reads a waiting reply once: a retried job after the read committed finds it read. */
     async handle(messageRowId: string): Promise<void> {
-      const message = await approvalMailRepo.reply(db, messageRowId);
-      if (message?.statusDetail !== REPLY_WAITING) return;
-      await emailMessagesRepo.setStatusDetail(db, message.id, (await read(message)).slice(0, 2000));
+      const message = await approvalMailRepo.waitingReply(db, messageRowId);
+      if (!message) return;
+      const outcome = (await read(message)).slice(0, 2000);
+      await approvalMailRepo.replyRead(db, message.id, outcome);
     },
   };
 }
 
 export type ApprovalReplies = ReturnType<typeof createApprovalReplies>;
+
+/**
+ * The inbound path's hook (it is composed before the approvals it decides): a received message that
+ * answers one of our approval emails is taken, in the transaction that stores it, for the reply job.
+ */
+export function createApprovalReplyClaims(deps: { jobs: Pick<JobRunner, 'enqueue'> }): InboundReplyHook {
+  return {
+    async claim(trx, message) {
+      if (!(await approvalMailRepo.repliedTo(trx, message.orgId, message.ids))) return undefined;
+      await approvalMailRepo.replyWaits(trx, message.orgId, message.messageRowId);
+      await deps.jobs.enqueue('approvals.reply', { messageRowId: message.messageRowId }, { trx });
+      return REPLY_WAITING_DETAIL;
+    },
+  };
+}

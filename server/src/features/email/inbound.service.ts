@@ -25,18 +25,23 @@ const TRANSCRIPT_CHARS_PER_MESSAGE = 8000;
  * that agent answers it. Message, attachments, ledger row, action and its job commit together with
  * the notification's end, so a retried or resumed job never stores or answers twice.
  */
+/** A feature that takes the replies to its own emails (an approval email's) instead of an agent answering them. */
+export interface InboundReplyHook {
+  /**
+   * In the transaction that stores the received message, with the ids it answers (In-Reply-To,
+   * then References newest first): the status detail users see when the feature takes it, else undefined.
+   */
+  claim(trx: Kysely<DB>, message: { orgId: string; messageRowId: string; ids: string[] }): Promise<string | undefined>;
+}
+
 export function createInboundEmail(deps: {
   db: Kysely<DB>;
   box: SecretBox;
   mail: MailClient;
   /** An action for the email was committed: the run dispatchers claim it. */
   wakeRunners: () => void;
-  /**
-   * Another part's claim on a message that answers one of its emails (an approval email's reply): it
-   * takes the message in the same transaction and says what becomes of it; the message then starts
-   * no agent's answer.
-   */
-  claimReply?: (trx: Kysely<DB>, message: { orgId: string; messageRowId: string; ids: string[] }) => Promise<string | undefined>;
+  /** Other features' claims on replies to their own emails (approval emails): such a message starts no agent's answer. */
+  replyHook?: InboundReplyHook;
   limits: InboundLimits & { autoRepliesPerThreadPerHour: number };
 }) {
   const { db } = deps;
@@ -115,7 +120,7 @@ export function createInboundEmail(deps: {
       );
       await emailMessagesRepo.touchThread(trx, threadId);
 
-      const claimed = await deps.claimReply?.(trx, {
+      const claimed = await deps.replyHook?.claim(trx, {
         orgId,
         messageRowId,
         ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],

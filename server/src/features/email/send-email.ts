@@ -4,13 +4,12 @@ import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { defineTool, type ToolContext } from '../agents/tool-registry.ts';
-import { addressOf, mailbox, newMessageId, referencesAfter, renderMarkdownEmail, replySubject } from './email-content.ts';
+import { addressOf, renderMarkdownEmail } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
-import { MailProviderError } from './mail-client.ts';
-import type { OutboundMail } from './outbound-mail.ts';
 import { outboundRepo } from './outbound.repo.ts';
+import type { ThreadMail } from './thread-mail.ts';
 
 const sendEmailInput = z.object({
   to: z.string().min(3).max(10_000).describe('The recipient address, or several separated by commas'),
@@ -39,7 +38,7 @@ const idempotencyKeyOf = (context: ToolContext) => {
  */
 export function createSendEmail(deps: {
   db: Kysely<DB>;
-  deliver: OutboundMail;
+  threadMail: Pick<ThreadMail, 'store' | 'deliver'>;
   integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'>;
   maxRecipients: number;
 }) {
@@ -61,7 +60,7 @@ export function createSendEmail(deps: {
   }
 
   /** Stores the message of this call before it is sent (a resumed run finds it by the call's id). */
-  async function storeMessage(
+  function storeMessage(
     context: ToolContext,
     input: Input,
     sender: { from: string; fromName: string | null; answered: Awaited<ReturnType<typeof outboundRepo.answeredBy>> },
@@ -69,45 +68,37 @@ export function createSendEmail(deps: {
     documents: Array<{ id: string; title: string; sizeBytes: number }>,
   ) {
     const { answered } = sender;
-    const threadId = answered?.threadId ?? randomUUID();
     const rendered = renderMarkdownEmail(input.body);
-    return db.transaction().execute(async (trx) => {
-      if (!answered) await emailMessagesRepo.insertThread(trx, { id: threadId, orgId: context.orgId, title: input.subject.slice(0, 200) });
-      const message = await emailMessagesRepo.insertMessage(trx, {
-        id: randomUUID(),
+    return deps.threadMail.store(
+      {
         orgId: context.orgId,
-        threadId,
+        thread: answered ? { id: answered.threadId } : { newTitle: input.subject },
+        answers: answered,
+        from: { address: sender.from, name: sender.fromName },
+        to: recipients,
+        subject: input.subject,
+        text: rendered.text,
+        html: rendered.html,
         inboxId: answered?.inboxId ?? null,
-        direction: 'outbound',
-        messageId: newMessageId(sender.from),
-        inReplyTo: answered?.messageId ?? null,
-        referenceIds: JSON.stringify(answered ? referencesAfter(answered) : []),
-        fromAddress: mailbox(sender.from, sender.fromName),
-        toAddresses: JSON.stringify(recipients),
-        subject: answered ? replySubject(answered.subject || input.subject) : input.subject,
-        textBody: rendered.text,
-        htmlBody: rendered.html,
-        status: 'sending',
         actionId: context.actionId,
         toolCallId: context.toolCallId,
-      });
-      await emailMessagesRepo.insertAttachments(
-        trx,
-        documents.map((document, position) => ({
-          id: randomUUID(),
-          orgId: context.orgId,
-          messageId: message.id,
-          position,
-          documentId: document.id,
-          filename: pdfName(document.title),
-          contentType: 'application/pdf',
-          sizeBytes: document.sizeBytes,
-          status: 'attached' as const,
-        })),
-      );
-      await emailMessagesRepo.touchThread(trx, threadId);
-      return message;
-    });
+      },
+      (trx, message) =>
+        emailMessagesRepo.insertAttachments(
+          trx,
+          documents.map((document, position) => ({
+            id: randomUUID(),
+            orgId: context.orgId,
+            messageId: message.id,
+            position,
+            documentId: document.id,
+            filename: pdfName(document.title),
+            contentType: 'application/pdf',
+            sizeBytes: document.sizeBytes,
+            status: 'attached' as const,
+          })),
+        ),
+    );
   }
 
   const resultOf = (message: EmailMessageRow) => ({
@@ -152,20 +143,15 @@ export function createSendEmail(deps: {
         documents,
       ));
 
-    let sent: EmailMessageRow;
-    try {
-      sent = await deps.deliver(integration, message, idempotencyKeyOf(context), {
-        attachments: documents.map((document) => ({
-          filename: pdfName(document.title),
-          content: Buffer.from(document.pdf).toString('base64'),
-          content_type: 'application/pdf',
-        })),
-      });
-    } catch (error) {
-      if (!(error instanceof MailProviderError)) throw error;
-      throw new Error(`The email provider did not send it: ${error.message}`);
-    }
-    return resultOf(sent);
+    const outcome = await deps.threadMail.deliver(integration, message, idempotencyKeyOf(context), {
+      attachments: documents.map((document) => ({
+        filename: pdfName(document.title),
+        content: Buffer.from(document.pdf).toString('base64'),
+        content_type: 'application/pdf',
+      })),
+    });
+    if (!outcome.sent) throw new Error(`The email provider did not send it: ${outcome.refusal}`);
+    return resultOf(outcome.message);
   }
 
   return defineTool({

@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { EmailIntegrationRow, EmailMessageRow } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { mailbox, newMessageId, referencesAfter, replySubject } from './email-content.ts';
+import { emailIntegrationRepo } from './email-integration.repo.ts';
+import { emailMessagesRepo } from './email-messages.repo.ts';
+import { inboxesRepo } from './inboxes.repo.ts';
+import { autoReplyRefusal } from './loop-guards.ts';
+import { MailProviderError } from './mail-client.ts';
+import type { DeliveryExtras, OutboundMail } from './outbound-mail.ts';
+import { outboundRepo } from './outbound.repo.ts';
+
+/** An outbound message as a sender describes it: threading, addresses and subject follow from it. */
+export interface ThreadMessage {
+  orgId: string;
+  /** The thread it goes into: an existing one, or a new one with this title. */
+  thread: { id: string } | { newTitle: string };
+  /** The message it answers: In-Reply-To, References and a "Re:" subject come from it. */
+  answers?: { messageId: string | null; referenceIds: string[]; subject: string } | null;
+  from: { address: string; name: string | null };
+  to: string[];
+  /** A new conversation's subject, or the answer's when the answered message has none. */
+  subject: string;
+  text: string;
+  html?: string | null;
+  inboxId?: string | null;
+  actionId?: string | null;
+  toolCallId?: string | null;
+}
+
+/** How a send ended: sent, or refused by the provider (the message is marked failed; `refusal` is the provider's words). */
+export type SendOutcome = { sent: true; message: EmailMessageRow } | { sent: false; message: EmailMessageRow; refusal: string };
+
+/**
+ * Email's one way to write an outbound message into a thread and deliver it, for its own sendEmail
+ * and for other features (approval emails and their answers): the message is stored first (with
+ * whatever the sender stores beside it, in the same transaction), then sent. Also what those
+ * features ask of email before they send: the org's integration, the suppression list, the inbox
+ * that receives replies, and whether a received message was sent automatically.
+ */
+export function createThreadMail(deps: { db: Kysely<DB>; deliver: OutboundMail; logger: Logger }) {
+  const { db } = deps;
+
+  /** Stores the message (status `sending`) in its thread, with `alongside` in the same transaction. */
+  function store(message: ThreadMessage, alongside?: (trx: Kysely<DB>, row: EmailMessageRow) => Promise<void>): Promise<EmailMessageRow> {
+    const { answers } = message;
+    return db.transaction().execute(async (trx) => {
+      const threadId = 'id' in message.thread ? message.thread.id : randomUUID();
+      if ('newTitle' in message.thread)
+        await emailMessagesRepo.insertThread(trx, { id: threadId, orgId: message.orgId, title: message.thread.newTitle.slice(0, 200) });
+      const row = await emailMessagesRepo.insertMessage(trx, {
+        id: randomUUID(),
+        orgId: message.orgId,
+        threadId,
+        inboxId: message.inboxId ?? null,
+        direction: 'outbound',
+        messageId: newMessageId(message.from.address),
+        inReplyTo: answers?.messageId ?? null,
+        referenceIds: JSON.stringify(answers ? referencesAfter(answers) : []),
+        fromAddress: mailbox(message.from.address, message.from.name),
+        toAddresses: JSON.stringify(message.to),
+        subject: answers ? replySubject(answers.subject || message.subject) : message.subject,
+        textBody: message.text,
+        htmlBody: message.html ?? null,
+        status: 'sending',
+        actionId: message.actionId ?? null,
+        toolCallId: message.toolCallId ?? null,
+      });
+      await alongside?.(trx, row);
+      await emailMessagesRepo.touchThread(trx, threadId);
+      return row;
+    });
+  }
+
+  /** Sends a stored message; a refusal by the provider is an outcome, anything else is thrown. */
+  async function deliver(
+    integration: EmailIntegrationRow,
+    message: EmailMessageRow,
+    idempotencyKey: string,
+    extras?: DeliveryExtras,
+  ): Promise<SendOutcome> {
+    try {
+      return { sent: true, message: await deps.deliver(integration, message, idempotencyKey, extras) };
+    } catch (error) {
+      if (!(error instanceof MailProviderError)) throw error;
+      return { sent: false, message, refusal: error.message };
+    }
+  }
+
+  return {
+    store,
+    deliver,
+
+    /** Stores the message in its thread, then sends it with the org's integration. */
+    async send(
+      integration: EmailIntegrationRow,
+      message: ThreadMessage,
+      options: { idempotencyKey: (row: EmailMessageRow) => string; extras?: DeliveryExtras; alongside?: Parameters<typeof store>[1] },
+    ): Promise<SendOutcome> {
+      const row = await store(message, options.alongside);
+      return deliver(integration, row, options.idempotencyKey(row), options.extras);
+    },
+
+    integrationOf: (orgId: string) => emailIntegrationRepo.find(db, orgId),
+
+    /** Why mail to this address is not sent (the suppression list), if it is not. */
+    async suppression(orgId: string, address: string): Promise<string | undefined> {
+      const [suppressed] = await outboundRepo.suppressedAmong(db, orgId, [address.toLowerCase()]);
+      return suppressed && `${address} is on the suppression list (${suppressed.reason})`;
+    },
+
+    /** Makes sure that mail to the address comes back through the inbound path: an inbox (without agents) if it has none. */
+    async ensureInbox(orgId: string, address: string, displayName: string): Promise<void> {
+      const lower = address.toLowerCase();
+      if ((await emailMessagesRepo.inboxesAt(db, orgId, [lower])).length > 0) return;
+      try {
+        await inboxesRepo.insert(db, { id: randomUUID(), orgId, emailAddress: lower, displayName });
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        deps.logger.warn({ orgId }, `the inbox ${lower} exists already (made meanwhile, or by another org)`);
+      }
+    },
+
+    /** Why a received message was sent automatically (and must not be answered), if it was. */
+    async automatic(message: { headers: Record<string, string>; from: string }): Promise<string | undefined> {
+      return autoReplyRefusal({ ...message, fromOwnAddress: await emailMessagesRepo.isOwnAddress(db, message.from) });
+    },
+  };
+}
+
+export type ThreadMail = ReturnType<typeof createThreadMail>;
