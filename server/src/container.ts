@@ -4,6 +4,7 @@ import { composeAccounts } from './composition/accounts.ts';
 import { composeAgents } from './composition/agents.ts';
 import { composeApprovalMail } from './composition/approval-mail.ts';
 import { composeEmail } from './composition/email.ts';
+import { composeUsage } from './composition/usage.ts';
 import { composeMcp } from './composition/mcp.ts';
 import type { Shared } from './composition/shared.ts';
 import { composeWebhooks } from './composition/webhooks.ts';
@@ -77,8 +78,10 @@ export async function createContainer(config: Config, options: ContainerOptions 
   // the hook that takes them needs only the job queue.
   const email = composeEmail(shared, { replyHook: createApprovalReplyClaims({ jobs }) });
   const mcp = composeMcp(shared);
+  const usage = composeUsage(shared);
   const agents = await composeAgents(shared, {
     userLimits: accounts.services.userLimits,
+    budgets: usage.budgets,
     tools: [email.sendEmailTool],
     toolSources: [mcp.toolSource],
     offeredToMember: mcp.mcpServers.offeredToMember,
@@ -92,6 +95,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ops,
     ...webhooks.services,
     ...agents.services,
+    ...usage,
     ...email.services,
     mcpServers: mcp.mcpServers,
     approvalLinks: approvalMail.links,

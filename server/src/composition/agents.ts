@@ -9,15 +9,15 @@ import { createToolRegistry, registerToolModules, type ToolDefinition, type Tool
 import { createDocumentsService, generateDocumentTool } from '../features/documents/documents.service.ts';
 import { createRenderPool } from '../features/documents/render-pool.ts';
 import type { Shared } from './shared.ts';
-import { createBudgetsService } from '../features/usage/budgets.service.ts';
+import type { BudgetsService } from '../features/usage/budgets.service.ts';
 import { createModelMeter } from '../features/usage/model-meter.ts';
-import { createUsageService } from '../features/usage/usage.service.ts';
 
-/** Agents and their tools, the runs of actions with their budgets and usage, approvals, documents. */
+/** Agents and their tools, the runs of actions (metered against the budgets), approvals, documents. */
 export async function composeAgents(
   shared: Shared,
   deps: {
     userLimits: { take(userId: string): Promise<string | undefined>; giveBack(userId: string): Promise<void> };
+    budgets: BudgetsService;
     /** Tools that other parts define (sendEmail). */
     tools: ToolDefinition[];
     /** Each org's own tools (its MCP servers'). */
@@ -35,7 +35,7 @@ export async function composeAgents(
   for (const tool of deps.tools) tools.register(tool);
   await registerToolModules(tools, config.toolModules);
   for (const source of deps.toolSources) tools.addSource(source);
-  const budgets = createBudgetsService({ db, bus, clock, prices: config.model.prices });
+  const { budgets } = deps;
   const runner = createActionRunner({
     db,
     jobs,
@@ -66,9 +66,7 @@ export async function composeAgents(
     logger,
   });
   const services = {
-    agents: createAgentsService({ db, bus, tools, budgetChanged: budgets.changed }),
-    budgets,
-    usage: createUsageService({ db, clock }),
+    agents: createAgentsService({ db, bus, tools, budgets }),
     documents,
     runner,
     approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics }),

@@ -5,24 +5,21 @@ import type {
   AgentRow,
   AgentsTable,
   ArgumentRule,
-  Budget,
   DB,
   ModelProvider,
   NotifyChannel,
   RuleApprovers,
 } from '../../db/schema.ts';
 
-const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(value));
-
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
   insert: (
     db: Kysely<DB>,
-    agent: Omit<Insertable<AgentsTable>, 'tools' | 'budget' | 'createdAt' | 'updatedAt'> & { tools: string[]; budget: Budget | null },
+    agent: Omit<Insertable<AgentsTable>, 'tools' | 'budget' | 'createdAt' | 'updatedAt'> & { tools: string[] },
   ): Promise<AgentRow> =>
     db
       .insertInto('agents')
-      .values({ ...agent, tools: JSON.stringify(agent.tools), budget: jsonOrNull(agent.budget) })
+      .values({ ...agent, tools: JSON.stringify(agent.tools) })
       .returningAll()
       .executeTakeFirstOrThrow(),
 
@@ -42,7 +39,6 @@ export const agentsRepo = {
       provider?: ModelProvider | null;
       model?: string | null;
       tools?: string[];
-      budget?: Budget | null;
     },
   ) =>
     db
@@ -50,7 +46,6 @@ export const agentsRepo = {
       .set({
         ...changes,
         tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools),
-        budget: changes.budget === undefined ? undefined : jsonOrNull(changes.budget),
         updatedAt: sql<Date>`now()`,
       })
       .where('orgId', '=', orgId)

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { DB, RuleApprovers } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
+import type { BudgetsService } from '../usage/budgets.service.ts';
 import type { ToolRegistry } from './tool-registry.ts';
 import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
 import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
@@ -14,8 +15,8 @@ export function createAgentsService(deps: {
   db: Kysely<DB>;
   bus: ProcessBus;
   tools: Pick<ToolRegistry, 'forOrg'>;
-  /** An agent's budget was set, changed or removed: it applies from its next model call. */
-  budgetChanged: (orgId: string, agentId: string) => Promise<void>;
+  /** Agents' budgets are the budgets service's: it writes them with the agent, and makes a change apply. */
+  budgets: Pick<BudgetsService, 'writeAgent' | 'agentDeleted'>;
 }) {
   /** An agent may name only tools the org has: a misspelt one would be dropped at run time, silently. */
   async function requireKnownTools(orgId: string, tools: string[] | undefined): Promise<void> {
@@ -58,9 +59,10 @@ export function createAgentsService(deps: {
 
     async createAgent(orgId: string, input: z.output<typeof agentInput>) {
       await requireKnownTools(orgId, input.tools);
-      const agent = await agentsRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
-      if (agent.budget) await deps.budgetChanged(orgId, agent.id);
-      return agent;
+      const { budget, ...agent } = input;
+      return (await deps.budgets.writeAgent(orgId, budget ?? undefined, (trx) =>
+        agentsRepo.insert(trx, { id: randomUUID(), orgId, ...agent }),
+      ))!;
     },
     listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
     async getAgent(orgId: string, id: string) {
@@ -70,14 +72,14 @@ export function createAgentsService(deps: {
     },
     async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
       await requireKnownTools(orgId, changes.tools);
-      const agent = await agentsRepo.update(deps.db, orgId, id, changes);
+      const { budget, ...fields } = changes;
+      const agent = await deps.budgets.writeAgent(orgId, budget, (trx) => agentsRepo.update(trx, orgId, id, fields));
       if (!agent) throw notFound('Agent');
-      if (changes.budget !== undefined) await deps.budgetChanged(orgId, id);
       return agent;
     },
     async deleteAgent(orgId: string, id: string) {
       if (!(await agentsRepo.delete(deps.db, orgId, id))) throw notFound('Agent');
-      await deps.budgetChanged(orgId, id);
+      await deps.budgets.agentDeleted(orgId, id);
     },
 
     async createRule(orgId: string, input: z.output<typeof actionRuleInput>) {

@@ -66,7 +66,9 @@ export const ledgerDetail = ledgerRow.extend({
             }),
           ),
         })
-        .meta({ description: "The action's model calls (at most 500) and their totals: tokens, cost (null: no price), time" }),
+        .meta({
+          description: "The totals of all the action's model calls (tokens, cost (null: no price), time) and the first 500 of them",
+        }),
       conversation: z
         .array(z.object({ seq: z.int(), role: z.string(), content: z.unknown(), createdAt: z.date() }))
         .meta({ description: "The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200)" }),

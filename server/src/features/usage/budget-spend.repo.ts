@@ -85,6 +85,14 @@ export const budgetSpendRepo = {
   /** A changed budget counts its period again from the recorded calls, at its next reservation. */
   forget: (db: Kysely<DB>, scopeId: string) => db.deleteFrom('budgetSpend').where('scopeId', '=', scopeId).execute(),
 
+  setAgentBudget: (db: Kysely<DB>, orgId: string, agentId: string, budget: Budget | null) =>
+    db
+      .updateTable('agents')
+      .set({ budget: budget === null ? null : JSON.stringify(budget) })
+      .where('orgId', '=', orgId)
+      .where('id', '=', agentId)
+      .execute(),
+
   setOrgBudget: (db: Kysely<DB>, orgId: string, budget: Budget | null) =>
     db
       .updateTable('organizations')

@@ -106,7 +106,6 @@ export function createBudgetsService(deps: { db: Kysely<DB>; bus: ProcessBus; cl
   }
 
   return {
-    changed,
     /** The org's budget and its agents', each with what was spent of it in its current period. */
     status,
 
@@ -179,6 +178,28 @@ export function createBudgetsService(deps: { db: Kysely<DB>; bus: ProcessBus; cl
       await changed(orgId, orgId);
       return (await status(orgId)).org;
     },
+
+    /**
+     * Writes an agent (`write`: its own columns) and its budget (undefined: unchanged, null: none) in
+     * one transaction; a changed budget then applies from the agent's next model call, in every process.
+     */
+    async writeAgent<T extends { id: string; budget: Budget | null }>(
+      orgId: string,
+      budget: Budget | null | undefined,
+      write: (trx: Kysely<DB>) => Promise<T | undefined>,
+    ): Promise<T | undefined> {
+      const agent = await deps.db.transaction().execute(async (trx) => {
+        const written = await write(trx);
+        if (!written || budget === undefined) return written;
+        await budgetSpendRepo.setAgentBudget(trx, orgId, written.id, budget);
+        return { ...written, budget };
+      });
+      if (agent && budget !== undefined) await changed(orgId, agent.id);
+      return agent;
+    },
+
+    /** The agent is gone: its spend rows go, and no process keeps its budget. */
+    agentDeleted: (orgId: string, agentId: string) => changed(orgId, agentId),
   };
 }
 

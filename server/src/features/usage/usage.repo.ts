@@ -71,30 +71,20 @@ export const usageRepo = {
     return result.rows.map((row) => ({ key: row.key, label: row.label, ...toTotals(row) }));
   },
 
-  /** An action's model calls, in order, and their totals. */
-  forAction: async (db: Kysely<DB>, orgId: string, actionId: string) => {
-    const calls = await db
-      .selectFrom('modelCalls')
-      .select(['provider', 'model', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'costUsd', 'durationMs', 'createdAt'])
-      .where('orgId', '=', orgId)
-      .where('actionId', '=', actionId)
-      .orderBy('createdAt')
-      .orderBy('id')
-      .limit(500)
-      .execute();
-    const priced = calls.filter((call) => call.costUsd !== null);
-    const sum = (pick: (call: (typeof calls)[number]) => number) => calls.reduce((total, call) => total + pick(call), 0);
-    return {
-      ...toTotals({
-        calls: calls.length,
-        inputTokens: sum((call) => call.inputTokens),
-        outputTokens: sum((call) => call.outputTokens),
-        cachedInputTokens: sum((call) => call.cachedInputTokens),
-        costUsd: priced.length === 0 ? null : priced.reduce((total, call) => total + call.costUsd!, 0),
-        unpricedCalls: calls.length - priced.length,
-        durationMs: sum((call) => call.durationMs),
-      }),
-      modelCalls: calls,
-    };
+  /** An action's model calls, in order (the first `limit`), and the totals of all of them (summed in SQL, whatever their number). */
+  forAction: async (db: Kysely<DB>, orgId: string, actionId: string, limit = 500) => {
+    const [calls, totals] = await Promise.all([
+      db
+        .selectFrom('modelCalls')
+        .select(['provider', 'model', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'costUsd', 'durationMs', 'createdAt'])
+        .where('orgId', '=', orgId)
+        .where('actionId', '=', actionId)
+        .orderBy('createdAt')
+        .orderBy('id')
+        .limit(limit)
+        .execute(),
+      sql<TotalsRow>`select ${TOTALS} from model_calls m where m.org_id = ${orgId} and m.action_id = ${actionId}`.execute(db),
+    ]);
+    return { ...toTotals(totals.rows[0]), modelCalls: calls };
   },
 };

@@ -29,9 +29,6 @@ export function createUsageService(deps: { db: Kysely<DB>; clock: Clock }) {
         groups: query.groupBy === 'day' ? everyDay(from, to, groups) : groups,
       };
     },
-
-    /** An action's own calls, for its ledger row. */
-    forAction: (orgId: string, actionId: string) => usageRepo.forAction(deps.db, orgId, actionId),
   };
 }
 

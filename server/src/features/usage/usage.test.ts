@@ -29,6 +29,40 @@ const usageOf = async (token: string, org: string, query: string) => {
 };
 
 describe('usage', () => {
+  it("a long action's ledger row totals every model call (in SQL), and lists the first 500", async () => {
+    const setup = await setupWebhook(app);
+    model.script(() => ({ text: 'ok', usage: { prompt: 10, completion: 1 } }));
+    const row = await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed', 'failed']);
+    // The rest of a run of 700 model calls (as many steps would write them), recorded after the first.
+    const start = new Date(row.createdAt).getTime() + 1000;
+    await app.container.db
+      .insertInto('modelCalls')
+      .values(
+        Array.from({ length: 699 }, (_, i) => ({
+          id: crypto.randomUUID(),
+          orgId: setup.tenant.org.id,
+          actionId: row.id,
+          agentId: setup.agentId,
+          userId: setup.tenant.admin.id,
+          provider: 'openai-compatible',
+          model: 'scripted-model',
+          inputTokens: 10,
+          outputTokens: 1,
+          cachedInputTokens: 0,
+          costUsd: 0.00003,
+          durationMs: 2,
+          createdAt: new Date(start + i),
+        })),
+      )
+      .execute();
+    const { execution } = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${row.id}`, { token: setup.tenant.token })
+    ).json();
+    expect(execution.usage).toMatchObject({ calls: 700, inputTokens: 7000, outputTokens: 700, totalTokens: 7700, unpricedCalls: 0 });
+    expect(execution.usage.costUsd).toBeCloseTo(0.021, 10);
+    expect(execution.usage.modelCalls).toHaveLength(500);
+  });
+
   it("records each model call's tokens, time and cost; the ledger row and /usage sum them per agent, model, user and day", async () => {
     app.clock.reset();
     const setup = await setupWebhook(app);
