@@ -29,7 +29,8 @@ const ORGS = 20;
 const WEBHOOKS_PER_ORG = 5;
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
 const now = () => performance.timeOrigin + performance.now();
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
 if (!(await postgresReachable())) {
   console.log('callbacks benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
@@ -38,7 +39,9 @@ if (!(await postgresReachable())) {
 
 const receiverPort = await freePort();
 const receiverUrl = `http://127.0.0.1:${receiverPort}/callbacks`;
-const receiver = fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), { env: { ...process.env, PORT: String(receiverPort) } });
+const receiver = fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), {
+  env: { ...process.env, PORT: String(receiverPort) },
+});
 await new Promise((resolve) => receiver.once('message', resolve));
 /** What the receiver has seen (and, with `reset`, forget it). */
 const receiverReport = (reset = false) =>
@@ -65,7 +68,11 @@ async function bareClientBaseline(): Promise<number> {
           {
             method: 'POST',
             agent,
-            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': randomUUID() },
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+              'webhook-id': randomUUID(),
+            },
           },
           (res) => {
             res.resume();

@@ -31,7 +31,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const ORGS = 10;
 const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 2);
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
 if (!(await postgresReachable())) {
   console.log('email benchmark: PostgreSQL is not reachable; it runs on PostgreSQL only');
@@ -42,7 +43,11 @@ const model = await startFakeModel();
 model.script((request) =>
   calledTools(request)
     ? { text: 'Replied.' }
-    : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'Thanks, we are on it.' } }] },
+    : {
+        toolCalls: [
+          { name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'Thanks, we are on it.' } },
+        ],
+      },
 );
 const database = await benchDatabase('postgres');
 
@@ -65,7 +70,12 @@ async function seedInboxes(env: Record<string, string>) {
       await emailIntegration.save(org.id, { apiKey, fromEmail: `agents@${domain}`, fromName: 'Bench', webhookSecret: secret });
       const agent = await agents.createAgent(org.id, agentInput.parse({ name: 'Answerer', instructions: 'Answer.', tools: [] }));
       const inbox = await inboxes.create(org.id, { emailAddress: `help@${domain}`, displayName: 'Help' });
-      await inboxes.assign(org.id, inbox.id, admin.id, { agentId: agent.id, isPrimary: true, autoRespond: true, approvalRules: null });
+      await inboxes.assign(org.id, inbox.id, admin.id, {
+        agentId: agent.id,
+        isPrimary: true,
+        autoRespond: true,
+        approvalRules: null,
+      });
       seeded.push({ address: inbox.emailAddress, secret });
     }
     return seeded;

@@ -84,7 +84,19 @@ async function run(kind: 'postgres' | 'pglite', model: Awaited<ReturnType<typeof
   const database = await benchDatabase(kind);
   const env = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development' };
   await runCli(env, 'orgs', 'create', '--slug', 'acme', '--name', 'Acme');
-  await runCli(env, 'users', 'create', '--email', 'admin@acme.example', '--password', PASSWORD, '--role', 'Admin', '--org', 'acme');
+  await runCli(
+    env,
+    'users',
+    'create',
+    '--email',
+    'admin@acme.example',
+    '--password',
+    PASSWORD,
+    '--role',
+    'Admin',
+    '--org',
+    'acme',
+  );
   const service = await startService({
     ...env,
     ...model.env,
@@ -107,7 +119,11 @@ async function run(kind: 'postgres' | 'pglite', model: Awaited<ReturnType<typeof
         headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       }).then((r) => r.json());
-    const agent = await api('POST', '/orgs/acme/agents', { name: 'Writer', instructions: 'Write documents.', tools: ['generateDocument'] });
+    const agent = await api('POST', '/orgs/acme/agents', {
+      name: 'Writer',
+      instructions: 'Write documents.',
+      tools: ['generateDocument'],
+    });
     const rule = await api('POST', '/orgs/acme/action-rules', {
       name: 'Docs',
       agentId: agent.id,

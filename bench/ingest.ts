@@ -25,7 +25,8 @@ const WEBHOOKS_PER_ORG = 10;
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
 // More than any run here can send (a request sent twice would be a replay, and show as non-2xx).
 const REQUESTS_PER_SECOND_PREPARED = 15_000;
-if (DURATION > 120) throw new Error('BENCH_DURATION: at most 120 s, so that the last request is still within the signature tolerance');
+if (DURATION > 120)
+  throw new Error('BENCH_DURATION: at most 120 s, so that the last request is still within the signature tolerance');
 
 /** Freshly signed events, round-robin over the webhooks. */
 function signedRequests(webhooks: SeededWebhook[], count: number): PreparedRequest[] {
@@ -60,7 +61,10 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
     const webhooks = await seedWebhooks(env, { orgs: ORGS, webhooksPerOrg: WEBHOOKS_PER_ORG });
     const service = await startService({ ...env, WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '100000000', RUN_WORKERS: 'false' });
     try {
-      await wrkLoad(service.url, signedRequests(webhooks, 2 * REQUESTS_PER_SECOND_PREPARED), { duration: 2, connections: CONNECTIONS });
+      await wrkLoad(service.url, signedRequests(webhooks, 2 * REQUESTS_PER_SECOND_PREPARED), {
+        duration: 2,
+        connections: CONNECTIONS,
+      });
       const result = await wrkLoad(service.url, signedRequests(webhooks, DURATION * REQUESTS_PER_SECOND_PREPARED), {
         duration: DURATION,
         connections: CONNECTIONS,
@@ -105,18 +109,28 @@ const bare = await startBareServer();
 let bareRps: number;
 try {
   const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: 1, total: 42.5 } });
-  const baseline = await wrkLoad(bare.url, [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }], {
-    duration: DURATION,
-    connections: CONNECTIONS,
-  });
+  const baseline = await wrkLoad(
+    bare.url,
+    [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }],
+    {
+      duration: DURATION,
+      connections: CONNECTIONS,
+    },
+  );
   bareRps = baseline.requestsPerSecond;
-  console.log(`bare node http POST    : ${fmt(bareRps).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`);
+  console.log(
+    `bare node http POST    : ${fmt(bareRps).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`,
+  );
 } finally {
   await bare.stop();
 }
 let pgbenchTps: number | undefined;
 if (hasPostgres) {
-  pgbenchTps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 16, DURATION);
+  pgbenchTps = await pgbenchInsertTps(
+    process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    16,
+    DURATION,
+  );
   console.log(`pgbench 1-row insert   : ${fmt(pgbenchTps).padStart(6)} tps (16 clients, baseline)`);
 }
 for (const kind of kinds) await benchIngest(kind, bareRps, pgbenchTps);

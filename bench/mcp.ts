@@ -88,7 +88,9 @@ try {
   const ratio = viaMcp.capacity.throughput / builtIn.capacity.throughput;
   console.log(`p50 added by the MCP call at ${LATENCY_RATE}/s: ${added} ms (target < 5 ms)`);
   console.log(`throughput, MCP / built-in at ${RATE}/s offered: ${ratio.toFixed(2)} (target >= 0.70)`);
-  console.log(`MCP server: ${mcp.calls()} calls over ${mcp.sessions()} sessions (one per org's server per process, opened on first use)`);
+  console.log(
+    `MCP server: ${mcp.calls()} calls over ${mcp.sessions()} sessions (one per org's server per process, opened on first use)`,
+  );
 } finally {
   await mcp.close();
   await model.close();

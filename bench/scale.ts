@@ -79,7 +79,11 @@ async function measure(
     await db.connect();
     try {
       await actionPhase({ urls: deployment.urls, webhooks, rate: RATE, seconds: WARMUP, db });
-      const before = { work: await databaseWork(db), cpu: cpuSnapshot(process.pid), service: processesCpuSeconds(deployment.pids) };
+      const before = {
+        work: await databaseWork(db),
+        cpu: cpuSnapshot(process.pid),
+        service: processesCpuSeconds(deployment.pids),
+      };
       const result = await actionPhase({ urls: deployment.urls, webhooks, rate: RATE, seconds: DURATION, db });
       await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
       const work = workPerAction(before.work, await databaseWork(db), result.completed);

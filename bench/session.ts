@@ -26,7 +26,12 @@ async function benchDatabaseKind(kind: 'postgres' | 'pglite', bareRps: number) {
       const token = /session=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')?.[1];
       if (!token) throw new Error(`login failed: ${login.status}`);
 
-      await load({ url: `${service.url}/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: 2, connections: CONNECTIONS });
+      await load({
+        url: `${service.url}/auth/me`,
+        headers: { authorization: `Bearer ${token}` },
+        duration: 2,
+        connections: CONNECTIONS,
+      });
       const me = await load({
         url: `${service.url}/auth/me`,
         headers: { authorization: `Bearer ${token}` },

@@ -33,7 +33,12 @@ async function waitForReady(url: string, child: ChildProcess, timeoutMs = 60_000
  * The deployment under test: `serve` processes without workers and `worker` processes, all on one
  * PostgreSQL, each restartable after a SIGKILL. Their stderr goes to one log file.
  */
-export async function startDeployment(options: { env: Record<string, string>; serves: number; workers: number; logFile: string }) {
+export async function startDeployment(options: {
+  env: Record<string, string>;
+  serves: number;
+  workers: number;
+  logFile: string;
+}) {
   const log: WriteStream = createWriteStream(options.logFile, { flags: 'a' });
   const processes: DeployedProcess[] = [];
   for (let i = 0; i < options.serves; i++) {

@@ -42,7 +42,8 @@ export async function benchDatabase(
   adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
 ): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ap-bench-'));
-  if (kind === 'pglite') return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  if (kind === 'pglite')
+    return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
   const name = `ap_bench_${Date.now().toString(36)}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -79,7 +80,10 @@ export async function postgresReachable(): Promise<boolean> {
 
 export function runCli(env: Record<string, string>, ...args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cli ${args.join(' ')} failed: ${stderr}`))));
@@ -87,7 +91,9 @@ export function runCli(env: Record<string, string>, ...args: string[]): Promise<
 }
 
 /** Our server in its own process, like production. */
-export async function startService(env: Record<string, string>): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+export async function startService(
+  env: Record<string, string>,
+): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [CLI, 'serve'], {

@@ -15,7 +15,9 @@ export async function pgbenchInsertTps(adminUrl: string, clients = 16, seconds =
   url.pathname = `/${name}`;
   const db = new pg.Client({ connectionString: url.href });
   await db.connect();
-  await db.query('create table events (id bigserial primary key, payload jsonb not null, created_at timestamptz not null default now())');
+  await db.query(
+    'create table events (id bigserial primary key, payload jsonb not null, created_at timestamptz not null default now())',
+  );
   await db.end();
   const script = join(tmpdir(), `${name}.sql`);
   writeFileSync(script, `insert into events (payload) values ('{"eventType":"order.created","externalId":"x"}');\n`);

@@ -34,7 +34,11 @@ export async function seedWebhooks(
       );
       const rule = await agents.createRule(
         org.id,
-        actionRuleInput.parse({ name: 'Bench rule', agentId: agent.id, approvalRules: { [options.tool ?? 'generateDocument']: 'allow' } }),
+        actionRuleInput.parse({
+          name: 'Bench rule',
+          agentId: agent.id,
+          approvalRules: { [options.tool ?? 'generateDocument']: 'allow' },
+        }),
       );
       for (let w = 0; w < options.webhooksPerOrg; w++) {
         const created = await webhooks.create(

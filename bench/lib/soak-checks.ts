@@ -30,7 +30,8 @@ export async function checkSoak(
   options: { jobsSchema: string },
 ): Promise<SoakFigure[]> {
   const figures: SoakFigure[] = [];
-  const figure = (name: string, value: number, expectZero = true) => figures.push({ name, value, ok: !expectZero || value === 0 });
+  const figure = (name: string, value: number, expectZero = true) =>
+    figures.push({ name, value, ok: !expectZero || value === 0 });
 
   // Every acknowledged event is in the ledger, with its action where it got one.
   const answered = sent.filter((event) => event.status === 200 || event.status === 202);
@@ -45,7 +46,9 @@ export async function checkSoak(
     [actionIds],
   );
   const found = new Set(foundActions.map((row) => row.id));
-  const { rows: foundEvents } = await db.query<{ id: string }>('select id from webhook_deliveries where id = any($1::uuid[])', [eventIds]);
+  const { rows: foundEvents } = await db.query<{ id: string }>('select id from webhook_deliveries where id = any($1::uuid[])', [
+    eventIds,
+  ]);
   figure(
     'lost: acknowledged, but not in the ledger',
     new Set(actionIds.filter((id) => !found.has(id))).size + (eventIds.length - foundEvents.length),
@@ -81,7 +84,9 @@ export async function checkSoak(
   figure('completed actions without their side effect', effects[0]!.missing);
 
   // Every action final, or waiting for its approval.
-  const { rows: statuses } = await db.query<{ status: string; n: number }>('select status, count(*)::int as n from actions group by 1');
+  const { rows: statuses } = await db.query<{ status: string; n: number }>(
+    'select status, count(*)::int as n from actions group by 1',
+  );
   for (const { status, n } of statuses) figure(`actions ${status}`, n, !FINAL.includes(status) && status !== 'pending_approval');
 
   // Callbacks: each due one received, in lifecycle order per action and endpoint, redeliveries alike.

@@ -136,7 +136,10 @@ export function createApprover(options: { serves: DeployedProcess[]; token: stri
       try {
         const response = await fetch(`${serve.url}${path}`, {
           method,
-          headers: { authorization: `Bearer ${options.token}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+          headers: {
+            authorization: `Bearer ${options.token}`,
+            ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+          },
           body: method === 'POST' ? '{}' : undefined,
           signal: AbortSignal.timeout(10_000),
         });

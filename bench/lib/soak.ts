@@ -53,7 +53,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const delayMs = Math.floor(Math.random() * 150);
     if (toolResults(request).length > 0) return { text: 'done', delayMs };
     const data = eventData(request);
-    return { toolCalls: [{ name: data.kind === 'ask' ? 'soak_transfer' : 'soak_record', arguments: { key: data.key } }], delayMs };
+    return {
+      toolCalls: [{ name: data.kind === 'ask' ? 'soak_transfer' : 'soak_record', arguments: { key: data.key } }],
+      delayMs,
+    };
   });
   const receiver = await startReceiver(0.1);
   const admin = new pg.Client({ connectionString: database.env.DATABASE_URL });
@@ -119,8 +122,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         runAsUserId: me.id,
         rateLimitPerMinute: 1000,
       });
-      const endpoint = await api('POST', `/orgs/soak/webhooks/${created.webhook.id}/callbacks`, { url: `${receiver.url}/endpoints/${i}` });
-      webhooks.push({ id: created.webhook.id, path: new URL(created.url).pathname, secret: created.secret, endpointId: endpoint.id });
+      const endpoint = await api('POST', `/orgs/soak/webhooks/${created.webhook.id}/callbacks`, {
+        url: `${receiver.url}/endpoints/${i}`,
+      });
+      webhooks.push({
+        id: created.webhook.id,
+        path: new URL(created.url).pathname,
+        secret: created.secret,
+        endpointId: endpoint.id,
+      });
     }
 
     const sender = createSender({ serves: deployment.serves, webhooks, askShare: 0.2, twiceShare: 0.1, concurrentShare: 0.05 });

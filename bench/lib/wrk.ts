@@ -57,7 +57,8 @@ export async function wrkLoad(
       [`-t${THREADS}`, `-c${options.connections}`, `-d${options.duration}s`, '--timeout', '10s', '-s', SCRIPT, url, '--', file],
       { maxBuffer: 1024 * 1024 },
     ).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') throw new Error('this benchmark drives its load with wrk: install it (Debian: apt-get install wrk)');
+      if (error.code === 'ENOENT')
+        throw new Error('this benchmark drives its load with wrk: install it (Debian: apt-get install wrk)');
       throw error;
     });
     const after = before && cpuSnapshot(options.cpuOf!);

@@ -31,7 +31,9 @@ if (process.argv.includes('--check')) {
     current = readFileSync(target, 'utf8');
   } catch {}
   if (current !== generated) {
-    process.stderr.write("console/src/api/schema.d.ts is out of date with the server's API: run `npm run api-types -w console`.\n");
+    process.stderr.write(
+      "console/src/api/schema.d.ts is out of date with the server's API: run `npm run api-types -w console`.\n",
+    );
     process.exit(1);
   }
 } else {

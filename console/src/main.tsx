@@ -21,7 +21,9 @@ setNonce(styleNonce);
 
 const queryClient: QueryClient = new QueryClient({
   defaultOptions: {
-    queries: { retry: (count, error) => !isUnauthorized(error) && (error as { status?: number }).status === undefined && count < 2 },
+    queries: {
+      retry: (count, error) => !isUnauthorized(error) && (error as { status?: number }).status === undefined && count < 2,
+    },
   },
   // A session that ended (expired, signed out elsewhere) leads to sign-in, then back here.
   queryCache: new QueryCache({
@@ -37,7 +39,12 @@ const router = createAppRouter(queryClient);
 
 createRoot(document.getElementById('root') as HTMLElement).render(
   <StrictMode>
-    <MantineProvider theme={theme} cssVariablesResolver={cssVariablesResolver} defaultColorScheme="light" getStyleNonce={() => styleNonce}>
+    <MantineProvider
+      theme={theme}
+      cssVariablesResolver={cssVariablesResolver}
+      defaultColorScheme="light"
+      getStyleNonce={() => styleNonce}
+    >
       <Notifications position="top-right" />
       <QueryClientProvider client={queryClient}>
         <ModalsProvider>

@@ -66,7 +66,8 @@ export class AgentPlatformClient {
       ...options,
       fetch: options.fetch ?? globalThis.fetch,
     };
-    this.#url = `${options.baseUrl.replace(/\/+$/, '')}/webhooks/actions/${encodeURIComponent(options.org)}/${encodeURIComponent(options.webhookIdentifier)}`;
+    const path = `/webhooks/actions/${encodeURIComponent(options.org)}/${encodeURIComponent(options.webhookIdentifier)}`;
+    this.#url = `${options.baseUrl.replace(/\/+$/, '')}${path}`;
   }
 
   #headers(body: string, messageId: string): Record<string, string> {
@@ -104,7 +105,11 @@ export class AgentPlatformClient {
       try {
         response = await this.#options.fetch(this.#url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-sdk/0.1', ...this.#headers(body, messageId) },
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': 'agent-platform-sdk/0.1',
+            ...this.#headers(body, messageId),
+          },
           body,
           signal: AbortSignal.timeout(timeoutMs),
         });
@@ -116,7 +121,9 @@ export class AgentPlatformClient {
       if (response.ok) return toResult(await response.json());
       if (retryable(response.status) && attempt < maxRetries) {
         await response.body?.cancel();
-        await sleep(Math.min(retryAfterMs(response.headers.get('retry-after')) ?? backoff(attempt, maxRetryDelayMs), maxRetryDelayMs));
+        await sleep(
+          Math.min(retryAfterMs(response.headers.get('retry-after')) ?? backoff(attempt, maxRetryDelayMs), maxRetryDelayMs),
+        );
         continue;
       }
       const error = (await response.json().catch(() => ({}))) as { error?: string; code?: string };
@@ -138,7 +145,9 @@ function toResult(body: {
   reason?: string;
 }): SendResult {
   if (body.actionId)
-    return body.alreadyExists ? { outcome: 'alreadyExists', actionId: body.actionId } : { outcome: 'created', actionId: body.actionId };
+    return body.alreadyExists
+      ? { outcome: 'alreadyExists', actionId: body.actionId }
+      : { outcome: 'created', actionId: body.actionId };
   if (body.buffered) return { outcome: 'buffered', eventId: body.eventId!, reason: body.reason! };
   return { outcome: 'skipped', eventId: body.eventId!, reason: body.reason! };
 }

@@ -1,4 +1,10 @@
-export { AgentPlatformClient, AgentPlatformError, type ClientOptions, type SendResult, type VerificationScheme } from './client.js';
+export {
+  AgentPlatformClient,
+  AgentPlatformError,
+  type ClientOptions,
+  type SendResult,
+  type VerificationScheme,
+} from './client.js';
 export * from './events.js';
 export {
   constructEvent,

@@ -44,7 +44,12 @@ const text = (body: string | Uint8Array) =>
  * `webhook-id`/`-timestamp`/`-signature`, or the same under `wh-*`) within the tolerance. Pass the
  * raw body exactly as received: a re-serialized JSON body does not verify.
  */
-export function verifyOrThrow(rawBody: string | Uint8Array, headers: HeadersLike, secret: string, options: VerifyOptions = {}): void {
+export function verifyOrThrow(
+  rawBody: string | Uint8Array,
+  headers: HeadersLike,
+  secret: string,
+  options: VerifyOptions = {},
+): void {
   const id = header(headers, 'webhook-id') ?? header(headers, 'wh-id');
   const timestamp = header(headers, 'webhook-timestamp') ?? header(headers, 'wh-timestamp');
   const signatures = header(headers, 'webhook-signature') ?? header(headers, 'wh-signature');

@@ -16,7 +16,9 @@ import { addCallback, startCallbackStack } from '../../server/test/helpers/callb
 import type { TestApp } from '../../server/test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../server/test/helpers/webhooks.ts';
 
-const vectors = JSON.parse(readFileSync(new URL('../../server/test/fixtures/standard-webhooks.json', import.meta.url), 'utf8')) as {
+const vectors = JSON.parse(
+  readFileSync(new URL('../../server/test/fixtures/standard-webhooks.json', import.meta.url), 'utf8'),
+) as {
   valid: Array<{ secret: string; id: string; timestamp: number; payload: string; signature: string }>;
   invalid: Array<{ secret: string; id: string; timestamp: number; payload: string; signature: string }>;
 };
@@ -36,12 +38,12 @@ describe('verifying with the Standard Webhooks vectors', () => {
         'wh-signature': `v1,bm90IHRoaXMgb25l ${vector.signature}`,
       };
       expect(verify(Buffer.from(vector.payload), new Headers(wh), vector.secret, { nowSeconds: vector.timestamp })).toBe(true);
-      expect(() => verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp + 301 })).toThrow(
-        expect.objectContaining({ code: 'timestamp_too_old' }),
-      );
-      expect(() => verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp - 301 })).toThrow(
-        expect.objectContaining({ code: 'timestamp_too_new' }),
-      );
+      expect(() =>
+        verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp + 301 }),
+      ).toThrow(expect.objectContaining({ code: 'timestamp_too_old' }));
+      expect(() =>
+        verifyOrThrow(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp - 301 }),
+      ).toThrow(expect.objectContaining({ code: 'timestamp_too_new' }));
     }
     for (const vector of vectors.invalid) {
       expect(verify(vector.payload, headersOf(vector), vector.secret, { nowSeconds: vector.timestamp })).toBe(false);
@@ -50,9 +52,9 @@ describe('verifying with the Standard Webhooks vectors', () => {
       );
     }
     expect(() => verifyOrThrow('{}', {}, vectors.valid[0]!.secret)).toThrow(expect.objectContaining({ code: 'missing_headers' }));
-    expect(() => verifyOrThrow('{}', { ...headersOf(vectors.valid[0]!), 'webhook-timestamp': 'soon' }, vectors.valid[0]!.secret)).toThrow(
-      expect.objectContaining({ code: 'invalid_timestamp' }),
-    );
+    expect(() =>
+      verifyOrThrow('{}', { ...headersOf(vectors.valid[0]!), 'webhook-timestamp': 'soon' }, vectors.valid[0]!.secret),
+    ).toThrow(expect.objectContaining({ code: 'invalid_timestamp' }));
   });
 });
 
@@ -164,10 +166,9 @@ describe('verifying real callbacks', () => {
     const event: CallbackEvent = constructEvent(callback!.body, callback!.headers, endpoint.secret);
     if (event.type !== 'action.completed') throw new Error(`unexpected ${event.type}`);
     expect(event.data).toMatchObject({ actionId, status: 'completed', externalId: 'sdk-callback', result: { text: 'done' } });
-    const onlyWh = Object.fromEntries(Object.entries(callback!.headers).filter(([name]) => !name.startsWith('webhook-'))) as Record<
-      string,
-      string
-    >;
+    const onlyWh = Object.fromEntries(
+      Object.entries(callback!.headers).filter(([name]) => !name.startsWith('webhook-')),
+    ) as Record<string, string>;
     expect(verify(callback!.body, onlyWh, endpoint.secret)).toBe(true);
     expect(() => constructEvent(callback!.body.replace('completed', 'failed'), callback!.headers, endpoint.secret)).toThrow(
       expect.objectContaining({ code: 'invalid_signature' }),

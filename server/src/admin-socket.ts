@@ -46,7 +46,8 @@ export async function lockEmbeddedDatabase(dataDir: string): Promise<EmbeddedDat
       let reply: AdminReply;
       try {
         const args = JSON.parse(input.slice(0, input.indexOf('\n'))) as unknown;
-        if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) throw new Error('Expected a list of arguments');
+        if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string'))
+          throw new Error('Expected a list of arguments');
         if (!run) throw new Error('The server that holds this data directory is starting or busy; try again in a moment.');
         reply = { ok: true, message: await run(args) };
       } catch (error) {

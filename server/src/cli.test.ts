@@ -16,7 +16,13 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'ap-cli-'));
-  const base = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'development' };
+  const base = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? '/tmp',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    NODE_ENV: 'development',
+  };
   if (process.env.TEST_DB === 'postgres') {
     const database = await createTestDatabaseUrl();
     env = { ...base, DATABASE_URL: database.url };
@@ -112,13 +118,25 @@ describe('agent-platform CLI', () => {
         );
         expect(created.status, created.stderr).toBe(0);
         expect(created.stdout).toMatch(/Created Admin admin@acme.example/);
-        const duplicate = cli('users', 'create', '--email', 'admin@acme.example', '--password', 'a long password', '--role', 'Admin');
+        const duplicate = cli(
+          'users',
+          'create',
+          '--email',
+          'admin@acme.example',
+          '--password',
+          'a long password',
+          '--role',
+          'Admin',
+        );
         expect(duplicate.status).toBe(1);
         expect(duplicate.stderr).toMatch(/already exists/);
         expect(
-          cli('users', 'create', '--email', 'g@acme.example', '--password', 'a long password', '--role', 'Guest', '--org', 'nope').status,
+          cli('users', 'create', '--email', 'g@acme.example', '--password', 'a long password', '--role', 'Guest', '--org', 'nope')
+            .status,
         ).toBe(1);
-        expect(cli('users', 'set-password', '--email', 'admin@acme.example', '--password', 'an even longer password').status).toBe(0);
+        expect(
+          cli('users', 'set-password', '--email', 'admin@acme.example', '--password', 'an even longer password').status,
+        ).toBe(0);
 
         const login = await fetch(`${baseUrl}/auth/login/credentials`, {
           method: 'POST',

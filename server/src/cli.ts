@@ -5,7 +5,8 @@ import { parseAdminCommand, runAdminCommand, UsageError } from './admin-commands
 
 // The service itself (container, app) loads only for a command that needs it: a mistyped command
 // is answered in a fraction of the time.
-const service = () => Promise.all([import('./container.ts'), import('./main.ts')]).then(([container, main]) => ({ ...container, ...main }));
+const service = () =>
+  Promise.all([import('./container.ts'), import('./main.ts')]).then(([container, main]) => ({ ...container, ...main }));
 
 const USAGE = `Usage: agent-platform <command> [options]
 
@@ -68,7 +69,9 @@ async function main(argv: string[]): Promise<number> {
       await app.close();
       await container.database.close();
       // process.exit would cut a piped write short: return once it is flushed.
-      await new Promise<void>((resolve, reject) => process.stdout.write(document, (error) => (error ? reject(error) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        process.stdout.write(document, (error) => (error ? reject(error) : resolve())),
+      );
       return 0;
     }
     case 'orgs':

@@ -8,9 +8,9 @@ describe('loadConfig', () => {
   it('stops production start-up naming each missing required variable', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/ENCRYPTION_MASTER_KEY, APP_HOST, API_HOST/);
-    expect(() => loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example' })).toThrow(
-      /variable API_HOST/,
-    );
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', ENCRYPTION_MASTER_KEY: 'k'.repeat(32), APP_HOST: 'https://app.example' }),
+    ).toThrow(/variable API_HOST/);
     const config = loadConfig({
       NODE_ENV: 'production',
       ENCRYPTION_MASTER_KEY: 'k'.repeat(32),
@@ -59,8 +59,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":1}}' })).toThrow(/MODEL_PRICES\.gpt\.output/);
-    const prices = loadConfig({ MODEL_PRICES: '{"gpt-x":{"input":0.15,"output":0.6},"anthropic/claude":{"input":3,"output":15}}' }).model
-      .prices;
+    const prices = loadConfig({
+      MODEL_PRICES: '{"gpt-x":{"input":0.15,"output":0.6},"anthropic/claude":{"input":3,"output":15}}',
+    }).model.prices;
     expect(prices.get('gpt-x')).toEqual({ input: 0.15, output: 0.6 });
     expect(prices.size).toBe(2);
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'no-equals' })).toThrow(/OTEL_EXPORTER_OTLP_HEADERS/);
@@ -69,7 +70,10 @@ describe('loadConfig', () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
       OTEL_EXPORTER_OTLP_HEADERS: 'x-honeycomb-team=a%3Db,k=v',
     }).tracing;
-    expect(tracing).toMatchObject({ tracesUrl: 'http://collector:4318/v1/traces', headers: { 'x-honeycomb-team': 'a=b', k: 'v' } });
+    expect(tracing).toMatchObject({
+      tracesUrl: 'http://collector:4318/v1/traces',
+      headers: { 'x-honeycomb-team': 'a=b', k: 'v' },
+    });
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).tracing.tracesUrl).toBeNull();
     expect(loadConfig({}).tracing.tracesUrl).toBeNull();
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), DATABASE_URL: '' }).databaseUrl).toBeUndefined();
@@ -78,7 +82,12 @@ describe('loadConfig', () => {
   it('turns on an OAuth provider only with both client id and secret', () => {
     const key = { ENCRYPTION_MASTER_KEY: 'k'.repeat(32) };
     expect(loadConfig({ ...key, CODEHOST_CLIENT_ID: 'id' }).codehost).toBeNull();
-    const both = loadConfig({ ...key, CODEHOST_CLIENT_ID: 'id', CODEHOST_CLIENT_SECRET: 'secret', API_HOST: 'https://api.example' });
+    const both = loadConfig({
+      ...key,
+      CODEHOST_CLIENT_ID: 'id',
+      CODEHOST_CLIENT_SECRET: 'secret',
+      API_HOST: 'https://api.example',
+    });
     expect(both.codehost?.redirectUri).toBe('https://api.example/auth/codehost/callback');
     expect(loadConfig({ ...key, IDP_CLIENT_ID: 'id', IDP_CLIENT_SECRET: 's' }).idp?.issuer).toBe('https://accounts.google.com');
   });

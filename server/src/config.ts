@@ -83,7 +83,7 @@ const envSchema = z.object({
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
   WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
-  /** Ingest transactions at once on PostgreSQL (of the pool's 10 connections), and as many for action runs' steps; writes that arrive meanwhile are written together. */
+  /** Ingest transactions at once on PostgreSQL (of the pool's 10), as many for runs' steps; later writes join them. */
   INGEST_WRITE_CONCURRENCY: positiveInt.max(8).default(2),
   /** bcrypt's cost for stored passwords (the spec's 12); lower only where speed beats strength, as in tests. */
   PASSWORD_HASH_COST: z.coerce.number().int().min(4).max(15).default(12),
@@ -160,7 +160,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     const missing = (['ENCRYPTION_MASTER_KEY', 'APP_HOST', 'API_HOST'] as const).filter((name) => !e[name]);
     if (missing.length > 0) {
       throw new ConfigError(
-        `Missing required environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (required when NODE_ENV=production)`,
+        `Missing required environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} ` +
+          '(required when NODE_ENV=production)',
       );
     }
   }

@@ -8,7 +8,18 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 export const CONSOLE_DIST = join(import.meta.dirname, '../../console/dist');
 
 /** Paths of the API: never answered with the console's page, whatever the Accept header. */
-const API_PREFIXES = ['/auth', '/orgs', '/api', '/webhooks', '/docs', '/openapi.json', '/healthz', '/readyz', '/metrics', '/assets'];
+const API_PREFIXES = [
+  '/auth',
+  '/orgs',
+  '/api',
+  '/webhooks',
+  '/docs',
+  '/openapi.json',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/assets',
+];
 const NONCE_PLACEHOLDER = '__CSP_NONCE__';
 
 /**

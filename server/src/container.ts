@@ -40,7 +40,11 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const database =
     options.database ??
-    (await openDatabase({ url: config.databaseUrl, poolSize: config.databasePoolSize, pgliteDataDir: join(config.dataDir, 'pglite') }));
+    (await openDatabase({
+      url: config.databaseUrl,
+      poolSize: config.databasePoolSize,
+      pgliteDataDir: join(config.dataDir, 'pglite'),
+    }));
   const metrics = createMetrics();
   const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
   const jobs = createJobRunner({ boss: database.jobsOptions, logger, metrics, bus, pollMs: config.jobs.pollMs });

@@ -90,7 +90,8 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
   startedWith({ app });
   const where = container.database.kind === 'pglite' ? `PGlite in ${config.dataDir}/pglite` : 'PostgreSQL';
   container.logger.info(
-    `Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`,
+    `Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; ` +
+      `database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`,
   );
   if ((await container.services.users.count()) === 0) {
     // On PostgreSQL the CLI opens the database itself: it needs the server's DATABASE_URL.

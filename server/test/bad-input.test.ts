@@ -36,7 +36,9 @@ const EXTREME_INSTANTS = ['-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00
 
 /** A path with its parameters filled: `bad` for the one named, a plausible value for the others. */
 function fill(path: string, bad?: { name: string; value: string }): string {
-  return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === bad?.name ? bad.value : /org/i.test(name) ? tenant.org.slug : ANY_ID));
+  return path.replace(/\{(\w+)\}/g, (_, name: string) =>
+    name === bad?.name ? bad.value : /org/i.test(name) ? tenant.org.slug : ANY_ID,
+  );
 }
 
 function bodySchemaOf(operation: any): any {
@@ -54,7 +56,9 @@ async function notOurClientError(what: string, response: TestResponse): Promise<
     body = undefined;
   }
   const ours = typeof body?.error === 'string' && Object.hasOwn(ERROR_STATUS, body?.code);
-  return response.status >= 400 && response.status < 500 && ours ? undefined : `${what}: ${response.status} ${text.slice(0, 200)}`;
+  return response.status >= 400 && response.status < 500 && ours
+    ? undefined
+    : `${what}: ${response.status} ${text.slice(0, 200)}`;
 }
 
 /** Sends each request and lists every answer that is not a 4xx with our body (one assertion, all culprits named). */
@@ -121,7 +125,9 @@ describe('bad input on every route', () => {
   it('cursors and instants outside 1970 to 9999, wherever a route takes one', async () => {
     const answers = collector();
     for (const { method, path, operation } of operations) {
-      const takesCursor = (operation.parameters ?? []).some((parameter: any) => parameter.in === 'query' && parameter.name === 'cursor');
+      const takesCursor = (operation.parameters ?? []).some(
+        (parameter: any) => parameter.in === 'query' && parameter.name === 'cursor',
+      );
       const instantFields = Object.entries(bodySchemaOf(operation)?.properties ?? {})
         .filter(([, schema]: [string, any]) => schema.format === 'date-time')
         .map(([name]) => name);

@@ -115,7 +115,10 @@ describe('deployment', () => {
       await waitForReady(`http://127.0.0.1:${ports[1 - refused]}`, winner.child);
 
       // The refused one took nothing: an admin command reaches the one serving.
-      const created = spawnSync(process.execPath, [CLI, 'orgs', 'create', '--slug', 'acme', '--name', 'Acme'], { env, encoding: 'utf8' });
+      const created = spawnSync(process.execPath, [CLI, 'orgs', 'create', '--slug', 'acme', '--name', 'Acme'], {
+        env,
+        encoding: 'utf8',
+      });
       expect(created.status, created.stderr).toBe(0);
       expect(created.stderr).toBe('');
 

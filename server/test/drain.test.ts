@@ -17,7 +17,11 @@ beforeAll(async () => {
   if (!onPostgres) return;
   model = await startFakeModel();
   // A lease of ten minutes: an action continues elsewhere within this test only if it is handed over, not left to lapse.
-  environment = await serverProcessEnvironment({ ...model.env, ACTION_LEASE_SECONDS: '600', WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '1000000' });
+  environment = await serverProcessEnvironment({
+    ...model.env,
+    ACTION_LEASE_SECONDS: '600',
+    WEBHOOK_IP_RATE_LIMIT_PER_MINUTE: '1000000',
+  });
 });
 afterAll(async () => {
   await environment?.cleanup();
@@ -30,7 +34,10 @@ const exitOf = (child: ChildProcess) =>
   );
 
 function startWorker(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [CLI, 'worker'], { env: { ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'worker'], {
+    env: { ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
@@ -85,7 +92,9 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
       const db = new pg.Client({ connectionString: environment.env.DATABASE_URL });
       await db.connect();
       try {
-        const { rows } = await db.query<{ n: number }>('select count(*)::int as n from actions where id = any($1::uuid[])', [acknowledged]);
+        const { rows } = await db.query<{ n: number }>('select count(*)::int as n from actions where id = any($1::uuid[])', [
+          acknowledged,
+        ]);
         expect(rows[0]!.n).toBe(acknowledged.length);
       } finally {
         await db.end();
@@ -103,11 +112,15 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
     let second: ReturnType<typeof startWorker> | undefined;
     try {
       const api = await apiClient(base, { email: 'ops@acme.example', password: 'a long password' });
-      const webhook = await createWebhookThroughApi(api, { tools: ['generateDocument'], approvalRules: { generateDocument: 'allow' } });
+      const webhook = await createWebhookThroughApi(api, {
+        tools: ['generateDocument'],
+        approvalRules: { generateDocument: 'allow' },
+      });
       // This action's first model call never answers in time; every later one (and the other tests' actions) at once.
       let calls = 0;
       model.script((request) => {
-        if (!request.messages.some((message) => message.role === 'user' && message.content?.includes('handover'))) return { text: 'ok' };
+        if (!request.messages.some((message) => message.role === 'user' && message.content?.includes('handover')))
+          return { text: 'ok' };
         calls++;
         if (toolResults(request).length > 0) return { text: 'filed' };
         return calls === 1

@@ -82,7 +82,7 @@ describe('features', () => {
     expect(readFileSync(join(import.meta.dirname, '../src/container.ts'), 'utf8')).not.toMatch(/let approvalMail|approvalMail!/);
   });
 
-  it('leave budgets to their one owner: the budgets service writes and invalidates the org\'s and the agents\' budgets', () => {
+  it("leave budgets to their one owner: the budgets service writes and invalidates the org's and the agents' budgets", () => {
     const source = (path: string) => readFileSync(join(import.meta.dirname, '../src', path), 'utf8');
     // Agents hand an agent's budget to the budgets service, which writes it with the agent: their repository writes none.
     expect(source('features/agents/agents.repo.ts')).not.toMatch(/budget\s*:/);

@@ -61,7 +61,10 @@ describe('optional bodies: one rule', () => {
     expect(spec.paths['/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/reject'].post.requestBody.required).toBe(false);
 
     // A required body left out is a validation error that says what was expected, not "invalid JSON".
-    const missing = await app.request('POST', `/orgs/${org.slug}/agents`, { token, headers: { 'content-type': 'application/json' } });
+    const missing = await app.request('POST', `/orgs/${org.slug}/agents`, {
+      token,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(missing.status).toBe(400);
     expect((await missing.json()).code).toBe('validation_failed');
     expect(spec.paths['/orgs/{org}/agents'].post.requestBody.required).toBe(true);

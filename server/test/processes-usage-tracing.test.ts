@@ -48,7 +48,9 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${port}`;
   children.push(await startServerProcess({ ...environment.env, RUN_WORKERS: 'false', OTEL_SERVICE_NAME: 'ap-serve' }, port));
   for (const name of ['ap-worker-1', 'ap-worker-2'])
-    children.push(spawn(process.execPath, [CLI, 'worker'], { env: { ...environment.env, OTEL_SERVICE_NAME: name }, stdio: 'ignore' }));
+    children.push(
+      spawn(process.execPath, [CLI, 'worker'], { env: { ...environment.env, OTEL_SERVICE_NAME: name }, stdio: 'ignore' }),
+    );
   api = await apiClient(base, environment.createAdmin());
 }, 120_000);
 afterAll(async () => {
@@ -57,7 +59,11 @@ afterAll(async () => {
   await Promise.all([model?.close(), otlp?.close(), receiver?.close()]);
 });
 
-async function post(webhook: { url: string; secret: string }, payload: Record<string, unknown>, headers: Record<string, string> = {}) {
+async function post(
+  webhook: { url: string; secret: string },
+  payload: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
   const body = JSON.stringify(payload);
   const response = await fetch(`${base}${new URL(webhook.url).pathname}`, {
     method: 'POST',
@@ -87,7 +93,11 @@ describe.runIf(onPostgres)('across processes', { timeout: 120_000 }, () => {
     const webhook = await createWebhookThroughApi(api, { tools: [] });
     await api('POST', `/orgs/acme/webhooks/${webhook.webhook.id}/callbacks`, { url: receiver.url('/processes') });
     const traceId = randomBytes(16).toString('hex');
-    const actionId = await post(webhook, { eventType: 'traced' }, { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` });
+    const actionId = await post(
+      webhook,
+      { eventType: 'traced' },
+      { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    );
     expect((await finalRow(actionId)).status).toBe('completed');
     const spans = await eventually('the trace from every process', () => {
       const trace = otlp.spans.filter((span) => span.traceId === traceId);

@@ -75,7 +75,10 @@ describe('slow clients', () => {
   it('past INGEST_MAX_PENDING_BODIES bodies being received, a post gets 503 at once; once they end, posts are taken again', async () => {
     const setup = await setupWebhook(app);
     const slow = [0, 1].map(() =>
-      trickle(`POST ${setup.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`, ' '),
+      trickle(
+        `POST ${setup.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+        ' ',
+      ),
     );
     await eventually('both slow bodies being received', async () =>
       (await app.container.metrics.ingestPendingBodies.get()).values[0]?.value === 2 ? true : undefined,

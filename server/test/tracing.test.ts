@@ -76,7 +76,9 @@ describe('traces', () => {
 
     const spans = await eventually('the trace, exported', () => {
       const trace = otlp.spans.filter((span) => span.traceId === traceId);
-      return named(trace, 'callback action.completed').length > 0 && named(trace, 'chat scripted-model').length === 2 ? trace : undefined;
+      return named(trace, 'callback action.completed').length > 0 && named(trace, 'chat scripted-model').length === 2
+        ? trace
+        : undefined;
     });
     // One trace: the sender's, continued by the ingest request.
     const [ingest] = named(spans, 'POST /webhooks/actions/:org/:webhookIdentifier');
@@ -98,7 +100,10 @@ describe('traces', () => {
     for (const span of [...runs, ...named(spans, 'action.queue_wait'), ...named(spans, 'approval.wait generateDocument')])
       expect(span.parentSpanId).toBe(ingest!.spanId);
     expect(named(spans, 'action.queue_wait')).toHaveLength(1);
-    expect(runs[0]!.attributes).toMatchObject({ 'agent_platform.action.id': actionId, 'agent_platform.event.type': 'order.created' });
+    expect(runs[0]!.attributes).toMatchObject({
+      'agent_platform.action.id': actionId,
+      'agent_platform.event.type': 'order.created',
+    });
 
     const chats = named(spans, 'chat scripted-model');
     for (const chat of chats) {
@@ -126,7 +131,10 @@ describe('traces', () => {
       },
     });
     const [wait] = named(spans, 'approval.wait generateDocument');
-    expect(wait!.attributes).toMatchObject({ 'agent_platform.approval.channel': 'api', 'agent_platform.approval.decision': 'approved' });
+    expect(wait!.attributes).toMatchObject({
+      'agent_platform.approval.channel': 'api',
+      'agent_platform.approval.decision': 'approved',
+    });
     expect(wait!.endNs).toBeGreaterThan(wait!.startNs);
 
     // Each callback attempt, under the ingest request, and the receiver was given the trace to continue.
@@ -167,7 +175,9 @@ describe('traces', () => {
     await waitForAction(serve, auth(setup), actionId, ['completed']);
     const spans = await eventually('the run exported', () => {
       const ingest = otlp.spans.find((span) => span.attributes['agent_platform.action.id'] === actionId && span.kind === 2);
-      const run = otlp.spans.find((span) => span.name === 'action.run' && span.attributes['agent_platform.action.id'] === actionId);
+      const run = otlp.spans.find(
+        (span) => span.name === 'action.run' && span.attributes['agent_platform.action.id'] === actionId,
+      );
       return ingest && run ? { ingest, run } : undefined;
     });
     expect(spans.ingest.parentSpanId).toBe('');
@@ -188,7 +198,9 @@ describe('traces', () => {
     expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
     const { notification, run } = await eventually('the email action traced', () => {
       const notification = otlp.spans.find((span) => span.name === 'POST /webhooks/mail');
-      const run = otlp.spans.find((span) => span.name === 'action.run' && span.attributes['agent_platform.action.source'] === 'email');
+      const run = otlp.spans.find(
+        (span) => span.name === 'action.run' && span.attributes['agent_platform.action.source'] === 'email',
+      );
       return notification && run ? { notification, run } : undefined;
     });
     expect(notification).toMatchObject({ service: 'ap-serve', kind: 2, parentSpanId: '' });
@@ -221,13 +233,16 @@ describe('an OTLP endpoint that is down or does not answer', () => {
             async () => (await (await postEvent(app, setup, { eventType: 'order.created' })).json()).actionId as string,
           ),
         );
-        for (const id of ids) expect((await waitForAction(app, auth(setup), id, ['completed', 'failed'])).status).toBe('completed');
+        for (const id of ids)
+          expect((await waitForAction(app, auth(setup), id, ['completed', 'failed'])).status).toBe('completed');
       }
       const dropped = async (app: TestApp, reason: string) => {
         const text = await (await app.request('GET', '/metrics')).text();
         return Number(new RegExp(`otel_spans_dropped_total\\{reason="${reason}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
       };
-      await eventually('spans dropped for a full queue', async () => ((await dropped(apps[0]!, 'queue_full')) > 0 ? true : undefined));
+      await eventually('spans dropped for a full queue', async () =>
+        (await dropped(apps[0]!, 'queue_full')) > 0 ? true : undefined,
+      );
       await eventually('spans dropped for a failed export', async () =>
         (await dropped(apps[1]!, 'export_failed')) > 0 ? true : undefined,
       );

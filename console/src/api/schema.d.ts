@@ -1253,6 +1253,97 @@ export interface components {
             /** @enum {string} */
             code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
         };
+        Usage: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            groupBy: "agent" | "model" | "user" | "day";
+            totals: {
+                calls: number;
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Of the input tokens, those the provider read from its prompt cache */
+                cachedInputTokens: number;
+                totalTokens: number;
+                /** @description The cost of the priced calls; null when none had a price */
+                costUsd: number | null;
+                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                unpricedCalls: number;
+                durationMs: number;
+            };
+            groups: {
+                calls: number;
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Of the input tokens, those the provider read from its prompt cache */
+                cachedInputTokens: number;
+                totalTokens: number;
+                /** @description The cost of the priced calls; null when none had a price */
+                costUsd: number | null;
+                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                unpricedCalls: number;
+                durationMs: number;
+                /** @description The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none */
+                key: string;
+                /** @description The agent's name, the model, the user's email; null for a day or one since deleted */
+                label: string | null;
+            }[];
+        };
+        Budgets: {
+            org: {
+                budget: {
+                    /**
+                     * @description The budget renews at the start of each UTC day or month
+                     * @enum {string}
+                     */
+                    period: "day" | "month";
+                    /** @description US dollars per period, at the prices of MODEL_PRICES */
+                    maxCostUsd?: number;
+                    /** @description Input and output tokens per period */
+                    maxTokens?: number;
+                    /**
+                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                     * @enum {string}
+                     */
+                    onExceed: "pause" | "fail";
+                };
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                spentTokens: number;
+                spentCostUsd: number;
+            } | null;
+            agents: {
+                /** Format: uuid */
+                agentId: string;
+                agentName: string;
+                budget: {
+                    /**
+                     * @description The budget renews at the start of each UTC day or month
+                     * @enum {string}
+                     */
+                    period: "day" | "month";
+                    /** @description US dollars per period, at the prices of MODEL_PRICES */
+                    maxCostUsd?: number;
+                    /** @description Input and output tokens per period */
+                    maxTokens?: number;
+                    /**
+                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                     * @enum {string}
+                     */
+                    onExceed: "pause" | "fail";
+                };
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                spentTokens: number;
+                spentCostUsd: number;
+            }[];
+        };
         Approval: {
             toolCallId: string;
             /** Format: uuid */
@@ -1499,97 +1590,6 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-        };
-        Usage: {
-            /** Format: date-time */
-            from: string;
-            /** Format: date-time */
-            to: string;
-            /** @enum {string} */
-            groupBy: "agent" | "model" | "user" | "day";
-            totals: {
-                calls: number;
-                inputTokens: number;
-                outputTokens: number;
-                /** @description Of the input tokens, those the provider read from its prompt cache */
-                cachedInputTokens: number;
-                totalTokens: number;
-                /** @description The cost of the priced calls; null when none had a price */
-                costUsd: number | null;
-                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
-                unpricedCalls: number;
-                durationMs: number;
-            };
-            groups: {
-                calls: number;
-                inputTokens: number;
-                outputTokens: number;
-                /** @description Of the input tokens, those the provider read from its prompt cache */
-                cachedInputTokens: number;
-                totalTokens: number;
-                /** @description The cost of the priced calls; null when none had a price */
-                costUsd: number | null;
-                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
-                unpricedCalls: number;
-                durationMs: number;
-                /** @description The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none */
-                key: string;
-                /** @description The agent's name, the model, the user's email; null for a day or one since deleted */
-                label: string | null;
-            }[];
-        };
-        Budgets: {
-            org: {
-                budget: {
-                    /**
-                     * @description The budget renews at the start of each UTC day or month
-                     * @enum {string}
-                     */
-                    period: "day" | "month";
-                    /** @description US dollars per period, at the prices of MODEL_PRICES */
-                    maxCostUsd?: number;
-                    /** @description Input and output tokens per period */
-                    maxTokens?: number;
-                    /**
-                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
-                     * @enum {string}
-                     */
-                    onExceed: "pause" | "fail";
-                };
-                /** Format: date-time */
-                periodStart: string;
-                /** Format: date-time */
-                periodEnd: string;
-                spentTokens: number;
-                spentCostUsd: number;
-            } | null;
-            agents: {
-                /** Format: uuid */
-                agentId: string;
-                agentName: string;
-                budget: {
-                    /**
-                     * @description The budget renews at the start of each UTC day or month
-                     * @enum {string}
-                     */
-                    period: "day" | "month";
-                    /** @description US dollars per period, at the prices of MODEL_PRICES */
-                    maxCostUsd?: number;
-                    /** @description Input and output tokens per period */
-                    maxTokens?: number;
-                    /**
-                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
-                     * @enum {string}
-                     */
-                    onExceed: "pause" | "fail";
-                };
-                /** Format: date-time */
-                periodStart: string;
-                /** Format: date-time */
-                periodEnd: string;
-                spentTokens: number;
-                spentCostUsd: number;
-            }[];
         };
         ToolPreference: {
             toolName: string;
@@ -4557,7 +4557,8 @@ export interface operations {
                 cursor?: string;
                 kind?: "action" | "delivery";
                 source?: "webhook" | "email";
-                status?: string;
+                /** @description An action's status, or the status of a delivery that made no action */
+                status?: "queued" | "running" | "pending_approval" | "approved" | "completed" | "failed" | "rejected" | "expired" | "accepted" | "buffered" | "skipped" | "dead_lettered";
                 webhookId?: string;
                 eventType?: string;
                 q?: string;
@@ -4597,6 +4598,7 @@ export interface operations {
                             externalId: string | null;
                             status: string;
                             deliveryStatus: string;
+                            /** @description Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the decision's cause and reason) */
                             reason: string | null;
                             approvalState: string | null;
                             replayable: boolean;
@@ -4696,6 +4698,7 @@ export interface operations {
                         externalId: string | null;
                         status: string;
                         deliveryStatus: string;
+                        /** @description Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the decision's cause and reason) */
                         reason: string | null;
                         approvalState: string | null;
                         replayable: boolean;
@@ -4733,7 +4736,7 @@ export interface operations {
                             error: string | null;
                             /** Format: uuid */
                             threadId: string | null;
-                            /** @description The action's model calls (at most 500) and their totals: tokens, cost (null: no price), time */
+                            /** @description The totals of all the action's model calls (tokens, cost (null: no price), time) and the first 500 of them */
                             usage: {
                                 calls: number;
                                 inputTokens: number;

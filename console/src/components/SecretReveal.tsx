@@ -36,8 +36,8 @@ export function SecretReveal({ title, values, onClose }: { title: string; values
     <Modal opened={values !== null} onClose={onClose} title={title} size="lg" closeOnClickOutside={false}>
       <Stack>
         <Alert color="yellow" title="Shown only this once">
-          Copy the secret now and store it where your sending system reads it. It is stored encrypted and cannot be shown again; if it is
-          lost, rotate it.
+          Copy the secret now and store it where your sending system reads it. It is stored encrypted and cannot be shown again;
+          if it is lost, rotate it.
         </Alert>
         {values?.map((value) => (
           <CopyField key={value.label} {...value} />

@@ -33,7 +33,8 @@ export const orgQuery = (org: string) =>
 export const pendingApprovalsQuery = (org: string) =>
   queryOptions({
     queryKey: keys.approvals(org),
-    queryFn: () => unwrap(api.GET('/orgs/{org}/approvals', { params: { path: { org }, query: { status: 'pending', limit: 200 } } })),
+    queryFn: () =>
+      unwrap(api.GET('/orgs/{org}/approvals', { params: { path: { org }, query: { status: 'pending', limit: 200 } } })),
   });
 
 export const membersQuery = (org: string) =>

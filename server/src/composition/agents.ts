@@ -5,7 +5,12 @@ import { createToolPreferencesService } from '../features/actions/tool-preferenc
 import { createAgentsService } from '../features/agents/agents.service.ts';
 import { createModelCredentialsService } from '../features/agents/model-credentials.service.ts';
 import { createModelResolver } from '../features/agents/model-provider.ts';
-import { createToolRegistry, registerToolModules, type ToolDefinition, type ToolSource } from '../features/agents/tool-registry.ts';
+import {
+  createToolRegistry,
+  registerToolModules,
+  type ToolDefinition,
+  type ToolSource,
+} from '../features/agents/tool-registry.ts';
 import { createDocumentsService, generateDocumentTool } from '../features/documents/documents.service.ts';
 import { createRenderPool } from '../features/documents/render-pool.ts';
 import type { Shared } from './shared.ts';

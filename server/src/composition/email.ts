@@ -12,7 +12,10 @@ import { createThreadMail } from '../features/email/thread-mail.ts';
 import type { Shared } from './shared.ts';
 
 /** The org's mail integration, inboxes, inbound mail and its notifications, and the sendEmail tool. */
-export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners }: Shared, deps: { replyHook: InboundReplyHook }) {
+export function composeEmail(
+  { config, db, clock, logger, box, jobs, wakeRunners }: Shared,
+  deps: { replyHook: InboundReplyHook },
+) {
   const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
   const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
   const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
@@ -44,6 +47,11 @@ export function composeEmail({ config, db, clock, logger, box, jobs, wakeRunners
     emailThreads: createEmailThreadsService({ db }),
   };
   const threadMail = createThreadMail({ db, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
-  const sendEmailTool = createSendEmail({ db, threadMail, integration: emailIntegration, maxRecipients: config.email.maxRecipients });
+  const sendEmailTool = createSendEmail({
+    db,
+    threadMail,
+    integration: emailIntegration,
+    maxRecipients: config.email.maxRecipients,
+  });
   return { services, notifications, deliveryEvents, sendEmailTool, mail, threadMail };
 }

@@ -19,6 +19,13 @@ export function composeMcp({ config, db, box, bus, logger }: Shared) {
   return {
     connections,
     mcpServers: createMcpServersService({ db, box, bus, connections, allowPrivateNetworks: mcp.allowPrivateNetworks }),
-    toolSource: createMcpToolSource({ db, box, bus, connections, callTimeoutMs: mcp.callTimeoutMs, maxResultBytes: mcp.maxResultBytes }),
+    toolSource: createMcpToolSource({
+      db,
+      box,
+      bus,
+      connections,
+      callTimeoutMs: mcp.callTimeoutMs,
+      maxResultBytes: mcp.maxResultBytes,
+    }),
   };
 }

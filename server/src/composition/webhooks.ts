@@ -15,7 +15,13 @@ import type { Shared } from './shared.ts';
 /** Webhooks in (configuration, ingest, buffering, the ledger) and callbacks out. */
 export function composeWebhooks(shared: Shared, rateLimiters: RateLimiters) {
   const { config, database, db, clock, logger, metrics, box, bus, announce, wakeRunners } = shared;
-  const callbacks = createCallbacksService({ db, box, clock, allowPrivateNetworks: config.callbacks.allowPrivateNetworks, announce });
+  const callbacks = createCallbacksService({
+    db,
+    box,
+    clock,
+    allowPrivateNetworks: config.callbacks.allowPrivateNetworks,
+    announce,
+  });
   const httpAgents = createGuardedHttpAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
   const dispatcher = createCallbackDispatcher({
     db,

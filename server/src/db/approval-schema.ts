@@ -45,7 +45,10 @@ export interface ApprovalLinksTable {
   createdAt: CreatedAt;
 }
 
-/** waiting: stored by the inbound path for the reply job; read: the job read it (the message's status detail says what it did). */
+/**
+ * waiting: stored by the inbound path for the reply job; read: the job read it (the message's status detail says what
+ * it did).
+ */
 export const APPROVAL_REPLY_STATES = ['waiting', 'read'] as const;
 export type ApprovalReplyState = (typeof APPROVAL_REPLY_STATES)[number];
 

@@ -62,9 +62,12 @@ function withCommon(
       const { error, results } = await migrator.migrateToLatest();
       const failed = results?.find((result) => result.status === 'Error');
       if (error || failed) {
-        throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error | undefined)?.message ?? error)}`, {
-          cause: error,
-        });
+        throw new Error(
+          `Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error | undefined)?.message ?? error)}`,
+          {
+            cause: error,
+          },
+        );
       }
     },
     async ping() {

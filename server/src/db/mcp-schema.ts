@@ -24,7 +24,10 @@ export interface ListedMcpTool {
   problem: string | null;
 }
 
-/** OAuth 2.1 client credentials (the MCP authorization spec's machine-to-machine flow); the secret is a column of its own, encrypted. */
+/**
+ * OAuth 2.1 client credentials (the MCP authorization spec's machine-to-machine flow); the secret is a column of its
+ * own, encrypted.
+ */
 export interface McpClientCredentials {
   type: 'client_credentials';
   clientId: string;

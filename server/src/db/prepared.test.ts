@@ -14,7 +14,8 @@ describe('prepared statements', () => {
   it('runs a repeated statement with parameters as a named prepared statement on PostgreSQL', async () => {
     const seen = await database.db.transaction().execute(async (trx) => {
       const results = [];
-      for (const n of [1, 2, 3]) results.push((await sql<{ twice: number }>`select ${n}::int * 2 as twice`.execute(trx)).rows[0]!.twice);
+      for (const n of [1, 2, 3])
+        results.push((await sql<{ twice: number }>`select ${n}::int * 2 as twice`.execute(trx)).rows[0]!.twice);
       await sql`select ${4}::int as once`.execute(trx);
       await sql`select 5 as no_parameters`.execute(trx);
       await sql`select 5 as no_parameters`.execute(trx);
@@ -67,7 +68,10 @@ describe('prepared statements', () => {
     const before = namer.nameOf('select * from t');
     namer.forgetIfStale('select * from t', Object.assign(new Error('division by zero'), { code: '22012' }));
     expect(namer.nameOf('select * from t')).toBe(before);
-    namer.forgetIfStale('select * from t', Object.assign(new Error('cached plan must not change result type'), { code: '0A000' }));
+    namer.forgetIfStale(
+      'select * from t',
+      Object.assign(new Error('cached plan must not change result type'), { code: '0A000' }),
+    );
     namer.nameOf('select * from t');
     const after = namer.nameOf('select * from t');
     expect(after).toBeDefined();

@@ -105,7 +105,16 @@ export const APPROVAL_MODES = ['allow', 'ask', 'agent'] as const;
 export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 export const MODEL_PROVIDERS = ['openai-compatible', 'openai', 'anthropic'] as const;
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
-export const ACTION_STATUSES = ['queued', 'running', 'pending_approval', 'approved', 'completed', 'failed', 'rejected', 'expired'] as const;
+export const ACTION_STATUSES = [
+  'queued',
+  'running',
+  'pending_approval',
+  'approved',
+  'completed',
+  'failed',
+  'rejected',
+  'expired',
+] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
 export type Json = ColumnType<unknown, string | null | undefined, string | null>;
 export type JsonOf<T> = ColumnType<T, string, string>;

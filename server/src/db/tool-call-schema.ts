@@ -15,16 +15,31 @@ export interface ArgumentRule {
   value?: unknown;
   mode: 'ask' | 'deny';
 }
-/** What decided a call's mode: the user's preference, a request override, the rule's mode for the tool, the default, or an argument rule. */
+/**
+ * What decided a call's mode: the user's preference, a request override, the rule's mode for the tool, the default, or
+ * an argument rule.
+ */
 export type ModeSource =
   | { source: 'preference' | 'override' | 'rule' | 'default' }
   /** A run over its budget waits for a person (actions/budget-hold.ts). */
   | { source: 'budget' }
   | { source: 'argument_rule'; index: number; rule: ArgumentRule };
-/** How a decision on a staged call was made: in the console (a session cookie), through the API (a bearer token), by an approval email's link or by a reply to it. */
+/**
+ * How a decision on a staged call was made: in the console (a session cookie), through the API (a bearer token), by an
+ * approval email's link or by a reply to it.
+ */
 export const DECISION_CHANNELS = ['console', 'api', 'email_link', 'email_reply'] as const;
 export type DecisionChannel = (typeof DECISION_CHANNELS)[number];
-export const TOOL_CALL_STATUSES = ['ready', 'staged', 'completed', 'failed', 'denied', 'rejected', 'expired', 'cancelled'] as const;
+export const TOOL_CALL_STATUSES = [
+  'ready',
+  'staged',
+  'completed',
+  'failed',
+  'denied',
+  'rejected',
+  'expired',
+  'cancelled',
+] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
 export type ToolCallApproval = (typeof TOOL_CALL_APPROVALS)[number];

@@ -26,12 +26,20 @@ describe('job runner', () => {
     const committed = uniqueEmail('commit');
     const rolledBack = uniqueEmail('rollback');
     await app.container.db.transaction().execute(async (trx) => {
-      await app.container.jobs.enqueue('auth.password-reset', { email: committed, requestedAt: new Date().toISOString() }, { trx });
+      await app.container.jobs.enqueue(
+        'auth.password-reset',
+        { email: committed, requestedAt: new Date().toISOString() },
+        { trx },
+      );
     });
     await app.container.db
       .transaction()
       .execute(async (trx) => {
-        await app.container.jobs.enqueue('auth.password-reset', { email: rolledBack, requestedAt: new Date().toISOString() }, { trx });
+        await app.container.jobs.enqueue(
+          'auth.password-reset',
+          { email: rolledBack, requestedAt: new Date().toISOString() },
+          { trx },
+        );
         throw new Error('roll back');
       })
       .catch(() => {});
@@ -57,7 +65,10 @@ describe.skipIf(process.env.TEST_DB !== 'postgres')('wake-ups across processes',
       const posted = await postEvent(serve, setup, { eventType: 'order.created', externalId: 'woken', data: {} });
       expect(posted.status).toBe(200);
       const { actionId } = await posted.json();
-      const row = await waitForAction(serve, { token: setup.tenant.token, org: setup.tenant.org.slug }, actionId, ['completed', 'failed']);
+      const row = await waitForAction(serve, { token: setup.tenant.token, org: setup.tenant.org.slug }, actionId, [
+        'completed',
+        'failed',
+      ]);
       expect(row.status).toBe('completed');
     } finally {
       await worker.close();

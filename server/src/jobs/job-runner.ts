@@ -14,7 +14,11 @@ export interface JobRunner {
   /** Makes the workers of a queue, in every process, fetch now: a transaction that enqueued jobs of it has committed. */
   notify(queue: QueueName): void;
   /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
-  enqueue<Q extends QueueName>(queue: Q, payload: JobPayload<Q>, options?: { trx?: Kysely<DB>; startAfter?: Date }): Promise<string | null>;
+  enqueue<Q extends QueueName>(
+    queue: Q,
+    payload: JobPayload<Q>,
+    options?: { trx?: Kysely<DB>; startAfter?: Date },
+  ): Promise<string | null>;
   /** Throws unless the queue is started and its tables answer. */
   ping(): Promise<void>;
   /** Per queue, jobs waiting now (and the oldest one's age), waiting for a later time, and being worked. */
@@ -80,7 +84,14 @@ export function createJobRunner(deps: {
         };
         pumps.set(
           name,
-          createQueuePump({ boss, name, concurrency: options.concurrency?.[name] ?? 1, pollMs: deps.pollMs, run, logger: deps.logger }),
+          createQueuePump({
+            boss,
+            name,
+            concurrency: options.concurrency?.[name] ?? 1,
+            pollMs: deps.pollMs,
+            run,
+            logger: deps.logger,
+          }),
         );
         deps.bus.subscribe(jobsTopic(name), () => pumps.get(name)?.wake());
         const cron = (jobQueues[name] as { cron?: string }).cron;
@@ -112,7 +123,8 @@ export function createJobRunner(deps: {
            count(*) filter (where state < 'active' and start_after <= now())::int as queued,
            count(*) filter (where state < 'active' and start_after > now())::int as deferred,
            count(*) filter (where state = 'active')::int as active,
-           coalesce(extract(epoch from now() - min(start_after) filter (where state < 'active' and start_after <= now())), 0)::float8 as "oldestQueuedSeconds"
+           coalesce(extract(epoch from now() - min(start_after) filter (where state < 'active' and start_after <= now())),
+             0)::float8 as "oldestQueuedSeconds"
          from ${schema}.job where state < 'completed' group by name`,
       );
       const found = new Map((rows as QueueBacklog[]).map((row) => [row.queue, row]));

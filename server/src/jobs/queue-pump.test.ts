@@ -69,7 +69,11 @@ describe('queue pump', () => {
       await boss.send(name, { key: 'second' });
       pump.wake(); // no free slot now
       handler.finish('first');
-      await eventually('the second job, long before the poll', async () => (handler.running.has('second') ? true : undefined), 5_000);
+      await eventually(
+        'the second job, long before the poll',
+        async () => (handler.running.has('second') ? true : undefined),
+        5_000,
+      );
       handler.finish('second');
     } finally {
       await pump.stop(1000);
@@ -82,7 +86,9 @@ describe('queue pump', () => {
     const failing = await boss.send(name, { key: 'failing', fail: true });
     const handler = controlledHandler();
     const pump = createQueuePump({ boss, name, concurrency: 2, pollMs: 60_000, run: handler.run, logger });
-    await eventually('the failure recorded for a retry', async () => ((await state(name, failing!)) === 'retry' ? true : undefined));
+    await eventually('the failure recorded for a retry', async () =>
+      (await state(name, failing!)) === 'retry' ? true : undefined,
+    );
     const slow = await boss.send(name, { key: 'slow' });
     pump.wake();
     await eventually('the slow job', async () => (handler.running.has('slow') ? true : undefined));

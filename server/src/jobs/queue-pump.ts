@@ -51,7 +51,8 @@ export function createQueuePump(deps: {
     completing = completing.then(() =>
       boss.complete(name, jobs).then(
         () => {},
-        (error: unknown) => deps.logger.error({ err: error, queue: name, count: jobs.length }, 'could not record job completions'),
+        (error: unknown) =>
+          deps.logger.error({ err: error, queue: name, count: jobs.length }, 'could not record job completions'),
       ),
     );
   }

@@ -28,7 +28,8 @@ export function createClientErrorHandler(responseHeaders: Record<string, string>
       const appError = clientErrorOf(error);
       const body = JSON.stringify(appError.toBody());
       socket.write(
-        `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${headerLines}content-type: application/json; charset=utf-8\r\n` +
+        `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${headerLines}content-type: application/json; ` +
+          `charset=utf-8\r\n` +
           `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     }

@@ -62,7 +62,11 @@ export class AppError extends Error {
   readonly details: unknown;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, options: { details?: unknown; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: unknown; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = 'AppError';
     this.code = code;

@@ -16,7 +16,9 @@ export interface GuardedFetchOptions {
   maxResponseBytes: number;
 }
 
-export type GuardedFetch = ((input: string | URL | Request, init?: RequestInit) => Promise<Response>) & { close(): Promise<void> };
+export type GuardedFetch = ((input: string | URL | Request, init?: RequestInit) => Promise<Response>) & {
+  close(): Promise<void>;
+};
 
 export class OutboundRefused extends Error {
   override name = 'OutboundRefused';
@@ -39,7 +41,8 @@ function publicOnlyLookup(hostname: string, options: { all?: boolean }, callback
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
     const blocked = addresses.find(({ address }) => !isPublicAddress(address));
-    if (blocked) return callback(new OutboundRefused(`${hostname} resolves to ${blocked.address}, which is not a public address`), []);
+    if (blocked)
+      return callback(new OutboundRefused(`${hostname} resolves to ${blocked.address}, which is not a public address`), []);
     if (options.all) return callback(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
   });

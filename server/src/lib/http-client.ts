@@ -123,7 +123,8 @@ export function postOnce(
           // A receiver that streams a huge answer loses its connection, not our memory.
           if (readBytes > MAX_READ_BYTES) res.destroy();
         });
-        const done = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
+        const done = () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
         res.on('end', done);
         // Cut off by us (too long an answer: its status stands) or by the deadline or the peer (an error).
         res.on('close', () => {
@@ -133,7 +134,9 @@ export function postOnce(
         });
       },
     );
-    req.on('error', (error) => reject(error.name === 'AbortError' ? new Error(`timed out after ${request.timeoutMs / 1000} s`) : error));
+    req.on('error', (error) =>
+      reject(error.name === 'AbortError' ? new Error(`timed out after ${request.timeoutMs / 1000} s`) : error),
+    );
     req.end(body);
   });
 }

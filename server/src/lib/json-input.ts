@@ -24,7 +24,10 @@ const BACKSLASH = 0x5c;
  * The nesting depth and value count of raw JSON bytes, in one pass that does not parse: what a
  * body would cost is known before paying for it. Malformed input is left to JSON.parse.
  */
-export function jsonShapeProblem(bytes: Uint8Array, limits = { maxDepth: MAX_JSON_DEPTH, maxValues: MAX_JSON_VALUES }): string | undefined {
+export function jsonShapeProblem(
+  bytes: Uint8Array,
+  limits = { maxDepth: MAX_JSON_DEPTH, maxValues: MAX_JSON_VALUES },
+): string | undefined {
   let depth = 0;
   let values = 1;
   let inString = false;
@@ -45,7 +48,11 @@ export function jsonShapeProblem(bytes: Uint8Array, limits = { maxDepth: MAX_JSO
 }
 
 const textProblem = (text: string): string | undefined =>
-  text.includes('\u0000') ? 'contains a NUL character (\\u0000)' : text.isWellFormed() ? undefined : 'contains an unpaired surrogate';
+  text.includes('\u0000')
+    ? 'contains a NUL character (\\u0000)'
+    : text.isWellFormed()
+      ? undefined
+      : 'contains an unpaired surrogate';
 
 interface Visit {
   value: unknown;

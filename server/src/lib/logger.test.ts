@@ -6,7 +6,9 @@ import { loggerOptions, redactUrl } from './logger.ts';
 
 describe('log redaction', () => {
   it('hides OAuth codes and tokens in logged URLs', () => {
-    expect(redactUrl('/auth/idp/callback?code=abc&state=def&x=1')).toBe('/auth/idp/callback?code=%5BREDACTED%5D&state=%5BREDACTED%5D&x=1');
+    expect(redactUrl('/auth/idp/callback?code=abc&state=def&x=1')).toBe(
+      '/auth/idp/callback?code=%5BREDACTED%5D&state=%5BREDACTED%5D&x=1',
+    );
     expect(redactUrl('/auth/me')).toBe('/auth/me');
     expect(redactUrl('/approvals/decide/abcDEF_-123?x=1')).toBe('/approvals/decide/[REDACTED]?x=1');
   });
@@ -30,7 +32,9 @@ describe('log redaction', () => {
     const { logger, text } = captureLog(loggerOptions('info'));
     try {
       // A failing statement whose message does not quote its values (as a constraint's or a cast's may).
-      const failure = await sql`select ${'a-ciphertext-and-hint'} from no_such_table`.execute(database.db).catch((error: unknown) => error);
+      const failure = await sql`select ${'a-ciphertext-and-hint'} from no_such_table`
+        .execute(database.db)
+        .catch((error: unknown) => error);
       logger.error({ err: failure }, 'query failed');
       logger.error({ err: new Error('wrapped', { cause: failure }) }, 'query failed');
     } finally {

@@ -80,7 +80,9 @@ export function createMetrics() {
     }),
     approvalNotifications: new Counter({
       name: 'approval_notifications_total',
-      help: 'Approvers told of staged tool calls, per call, by channel (email) and outcome (sent, not_sent with a reason in the ledger, failed)',
+      help:
+        'Approvers told of staged tool calls, per call, by channel (email) and outcome (sent, not_sent with a reason in ' +
+        'the ledger, failed)',
       labelNames: ['channel', 'outcome'] as const,
       registers: [registry],
     }),

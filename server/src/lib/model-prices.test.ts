@@ -16,6 +16,9 @@ describe('model prices', () => {
     expect(costOf(priceOf(prices, 'openai', 'm'), usage)).toBeCloseTo(2 + 1, 10);
     expect(costOf(undefined, usage)).toBeNull();
     // A provider that reports more cached tokens than input ones is not paid back.
-    expect(costOf({ input: 1, output: 1 }, { inputTokens: 10, outputTokens: 0, cachedInputTokens: 20 })).toBeCloseTo(10 / 1e6, 12);
+    expect(costOf({ input: 1, output: 1 }, { inputTokens: 10, outputTokens: 0, cachedInputTokens: 20 })).toBeCloseTo(
+      10 / 1e6,
+      12,
+    );
   });
 });

@@ -12,7 +12,8 @@ export function finishOpenApiDocument<T extends Json>(document: T): T {
   for (const item of Object.values<Json>(document.paths ?? {})) {
     for (const operation of Object.values<Json>(item)) {
       const body = operation?.requestBody;
-      if (body && Object.values<Json>(body.content ?? {}).some((media) => media.schema?.default !== undefined)) body.required = false;
+      if (body && Object.values<Json>(body.content ?? {}).some((media) => media.schema?.default !== undefined))
+        body.required = false;
       const binary = operation?.['x-binary-response'];
       if (typeof binary === 'string') {
         delete operation['x-binary-response'];
@@ -30,7 +31,11 @@ export function finishOpenApiDocument<T extends Json>(document: T): T {
       dropped = false;
       const text = JSON.stringify(document);
       for (const name of Object.keys(schemas)) {
-        if (name.endsWith('Input') && schemas[name.slice(0, -'Input'.length)] && !text.includes(`"#/components/schemas/${name}"`)) {
+        if (
+          name.endsWith('Input') &&
+          schemas[name.slice(0, -'Input'.length)] &&
+          !text.includes(`"#/components/schemas/${name}"`)
+        ) {
           delete schemas[name];
           dropped = true;
         }

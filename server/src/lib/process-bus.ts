@@ -36,7 +36,8 @@ export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS] | ReturnType
 
 /**
  * Messages between this service's processes: cached data changed (sessions, webhook configs and
- * action rules subscribe per topic), or callbacks are due. With PostgreSQL, messages travel by LISTEN/NOTIFY; after a lost listener
+ * action rules subscribe per topic), or callbacks are due. With PostgreSQL, messages travel by LISTEN/NOTIFY; after a
+ * lost listener
  * connection, subscribers get INVALIDATE_ALL, since messages may have been missed meanwhile.
  */
 export interface ProcessBus {
@@ -116,7 +117,9 @@ export function createProcessBus(options: {
     await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
   };
   const notify = (topic: string) =>
-    void send(topic, '').catch((error: unknown) => options.logger.warn({ err: error, topic }, 'could not signal other processes'));
+    void send(topic, '').catch((error: unknown) =>
+      options.logger.warn({ err: error, topic }, 'could not signal other processes'),
+    );
   const openWindow = (topic: string) => {
     const window: { timer?: NodeJS.Timeout; again: boolean } = { again: false };
     signalWindows.set(topic, window);

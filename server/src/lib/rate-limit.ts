@@ -19,7 +19,9 @@ export interface RateLimiters {
  * processes share one budget per key.
  */
 export function createRateLimiters(options: { redisUrl?: string }): RateLimiters {
-  const redis = options.redisUrl ? new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
+  const redis = options.redisUrl
+    ? new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+    : undefined;
   redis?.on('error', () => {});
   return {
     create({ name, points, durationSeconds }) {

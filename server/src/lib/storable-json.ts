@@ -21,4 +21,5 @@ export function storableJson(value: unknown): { value: unknown; replaced: number
 export const storableText = (text: string): string => text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 
 export const REPLACED_NOTE = (replaced: number) =>
-  `${replaced} character${replaced === 1 ? '' : 's'} of it (NUL or unpaired surrogates) could not be stored and ${replaced === 1 ? 'was' : 'were'} replaced by U+FFFD`;
+  `${replaced} character${replaced === 1 ? '' : 's'} of it (NUL or unpaired surrogates) could not be stored and ` +
+  `${replaced === 1 ? 'was' : 'were'} replaced by U+FFFD`;

@@ -6,7 +6,11 @@ import { captureLog } from '../../test/helpers/log-capture.ts';
 import { createSystemMailer } from './system-mailer.ts';
 
 const silent = pino({ level: 'silent' });
-const mail = { to: 'someone@example.com', subject: 'Reset your password', text: 'Open https://app.example/reset-password?token=abc' };
+const mail = {
+  to: 'someone@example.com',
+  subject: 'Reset your password',
+  text: 'Open https://app.example/reset-password?token=abc',
+};
 
 describe('system mailer over SMTP', () => {
   const received: string[] = [];
@@ -32,7 +36,12 @@ describe('system mailer over SMTP', () => {
 
   it('delivers through nodemailer to the SMTP server of SMTP_URL', async () => {
     const mailer = createSystemMailer(
-      { smtpUrl: `smtp://127.0.0.1:${port}`, apiUrl: 'http://unused', from: 'Agent Platform <no-reply@example.com>', logBodies: false },
+      {
+        smtpUrl: `smtp://127.0.0.1:${port}`,
+        apiUrl: 'http://unused',
+        from: 'Agent Platform <no-reply@example.com>',
+        logBodies: false,
+      },
       silent,
     );
     expect(mailer.transport).toBe('smtp');
@@ -53,10 +62,17 @@ describe('system mailer over the mail provider API', () => {
         silent,
       );
       await mailer.send({ ...mail, idempotencyKey: 'reset-1' });
-      expect(provider.sent[0]).toMatchObject({ to: ['someone@example.com'], subject: 'Reset your password', idempotencyKey: 'reset-1' });
+      expect(provider.sent[0]).toMatchObject({
+        to: ['someone@example.com'],
+        subject: 'Reset your password',
+        idempotencyKey: 'reset-1',
+      });
       provider.failNextRequests(1);
       await expect(mailer.send(mail)).rejects.toThrow(/answered 500/);
-      const wrongKey = createSystemMailer({ apiKey: 'wrong', apiUrl: provider.url, from: 'x@example.com', logBodies: false }, silent);
+      const wrongKey = createSystemMailer(
+        { apiKey: 'wrong', apiUrl: provider.url, from: 'x@example.com', logBodies: false },
+        silent,
+      );
       await expect(wrongKey.send(mail)).rejects.toThrow(/answered 403/);
     } finally {
       await provider.close();

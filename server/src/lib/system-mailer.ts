@@ -60,7 +60,10 @@ export function createSystemMailer(
     async send(mail) {
       // Outside production the log line is the delivery channel; in production it must not carry links.
       const body = options.logBodies ? { text: mail.text } : {};
-      logger.warn({ mail: { to: mail.to, subject: mail.subject, ...body } }, 'MAIL NOT SENT: set SMTP_URL or MAIL_API_KEY to deliver mail');
+      logger.warn(
+        { mail: { to: mail.to, subject: mail.subject, ...body } },
+        'MAIL NOT SENT: set SMTP_URL or MAIL_API_KEY to deliver mail',
+      );
     },
   };
 }

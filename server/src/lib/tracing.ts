@@ -14,7 +14,13 @@ import {
 import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { Metrics } from './metrics.ts';
 
@@ -42,7 +48,11 @@ export function createTracing(config: TracingConfig, metrics: Pick<Metrics, 'spa
   let provider: TracerProvider | undefined;
   let tracer: Tracer = trace.getTracer('agent-platform');
   if (config.tracesUrl) {
-    const exporter = new OTLPTraceExporter({ url: config.tracesUrl, headers: config.headers, timeoutMillis: config.exportTimeoutMs });
+    const exporter = new OTLPTraceExporter({
+      url: config.tracesUrl,
+      headers: config.headers,
+      timeoutMillis: config.exportTimeoutMs,
+    });
     let queued = 0;
     // What the batch processor holds, mirrored: a span it would drop for a full queue is counted here instead.
     const counting: SpanExporter = {

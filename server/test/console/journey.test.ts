@@ -106,7 +106,10 @@ describe('the console: an operator at work', () => {
       await page.getByRole('button', { name: 'Add endpoint' }).first().click();
       await page.getByLabel('Endpoint URL').fill(receiver.url('/console'));
       await page.getByRole('button', { name: 'Add endpoint' }).last().click();
-      await page.getByRole('dialog', { name: 'Callback signing secret' }).getByRole('button', { name: 'I have copied it' }).click();
+      await page
+        .getByRole('dialog', { name: 'Callback signing secret' })
+        .getByRole('button', { name: 'I have copied it' })
+        .click();
       await page.locator(`[data-endpoint-url="${receiver.url('/console')}"]`).waitFor();
       await capture(page, 'webhook-callbacks');
       return { secret, path: new URL(url).pathname, webhook: { verificationScheme: 'wh' as const } };
@@ -161,11 +164,19 @@ describe('the console: an operator at work', () => {
       await capture(page, 'ledger-detail');
     });
 
-    const second = await postEvent(app, webhook, { eventType: 'invoice.requested', externalId: 'inv-2', data: { amount: 99999 } });
+    const second = await postEvent(app, webhook, {
+      eventType: 'invoice.requested',
+      externalId: 'inv-2',
+      data: { amount: 99999 },
+    });
     const secondId = (await second.json()).actionId as string;
     await step(page, 'reject with a reason', async () => {
       await page.getByRole('link', { name: /Approvals/ }).click();
-      await page.getByRole('row').filter({ hasText: 'generateDocument' }).getByRole('button', { name: 'Reject generateDocument' }).click();
+      await page
+        .getByRole('row')
+        .filter({ hasText: 'generateDocument' })
+        .getByRole('button', { name: 'Reject generateDocument' })
+        .click();
       await page.getByLabel('Reason').fill('Amount too large');
       await page.getByRole('dialog').getByRole('button', { name: 'Reject' }).click();
       await page.getByText('Nothing waits for a decision.').waitFor();

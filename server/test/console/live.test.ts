@@ -29,7 +29,8 @@ describe('the console stays current', () => {
     const slug = setup.tenant.org.slug;
     const { actionId } = await (await postEvent(app, setup, { eventType: 'invoice.requested', externalId: 'read-held' })).json();
     await waitForAction(app, { token: setup.tenant.token, org: slug }, actionId, ['pending_approval']);
-    const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${slug}/approvals`, { token: setup.tenant.token })).json()).approvals;
+    const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${slug}/approvals`, { token: setup.tenant.token })).json())
+      .approvals;
 
     const operator = await openConsole(browser);
     const { page } = operator;

@@ -122,7 +122,10 @@ describe('the console: MCP servers', () => {
       const posted = await postEvent(app, target, { eventType: 'refund', data: {} });
       expect(posted.status).toBe(200);
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Approvals' }).click();
-      const row = page.getByRole('table', { name: 'Pending approvals' }).getByRole('row').filter({ hasText: 'orders__refund_order' });
+      const row = page
+        .getByRole('table', { name: 'Pending approvals' })
+        .getByRole('row')
+        .filter({ hasText: 'orders__refund_order' });
       await row.getByText('argument rule 1: /amount gt 100 → ask').waitFor();
       await capture(page, 'mcp-approval');
       expect(orders.sideEffects).toEqual([]);

@@ -20,6 +20,8 @@ export async function waitForAction(
       timeoutMs,
     );
   } catch (error) {
-    throw new Error(`${(error as Error).message}; last: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.execution?.error ?? '')}`);
+    throw new Error(
+      `${(error as Error).message}; last: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.execution?.error ?? '')}`,
+    );
   }
 }

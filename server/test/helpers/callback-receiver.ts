@@ -33,7 +33,13 @@ export async function startCallbackReceiver() {
     } catch {
       event = { type: '(not JSON)', timestamp: '', data: {} };
     }
-    const callback: ReceivedCallback = { path: request.url ?? '/', headers: request.headers, body, event, receivedAt: Date.now() };
+    const callback: ReceivedCallback = {
+      path: request.url ?? '/',
+      headers: request.headers,
+      body,
+      event,
+      receivedAt: Date.now(),
+    };
     received.push(callback);
     const reply = answer(callback);
     callback.status = reply.status ?? 200;

@@ -65,10 +65,16 @@ export async function runEvent(app: TestApp, setup: WebhookSetup, payload: Recor
 
 /** Approves the action's one staged tool call through the API. */
 export async function approveStaged(app: TestApp, setup: WebhookSetup, actionId: string): Promise<void> {
-  const { approvals } = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })).json();
+  const { approvals } = await (
+    await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })
+  ).json();
   const call = approvals.find((candidate: { actionId: string }) => candidate.actionId === actionId);
-  const response = await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${call.toolCallId}/approve`, {
-    token: setup.tenant.token,
-  });
+  const response = await app.request(
+    'POST',
+    `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${call.toolCallId}/approve`,
+    {
+      token: setup.tenant.token,
+    },
+  );
   expect(response.status).toBe(200);
 }

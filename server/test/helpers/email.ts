@@ -18,7 +18,8 @@ export async function setUpEmailOrg(
 ) {
   const tenant = await createTenant(app);
   const { token, org } = tenant;
-  const api = async (method: string, path: string, body?: unknown) => app.request(method, `/orgs/${org.slug}${path}`, { token, body });
+  const api = async (method: string, path: string, body?: unknown) =>
+    app.request(method, `/orgs/${org.slug}${path}`, { token, body });
   const apiKey = `re_${randomUUID()}`;
   const domain = `${randomUUID().slice(0, 8)}.example.com`;
   provider.addKey(apiKey, { domains: [{ name: domain }] });
@@ -54,6 +55,7 @@ export async function setUpEmailOrg(
     inbox: inbox as { id: string; emailAddress: string; displayName: string },
     webhook,
     /** Posts a notification signed with this org's secret (or as `options` say). */
-    notify: (event: unknown, options?: Parameters<typeof postSignedNotification>[2]) => postSignedNotification(webhook, event, options),
+    notify: (event: unknown, options?: Parameters<typeof postSignedNotification>[2]) =>
+      postSignedNotification(webhook, event, options),
   };
 }

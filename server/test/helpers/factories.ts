@@ -11,7 +11,10 @@ export const uniqueEmail = (prefix = 'user') => `${prefix}-${randomUUID().slice(
 export const uniqueSlug = (prefix = 'org') => `${prefix}-${randomUUID().slice(0, 8)}`;
 
 /** A user with DEFAULT_PASSWORD (hashed once per file: cost-12 hashes are slow on purpose). */
-export async function createUser(app: TestApp, options: { role?: UserRole; email?: string; org?: string } = {}): Promise<UserRow> {
+export async function createUser(
+  app: TestApp,
+  options: { role?: UserRole; email?: string; org?: string } = {},
+): Promise<UserRow> {
   defaultHash ??= bcrypt.hash(DEFAULT_PASSWORD, Number(app.container.config.passwordHashCost));
   const email = options.email ?? uniqueEmail();
   const user = await usersRepo.insert(app.container.db, {

@@ -41,7 +41,8 @@ export async function startFakeCodehost(options: { clientId: string; clientSecre
         return sendJson(response, 200, { error: 'incorrect_client_credentials' });
       const grant = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? '');
-      if (!grant || grant.redirectUri !== form.get('redirect_uri')) return sendJson(response, 200, { error: 'bad_verification_code' });
+      if (!grant || grant.redirectUri !== form.get('redirect_uri'))
+        return sendJson(response, 200, { error: 'bad_verification_code' });
       const verifier = form.get('code_verifier') ?? '';
       if (grant.challenge && createHash('sha256').update(verifier).digest('base64url') !== grant.challenge) {
         return sendJson(response, 200, { error: 'bad_verification_code', error_description: 'PKCE verification failed' });

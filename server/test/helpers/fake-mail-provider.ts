@@ -107,7 +107,10 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
   const requests: Array<{ method: string; url: string; userAgent?: string }> = [];
   const byIdempotencyKey = new Map<string, { body: string; email: SentEmail }>();
   const received = new Map<string, FakeInbound & { id: string; messageId: string; createdAt: string; attachmentIds: string[] }>();
-  const attachments = new Map<string, { emailId: string; filename: string; contentType: string; content: Buffer; token: string }>();
+  const attachments = new Map<
+    string,
+    { emailId: string; filename: string; contentType: string; content: Buffer; token: string }
+  >();
   const attachmentJson = (id: string) => {
     const attachment = attachments.get(id)!;
     return {
@@ -159,7 +162,8 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         failure.headers,
       );
     if (request.method === 'GET' && request.url === '/domains') {
-      if (account.restricted) return refuse(response, 401, 'restricted_api_key', 'This API key is restricted to only send emails');
+      if (account.restricted)
+        return refuse(response, 401, 'restricted_api_key', 'This API key is restricted to only send emails');
       return sendJson(response, 200, {
         object: 'list',
         has_more: false,
@@ -177,7 +181,8 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     const receiving = path.match(/^\/emails\/receiving\/([\w-]+)(?:\/attachments(?:\/([\w-]+))?)?$/);
     if (request.method === 'GET' && receiving) {
       if (!receiving[2] && !request.url!.includes('/attachments')) await holdIf('fetch-received');
-      if (account.restricted) return refuse(response, 401, 'restricted_api_key', 'This API key is restricted to only send emails');
+      if (account.restricted)
+        return refuse(response, 401, 'restricted_api_key', 'This API key is restricted to only send emails');
       const email = received.get(receiving[1]!);
       if (!email) return refuse(response, 404, 'not_found', 'Email not found');
       if (receiving[2]) {

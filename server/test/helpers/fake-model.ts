@@ -22,7 +22,12 @@ export interface ScriptedUsage {
 }
 export type ScriptedReply =
   | { text: string; delayMs?: number; usage?: ScriptedUsage }
-  | { toolCalls: Array<{ name: string; arguments: unknown; id?: string }>; text?: string; delayMs?: number; usage?: ScriptedUsage }
+  | {
+      toolCalls: Array<{ name: string; arguments: unknown; id?: string }>;
+      text?: string;
+      delayMs?: number;
+      usage?: ScriptedUsage;
+    }
   | { error: { status: number; message: string }; delayMs?: number };
 
 export type Script = (request: ChatRequest) => ScriptedReply | Promise<ScriptedReply>;
@@ -67,7 +72,8 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
     const reply = await script(chat);
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (response.destroyed) return;
-    if ('error' in reply) return sendJson(response, reply.error.status, { error: { message: reply.error.message, type: 'server_error' } });
+    if ('error' in reply)
+      return sendJson(response, reply.error.status, { error: { message: reply.error.message, type: 'server_error' } });
     const toolCalls = 'toolCalls' in reply ? reply.toolCalls : [];
     const usage = reply.usage ?? { prompt: 10, completion: 5 };
     sendJson(response, 200, {
@@ -114,7 +120,12 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
       script = next;
     },
     /** The environment that points the server's default provider at this model. */
-    env: { MODEL_PROVIDER: 'openai-compatible', MODEL_BASE_URL: `${server.url}/v1`, MODEL_API_KEY: apiKey, MODEL_NAME: 'scripted-model' },
+    env: {
+      MODEL_PROVIDER: 'openai-compatible',
+      MODEL_BASE_URL: `${server.url}/v1`,
+      MODEL_API_KEY: apiKey,
+      MODEL_NAME: 'scripted-model',
+    },
     close: server.close,
   };
 }

@@ -21,7 +21,9 @@ export async function freePort(): Promise<number> {
 }
 
 /** A real HTTP server on loopback, for playing an outside service in a test. */
-export async function startLoopbackServer(handler: (request: IncomingMessage, response: ServerResponse, body: string) => unknown) {
+export async function startLoopbackServer(
+  handler: (request: IncomingMessage, response: ServerResponse, body: string) => unknown,
+) {
   const server: Server = createServer((request, response) => {
     let body = '';
     request.setEncoding('utf8');

@@ -92,9 +92,13 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
         await new Promise((resolve) => setTimeout(resolve, args.ms));
         return { content: [{ type: 'text', text: 'done' }] };
       }),
-      server.registerTool('huge', { description: 'Returns many bytes', inputSchema: z.object({ bytes: z.number() }) }, async (args) => ({
-        content: [{ type: 'text', text: 'x'.repeat(args.bytes) }],
-      })),
+      server.registerTool(
+        'huge',
+        { description: 'Returns many bytes', inputSchema: z.object({ bytes: z.number() }) },
+        async (args) => ({
+          content: [{ type: 'text', text: 'x'.repeat(args.bytes) }],
+        }),
+      ),
     ];
     const names = ['refund_order', 'lookup_order', 'set_status', 'fail', 'slow', 'huge'];
     for (const [index, tool] of tools.entries()) if (removed.has(names[index]!)) tool.remove();
@@ -123,7 +127,9 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
     requests.total++;
     const metadataPath = '/.well-known/oauth-protected-resource/mcp';
     if (issuer && req.url === metadataPath) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: url, authorization_servers: [issuer] }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ resource: url, authorization_servers: [issuer] }));
       return;
     }
     if (bearerToken && req.headers.authorization !== `Bearer ${bearerToken}`) {

@@ -5,7 +5,11 @@ import type { TestApp } from './test-app.ts';
  * Drives a browser's OAuth round trip: our start route, the provider's authorize redirect, and our
  * callback with the cookies the start route set. Returns the callback's response.
  */
-export async function runOAuthLogin(app: TestApp, provider: 'codehost' | 'idp', tamper: { state?: string; dropCookies?: boolean } = {}) {
+export async function runOAuthLogin(
+  app: TestApp,
+  provider: 'codehost' | 'idp',
+  tamper: { state?: string; dropCookies?: boolean } = {},
+) {
   const start = await app.request('GET', `/auth/${provider}`);
   if (start.status !== 302) return { start, callback: undefined };
   const cookies = setCookies(start);

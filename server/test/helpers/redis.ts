@@ -16,6 +16,7 @@ export async function redisAvailable(): Promise<boolean> {
   } finally {
     client.disconnect();
   }
-  if (!reachable && process.env.REQUIRE_REDIS === '1') throw new Error(`REQUIRE_REDIS=1 but Redis at ${testRedisUrl} is not reachable`);
+  if (!reachable && process.env.REQUIRE_REDIS === '1')
+    throw new Error(`REQUIRE_REDIS=1 but Redis at ${testRedisUrl} is not reachable`);
   return reachable;
 }

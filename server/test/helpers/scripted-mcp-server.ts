@@ -44,10 +44,16 @@ export async function startScriptedMcpServer(options: ScriptedMcpServerOptions) 
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', async () => {
-      const message = JSON.parse(body) as { id?: number; method: string; params?: { cursor?: string; name?: string; arguments?: unknown } };
+      const message = JSON.parse(body) as {
+        id?: number;
+        method: string;
+        params?: { cursor?: string; name?: string; arguments?: unknown };
+      };
       if (message.id === undefined) return void res.writeHead(202).end();
       const send = (resultJson: string) =>
-        res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${message.id},"result":${resultJson}}`);
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(`{"jsonrpc":"2.0","id":${message.id},"result":${resultJson}}`);
       if (message.method === 'initialize') {
         return send(
           JSON.stringify({
@@ -62,7 +68,9 @@ export async function startScriptedMcpServer(options: ScriptedMcpServerOptions) 
         await listHold;
         const start = Number(message.params?.cursor ?? 0);
         const next = start + pageSize < options.tools.length ? String(start + pageSize) : undefined;
-        return send(JSON.stringify({ tools: options.tools.slice(start, start + pageSize), ...(next ? { nextCursor: next } : {}) }));
+        return send(
+          JSON.stringify({ tools: options.tools.slice(start, start + pageSize), ...(next ? { nextCursor: next } : {}) }),
+        );
       }
       if (message.method === 'tools/call' && options.answer) {
         const call = { name: message.params?.name ?? '', arguments: message.params?.arguments };

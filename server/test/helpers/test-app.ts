@@ -79,7 +79,8 @@ export async function startTestApp(
       return fetch(`${baseUrl}${path}`, {
         method,
         headers,
-        body: options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body),
+        body:
+          options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body),
         redirect: options.redirect ?? 'manual',
       });
     },

@@ -38,9 +38,13 @@ export async function createTestDatabase(): Promise<Database> {
 }
 
 /** A new PostgreSQL database on TEST_DATABASE_URL's server (empty, or a copy of `template`), and how to drop it. */
-export async function createTestDatabaseUrl(options: { template?: string } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function createTestDatabaseUrl(
+  options: { template?: string } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = process.env.TEST_DATABASE_URL!;
   const name = uniqueDatabaseName('ap_test');
-  await withAdmin(adminUrl, (client) => client.query(`create database ${name}${options.template ? ` template ${options.template}` : ''}`));
+  await withAdmin(adminUrl, (client) =>
+    client.query(`create database ${name}${options.template ? ` template ${options.template}` : ''}`),
+  );
   return { url: databaseUrl(adminUrl, name), drop: () => dropDatabase(adminUrl, name) };
 }

@@ -38,7 +38,14 @@ export async function setupWebhook(
   });
   if (created.status !== 201) throw new Error(`webhook not created: ${created.status} ${await created.text()}`);
   const body = await created.json();
-  return { tenant, agentId: agent.id, ruleId: actionRule.id, webhook: body.webhook, secret: body.secret, path: new URL(body.url).pathname };
+  return {
+    tenant,
+    agentId: agent.id,
+    ruleId: actionRule.id,
+    webhook: body.webhook,
+    secret: body.secret,
+    path: new URL(body.url).pathname,
+  };
 }
 
 /** Posts a payload signed for the webhook's scheme (or as told). */

@@ -38,7 +38,9 @@ export function AgentsPage() {
   const saveRule = useMutation({
     mutationFn: ({ id, values }: { id?: string; values: RuleValues }) =>
       id
-        ? unwrap(api.PATCH('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } }, body: toRuleBody(values) }))
+        ? unwrap(
+            api.PATCH('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } }, body: toRuleBody(values) }),
+          )
         : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path }, body: toRuleBody(values) })),
     onSuccess: () => done('Rule saved'),
     onError: failed('Rule not saved'),

@@ -15,7 +15,10 @@ export const argumentRuleField = z.object({
 export type ArgumentRuleField = z.infer<typeof argumentRuleField>;
 type ArgumentRule = Omit<ArgumentRuleField, 'value'> & { value?: unknown };
 
-/** The text typed as the API's value: JSON when it parses (100, "x", ["a","b"], true), else the text itself; nothing for an empty `exists`. */
+/**
+ * The text typed as the API's value: JSON when it parses (100, "x", ["a","b"], true), else the text
+ * itself; nothing for an empty `exists`.
+ */
 export function ruleValue(rule: ArgumentRuleField): ArgumentRule {
   const { value, ...rest } = rule;
   if (value.trim() === '') return rest;
@@ -28,7 +31,12 @@ export function ruleValue(rule: ArgumentRuleField): ArgumentRule {
 
 export const ruleField = (rule: ArgumentRule): ArgumentRuleField => ({
   ...rule,
-  value: rule.value === undefined ? '' : typeof rule.value === 'string' && rule.op === 'matches' ? rule.value : JSON.stringify(rule.value),
+  value:
+    rule.value === undefined
+      ? ''
+      : typeof rule.value === 'string' && rule.op === 'matches'
+        ? rule.value
+        : JSON.stringify(rule.value),
 });
 
 type WithArgumentRules = { argumentRules: ArgumentRuleField[] };
@@ -50,8 +58,8 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
         Argument rules
       </Text>
       <Text size="xs" c="dimmed">
-        A call whose arguments match is at least this strict (deny &gt; ask &gt; agent &gt; allow): for instance refund_order, /amount, gt,
-        100, ask. Values are JSON (100, "EUR", ["a","b"]); matches takes a regular expression.
+        A call whose arguments match is at least this strict (deny &gt; ask &gt; agent &gt; allow): for instance refund_order,
+        /amount, gt, 100, ask. Values are JSON (100, "EUR", ["a","b"]); matches takes a regular expression.
       </Text>
       {fields.map((field, index) => {
         const errors = props.errors?.[index];
@@ -104,17 +112,33 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
               control={control}
               name={`argumentRules.${index}.mode`}
               render={({ field: mode }) => (
-                <SegmentedControl size="xs" aria-label="Mode" data={['ask', 'deny']} value={mode.value} onChange={mode.onChange} />
+                <SegmentedControl
+                  size="xs"
+                  aria-label="Mode"
+                  data={['ask', 'deny']}
+                  value={mode.value}
+                  onChange={mode.onChange}
+                />
               )}
             />
-            <ActionIcon variant="subtle" color="red" aria-label={`Remove argument rule ${index + 1}`} onClick={() => remove(index)} mt={4}>
+            <ActionIcon
+              variant="subtle"
+              color="red"
+              aria-label={`Remove argument rule ${index + 1}`}
+              onClick={() => remove(index)}
+              mt={4}
+            >
               ✕
             </ActionIcon>
           </Group>
         );
       })}
       <Group>
-        <Button size="compact-sm" variant="light" onClick={() => append({ tool: '', path: '/', op: 'gt', value: '', mode: 'ask' })}>
+        <Button
+          size="compact-sm"
+          variant="light"
+          onClick={() => append({ tool: '', path: '/', op: 'gt', value: '', mode: 'ask' })}
+        >
           Add argument rule
         </Button>
       </Group>

@@ -35,7 +35,8 @@ export const emptyRule: RuleValues = {
   approverIds: [],
   notifyEmail: false,
 };
-type ActionRule = paths['/orgs/{org}/action-rules']['get']['responses'][200]['content']['application/json']['actionRules'][number];
+type ActionRule =
+  paths['/orgs/{org}/action-rules']['get']['responses'][200]['content']['application/json']['actionRules'][number];
 /** A saved rule as the form edits it. */
 export const ruleValues = ({ approvers, notify, ...rule }: ActionRule): RuleValues => ({
   ...rule,
@@ -50,7 +51,8 @@ export const toRuleBody = ({ allAdmins, approverIds, notifyEmail, ...values }: R
 });
 
 const MODE_HELP =
-  'allow: runs at once · ask: waits for a human · agent: the agent decides, and anything but an explicit "no approval needed" waits';
+  'allow: runs at once · ask: waits for a human · ' +
+  'agent: the agent decides, and anything but an explicit "no approval needed" waits';
 
 /** An action rule: which agent acts, with what instructions, and the approval mode of each tool (spec 2.7). */
 export function RuleForm(props: {

@@ -81,7 +81,12 @@ export function ApprovalsPage() {
                 </Table.Td>
                 <Table.Td>{approval.expiresAt ? relativeTime(approval.expiresAt, now) : 'no deadline'}</Table.Td>
                 <Table.Td>
-                  <ApprovalButtons org={org} actionId={approval.actionId} toolCallId={approval.toolCallId} toolName={approval.toolName} />
+                  <ApprovalButtons
+                    org={org}
+                    actionId={approval.actionId}
+                    toolCallId={approval.toolCallId}
+                    toolName={approval.toolName}
+                  />
                 </Table.Td>
               </Table.Tr>
             ))}

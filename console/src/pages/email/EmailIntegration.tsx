@@ -24,7 +24,10 @@ const toBody = (values: IntegrationValues) => ({ ...values, fromName: values.fro
 export function EmailIntegration({ org }: { org: string }) {
   const queryClient = useQueryClient();
   const queryKey = [...keys.org(org), 'email-integration'];
-  const current = useQuery({ queryKey, queryFn: () => unwrap(api.GET('/orgs/{org}/email/integration', { params: { path: { org } } })) });
+  const current = useQuery({
+    queryKey,
+    queryFn: () => unwrap(api.GET('/orgs/{org}/email/integration', { params: { path: { org } } })),
+  });
   const form = useForm<IntegrationValues>({
     resolver: zodResolver(integrationSchema),
     defaultValues: { apiKey: '', fromEmail: '', fromName: '', webhookSecret: '' },
@@ -78,7 +81,11 @@ export function EmailIntegration({ org }: { org: string }) {
             <Button type="submit" variant="default" loading={test.isPending}>
               Test connection
             </Button>
-            <Button disabled={!test.data?.ok} loading={save.isPending} onClick={form.handleSubmit((values) => save.mutate(values))}>
+            <Button
+              disabled={!test.data?.ok}
+              loading={save.isPending}
+              onClick={form.handleSubmit((values) => save.mutate(values))}
+            >
               Save
             </Button>
           </Group>

@@ -42,7 +42,8 @@ export function EmailThreadPage() {
                 </Text>
                 <Text size="xs" c="dimmed">
                   to {message.to.join(', ')}
-                  {message.cc.length > 0 ? `, cc ${message.cc.join(', ')}` : ''} · {formatTime(message.sentAt ?? message.createdAt)}
+                  {message.cc.length > 0 ? `, cc ${message.cc.join(', ')}` : ''} ·{' '}
+                  {formatTime(message.sentAt ?? message.createdAt)}
                 </Text>
               </Stack>
               <Group gap="xs">
@@ -73,7 +74,11 @@ export function EmailThreadPage() {
               <Group gap="xs">
                 {message.attachments.map((attachment) =>
                   attachment.status === 'stored' || attachment.status === 'attached' ? (
-                    <Anchor key={attachment.id} size="sm" href={`/orgs/${encodeURIComponent(org)}/email/attachments/${attachment.id}`}>
+                    <Anchor
+                      key={attachment.id}
+                      size="sm"
+                      href={`/orgs/${encodeURIComponent(org)}/email/attachments/${attachment.id}`}
+                    >
                       {attachment.filename} ({kilobytes(attachment.sizeBytes)})
                     </Anchor>
                   ) : (

@@ -31,7 +31,12 @@ export function Inboxes({ org }: { org: string }) {
   });
   const assign = useMutation({
     mutationFn: (input: { inboxId: string; agentId: string; isPrimary: boolean; autoRespond: boolean }) =>
-      unwrap(api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', { params: { path: { org, inboxId: input.inboxId } }, body: input })),
+      unwrap(
+        api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', {
+          params: { path: { org, inboxId: input.inboxId } },
+          body: input,
+        }),
+      ),
     onError: failed('Not assigned'),
     onSettled: refresh,
   });
@@ -86,7 +91,12 @@ export function Inboxes({ org }: { org: string }) {
 }
 
 interface InboxCardProps {
-  inbox: { id: string; emailAddress: string; displayName: string; agents: { agentId: string; isPrimary: boolean; autoRespond: boolean }[] };
+  inbox: {
+    id: string;
+    emailAddress: string;
+    displayName: string;
+    agents: { agentId: string; isPrimary: boolean; autoRespond: boolean }[];
+  };
   agentOptions: { value: string; label: string }[];
   agentName: (id: string) => string;
   onAssign: (agentId: string, isPrimary: boolean, autoRespond: boolean) => void;

@@ -16,7 +16,8 @@ export function Suppressions({ org, canRemove }: { org: string; canRemove: boole
     queryFn: () => unwrap(api.GET('/orgs/{org}/email/suppressions', { params: { path: { org }, query: { limit: 200 } } })),
   });
   const remove = useMutation({
-    mutationFn: (address: string) => unwrap(api.DELETE('/orgs/{org}/email/suppressions/{address}', { params: { path: { org, address } } })),
+    mutationFn: (address: string) =>
+      unwrap(api.DELETE('/orgs/{org}/email/suppressions/{address}', { params: { path: { org, address } } })),
     onError: (error) => notifications.show({ color: 'red', title: 'Not removed', message: error.message }),
     onSettled: () => void queryClient.invalidateQueries({ queryKey }),
   });

@@ -9,7 +9,8 @@ import { keys } from '../../lib/queries';
 function ReplayCallback({ org, deliveryId }: { org: string; deliveryId: string }) {
   const queryClient = useQueryClient();
   const replay = useMutation({
-    mutationFn: () => unwrap(api.POST('/orgs/{org}/callback-deliveries/{deliveryId}/replay', { params: { path: { org, deliveryId } } })),
+    mutationFn: () =>
+      unwrap(api.POST('/orgs/{org}/callback-deliveries/{deliveryId}/replay', { params: { path: { org, deliveryId } } })),
     onSuccess: () => notifications.show({ color: 'green', message: 'Callback queued again' }),
     onError: (error) => notifications.show({ color: 'red', title: 'Replay refused', message: error.message }),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: keys.org(org) }),

@@ -40,7 +40,8 @@ export function LedgerDetailPage() {
     queryFn: () => unwrap(api.GET('/orgs/{org}/ledger/{id}', { params: { path: { org, id } } })),
   });
   const replay = useMutation({
-    mutationFn: (eventId: string) => unwrap(api.POST('/orgs/{org}/deliveries/{eventId}/replay', { params: { path: { org, eventId } } })),
+    mutationFn: (eventId: string) =>
+      unwrap(api.POST('/orgs/{org}/deliveries/{eventId}/replay', { params: { path: { org, eventId } } })),
     onSuccess: (result) => {
       notifications.show({ color: 'green', message: `Replayed: ${result.status}${result.reason ? ` (${result.reason})` : ''}` });
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
@@ -92,8 +93,11 @@ export function LedgerDetailPage() {
           <Field label="Agent">{agents?.find((agent) => agent.id === execution?.agentId)?.name ?? execution?.agentId}</Field>
           {execution && (
             <Field label="Model usage">
-              {`${execution.usage.calls} calls, ${new Intl.NumberFormat('en').format(execution.usage.totalTokens)} tokens, ${usd(execution.usage.costUsd)}`}
-              {execution.usage.unpricedCalls > 0 && execution.usage.costUsd !== null ? ` (+${execution.usage.unpricedCalls} unpriced)` : ''}
+              {`${execution.usage.calls} calls, ${new Intl.NumberFormat('en').format(execution.usage.totalTokens)} tokens, `}
+              {usd(execution.usage.costUsd)}
+              {execution.usage.unpricedCalls > 0 && execution.usage.costUsd !== null
+                ? ` (+${execution.usage.unpricedCalls} unpriced)`
+                : ''}
             </Field>
           )}
         </SimpleGrid>

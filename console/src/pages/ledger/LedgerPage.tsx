@@ -26,13 +26,16 @@ export function LedgerPage() {
   const filters = useSearch({ from: '/signed-in/o/$org/admin/ledger' });
   const navigate = useNavigate({ from: '/o/$org/ledger' });
   const webhooks = useWebhookOptions(org);
-  const setFilter = (patch: Partial<LedgerFilters>) => void navigate({ search: (previous) => ({ ...previous, ...patch }), replace: true });
+  const setFilter = (patch: Partial<LedgerFilters>) =>
+    void navigate({ search: (previous) => ({ ...previous, ...patch }), replace: true });
   const setText = useDebouncedCallback((patch: Partial<LedgerFilters>) => setFilter(patch), 300);
 
   const ledger = useInfiniteQuery({
     queryKey: [...keys.ledger(org), filters],
     queryFn: ({ pageParam }) =>
-      unwrap(api.GET('/orgs/{org}/ledger', { params: { path: { org }, query: { ...filters, limit: PAGE_SIZE, cursor: pageParam } } })),
+      unwrap(
+        api.GET('/orgs/{org}/ledger', { params: { path: { org }, query: { ...filters, limit: PAGE_SIZE, cursor: pageParam } } }),
+      ),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (page) => page.nextCursor ?? undefined,
   });
@@ -74,7 +77,7 @@ export function LedgerPage() {
           clearable
           data={STATUSES}
           value={filters.status ?? null}
-          onChange={(value) => setFilter({ status: value ?? undefined })}
+          onChange={(value) => setFilter({ status: (value as LedgerFilters['status']) ?? undefined })}
           w={170}
         />
         <Select

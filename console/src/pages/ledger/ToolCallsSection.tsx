@@ -8,7 +8,12 @@ import { WhyWaits } from '../../components/WhyWaits';
 import { formatTime } from '../../lib/format';
 import { membersQuery } from '../../lib/queries';
 
-const CHANNEL_LABELS = { console: 'the console', api: 'the API', email_link: 'an email link', email_reply: 'an email reply' } as const;
+const CHANNEL_LABELS = {
+  console: 'the console',
+  api: 'the API',
+  email_link: 'an email link',
+  email_reply: 'an email reply',
+} as const;
 
 /** The agent's tool calls: what it asked, how each was decided, what it got back. */
 export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; actionId: string; toolCalls: ToolCall[] }) {
@@ -50,7 +55,11 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                   <JsonBlock value={call.input} maxHeight={160} label={`Input of ${call.toolName}`} />
                 </Table.Td>
                 <Table.Td maw={320}>
-                  {call.output === null ? '—' : <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} />}
+                  {call.output === null ? (
+                    '—'
+                  ) : (
+                    <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} />
+                  )}
                 </Table.Td>
                 <Table.Td>
                   <Notified notifications={call.notifications} who={who} />
@@ -93,10 +102,15 @@ function Notified({ notifications, who }: { notifications: ToolCall['notificatio
   return (
     <Stack gap={0} mb={4}>
       {notifications.map((notification) => (
-        <Text key={`${notification.userId}-${notification.channel}`} size="xs" c={notification.status === 'sent' ? 'dimmed' : 'red.9'}>
+        <Text
+          key={`${notification.userId}-${notification.channel}`}
+          size="xs"
+          c={notification.status === 'sent' ? 'dimmed' : 'red.9'}
+        >
           {notification.status === 'sent'
             ? `emailed ${notification.address ?? who(notification.userId)}, ${formatTime(notification.at)}`
-            : `not emailed ${notification.address ?? who(notification.userId)} (${notification.status}): ${notification.reason ?? 'sending'}`}
+            : `not emailed ${notification.address ?? who(notification.userId)} (${notification.status}): ` +
+              (notification.reason ?? 'sending')}
         </Text>
       ))}
     </Stack>

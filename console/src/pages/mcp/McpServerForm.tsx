@@ -22,12 +22,23 @@ const serverSchema = z
     message: 'The client id and secret',
   });
 type ServerValues = z.infer<typeof serverSchema>;
-const empty: ServerValues = { name: '', url: '', headers: [], oauth: false, clientId: '', clientSecret: '', scope: '', issuer: '' };
+const empty: ServerValues = {
+  name: '',
+  url: '',
+  headers: [],
+  oauth: false,
+  clientId: '',
+  clientSecret: '',
+  scope: '',
+  issuer: '',
+};
 
 const toBody = (values: ServerValues) => ({
   name: values.name,
   url: values.url,
-  headers: Object.fromEntries(values.headers.filter((header) => header.name.trim()).map((header) => [header.name.trim(), header.value])),
+  headers: Object.fromEntries(
+    values.headers.filter((header) => header.name.trim()).map((header) => [header.name.trim(), header.value]),
+  ),
   auth: values.oauth
     ? {
         type: 'client_credentials' as const,
@@ -50,7 +61,8 @@ export function McpServerForm({ org, onSaved }: { org: string; onSaved: () => vo
   const oauth = form.watch('oauth');
   const path = { org };
   const test = useMutation({
-    mutationFn: (values: ServerValues) => unwrap(api.POST('/orgs/{org}/mcp-servers/test', { params: { path }, body: toBody(values) })),
+    mutationFn: (values: ServerValues) =>
+      unwrap(api.POST('/orgs/{org}/mcp-servers/test', { params: { path }, body: toBody(values) })),
   });
   const save = useMutation({
     mutationFn: (values: ServerValues) => unwrap(api.POST('/orgs/{org}/mcp-servers', { params: { path }, body: toBody(values) })),
@@ -69,7 +81,12 @@ export function McpServerForm({ org, onSaved }: { org: string; onSaved: () => vo
             {...form.register('name')}
             error={errors.name?.message}
           />
-          <TextInput label="URL" placeholder="https://orders.example.com/mcp" {...form.register('url')} error={errors.url?.message} />
+          <TextInput
+            label="URL"
+            placeholder="https://orders.example.com/mcp"
+            {...form.register('url')}
+            error={errors.url?.message}
+          />
         </Group>
         <Stack gap={4}>
           <Text size="sm" fw={500}>
@@ -93,7 +110,12 @@ export function McpServerForm({ org, onSaved }: { org: string; onSaved: () => vo
                 {...form.register(`headers.${index}.value`)}
                 style={{ flex: 1 }}
               />
-              <ActionIcon variant="subtle" color="red" aria-label={`Remove header ${index + 1}`} onClick={() => headers.remove(index)}>
+              <ActionIcon
+                variant="subtle"
+                color="red"
+                aria-label={`Remove header ${index + 1}`}
+                onClick={() => headers.remove(index)}
+              >
                 ✕
               </ActionIcon>
             </Group>

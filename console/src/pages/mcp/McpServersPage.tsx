@@ -58,8 +58,8 @@ export function McpServersPage() {
         <Button onClick={() => setAdding(true)}>Connect a server</Button>
       </Group>
       <Text size="sm" c="dimmed">
-        The organization's own systems as tools. Agents are given them like built-in tools, under the same approval modes; a call to a tool
-        that is neither read-only nor idempotent is never repeated after a crash without a human.
+        The organization's own systems as tools. Agents are given them like built-in tools, under the same approval modes; a call
+        to a tool that is neither read-only nor idempotent is never repeated after a crash without a human.
       </Text>
       {servers.error && <QueryError error={servers.error} />}
       {servers.data?.length === 0 && <EmptyState>No MCP servers yet.</EmptyState>}

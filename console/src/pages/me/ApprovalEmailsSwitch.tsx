@@ -20,7 +20,10 @@ export function ApprovalEmailsSwitch({ enabled }: { enabled: boolean }) {
     <Card withBorder>
       <Switch
         label="Approval emails"
-        description="When a rule notifies by email, send me its approval requests (with Approve and Reject links). Off: I decide in the console."
+        description={
+          'When a rule notifies by email, send me its approval requests (with Approve and Reject links). ' +
+          'Off: I decide in the console.'
+        }
         checked={moving ?? enabled}
         onChange={(event) => {
           setMoving(event.currentTarget.checked);

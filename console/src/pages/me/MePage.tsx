@@ -18,10 +18,15 @@ export function MePage() {
   const { data: orgs = [] } = useQuery(orgsQuery);
   const { data: tools = [] } = useQuery({ ...toolsQuery(orgs[0]?.slug ?? ''), enabled: orgs.length > 0 });
   const denied = new Set(
-    preferences.data?.preferences.filter((preference) => preference.preference === 'always_deny').map((preference) => preference.toolName),
+    preferences.data?.preferences
+      .filter((preference) => preference.preference === 'always_deny')
+      .map((preference) => preference.toolName),
   );
   const toolNames = [
-    ...new Set([...tools.map((tool) => tool.name), ...(preferences.data?.preferences.map((preference) => preference.toolName) ?? [])]),
+    ...new Set([
+      ...tools.map((tool) => tool.name),
+      ...(preferences.data?.preferences.map((preference) => preference.toolName) ?? []),
+    ]),
   ];
   // Optimistic: a switch moves at once (set in the click's own render), and back if saving fails.
   const [moving, setMoving] = useState<Record<string, boolean>>({});

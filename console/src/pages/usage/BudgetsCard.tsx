@@ -34,7 +34,11 @@ function BudgetLine({ name, status }: { name: string; status: Status }) {
           {limits.join(', ')} this {budget.period}; then it {budget.onExceed === 'pause' ? 'pauses for approval' : 'fails'}
         </Text>
       </Group>
-      <Progress value={used} color={used >= 100 ? 'red.8' : used >= 80 ? 'orange.9' : 'blue.7'} aria-label={`${name}: ${used}% used`} />
+      <Progress
+        value={used}
+        color={used >= 100 ? 'red.8' : used >= 80 ? 'orange.9' : 'blue.7'}
+        aria-label={`${name}: ${used}% used`}
+      />
       <Text size="xs" c="dimmed">
         Starts again {formatTime(status.periodEnd)}
       </Text>

@@ -23,7 +23,8 @@ const RANGES = [
 
 const tokens = (value: number) => new Intl.NumberFormat('en').format(value);
 /** A group's value on the chart: its priced cost, or its tokens. */
-const measured = (totals: Totals, measure: Measure) => (measure === 'cost' ? Number((totals.costUsd ?? 0).toFixed(6)) : totals.totalTokens);
+const measured = (totals: Totals, measure: Measure) =>
+  measure === 'cost' ? Number((totals.costUsd ?? 0).toFixed(6)) : totals.totalTokens;
 
 function useUsage(org: string, days: number, groupBy: 'day' | 'agent') {
   // Whole UTC days, today included: the same range for both groupings, and a key that stays put.
@@ -94,7 +95,9 @@ export function UsagePage() {
           <Stat
             label="Cost"
             value={usd(totals.costUsd)}
-            note={totals.unpricedCalls > 0 ? `${totals.unpricedCalls} calls of models without a price are not counted` : undefined}
+            note={
+              totals.unpricedCalls > 0 ? `${totals.unpricedCalls} calls of models without a price are not counted` : undefined
+            }
           />
         </SimpleGrid>
       )}
@@ -127,7 +130,10 @@ export function UsagePage() {
             role="img"
             aria-label={`${label} per agent`}
             orientation="vertical"
-            data={perAgent.data.groups.map((group) => ({ agent: group.label ?? '(deleted agent)', value: measured(group, measure) }))}
+            data={perAgent.data.groups.map((group) => ({
+              agent: group.label ?? '(deleted agent)',
+              value: measured(group, measure),
+            }))}
             dataKey="agent"
             series={[{ name: 'value', label, color: 'teal.8' }]}
             valueFormatter={format}

@@ -40,7 +40,8 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
   const queryKey = [...keys.org(org), 'callbacks', webhookId];
   const endpoints = useQuery({
     queryKey,
-    queryFn: () => unwrap(api.GET('/orgs/{org}/webhooks/{webhookId}/callbacks', { params: { path } })).then((body) => body.callbacks),
+    queryFn: () =>
+      unwrap(api.GET('/orgs/{org}/webhooks/{webhookId}/callbacks', { params: { path } })).then((body) => body.callbacks),
   });
   const [revealed, setRevealed] = useState<RevealedValue[] | null>(null);
   const [adding, { toggle: toggleAdding, close: closeAdding }] = useDisclosure(false);
@@ -50,7 +51,8 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
     defaultValues: { url: '', description: '', events: [...CALLBACK_EVENTS] },
   });
   const create = useMutation({
-    mutationFn: (body: EndpointValues) => unwrap(api.POST('/orgs/{org}/webhooks/{webhookId}/callbacks', { params: { path }, body })),
+    mutationFn: (body: EndpointValues) =>
+      unwrap(api.POST('/orgs/{org}/webhooks/{webhookId}/callbacks', { params: { path }, body })),
     onSuccess: (result) => {
       closeAdding();
       form.reset();
@@ -73,7 +75,9 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
   const rotate = useMutation({
     mutationFn: (callbackId: string) =>
       unwrap(
-        api.POST('/orgs/{org}/webhooks/{webhookId}/callbacks/{callbackId}/rotate-secret', { params: { path: { ...path, callbackId } } }),
+        api.POST('/orgs/{org}/webhooks/{webhookId}/callbacks/{callbackId}/rotate-secret', {
+          params: { path: { ...path, callbackId } },
+        }),
       ),
     onSuccess: (result) => setRevealed([{ label: 'Signing secret', value: result.secret }]),
     onError: (error) => notifications.show({ color: 'red', title: 'Not rotated', message: error.message }),
@@ -84,7 +88,8 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
     <Stack>
       <Group justify="space-between">
         <Text size="sm" c="dimmed">
-          Each endpoint receives the chosen lifecycle events of this webhook's actions, signed with its own secret (Standard Webhooks).
+          Each endpoint receives the chosen lifecycle events of this webhook's actions, signed with its own secret (Standard
+          Webhooks).
         </Text>
         <Button variant="light" onClick={toggleAdding}>
           Add endpoint

@@ -21,7 +21,10 @@ export function WebhookDetailPage() {
   const navigate = useNavigate();
   const [revealed, setRevealed] = useState<RevealedValue[] | null>(null);
   const queryKey = [...keys.org(org), 'webhook', id];
-  const webhook = useQuery({ queryKey, queryFn: () => unwrap(api.GET('/orgs/{org}/webhooks/{id}', { params: { path: { org, id } } })) });
+  const webhook = useQuery({
+    queryKey,
+    queryFn: () => unwrap(api.GET('/orgs/{org}/webhooks/{id}', { params: { path: { org, id } } })),
+  });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   const save = useMutation({
     mutationFn: (values: WebhookFormValues) =>
@@ -90,7 +93,9 @@ export function WebhookDetailPage() {
             color="red"
             variant="light"
             onClick={() =>
-              confirm('Delete this webhook?', 'Its URL stops accepting events. Its ledger rows stay.', 'Delete', () => remove.mutate())
+              confirm('Delete this webhook?', 'Its URL stops accepting events. Its ledger rows stay.', 'Delete', () =>
+                remove.mutate(),
+              )
             }
             loading={remove.isPending}
           >

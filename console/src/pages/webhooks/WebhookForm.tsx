@@ -21,7 +21,10 @@ const scheduleText = z.string().refine(
       return false;
     }
   },
-  { message: 'A schedule is { "timezone": "Europe/Berlin", "windows": [{ "days": [1,2,3,4,5], "start": "09:00", "end": "17:00" }] }' },
+  {
+    message:
+      'A schedule is { "timezone": "Europe/Berlin", "windows": [{ "days": [1,2,3,4,5], "start": "09:00", "end": "17:00" }] }',
+  },
 );
 
 export const webhookFormSchema = z.object({

@@ -49,7 +49,14 @@ export function createActionRunner(
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
   const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
-  const settleToolCalls = createToolStep({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce, tracing: deps.tracing });
+  const settleToolCalls = createToolStep({
+    db,
+    clock: deps.clock,
+    jobs: deps.jobs,
+    store,
+    announce: deps.announce,
+    tracing: deps.tracing,
+  });
   const takeModelStep = createModelTurn({ ...deps, store, finish, stopping: stopping.signal });
 
   /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
@@ -80,7 +87,11 @@ export function createActionRunner(
     }
     run.messages = (await threadsRepo.messages(db, run.threadId)).map(({ role, content }) => ({ role, content }));
     for (const row of calls ?? [])
-      run.calls.set(row.toolCallId, { ...row, output: row.output ?? null, interrupted: row.status === 'ready' && row.startedAt !== null });
+      run.calls.set(row.toolCallId, {
+        ...row,
+        output: row.output ?? null,
+        interrupted: row.status === 'ready' && row.startedAt !== null,
+      });
     return run;
   }
 
@@ -141,7 +152,9 @@ export function createActionRunner(
       const actionId = context.id;
       if (context.takeovers > MAX_TAKEOVERS) {
         await finish(actionId, 'failed', {
-          error: `The action's run was cut short ${context.takeovers} times (its worker process died while running it each time); it is not run again`,
+          error:
+            `The action's run was cut short ${context.takeovers} times (its worker process died while running it each ` +
+            `time); it is not run again`,
         });
         return;
       }

@@ -122,7 +122,10 @@ describe('writeActions', () => {
       .where('actionId', 'in', [finishing!, done!])
       .execute();
     expect(callbacks).toHaveLength(2);
-    const payload = callbacks.find((row) => row.actionId === finishing)!.payload as { type: string; data: Record<string, unknown> };
+    const payload = callbacks.find((row) => row.actionId === finishing)!.payload as {
+      type: string;
+      data: Record<string, unknown>;
+    };
     expect(payload.type).toBe('action.completed');
     expect(payload.data).toMatchObject({
       actionId: finishing,
@@ -144,7 +147,9 @@ describe('writeActions', () => {
       status: 'completed',
       output: { ok: true },
     });
-    expect((await db.selectFrom('actions').select('status').where('id', '=', stepping!).executeTakeFirst())?.status).toBe('running');
+    expect((await db.selectFrom('actions').select('status').where('id', '=', stepping!).executeTakeFirst())?.status).toBe(
+      'running',
+    );
   });
 
   it('a thread a second runner opens for an action that has one is not linked', async () => {
@@ -155,7 +160,8 @@ describe('writeActions', () => {
       (await writeActions(app.container.db, [{ actionId: actionId!, thread: first.thread, messages: [first.first] }]))[0]!.linked,
     ).toBe(true);
     expect(
-      (await writeActions(app.container.db, [{ actionId: actionId!, thread: second.thread, messages: [second.first] }]))[0]!.linked,
+      (await writeActions(app.container.db, [{ actionId: actionId!, thread: second.thread, messages: [second.first] }]))[0]!
+        .linked,
     ).toBe(false);
   });
 
@@ -199,7 +205,11 @@ describe('writeActions', () => {
       { moved: false, callbacks: 0, linked: true },
       { moved: true, callbacks: 1, linked: false },
     ]);
-    const row = await app.container.db.selectFrom('actions').select(['status', 'threadId']).where('id', '=', actionId!).executeTakeFirst();
+    const row = await app.container.db
+      .selectFrom('actions')
+      .select(['status', 'threadId'])
+      .where('id', '=', actionId!)
+      .executeTakeFirst();
     expect(row).toEqual({ status: 'completed', threadId: thread.id });
   });
 

@@ -54,9 +54,12 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   const usage = writes.flatMap((write) => (write.modelCall ? [write.modelCall] : []));
   const finished = writes.flatMap((write) => (write.finishedCall ? [write.finishedCall] : []));
   const started = writes.flatMap((write) => (write.startedCall ? [write.startedCall] : []));
-  const steps = writes.flatMap((write) => (write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : []));
+  const steps = writes.flatMap((write) =>
+    write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : [],
+  );
   for (const step of steps)
-    if (!canTransition(step.from, step.to)) throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
+    if (!canTransition(step.from, step.to))
+      throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
   const json = (value: unknown) => JSON.stringify(value) ?? null;
 
   const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`
@@ -79,7 +82,8 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
         expires_at, completed_at, mode_source, started_at, staged_reason)
       select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
-        ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[], ${calls.map((c) => c.toolName)}::text[],
+        ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[],
+          ${calls.map((c) => c.toolName)}::text[],
         ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
         ${calls.map((c) => c.approval)}::text[], ${calls.map((c) => c.output ?? null)}::jsonb[],
         ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],
@@ -90,7 +94,8 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         cached_input_tokens, cost_usd, duration_ms, created_at)
       select * from unnest(${usage.map((u) => u.id)}::uuid[], ${usage.map((u) => u.orgId)}::uuid[],
         ${usage.map((u) => u.actionId ?? null)}::uuid[], ${usage.map((u) => u.agentId ?? null)}::uuid[],
-        ${usage.map((u) => u.userId ?? null)}::uuid[], ${usage.map((u) => u.provider)}::text[], ${usage.map((u) => u.model)}::text[],
+        ${usage.map((u) => u.userId ?? null)}::uuid[], ${usage.map((u) => u.provider)}::text[],
+          ${usage.map((u) => u.model)}::text[],
         ${usage.map((u) => u.inputTokens)}::int[], ${usage.map((u) => u.outputTokens)}::int[],
         ${usage.map((u) => u.cachedInputTokens)}::int[], ${usage.map((u) => u.costUsd ?? null)}::float8[],
         ${usage.map((u) => u.durationMs)}::int[], ${usage.map((u) => u.createdAt)}::timestamptz[])
@@ -124,7 +129,8 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         lease_expires_at = case when s.set_lease then s.lease_expires_at else a.lease_expires_at end,
         thread_id = coalesce(a.thread_id, s.thread_id)
       from step s where a.id = s.id and a.status = s.from_status
-      returning a.id, a.org_id, a.webhook_id, a.delivery_id, a.external_id, a.event_type, a.trace_parent, s.to_status, s.cause, s.data, s.event,
+      returning a.id, a.org_id, a.webhook_id, a.delivery_id, a.external_id, a.event_type, a.trace_parent, s.to_status, s.cause,
+        s.data, s.event,
         s.details
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause, data)

@@ -9,9 +9,11 @@ import type { DB, ModelProvider } from '../../db/schema.ts';
  */
 export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ id: string }> {
   return sql<{ id: string }>`
-    insert into actions (id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, status, event_type, external_id, instructions,
+    insert into actions (id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, status, event_type,
+      external_id, instructions,
       data, tool_approvals, trace_parent)
-    select id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, 'queued', event_type, external_id, instructions,
+    select id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, 'queued', event_type, external_id,
+      instructions,
       data, tool_approvals, trace_parent
     from (${source}) as new_action
     on conflict (webhook_id, external_id) where external_id is not null do nothing

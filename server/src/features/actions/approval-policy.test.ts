@@ -80,15 +80,15 @@ describe('resolveToolMode', () => {
       alwaysDeny: false,
     });
     expect(mode).toBe('allow');
-    expect(modeOf({ toolName: 'launchMissiles', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false })).toBe(
-      'ask',
-    );
+    expect(
+      modeOf({ toolName: 'launchMissiles', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false }),
+    ).toBe('ask');
   });
 
   it('ignores inherited properties (no prototype tricks)', () => {
-    expect(modeOf({ toolName: 'constructor', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false })).toBe(
-      'ask',
-    );
+    expect(
+      modeOf({ toolName: 'constructor', ruleDefaults: {}, requestOverrides: {}, allowOverrides: true, alwaysDeny: false }),
+    ).toBe('ask');
   });
 });
 

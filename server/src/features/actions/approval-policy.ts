@@ -41,7 +41,8 @@ export function withApprovalDecision(inputJsonSchema: Record<string, unknown>): 
         type: 'string',
         enum: [...APPROVAL_DECISIONS],
         description:
-          'Required. Decide from your approval policy: "no_approval_needed" runs the call now; "approval_needed" or "unsure" waits for a human.',
+          'Required. Decide from your approval policy: "no_approval_needed" runs the call now; "approval_needed" or ' +
+          '"unsure" waits for a human.',
       },
     },
     required: [...required.filter((name) => name !== APPROVAL_DECISION_FIELD), APPROVAL_DECISION_FIELD],

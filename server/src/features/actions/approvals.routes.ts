@@ -33,15 +33,20 @@ const approvalSchema = z
     channel: z
       .enum(DECISION_CHANNELS)
       .nullable()
-      .describe('How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided'),
+      .describe(
+        'How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided',
+      ),
     modeSource: z
       .unknown()
-      .describe('What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`)'),
+      .describe(
+        'What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`)',
+      ),
     stagedReason: z
       .string()
       .nullable()
       .describe(
-        'Set when the call waits for another reason than its mode: an interrupted call (approve runs it again; reject lets the run go on with an error as its result)',
+        'Set when the call waits for another reason than its mode: an interrupted call (approve runs it again; reject ' +
+          'lets the run go on with an error as its result)',
       ),
   })
   .meta({ id: 'Approval' });
@@ -86,7 +91,9 @@ const decisionResult = z.object({
   channel: z
     .enum(DECISION_CHANNELS)
     .nullable()
-    .describe('How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided'),
+    .describe(
+      'How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided',
+    ),
 });
 
 export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {

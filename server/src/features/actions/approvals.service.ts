@@ -25,7 +25,9 @@ export type DecisionGuard = (trx: Kysely<DB>) => Promise<string | undefined>;
 const notRunAgain = (reason: string | null) =>
   JSON.stringify({
     type: 'error-text',
-    value: `The call was interrupted before its result came back (the server may or may not have done it); a person chose not to run it again${reason ? `: ${reason}` : ''}.`,
+    value:
+      'The call was interrupted before its result came back (the server may or may not have done it); ' +
+      `a person chose not to run it again${reason ? `: ${reason}` : ''}.`,
   });
 
 /** Who decides, and how: a person through a channel, or (both null) the deadline. */
@@ -60,7 +62,14 @@ export function createApprovalsService(deps: {
   clock: Clock;
   metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
 }) {
-  async function decide(orgId: string, actionId: string, toolCallId: string, decider: Decider, decision: Decision, guard?: DecisionGuard) {
+  async function decide(
+    orgId: string,
+    actionId: string,
+    toolCallId: string,
+    decider: Decider,
+    decision: Decision,
+    guard?: DecisionGuard,
+  ) {
     const { userId } = decider;
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
@@ -69,7 +78,9 @@ export function createApprovalsService(deps: {
       if (!call) throw notFound('Tool call');
       if (call.status !== 'staged') {
         const refusal =
-          call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`;
+          call.approval === 'not_required'
+            ? 'This tool call did not need approval'
+            : `This tool call was ${call.approval} already`;
         return { kind: 'refused' as const, call, refusal };
       }
       const guarded = await guard?.(trx);
@@ -77,7 +88,8 @@ export function createApprovalsService(deps: {
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
       const interrupted = call.stagedReason === INTERRUPTED;
-      const reason = decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null;
+      const reason =
+        decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null;
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve'
           ? { status: 'ready', approval: 'approved', startedAt: null }
@@ -101,7 +113,8 @@ export function createApprovalsService(deps: {
           actionId,
           from: 'pending_approval',
           to: 'approved',
-          cause: decision.kind === 'approve' ? `${decided.toolName} approved` : `${decided.toolName} not run again; the run goes on`,
+          cause:
+            decision.kind === 'approve' ? `${decided.toolName} approved` : `${decided.toolName} not run again; the run goes on`,
           data,
         });
         return { kind: 'decided' as const, decided, resumed: true, callbacks };

@@ -28,7 +28,8 @@ describe('approvals', () => {
     verb: 'approve' | 'reject',
     body?: unknown,
     token = setup.tenant.token,
-  ) => app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token, body });
+  ) =>
+    app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`, { token, body });
 
   /** An action waiting on its one staged generateDocument call. */
   async function stagedCall() {
@@ -129,7 +130,12 @@ describe('approvals', () => {
     expect((await decide(consoleCall.setup, consoleCall.actionId, consoleCall.toolCallId, 'approve')).status).toBe(409);
     const after = await waitForAction(app, auth(consoleCall.setup), consoleCall.actionId, ['rejected']);
     expect(after.execution.toolCalls[0].refusedAttempts).toEqual([
-      { channel: 'api', userId: consoleCall.setup.tenant.admin.id, reason: 'This tool call was rejected already', at: expect.any(String) },
+      {
+        channel: 'api',
+        userId: consoleCall.setup.tenant.admin.id,
+        reason: 'This tool call was rejected already',
+        at: expect.any(String),
+      },
     ]);
 
     const metrics = await (await app.request('GET', '/metrics')).text();
@@ -144,7 +150,10 @@ describe('approvals', () => {
     expect(await rejected.json()).toMatchObject({ status: 'rejected', reason: 'Not for this customer' });
     const row = await waitForAction(app, auth(setup), actionId, ['rejected']);
     expect(row.approvalState).toBe('rejected');
-    expect(row.lifecycleEvents.at(-1)).toMatchObject({ status: 'rejected', cause: 'generateDocument rejected: Not for this customer' });
+    expect(row.lifecycleEvents.at(-1)).toMatchObject({
+      status: 'rejected',
+      cause: 'generateDocument rejected: Not for this customer',
+    });
     expect(row.execution.toolCalls[0]).toMatchObject({ status: 'rejected', output: null });
     // The ledger's list row says why, as the detail's last lifecycle event does.
     const listed = await (
@@ -153,7 +162,9 @@ describe('approvals', () => {
     expect(listed.rows.find((listedRow: { actionId: string }) => listedRow.actionId === actionId).reason).toBe(
       'generateDocument rejected: Not for this customer',
     );
-    const documents = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })).json();
+    const documents = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })
+    ).json();
     expect(documents.documents).toEqual([]);
   });
 
@@ -208,7 +219,9 @@ describe('approvals', () => {
         ).status,
       ).toBe(404);
     }
-    expect((await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: other.tenant.token })).status).toBe(404);
+    expect(
+      (await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: other.tenant.token })).status,
+    ).toBe(404);
     expect((await approvals(setup)).approvals).toHaveLength(1);
   });
 
@@ -237,7 +250,10 @@ describe('agent mode (fail-closed)', () => {
       const actionId = await runEvent(setup);
       const row = await waitForAction(app, auth(setup), actionId, ['completed', 'pending_approval', 'failed']);
       expect(row.status).toBe(expected);
-      expect(row.execution.toolCalls[0]).toMatchObject({ mode: 'agent', approval: expected === 'completed' ? 'not_required' : 'pending' });
+      expect(row.execution.toolCalls[0]).toMatchObject({
+        mode: 'agent',
+        approval: expected === 'completed' ? 'not_required' : 'pending',
+      });
       if (expected === 'completed') expect(row.execution.toolCalls[0].input).toEqual({ title: 'T', content: 'c' });
     });
   }

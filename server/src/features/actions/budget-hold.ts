@@ -66,7 +66,13 @@ export async function pauseForBudget(
             reason: 'budget exceeded',
             budget: refusal.details,
             toolCalls: [
-              { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, mode: call.mode, expiresAt: call.expiresAt },
+              {
+                toolCallId: call.toolCallId,
+                toolName: call.toolName,
+                input: call.input,
+                mode: call.mode,
+                expiresAt: call.expiresAt,
+              },
             ],
           },
           changes: { leaseExpiresAt: null },

@@ -45,7 +45,8 @@ export class IllegalTransitionError extends Error {
 }
 
 const CLAIMABLE: readonly ActionStatus[] = ['queued', 'approved'];
-if (!CLAIMABLE.every((from) => canTransition(from, 'running'))) throw new IllegalTransitionError('claimRunnable must follow the lifecycle');
+if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
+  throw new IllegalTransitionError('claimRunnable must follow the lifecycle');
 
 /**
  * Takes up to `limit` actions for this process's runners, in one statement: queued or approved ones,
@@ -57,7 +58,8 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running'))) throw new Illega
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
   const result = await sql<{ id: string }>`
     with fresh as (
-      select id, status, lease_expires_at from actions where status in ('queued', 'approved') order by updated_at limit ${limit} for update skip locked
+      select id, status, lease_expires_at from actions where status in ('queued', 'approved')
+        order by updated_at limit ${limit} for update skip locked
     ), abandoned as (
       select id, status, lease_expires_at from actions
       where status = 'running' and (lease_expires_at is null or lease_expires_at <= now())
@@ -65,14 +67,16 @@ export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: numb
     ), taken as (
       select * from (select * from fresh union all select * from abandoned) t limit ${limit}
     ), claimed as (
-      update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now(),
+      update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
+        updated_at = now(),
         -- a lapsed lease is a runner that died; one given up (null) was a process stopping cleanly
         takeovers = a.takeovers + (t.status = 'running' and t.lease_expires_at is not null)::int
       from taken t where a.id = t.id
       returning a.id, a.org_id, t.status as previous
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause)
-      select gen_random_uuid(), id, org_id, 'running', case previous when 'queued' then 'picked up by a worker' else 'resumed after approval' end
+      select gen_random_uuid(), id, org_id, 'running', case previous when 'queued' then 'picked up by a worker'
+        else 'resumed after approval' end
       from claimed where previous <> 'running'
     )
     select id from claimed`.execute(db);

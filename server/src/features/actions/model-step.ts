@@ -59,7 +59,9 @@ function inputJsonSchema(definition: ToolDefinition): Record<string, unknown> {
   let schema = jsonSchemas.get(definition);
   if (!schema) {
     const { $schema: _, ...given } = definition.inputJsonSchema ?? { type: 'object' };
-    schema = definition.inputSchema ? (z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>) : given;
+    schema = definition.inputSchema
+      ? (z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>)
+      : given;
     jsonSchemas.set(definition, schema);
   }
   return schema;
@@ -89,8 +91,11 @@ export async function callModel(options: {
       abortSignal: AbortSignal.any([options.signal, timeout]),
     });
   } catch (error) {
-    if (timeout.aborted) throw new ModelCallError(`The model did not answer within ${options.timeoutMs / 1000} s`, { cause: error });
-    throw new ModelCallError(`The model call failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    if (timeout.aborted)
+      throw new ModelCallError(`The model did not answer within ${options.timeoutMs / 1000} s`, { cause: error });
+    throw new ModelCallError(`The model call failed: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
   const calls: ProposedCall[] = [];
   for (const part of result.content) {

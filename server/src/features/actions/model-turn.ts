@@ -28,7 +28,9 @@ export interface ModelTurnDeps {
 }
 
 /** The model's turn in a run: one model call, checked against the budgets before, stored with its usage after. */
-export function createModelTurn(deps: ModelTurnDeps & { store: RunWriter['store']; finish: RunWriter['finish']; stopping: AbortSignal }) {
+export function createModelTurn(
+  deps: ModelTurnDeps & { store: RunWriter['store']; finish: RunWriter['finish']; stopping: AbortSignal },
+) {
   const { db, store, finish } = deps;
   /**
    * One model step, stored with its model call; an answer without tool calls completes the action in
@@ -38,7 +40,8 @@ export function createModelTurn(deps: ModelTurnDeps & { store: RunWriter['store'
   return async function takeModelStep(run: Run): Promise<'done' | 'continue' | 'paused'> {
     const { context } = run;
     const steps = run.messages.filter((message) => message.role === 'assistant').length;
-    if (steps >= deps.limits.maxSteps) throw new ActionFailure(`The action reached its limit of ${deps.limits.maxSteps} model steps`);
+    if (steps >= deps.limits.maxSteps)
+      throw new ActionFailure(`The action reached its limit of ${deps.limits.maxSteps} model steps`);
     const model = deps.resolveModel(context);
     const instructions = instructionsOf(context, run.plans);
     const continuation = continuationOf(run);
@@ -96,7 +99,9 @@ export function createModelTurn(deps: ModelTurnDeps & { store: RunWriter['store'
         createdAt: now,
       },
       // The person's "go on once" is used by this call.
-      ...(continuation && { finishedCall: { id: continuation.id, status: 'completed', output: { continued: true }, completedAt: now } }),
+      ...(continuation && {
+        finishedCall: { id: continuation.id, status: 'completed', output: { continued: true }, completedAt: now },
+      }),
     };
     if (continuation) Object.assign(continuation, { status: 'completed' });
     const message = messageRow(run.threadId, run.messages.length, step.assistant, context.id);

@@ -56,7 +56,9 @@ describe('an action across a SIGKILL', () => {
         const seen = toolResults(request);
         if (isFor('mid-run')(request)) {
           if (seen.length === 0) return { toolCalls: [{ name: 'countedStep', arguments: { label: 'mid-run' } }] };
-          return restarted ? { text: `finished after ${JSON.stringify(seen[0]!.content)}` } : { text: 'never delivered', delayMs: 60_000 };
+          return restarted
+            ? { text: `finished after ${JSON.stringify(seen[0]!.content)}` }
+            : { text: 'never delivered', delayMs: 60_000 };
         }
         return seen.length === 0
           ? { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Staged', content: 'body' } }] }
@@ -87,7 +89,9 @@ describe('an action across a SIGKILL', () => {
 
       const [pending] = (await api('GET', '/orgs/acme/approvals')).approvals;
       expect(pending).toMatchObject({ actionId: staged, toolName: 'generateDocument' });
-      expect((await api('POST', `/orgs/acme/actions/${staged}/tool-calls/${pending.toolCallId}/approve`)).status).toBe('approved');
+      expect((await api('POST', `/orgs/acme/actions/${staged}/tool-calls/${pending.toolCallId}/approve`)).status).toBe(
+        'approved',
+      );
       const done = await eventually('the approved action to finish', async () => {
         const row = await api('GET', `/orgs/acme/ledger/${staged}`);
         return ['completed', 'failed'].includes(row.status) ? row : undefined;

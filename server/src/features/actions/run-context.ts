@@ -1,7 +1,14 @@
 import type { ToolSet } from 'ai';
 import type { Span } from '../../lib/tracing.ts';
 import type { Insertable } from 'kysely';
-import type { ModeSource, ThreadMessagesTable, ToolCallApproval, ToolCallMode, ToolCallsTable, ToolCallStatus } from '../../db/schema.ts';
+import type {
+  ModeSource,
+  ThreadMessagesTable,
+  ToolCallApproval,
+  ToolCallMode,
+  ToolCallsTable,
+  ToolCallStatus,
+} from '../../db/schema.ts';
 import { decisiveRule, describeRule, stricterMode } from '../agents/argument-rules.ts';
 import type { ActionWrite } from './action-writes.ts';
 import type { OrgTools } from '../agents/tool-registry.ts';
@@ -55,7 +62,10 @@ export const INTERRUPTED = 'interrupted: the server may or may not have done it'
 /** A reason the action fails, shown in the ledger as its error. */
 export class ActionFailure extends Error {}
 
-export const DENIED_BY_PREFERENCE = { type: 'execution-denied', reason: 'The user has chosen to always deny this tool; it was not run.' };
+export const DENIED_BY_PREFERENCE = {
+  type: 'execution-denied',
+  reason: 'The user has chosen to always deny this tool; it was not run.',
+};
 
 /** When a call staged now expires: the rule's approval deadline (a day without a rule). */
 export const approvalDeadline = (context: RunContext, now: Date) =>
@@ -149,11 +159,18 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
   }
   const decision = tool.mode === 'agent' && !call.invalid ? readApprovalDecision(call.input) : undefined;
   const rule =
-    tool.mode === 'deny' ? undefined : decisiveRule(run.context.argumentRules ?? [], call.toolName, decision?.input ?? call.input);
-  const plan = rule ? { mode: stricterMode(tool.mode, rule.rule.mode), source: { source: 'argument_rule' as const, ...rule } } : tool;
+    tool.mode === 'deny'
+      ? undefined
+      : decisiveRule(run.context.argumentRules ?? [], call.toolName, decision?.input ?? call.input);
+  const plan = rule
+    ? { mode: stricterMode(tool.mode, rule.rule.mode), source: { source: 'argument_rule' as const, ...rule } }
+    : tool;
   if (plan.mode === 'deny') {
     const output = rule
-      ? { type: 'execution-denied', reason: `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call was not run.` }
+      ? {
+          type: 'execution-denied',
+          reason: `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call was not run.`,
+        }
       : DENIED_BY_PREFERENCE;
     return { ...base, mode: 'deny', modeSource: plan.source, status: 'denied', approval: 'not_required', output };
   }

@@ -43,7 +43,11 @@ describe('an action claimed by a worker that died', () => {
     expect(row.status).toBe('completed');
     expect(model.requests).toHaveLength(1);
     // One `running` event: the takeover continues the run, it does not start another.
-    const events = await serving.container.db.selectFrom('actionEvents').select('status').where('actionId', '=', actionId).execute();
+    const events = await serving.container.db
+      .selectFrom('actionEvents')
+      .select('status')
+      .where('actionId', '=', actionId)
+      .execute();
     expect(events.filter((event) => event.status === 'running')).toHaveLength(1);
     const { takeovers } = await serving.container.db
       .selectFrom('actions')

@@ -48,7 +48,11 @@ export function startRunSpans(tracing: RunTracing, context: RunContext, calls: T
 }
 
 /** A model call's span (`chat <model>`), ended by `endModelSpan`. */
-export function startModelSpan(tracing: RunTracing, run: Run, call: { provider: string; model: string; instructions: string }): Span {
+export function startModelSpan(
+  tracing: RunTracing,
+  run: Run,
+  call: { provider: string; model: string; instructions: string },
+): Span {
   const span = tracing.start(`chat ${call.model}`, run.span, {
     kind: SpanKind.CLIENT,
     attributes: {
@@ -67,7 +71,11 @@ export function startModelSpan(tracing: RunTracing, run: Run, call: { provider: 
   return span;
 }
 
-export function endModelSpan(tracing: RunTracing, span: Span, outcome: { step: ModelStep; costUsd: number | null } | { error: unknown }) {
+export function endModelSpan(
+  tracing: RunTracing,
+  span: Span,
+  outcome: { step: ModelStep; costUsd: number | null } | { error: unknown },
+) {
   if ('error' in outcome) tracing.fail(span, outcome.error);
   else {
     const { step, costUsd } = outcome;

@@ -40,9 +40,19 @@ describe('running an action', () => {
     const messages = await (
       await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: setup.tenant.token })
     ).json();
-    expect(messages.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messages.messages.map((message: { role: string }) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     // The ledger row shows the same run to the org's admins, whoever it ran as.
-    expect(row.execution.conversation.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(row.execution.conversation.map((message: { role: string }) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     expect(row.execution.conversation.map((message: { content: unknown }) => message.content)).toEqual(
       messages.messages.map((message: { content: unknown }) => message.content),
     );
@@ -51,7 +61,9 @@ describe('running an action', () => {
     ).json();
     expect(paged.messages).toHaveLength(3);
     const rest = await (
-      await app.request('GET', `/api/threads/${row.execution.threadId}/messages?cursor=${paged.nextCursor}`, { token: setup.tenant.token })
+      await app.request('GET', `/api/threads/${row.execution.threadId}/messages?cursor=${paged.nextCursor}`, {
+        token: setup.tenant.token,
+      })
     ).json();
     expect(rest).toMatchObject({ messages: [{ role: 'assistant', seq: 3 }], nextCursor: null });
     for (const [query, status] of [
@@ -59,12 +71,15 @@ describe('running an action', () => {
       ['?limit=0', 400],
     ] as const) {
       expect(
-        (await app.request('GET', `/api/threads/${row.execution.threadId}/messages${query}`, { token: setup.tenant.token })).status,
+        (await app.request('GET', `/api/threads/${row.execution.threadId}/messages${query}`, { token: setup.tenant.token }))
+          .status,
       ).toBe(status);
     }
     expect((await app.request('GET', `/api/threads/${randomUUID()}/messages`, { token: setup.tenant.token })).status).toBe(404);
     expect((await app.request('GET', `/api/threads/${row.execution.threadId}/messages`)).status).toBe(401);
-    const documents = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })).json();
+    const documents = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })
+    ).json();
     expect(documents.documents).toHaveLength(1);
   });
 });
@@ -145,7 +160,9 @@ describe('modes from rule, override and preference', () => {
     for (const allowRequestOverrides of [true, false]) {
       const setup = await setupWebhook(app, { allowRequestOverrides });
       model.script(documentThenText());
-      const actionId = await runEvent(setup, { toolApprovals: { generateDocument: 'ask', unknownTool: 'allow', sendFax: 'sometimes' } });
+      const actionId = await runEvent(setup, {
+        toolApprovals: { generateDocument: 'ask', unknownTool: 'allow', sendFax: 'sometimes' },
+      });
       const row = await waitForAction(app, auth(setup), actionId, ['completed', 'pending_approval', 'failed']);
       expect(row.status).toBe(allowRequestOverrides ? 'pending_approval' : 'completed');
     }
@@ -167,8 +184,13 @@ describe('modes from rule, override and preference', () => {
 
     const listed = await (await app.request('GET', '/api/me/tool-preferences', { token: setup.tenant.token })).json();
     expect(listed.preferences).toEqual([expect.objectContaining({ toolName: 'generateDocument', preference: 'always_deny' })]);
-    await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'default' } });
-    expect((await (await app.request('GET', '/api/me/tool-preferences', { token: setup.tenant.token })).json()).preferences).toEqual([]);
+    await app.request('PUT', '/api/me/tool-preferences/generateDocument', {
+      token: setup.tenant.token,
+      body: { preference: 'default' },
+    });
+    expect(
+      (await (await app.request('GET', '/api/me/tool-preferences', { token: setup.tenant.token })).json()).preferences,
+    ).toEqual([]);
   });
 
   it('tool preferences: 404 for an unknown tool, 400 for a bad preference, 401 without a session', async () => {
@@ -182,12 +204,16 @@ describe('modes from rule, override and preference', () => {
       ).status,
     ).toBe(404);
     expect(
-      (await app.request('PUT', '/api/me/tool-preferences/generateDocument', { token: setup.tenant.token, body: { preference: 'never' } }))
-        .status,
+      (
+        await app.request('PUT', '/api/me/tool-preferences/generateDocument', {
+          token: setup.tenant.token,
+          body: { preference: 'never' },
+        })
+      ).status,
     ).toBe(400);
-    expect((await app.request('PUT', '/api/me/tool-preferences/generateDocument', { body: { preference: 'always_deny' } })).status).toBe(
-      401,
-    );
+    expect(
+      (await app.request('PUT', '/api/me/tool-preferences/generateDocument', { body: { preference: 'always_deny' } })).status,
+    ).toBe(401);
   });
 });
 
@@ -212,7 +238,9 @@ describe('org model keys', () => {
       .where('orgId', '=', setup.tenant.org.id)
       .executeTakeFirstOrThrow();
     expect(stored.apiKeyEncrypted).not.toContain('sk-org-key');
-    expect(JSON.stringify(await (await app.request('GET', base, { token: setup.tenant.token })).json())).not.toContain('sk-org-key');
+    expect(JSON.stringify(await (await app.request('GET', base, { token: setup.tenant.token })).json())).not.toContain(
+      'sk-org-key',
+    );
 
     // The loopback provider accepts only its own key: the org's wrong one shows.
     model.script(() => ({ text: 'hello' }));
@@ -227,14 +255,18 @@ describe('org model keys', () => {
     const setup = await setupWebhook(app);
     const other = await setupWebhook(app);
     const base = `/orgs/${setup.tenant.org.slug}/model-credentials`;
-    expect((await app.request('PUT', `${base}/skynet`, { token: setup.tenant.token, body: { apiKey: 'sk-123456789' } })).status).toBe(400);
-    expect((await app.request('PUT', `${base}/openai`, { token: setup.tenant.token, body: { apiKey: 'short' } })).status).toBe(400);
+    expect(
+      (await app.request('PUT', `${base}/skynet`, { token: setup.tenant.token, body: { apiKey: 'sk-123456789' } })).status,
+    ).toBe(400);
+    expect((await app.request('PUT', `${base}/openai`, { token: setup.tenant.token, body: { apiKey: 'short' } })).status).toBe(
+      400,
+    );
     expect((await app.request('DELETE', `${base}/anthropic`, { token: setup.tenant.token })).status).toBe(404);
     await app.request('PUT', `${base}/openai`, { token: setup.tenant.token, body: { apiKey: 'sk-123456789' } });
     expect((await app.request('GET', base, { token: other.tenant.token })).status).toBe(404);
-    expect((await app.request('PUT', `${base}/openai`, { token: other.tenant.token, body: { apiKey: 'sk-evil-123456' } })).status).toBe(
-      404,
-    );
+    expect(
+      (await app.request('PUT', `${base}/openai`, { token: other.tenant.token, body: { apiKey: 'sk-evil-123456' } })).status,
+    ).toBe(404);
     expect(
       (await (await app.request('GET', `/orgs/${other.tenant.org.slug}/model-credentials`, { token: other.tenant.token })).json())
         .credentials,

@@ -15,7 +15,11 @@ function storedResult(result: unknown): unknown {
  * its error as text (a bad input, a throw). The caller stores it: once stored, the call is never run
  * again; a crash before that runs it again with the same toolCallId, which tools use to stay idempotent.
  */
-export async function runToolCall(tool: ToolDefinition | undefined, call: { toolName: string; input: unknown }, context: ToolContext) {
+export async function runToolCall(
+  tool: ToolDefinition | undefined,
+  call: { toolName: string; input: unknown },
+  context: ToolContext,
+) {
   const output = await outputOf(tool, call, context);
   return { status: output.type === 'json' ? ('completed' as const) : ('failed' as const), output };
 }
@@ -41,7 +45,8 @@ async function outputOf(tool: ToolDefinition | undefined, call: { toolName: stri
     return { type: 'json' as const, value: storedResult(result) };
   } catch (error) {
     // It ran: what it returned cannot be kept (a cycle, a BigInt, nesting too deep), but it must not read as not run.
-    const problem = `${call.toolName} ran, but its result could not be stored (${messageOf(error)}); it may or may not have done it`;
+    const problem =
+      `${call.toolName} ran, but its result could not be stored (${messageOf(error)}); ` + 'it may or may not have done it';
     return { type: 'error-text' as const, value: storableText(problem) };
   }
 }

@@ -35,116 +35,157 @@ export function createToolStep(deps: {
     });
   }
 
-  /**
-   * Runs the calls of the last step that may run. Calls that needed approval may be decided while
-   * the runner works, so then it looks at them again with the action locked against deciders: a
-   * rejection or expiry ends the action, a staged call pauses it. When every call has its result the
-   * conversation goes on.
-   */
-  return async function settleToolCalls(run: Run, toolCallIds: string[]): Promise<'continue' | 'stop'> {
-    const { context } = run;
-    const stepCalls = () => toolCallIds.map((id) => run.calls.get(id)!);
-    const repeatable = (call: Call) => run.plans.get(call.toolName)?.definition.repeatable !== false;
-    // Started by a run that died before its result was stored: the server may or may not have done it.
-    const interrupted = stepCalls().filter((call) => call.status === 'ready' && call.interrupted && !repeatable(call));
-    if (interrupted.length > 0) await stageInterrupted(run, interrupted);
-    const decidable = stepCalls().some((call) => call.approval !== 'not_required');
+  /** The calls of one model step, in its order, and the tool message that carries their results. */
+  function stepOf(run: Run, toolCallIds: string[]) {
+    const calls = () => toolCallIds.map((id) => run.calls.get(id)!);
     const toolMessage = (): Message => ({
       role: 'tool',
-      content: stepCalls().map((call) => ({
+      content: calls().map((call) => ({
         type: 'tool-result',
         toolCallId: call.toolCallId,
         toolName: call.toolName,
         output: call.output,
       })),
     });
+    return {
+      toolCallIds,
+      calls,
+      /** The tool message as the next row of the conversation. */
+      messageRow: () => messageRow(run.threadId, run.messages.length, toolMessage(), run.context.id),
+      /** The conversation goes on: the tool message is the run's (stored already). */
+      close: () => run.messages.push(toolMessage()),
+    };
+  }
+  type Step = ReturnType<typeof stepOf>;
+
+  const repeatable = (run: Run, call: Call) => run.plans.get(call.toolName)?.definition.repeatable !== false;
+
+  /** Runs one call that may run; one that may not be repeated is recorded as started (committed) before its request leaves. */
+  async function runCall(run: Run, call: Call): Promise<void> {
+    const { context } = run;
+    if (!repeatable(run, call) && !call.startedAt) {
+      // So that a run resumed after a crash knows it may have happened (a call that runs at once was
+      // recorded so with its step; an approved one is recorded here).
+      call.startedAt = deps.clock.now();
+      await store(run, { actionId: context.id, startedCall: { id: call.id, startedAt: call.startedAt } });
+    }
+    const span = startToolSpan(deps.tracing, run, call);
+    try {
+      const toolContext = {
+        orgId: context.orgId,
+        actionId: context.id,
+        userId: context.runAsUserId!,
+        toolCallId: call.toolCallId,
+        signal: run.signal,
+      };
+      Object.assign(call, await runToolCall(run.plans.get(call.toolName)?.definition, call, toolContext));
+    } finally {
+      endToolSpan(deps.tracing, span, call);
+    }
+  }
+
+  /**
+   * Runs the step's calls that are ready and stores each result. When nothing can decide the step's
+   * calls meanwhile (none needs approval), the last result goes with the step's tool message.
+   */
+  async function runReady(run: Run, step: Step, decidable: boolean): Promise<void> {
+    const ready = step.calls().filter((call) => call.status === 'ready');
+    for (const [index, call] of ready.entries()) {
+      await runCall(run, call);
+      const closesStep = !decidable && index === ready.length - 1;
+      await store(run, {
+        actionId: run.context.id,
+        finishedCall: {
+          ...(call as { id: string; status: 'completed' | 'failed'; output: unknown }),
+          completedAt: deps.clock.now(),
+        },
+        messages: closesStep ? [step.messageRow()] : [],
+      });
+    }
+    if (!decidable && ready.length === 0) await store(run, { actionId: run.context.id, messages: [step.messageRow()] });
+  }
+
+  /**
+   * With the action locked against deciders: a rejected or expired call ends the action, a call made
+   * ready meanwhile (approved) runs next, a staged one pauses the action; else the step is done and
+   * the conversation goes on. Returns how many callbacks the transition wrote.
+   */
+  async function decideStep(
+    trx: Kysely<DB>,
+    run: Run,
+    step: Step,
+  ): Promise<{ verdict: 'continue' | 'stop' | 'again'; callbacks: number }> {
+    const { context } = run;
+    await actionsRepo.lock(trx, context.id);
+    const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => step.toolCallIds.includes(row.toolCallId));
+    for (const row of rows)
+      Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
+    const current = step.calls();
+    const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
+    if (ended) {
+      await toolCallsRepo.cancelStaged(trx, context.id, deps.clock.now());
+      const { callbacks } = await transition(trx, {
+        actionId: context.id,
+        from: 'running',
+        to: ended.status as 'rejected' | 'expired',
+        cause: `${ended.toolName} ${ended.status}${ended.decisionReason ? `: ${ended.decisionReason}` : ''}`,
+        data: decisionData(ended),
+        changes: { leaseExpiresAt: null },
+      });
+      return { verdict: 'stop', callbacks };
+    }
+    if (current.some((call) => call.status === 'ready')) return { verdict: 'again', callbacks: 0 };
+    const staged = current.filter((call) => call.status === 'staged');
+    if (staged.length > 0) return { verdict: 'stop', callbacks: await pause(trx, run, staged) };
+    await store(run, { actionId: context.id, messages: [step.messageRow()] }, trx);
+    step.close();
+    return { verdict: 'continue', callbacks: 0 };
+  }
+
+  /**
+   * The action waits for its staged calls; their approvers are told once this commits (the job reads who, and what
+   * still waits).
+   */
+  async function pause(trx: Kysely<DB>, run: Run, staged: Call[]): Promise<number> {
+    const { context } = run;
+    const { callbacks } = await transition(trx, {
+      actionId: context.id,
+      from: 'running',
+      to: 'pending_approval',
+      cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
+      data: {
+        toolCalls: staged.map(({ toolCallId, toolName, input, mode, expiresAt }) => ({
+          toolCallId,
+          toolName,
+          input,
+          mode,
+          expiresAt,
+        })),
+      },
+      changes: { leaseExpiresAt: null },
+    });
+    if (context.notify?.includes('email')) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
+    return callbacks;
+  }
+
+  /**
+   * Runs the calls of the last step that may run. Calls that needed approval may be decided while
+   * the runner works, so then it looks at them again with the action locked (decideStep). When
+   * every call has its result the conversation goes on.
+   */
+  return async function settleToolCalls(run: Run, toolCallIds: string[]): Promise<'continue' | 'stop'> {
+    const step = stepOf(run, toolCallIds);
+    // Started by a run that died before its result was stored: the server may or may not have done it.
+    const interrupted = step.calls().filter((call) => call.status === 'ready' && call.interrupted && !repeatable(run, call));
+    if (interrupted.length > 0) await stageInterrupted(run, interrupted);
+    const decidable = step.calls().some((call) => call.approval !== 'not_required');
     for (;;) {
-      const ready = stepCalls().filter((candidate) => candidate.status === 'ready');
-      for (const [index, call] of ready.entries()) {
-        if (!repeatable(call) && !call.startedAt) {
-          // Committed before the request leaves, so that a run resumed after a crash knows it may have happened
-          // (a call that runs at once was recorded so with its step; an approved one is recorded here).
-          call.startedAt = deps.clock.now();
-          await store(run, { actionId: context.id, startedCall: { id: call.id, startedAt: call.startedAt } });
-        }
-        const span = startToolSpan(deps.tracing, run, call);
-        try {
-          Object.assign(
-            call,
-            await runToolCall(run.plans.get(call.toolName)?.definition, call, {
-              orgId: context.orgId,
-              actionId: context.id,
-              userId: context.runAsUserId!,
-              toolCallId: call.toolCallId,
-              signal: run.signal,
-            }),
-          );
-        } finally {
-          endToolSpan(deps.tracing, span, call);
-        }
-        // Nothing can decide these calls meanwhile: the last result goes with the step's tool message.
-        const closesStep = !decidable && index === ready.length - 1;
-        await store(run, {
-          actionId: context.id,
-          finishedCall: { ...(call as { id: string; status: 'completed' | 'failed'; output: unknown }), completedAt: deps.clock.now() },
-          messages: closesStep ? [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] : [],
-        });
-      }
+      await runReady(run, step, decidable);
       if (!decidable) {
-        if (ready.length === 0)
-          await store(run, { actionId: context.id, messages: [messageRow(run.threadId, run.messages.length, toolMessage(), context.id)] });
-        run.messages.push(toolMessage());
+        step.close();
         return 'continue';
       }
-      // Callbacks written by a transition in the transaction below: announced once it commits.
-      let callbacks = 0;
-      const verdict = await db.transaction().execute(async (trx) => {
-        await actionsRepo.lock(trx, context.id);
-        const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => toolCallIds.includes(row.toolCallId));
-        for (const row of rows)
-          Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
-        const current = stepCalls();
-        const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
-        if (ended) {
-          await toolCallsRepo.cancelStaged(trx, context.id, deps.clock.now());
-          ({ callbacks } = await transition(trx, {
-            actionId: context.id,
-            from: 'running',
-            to: ended.status as 'rejected' | 'expired',
-            cause: `${ended.toolName} ${ended.status}${ended.decisionReason ? `: ${ended.decisionReason}` : ''}`,
-            data: decisionData(ended),
-            changes: { leaseExpiresAt: null },
-          }));
-          return 'stop' as const;
-        }
-        if (current.some((call) => call.status === 'ready')) return 'again' as const;
-        const staged = current.filter((call) => call.status === 'staged');
-        if (staged.length > 0) {
-          ({ callbacks } = await transition(trx, {
-            actionId: context.id,
-            from: 'running',
-            to: 'pending_approval',
-            cause: `${staged.map((call) => call.toolName).join(', ')} needs approval`,
-            data: {
-              toolCalls: staged.map((call) => ({
-                toolCallId: call.toolCallId,
-                toolName: call.toolName,
-                input: call.input,
-                mode: call.mode,
-                expiresAt: call.expiresAt,
-              })),
-            },
-            changes: { leaseExpiresAt: null },
-          }));
-          // The approvers are told once this commits (the job reads who, and what is still waiting).
-          if (context.notify?.includes('email')) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
-          return 'stop' as const;
-        }
-        const message = toolMessage();
-        await store(run, { actionId: context.id, messages: [messageRow(run.threadId, run.messages.length, message, context.id)] }, trx);
-        run.messages.push(message);
-        return 'continue' as const;
-      });
+      const { verdict, callbacks } = await db.transaction().execute((trx) => decideStep(trx, run, step));
       if (callbacks > 0) deps.announce();
       if (verdict !== 'again') return verdict;
     }

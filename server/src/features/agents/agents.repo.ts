@@ -60,7 +60,10 @@ export const agentsRepo = {
 export const actionRulesRepo = {
   insert: (
     db: Kysely<DB>,
-    rule: Omit<Insertable<ActionRulesTable>, 'approvalRules' | 'argumentRules' | 'approvers' | 'notify' | 'createdAt' | 'updatedAt'> & {
+    rule: Omit<
+      Insertable<ActionRulesTable>,
+      'approvalRules' | 'argumentRules' | 'approvers' | 'notify' | 'createdAt' | 'updatedAt'
+    > & {
       approvalRules: Record<string, string>;
       argumentRules: ArgumentRule[];
       approvers: RuleApprovers | null;
@@ -80,7 +83,13 @@ export const actionRulesRepo = {
       .executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string): Promise<ActionRuleRow[]> =>
-    db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+    db
+      .selectFrom('actionRules')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .execute(),
 
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<ActionRuleRow | undefined> =>
     db.selectFrom('actionRules').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
@@ -107,7 +116,8 @@ export const actionRulesRepo = {
         ...changes,
         approvalRules: changes.approvalRules === undefined ? undefined : JSON.stringify(changes.approvalRules),
         argumentRules: changes.argumentRules === undefined ? undefined : JSON.stringify(changes.argumentRules),
-        approvers: changes.approvers === undefined ? undefined : changes.approvers === null ? null : JSON.stringify(changes.approvers),
+        approvers:
+          changes.approvers === undefined ? undefined : changes.approvers === null ? null : JSON.stringify(changes.approvers),
         notify: changes.notify === undefined ? undefined : JSON.stringify(changes.notify),
         updatedAt: sql<Date>`now()`,
       })
@@ -120,9 +130,9 @@ export const actionRulesRepo = {
   members: async (db: Kysely<DB>, orgId: string, userIds: string[]): Promise<string[]> =>
     userIds.length === 0
       ? []
-      : (await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', 'in', userIds).execute()).map(
-          (row) => row.userId,
-        ),
+      : (
+          await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', 'in', userIds).execute()
+        ).map((row) => row.userId),
 
   delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
     (await db.deleteFrom('actionRules').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,

@@ -60,7 +60,8 @@ export function agentsRoutes(deps: { agents: AgentsService; orgAccess: OrgAccess
           operationId: 'listTools',
           ...common,
           summary:
-            "The tools the org's agents can be given: the built-in ones and its MCP servers' (for any member: tool preferences name them too)",
+            "The tools the org's agents can be given: the built-in ones and its MCP servers' (for any member: tool " +
+            'preferences name them too)',
           params: orgParams,
           response: { 200: z.object({ tools: z.array(listedToolSchema) }), ...errors },
         },

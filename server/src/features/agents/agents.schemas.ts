@@ -13,7 +13,11 @@ export const toolNameSchema = z.string().regex(TOOL_NAME, 'a tool name: letters,
 export const agentInput = z.object({
   name: z.string().trim().min(1).max(200),
   instructions: z.string().max(50_000).default(''),
-  provider: z.enum(MODEL_PROVIDERS).nullable().default(null).describe("The model provider; null uses the server's MODEL_PROVIDER"),
+  provider: z
+    .enum(MODEL_PROVIDERS)
+    .nullable()
+    .default(null)
+    .describe("The model provider; null uses the server's MODEL_PROVIDER"),
   model: z.string().max(200).nullable().default(null).describe("The model name; null uses the server's MODEL_NAME"),
   tools: z.array(toolNameSchema).max(100).default([]).describe('Names of the tools the agent may call (e.g. generateDocument)'),
   budget: budgetSchema
@@ -59,7 +63,8 @@ export const actionRuleInput = z.object({
     .max(50)
     .default([])
     .describe(
-      "Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), value, mode (ask or deny) }`. " +
+      "Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), " +
+        'value, mode (ask or deny) }`. ' +
         "When one holds for a call, the stricter of its mode and the tool's applies (deny > ask > agent > allow)",
     ),
   approvalTimeoutSeconds: z

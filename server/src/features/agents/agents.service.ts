@@ -27,7 +27,8 @@ export function createAgentsService(deps: {
     const known = [...orgTools.keys()].sort();
     throw new AppError(
       'validation_failed',
-      `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; the tools are: ${known.join(', ')}`,
+      `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; ` +
+        `the tools are: ${known.join(', ')}`,
     );
   }
 

@@ -99,7 +99,8 @@ export function atPointer(document: unknown, pointer: string): { found: boolean;
   let current = document;
   for (const raw of pointer.slice(1).split('/')) {
     const token = raw.replaceAll('~1', '/').replaceAll('~0', '~');
-    if (Array.isArray(current) && /^(0|[1-9]\d*)$/.test(token) && Number(token) < current.length) current = current[Number(token)];
+    if (Array.isArray(current) && /^(0|[1-9]\d*)$/.test(token) && Number(token) < current.length)
+      current = current[Number(token)];
     else if (typeof current === 'object' && current !== null && !Array.isArray(current) && Object.hasOwn(current, token))
       current = (current as Record<string, unknown>)[token];
     else return { found: false };
@@ -110,7 +111,8 @@ export function atPointer(document: unknown, pointer: string): { found: boolean;
 /** Numbers compare as numbers (a numeric string too, as models send them), strings as strings; else not at all. */
 function compare(actual: unknown, expected: number | string): number | undefined {
   if (typeof expected === 'number') {
-    const number = typeof actual === 'number' ? actual : typeof actual === 'string' && actual.trim() !== '' ? Number(actual) : Number.NaN;
+    const number =
+      typeof actual === 'number' ? actual : typeof actual === 'string' && actual.trim() !== '' ? Number(actual) : Number.NaN;
     return Number.isFinite(number) ? number - expected : undefined;
   }
   return typeof actual === 'string' ? actual.localeCompare(expected) : undefined;
@@ -159,4 +161,8 @@ export function decisiveRule(
 
 /** How a rule reads in the ledger and in what the model is told. */
 export const describeRule = ({ tool, path, op, value, mode }: ArgumentRule, index: number) =>
-  `argument rule ${index + 1} (${tool}: ${path || '/'} ${op}${value === undefined ? '' : ` ${JSON.stringify(value)}`} -> ${mode})`;
+  `argument rule ${index + 1} (${tool}: ${describeTest({ path, op, value })} -> ${mode})`;
+
+/** A rule's test as it reads: `/amount gt 100`. */
+export const describeTest = ({ path, op, value }: Pick<ArgumentRule, 'path' | 'op' | 'value'>) =>
+  `${path || '/'} ${op}${value === undefined ? '' : ` ${JSON.stringify(value)}`}`;

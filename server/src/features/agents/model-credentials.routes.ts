@@ -10,7 +10,10 @@ const credentialSchema = z
   .object({ provider: z.enum(MODEL_PROVIDERS), apiKeyHint: z.string(), createdAt: z.date(), updatedAt: z.date() })
   .meta({ id: 'ModelCredential' });
 
-export function modelCredentialsRoutes(deps: { modelCredentials: ModelCredentialsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
+export function modelCredentialsRoutes(deps: {
+  modelCredentials: ModelCredentialsService;
+  orgAccess: OrgAccess;
+}): FastifyPluginAsyncZod {
   return async (app) => {
     const preHandler = deps.orgAccess('Admin');
     const common = { tags: ['agents'], security: sessionSecurity };

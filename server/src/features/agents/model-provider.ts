@@ -27,7 +27,12 @@ export class ModelUnavailableError extends Error {
 export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefaults }) {
   const models = new Map<string, LanguageModel>();
 
-  function makeModel(provider: ModelProvider, apiKey: string | undefined, baseURL: string | undefined, modelName: string): LanguageModel {
+  function makeModel(
+    provider: ModelProvider,
+    apiKey: string | undefined,
+    baseURL: string | undefined,
+    modelName: string,
+  ): LanguageModel {
     if (provider === 'openai-compatible')
       return createOpenAICompatible({ name: 'openai-compatible', baseURL: baseURL!, apiKey }).chatModel(modelName);
     if (provider === 'openai') return createOpenAI({ apiKey, baseURL })(modelName);
@@ -43,12 +48,18 @@ export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefau
     const modelName = agent.model ?? deps.defaults.name;
     if (!modelName) throw new ModelUnavailableError("The agent has no model: set the agent's model, or MODEL_NAME on the server");
     const serverDefault = provider === deps.defaults.provider;
-    const apiKey = agent.orgApiKeyEncrypted ? deps.box.decrypt(agent.orgApiKeyEncrypted) : serverDefault ? deps.defaults.apiKey : undefined;
+    const apiKey = agent.orgApiKeyEncrypted
+      ? deps.box.decrypt(agent.orgApiKeyEncrypted)
+      : serverDefault
+        ? deps.defaults.apiKey
+        : undefined;
     const baseURL = serverDefault ? deps.defaults.baseUrl : undefined;
     if (provider === 'openai-compatible' && !baseURL)
       throw new ModelUnavailableError('The openai-compatible provider needs a base URL: set MODEL_BASE_URL on the server');
     if (provider !== 'openai-compatible' && !apiKey)
-      throw new ModelUnavailableError(`No API key for the ${provider} provider: store one for the organization, or set MODEL_API_KEY`);
+      throw new ModelUnavailableError(
+        `No API key for the ${provider} provider: store one for the organization, or set MODEL_API_KEY`,
+      );
     const key = JSON.stringify([provider, apiKey, baseURL, modelName]);
     let model = models.get(key);
     if (!model) {

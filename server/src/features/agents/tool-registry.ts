@@ -54,7 +54,8 @@ export function createToolRegistry() {
   const sources: ToolSource[] = [];
   return {
     register(tool: ToolDefinition): void {
-      if (!TOOL_NAME.test(tool.name)) throw new Error(`Invalid tool name "${tool.name}": letters, digits, _ and - only, at most 64`);
+      if (!TOOL_NAME.test(tool.name))
+        throw new Error(`Invalid tool name "${tool.name}": letters, digits, _ and - only, at most 64`);
       if (tools.has(tool.name)) throw new Error(`A tool named "${tool.name}" is registered already`);
       tools.set(tool.name, tool);
     },

@@ -35,11 +35,15 @@ const cut = (text: string, max = MAX_VALUE_CHARS) =>
 
 /** A call's arguments as `name: value` lines: strings as they are, anything else as compact JSON; long values cut. */
 export function readableArguments(input: unknown): Array<[string, string]> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return [['(arguments)', cut(JSON.stringify(input) ?? 'none')]];
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    return [['(arguments)', cut(JSON.stringify(input) ?? 'none')]];
   const entries = Object.entries(input);
   const lines = entries
     .slice(0, MAX_ARGUMENTS)
-    .map(([name, value]): [string, string] => [cut(name, 80), cut(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null'))]);
+    .map(([name, value]): [string, string] => [
+      cut(name, 80),
+      cut(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null')),
+    ]);
   if (entries.length > MAX_ARGUMENTS) lines.push(['…', `${entries.length - MAX_ARGUMENTS} more arguments (see the console)`]);
   return lines;
 }
@@ -60,7 +64,8 @@ export function approvalSubject(input: Pick<ApprovalEmailInput, 'agentName' | 'e
 /** Text and HTML of one approver's email listing every call of the action that waits for them. */
 export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; html: string } {
   const many = input.calls.length > 1;
-  const intro = `${input.agentName} wants to run ${many ? `${input.calls.length} tool calls` : 'a tool call'} that need${many ? '' : 's'} your approval.`;
+  const what = many ? `${input.calls.length} tool calls that need` : 'a tool call that needs';
+  const intro = `${input.agentName} wants to run ${what} your approval.`;
   const context = [
     ['Agent', input.agentName],
     ['Rule', input.ruleName],
@@ -83,14 +88,17 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       `   Reject: ${call.rejectUrl}`,
       '',
     ]),
-    `Or reply to this email with "approve", or "reject" and a reason, on the first line${many ? ' (it decides every call listed here)' : ''}.`,
+    `Or reply to this email with "approve", or "reject" and a reason, on the first ` +
+      `line${many ? ' (it decides every call listed here)' : ''}.`,
     `Each link works once, only for you, until the deadline. The console: ${input.consoleUrl}`,
   ].join('\n');
 
   const row = (name: string, value: string) =>
-    `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td><td style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
+    `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td><td ` +
+    `style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
   const button = (href: string, label: string, color: string) =>
-    `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px 16px;margin-right:8px;border-radius:4px;background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
+    `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px ` +
+    `16px;margin-right:8px;border-radius:4px;background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
   const html = [
     '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:640px">',
     `<p>Hello ${escapeHtml(input.approverName)},</p>`,
@@ -103,7 +111,8 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         `<table>${readableArguments(call.input)
           .map(([name, value]) => row(name, value))
           .join('')}${row('Why it waits', call.why)}${row('Decide by', formatUtc(call.expiresAt))}</table>` +
-        `<p style="margin:12px 0 0">${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
+        `<p style="margin:12px 0 ` +
+        `0">${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
         '</div>',
     ),
     `<p style="color:#555">Or reply with <strong>approve</strong>, or <strong>reject</strong> and a reason, on the first line` +
@@ -115,4 +124,5 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
 }
 
 /** What the stored copy of an approval email says in place of its links: anyone who reads the thread could use them. */
-export const redactLinks = (body: string, urls: string[]) => urls.reduce((text, url) => text.split(url).join('[one-time link]'), body);
+export const redactLinks = (body: string, urls: string[]) =>
+  urls.reduce((text, url) => text.split(url).join('[one-time link]'), body);

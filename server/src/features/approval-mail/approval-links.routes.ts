@@ -15,9 +15,13 @@ const pageResponses = { 200: html, 403: html, 404: html, 409: html, 410: html };
 export function approvalLinksRoutes(deps: { links: ApprovalLinks }): FastifyPluginAsyncZod {
   return async (app) => {
     // The confirmation page posts an HTML form (only in this plugin's scope: the API itself speaks JSON).
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(body as string)));
-    });
+    app.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: 16 * 1024 },
+      (_request, body, done) => {
+        done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      },
+    );
     const common = { tags: ['approvals'], security: [], params, produces: ['text/html'] };
 
     app.get(

@@ -17,7 +17,9 @@ const approversQuery = (db: Kysely<DB>, orgId: string, approvers: RuleApprovers 
     .innerJoin('memberships as m', 'm.userId', 'u.id')
     .select(['u.id', 'u.email', 'u.firstName', 'u.lastName', 'u.username', 'u.approvalEmails'])
     .where('m.orgId', '=', orgId)
-    .where((eb) => eb.or([...(byRole ? [eb('u.role', '=', 'Admin')] : []), ...(userIds.length > 0 ? [eb('u.id', 'in', userIds)] : [])]));
+    .where((eb) =>
+      eb.or([...(byRole ? [eb('u.role', '=', 'Admin')] : []), ...(userIds.length > 0 ? [eb('u.id', 'in', userIds)] : [])]),
+    );
 };
 
 /** Notifications, links and the approval threads of actions; every query is scoped by org or by a row the caller found so. */
@@ -90,7 +92,10 @@ export const approvalMailRepo = {
       .where('channel', '=', channel)
       .execute(),
 
-  /** Records (or, after an interrupted send, records again) one approver's notification of each call; the rows' ids (kept on conflict). */
+  /**
+   * Records (or, after an interrupted send, records again) one approver's notification of each call; the rows' ids
+   * (kept on conflict).
+   */
   async upsertNotifications(
     db: Kysely<DB>,
     rows: Array<{
@@ -179,8 +184,14 @@ export const approvalMailRepo = {
 
   /** Uses a link once: false when it was used already (the row is locked until the transaction ends). */
   useLink: async (db: Kysely<DB>, linkId: string, at: Date): Promise<boolean> =>
-    (await db.updateTable('approvalLinks').set({ usedAt: at }).where('id', '=', linkId).where('usedAt', 'is', null).executeTakeFirst())
-      .numUpdatedRows > 0n,
+    (
+      await db
+        .updateTable('approvalLinks')
+        .set({ usedAt: at })
+        .where('id', '=', linkId)
+        .where('usedAt', 'is', null)
+        .executeTakeFirst()
+    ).numUpdatedRows > 0n,
 
   /** The approval email a reply answers (by any id it names), with its approver and the calls it listed. */
   async repliedTo(db: Kysely<DB>, orgId: string, ids: string[]) {

@@ -28,7 +28,9 @@ afterAll(async () => {
 async function approvalOrg(rule: Record<string, unknown> = {}) {
   const org = await setUpEmailOrg(app, provider, { autoRespond: false });
   const second = await createUser(app, { role: 'Admin', org: org.org.slug });
-  const agent = await (await org.api('POST', '/agents', { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] })).json();
+  const agent = await (
+    await org.api('POST', '/agents', { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] })
+  ).json();
   const created = await org.api('POST', '/action-rules', {
     name: 'Documents',
     agentId: agent.id,
@@ -38,7 +40,9 @@ async function approvalOrg(rule: Record<string, unknown> = {}) {
   });
   expect(created.status).toBe(201);
   const ruleId = (await created.json()).id as string;
-  const webhook = await (await org.api('POST', '/webhooks', { name: 'Orders', actionRuleId: ruleId, runAsUserId: org.admin.id })).json();
+  const webhook = await (
+    await org.api('POST', '/webhooks', { name: 'Orders', actionRuleId: ruleId, runAsUserId: org.admin.id })
+  ).json();
   const setup: WebhookSetup = {
     tenant: { org: org.org, admin: org.admin, token: org.token },
     agentId: agent.id,
@@ -75,7 +79,11 @@ function linksOf(email: SentEmail) {
 
 const open = (url: string) => fetch(url);
 const use = (url: string, form: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+  });
 const ledger = (setup: WebhookSetup, actionId: string) =>
   app
     .request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${actionId}`, { token: setup.tenant.token })
@@ -106,7 +114,9 @@ describe('approvals by email', () => {
       const page = await open(links.approve);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
-      expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'nonce-[^']+'; form-action 'self'/);
+      expect(page.headers.get('content-security-policy')).toMatch(
+        /^default-src 'none'; style-src 'nonce-[^']+'; form-action 'self'/,
+      );
       expect(page.headers.get('referrer-policy')).toBe('no-referrer');
       const html = await page.text();
       expect(html).toContain('Approve this tool call?');
@@ -121,14 +131,25 @@ describe('approvals by email', () => {
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
     const [call] = done.execution.toolCalls;
-    expect(call).toMatchObject({ approval: 'approved', channel: 'email_link', approverId: org.admin.id, decidedBy: org.admin.id });
+    expect(call).toMatchObject({
+      approval: 'approved',
+      channel: 'email_link',
+      approverId: org.admin.id,
+      decidedBy: org.admin.id,
+    });
     expect(done.lifecycleEvents.find((event: { status: string }) => event.status === 'approved').data).toMatchObject({
       channel: 'email_link',
       approverId: org.admin.id,
     });
     expect(call.notifications).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ userId: org.admin.id, address: org.admin.email, channel: 'email', status: 'sent', reason: null }),
+        expect.objectContaining({
+          userId: org.admin.id,
+          address: org.admin.email,
+          channel: 'email',
+          status: 'sent',
+          reason: null,
+        }),
         expect.objectContaining({ userId: second.id, address: second.email, channel: 'email', status: 'sent' }),
       ]),
     );
@@ -198,7 +219,9 @@ describe('approvals by email', () => {
       return notifications.length > 0 && notifications.every((n: { status: string }) => n.status === 'sent') ? true : undefined;
     });
   const answerTo = (messageId: string) =>
-    eventually(`an answer to ${messageId}`, async () => provider.sent.find((email) => email.headers?.['In-Reply-To'] === messageId));
+    eventually(`an answer to ${messageId}`, async () =>
+      provider.sent.find((email) => email.headers?.['In-Reply-To'] === messageId),
+    );
 
   it('a reply "reject" with a reason from the approver rejects the call; the action ends rejected with the reason', async () => {
     const { org, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
@@ -220,7 +243,11 @@ describe('approvals by email', () => {
     // The reply is in the action's approval thread, and no agent answered it. (Its status is written once
     // the decision has committed: the action may be seen rejected a moment before.)
     const threadId = (
-      await app.container.db.selectFrom('emailMessages').select('threadId').where('actionId', '=', actionId).executeTakeFirstOrThrow()
+      await app.container.db
+        .selectFrom('emailMessages')
+        .select('threadId')
+        .where('actionId', '=', actionId)
+        .executeTakeFirstOrThrow()
     ).threadId;
     const thread = await eventually('the reply marked as read', async () => {
       const messages = await app.container.db
@@ -234,7 +261,11 @@ describe('approvals by email', () => {
     expect(thread.map((message) => message.direction)).toEqual(['outbound', 'outbound', 'inbound']);
     expect(thread[2]!.statusDetail).toBe('read as a decision: generateDocument rejected');
     // The job works from the reply's closed state (read now), not from the sentence users see.
-    const state = await app.container.db.selectFrom('approvalReplies').select(['state', 'orgId']).where('orgId', '=', org.org.id).execute();
+    const state = await app.container.db
+      .selectFrom('approvalReplies')
+      .select(['state', 'orgId'])
+      .where('orgId', '=', org.org.id)
+      .execute();
     expect(state).toEqual([{ state: 'read', orgId: org.org.id }]);
   });
 
@@ -246,7 +277,11 @@ describe('approvals by email', () => {
 
     const stranger = await reply(org, email, { from: 'mallory@evil.test', text: 'approve' });
     expect((await answerTo(stranger)).text).toMatch(/^Only the person this approval email was sent to can decide/);
-    const spoofed = await reply(org, email, { from: org.admin.email, text: 'approve', authentication: { spf: 'fail', dmarc: 'fail' } });
+    const spoofed = await reply(org, email, {
+      from: org.admin.email,
+      text: 'approve',
+      authentication: { spf: 'fail', dmarc: 'fail' },
+    });
     expect((await answerTo(spoofed)).text).toContain("the provider's SPF check says fail");
     const spoofedHeader = await reply(org, email, {
       from: org.admin.email,
@@ -258,7 +293,11 @@ describe('approvals by email', () => {
     const unclearAnswer = await answerTo(unclear);
     expect(unclearAnswer.text).toMatch(/first line must start with "approve"/);
     expect(unclearAnswer.headers).toMatchObject({ 'Auto-Submitted': 'auto-replied', 'In-Reply-To': unclear });
-    const automatic = await reply(org, email, { from: org.admin.email, text: 'approve', headers: { 'Auto-Submitted': 'auto-replied' } });
+    const automatic = await reply(org, email, {
+      from: org.admin.email,
+      text: 'approve',
+      headers: { 'Auto-Submitted': 'auto-replied' },
+    });
 
     await eventually('five refused attempts', async () =>
       (await ledger(setup, actionId)).execution.toolCalls[0].refusedAttempts.length === 5 ? true : undefined,
@@ -301,8 +340,16 @@ describe('approvals by email', () => {
     const row = await ledger(setup, actionId);
     expect(row.status).toBe('pending_approval');
     expect(row.execution.toolCalls[0].refusedAttempts).toEqual([
-      expect.objectContaining({ channel: 'email_link', userId: second.id, reason: expect.stringMatching(/may no longer decide/) }),
-      expect.objectContaining({ channel: 'email_link', userId: org.admin.id, reason: 'This link expired at the deadline of the call' }),
+      expect.objectContaining({
+        channel: 'email_link',
+        userId: second.id,
+        reason: expect.stringMatching(/may no longer decide/),
+      }),
+      expect.objectContaining({
+        channel: 'email_link',
+        userId: org.admin.id,
+        reason: 'This link expired at the deadline of the call',
+      }),
     ]);
   });
 
@@ -310,11 +357,20 @@ describe('approvals by email', () => {
     const { org, second, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
     const third = await createUser(app, { role: 'Admin', org: org.org.slug });
     const secondToken = await signIn(app, second);
-    expect((await (await app.request('GET', '/auth/me', { token: secondToken })).json()).preferences).toEqual({ approvalEmails: true });
-    const preferences = await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { approvalEmails: false } });
+    expect((await (await app.request('GET', '/auth/me', { token: secondToken })).json()).preferences).toEqual({
+      approvalEmails: true,
+    });
+    const preferences = await app.request('PATCH', '/auth/me/preferences', {
+      token: secondToken,
+      body: { approvalEmails: false },
+    });
     expect(await preferences.json()).toEqual({ approvalEmails: false });
-    expect((await (await app.request('GET', '/auth/me', { token: secondToken })).json()).preferences).toEqual({ approvalEmails: false });
-    expect((await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { approvalEmails: 'no' } })).status).toBe(400);
+    expect((await (await app.request('GET', '/auth/me', { token: secondToken })).json()).preferences).toEqual({
+      approvalEmails: false,
+    });
+    expect(
+      (await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { approvalEmails: 'no' } })).status,
+    ).toBe(400);
     expect((await app.request('PATCH', '/auth/me/preferences', { token: secondToken, body: { other: true } })).status).toBe(400);
     expect((await app.request('PATCH', '/auth/me/preferences', { body: { approvalEmails: false } })).status).toBe(401);
     await app.container.db
@@ -348,7 +404,9 @@ describe('approvals by email', () => {
       reason: 'the organization has no email integration',
     });
     const call = alone.execution.toolCalls[0].toolCallId;
-    const approved = await app.request('POST', `/orgs/${org.org.slug}/actions/${next}/tool-calls/${call}/approve`, { token: org.token });
+    const approved = await app.request('POST', `/orgs/${org.org.slug}/actions/${next}/tool-calls/${call}/approve`, {
+      token: org.token,
+    });
     expect(approved.status).toBe(200);
     expect((await waitForAction(app, auth(setup), next, ['completed', 'failed'])).status).toBe('completed');
   });

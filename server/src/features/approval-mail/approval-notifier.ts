@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { EmailIntegrationRow } from '../../db/email-schema.ts';
 import type { DB, ModeSource } from '../../db/schema.ts';
 import type { Metrics } from '../../lib/metrics.ts';
+import { describeTest } from '../agents/argument-rules.ts';
 import type { ThreadMail } from '../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
@@ -17,7 +18,7 @@ function whyItWaits(call: { mode: string; modeSource: ModeSource | null; stagedR
   const source = call.modeSource;
   if (source?.source === 'argument_rule') {
     const { rule } = source;
-    return `argument rule ${source.index + 1}: ${rule.path} ${rule.op}${rule.value === undefined ? '' : ` ${JSON.stringify(rule.value)}`}`;
+    return `argument rule ${source.index + 1}: ${describeTest(rule)}`;
   }
   if (call.mode === 'agent') return 'the agent asked for approval';
   return source?.source === 'default'
@@ -52,8 +53,49 @@ export function createApprovalNotifier(deps: {
   type Action = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.actionToNotify>>>;
   type StagedCall = Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>[number];
 
+  type Links = Array<{ call: StagedCall; approve: string; reject: string }>;
+
+  /** With the email: who was told of which call (sending until the provider confirms), and the links' hashes. */
+  async function recordNotifications(
+    trx: Kysely<DB>,
+    emailMessageId: string,
+    { action, approver, links }: { action: Action; approver: Approver; links: Links },
+  ): Promise<void> {
+    const notifications = await approvalMailRepo.upsertNotifications(
+      trx,
+      links.map(({ call }) => ({
+        id: randomUUID(),
+        orgId: action.orgId,
+        actionId: action.id,
+        toolCallId: call.id,
+        userId: approver.id,
+        address: approver.email,
+        status: 'sending' as const,
+        reason: null,
+        emailMessageId,
+      })),
+    );
+    await approvalMailRepo.insertLinks(
+      trx,
+      links.flatMap(({ call, approve, reject }) => {
+        const notificationId = notifications.find((notification) => notification.toolCallId === call.id)!.id;
+        const base = {
+          orgId: action.orgId,
+          toolCallId: call.id,
+          userId: approver.id,
+          notificationId,
+          expiresAt: call.expiresAt!,
+        };
+        return [
+          { ...base, id: randomUUID(), decision: 'approve' as const, tokenHash: hashLinkToken(approve) },
+          { ...base, id: randomUUID(), decision: 'reject' as const, tokenHash: hashLinkToken(reject) },
+        ];
+      }),
+    );
+  }
+
   async function send(action: Action, approver: Approver, calls: StagedCall[], integration: EmailIntegrationRow) {
-    const links = calls.map((call) => ({ call, approve: newLinkToken(), reject: newLinkToken() }));
+    const links: Links = calls.map((call) => ({ call, approve: newLinkToken(), reject: newLinkToken() }));
     const url = (token: string) => `${deps.apiHost}/approvals/decide/${token}`;
     const rendered = renderApprovalEmail({
       agentName: action.agentName ?? 'An agent',
@@ -103,33 +145,7 @@ export function createApprovalNotifier(deps: {
           headers: { 'Auto-Submitted': 'auto-generated', 'X-Auto-Response-Suppress': 'All' },
           replyTo: [integration.fromEmail],
         },
-        alongside: async (trx, row) => {
-          const notifications = await approvalMailRepo.upsertNotifications(
-            trx,
-            calls.map((call) => ({
-              id: randomUUID(),
-              orgId: action.orgId,
-              actionId: action.id,
-              toolCallId: call.id,
-              userId: approver.id,
-              address: approver.email,
-              status: 'sending',
-              reason: null,
-              emailMessageId: row.id,
-            })),
-          );
-          await approvalMailRepo.insertLinks(
-            trx,
-            links.flatMap(({ call, approve, reject }) => {
-              const notificationId = notifications.find((notification) => notification.toolCallId === call.id)!.id;
-              const base = { orgId: action.orgId, toolCallId: call.id, userId: approver.id, notificationId, expiresAt: call.expiresAt! };
-              return [
-                { ...base, id: randomUUID(), decision: 'approve' as const, tokenHash: hashLinkToken(approve) },
-                { ...base, id: randomUUID(), decision: 'reject' as const, tokenHash: hashLinkToken(reject) },
-              ];
-            }),
-          );
-        },
+        alongside: (trx, row) => recordNotifications(trx, row.id, { action, approver, links }),
       },
     );
     const outcomeName = outcome.sent ? 'sent' : 'failed';

@@ -77,11 +77,17 @@ export function createApprovalReplies(deps: {
       return `not read as a decision: ${automatic}; not answered`;
     }
     if (!approver || sender !== approver.email.toLowerCase()) {
-      await refuseAll(message.orgId, target.calls, `A reply from ${sender || 'an unknown sender'}, not from the approver's address`, null);
+      await refuseAll(
+        message.orgId,
+        target.calls,
+        `A reply from ${sender || 'an unknown sender'}, not from the approver's address`,
+        null,
+      );
       await answer(
         message,
         sender,
-        'Only the person this approval email was sent to can decide by replying to it, from their own address. Nothing was decided.',
+        'Only the person this approval email was sent to can decide by replying to it, from their own address. Nothing ' +
+          'was decided.',
       );
       return `not read as a decision: sent from ${sender}, not from the approver's address`;
     }
@@ -91,7 +97,8 @@ export function createApprovalReplies(deps: {
       await answer(
         message,
         sender,
-        `Your reply decided nothing: the mail provider could not confirm it came from you (${failure}). Use a link of the approval email, or the console.`,
+        `Your reply decided nothing: the mail provider could not confirm it came from you (${failure}). Use a link of ` +
+          `the approval email, or the console.`,
       );
       return `not read as a decision: ${failure}`;
     }

@@ -31,7 +31,8 @@ export function renderDecisionPage(
     `<style nonce="${nonce}">`,
     'body{font-family:system-ui,sans-serif;font-size:15px;color:#111;background:#f6f7f9;margin:0;padding:32px 16px}',
     'main{max-width:600px;margin:0 auto;background:#fff;border:1px solid #ddd;border-radius:8px;padding:24px}',
-    'h1{font-size:20px;margin:0 0 16px}table{border-collapse:collapse;margin:12px 0}td{padding:3px 12px 3px 0;vertical-align:top}',
+    'h1{font-size:20px;margin:0 0 16px}table{border-collapse:collapse;margin:12px 0}td{padding:3px 12px 3px ' +
+      '0;vertical-align:top}',
     'td.name{color:#444}td.value{white-space:pre-wrap;word-break:break-word}',
     'textarea{width:100%;box-sizing:border-box;min-height:80px;font:inherit}label{display:block;margin:12px 0 4px}',
     'button{font:inherit;font-weight:600;padding:10px 20px;border:0;border-radius:6px;color:#fff;cursor:pointer;margin-top:16px}',
@@ -46,7 +47,8 @@ export function renderDecisionPage(
     html,
     headers: {
       'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
+      'content-security-policy':
+        `default-src 'none'; style-src 'nonce-${nonce}'; ` + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
       'referrer-policy': 'no-referrer',
       'x-robots-tag': 'noindex',
     },
@@ -81,20 +83,24 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
       return {
         status: 404,
         title: 'This link is not valid',
-        body: note('It may be cut short, or the action it belonged to was deleted. Nothing was decided. Open the console to decide.'),
+        body: note(
+          'It may be cut short, or the action it belonged to was deleted. Nothing was decided. Open the console to decide.',
+        ),
       };
     case 'open': {
       const approve = page.link.decision === 'approve';
       const reason = approve
         ? ''
-        : `<label for="reason">Reason (optional)</label><textarea id="reason" name="reason" maxlength="${MAX_DECISION_REASON_CHARS}"></textarea>`;
+        : `<label for="reason">Reason (optional)</label><textarea id="reason" name="reason" ` +
+          `maxlength="${MAX_DECISION_REASON_CHARS}"></textarea>`;
       return {
         status: 200,
         title: approve ? 'Approve this tool call?' : 'Reject this tool call?',
         body:
           summary(page.link) +
           note(
-            `Decide by ${formatUtc(page.link.expiresAt)}. You are deciding as ${page.link.approverEmail}. Nothing happens until you press the button.`,
+            `Decide by ${formatUtc(page.link.expiresAt)}. You are deciding as ${page.link.approverEmail}. Nothing ` +
+              `happens until you press the button.`,
           ) +
           `<form method="post" action="${escapeHtml(formAction)}">${reason}` +
           `<button type="submit" class="${approve ? 'approve' : 'reject'}">${approve ? 'Approve' : 'Reject'}</button></form>`,

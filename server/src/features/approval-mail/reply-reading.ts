@@ -1,7 +1,10 @@
 /** Reading a reply to an approval email: its decision, and whether its sender proved to be who they say. */
 import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
 
-export type ReplyDecision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'unclear'; firstLine: string };
+export type ReplyDecision =
+  | { kind: 'approve' }
+  | { kind: 'reject'; reason: string | null }
+  | { kind: 'unclear'; firstLine: string };
 
 /**
  * The first line that is not quoted (`>`) and not empty decides: it starts with `approve` or `reject`
@@ -34,14 +37,18 @@ const FAILING = new Set(['fail', 'softfail', 'permerror']);
  * own SPF/DKIM/DMARC results (Resend's `authentication`), and the `Authentication-Results` header
  * (RFC 8601) where present. A result of `none` (nothing to check) is not a failure.
  */
-export function authenticationFailure(authentication: Record<string, string> | null, headers: Record<string, string>): string | undefined {
+export function authenticationFailure(
+  authentication: Record<string, string> | null,
+  headers: Record<string, string>,
+): string | undefined {
   for (const [method, result] of Object.entries(authentication ?? {})) {
     if (FAILING.has(String(result).toLowerCase())) return `the provider's ${method.toUpperCase()} check says ${result}`;
   }
   const results = headers['authentication-results'];
   if (results) {
     for (const match of results.matchAll(/\b(spf|dkim|dmarc)\s*=\s*([a-z]+)/gi)) {
-      if (FAILING.has(match[2]!.toLowerCase())) return `Authentication-Results says ${match[1]!.toLowerCase()}=${match[2]!.toLowerCase()}`;
+      if (FAILING.has(match[2]!.toLowerCase()))
+        return `Authentication-Results says ${match[1]!.toLowerCase()}=${match[2]!.toLowerCase()}`;
     }
   }
   return undefined;

@@ -32,7 +32,10 @@ export interface AuthRouteDeps {
   isProduction: boolean;
 }
 
-export const requestMeta = (request: FastifyRequest): RequestMeta => ({ ipAddress: request.ip, userAgent: request.headers['user-agent'] });
+export const requestMeta = (request: FastifyRequest): RequestMeta => ({
+  ipAddress: request.ip,
+  userAgent: request.headers['user-agent'],
+});
 
 const meSchema = userSchema.extend({
   limits: z
@@ -69,7 +72,11 @@ export function authRoutes(deps: AuthRouteDeps): FastifyPluginAsyncZod {
         preHandler: async (request) => deps.limits.login.consume(request.ip),
       },
       async (request, reply) => {
-        const { user, token } = await deps.auth.loginWithCredentials(request.body.email, request.body.password, requestMeta(request));
+        const { user, token } = await deps.auth.loginWithCredentials(
+          request.body.email,
+          request.body.password,
+          requestMeta(request),
+        );
         setSessionCookie(reply, token, deps.isProduction);
         return toPublicUser(user);
       },

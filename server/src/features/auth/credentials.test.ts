@@ -88,7 +88,11 @@ describe('POST /auth/login/credentials', () => {
   it('stores the password as a bcrypt hash of the configured cost (PASSWORD_HASH_COST, 12 unless set)', async () => {
     const email = uniqueEmail();
     await app.container.services.users.create({ email, password: 'a fine password', role: 'Guest', provider: 'credentials' });
-    const row = await app.container.db.selectFrom('users').select('passwordHash').where('email', '=', email).executeTakeFirstOrThrow();
+    const row = await app.container.db
+      .selectFrom('users')
+      .select('passwordHash')
+      .where('email', '=', email)
+      .executeTakeFirstOrThrow();
     // The tests run at cost 4 (test-app.ts); config.test.ts proves that 12 is the default.
     expect(row.passwordHash).toMatch(/^\$2[ab]\$04\$/);
     expect((await login(email, 'a fine password')).status).toBe(200);

@@ -32,7 +32,10 @@ export function createPasswordResetService(deps: {
      * the same whether or not the account exists.
      */
     async requestReset(email: string): Promise<void> {
-      await deps.jobs.enqueue('auth.password-reset', { email: email.trim().toLowerCase(), requestedAt: deps.clock.now().toISOString() });
+      await deps.jobs.enqueue('auth.password-reset', {
+        email: email.trim().toLowerCase(),
+        requestedAt: deps.clock.now().toISOString(),
+      });
     },
 
     /** Job: issue a fresh token (voiding earlier ones) and mail the link. */
@@ -57,7 +60,9 @@ export function createPasswordResetService(deps: {
       await deps.mailer.send({
         to: user.email,
         subject: 'Reset your Agent Platform password',
-        text: `Someone asked to reset the password of this account.\n\nSet a new password: ${link}\n\nThe link works once, for one hour. If you did not ask for it, ignore this email.`,
+        text:
+          `Someone asked to reset the password of this account.\n\nSet a new password: ${link}\n\nThe link works once, ` +
+          `for one hour. If you did not ask for it, ignore this email.`,
       });
     },
 

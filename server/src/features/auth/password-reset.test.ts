@@ -99,8 +99,12 @@ describe('reset-password', () => {
     // Not logged in automatically.
     expect(response.headers.getSetCookie()).toEqual([]);
     expect((await app.request('GET', '/auth/me', { token: session })).status).toBe(401);
-    expect((await request('POST', '/auth/login/credentials', { email: user.email, password: DEFAULT_PASSWORD })).status).toBe(401);
-    expect((await request('POST', '/auth/login/credentials', { email: user.email, password: 'a brand new password' })).status).toBe(200);
+    expect((await request('POST', '/auth/login/credentials', { email: user.email, password: DEFAULT_PASSWORD })).status).toBe(
+      401,
+    );
+    expect(
+      (await request('POST', '/auth/login/credentials', { email: user.email, password: 'a brand new password' })).status,
+    ).toBe(200);
     const row = await app.container.db
       .selectFrom('passwordResetTokens')
       .selectAll()
@@ -145,12 +149,18 @@ describe('reset-password', () => {
     const user = await createUser(app);
     const first = await requestResetToken(user.email);
     const second = await requestResetToken(user.email);
-    expect((await request('POST', '/auth/reset-password', { token: first, newPassword: 'stale token password' })).status).toBe(400);
-    expect((await request('POST', '/auth/reset-password', { token: second, newPassword: 'fresh token password' })).status).toBe(200);
+    expect((await request('POST', '/auth/reset-password', { token: first, newPassword: 'stale token password' })).status).toBe(
+      400,
+    );
+    expect((await request('POST', '/auth/reset-password', { token: second, newPassword: 'fresh token password' })).status).toBe(
+      200,
+    );
   });
 
   it('refuses an unknown token and a weak or over-long password, keeping the token usable', async () => {
-    expect((await request('POST', '/auth/reset-password', { token: 'made-up', newPassword: 'whatever password' })).status).toBe(400);
+    expect((await request('POST', '/auth/reset-password', { token: 'made-up', newPassword: 'whatever password' })).status).toBe(
+      400,
+    );
     const user = await createUser(app);
     const token = await requestResetToken(user.email);
     const short = await request('POST', '/auth/reset-password', { token, newPassword: 'short' });

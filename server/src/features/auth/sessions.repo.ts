@@ -5,7 +5,11 @@ export const sessionsRepo = {
   insert: (db: Kysely<DB>, session: Omit<SessionRow, 'createdAt'>) => db.insertInto('sessions').values(session).execute(),
 
   /** The session and its user in one indexed lookup: the hot path of every authenticated request. */
-  async findValidByTokenHash(db: Kysely<DB>, tokenHash: string, now: Date): Promise<{ session: SessionRow; user: UserRow } | undefined> {
+  async findValidByTokenHash(
+    db: Kysely<DB>,
+    tokenHash: string,
+    now: Date,
+  ): Promise<{ session: SessionRow; user: UserRow } | undefined> {
     const row = await db
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.userId')
@@ -36,7 +40,8 @@ export const sessionsRepo = {
     };
   },
 
-  deleteByTokenHash: (db: Kysely<DB>, tokenHash: string) => db.deleteFrom('sessions').where('tokenHash', '=', tokenHash).execute(),
+  deleteByTokenHash: (db: Kysely<DB>, tokenHash: string) =>
+    db.deleteFrom('sessions').where('tokenHash', '=', tokenHash).execute(),
 
   deleteAllForUser: (db: Kysely<DB>, userId: string) => db.deleteFrom('sessions').where('userId', '=', userId).execute(),
 

@@ -53,7 +53,10 @@ export function createSessionsService(deps: { db: Kysely<DB>; clock: Clock; bus:
   }
 
   return {
-    async create(userId: string, meta: { ipAddress?: string; userAgent?: string } = {}): Promise<{ token: string; expiresAt: Date }> {
+    async create(
+      userId: string,
+      meta: { ipAddress?: string; userAgent?: string } = {},
+    ): Promise<{ token: string; expiresAt: Date }> {
       const token = randomToken(32);
       const expiresAt = new Date(deps.clock.now().getTime() + SESSION_LIFETIME_SECONDS * 1000);
       await sessionsRepo.insert(deps.db, {

@@ -143,25 +143,30 @@ describe('CSRF on cookie-authenticated unsafe requests', () => {
 
 describe('session cache across processes', () => {
   // Two containers on one PostgreSQL database stand for two server processes.
-  it.runIf(process.env.TEST_DB === 'postgres')("drops a session revoked in another process from this process's cache", async () => {
-    const { createContainer } = await import('../../container.ts');
-    const { openDatabase } = await import('../../db/database.ts');
-    const other = await createContainer(app.container.config, { database: await openDatabase({ url: app.container.database.url }) });
-    try {
-      const user = await createUser(app);
-      const token = await signIn(app, user);
-      expect(await app.container.services.sessions.validate(token)).toBeDefined(); // now cached here
-      await other.services.sessions.revoke(token);
-      await eventually(
-        'the revocation, in the other process',
-        async () => ((await app.container.services.sessions.validate(token)) === undefined ? true : undefined),
-        5_000,
-      );
-    } finally {
-      await other.bus.close();
-      await other.database.close();
-    }
-  });
+  it.runIf(process.env.TEST_DB === 'postgres')(
+    "drops a session revoked in another process from this process's cache",
+    async () => {
+      const { createContainer } = await import('../../container.ts');
+      const { openDatabase } = await import('../../db/database.ts');
+      const other = await createContainer(app.container.config, {
+        database: await openDatabase({ url: app.container.database.url }),
+      });
+      try {
+        const user = await createUser(app);
+        const token = await signIn(app, user);
+        expect(await app.container.services.sessions.validate(token)).toBeDefined(); // now cached here
+        await other.services.sessions.revoke(token);
+        await eventually(
+          'the revocation, in the other process',
+          async () => ((await app.container.services.sessions.validate(token)) === undefined ? true : undefined),
+          5_000,
+        );
+      } finally {
+        await other.bus.close();
+        await other.database.close();
+      }
+    },
+  );
 
   it('forgets a revoked session at once in the revoking process', async () => {
     const token = await signIn(app, await createUser(app));

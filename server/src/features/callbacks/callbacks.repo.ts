@@ -7,7 +7,8 @@ import type { Cursor } from '../../lib/pagination.ts';
 export const callbackEndpointsRepo = {
   /** Endpoints hang off an action webhook of the org: whether that webhook exists there. */
   webhookExists: async (db: Kysely<DB>, orgId: string, webhookId: string): Promise<boolean> =>
-    (await db.selectFrom('webhooks').select('id').where('orgId', '=', orgId).where('id', '=', webhookId).executeTakeFirst()) !== undefined,
+    (await db.selectFrom('webhooks').select('id').where('orgId', '=', orgId).where('id', '=', webhookId).executeTakeFirst()) !==
+    undefined,
 
   insert: (db: Kysely<DB>, row: Insertable<CallbackEndpointsTable>): Promise<CallbackEndpointRow> =>
     db.insertInto('callbackEndpoints').values(row).returningAll().executeTakeFirstOrThrow(),

@@ -83,7 +83,8 @@ export function callbacksRoutes(deps: { callbacks: CallbacksService; orgAccess: 
         },
         preHandler,
       },
-      async (request) => deps.callbacks.update(orgOf(request).id, request.params.webhookId, request.params.callbackId, request.body),
+      async (request) =>
+        deps.callbacks.update(orgOf(request).id, request.params.webhookId, request.params.callbackId, request.body),
     );
     app.delete(
       `${base}/:callbackId`,
@@ -125,11 +126,15 @@ export function callbacksRoutes(deps: { callbacks: CallbacksService; orgAccess: 
           summary: "An endpoint's deliveries, newest first, with their attempts",
           params: callbackParams,
           querystring: callbackListQuery,
-          response: { 200: z.object({ deliveries: z.array(callbackDeliverySchema), nextCursor: z.string().nullable() }), ...errors },
+          response: {
+            200: z.object({ deliveries: z.array(callbackDeliverySchema), nextCursor: z.string().nullable() }),
+            ...errors,
+          },
         },
         preHandler,
       },
-      async (request) => deps.callbacks.deliveries(orgOf(request).id, request.params.webhookId, request.params.callbackId, request.query),
+      async (request) =>
+        deps.callbacks.deliveries(orgOf(request).id, request.params.webhookId, request.params.callbackId, request.query),
     );
     app.post(
       `${base}/:callbackId/recover`,
@@ -147,7 +152,14 @@ export function callbacksRoutes(deps: { callbacks: CallbacksService; orgAccess: 
       async (request, reply) =>
         reply
           .status(202)
-          .send(await deps.callbacks.recover(orgOf(request).id, request.params.webhookId, request.params.callbackId, request.body.since)),
+          .send(
+            await deps.callbacks.recover(
+              orgOf(request).id,
+              request.params.webhookId,
+              request.params.callbackId,
+              request.body.since,
+            ),
+          ),
     );
     app.post(
       '/orgs/:org/callback-deliveries/:deliveryId/replay',

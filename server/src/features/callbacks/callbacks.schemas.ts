@@ -65,17 +65,29 @@ const actionIdentity = {
   externalId: z.string().nullable(),
   eventType: z.string(),
 };
-const stagedToolCall = z.object({ toolCallId: z.string(), toolName: z.string(), input: z.unknown(), expiresAt: z.string().nullable() });
+const stagedToolCall = z.object({
+  toolCallId: z.string(),
+  toolName: z.string(),
+  input: z.unknown(),
+  expiresAt: z.string().nullable(),
+});
 const decision = z.object({
   toolCallId: z.string(),
   toolName: z.string(),
   decidedBy: z.uuid().nullable().describe('null when the deadline decided'),
   approverId: z.uuid().nullable().describe('The person who decided (as decidedBy); null when the deadline decided'),
-  channel: z.enum(DECISION_CHANNELS).nullable().describe('How: console, api, email_link or email_reply; null when the deadline decided'),
+  channel: z
+    .enum(DECISION_CHANNELS)
+    .nullable()
+    .describe('How: console, api, email_link or email_reply; null when the deadline decided'),
   decidedAt: z.string().nullable(),
   reason: z.string().nullable(),
 });
-const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(type: Type, status: Status, data: Data) =>
+const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(
+  type: Type,
+  status: Status,
+  data: Data,
+) =>
   z.object({
     type: z.literal(type),
     timestamp: z.string().describe('ISO time of the transition'),
@@ -98,7 +110,8 @@ export const callbackEventSchema = z
   .meta({
     id: 'CallbackEvent',
     description:
-      'POSTed as JSON to each subscribed endpoint, signed with the Standard Webhooks scheme: webhook-id (stable across retries), webhook-timestamp, webhook-signature, and the same under wh-*.',
+      'POSTed as JSON to each subscribed endpoint, signed with the Standard Webhooks scheme: webhook-id (stable across ' +
+      'retries), webhook-timestamp, webhook-signature, and the same under wh-*.',
   });
 
 export type CallbackEvent = z.infer<typeof callbackEventSchema>;

@@ -98,7 +98,9 @@ export function createCallbacksService(deps: {
         ...plain,
         ...(events !== undefined ? { events: JSON.stringify(events) } : {}),
         // Enabling starts afresh: what failed while disabled can be sent again with recover.
-        ...(enabled === true && !current.enabled ? { enabled: true, disabledReason: null, disabledAt: null, failingSince: null } : {}),
+        ...(enabled === true && !current.enabled
+          ? { enabled: true, disabledReason: null, disabledAt: null, failingSince: null }
+          : {}),
       });
       return toPublic(row ?? current);
     },

@@ -2,7 +2,14 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import { addCallback, approveStaged, auth, runEvent, verifyWithLibrary, startCallbackStack } from '../../../test/helpers/callbacks.ts';
+import {
+  addCallback,
+  approveStaged,
+  auth,
+  runEvent,
+  verifyWithLibrary,
+  startCallbackStack,
+} from '../../../test/helpers/callbacks.ts';
 import { documentThenText } from '../../../test/helpers/fake-model.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
@@ -12,7 +19,11 @@ let app: TestApp;
 let model: typeof stack.model;
 let receiver: typeof stack.receiver;
 beforeAll(async () => {
-  stack = await startCallbackStack({ MODEL_MAX_RETRIES: '0', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '1,1,1' });
+  stack = await startCallbackStack({
+    MODEL_MAX_RETRIES: '0',
+    CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+    CALLBACK_RETRY_SCHEDULE: '1,1,1',
+  });
   ({ app, model, receiver } = stack);
 });
 afterAll(async () => stack?.close());
@@ -87,10 +98,14 @@ describe('lifecycle callbacks', () => {
     const { approvals } = await (
       await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })
     ).json();
-    await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${rejectedId}/tool-calls/${approvals[0].toolCallId}/reject`, {
-      token: setup.tenant.token,
-      body: { reason: 'no' },
-    });
+    await app.request(
+      'POST',
+      `/orgs/${setup.tenant.org.slug}/actions/${rejectedId}/tool-calls/${approvals[0].toolCallId}/reject`,
+      {
+        token: setup.tenant.token,
+        body: { reason: 'no' },
+      },
+    );
     const rejected = (await arrived(rejectedId, 2)).map((callback) => verifyWithLibrary(everything.secret, callback));
     expect(rejected.map((event) => event.type)).toEqual(['action.pending_approval', 'action.rejected']);
     expect(rejected[1]!.data).toMatchObject({ status: 'rejected', decision: { reason: 'no' } });
@@ -99,7 +114,10 @@ describe('lifecycle callbacks', () => {
     model.script(() => ({ error: { status: 400, message: 'model refuses' } }));
     const failedId = await runEvent(app, setup);
     const [failed] = (await arrived(failedId, 1)).map((callback) => verifyWithLibrary(everything.secret, callback));
-    expect(failed).toMatchObject({ type: 'action.failed', data: { status: 'failed', error: expect.stringContaining('model refuses') } });
+    expect(failed).toMatchObject({
+      type: 'action.failed',
+      data: { status: 'failed', error: expect.stringContaining('model refuses') },
+    });
   });
 
   it('announce an expired approval', async () => {
@@ -110,7 +128,10 @@ describe('lifecycle callbacks', () => {
     const [expired] = (await arrived(actionId, 1)).map((callback) => verifyWithLibrary(endpoint.secret, callback));
     expect(expired).toMatchObject({
       type: 'action.expired',
-      data: { status: 'expired', decision: { toolName: 'generateDocument', decidedBy: null, reason: 'not decided before the deadline' } },
+      data: {
+        status: 'expired',
+        decision: { toolName: 'generateDocument', decidedBy: null, reason: 'not decided before the deadline' },
+      },
     });
   });
 
@@ -129,7 +150,10 @@ describe('lifecycle callbacks', () => {
     expect(verifyWithLibrary(rotated.secret, callback!).type).toBe('action.completed');
     expect(verifyWithLibrary(endpoint.secret, callback!).type).toBe('action.completed');
     expect(() =>
-      new Webhook(`whsec_${Buffer.alloc(24, 1).toString('base64')}`).verify(callback!.body, callback!.headers as Record<string, string>),
+      new Webhook(`whsec_${Buffer.alloc(24, 1).toString('base64')}`).verify(
+        callback!.body,
+        callback!.headers as Record<string, string>,
+      ),
     ).toThrow();
     // The secret is never shown again.
     const shown = await (await app.request('GET', base, { token: setup.tenant.token })).json();

@@ -29,6 +29,9 @@ export interface AttemptRecord {
 }
 
 /** How long a claimed delivery is ours before another dispatcher may take it (we died mid-attempt). */
+/** Endpoint ids as a subquery (one jsonb parameter, whatever their number). */
+const skippedIds = (ids: string[]) => sql`select value::uuid from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)`;
+
 export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 15_000;
 
 export const dispatchRepo = {
@@ -46,7 +49,7 @@ export const dispatchRepo = {
         select d.id from callback_deliveries d
         join callback_endpoints ep on ep.id = d.endpoint_id and ep.enabled
         where d.status = 'pending' and d.next_attempt_at <= now()
-          ${skipEndpoints.length > 0 ? sql`and not (d.endpoint_id = any (select value::uuid from jsonb_array_elements_text(${JSON.stringify(skipEndpoints)}::jsonb)))` : sql``}
+          ${skipEndpoints.length > 0 ? sql`and not (d.endpoint_id = any (${skippedIds(skipEndpoints)}))` : sql``}
           and not exists (
             select 1 from callback_deliveries e
             where e.action_id = d.action_id and e.endpoint_id = d.endpoint_id and e.status = 'pending' and e.seq < d.seq
@@ -56,10 +59,12 @@ export const dispatchRepo = {
         for update of d skip locked
       )
       update callback_deliveries d
-      set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond', updated_at = now()
+      set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond',
+        updated_at = now()
       from due, callback_endpoints ep
       where d.id = due.id and ep.id = d.endpoint_id
-      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted, ep.previous_secret_encrypted,
+      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted,
+        ep.previous_secret_encrypted,
         ep.previous_secret_expires_at, d.trace_parent, d.event_type`.execute(db)
     ).rows,
 
@@ -81,7 +86,8 @@ export const dispatchRepo = {
       ), delivered as (
         update callback_deliveries d
         set status = i.status,
-            next_attempt_at = case when i.status = 'pending' then now() + i."delayMs" * interval '1 millisecond' else d.next_attempt_at end,
+            next_attempt_at = case when i.status = 'pending' then now() + i."delayMs" * interval '1 millisecond'
+              else d.next_attempt_at end,
             last_attempt_at = i."attemptedAt", last_status_code = i."statusCode", last_error = i.error, updated_at = now()
         from input i
         where d.id = i."deliveryId" and d.status = 'pending'
@@ -93,6 +99,8 @@ export const dispatchRepo = {
         where ep.id = h.id and (h.ok = (ep.failing_since is not null))
       )
       select ep.id from callback_endpoints ep join health h on h.id = ep.id
-      where not h.ok and ep.enabled and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`.execute(db)
+      where not h.ok and ep.enabled and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`.execute(
+        db,
+      )
     ).rows.map((row) => row.id),
 };

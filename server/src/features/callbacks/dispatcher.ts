@@ -133,12 +133,16 @@ export function createCallbackDispatcher(deps: {
       statusCode = response.status;
       responseBody = response.body;
       retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-      if (statusCode >= 300 && statusCode < 400) error = `redirect to ${response.headers.location ?? '(no location)'} not followed`;
+      if (statusCode >= 300 && statusCode < 400)
+        error = `redirect to ${response.headers.location ?? '(no location)'} not followed`;
       else if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
     } catch (cause) {
       error = (cause as Error).message || String(cause);
     }
-    const verdict = judgeAttempt({ statusCode, retryAfter, attemptCount: callback.attemptCount, attemptedAt }, options.retryScheduleMs);
+    const verdict = judgeAttempt(
+      { statusCode, retryAfter, attemptCount: callback.attemptCount, attemptedAt },
+      options.retryScheduleMs,
+    );
     deps.metrics.callbackAttempts.inc({ outcome: verdict.status });
     if (statusCode !== null) span.setAttribute('http.response.status_code', statusCode);
     span.setAttribute('agent_platform.callback.outcome', verdict.status);

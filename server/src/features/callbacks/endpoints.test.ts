@@ -61,7 +61,12 @@ describe('callback endpoints', () => {
     const enabled = await (
       await app.request('PATCH', one(callback.id), { token, body: { enabled: true, events: ['action.pending_approval'] } })
     ).json();
-    expect(enabled).toMatchObject({ enabled: true, disabledReason: null, events: ['action.pending_approval'], description: 'Orders' });
+    expect(enabled).toMatchObject({
+      enabled: true,
+      disabledReason: null,
+      events: ['action.pending_approval'],
+      description: 'Orders',
+    });
     const rotated = await app.request('POST', `${one(callback.id)}/rotate-secret`, { token });
     expect(rotated.status).toBe(200);
     expect(JSON.stringify(await (await app.request('GET', one(callback.id), { token })).json())).not.toContain('whsec_');
@@ -103,9 +108,13 @@ describe('callback endpoints', () => {
     ).toBe(404);
     expect(
       (
-        await app.request('POST', `/orgs/${setup.tenant.org.slug}/callback-deliveries/00000000-0000-4000-8000-000000000000/replay`, {
-          token,
-        })
+        await app.request(
+          'POST',
+          `/orgs/${setup.tenant.org.slug}/callback-deliveries/00000000-0000-4000-8000-000000000000/replay`,
+          {
+            token,
+          },
+        )
       ).status,
     ).toBe(404);
     expect((await app.request('GET', one('not-a-uuid'), { token })).status).toBe(400);
@@ -124,7 +133,9 @@ describe('callback endpoints', () => {
     const foreign = `/orgs/${other.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks`;
     expect((await app.request('GET', foreign, { token: other.tenant.token })).status).toBe(404);
     expect((await app.request('GET', `${foreign}/${id}`, { token: other.tenant.token })).status).toBe(404);
-    expect((await app.request('PATCH', `${foreign}/${id}`, { token: other.tenant.token, body: { url: PUBLIC_URL } })).status).toBe(404);
+    expect(
+      (await app.request('PATCH', `${foreign}/${id}`, { token: other.tenant.token, body: { url: PUBLIC_URL } })).status,
+    ).toBe(404);
     expect((await app.request('POST', `${foreign}/${id}/rotate-secret`, { token: other.tenant.token })).status).toBe(404);
     expect((await app.request('DELETE', `${foreign}/${id}`, { token: other.tenant.token })).status).toBe(404);
     expect((await app.request('GET', one(id), { token: other.tenant.token })).status).toBe(404);
@@ -191,7 +202,8 @@ describe('the SSRF guard', () => {
       const row = await (
         await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${actionId}`, { token: setup.tenant.token })
       ).json();
-      return row.callbacks?.length === 2 && row.callbacks.every((delivery: { attempts: unknown[] }) => delivery.attempts.length === 1)
+      return row.callbacks?.length === 2 &&
+        row.callbacks.every((delivery: { attempts: unknown[] }) => delivery.attempts.length === 1)
         ? row.callbacks
         : undefined;
     });

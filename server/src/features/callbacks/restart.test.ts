@@ -19,7 +19,11 @@ beforeAll(async () => {
   model = await startFakeModel();
   model.script(() => ({ text: 'done' }));
   receiver = await startCallbackReceiver();
-  environment = await serverProcessEnvironment({ ...model.env, CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', CALLBACK_RETRY_SCHEDULE: '2,2,2' });
+  environment = await serverProcessEnvironment({
+    ...model.env,
+    CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+    CALLBACK_RETRY_SCHEDULE: '2,2,2',
+  });
 });
 afterAll(async () => {
   await environment?.cleanup();

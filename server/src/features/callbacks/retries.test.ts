@@ -32,7 +32,9 @@ async function endpointAnswering(path: string, answers: ReceiverAnswer[]) {
 const api = (setup: WebhookSetup) => ({
   endpoint: (id: string) =>
     app
-      .request('GET', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks/${id}`, { token: setup.tenant.token })
+      .request('GET', `/orgs/${setup.tenant.org.slug}/webhooks/${setup.webhook.id}/callbacks/${id}`, {
+        token: setup.tenant.token,
+      })
       .then((r) => r.json()),
   deliveries: (id: string) =>
     app
@@ -100,7 +102,10 @@ describe('delivery attempts', () => {
     const { setup } = await endpointAnswering('/moved', [{ status: 302, headers: { location: receiver.url('/elsewhere') } }, {}]);
     const actionId = await runEvent(app, setup);
     const delivery = await settled(setup, actionId);
-    expect(delivery.attempts[0]).toMatchObject({ statusCode: 302, error: `redirect to ${receiver.url('/elsewhere')} not followed` });
+    expect(delivery.attempts[0]).toMatchObject({
+      statusCode: 302,
+      error: `redirect to ${receiver.url('/elsewhere')} not followed`,
+    });
     expect(arrivals('/elsewhere')).toEqual([]);
   });
 

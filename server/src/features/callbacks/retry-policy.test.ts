@@ -93,9 +93,10 @@ describe('the outbound agents at connect time', () => {
     const agents = createGuardedHttpAgents({ allowPrivateNetworks: false });
     try {
       for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x']) {
-        await expect(postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }), url).rejects.toThrow(
-          /is not allowed/,
-        );
+        await expect(
+          postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }),
+          url,
+        ).rejects.toThrow(/is not allowed/);
       }
     } finally {
       agents.destroy();

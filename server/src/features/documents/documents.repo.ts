@@ -28,7 +28,12 @@ export const documentsRepo = {
       .executeTakeFirst(),
 
   findByToolCall: (db: Kysely<DB>, actionId: string, toolCallId: string) =>
-    db.selectFrom('documents').select('id').where('actionId', '=', actionId).where('toolCallId', '=', toolCallId).executeTakeFirst(),
+    db
+      .selectFrom('documents')
+      .select('id')
+      .where('actionId', '=', actionId)
+      .where('toolCallId', '=', toolCallId)
+      .executeTakeFirst(),
 
   list: (db: Kysely<DB>, orgId: string, limit: number, after?: Cursor) =>
     db

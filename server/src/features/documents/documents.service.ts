@@ -27,7 +27,10 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
     ): Promise<{ documentId: string }> {
       const parsed = generateDocumentInput.safeParse(input);
       if (!parsed.success)
-        throw new AppError('validation_failed', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
+        throw new AppError(
+          'validation_failed',
+          parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
+        );
       const pdf = await deps.renderer.render(parsed.data.title, parsed.data.content, origin.signal);
       const document = await documentsRepo.insert(deps.db, {
         id: randomUUID(),
@@ -65,7 +68,8 @@ export function generateDocumentTool(documents: DocumentsService) {
   return defineTool({
     name: 'generateDocument',
     description:
-      'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and stores it with the organization. Returns its documentId, which sendEmail can attach.',
+      'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and ' +
+      'stores it with the organization. Returns its documentId, which sendEmail can attach.',
     inputSchema: generateDocumentInput,
     execute: (input, context) =>
       documents.generate(context.orgId, input, {

@@ -130,12 +130,19 @@ describe('generateDocument and documents', () => {
   it('keeps documents inside their org: another tenant gets 404', async () => {
     const owner = await createTenant(app);
     const intruder = await createTenant(app);
-    const { documentId } = await app.container.services.documents.generate(owner.org.id, { title: 'Private', content: 'secret plan' });
-    expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(404);
-    expect((await app.request('GET', `/orgs/${intruder.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(404);
-    expect((await (await app.request('GET', `/orgs/${intruder.org.slug}/documents`, { token: intruder.token })).json()).documents).toEqual(
-      [],
+    const { documentId } = await app.container.services.documents.generate(owner.org.id, {
+      title: 'Private',
+      content: 'secret plan',
+    });
+    expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`, { token: intruder.token })).status).toBe(
+      404,
     );
+    expect(
+      (await app.request('GET', `/orgs/${intruder.org.slug}/documents/${documentId}`, { token: intruder.token })).status,
+    ).toBe(404);
+    expect(
+      (await (await app.request('GET', `/orgs/${intruder.org.slug}/documents`, { token: intruder.token })).json()).documents,
+    ).toEqual([]);
     expect((await app.request('GET', `/orgs/${owner.org.slug}/documents/${documentId}`)).status).toBe(401);
   });
 });

@@ -86,7 +86,10 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
 }
 
 function decodeEntities(text: string): string {
-  return text.replace(/&(amp|lt|gt|quot|#39);/g, (_, entity: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[entity]!);
+  return text.replace(
+    /&(amp|lt|gt|quot|#39);/g,
+    (_, entity: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[entity]!,
+  );
 }
 
 /** Splits inline runs after every LINES_PER_PIECE line breaks, so that no one block spans pages. */
@@ -132,7 +135,9 @@ function blocks(tokens: Token[]): Block[] {
       case 'text':
         out.push(
           textBlock(
-            inline((token as Tokens.Text).tokens ?? [{ type: 'text', raw: token.raw, text: (token as Tokens.Text).text } as Token]),
+            inline(
+              (token as Tokens.Text).tokens ?? [{ type: 'text', raw: token.raw, text: (token as Tokens.Text).text } as Token],
+            ),
             'paragraph',
           ),
         );
@@ -161,7 +166,10 @@ function blocks(tokens: Token[]): Block[] {
         out.push({ stack: blocks((token as Tokens.Blockquote).tokens), style: 'quote' });
         break;
       case 'hr':
-        out.push({ canvas: [{ type: 'line', x1: 0, y1: 0, x2: 515, y2: 0, lineWidth: 0.5, lineColor: '#999999' }], margin: [0, 6, 0, 6] });
+        out.push({
+          canvas: [{ type: 'line', x1: 0, y1: 0, x2: 515, y2: 0, lineWidth: 0.5, lineColor: '#999999' }],
+          margin: [0, 6, 0, 6],
+        });
         break;
       case 'html':
         out.push(textBlock([{ text: breakLongWords((token as Tokens.HTML).text) }], 'paragraph'));
@@ -194,7 +202,10 @@ async function render(title: string, markdown: string): Promise<Buffer> {
     pageSize: 'A4',
     pageMargins: [40, 48, 40, 48],
     defaultStyle: { font: 'Helvetica', fontSize: 10.5, lineHeight: 1.25 },
-    content: [{ text: breakLongWords(title), style: 'title' }, ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true }))],
+    content: [
+      { text: breakLongWords(title), style: 'title' },
+      ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
+    ],
     styles: {
       title: { fontSize: 20, bold: true, margin: [0, 0, 0, 12] },
       h1: { fontSize: 17, bold: true, margin: [0, 10, 0, 6] },

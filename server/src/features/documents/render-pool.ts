@@ -27,7 +27,10 @@ export function createRenderPool(options: RenderPoolOptions) {
       await pool.run(null, signal ? { signal } : {});
       const deadline = AbortSignal.timeout(options.timeoutMs);
       try {
-        const pdf: Uint8Array = await pool.run({ title, markdown }, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline });
+        const pdf: Uint8Array = await pool.run(
+          { title, markdown },
+          { signal: signal ? AbortSignal.any([signal, deadline]) : deadline },
+        );
         return Buffer.from(pdf.buffer, pdf.byteOffset, pdf.byteLength);
       } catch (error) {
         if (deadline.aborted)

@@ -11,7 +11,14 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import type { MailClient } from './mail-client.ts';
 
 /** Progress of a sent email; a later event of a lower rank (they may arrive out of order) does not move it back. */
-const RANK: Partial<Record<EmailMessageStatus, number>> = { sending: 0, sent: 1, delivery_delayed: 2, delivered: 3, opened: 4, clicked: 5 };
+const RANK: Partial<Record<EmailMessageStatus, number>> = {
+  sending: 0,
+  sent: 1,
+  delivery_delayed: 2,
+  delivered: 3,
+  opened: 4,
+  clicked: 5,
+};
 /** Ends that later progress does not undo. */
 const FINAL = new Set<EmailMessageStatus>(['bounced', 'complained', 'failed', 'suppressed']);
 
@@ -36,8 +43,10 @@ function nextStatus(current: EmailMessageStatus, incoming: EmailMessageStatus): 
 /** What the provider said, in words for the message's status. */
 function detailOf(payload: MailNotification): string | null {
   const { data } = payload;
-  if (data.bounce)
-    return `${data.bounce.type ?? 'Bounce'}${data.bounce.subType ? ` (${data.bounce.subType})` : ''}: ${data.bounce.message ?? ''}`.trim();
+  if (data.bounce) {
+    const kind = `${data.bounce.type ?? 'Bounce'}${data.bounce.subType ? ` (${data.bounce.subType})` : ''}`;
+    return `${kind}: ${data.bounce.message ?? ''}`.trim();
+  }
   if (data.failed?.reason) return data.failed.reason;
   if (data.suppressed?.message) return data.suppressed.message;
   if (payload.type === 'email.complained') return 'The recipient marked the email as spam';
@@ -95,7 +104,8 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
         // or was given up) may have recorded it already; then nothing is recorded twice.
         const [settled] = await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
         if (!settled?.numUpdatedRows) return;
-        const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
+        const status =
+          payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
         await outboundRepo.recordEvent(trx, {
           id: randomUUID(),
           orgId,
@@ -117,7 +127,11 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
         });
         if (permanentBounce || payload.type === 'email.complained' || payload.type === 'email.suppressed') {
           const reason =
-            payload.type === 'email.complained' ? 'complained' : payload.type === 'email.suppressed' ? 'provider_suppressed' : 'bounced';
+            payload.type === 'email.complained'
+              ? 'complained'
+              : payload.type === 'email.suppressed'
+                ? 'provider_suppressed'
+                : 'bounced';
           await outboundRepo.suppress(
             trx,
             addressesOf(payload.data.to?.length ? payload.data.to : message.toAddresses).map((address) => ({

@@ -7,7 +7,10 @@ export const emailIntegrationRepo = {
     db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', orgId).executeTakeFirst(),
 
   /** Saves the integration (the caller resets what was known of the sender's domain). */
-  upsert: (db: Kysely<DB>, row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>): Promise<EmailIntegrationRow> =>
+  upsert: (
+    db: Kysely<DB>,
+    row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>,
+  ): Promise<EmailIntegrationRow> =>
     db
       .insertInto('emailIntegrations')
       .values(row)

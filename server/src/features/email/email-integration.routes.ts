@@ -16,7 +16,10 @@ const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: erro
 const testBody = z.union([emailIntegrationInput, z.object({}).strict()]).prefault({});
 const isIntegration = (body: z.output<typeof testBody>): body is EmailIntegrationInput => 'apiKey' in body;
 
-export function emailIntegrationRoutes(deps: { emailIntegration: EmailIntegrationService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
+export function emailIntegrationRoutes(deps: {
+  emailIntegration: EmailIntegrationService;
+  orgAccess: OrgAccess;
+}): FastifyPluginAsyncZod {
   return async (app) => {
     const preHandler = deps.orgAccess('Admin');
     const common = { tags: ['email'], security: sessionSecurity };
@@ -74,7 +77,9 @@ export function emailIntegrationRoutes(deps: { emailIntegration: EmailIntegratio
         schema: {
           operationId: 'testEmailIntegration',
           ...common,
-          summary: 'Connection test: the key, the sender domain verified, and able to receive (of the body, or of the saved integration)',
+          summary:
+            'Connection test: the key, the sender domain verified, and able to receive (of the body, or of the saved ' +
+            'integration)',
           params: orgParams,
           body: testBody,
           response: { 200: connectionTestSchema, ...errors },

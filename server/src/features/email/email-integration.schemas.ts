@@ -7,7 +7,12 @@ const signingSecret = z
   .regex(/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/, 'the webhook signing secret the provider shows: whsec_ followed by base64');
 
 export const emailIntegrationInput = z.object({
-  apiKey: z.string().trim().min(8).max(500).describe("The provider's API key (full access: inbound email reads domains and received mail)"),
+  apiKey: z
+    .string()
+    .trim()
+    .min(8)
+    .max(500)
+    .describe("The provider's API key (full access: inbound email reads domains and received mail)"),
   fromEmail: z
     .email()
     .max(320)
@@ -41,7 +46,9 @@ export type PublicEmailIntegration = z.infer<typeof emailIntegrationSchema>;
 export const connectionTestSchema = z
   .object({
     ok: z.boolean(),
-    checks: z.array(z.object({ name: z.enum(['api_key', 'domain_verified', 'domain_receiving']), ok: z.boolean(), message: z.string() })),
+    checks: z.array(
+      z.object({ name: z.enum(['api_key', 'domain_verified', 'domain_receiving']), ok: z.boolean(), message: z.string() }),
+    ),
   })
   .meta({ id: 'EmailConnectionTest' });
 export type ConnectionTest = z.infer<typeof connectionTestSchema>;

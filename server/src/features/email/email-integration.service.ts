@@ -17,14 +17,27 @@ const domainFor = (domains: MailDomain[], address: string) =>
 
 function toPublic(row: EmailIntegrationRow | undefined): PublicEmailIntegration {
   if (!row)
-    return { configured: false, fromEmail: null, fromName: null, apiKeyHint: null, webhookSecretHint: null, domain: null, updatedAt: null };
+    return {
+      configured: false,
+      fromEmail: null,
+      fromName: null,
+      apiKeyHint: null,
+      webhookSecretHint: null,
+      domain: null,
+      updatedAt: null,
+    };
   return {
     configured: true,
     fromEmail: row.fromEmail,
     fromName: row.fromName,
     apiKeyHint: row.apiKeyHint,
     webhookSecretHint: row.webhookSecretHint,
-    domain: { name: domainOf(row.fromEmail), status: row.domainStatus, receiving: row.domainReceiving, checkedAt: row.domainCheckedAt },
+    domain: {
+      name: domainOf(row.fromEmail),
+      status: row.domainStatus,
+      receiving: row.domainReceiving,
+      checkedAt: row.domainCheckedAt,
+    },
     updatedAt: row.updatedAt,
   };
 }
@@ -82,10 +95,19 @@ function judge(fromEmail: string, domains: MailDomain[] | string): ConnectionTes
  * An org's email integration: the provider key and webhook secret (encrypted; hints only are shown),
  * the default sender, and what the provider last said of the sender's domain.
  */
-/** How long a domain the provider said was verified is taken as verified without asking again (a send to an unverified one fails at the provider anyway). */
+/**
+ * How long a domain the provider said was verified is taken as verified without asking again (a send to an unverified
+ * one fails at the provider anyway).
+ */
 const VERIFIED_DOMAIN_TTL_MS = 5 * 60_000;
 
-export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: SecretBox; mail: MailClient; clock: Clock; logger: Logger }) {
+export function createEmailIntegrationService(deps: {
+  db: Kysely<DB>;
+  box: SecretBox;
+  mail: MailClient;
+  clock: Clock;
+  logger: Logger;
+}) {
   /** `${orgId} ${domain}` -> until when it counts as verified (per process; a changed integration clears its org's). */
   const verifiedDomains = new Map<string, number>();
   const forgetVerified = (orgId: string) => {
@@ -151,7 +173,10 @@ export function createEmailIntegrationService(deps: { db: Kysely<DB>; box: Secre
       } catch (error) {
         // A key the provider refuses is the integration's to fix (409); a provider that does not answer is 502.
         const refused = error instanceof MailProviderError && (error.status === 401 || error.status === 403);
-        throw new AppError(refused ? 'conflict' : 'upstream_unavailable', `The domain could not be checked: ${keyProblem(error)}`);
+        throw new AppError(
+          refused ? 'conflict' : 'upstream_unavailable',
+          `The domain could not be checked: ${keyProblem(error)}`,
+        );
       }
       const domain = domainFor(domains, address);
       if (domain?.status !== 'verified') throw domainNotVerified();

@@ -33,7 +33,11 @@ describe('email integration', () => {
   it('saves the integration encrypted, shows hints and the sender domain status, and removes it', async () => {
     const { org, token } = await createTenant(app);
     const base = `/orgs/${org.slug}/email/integration`;
-    expect(await (await app.request('GET', base, { token })).json()).toMatchObject({ configured: false, fromEmail: null, domain: null });
+    expect(await (await app.request('GET', base, { token })).json()).toMatchObject({
+      configured: false,
+      fromEmail: null,
+      domain: null,
+    });
 
     const apiKey = newKey({ domains: [{ name: 'mail.example.com', status: 'verified', receiving: true }] });
     const saved = await app.request('PUT', base, { token, body: integration(apiKey, 'Agents@Mail.Example.com') });
@@ -49,7 +53,11 @@ describe('email integration', () => {
     });
     expect(JSON.stringify(body)).not.toContain(apiKey);
     expect(JSON.stringify(body)).not.toContain(SECRET);
-    const stored = await app.container.db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', org.id).executeTakeFirstOrThrow();
+    const stored = await app.container.db
+      .selectFrom('emailIntegrations')
+      .selectAll()
+      .where('orgId', '=', org.id)
+      .executeTakeFirstOrThrow();
     expect(stored.apiKeyEncrypted).not.toContain(apiKey);
     expect(app.container.box.decrypt(stored.webhookSecretEncrypted)).toBe(SECRET);
     expect(await (await app.request('GET', base, { token })).json()).toEqual(body);

@@ -117,20 +117,27 @@ export const emailThreadsRepo = {
       .executeTakeFirst(),
 
   messageHtml: (db: Kysely<DB>, orgId: string, id: string) =>
-    db.selectFrom('emailMessages').select(['htmlBody', 'textBody']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+    db
+      .selectFrom('emailMessages')
+      .select(['htmlBody', 'textBody'])
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .executeTakeFirst(),
 
   suppressions: (db: Kysely<DB>, orgId: string, limit: number, after?: { createdAt: Date; address: string }) =>
     db
       .selectFrom('emailSuppressions')
       .select(['address', 'reason', 'detail', 'messageId', 'createdAt'])
       .where('orgId', '=', orgId)
-      .$if(after !== undefined, (q) => q.where(olderThan({ createdAt: after!.createdAt, id: after!.address }, 'createdAt', 'address')))
+      .$if(after !== undefined, (q) =>
+        q.where(olderThan({ createdAt: after!.createdAt, id: after!.address }, 'createdAt', 'address')),
+      )
       .orderBy('createdAt', 'desc')
       .orderBy('address', 'desc')
       .limit(limit + 1)
       .execute(),
 
   removeSuppression: async (db: Kysely<DB>, orgId: string, address: string): Promise<boolean> =>
-    (await db.deleteFrom('emailSuppressions').where('orgId', '=', orgId).where('address', '=', address).executeTakeFirst()).numDeletedRows >
-    0n,
+    (await db.deleteFrom('emailSuppressions').where('orgId', '=', orgId).where('address', '=', address).executeTakeFirst())
+      .numDeletedRows > 0n,
 };

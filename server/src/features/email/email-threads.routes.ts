@@ -130,7 +130,9 @@ export function emailThreadsRoutes(deps: { threads: EmailThreadsService; orgAcce
         schema: {
           operationId: 'getEmailMessageHtml',
           ...common,
-          summary: "A message's sanitized HTML as a page, for a sandboxed frame of the console (no script, nothing loaded from elsewhere)",
+          summary:
+            "A message's sanitized HTML as a page, for a sandboxed frame of the console (no script, nothing loaded " +
+            'from elsewhere)',
           params: orgParams.extend({ messageId: z.uuid() }),
           response: { ...errors },
         },
@@ -148,7 +150,9 @@ export function emailThreadsRoutes(deps: { threads: EmailThreadsService; orgAcce
           )
           .header('x-frame-options', 'SAMEORIGIN')
           .header('x-content-type-options', 'nosniff')
-          .send(`<!doctype html><html><head><meta charset="utf-8"><base target="_blank"></head><body>${html}</body></html>` as never);
+          .send(
+            `<!doctype html><html><head><meta charset="utf-8"><base target="_blank"></head><body>${html}</body></html>` as never,
+          );
       },
     );
 

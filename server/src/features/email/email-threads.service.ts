@@ -44,7 +44,10 @@ export function createEmailThreadsService(deps: { db: Kysely<DB> }) {
       if (!thread) throw notFound('Email thread');
       const messages = await emailThreadsRepo.messages(db, threadId);
       const ids = messages.map((message) => message.id);
-      const [attachments, events] = await Promise.all([emailThreadsRepo.attachmentsOf(db, ids), emailThreadsRepo.eventsOf(db, ids)]);
+      const [attachments, events] = await Promise.all([
+        emailThreadsRepo.attachmentsOf(db, ids),
+        emailThreadsRepo.eventsOf(db, ids),
+      ]);
       return {
         ...thread,
         messages: messages.map((message) => ({

@@ -108,7 +108,11 @@ export async function fetchReceivedEmail(
         error: `Not downloaded: over the limit of ${limits.maxAttachments} attachments per email`,
       });
     } else if (base.sizeBytes > limits.maxAttachmentBytes) {
-      attachments.push({ ...base, status: 'skipped', error: `Not downloaded: over the limit of ${limits.maxAttachmentBytes} bytes` });
+      attachments.push({
+        ...base,
+        status: 'skipped',
+        error: `Not downloaded: over the limit of ${limits.maxAttachmentBytes} bytes`,
+      });
     } else {
       try {
         const link = await api.getReceivedAttachment(emailId, summary.id);
@@ -130,7 +134,10 @@ export async function fetchReceivedEmail(
   }
 
   const html = typeof email.html === 'string' && email.html.length > 0 ? sanitizeEmailHtml(email.html) : null;
-  const text = (typeof email.text === 'string' && email.text.trim() ? email.text : html ? textOfHtml(html) : '').slice(0, MAX_TEXT_CHARS);
+  const text = (typeof email.text === 'string' && email.text.trim() ? email.text : html ? textOfHtml(html) : '').slice(
+    0,
+    MAX_TEXT_CHARS,
+  );
   const headers = boundedHeaders(email.headers);
   return {
     from: String(email.from ?? '').slice(0, 1000),

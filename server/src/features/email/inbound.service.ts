@@ -51,7 +51,11 @@ export function createInboundEmail(deps: {
     const responders = await emailMessagesRepo.autoResponders(trx, inbox.id);
     if (responders.length === 0) return { refusal: 'no agent of the inbox answers automatically (autoRespond)' };
     const from = addressOf(email.from) ?? '';
-    const guard = autoReplyRefusal({ headers: email.headers, from, fromOwnAddress: await emailMessagesRepo.isOwnAddress(trx, from) });
+    const guard = autoReplyRefusal({
+      headers: email.headers,
+      from,
+      fromOwnAddress: await emailMessagesRepo.isOwnAddress(trx, from),
+    });
     if (guard) return { refusal: `not answered automatically: ${guard}` };
     const recent = await emailMessagesRepo.autoRepliesWithinHour(trx, threadId);
     if (recent >= deps.limits.autoRepliesPerThreadPerHour) {
@@ -88,10 +92,17 @@ export function createInboundEmail(deps: {
     const orgId = inbox.orgId;
     let startedAction = false;
     await db.transaction().execute(async (trx) => {
-      const known = await emailMessagesRepo.threadOf(trx, orgId, [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references]);
+      const known = await emailMessagesRepo.threadOf(trx, orgId, [
+        ...(email.inReplyTo ? [email.inReplyTo] : []),
+        ...email.references,
+      ]);
       const threadId = known ?? randomUUID();
       if (!known)
-        await emailMessagesRepo.insertThread(trx, { id: threadId, orgId, title: (email.subject || '(no subject)').slice(0, 200) });
+        await emailMessagesRepo.insertThread(trx, {
+          id: threadId,
+          orgId,
+          title: (email.subject || '(no subject)').slice(0, 200),
+        });
       const messageRowId = randomUUID();
       await emailMessagesRepo.insertMessage(trx, {
         id: messageRowId,
@@ -116,7 +127,13 @@ export function createInboundEmail(deps: {
       });
       await emailMessagesRepo.insertAttachments(
         trx,
-        email.attachments.map((attachment, position) => ({ id: randomUUID(), orgId, messageId: messageRowId, position, ...attachment })),
+        email.attachments.map((attachment, position) => ({
+          id: randomUUID(),
+          orgId,
+          messageId: messageRowId,
+          position,
+          ...attachment,
+        })),
       );
       await emailMessagesRepo.touchThread(trx, threadId);
 
@@ -148,7 +165,8 @@ export function createInboundEmail(deps: {
           emailMessageId: messageRowId,
           traceParent: notification.traceParent,
           instructions: [
-            `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message with sendEmail, to ${from}:`,
+            `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message ` +
+              `with sendEmail, to ${from}:`,
             'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
           ].join(' '),
           data: { inbox: inbox.emailAddress, threadId, subject: email.subject, from, messages: await transcript(trx, threadId) },
@@ -167,7 +185,11 @@ export function createInboundEmail(deps: {
   }
 
   return {
-    async receive(notification: EmailNotificationRow, payload: MailNotification, options: { lastAttempt: boolean }): Promise<void> {
+    async receive(
+      notification: EmailNotificationRow,
+      payload: MailNotification,
+      options: { lastAttempt: boolean },
+    ): Promise<void> {
       const orgId = notification.orgId!;
       const integration = await emailIntegrationRepo.find(db, orgId);
       if (!integration)
@@ -184,7 +206,10 @@ export function createInboundEmail(deps: {
           reason: 'no inbox for any recipient of the email',
         }));
       if (await emailMessagesRepo.findReceived(db, orgId, payload.data.email_id)) {
-        return void (await notificationsRepo.settle(db, notification.id, { status: 'processed', reason: 'the email was stored already' }));
+        return void (await notificationsRepo.settle(db, notification.id, {
+          status: 'processed',
+          reason: 'the email was stored already',
+        }));
       }
       const api = deps.mail(deps.box.decrypt(integration.apiKeyEncrypted));
       const email = await fetchReceivedEmail(api, payload.data.email_id, deps.limits, options.lastAttempt);

@@ -126,7 +126,8 @@ describe('inbound email', () => {
     expect(await page.text()).toContain('<b>my order</b>');
     const outsider = await createTenant(app);
     expect(
-      (await app.request('GET', `/orgs/${outsider.org.slug}/email/messages/${inbound.id}/html`, { token: outsider.token })).status,
+      (await app.request('GET', `/orgs/${outsider.org.slug}/email/messages/${inbound.id}/html`, { token: outsider.token }))
+        .status,
     ).toBe(404);
     expect((await app.request('GET', `/orgs/${org.auth.org}/email/messages/${inbound.id}/html`)).status).toBe(401);
     // A message without HTML shows its text, escaped.
@@ -134,13 +135,17 @@ describe('inbound email', () => {
     expect(await plain.text()).not.toContain('<script');
     const download = await org.api('GET', `/email/attachments/${inbound.attachments[0].id}`);
     expect(download.status).toBe(200);
-    expect(download.headers.get('content-disposition')).toBe('attachment; filename="invoice.pdf"; filename*=UTF-8\'\'invoice.pdf');
+    expect(download.headers.get('content-disposition')).toBe(
+      'attachment; filename="invoice.pdf"; filename*=UTF-8\'\'invoice.pdf',
+    );
     expect(Buffer.from(await download.arrayBuffer()).equals(Buffer.alloc(1200, 'invoice.pdf'.length))).toBe(true);
 
     // The action shows in the ledger like a webhook's, from its email.
     const action = await waitForAction(app, org.auth, inbound.actionId, ['completed']);
     expect(action).toMatchObject({ eventType: 'email.received', externalId: received.id, source: 'email' });
-    expect(action.execution.toolCalls).toEqual([expect.objectContaining({ toolName: 'sendEmail', mode: 'allow', status: 'completed' })]);
+    expect(action.execution.toolCalls).toEqual([
+      expect.objectContaining({ toolName: 'sendEmail', mode: 'allow', status: 'completed' }),
+    ]);
   });
 
   it('threads a reply through References after the provider rewrote our Message-ID, and answers it in the same thread', async () => {
@@ -220,13 +225,27 @@ describe('inbound email', () => {
         reason: 'it was sent automatically (Auto-Submitted: auto-replied)',
       },
       { from: 'news@customer.test', headers: { Precedence: 'bulk' }, reason: 'it is bulk mail (Precedence)' },
-      { from: 'list@customer.test', headers: { 'List-Id': '<team.lists.customer.test>' }, reason: 'it came through a mailing list' },
-      { from: 'MAILER-DAEMON@customer.test', headers: {}, reason: 'its sender (mailer-daemon@customer.test) does not take replies' },
+      {
+        from: 'list@customer.test',
+        headers: { 'List-Id': '<team.lists.customer.test>' },
+        reason: 'it came through a mailing list',
+      },
+      {
+        from: 'MAILER-DAEMON@customer.test',
+        headers: {},
+        reason: 'its sender (mailer-daemon@customer.test) does not take replies',
+      },
       { from: 'no-reply@customer.test', headers: {}, reason: 'its sender (no-reply@customer.test) does not take replies' },
       { from: other.inbox.emailAddress, headers: {}, reason: 'it was sent from one of our own addresses' },
     ];
     for (const [index, { from, headers }] of cases.entries()) {
-      const received = provider.receive({ from, to: [org.inbox.emailAddress], subject: `Guard ${index}`, text: 'Automatic', headers });
+      const received = provider.receive({
+        from,
+        to: [org.inbox.emailAddress],
+        subject: `Guard ${index}`,
+        text: 'Automatic',
+        headers,
+      });
       expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
     }
     const rows = await eventually('every email in the ledger', async () => {
@@ -267,7 +286,8 @@ describe('inbound email', () => {
     }
     const rows = await eventually('four emails in the ledger', async () => {
       const body = await (await org.api('GET', '/ledger?source=email')).json();
-      return body.rows.length === 4 && body.rows.every((row: { status: string }) => row.status !== 'queued' && row.status !== 'running')
+      return body.rows.length === 4 &&
+        body.rows.every((row: { status: string }) => row.status !== 'queued' && row.status !== 'running')
         ? body.rows
         : undefined;
     });

@@ -4,11 +4,19 @@ import type { DB } from '../../db/schema.ts';
 
 /** Inboxes and their agents; every query is scoped by org_id. */
 export const inboxesRepo = {
-  insert: (db: Kysely<DB>, row: { id: string; orgId: string; emailAddress: string; displayName: string }): Promise<EmailInboxRow> =>
-    db.insertInto('emailInboxes').values(row).returningAll().executeTakeFirstOrThrow(),
+  insert: (
+    db: Kysely<DB>,
+    row: { id: string; orgId: string; emailAddress: string; displayName: string },
+  ): Promise<EmailInboxRow> => db.insertInto('emailInboxes').values(row).returningAll().executeTakeFirstOrThrow(),
 
   list: (db: Kysely<DB>, orgId: string): Promise<EmailInboxRow[]> =>
-    db.selectFrom('emailInboxes').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+    db
+      .selectFrom('emailInboxes')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .execute(),
 
   find: (db: Kysely<DB>, orgId: string, id: string): Promise<EmailInboxRow | undefined> =>
     db.selectFrom('emailInboxes').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
@@ -42,7 +50,12 @@ export const inboxesRepo = {
 
   /** Makes no agent of the inbox primary (before another becomes it). */
   demotePrimary: (db: Kysely<DB>, inboxId: string) =>
-    db.updateTable('emailInboxAgents').set({ isPrimary: false }).where('inboxId', '=', inboxId).where('isPrimary', '=', true).execute(),
+    db
+      .updateTable('emailInboxAgents')
+      .set({ isPrimary: false })
+      .where('inboxId', '=', inboxId)
+      .where('isPrimary', '=', true)
+      .execute(),
 
   removeAgent: async (db: Kysely<DB>, orgId: string, inboxId: string, agentId: string): Promise<boolean> =>
     (

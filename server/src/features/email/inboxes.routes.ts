@@ -120,7 +120,9 @@ export function inboxesRoutes(deps: { inboxes: InboxesService; orgAccess: OrgAcc
         preHandler,
       },
       async (request, reply) =>
-        reply.status(201).send(await deps.inboxes.assign(orgOf(request).id, request.params.inboxId, userOf(request).id, request.body)),
+        reply
+          .status(201)
+          .send(await deps.inboxes.assign(orgOf(request).id, request.params.inboxId, userOf(request).id, request.body)),
     );
     app.get(
       `${base}/:inboxId/agents`,

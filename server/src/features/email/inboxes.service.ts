@@ -19,7 +19,10 @@ const toAssignment = (row: EmailInboxAgentRow) => ({
 });
 
 /** An org's inboxes (addresses on verified domains, unique across orgs) and the agents that answer them. */
-export function createInboxesService(deps: { db: Kysely<DB>; integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'> }) {
+export function createInboxesService(deps: {
+  db: Kysely<DB>;
+  integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'>;
+}) {
   const { db } = deps;
 
   async function withAgents(rows: EmailInboxRow[]): Promise<PublicInbox[]> {

@@ -15,7 +15,9 @@ afterAll(async () => {
 });
 
 /** A tenant with an email integration whose provider account has these domains, and an agent. */
-async function emailTenant(domains = [{ name: 'support.example.com' }, { name: 'pending.example.com', status: 'pending' as const }]) {
+async function emailTenant(
+  domains = [{ name: 'support.example.com' }, { name: 'pending.example.com', status: 'pending' as const }],
+) {
   const tenant = await createTenant(app);
   const apiKey = `re_${crypto.randomUUID()}`;
   provider.addKey(apiKey, { domains });
@@ -45,7 +47,9 @@ describe('inboxes', () => {
     const inbox = await created.json();
     expect(inbox).toMatchObject({ id: expect.any(String), emailAddress: address, displayName: 'Help desk', agents: [] });
     expect((await (await call('GET', '')).json()).inboxes.map((row: { id: string }) => row.id)).toEqual([inbox.id]);
-    expect(await (await call('PATCH', `/${inbox.id}`, { displayName: 'Support' })).json()).toMatchObject({ displayName: 'Support' });
+    expect(await (await call('PATCH', `/${inbox.id}`, { displayName: 'Support' })).json()).toMatchObject({
+      displayName: 'Support',
+    });
     expect((await call('PATCH', `/${inbox.id}`, { emailAddress: 'other@support.example.com' })).status).toBe(400);
     expect((await call('DELETE', `/${inbox.id}`)).status).toBe(204);
     expect((await call('GET', `/${inbox.id}`)).status).toBe(404);
@@ -158,7 +162,9 @@ describe('inboxes', () => {
 
     expect((await call('POST', `/${inbox.id}/agents`, { agentId, isPrimary: false, autoRespond: true })).status).toBe(409);
     const foreign = await emailTenant();
-    expect((await call('POST', `/${inbox.id}/agents`, { agentId: foreign.agentId, isPrimary: false, autoRespond: true })).status).toBe(404);
+    expect(
+      (await call('POST', `/${inbox.id}/agents`, { agentId: foreign.agentId, isPrimary: false, autoRespond: true })).status,
+    ).toBe(404);
     expect((await call('POST', `/${inbox.id}/agents`, { agentId, approvalRules: { 'bad name!': 'allow' } })).status).toBe(400);
 
     expect((await call('DELETE', `/${inbox.id}/agents/${agentId}`)).status).toBe(204);
@@ -181,7 +187,10 @@ describe('inboxes', () => {
     ] as const) {
       expect((await intruder.call(method, path, body)).status, `${method} ${path}`).toBe(404);
       // Through the owner's org in the URL, a non-member is 404 too.
-      const viaOwnerUrl = await app.request(method, `/orgs/${owner.org.slug}/email/inboxes${path}`, { token: intruder.token, body });
+      const viaOwnerUrl = await app.request(method, `/orgs/${owner.org.slug}/email/inboxes${path}`, {
+        token: intruder.token,
+        body,
+      });
       expect(viaOwnerUrl.status).toBe(404);
     }
     const guest = await createUser(app, { role: 'Guest', org: owner.org.slug });

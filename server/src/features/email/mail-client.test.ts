@@ -11,7 +11,12 @@ beforeAll(async () => {
 });
 afterAll(async () => provider?.close());
 
-const message = { from: 'Acme Agents <agents@mail.example.com>', to: ['ada@customer.example'], subject: 'Your order', text: 'Shipped.' };
+const message = {
+  from: 'Acme Agents <agents@mail.example.com>',
+  to: ['ada@customer.example'],
+  subject: 'Your order',
+  text: 'Shipped.',
+};
 
 describe('mail provider client', () => {
   it('sends once per idempotency key; the same key with another body is refused; the sent email has a Message-ID', async () => {
@@ -22,7 +27,10 @@ describe('mail provider client', () => {
     const other = mail.sendEmail({ ...message, subject: 'Changed' }, 'tool-call-1');
     await expect(other).rejects.toMatchObject({ status: 409, providerName: 'invalid_idempotent_request' });
     expect(await mail.getEmail(first.id)).toMatchObject({ id: first.id, message_id: expect.stringMatching(/^<.+@.+>$/) });
-    await expect(mail.getEmail('00000000-0000-0000-0000-000000000000')).rejects.toMatchObject({ status: 404, providerName: 'not_found' });
+    await expect(mail.getEmail('00000000-0000-0000-0000-000000000000')).rejects.toMatchObject({
+      status: 404,
+      providerName: 'not_found',
+    });
   });
 
   it('reads a received email with its headers and every attachment (all pages), each with a download URL', async () => {
@@ -50,7 +58,10 @@ describe('mail provider client', () => {
 
   it('names what the provider refused: a sending-only key cannot read received mail; a wrong key; a provider that stays down', async () => {
     const { id } = provider.receive({ from: 'a@b.example', to: ['help@mail.example.com'], subject: 'x' });
-    await expect(client('re_send_only').getReceivedEmail(id)).rejects.toMatchObject({ status: 401, providerName: 'restricted_api_key' });
+    await expect(client('re_send_only').getReceivedEmail(id)).rejects.toMatchObject({
+      status: 401,
+      providerName: 'restricted_api_key',
+    });
     expect(await client('re_send_only').sendEmail(message, 'send-only-1')).toEqual({ id: expect.any(String) });
     await expect(client('re_wrong').listDomains()).rejects.toMatchObject({
       status: 403,

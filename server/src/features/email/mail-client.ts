@@ -123,7 +123,13 @@ export function createMailClient(options: MailClientOptions) {
   const now = options.now ?? Date.now;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  async function call<T>(apiKey: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  async function call<T>(
+    apiKey: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
@@ -208,7 +214,8 @@ export type MailClientForKey = ReturnType<MailClient>;
  * credential), refusing more than `maxBytes`. The link comes from the provider's own answer.
  */
 export async function downloadAttachment(url: string, options: { maxBytes: number; timeoutMs: number }): Promise<Uint8Array> {
-  if (!/^https?:\/\//i.test(url)) throw new MailProviderError(0, 'invalid_download_url', 'The attachment link is not an http(s) URL');
+  if (!/^https?:\/\//i.test(url))
+    throw new MailProviderError(0, 'invalid_download_url', 'The attachment link is not an http(s) URL');
   let response: Response;
   try {
     response = await fetch(url, {
@@ -217,11 +224,19 @@ export async function downloadAttachment(url: string, options: { maxBytes: numbe
       signal: AbortSignal.timeout(options.timeoutMs),
     });
   } catch (error) {
-    throw new MailProviderError(0, 'unreachable', `The attachment could not be downloaded: ${(error as Error)?.message ?? error}`);
+    throw new MailProviderError(
+      0,
+      'unreachable',
+      `The attachment could not be downloaded: ${(error as Error)?.message ?? error}`,
+    );
   }
   if (!response.ok) {
     await response.body?.cancel();
-    throw new MailProviderError(response.status, `http_${response.status}`, `The attachment download answered ${response.status}`);
+    throw new MailProviderError(
+      response.status,
+      `http_${response.status}`,
+      `The attachment download answered ${response.status}`,
+    );
   }
   const tooLarge = () => new AttachmentTooLargeError(`The attachment is over the limit of ${options.maxBytes} bytes`);
   if (Number(response.headers.get('content-length') ?? 0) > options.maxBytes) {

@@ -33,11 +33,20 @@ export function mailWebhookRoutes(deps: {
           summary: "The email provider's notifications (give this URL to the provider's webhook)",
           description: [
             'Verified with the webhook secret of the email integration of the org the notification is about: Standard Webhooks',
-            'signatures under `svix-id`, `svix-timestamp`, `svix-signature` (or `webhook-*`), 5 minutes of tolerance. Answered once',
-            'the notification is stored; it is processed right after. The same svix-id again is acknowledged and not processed twice;',
+            'signatures under `svix-id`, `svix-timestamp`, `svix-signature` (or `webhook-*`), 5 minutes of tolerance. ' +
+              'Answered once',
+            'the notification is stored; it is processed right after. The same svix-id again is acknowledged and not ' +
+              'processed twice;',
             'a notification about no inbox and no email of ours is acknowledged as ignored.',
           ].join(' '),
-          response: { 200: acknowledged, 400: errorSchema, 401: errorSchema, 413: errorSchema, 415: errorSchema, 503: errorSchema },
+          response: {
+            200: acknowledged,
+            400: errorSchema,
+            401: errorSchema,
+            413: errorSchema,
+            415: errorSchema,
+            503: errorSchema,
+          },
         },
       },
       async (request) => {

@@ -75,9 +75,11 @@ export function createMailWebhookIntake(deps: {
         'svix-signature': '[redacted]',
         ...(headers['user-agent'] ? { 'user-agent': String(headers['user-agent']).slice(0, 300) } : {}),
       });
-      const candidates = typeof data === 'object' && data !== null ? await candidatesOf(type, data as Record<string, unknown>) : [];
+      const candidates =
+        typeof data === 'object' && data !== null ? await candidatesOf(type, data as Record<string, unknown>) : [];
       if (candidates.length === 0) {
-        const reason = eventType === 'email.received' ? 'no inbox for any recipient of the email' : 'no email we sent has this email_id';
+        const reason =
+          eventType === 'email.received' ? 'no inbox for any recipient of the email' : 'no email we sent has this email_id';
         const notificationId = randomUUID();
         await notificationsRepo.insertIgnored(db, { id: notificationId, svixId: id, eventType, reason, headers: safeHeaders });
         deps.logger.info({ svixId: id, eventType, reason }, 'mail notification ignored');

@@ -21,7 +21,8 @@ async function inboundTo(org: Awaited<ReturnType<typeof setUpEmailOrg>>, subject
   return { received, event: provider.receivedEvent(received.id) };
 }
 
-const threadsOf = async (org: Awaited<ReturnType<typeof setUpEmailOrg>>) => (await (await org.api('GET', '/email/threads')).json()).threads;
+const threadsOf = async (org: Awaited<ReturnType<typeof setUpEmailOrg>>) =>
+  (await (await org.api('GET', '/email/threads')).json()).threads;
 
 describe('POST /webhooks/mail', () => {
   it('refuses what is not signed by the org: missing, stale, future, wrong or another org’s signature (401), and stores nothing', async () => {
@@ -87,7 +88,10 @@ describe('POST /webhooks/mail', () => {
     const empty = await org.notify(undefined, { body: '' });
     expect(empty.status).toBe(400);
     expect(await empty.json()).toMatchObject({ code: 'invalid_json' });
-    const deep = await org.notify({ ...event, data: { ...event.data, extra: JSON.parse(`${'['.repeat(100)}${']'.repeat(100)}`) } });
+    const deep = await org.notify({
+      ...event,
+      data: { ...event.data, extra: JSON.parse(`${'['.repeat(100)}${']'.repeat(100)}`) },
+    });
     expect(deep.status).toBe(400);
     const huge = await org.notify({ ...event, data: { ...event.data, subject: 'x'.repeat(30_000) } });
     expect(huge.status).toBe(413);
@@ -127,7 +131,9 @@ describe('POST /webhooks/mail', () => {
       attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: Buffer.from('secret') }],
     });
     await org.notify(provider.receivedEvent(received.id));
-    const [thread] = await eventually('the email stored', async () => ((await threadsOf(org)).length === 1 ? threadsOf(org) : undefined));
+    const [thread] = await eventually('the email stored', async () =>
+      (await threadsOf(org)).length === 1 ? threadsOf(org) : undefined,
+    );
     const { messages } = await (await org.api('GET', `/email/threads/${thread.id}`)).json();
     const attachmentId = messages[0].attachments[0].id;
     expect(await threadsOf(other)).toEqual([]);
@@ -169,7 +175,11 @@ describe('POST /webhooks/mail', () => {
     );
     const { messages } = await (await org.api('GET', `/email/threads/${thread.id}`)).json();
     expect(messages[0].attachments).toEqual([
-      expect.objectContaining({ filename: 'gone.txt', status: 'failed', error: 'Not downloaded: The attachment download answered 410' }),
+      expect.objectContaining({
+        filename: 'gone.txt',
+        status: 'failed',
+        error: 'Not downloaded: The attachment download answered 410',
+      }),
     ]);
   });
 

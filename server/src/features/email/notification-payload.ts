@@ -9,7 +9,9 @@ import { addressesOf } from './email-content.ts';
 const text = (max: number) => z.string().max(max);
 const addressList = z.array(text(1000)).max(1000).nullish();
 /** Tags as Resend sends them on events (an object), or as they were sent (name/value pairs). */
-const tags = z.union([z.record(text(256), text(256)), z.array(z.looseObject({ name: text(256), value: text(256) })).max(50)]).nullish();
+const tags = z
+  .union([z.record(text(256), text(256)), z.array(z.looseObject({ name: text(256), value: text(256) })).max(50)])
+  .nullish();
 
 export const notificationSchema = z.object({
   type: text(100).min(1),

@@ -46,7 +46,15 @@ export const notificationsRepo = {
   /** Stores a verified notification; undefined when this org has it already (the provider retried). */
   insertOnce: (
     db: Kysely<DB>,
-    row: { id: string; orgId: string; svixId: string; eventType: string; payload: string; headers: string; traceParent: string | null },
+    row: {
+      id: string;
+      orgId: string;
+      svixId: string;
+      eventType: string;
+      payload: string;
+      headers: string;
+      traceParent: string | null;
+    },
   ): Promise<{ id: string } | undefined> =>
     db
       .insertInto('emailNotifications')
@@ -89,10 +97,19 @@ export const notificationsRepo = {
 
   /** Gives a lease up at once (its process is stopping): the notification's retry may take it now. */
   releaseLease: (db: Kysely<DB>, id: string) =>
-    db.updateTable('emailNotifications').set({ leaseExpiresAt: null }).where('id', '=', id).where('status', '=', 'received').execute(),
+    db
+      .updateTable('emailNotifications')
+      .set({ leaseExpiresAt: null })
+      .where('id', '=', id)
+      .where('status', '=', 'received')
+      .execute(),
 
   /** Ends processing: `received` again (to be retried) keeps no lease; the others are final. */
-  settle: (db: Kysely<DB>, id: string, outcome: { status: EmailNotificationStatus; reason?: string | null; lastError?: string | null }) =>
+  settle: (
+    db: Kysely<DB>,
+    id: string,
+    outcome: { status: EmailNotificationStatus; reason?: string | null; lastError?: string | null },
+  ) =>
     db
       .updateTable('emailNotifications')
       .set({

@@ -10,17 +10,36 @@ export const outboundRepo = {
       .selectFrom('actions as a')
       .innerJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
       .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
-      .select(['m.id', 'm.threadId', 'm.messageId', 'm.referenceIds', 'm.subject', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
+      .select([
+        'm.id',
+        'm.threadId',
+        'm.messageId',
+        'm.referenceIds',
+        'm.subject',
+        'i.id as inboxId',
+        'i.emailAddress',
+        'i.displayName',
+      ])
       .where('a.id', '=', actionId)
       .where('a.orgId', '=', orgId)
       .executeTakeFirst(),
 
   /** The message a tool call stored (a resumed run finds it). */
   ofToolCall: (db: Kysely<DB>, actionId: string, toolCallId: string): Promise<EmailMessageRow | undefined> =>
-    db.selectFrom('emailMessages').selectAll().where('actionId', '=', actionId).where('toolCallId', '=', toolCallId).executeTakeFirst(),
+    db
+      .selectFrom('emailMessages')
+      .selectAll()
+      .where('actionId', '=', actionId)
+      .where('toolCallId', '=', toolCallId)
+      .executeTakeFirst(),
 
   suppressedAmong: (db: Kysely<DB>, orgId: string, addresses: string[]) =>
-    db.selectFrom('emailSuppressions').select(['address', 'reason']).where('orgId', '=', orgId).where('address', 'in', addresses).execute(),
+    db
+      .selectFrom('emailSuppressions')
+      .select(['address', 'reason'])
+      .where('orgId', '=', orgId)
+      .where('address', 'in', addresses)
+      .execute(),
 
   suppress: async (db: Kysely<DB>, rows: Array<Omit<EmailSuppressionsTable, 'createdAt'>>) => {
     if (rows.length > 0)
@@ -34,7 +53,12 @@ export const outboundRepo = {
   documents: (db: Kysely<DB>, orgId: string, ids: string[]) =>
     ids.length === 0
       ? Promise.resolve([])
-      : db.selectFrom('documents').select(['id', 'title', 'sizeBytes', 'pdf']).where('orgId', '=', orgId).where('id', 'in', ids).execute(),
+      : db
+          .selectFrom('documents')
+          .select(['id', 'title', 'sizeBytes', 'pdf'])
+          .where('orgId', '=', orgId)
+          .where('id', 'in', ids)
+          .execute(),
 
   markFailed: (db: Kysely<DB>, id: string, detail: string) =>
     db
@@ -69,7 +93,12 @@ export const outboundRepo = {
       .executeTakeFirst(),
 
   setProviderMessageId: (db: Kysely<DB>, id: string, providerMessageId: string) =>
-    db.updateTable('emailMessages').set({ providerMessageId }).where('id', '=', id).where('providerMessageId', 'is', null).execute(),
+    db
+      .updateTable('emailMessages')
+      .set({ providerMessageId })
+      .where('id', '=', id)
+      .where('providerMessageId', 'is', null)
+      .execute(),
 
   /**
    * The sent message a notification is about (by the provider's id, or by our message tag), locked
@@ -81,12 +110,16 @@ export const outboundRepo = {
       .select(['id', 'status', 'providerEmailId', 'providerMessageId', 'toAddresses'])
       .where('orgId', '=', orgId)
       .where('direction', '=', 'outbound')
-      .where((eb) => eb.or([eb('providerEmailId', '=', providerEmailId), ...(taggedMessageId ? [eb('id', '=', taggedMessageId)] : [])]))
+      .where((eb) =>
+        eb.or([eb('providerEmailId', '=', providerEmailId), ...(taggedMessageId ? [eb('id', '=', taggedMessageId)] : [])]),
+      )
       .forUpdate()
       .executeTakeFirst(),
 
-  recordEvent: (db: Kysely<DB>, event: { id: string; orgId: string; messageId: string; type: string; data: string; occurredAt: Date }) =>
-    db.insertInto('emailDeliveryEvents').values(event).execute(),
+  recordEvent: (
+    db: Kysely<DB>,
+    event: { id: string; orgId: string; messageId: string; type: string; data: string; occurredAt: Date },
+  ) => db.insertInto('emailDeliveryEvents').values(event).execute(),
 
   updateDelivery: (
     db: Kysely<DB>,

@@ -4,7 +4,12 @@ import { eventually } from '../../../test/helpers/eventually.ts';
 import { postSignedNotification, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { calledTools, eventData, startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
-import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import {
+  apiClient,
+  killServerProcess,
+  serverProcessEnvironment,
+  startServerProcess,
+} from '../../../test/helpers/server-process.ts';
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let provider: Awaited<ReturnType<typeof startFakeMailProvider>>;
@@ -31,7 +36,11 @@ async function answeringInbox(api: Awaited<ReturnType<typeof apiClient>>, base: 
   const apiKey = `re_${randomUUID()}`;
   provider.addKey(apiKey, { domains: [{ name: 'restart.example.com' }] });
   const webhook = { url: `${base}/webhooks/mail`, secret: `whsec_${randomBytes(24).toString('base64')}` };
-  await api('PUT', '/orgs/acme/email/integration', { apiKey, fromEmail: 'agents@restart.example.com', webhookSecret: webhook.secret });
+  await api('PUT', '/orgs/acme/email/integration', {
+    apiKey,
+    fromEmail: 'agents@restart.example.com',
+    webhookSecret: webhook.secret,
+  });
   const agent = await api('POST', '/orgs/acme/agents', { name: 'Support', tools: [] });
   const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: 'help@restart.example.com', displayName: 'Help' });
   await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, { agentId: agent.id, isPrimary: true, autoRespond: true });

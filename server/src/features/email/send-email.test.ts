@@ -35,14 +35,19 @@ const followEvent = (request: ChatRequest) => {
   const sent = results.length === (data.document ? 2 : 1);
   if (sent) return { text: `Tool said: ${JSON.stringify(results.at(-1)!.content)}` };
   const documentId = data.document ? results[0]!.content.documentId : undefined;
-  return { toolCalls: [{ name: 'sendEmail', arguments: { ...data.send, ...(documentId ? { attachDocumentIds: [documentId] } : {}) } }] };
+  return {
+    toolCalls: [{ name: 'sendEmail', arguments: { ...data.send, ...(documentId ? { attachDocumentIds: [documentId] } : {}) } }],
+  };
 };
 
 /** A webhook whose agent may send email and make documents without asking, in an org with (or without) an integration. */
 async function webhookOrg(integration?: { domainStatus?: 'verified' | 'pending' }) {
   const setup = await setupWebhook(app, {}, { approvalRules: { sendEmail: 'allow', generateDocument: 'allow' } });
   const { org, token } = setup.tenant;
-  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['sendEmail', 'generateDocument'] } });
+  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, {
+    token,
+    body: { tools: ['sendEmail', 'generateDocument'] },
+  });
   const domain = `${randomUUID().slice(0, 8)}.example.com`;
   if (integration) {
     const apiKey = `re_${randomUUID()}`;
@@ -77,7 +82,10 @@ describe('sendEmail', () => {
       send: { to, subject: 'Your invoice', body: '# Invoice\n\nPlease find it **attached**.' },
       document: { title: 'Invoice 7', content: '# Invoice 7\n\nTotal: 10 EUR' },
     });
-    expect(call).toMatchObject({ status: 'completed', output: { type: 'json', value: { sent: true, to: [to], subject: 'Your invoice' } } });
+    expect(call).toMatchObject({
+      status: 'completed',
+      output: { type: 'json', value: { sent: true, to: [to], subject: 'Your invoice' } },
+    });
     const email = await provider.waitFor(to);
     expect(email).toMatchObject({
       from: `"Acme Agents" <agents@${org.domain}>`,
@@ -168,7 +176,8 @@ describe('bounces, complaints and delivery events', () => {
 
   it('shows the delivery timeline; a permanent bounce suppresses the address, sendEmail then refuses it, and an admin can lift it', async () => {
     const { org, customer, reply, sentMessage } = await answered();
-    for (const type of ['email.sent', 'email.delivered']) expect((await org.notify(provider.sentEvent(reply.id, type))).status).toBe(200);
+    for (const type of ['email.sent', 'email.delivered'])
+      expect((await org.notify(provider.sentEvent(reply.id, type))).status).toBe(200);
     await eventually('delivered', async () => ((await sentMessage()).status === 'delivered' ? true : undefined));
     // Out of order: a late email.sent does not move it back.
     await org.notify(provider.sentEvent(reply.id, 'email.sent'));
@@ -192,7 +201,9 @@ describe('bounces, complaints and delivery events', () => {
       return body.rows.length === 2 && body.rows[0].status === 'completed' ? body.rows[0] : undefined;
     });
     const detail = await (await org.api('GET', `/ledger/${row.actionId}`)).json();
-    expect(detail.execution.toolCalls[0].output.value).toMatch(/^sendEmail failed: Not sent: .+ \(bounced\) is on the suppression list/);
+    expect(detail.execution.toolCalls[0].output.value).toMatch(
+      /^sendEmail failed: Not sent: .+ \(bounced\) is on the suppression list/,
+    );
 
     const guest = await app.request('DELETE', `/orgs/${org.org.slug}/email/suppressions/${customer}`);
     expect(guest.status).toBe(401);
@@ -249,7 +260,9 @@ describe('bounces, complaints and delivery events', () => {
     await org.notify(
       provider.sentEvent(reply.id, 'email.bounced', { bounce: { type: 'Temporary', subType: 'MailboxFull', message: 'Full' } }),
     );
-    await eventually('the temporary bounce recorded', async () => ((await sentMessage()).deliveryEvents.length === 1 ? true : undefined));
+    await eventually('the temporary bounce recorded', async () =>
+      (await sentMessage()).deliveryEvents.length === 1 ? true : undefined,
+    );
     expect((await sentMessage()).status).toBe('sent');
     expect((await (await org.api('GET', '/email/suppressions')).json()).suppressions).toEqual([]);
     await org.notify(provider.sentEvent(reply.id, 'email.complained'));

@@ -55,7 +55,8 @@ export function createSendEmail(deps: {
       return address;
     });
     const distinct = [...new Set(addresses)];
-    if (distinct.length > deps.maxRecipients) throw new Error(`Too many recipients: ${distinct.length} (at most ${deps.maxRecipients})`);
+    if (distinct.length > deps.maxRecipients)
+      throw new Error(`Too many recipients: ${distinct.length} (at most ${deps.maxRecipients})`);
     return distinct;
   }
 
@@ -122,7 +123,8 @@ export function createSendEmail(deps: {
     if (suppressed.length > 0) {
       const list = suppressed.map((row) => `${row.address} (${row.reason})`).join(', ');
       throw new Error(
-        `Not sent: ${list} ${suppressed.length === 1 ? 'is' : 'are'} on the suppression list; an operator can remove an address from it`,
+        `Not sent: ${list} ${suppressed.length === 1 ? 'is' : 'are'} on the suppression list; an operator can remove ` +
+          `an address from it`,
       );
     }
     const ids = [...new Set(input.attachDocumentIds ?? [])];
@@ -157,7 +159,8 @@ export function createSendEmail(deps: {
   return defineTool({
     name: 'sendEmail',
     description:
-      'Sends an email from the organization. In an action that answers an email, the reply goes from the inbox in the same thread. Attach PDFs made with generateDocument by their documentIds.',
+      'Sends an email from the organization. In an action that answers an email, the reply goes from the inbox in the ' +
+      'same thread. Attach PDFs made with generateDocument by their documentIds.',
     inputSchema: sendEmailInput,
     execute: send,
   });

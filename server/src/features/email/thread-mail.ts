@@ -45,12 +45,19 @@ export function createThreadMail(deps: { db: Kysely<DB>; deliver: OutboundMail; 
   const { db } = deps;
 
   /** Stores the message (status `sending`) in its thread, with `alongside` in the same transaction. */
-  function store(message: ThreadMessage, alongside?: (trx: Kysely<DB>, row: EmailMessageRow) => Promise<void>): Promise<EmailMessageRow> {
+  function store(
+    message: ThreadMessage,
+    alongside?: (trx: Kysely<DB>, row: EmailMessageRow) => Promise<void>,
+  ): Promise<EmailMessageRow> {
     const { answers } = message;
     return db.transaction().execute(async (trx) => {
       const threadId = 'id' in message.thread ? message.thread.id : randomUUID();
       if ('newTitle' in message.thread)
-        await emailMessagesRepo.insertThread(trx, { id: threadId, orgId: message.orgId, title: message.thread.newTitle.slice(0, 200) });
+        await emailMessagesRepo.insertThread(trx, {
+          id: threadId,
+          orgId: message.orgId,
+          title: message.thread.newTitle.slice(0, 200),
+        });
       const row = await emailMessagesRepo.insertMessage(trx, {
         id: randomUUID(),
         orgId: message.orgId,
@@ -98,7 +105,11 @@ export function createThreadMail(deps: { db: Kysely<DB>; deliver: OutboundMail; 
     async send(
       integration: EmailIntegrationRow,
       message: ThreadMessage,
-      options: { idempotencyKey: (row: EmailMessageRow) => string; extras?: DeliveryExtras; alongside?: Parameters<typeof store>[1] },
+      options: {
+        idempotencyKey: (row: EmailMessageRow) => string;
+        extras?: DeliveryExtras;
+        alongside?: Parameters<typeof store>[1];
+      },
     ): Promise<SendOutcome> {
       const row = await store(message, options.alongside);
       return deliver(integration, row, options.idempotencyKey(row), options.extras);

@@ -22,7 +22,11 @@ interface StreamEvent {
 async function openStream(org: string, token: string, lastEventId?: string, server: TestApp = app) {
   const controller = new AbortController();
   const response = await fetch(`${server.baseUrl}/orgs/${org}/events`, {
-    headers: { accept: 'text/event-stream', authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    headers: {
+      accept: 'text/event-stream',
+      authorization: `Bearer ${token}`,
+      ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+    },
     signal: controller.signal,
   });
   const events: StreamEvent[] = [];
@@ -84,7 +88,9 @@ describe('GET /orgs/:org/events', () => {
     const change = await stream.waitFor((event) => event.event === 'ledger' && event.data.ids?.includes(mine.actionId));
     expect(change.id).toMatch(/^[a-z0-9]+-\d+$/);
     // The action runs to its end (no model configured: it fails), announced too.
-    await stream.waitFor((event) => event.event === 'ledger' && event.data.ids?.includes(mine.actionId) && event.id !== change.id);
+    await stream.waitFor(
+      (event) => event.event === 'ledger' && event.data.ids?.includes(mine.actionId) && event.id !== change.id,
+    );
     expect(stream.events.some((event) => JSON.stringify(event.data).includes(foreign.actionId))).toBe(false);
     await stream.close();
   });
@@ -113,8 +119,11 @@ describe('GET /orgs/:org/events', () => {
 
   it('has the database announce changes only while a stream is open somewhere (the first stream is told to resync)', async () => {
     const watched = async () =>
-      (await sql<{ n: number }>`select count(*)::int as n from org_event_streams where expires_at > now()`.execute(app.container.db))
-        .rows[0]!.n;
+      (
+        await sql<{ n: number }>`select count(*)::int as n from org_event_streams where expires_at > now()`.execute(
+          app.container.db,
+        )
+      ).rows[0]!.n;
     await sql`delete from org_event_streams`.execute(app.container.db);
     expect(await watched()).toBe(0);
     // A second process on the same database, whose first stream this is.

@@ -64,7 +64,8 @@ function createWatchLease(db: Kysely<DB>, clock: Clock, logger: Logger) {
   let currentUntil = 0;
   const renew = async () => {
     const started = clock.now().getTime();
-    await sql`insert into org_event_streams (process_id, expires_at) values (${processId}, now() + ${WATCH_LEASE_SECONDS} * interval '1 second')
+    await sql`insert into org_event_streams (process_id, expires_at)
+      values (${processId}, now() + ${WATCH_LEASE_SECONDS} * interval '1 second')
       on conflict (process_id) do update set expires_at = excluded.expires_at`.execute(db);
     currentUntil = started + (WATCH_LEASE_SECONDS - 30) * 1000;
   };

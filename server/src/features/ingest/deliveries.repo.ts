@@ -52,9 +52,9 @@ export const deliveriesRepo = {
       0,
       Number(
         (
-          await sql<{ estimate: number }>`select reltuples::float8 as estimate from pg_class where relname = 'webhook_message_ids'`.execute(
-            db,
-          )
+          await sql<{
+            estimate: number;
+          }>`select reltuples::float8 as estimate from pg_class where relname = 'webhook_message_ids'`.execute(db)
         ).rows[0]?.estimate ?? 0,
       ),
     ),

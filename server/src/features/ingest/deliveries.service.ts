@@ -59,7 +59,12 @@ export function createDeliveriesService(deps: {
     }
     const decision = await deps.pipeline.decide(webhook, payload.data);
     const now = deps.clock.now();
-    if (decision.status === 'buffered' && decision.reason !== 'outside_schedule' && !manual && attempts >= MAX_BUFFERED_ATTEMPTS) {
+    if (
+      decision.status === 'buffered' &&
+      decision.reason !== 'outside_schedule' &&
+      !manual &&
+      attempts >= MAX_BUFFERED_ATTEMPTS
+    ) {
       await deliveriesRepo.updateIfAttempts(deps.db, row.id, row.attempts, {
         status: 'dead_lettered',
         reason: decision.reason,
@@ -69,7 +74,9 @@ export function createDeliveriesService(deps: {
       return { status: 'dead_lettered', eventId: row.id, reason: decision.reason };
     }
     const nextAttemptAt =
-      decision.status === 'buffered' ? (decision.nextAttemptAt ?? new Date(now.getTime() + bufferedRetryDelayMs(attempts))) : null;
+      decision.status === 'buffered'
+        ? (decision.nextAttemptAt ?? new Date(now.getTime() + bufferedRetryDelayMs(attempts)))
+        : null;
     // Waiting for a schedule window is not a failed attempt.
     const counted = decision.status === 'buffered' && decision.reason === 'outside_schedule' && !manual ? row.attempts : attempts;
     return deps.writer.writeNow({
@@ -93,7 +100,8 @@ export function createDeliveriesService(deps: {
     async replay(orgId: string, eventId: string) {
       const row = await deliveriesRepo.find(deps.db, orgId, eventId);
       if (!row) throw notFound('Delivery');
-      if (row.source === 'email') throw new AppError('not_replayable', 'An email is not replayed: it is stored in its email thread');
+      if (row.source === 'email')
+        throw new AppError('not_replayable', 'An email is not replayed: it is stored in its email thread');
       if (!(REPLAYABLE.has(row.status) || (row.status === 'failed' && row.replayable))) {
         const why = row.status === 'accepted' ? `it already created action ${row.actionId}` : 'its payload cannot be processed';
         throw new AppError('not_replayable', `This delivery cannot be replayed: ${why}`);

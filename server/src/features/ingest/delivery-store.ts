@@ -21,7 +21,8 @@ export interface Stored {
   createdActionIds: string[];
 }
 
-const replayedWithOtherBody = () => new AppError('message_replayed', 'This message id was already received with a different body');
+const replayedWithOtherBody = () =>
+  new AppError('message_replayed', 'This message id was already received with a different body');
 const claimKey = (webhookId: string, messageId: string) => `${webhookId} ${messageId}`;
 const externalKey = (webhookId: string, externalId: string) => `${webhookId} ${externalId}`;
 
@@ -63,12 +64,14 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
   const { rows } = await sql<{ idx: number; fresh: boolean; created: boolean; existingId: string | null }>`
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as i(
-        idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, body_digest text, status text, reason text, next_attempt_at timestamptz,
+        idx int, event_id uuid, org_id uuid, webhook_id uuid, message_id text, body_digest text, status text, reason text,
+          next_attempt_at timestamptz,
         action_id uuid, agent_id uuid, action_rule_id uuid, run_as_user_id uuid, instructions text, tool_approvals jsonb,
         payload jsonb, raw_body text, headers jsonb, verification_scheme text, source_ip text, trace_parent text)
     ),
     first_claims as (
-      select distinct on (webhook_id, message_id) idx, webhook_id, message_id, body_digest, event_id, payload->>'externalId' as external_id
+      select distinct on (webhook_id, message_id) idx, webhook_id, message_id, body_digest, event_id,
+        payload->>'externalId' as external_id
       from input where message_id is not null order by webhook_id, message_id, idx
     ),
     claimed as (
@@ -79,12 +82,14 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     fresh as (
       select * from input where message_id is null
       union all
-      select i.* from input i join first_claims f using (idx) join claimed c on c.webhook_id = f.webhook_id and c.message_id = f.message_id
+      select i.* from input i join first_claims f using (idx) join claimed c on c.webhook_id = f.webhook_id
+        and c.message_id = f.message_id
     ),
     created as (${insertQueuedActions(sql`
       select distinct on (webhook_id, coalesce(payload->>'externalId', action_id::text))
         action_id as id, org_id, webhook_id, event_id as delivery_id, agent_id, action_rule_id, run_as_user_id,
-        payload->>'eventType' as event_type, payload->>'externalId' as external_id, instructions, coalesce(payload->'data', '{}') as data, tool_approvals,
+        payload->>'eventType' as event_type, payload->>'externalId' as external_id, instructions,
+        coalesce(payload->'data', '{}') as data, tool_approvals,
         trace_parent
       from fresh where status = 'accepted'
       order by webhook_id, coalesce(payload->>'externalId', action_id::text), idx`)}
@@ -98,8 +103,10 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
     )
     select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
       case when i.status = 'accepted' and c.id is null then coalesce(
-        (select w.action_id from input w join created wc on wc.id = w.action_id where w.webhook_id = i.webhook_id and w.payload->>'externalId' = i.payload->>'externalId'),
-        (select a.id from actions a where a.webhook_id = i.webhook_id and a.external_id = i.payload->>'externalId')) end as existing_id
+        (select w.action_id from input w join created wc on wc.id = w.action_id where w.webhook_id = i.webhook_id
+          and w.payload->>'externalId' = i.payload->>'externalId'),
+        (select a.id from actions a where a.webhook_id = i.webhook_id
+          and a.external_id = i.payload->>'externalId')) end as existing_id
     from input i left join created c on c.id = i.action_id
     order by i.idx
   `.execute(trx);
@@ -148,7 +155,9 @@ async function answerRetries(
     const key = ingress.messageId && claimKey(ingress.webhook.id, ingress.messageId);
     if (key && results[idx] !== undefined && !firstInBatch.has(key)) firstInBatch.set(key, idx);
   });
-  const earlier = retries.filter((idx) => !firstInBatch.has(claimKey(items[idx]!.ingress.webhook.id, items[idx]!.ingress.messageId!)));
+  const earlier = retries.filter(
+    (idx) => !firstInBatch.has(claimKey(items[idx]!.ingress.webhook.id, items[idx]!.ingress.messageId!)),
+  );
   const stored =
     earlier.length === 0
       ? new Map<string, FirstAnswer>()
@@ -181,15 +190,31 @@ interface FirstAnswer {
   duplicateOf: string | null;
 }
 
-/** What answered a message id: its delivery (the event it became), or for a duplicate externalId (no delivery row), that action. */
+/**
+ * What answered a message id: its delivery (the event it became), or for a duplicate externalId (no delivery row), that
+ * action.
+ */
 async function firstAnswers(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, FirstAnswer>> {
   const rows = await trx
     .selectFrom('webhookMessageIds as c')
     .leftJoin('webhookDeliveries as d', 'd.id', 'c.eventId')
     .leftJoin('actions as a', (join) => join.onRef('a.webhookId', '=', 'c.webhookId').onRef('a.externalId', '=', 'c.externalId'))
-    .select(['c.webhookId', 'c.messageId', 'c.bodyDigest', 'c.eventId', 'd.status', 'd.reason', 'd.actionId', 'a.id as duplicateOf'])
+    .select([
+      'c.webhookId',
+      'c.messageId',
+      'c.bodyDigest',
+      'c.eventId',
+      'd.status',
+      'd.reason',
+      'd.actionId',
+      'a.id as duplicateOf',
+    ])
     .where((eb) =>
-      eb.or(ingresses.map(({ webhook, messageId }) => eb.and([eb('c.webhookId', '=', webhook.id), eb('c.messageId', '=', messageId!)]))),
+      eb.or(
+        ingresses.map(({ webhook, messageId }) =>
+          eb.and([eb('c.webhookId', '=', webhook.id), eb('c.messageId', '=', messageId!)]),
+        ),
+      ),
     )
     .execute();
   return new Map(rows.map((row) => [claimKey(row.webhookId, row.messageId), row]));
@@ -201,7 +226,9 @@ function toOutcome(first: FirstAnswer): Outcome | undefined {
   if (first.status === 'skipped') return { status: 'skipped', eventId: first.eventId, reason: first.reason! };
   if (first.status) return { status: 'buffered', eventId: first.eventId, reason: first.reason ?? first.status };
   // No delivery row: the event was a duplicate of an action with its externalId.
-  return first.duplicateOf ? { status: 'accepted', eventId: first.eventId, actionId: first.duplicateOf, alreadyExists: true } : undefined;
+  return first.duplicateOf
+    ? { status: 'accepted', eventId: first.eventId, actionId: first.duplicateOf, alreadyExists: true }
+    : undefined;
 }
 
 async function existingActionIds(trx: Kysely<DB>, ingresses: Ingress[]): Promise<Map<string, string>> {
@@ -210,7 +237,9 @@ async function existingActionIds(trx: Kysely<DB>, ingresses: Ingress[]): Promise
     .select(['id', 'webhookId', 'externalId'])
     .where((eb) =>
       eb.or(
-        ingresses.map(({ webhook, payload }) => eb.and([eb('webhookId', '=', webhook.id), eb('externalId', '=', payload.externalId!)])),
+        ingresses.map(({ webhook, payload }) =>
+          eb.and([eb('webhookId', '=', webhook.id), eb('externalId', '=', payload.externalId!)]),
+        ),
       ),
     )
     .execute();
@@ -234,10 +263,14 @@ export async function updateStoredDelivery(
     const {
       rows: [inserted],
     } = await insertQueuedActions(sql`
-      select ${crypto.randomUUID()}::uuid as id, ${webhook.orgId}::uuid as org_id, ${webhook.id}::uuid as webhook_id, ${eventId}::uuid as delivery_id,
-        ${decision.agentId}::uuid as agent_id, ${decision.actionRuleId}::uuid as action_rule_id, ${decision.runAsUserId}::uuid as run_as_user_id,
-        ${payload.eventType}::text as event_type, ${payload.externalId ?? null}::text as external_id, ${decision.instructions}::text as instructions,
-        ${JSON.stringify(payload.data ?? {})}::jsonb as data, ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals,
+      select ${crypto.randomUUID()}::uuid as id, ${webhook.orgId}::uuid as org_id, ${webhook.id}::uuid as webhook_id,
+        ${eventId}::uuid as delivery_id,
+        ${decision.agentId}::uuid as agent_id, ${decision.actionRuleId}::uuid as action_rule_id,
+          ${decision.runAsUserId}::uuid as run_as_user_id,
+        ${payload.eventType}::text as event_type, ${payload.externalId ?? null}::text as external_id,
+          ${decision.instructions}::text as instructions,
+        ${JSON.stringify(payload.data ?? {})}::jsonb as data,
+        ${JSON.stringify(requestToolApprovals(payload, webhook.allowRequestOverrides))}::jsonb as tool_approvals,
         ${ingress.traceParent ?? null}::text as trace_parent`).execute(trx);
     created = inserted !== undefined;
     actionId = inserted?.id ?? (await existingActionIds(trx, [ingress])).get(externalKey(webhook.id, payload.externalId!))!;

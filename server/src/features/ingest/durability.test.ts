@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/helpers/http.ts';
-import { apiClient, killServerProcess, serverProcessEnvironment, startServerProcess } from '../../../test/helpers/server-process.ts';
+import {
+  apiClient,
+  killServerProcess,
+  serverProcessEnvironment,
+  startServerProcess,
+} from '../../../test/helpers/server-process.ts';
 import { signingHeaders } from './verification.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
 
@@ -19,7 +24,8 @@ describe('durability of acknowledged events', () => {
       const { cli } = environment;
       expect(cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme').status).toBe(0);
       expect(
-        cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme').status,
+        cli('users', 'create', '--email', 'ops@acme.example', '--password', 'a long password', '--role', 'Admin', '--org', 'acme')
+          .status,
       ).toBe(0);
       const api = await apiClient(base, { email: 'ops@acme.example', password: 'a long password' });
       const me = await api('GET', '/auth/me');

@@ -126,7 +126,8 @@ export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: P
 
     /** Org membership of a run-as user; a change shows within about the cache's lifetime. */
     isMember: async (orgId: string, userId: string) =>
-      (await members.get(`${orgId} ${userId}`, async () => ((await orgsRepo.isMember(deps.db, orgId, userId)) ? true : null))) === true,
+      (await members.get(`${orgId} ${userId}`, async () => ((await orgsRepo.isMember(deps.db, orgId, userId)) ? true : null))) ===
+      true,
 
     /** The secrets that verify now: the current one, and the previous one during its grace period. */
     secretsOf(webhook: IngestWebhook): string[] {

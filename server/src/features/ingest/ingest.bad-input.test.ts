@@ -89,8 +89,13 @@ describe('signed bodies that JSON allows but nothing can store', () => {
       expect(body.length).toBeLessThan(10 * 1024 * 1024);
       const { result: response, slowestMs } = await slowestHealthzDuring(postEvent(app, setup, body));
       // How long the event loop was held is this machine's business (printed); that the body never reached the parser is ours.
-      console.info(`${count} keys (${body.length} bytes): ${response.status}; slowest /healthz meanwhile ${slowestMs.toFixed(1)} ms`);
-      expect(await response.json()).toEqual({ error: `The body has more than ${MAX_JSON_VALUES} values`, code: 'invalid_payload' });
+      console.info(
+        `${count} keys (${body.length} bytes): ${response.status}; slowest /healthz meanwhile ${slowestMs.toFixed(1)} ms`,
+      );
+      expect(await response.json()).toEqual({
+        error: `The body has more than ${MAX_JSON_VALUES} values`,
+        code: 'invalid_payload',
+      });
       expect(parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length >= body.length)).toEqual([]);
     }
     parse.mockRestore();

@@ -32,7 +32,9 @@ describe('ingest fast path', () => {
       );
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect(Object.fromEntries(Object.keys(SECURITY_HEADERS).map((name) => [name, response.headers.get(name)]))).toEqual(SECURITY_HEADERS);
+      expect(Object.fromEntries(Object.keys(SECURITY_HEADERS).map((name) => [name, response.headers.get(name)]))).toEqual(
+        SECURITY_HEADERS,
+      );
       expect([...response.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([]);
       expect(await response.json()).toEqual({ success: true, actionId: expect.any(String) });
     }
@@ -44,7 +46,9 @@ describe('ingest fast path', () => {
     const metrics = await (await app.request('GET', '/metrics')).text();
     const count = (route: string, status: number) =>
       Number(
-        metrics.match(new RegExp(`^http_requests_total\\{method="POST",route="${route}",status="${status}"\\} (\\d+)$`, 'm'))?.[1] ?? 0,
+        metrics.match(
+          new RegExp(`^http_requests_total\\{method="POST",route="${route}",status="${status}"\\} (\\d+)$`, 'm'),
+        )?.[1] ?? 0,
       );
     expect(count('/webhooks/actions/:org/:webhookIdentifier', 200)).toBeGreaterThanOrEqual(1);
     expect(count('/webhooks/ingest/:org/:identifier', 200)).toBeGreaterThanOrEqual(1);
@@ -55,7 +59,9 @@ describe('ingest fast path', () => {
     const setup = await setupWebhook(app);
     const [, , , slug, identifier] = setup.path.split('/');
     const encodedSlug = [...slug!].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
-    expect((await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${encodedSlug}/${identifier}` })).status).toBe(200);
+    expect(
+      (await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${encodedSlug}/${identifier}` })).status,
+    ).toBe(200);
 
     const get = await app.request('GET', setup.path);
     expect(get.status).toBe(404);

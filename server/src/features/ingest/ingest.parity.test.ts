@@ -80,7 +80,9 @@ const signed = (setup: WebhookSetup, payload: unknown, extra: Record<string, str
     body,
     headers: {
       'content-type': 'application/json',
-      ...signingHeaders(setup.webhook.verificationScheme, setup.secret, body, { nowSeconds: Math.floor(app.clock.now().getTime() / 1000) }),
+      ...signingHeaders(setup.webhook.verificationScheme, setup.secret, body, {
+        nowSeconds: Math.floor(app.clock.now().getTime() / 1000),
+      }),
       ...extra,
     },
   };
@@ -90,7 +92,9 @@ const signed = (setup: WebhookSetup, payload: unknown, extra: Record<string, str
 const CASES: Record<string, { expected: number; make: () => Promise<{ post: Post; warmUp?: Post[] }> }> = {
   'a webhook that does not exist': {
     expected: 404,
-    make: async () => ({ post: signed({ ...(await setupWebhook(app)), path: '/webhooks/actions/nobody/nothing' }, { eventType: 'x' }) }),
+    make: async () => ({
+      post: signed({ ...(await setupWebhook(app)), path: '/webhooks/actions/nobody/nothing' }, { eventType: 'x' }),
+    }),
   },
   'a disabled webhook': {
     expected: 403,
@@ -165,7 +169,9 @@ describe('ingest answers the same through the fast path and through the Fastify 
           async () => {
             closed = closing.close();
             // Closing has begun once the server stops accepting new connections.
-            await eventually('the server to stop accepting connections', async () => ((await accepts(closing.baseUrl)) ? undefined : true));
+            await eventually('the server to stop accepting connections', async () =>
+              (await accepts(closing.baseUrl)) ? undefined : true,
+            );
           },
         );
         const [head, body] = raw.split('\r\n\r\n');

@@ -51,13 +51,17 @@ describe('retries of one message', () => {
     const filtering = await setupWebhook(app, { eventFilter: ['order.*'] });
     const skipped = await (await postEvent(app, filtering, { eventType: 'user.created' }, { messageId: 'msg_skipped' })).json();
     expect(skipped).toMatchObject({ skipped: true, reason: 'event_type_filtered' });
-    expect(await (await postEvent(app, filtering, { eventType: 'user.created' }, { messageId: 'msg_skipped' })).json()).toEqual(skipped);
+    expect(await (await postEvent(app, filtering, { eventType: 'user.created' }, { messageId: 'msg_skipped' })).json()).toEqual(
+      skipped,
+    );
 
     const setup = await setupWebhook(app);
     const created = await (await postEvent(app, setup, { eventType: 'x', externalId: 'ext-1' }, { messageId: 'msg_a' })).json();
     const duplicate = await (await postEvent(app, setup, { eventType: 'x', externalId: 'ext-1' }, { messageId: 'msg_b' })).json();
     expect(duplicate).toEqual({ success: true, actionId: created.actionId, alreadyExists: true });
-    expect(await (await postEvent(app, setup, { eventType: 'x', externalId: 'ext-1' }, { messageId: 'msg_b' })).json()).toEqual(duplicate);
+    expect(await (await postEvent(app, setup, { eventType: 'x', externalId: 'ext-1' }, { messageId: 'msg_b' })).json()).toEqual(
+      duplicate,
+    );
   });
 
   it('50 concurrent posts of one message (one batch or several) all answer the same actionId', async () => {
@@ -73,12 +77,16 @@ describe('retries of one message', () => {
 
   it('past WEBHOOK_MESSAGE_ID_RETENTION_HOURS the id is forgotten, and counted in the metrics', async () => {
     const setup = await setupWebhook(app);
-    expect((await postEvent(app, setup, { eventType: 'x' }, { messageId: 'msg_old', nowSeconds: nowSeconds() })).status).toBe(200);
+    expect((await postEvent(app, setup, { eventType: 'x' }, { messageId: 'msg_old', nowSeconds: nowSeconds() })).status).toBe(
+      200,
+    );
     app.clock.advance(49 * HOUR);
     expect(await app.container.services.deliveries.forgetOldMessageIds()).toBeGreaterThanOrEqual(1);
     const metrics = await (await app.request('GET', '/metrics')).text();
     expect(metrics).toMatch(/^webhook_message_ids_purged_total [1-9]/m);
-    expect((await postEvent(app, setup, { eventType: 'x' }, { messageId: 'msg_old', nowSeconds: nowSeconds() })).status).toBe(200);
+    expect((await postEvent(app, setup, { eventType: 'x' }, { messageId: 'msg_old', nowSeconds: nowSeconds() })).status).toBe(
+      200,
+    );
     expect(await actionsOf(setup.tenant.org.id)).toHaveLength(2);
   });
 });
@@ -91,17 +99,29 @@ describe('hmac_sha256 and shared_token', () => {
     const again = await (await postEvent(app, setup, { eventType: 'x' }, { nowSeconds: at })).json();
     expect(again).toEqual(first);
     // The same body signed a second later is a new event.
-    expect((await (await postEvent(app, setup, { eventType: 'x' }, { nowSeconds: at + 1 })).json()).actionId).not.toBe(first.actionId);
+    expect((await (await postEvent(app, setup, { eventType: 'x' }, { nowSeconds: at + 1 })).json()).actionId).not.toBe(
+      first.actionId,
+    );
     expect(await actionsOf(setup.tenant.org.id)).toHaveLength(2);
   });
 
   it('shared_token: x-webhook-token counts beside an Authorization header that is not the token', async () => {
     const setup = await setupWebhook(app, { verificationScheme: 'shared_token' });
     for (const authorization of ['Bearer ', 'Basic dXNlcjpwYXNz', 'Bearer not-the-token']) {
-      const response = await postEvent(app, setup, { eventType: 'x' }, { headers: { authorization, 'x-webhook-token': setup.secret } });
+      const response = await postEvent(
+        app,
+        setup,
+        { eventType: 'x' },
+        { headers: { authorization, 'x-webhook-token': setup.secret } },
+      );
       expect({ authorization, status: response.status }).toEqual({ authorization, status: 200 });
     }
-    const wrong = await postEvent(app, setup, { eventType: 'x' }, { headers: { authorization: 'Bearer nope', 'x-webhook-token': 'nope' } });
+    const wrong = await postEvent(
+      app,
+      setup,
+      { eventType: 'x' },
+      { headers: { authorization: 'Bearer nope', 'x-webhook-token': 'nope' } },
+    );
     expect(wrong.status).toBe(401);
   });
 });

@@ -39,8 +39,10 @@ export function ingestRoutes(deps: { fastPath: Pick<IngestFastPath, 'answerRoute
     app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
     const description = [
-      'Signed JSON events become actions. Verification headers by scheme: `wh`: wh-id, wh-timestamp, wh-signature (or webhook-*);',
-      '`hmac_sha256`: x-webhook-timestamp, x-webhook-signature `v1=<hex>`; `shared_token`: Authorization Bearer or x-webhook-token; `none`: the URL.',
+      'Signed JSON events become actions. Verification headers by scheme: `wh`: wh-id, wh-timestamp, wh-signature (or ' +
+        'webhook-*);',
+      '`hmac_sha256`: x-webhook-timestamp, x-webhook-signature `v1=<hex>`; `shared_token`: Authorization Bearer or ' +
+        'x-webhook-token; `none`: the URL.',
     ].join(' ');
 
     app.post(
@@ -87,7 +89,14 @@ export function ingestRoutes(deps: { fastPath: Pick<IngestFastPath, 'answerRoute
       },
       (request, reply) => {
         reply.hijack();
-        void deps.fastPath.answerRouted(request.raw, reply.raw, request.params.org, request.params.identifier, request.ip, request.log);
+        void deps.fastPath.answerRouted(
+          request.raw,
+          reply.raw,
+          request.params.org,
+          request.params.identifier,
+          request.ip,
+          request.log,
+        );
       },
     );
   };

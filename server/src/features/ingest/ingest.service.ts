@@ -131,7 +131,8 @@ export function createIngestService(deps: {
       .catch((error: unknown) => {
         // A replayed wh-id with a broken body is still just a 400; anything else is worth a log line,
         // but the sender's answer stays the 400 its body earned.
-        if (!isUniqueViolation(error, 'webhook_message_ids_pkey')) deps.logger.warn({ err: error }, 'could not record a failed delivery');
+        if (!isUniqueViolation(error, 'webhook_message_ids_pkey'))
+          deps.logger.warn({ err: error }, 'could not record a failed delivery');
       });
   }
 
@@ -156,7 +157,13 @@ export function createIngestService(deps: {
       await perIp.consume(request.ip);
       const rawBody = await readBody(request, row.maxPayloadBytes);
       const nowSeconds = Math.floor(deps.clock.now().getTime() / 1000);
-      const { messageId } = verifySender(row.verificationScheme, deps.cache.secretsOf(webhook), request.headers, rawBody, nowSeconds);
+      const { messageId } = verifySender(
+        row.verificationScheme,
+        deps.cache.secretsOf(webhook),
+        request.headers,
+        rawBody,
+        nowSeconds,
+      );
       // Only verified requests count against the webhook's own limit: anyone who knows its URL could
       // otherwise lock its real sender out (the per-IP limit above counts every request).
       await webhookLimiter(row.rateLimitPerMinute).consume(row.id);

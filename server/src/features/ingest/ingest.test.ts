@@ -15,21 +15,34 @@ beforeAll(async () => {
 afterAll(async () => app?.close());
 
 const actionsOf = (orgId: string) => app.container.db.selectFrom('actions').selectAll().where('orgId', '=', orgId).execute();
-const deliveriesOf = (orgId: string) => app.container.db.selectFrom('webhookDeliveries').selectAll().where('orgId', '=', orgId).execute();
+const deliveriesOf = (orgId: string) =>
+  app.container.db.selectFrom('webhookDeliveries').selectAll().where('orgId', '=', orgId).execute();
 
 describe('Standard Webhooks test vectors', () => {
   const vectors = JSON.parse(readFileSync(join(import.meta.dirname, '../../../test/fixtures/standard-webhooks.json'), 'utf8'));
   it('signs the valid vectors to their signatures and verifies them at their timestamp', () => {
     for (const vector of vectors.valid) {
       expect(signStandardWebhook(vector.secret, vector.id, vector.timestamp, Buffer.from(vector.payload))).toBe(vector.signature);
-      const headers = { 'webhook-id': vector.id, 'webhook-timestamp': String(vector.timestamp), 'webhook-signature': vector.signature };
-      expect(verifySender('wh', [vector.secret], headers, Buffer.from(vector.payload), vector.timestamp)).toEqual({ messageId: vector.id });
+      const headers = {
+        'webhook-id': vector.id,
+        'webhook-timestamp': String(vector.timestamp),
+        'webhook-signature': vector.signature,
+      };
+      expect(verifySender('wh', [vector.secret], headers, Buffer.from(vector.payload), vector.timestamp)).toEqual({
+        messageId: vector.id,
+      });
     }
   });
   it('rejects the invalid vectors', () => {
     for (const vector of vectors.invalid) {
-      const headers = { 'webhook-id': vector.id, 'webhook-timestamp': String(vector.timestamp), 'webhook-signature': vector.signature };
-      expect(() => verifySender('wh', [vector.secret], headers, Buffer.from(vector.payload), vector.timestamp)).toThrow(/No signature/);
+      const headers = {
+        'webhook-id': vector.id,
+        'webhook-timestamp': String(vector.timestamp),
+        'webhook-signature': vector.signature,
+      };
+      expect(() => verifySender('wh', [vector.secret], headers, Buffer.from(vector.payload), vector.timestamp)).toThrow(
+        /No signature/,
+      );
     }
   });
 });
@@ -115,7 +128,12 @@ describe('POST /webhooks/actions/:org/:webhookIdentifier with scheme wh', () => 
         'content-type': 'application/json',
         'wh-id': 'm1',
         'wh-timestamp': String(now),
-        'wh-signature': signStandardWebhook(setup.secret, 'm1', now, JSON.stringify({ eventType: 'order.created', data: { total: 1000 } })),
+        'wh-signature': signStandardWebhook(
+          setup.secret,
+          'm1',
+          now,
+          JSON.stringify({ eventType: 'order.created', data: { total: 1000 } }),
+        ),
       },
     });
     expect(tampered.status).toBe(401);
@@ -167,9 +185,13 @@ describe('other verification schemes', () => {
   it('shared_token: Authorization Bearer or x-webhook-token', async () => {
     const setup = await setupWebhook(app, { verificationScheme: 'shared_token' });
     const body = { eventType: 'ticket.opened' };
-    expect((await app.request('POST', setup.path, { body, headers: { authorization: `Bearer ${setup.secret}` } })).status).toBe(200);
+    expect((await app.request('POST', setup.path, { body, headers: { authorization: `Bearer ${setup.secret}` } })).status).toBe(
+      200,
+    );
     expect((await app.request('POST', setup.path, { body, headers: { 'x-webhook-token': setup.secret } })).status).toBe(200);
-    expect((await app.request('POST', setup.path, { body, headers: { 'x-webhook-token': `${setup.secret}x` } })).status).toBe(401);
+    expect((await app.request('POST', setup.path, { body, headers: { 'x-webhook-token': `${setup.secret}x` } })).status).toBe(
+      401,
+    );
     expect((await app.request('POST', setup.path, { body })).status).toBe(401);
   });
 
@@ -195,7 +217,8 @@ describe('front-door checks', () => {
       expect((await response.json()).code).toBe('not_found');
     }
     expect(
-      (await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${setup.tenant.org.id}/${identifier}` })).status,
+      (await postEvent(app, setup, { eventType: 'x' }, { path: `/webhooks/actions/${setup.tenant.org.id}/${identifier}` }))
+        .status,
     ).toBe(200);
   });
 

@@ -8,7 +8,10 @@ import { TOOL_NAME } from '../agents/agents.schemas.ts';
  * third of a second for 200,000 of them. What the entries may hold is json-input.ts's rule.
  */
 const jsonObject = z
-  .custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'expected an object')
+  .custom<Record<string, unknown>>(
+    (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+    'expected an object',
+  )
   .meta({ type: 'object', additionalProperties: {} });
 
 /** ActionWebhookPayload. Unknown top-level fields are ignored. */

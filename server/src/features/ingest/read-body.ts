@@ -9,7 +9,9 @@ import { AppError } from '../../lib/errors.ts';
  */
 export function readBodyWithLimit(request: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () =>
-    new AppError('payload_too_large', `The body exceeds this webhook's limit of ${limit} bytes`, { headers: { connection: 'close' } });
+    new AppError('payload_too_large', `The body exceeds this webhook's limit of ${limit} bytes`, {
+      headers: { connection: 'close' },
+    });
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {

@@ -33,7 +33,9 @@ describe('buffering', () => {
   it('user_unresolved when no run-as user can be found; the row shows in the ledger', async () => {
     const setup = await setupWebhook(app, { runAsUserId: null });
     const eventId = await expectBuffered(setup, { eventType: 'x', userId: 'ext-404', authProvider: 'jwt' }, 'user_unresolved');
-    const row = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${eventId}`, { token: setup.tenant.token })).json();
+    const row = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${eventId}`, { token: setup.tenant.token })
+    ).json();
     expect(row).toMatchObject({ kind: 'delivery', status: 'buffered', reason: 'user_unresolved', replayable: true });
   });
 
@@ -59,7 +61,9 @@ describe('buffering', () => {
     const eventId = await expectBuffered(setup, { eventType: 'x' }, 'outside_schedule');
     const row = await delivery(eventId);
     expect(row.nextAttemptAt!.getUTCDay()).toBe(closedDay);
-    await patchWebhook(setup, { schedule: { timezone: 'UTC', windows: [{ days: [0, 1, 2, 3, 4, 5, 6], start: '00:00', end: '24:00' }] } });
+    await patchWebhook(setup, {
+      schedule: { timezone: 'UTC', windows: [{ days: [0, 1, 2, 3, 4, 5, 6], start: '00:00', end: '24:00' }] },
+    });
     expect((await postEvent(app, setup, { eventType: 'x' })).status).toBe(200);
   });
 
@@ -97,10 +101,14 @@ describe('per-request tool approvals', () => {
   it('keeps valid overrides only when the webhook allows them; drops invalid modes; keeps unknown tools', async () => {
     const overrides = { generateDocument: 'ask', sendEmail: 'sometimes', someFutureTool: 'allow' };
     const off = await setupWebhook(app);
-    const offAction = await action((await (await postEvent(app, off, { eventType: 'x', toolApprovals: overrides })).json()).actionId);
+    const offAction = await action(
+      (await (await postEvent(app, off, { eventType: 'x', toolApprovals: overrides })).json()).actionId,
+    );
     expect(offAction.toolApprovals).toEqual({});
     const on = await setupWebhook(app, { allowRequestOverrides: true });
-    const onAction = await action((await (await postEvent(app, on, { eventType: 'x', toolApprovals: overrides })).json()).actionId);
+    const onAction = await action(
+      (await (await postEvent(app, on, { eventType: 'x', toolApprovals: overrides })).json()).actionId,
+    );
     expect(onAction.toolApprovals).toEqual({ generateDocument: 'ask', someFutureTool: 'allow' });
   });
 });
@@ -176,7 +184,9 @@ describe('buffered retries and dead letters', () => {
     expect(dead.status).toBe('dead_lettered');
     expect(dead.attempts).toBe(MAX_BUFFERED_ATTEMPTS);
     await patchWebhook(setup, { runAsUserId: setup.tenant.admin.id });
-    const replay = await app.request('POST', `/orgs/${setup.tenant.org.slug}/deliveries/${eventId}/replay`, { token: setup.tenant.token });
+    const replay = await app.request('POST', `/orgs/${setup.tenant.org.slug}/deliveries/${eventId}/replay`, {
+      token: setup.tenant.token,
+    });
     expect(replay.status).toBe(200);
     expect(await replay.json()).toMatchObject({ status: 'accepted', eventId, actionId: expect.any(String) });
   });

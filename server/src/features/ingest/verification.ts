@@ -38,7 +38,10 @@ export function verifySender(
       const timestamp = header(headers, 'wh-timestamp', 'webhook-timestamp');
       const signature = header(headers, 'wh-signature', 'webhook-signature');
       if (!id || !timestamp || !signature)
-        throw new AppError('signature_missing', 'Missing wh-id, wh-timestamp or wh-signature header (or their webhook-* equivalents)');
+        throw new AppError(
+          'signature_missing',
+          'Missing wh-id, wh-timestamp or wh-signature header (or their webhook-* equivalents)',
+        );
       const ts = checkTimestamp(timestamp, nowSeconds);
       const expected = secrets.map((secret) => signStandardWebhook(secret, id, ts, rawBody).slice(3));
       if (!anySignatureMatches(expected, signature))
@@ -48,7 +51,8 @@ export function verifySender(
     case 'hmac_sha256': {
       const timestamp = header(headers, 'x-webhook-timestamp');
       const signature = header(headers, 'x-webhook-signature');
-      if (!timestamp || !signature) throw new AppError('signature_missing', 'Missing x-webhook-timestamp or x-webhook-signature header');
+      if (!timestamp || !signature)
+        throw new AppError('signature_missing', 'Missing x-webhook-timestamp or x-webhook-signature header');
       const ts = checkTimestamp(timestamp, nowSeconds);
       const given = signature.startsWith('v1=') ? signature.slice(3) : '';
       const matches = secrets.map((secret) => {
@@ -74,7 +78,8 @@ export function verifySender(
       // Either credential counts: an Authorization header of some proxy's does not hide x-webhook-token.
       const bearer = header(headers, 'authorization')?.match(/^Bearer\s+(\S+)/i)?.[1];
       const tokens = [bearer, header(headers, 'x-webhook-token')].filter((token): token is string => !!token);
-      if (tokens.length === 0) throw new AppError('signature_missing', 'Missing Authorization: Bearer <token> or x-webhook-token header');
+      if (tokens.length === 0)
+        throw new AppError('signature_missing', 'Missing Authorization: Bearer <token> or x-webhook-token header');
       const matches = tokens.flatMap((token) => secrets.map((secret) => timingSafeEqualString(token, secret)));
       if (!matches.includes(true)) throw new AppError('signature_invalid', 'The token does not match the webhook secret');
       return {};

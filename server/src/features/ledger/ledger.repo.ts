@@ -37,9 +37,8 @@ function ledgerQuery(db: Kysely<DB>, orgId: string) {
       'a.approvalState',
       // Why an action ended as it did: its error, else the cause of the transition that ended it (a rejection with its reason).
       sql<string | null>`case when a.status in ('failed', 'rejected', 'expired') then coalesce(a.error, (
-        select e.cause from action_events e where e.action_id = a.id and e.status = a.status order by e.created_at desc limit 1)) end`.as(
-        'actionReason',
-      ),
+        select e.cause from action_events e where e.action_id = a.id and e.status = a.status
+          order by e.created_at desc limit 1)) end`.as('actionReason'),
     ]);
 }
 
@@ -96,7 +95,10 @@ export const ledgerRepo = {
         eb(
           'd.id',
           '=',
-          eb.fn.coalesce(eb.selectFrom('actions').select('deliveryId').where('id', '=', id).where('orgId', '=', orgId), eb.val(id)),
+          eb.fn.coalesce(
+            eb.selectFrom('actions').select('deliveryId').where('id', '=', id).where('orgId', '=', orgId),
+            eb.val(id),
+          ),
         ),
       )
       .executeTakeFirst(),

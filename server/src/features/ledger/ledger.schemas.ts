@@ -15,7 +15,9 @@ import { usageTotalsSchema } from '../usage/usage.schemas.ts';
 export const ledgerRow = z.object({
   id: z.uuid(),
   kind: z.enum(['action', 'delivery']),
-  source: z.enum(ACTION_SOURCES).meta({ description: 'webhook: an action webhook delivery; email: an email received at an inbox' }),
+  source: z
+    .enum(ACTION_SOURCES)
+    .meta({ description: 'webhook: an action webhook delivery; email: an email received at an inbox' }),
   eventId: z.uuid(),
   actionId: z.uuid().nullable(),
   webhookId: z.uuid().nullable(),
@@ -23,10 +25,14 @@ export const ledgerRow = z.object({
   externalId: z.string().nullable(),
   status: z.string(),
   deliveryStatus: z.string(),
-  reason: z.string().nullable().meta({
-    description:
-      "Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the decision's cause and reason)",
-  }),
+  reason: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the ' +
+        "decision's cause and reason)",
+    }),
   approvalState: z.string().nullable(),
   replayable: z.boolean(),
   attempts: z.int(),
@@ -67,11 +73,12 @@ export const ledgerDetail = ledgerRow.extend({
           ),
         })
         .meta({
-          description: "The totals of all the action's model calls (tokens, cost (null: no price), time) and the first 500 of them",
+          description:
+            "The totals of all the action's model calls (tokens, cost (null: no price), time) and the first 500 of them",
         }),
-      conversation: z
-        .array(z.object({ seq: z.int(), role: z.string(), content: z.unknown(), createdAt: z.date() }))
-        .meta({ description: "The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200)" }),
+      conversation: z.array(z.object({ seq: z.int(), role: z.string(), content: z.unknown(), createdAt: z.date() })).meta({
+        description: "The action's run as the model saw it: the event, the agent's steps, tool calls and results (at most 200)",
+      }),
       toolCalls: z.array(
         z.object({
           toolCallId: z.string(),
@@ -84,20 +91,29 @@ export const ledgerDetail = ledgerRow.extend({
           requestedAt: z.date(),
           expiresAt: z.date().nullable(),
           decidedBy: z.uuid().nullable(),
-          approverId: z.uuid().nullable().meta({ description: 'Who decided it (the same as decidedBy; null: undecided, or the deadline)' }),
+          approverId: z
+            .uuid()
+            .nullable()
+            .meta({ description: 'Who decided it (the same as decidedBy; null: undecided, or the deadline)' }),
           decidedAt: z.date().nullable(),
           reason: z.string().nullable(),
           completedAt: z.date().nullable(),
           modeSource: z.unknown().meta({
             description:
-              "What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter",
+              'What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: ' +
+              "argument_rule, index, rule }` for the action rule's argument rule that made it stricter",
           }),
           channel: z.enum(DECISION_CHANNELS).nullable().meta({
-            description: 'How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)',
+            description:
+              'How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)',
           }),
           refusedAttempts: z
-            .array(z.object({ channel: z.enum(DECISION_CHANNELS), userId: z.uuid().nullable(), reason: z.string(), at: z.date() }))
-            .meta({ description: 'Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender)' }),
+            .array(
+              z.object({ channel: z.enum(DECISION_CHANNELS), userId: z.uuid().nullable(), reason: z.string(), at: z.date() }),
+            )
+            .meta({
+              description: 'Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender)',
+            }),
           notifications: z
             .array(
               z.object({
@@ -111,7 +127,8 @@ export const ledgerDetail = ledgerRow.extend({
             )
             .meta({
               description:
-                'Whom the rule asked to decide, when and how they were told (`sent`), or why not (`not_sent`, `failed`: the reason says why)',
+                'Whom the rule asked to decide, when and how they were told (`sent`), or why not (`not_sent`, ' +
+                '`failed`: the reason says why)',
             }),
           stagedReason: z
             .string()

@@ -18,7 +18,8 @@ function summarize(row: ListedRow) {
   const kind = row.actionId ? ('action' as const) : ('delivery' as const);
   const status = row.actionStatus ?? row.deliveryStatus;
   const what = `${row.eventType ?? 'unparsed event'}${row.externalId ? ` (${row.externalId})` : ''}`;
-  const summary = kind === 'action' ? `${what}: action ${status}` : `${what}: ${row.deliveryStatus}${row.reason ? `, ${row.reason}` : ''}`;
+  const summary =
+    kind === 'action' ? `${what}: action ${status}` : `${what}: ${row.deliveryStatus}${row.reason ? `, ${row.reason}` : ''}`;
   return {
     id: row.actionId ?? row.eventId,
     kind,
@@ -32,7 +33,8 @@ function summarize(row: ListedRow) {
     deliveryStatus: row.deliveryStatus,
     reason: row.actionReason ?? row.reason,
     approvalState: row.approvalState ?? null,
-    replayable: row.source === 'webhook' && row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
+    replayable:
+      row.source === 'webhook' && row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
     attempts: row.attempts,
     nextAttemptAt: row.nextAttemptAt,
     createdAt: row.createdAt,
@@ -40,10 +42,98 @@ function summarize(row: ListedRow) {
   };
 }
 
+type FoundRow = NonNullable<Awaited<ReturnType<typeof ledgerRepo.find>>>;
+type ToolCallRow = Awaited<ReturnType<typeof toolCallsRepo.forAction>>[number];
+type RefusedAttempt = Awaited<ReturnType<typeof toolCallsRepo.attemptsForAction>>[number];
+type Notification = Awaited<ReturnType<typeof ledgerRepo.approvalNotifications>>[number];
+
+/** The row's lifecycle: its transitions after its first state, the action's creation (queued by what created it). */
+function lifecycleOf(row: FoundRow, transitions: Awaited<ReturnType<typeof actionsRepo.events>>) {
+  const created =
+    row.actionId && row.actionCreatedAt
+      ? [
+          {
+            status: 'queued',
+            cause: row.source === 'email' ? `email ${row.externalId} received` : `webhook delivery ${row.actionDeliveryId}`,
+            data: null,
+            createdAt: row.actionCreatedAt,
+          },
+        ]
+      : [];
+  return [...created, ...transitions].map((event) => ({
+    status: event.status,
+    cause: event.cause,
+    data: event.data ?? null,
+    at: event.createdAt,
+  }));
+}
+
+/** One tool call as the ledger shows it: what it was, how its mode was decided, who decided, who was told. */
+function toolCallOf(call: ToolCallRow, attempts: RefusedAttempt[], notifications: Notification[]) {
+  return {
+    toolCallId: call.toolCallId,
+    toolName: call.toolName,
+    mode: call.mode,
+    status: call.status,
+    approval: call.approval,
+    input: call.input,
+    output: call.output ?? null,
+    requestedAt: call.requestedAt,
+    expiresAt: call.expiresAt,
+    decidedBy: call.decidedByUserId,
+    approverId: call.decidedByUserId,
+    decidedAt: call.decidedAt,
+    reason: call.decisionReason,
+    completedAt: call.completedAt,
+    modeSource: call.modeSource ?? null,
+    channel: call.decisionChannel,
+    refusedAttempts: attempts
+      .filter((attempt) => attempt.toolCallId === call.id)
+      .map(({ channel, userId, reason, createdAt }) => ({ channel, userId, reason, at: createdAt })),
+    notifications: notifications
+      .filter((notification) => notification.toolCallId === call.id)
+      .map(({ userId, address, channel, status, reason, updatedAt }) => ({
+        userId,
+        address,
+        channel,
+        status,
+        reason,
+        at: updatedAt,
+      })),
+    stagedReason: call.stagedReason,
+    startedAt: call.startedAt,
+  };
+}
+
 export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<CallbacksService, 'forAction'> }) {
+  const { db } = deps;
+
+  /** What an action did: its run's conversation, tool calls, usage; read together. */
+  async function executionOf(orgId: string, row: FoundRow & { actionId: string }) {
+    const [toolCalls, conversation, attempts, notifications, usage] = await Promise.all([
+      toolCallsRepo.forAction(db, row.actionId),
+      row.threadId ? threadsRepo.messagesOfAction(db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
+      toolCallsRepo.attemptsForAction(db, row.actionId),
+      ledgerRepo.approvalNotifications(db, row.actionId),
+      usageRepo.forAction(db, orgId, row.actionId),
+    ]);
+    return {
+      runAsUserId: row.runAsUserId,
+      agentId: row.agentId,
+      actionRuleId: row.actionRuleId,
+      toolApprovals: row.toolApprovals ?? {},
+      result: row.result ?? null,
+      error: row.error,
+      threadId: row.threadId,
+      usage,
+      conversation: conversation.map(({ seq, role, content, createdAt }) => ({ seq, role, content, createdAt })),
+      toolCalls: toolCalls.map((call) => toolCallOf(call, attempts, notifications)),
+    };
+  }
+
   return {
     async list(orgId: string, query: LedgerFilters & { limit: number; cursor?: string }) {
-      const rows = await ledgerRepo.list(deps.db, orgId, query, query.limit, decodeCursor(query.cursor));
+      const rows = await ledgerRepo.list(db, orgId, query, query.limit, decodeCursor(query.cursor));
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       return {
@@ -53,32 +143,16 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
     },
 
     async get(orgId: string, id: string) {
-      const row = await ledgerRepo.find(deps.db, orgId, id);
+      const row = await ledgerRepo.find(db, orgId, id);
       if (!row) throw notFound('Ledger row');
-      const [transitions, toolCalls, callbacks, conversation, attempts, notifications, usage] = row.actionId
+      const { actionId } = row;
+      const [transitions, callbacks, execution] = actionId
         ? await Promise.all([
-            actionsRepo.events(deps.db, row.actionId),
-            toolCallsRepo.forAction(deps.db, row.actionId),
-            deps.callbacks.forAction(orgId, row.actionId),
-            row.threadId ? threadsRepo.messagesOfAction(deps.db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
-            toolCallsRepo.attemptsForAction(deps.db, row.actionId),
-            ledgerRepo.approvalNotifications(deps.db, row.actionId),
-            usageRepo.forAction(deps.db, orgId, row.actionId),
+            actionsRepo.events(db, actionId),
+            deps.callbacks.forAction(orgId, actionId),
+            executionOf(orgId, { ...row, actionId }),
           ])
-        : [[], [], [], [], [], [], null];
-      // The first state is the action's creation: queued by the delivery that created it.
-      const lifecycle =
-        row.actionId && row.actionCreatedAt
-          ? [
-              {
-                status: 'queued',
-                cause: row.source === 'email' ? `email ${row.externalId} received` : `webhook delivery ${row.actionDeliveryId}`,
-                data: null,
-                createdAt: row.actionCreatedAt,
-              },
-              ...transitions,
-            ]
-          : transitions;
+        : [[], [], null];
       return {
         ...summarize(row),
         ingressPayload: row.payload ?? null,
@@ -86,64 +160,8 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
         headers: row.headers,
         verificationScheme: row.verificationScheme,
         sourceIp: row.sourceIp,
-        lifecycleEvents: lifecycle.map((event) => ({
-          status: event.status,
-          cause: event.cause,
-          data: event.data ?? null,
-          at: event.createdAt,
-        })),
-        execution: row.actionId
-          ? {
-              runAsUserId: row.runAsUserId,
-              agentId: row.agentId,
-              actionRuleId: row.actionRuleId,
-              toolApprovals: row.toolApprovals ?? {},
-              result: row.result ?? null,
-              error: row.error,
-              threadId: row.threadId,
-              // Read with the rest whenever the row is an action's.
-              usage: usage!,
-              conversation: conversation.map((message) => ({
-                seq: message.seq,
-                role: message.role,
-                content: message.content,
-                createdAt: message.createdAt,
-              })),
-              toolCalls: toolCalls.map((call) => ({
-                toolCallId: call.toolCallId,
-                toolName: call.toolName,
-                mode: call.mode,
-                status: call.status,
-                approval: call.approval,
-                input: call.input,
-                output: call.output ?? null,
-                requestedAt: call.requestedAt,
-                expiresAt: call.expiresAt,
-                decidedBy: call.decidedByUserId,
-                approverId: call.decidedByUserId,
-                decidedAt: call.decidedAt,
-                reason: call.decisionReason,
-                completedAt: call.completedAt,
-                modeSource: call.modeSource ?? null,
-                channel: call.decisionChannel,
-                refusedAttempts: attempts
-                  .filter((attempt) => attempt.toolCallId === call.id)
-                  .map((attempt) => ({ channel: attempt.channel, userId: attempt.userId, reason: attempt.reason, at: attempt.createdAt })),
-                notifications: notifications
-                  .filter((notification) => notification.toolCallId === call.id)
-                  .map((notification) => ({
-                    userId: notification.userId,
-                    address: notification.address,
-                    channel: notification.channel,
-                    status: notification.status,
-                    reason: notification.reason,
-                    at: notification.updatedAt,
-                  })),
-                stagedReason: call.stagedReason,
-                startedAt: call.startedAt,
-              })),
-            }
-          : null,
+        lifecycleEvents: lifecycleOf(row, transitions),
+        execution,
         // Outbound callbacks, in lifecycle order, with their attempts.
         callbacks,
       };

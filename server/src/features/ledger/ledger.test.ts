@@ -22,7 +22,12 @@ describe('GET /orgs/:org/ledger', () => {
 
     const all = await (await app.request('GET', `/orgs/${org.slug}/ledger`, { token })).json();
     expect(all.rows).toHaveLength(5);
-    expect(all.rows[1]).toMatchObject({ kind: 'delivery', deliveryStatus: 'skipped', eventId: skipped.eventId, replayable: true });
+    expect(all.rows[1]).toMatchObject({
+      kind: 'delivery',
+      deliveryStatus: 'skipped',
+      eventId: skipped.eventId,
+      replayable: true,
+    });
     expect(all.rows[0]).toMatchObject({ kind: 'delivery', deliveryStatus: 'failed', reason: 'invalid_json', replayable: false });
     expect(all.rows[2]).toMatchObject({
       kind: 'action',
@@ -45,8 +50,12 @@ describe('GET /orgs/:org/ledger', () => {
     expect(await filter('q=%25')).toBe(0);
 
     const first = await (await app.request('GET', `/orgs/${org.slug}/ledger?limit=2`, { token })).json();
-    const second = await (await app.request('GET', `/orgs/${org.slug}/ledger?limit=2&cursor=${first.nextCursor}`, { token })).json();
-    const third = await (await app.request('GET', `/orgs/${org.slug}/ledger?limit=2&cursor=${second.nextCursor}`, { token })).json();
+    const second = await (
+      await app.request('GET', `/orgs/${org.slug}/ledger?limit=2&cursor=${first.nextCursor}`, { token })
+    ).json();
+    const third = await (
+      await app.request('GET', `/orgs/${org.slug}/ledger?limit=2&cursor=${second.nextCursor}`, { token })
+    ).json();
     expect([...first.rows, ...second.rows, ...third.rows].map((row: { eventId: string }) => row.eventId)).toEqual(
       all.rows.map((row: { eventId: string }) => row.eventId),
     );
@@ -90,7 +99,12 @@ describe('GET /orgs/:org/ledger', () => {
     };
     const clearHeaders = { 'x-request-id': 'req-9', 'idempotency-key': 'idem-1', 'user-agent': 'Sender/1.0' };
     const { actionId } = await (
-      await postEvent(app, setup, { eventType: 'order.created', data: { n: 1 } }, { headers: { ...secretHeaders, ...clearHeaders } })
+      await postEvent(
+        app,
+        setup,
+        { eventType: 'order.created', data: { n: 1 } },
+        { headers: { ...secretHeaders, ...clearHeaders } },
+      )
     ).json();
     const byAction = await (await app.request('GET', `/orgs/${org.slug}/ledger/${actionId}`, { token })).json();
     expect(byAction).toMatchObject({
@@ -100,7 +114,13 @@ describe('GET /orgs/:org/ledger', () => {
       approvalState: 'none',
       verificationScheme: 'wh',
       ingressPayload: { eventType: 'order.created', data: { n: 1 } },
-      execution: { runAsUserId: setup.tenant.admin.id, actionRuleId: setup.ruleId, agentId: setup.agentId, result: null, error: null },
+      execution: {
+        runAsUserId: setup.tenant.admin.id,
+        actionRuleId: setup.ruleId,
+        agentId: setup.agentId,
+        result: null,
+        error: null,
+      },
     });
     expect(byAction.lifecycleEvents).toEqual([
       { status: 'queued', cause: `webhook delivery ${byAction.eventId}`, data: null, at: expect.any(String) },
@@ -127,10 +147,13 @@ describe('POST /orgs/:org/deliveries/:eventId/replay', () => {
     const stillSkipped = await app.request('POST', `/orgs/${org.slug}/deliveries/${skipped.eventId}/replay`, { token });
     expect(await stillSkipped.json()).toMatchObject({ status: 'skipped', eventId: skipped.eventId });
     await app.request('PATCH', `/orgs/${org.slug}/webhooks/${setup.webhook.id}`, { token, body: { eventFilter: [] } });
-    const replayed = await (await app.request('POST', `/orgs/${org.slug}/deliveries/${skipped.eventId}/replay`, { token })).json();
+    const replayed = await (
+      await app.request('POST', `/orgs/${org.slug}/deliveries/${skipped.eventId}/replay`, { token })
+    ).json();
     expect(replayed).toMatchObject({ status: 'accepted', actionId: expect.any(String) });
 
-    const acceptedEventId = (await (await app.request('GET', `/orgs/${org.slug}/ledger/${accepted.actionId}`, { token })).json()).eventId;
+    const acceptedEventId = (await (await app.request('GET', `/orgs/${org.slug}/ledger/${accepted.actionId}`, { token })).json())
+      .eventId;
     for (const eventId of [acceptedEventId, failed.eventId, skipped.eventId]) {
       const response = await app.request('POST', `/orgs/${org.slug}/deliveries/${eventId}/replay`, { token });
       expect(response.status).toBe(409);
@@ -144,14 +167,17 @@ describe('POST /orgs/:org/deliveries/:eventId/replay', () => {
     const intruder = await createTenant(app);
     const { org } = setup.tenant;
     expect((await app.request('GET', `/orgs/${org.slug}/ledger`, { token: intruder.token })).status).toBe(404);
-    expect((await app.request('GET', `/orgs/${intruder.org.slug}/ledger/${buffered.eventId}`, { token: intruder.token })).status).toBe(404);
+    expect(
+      (await app.request('GET', `/orgs/${intruder.org.slug}/ledger/${buffered.eventId}`, { token: intruder.token })).status,
+    ).toBe(404);
     // By an action's id too (found through the delivery it names).
     const accepted = await (await postEvent(app, await setupWebhook(app), { eventType: 'x', externalId: 'cross-tenant' })).json();
-    expect((await app.request('GET', `/orgs/${intruder.org.slug}/ledger/${accepted.actionId}`, { token: intruder.token })).status).toBe(
-      404,
-    );
     expect(
-      (await app.request('POST', `/orgs/${intruder.org.slug}/deliveries/${buffered.eventId}/replay`, { token: intruder.token })).status,
+      (await app.request('GET', `/orgs/${intruder.org.slug}/ledger/${accepted.actionId}`, { token: intruder.token })).status,
+    ).toBe(404);
+    expect(
+      (await app.request('POST', `/orgs/${intruder.org.slug}/deliveries/${buffered.eventId}/replay`, { token: intruder.token }))
+        .status,
     ).toBe(404);
     const theirs = await (await app.request('GET', `/orgs/${intruder.org.slug}/ledger`, { token: intruder.token })).json();
     expect(theirs.rows).toEqual([]);
@@ -168,7 +194,11 @@ describe('Send Test', () => {
           body: { eventType: 'test.ping' },
         })
       ).json();
-      expect(result, scheme).toMatchObject({ mode: 'http', statusCode: 200, response: { success: true, actionId: expect.any(String) } });
+      expect(result, scheme).toMatchObject({
+        mode: 'http',
+        statusCode: 200,
+        response: { success: true, actionId: expect.any(String) },
+      });
     }
   });
 

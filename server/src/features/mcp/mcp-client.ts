@@ -43,7 +43,10 @@ const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
 const TOOLS_PAGE = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
 /** Opens a session with the server: the transport, `initialize` and `notifications/initialized`. */
-export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFetch; timeoutMs: number }): Promise<McpConnection> {
+export async function connectMcp(
+  endpoint: McpEndpoint,
+  deps: { fetch: GuardedFetch; timeoutMs: number },
+): Promise<McpConnection> {
   const credentials = endpoint.clientCredentials;
   const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), {
     fetch: deps.fetch,
@@ -86,7 +89,10 @@ export async function connectMcp(endpoint: McpEndpoint, deps: { fetch: GuardedFe
           });
           tools.push(...page.tools);
           if (tools.length > MAX_TOOLS_PER_SERVER) {
-            throw new AppError('mcp_protocol', `The server lists more than ${MAX_TOOLS_PER_SERVER} tools; split it into smaller servers`);
+            throw new AppError(
+              'mcp_protocol',
+              `The server lists more than ${MAX_TOOLS_PER_SERVER} tools; split it into smaller servers`,
+            );
           }
           cursor = page.nextCursor;
         } while (cursor);
@@ -131,7 +137,8 @@ export function mcpFailure(error: unknown): 'mcp_unauthorized' | 'mcp_unreachabl
     (error instanceof SdkHttpError && (error.status === 401 || error.status === 403)) ||
     (error instanceof SdkError && isAuthCode(error.code));
   if (refused) return 'mcp_unauthorized';
-  if (isNetworkError(error) || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)) return 'mcp_unreachable';
+  if (isNetworkError(error) || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout))
+    return 'mcp_unreachable';
   return isAuthorizationError(error) ? 'mcp_unauthorized' : 'mcp_protocol';
 }
 
@@ -144,7 +151,8 @@ function isAuthorizationError(error: unknown): boolean {
   return false;
 }
 
-const isAuthCode = (code: SdkErrorCode) => code === SdkErrorCode.ClientHttpAuthentication || code === SdkErrorCode.ClientHttpForbidden;
+const isAuthCode = (code: SdkErrorCode) =>
+  code === SdkErrorCode.ClientHttpAuthentication || code === SdkErrorCode.ClientHttpForbidden;
 
 /** Refused by our guard, or the network failed (refused, unresolvable, reset, timed out). */
 function isNetworkError(error: unknown): boolean {

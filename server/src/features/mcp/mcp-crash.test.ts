@@ -26,7 +26,8 @@ afterAll(async () => {
   await model?.close();
 });
 
-const labelOf = (request: ChatRequest) => /"label": "([^"]+)"/.exec(request.messages.find((m) => m.role === 'user')?.content ?? '')?.[1];
+const labelOf = (request: ChatRequest) =>
+  /"label": "([^"]+)"/.exec(request.messages.find((m) => m.role === 'user')?.content ?? '')?.[1];
 
 describe('an MCP call across a SIGKILL between its request and its result', () => {
   it('is never repeated blindly: a destructive call waits for a human (reject goes on with an error, approve runs it again); a read-only one is called again', async () => {

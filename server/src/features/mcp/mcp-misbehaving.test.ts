@@ -34,10 +34,12 @@ async function refundRun(resultJson: string) {
   const server = await scripted({ tools: [scriptedTool('refund', { destructiveHint: true })], answer: () => resultJson });
   const made = await setupWebhook(app, {}, { approvalRules: { erp__refund: 'allow' } });
   const { org, token } = made.tenant;
-  expect((await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'erp', url: server.url } })).status).toBe(201);
-  expect((await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, { token, body: { tools: ['erp__refund'] } })).status).toBe(
-    200,
-  );
+  expect(
+    (await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'erp', url: server.url } })).status,
+  ).toBe(201);
+  expect(
+    (await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, { token, body: { tools: ['erp__refund'] } })).status,
+  ).toBe(200);
   model.script(callThenReport('erp__refund', { orderId: 'A-1' }));
   const row = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
   return { row, server };

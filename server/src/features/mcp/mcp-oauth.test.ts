@@ -61,7 +61,10 @@ describe('MCP servers behind OAuth 2.1 client credentials', () => {
       auth: { type: 'client_credentials', ...CLIENT, clientSecret: 'wrong' },
     });
     expect(wrong.status).toBe(422);
-    expect(await wrong.json()).toMatchObject({ code: 'mcp_unauthorized', error: expect.stringMatching(/refused the credentials/) });
+    expect(await wrong.json()).toMatchObject({
+      code: 'mcp_unauthorized',
+      error: expect.stringMatching(/refused the credentials/),
+    });
 
     // Pinned to another authorization server: the secret is never sent to the one the MCP server names.
     const requestsBefore = tokenRequests.length;
@@ -91,7 +94,10 @@ describe('MCP servers behind OAuth 2.1 client credentials', () => {
     });
     expect(JSON.stringify(server)).not.toContain(CLIENT.clientSecret);
     expect(server.tools.map((tool: { offeredAs: string }) => tool.offeredAs)).toContain('orders__lookup_order');
-    expect(tokenRequests.at(-1)).toMatchObject({ grantType: 'client_credentials', client: `${CLIENT.clientId}:${CLIENT.clientSecret}` });
+    expect(tokenRequests.at(-1)).toMatchObject({
+      grantType: 'client_credentials',
+      client: `${CLIENT.clientId}:${CLIENT.clientSecret}`,
+    });
 
     await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__lookup_order'] } });
     model.script((request) =>

@@ -14,12 +14,19 @@ beforeAll(async () => {
   orders = await startTestMcpServer();
 });
 afterAll(async () => orders?.close());
-useAppWithModel({ MCP_ALLOW_PRIVATE_NETWORKS: 'true', MCP_CALL_TIMEOUT_SECONDS: '1', MCP_MAX_RESULT_BYTES: '2000' }, (started) => {
-  ({ app, model } = started);
-});
+useAppWithModel(
+  { MCP_ALLOW_PRIVATE_NETWORKS: 'true', MCP_CALL_TIMEOUT_SECONDS: '1', MCP_MAX_RESULT_BYTES: '2000' },
+  (started) => {
+    ({ app, model } = started);
+  },
+);
 
 /** A tenant whose agent has the order system's tools, with these modes (and argument rules). */
-async function setup(approvalRules: Record<string, string>, url = orders.url, argumentRules: unknown[] = []): Promise<WebhookSetup> {
+async function setup(
+  approvalRules: Record<string, string>,
+  url = orders.url,
+  argumentRules: unknown[] = [],
+): Promise<WebhookSetup> {
   const tools = Object.keys(approvalRules);
   const made = await setupWebhook(app, {}, { approvalRules, argumentRules });
   const { org, token } = made.tenant;
@@ -137,7 +144,10 @@ describe('MCP tools in a run', () => {
         body: { name: 'orders', url: rotated.url, headers: { Authorization: 'Bearer first-token' } },
       });
       expect(server.status).toBe(201);
-      await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, { token, body: { tools: ['orders__lookup_order'] } });
+      await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, {
+        token,
+        body: { tools: ['orders__lookup_order'] },
+      });
       rotated.rotateBearerToken('second-token');
       model.script(callThenReport('orders__lookup_order', { orderId: 'R-1' }));
       const row = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
@@ -154,7 +164,9 @@ describe('MCP tools in a run', () => {
     model.script(callThenReport('orders__lookup_order', { orderId: 'E-5' }));
     const row = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
     expect(row.status).toBe('completed');
-    expect(JSON.stringify(row.execution.toolCalls[0].output)).toMatch(/the MCP server \\"orders\\" could not be reached: .*ECONNREFUSED/);
+    expect(JSON.stringify(row.execution.toolCalls[0].output)).toMatch(
+      /the MCP server \\"orders\\" could not be reached: .*ECONNREFUSED/,
+    );
   });
 
   it('argument rules: refunds over 100 wait for a human, over 1000 are refused with the rule named, smaller ones run', async () => {
@@ -180,7 +192,9 @@ describe('MCP tools in a run', () => {
     });
     expect(effectsOf(large.execution.toolCalls[0].toolCallId)).toEqual([]);
     // The approvals inbox lists it like any other call.
-    const { approvals } = await (await app.request('GET', `/orgs/${made.tenant.org.slug}/approvals`, { token: made.tenant.token })).json();
+    const { approvals } = await (
+      await app.request('GET', `/orgs/${made.tenant.org.slug}/approvals`, { token: made.tenant.token })
+    ).json();
     expect(approvals).toEqual([
       expect.objectContaining({ actionId: large.id, toolName: 'orders__refund_order', input: { orderId: 'G-500', amount: 500 } }),
     ]);
@@ -191,7 +205,9 @@ describe('MCP tools in a run', () => {
       status: 'denied',
       modeSource: { source: 'argument_rule', index: 1 },
     });
-    expect(huge.execution.toolCalls[0].output.reason).toMatch(/argument rule 2 \(orders__refund_order: \/amount gt 1000 -> deny\)/);
+    expect(huge.execution.toolCalls[0].output.reason).toMatch(
+      /argument rule 2 \(orders__refund_order: \/amount gt 1000 -> deny\)/,
+    );
     expect(huge.execution.result.text).toMatch(/argument rule 2/);
     expect(effectsOf(huge.execution.toolCalls[0].toolCallId)).toEqual([]);
   });
@@ -219,7 +235,10 @@ describe('MCP tools in a run', () => {
       [{ tool: 'x', path: '/a', op: 'gt', value: {}, mode: 'deny' }],
       Array.from({ length: 51 }, () => ({ tool: 'x', path: '/a', op: 'exists', mode: 'ask' })),
     ]) {
-      const response = await app.request('PATCH', `/orgs/${org.slug}/action-rules/${made.ruleId}`, { token, body: { argumentRules } });
+      const response = await app.request('PATCH', `/orgs/${org.slug}/action-rules/${made.ruleId}`, {
+        token,
+        body: { argumentRules },
+      });
       expect(response.status).toBe(400);
       expect((await response.json()).code).toBe('validation_failed');
     }

@@ -18,9 +18,12 @@ describe("an MCP server's name, the prefix of its tools", () => {
   it('is not changed, nor the server deleted, while an agent or a rule names its tools; then both are', async () => {
     const made = await setupWebhook(app);
     const { org, token } = made.tenant;
-    const call = (method: string, path: string, body?: unknown) => app.request(method, `/orgs/${org.slug}${path}`, { token, body });
+    const call = (method: string, path: string, body?: unknown) =>
+      app.request(method, `/orgs/${org.slug}${path}`, { token, body });
     const server = await (await call('POST', '/mcp-servers', { name: 'orders', url: orders.url })).json();
-    expect((await call('PATCH', `/agents/${made.agentId}`, { tools: ['orders__lookup_order', 'generateDocument'] })).status).toBe(200);
+    expect((await call('PATCH', `/agents/${made.agentId}`, { tools: ['orders__lookup_order', 'generateDocument'] })).status).toBe(
+      200,
+    );
     const { id: ruleId } = await (
       await call('POST', '/action-rules', {
         name: 'Refunds',
@@ -51,7 +54,8 @@ describe("an MCP server's name, the prefix of its tools", () => {
     expect((await call('PATCH', `/agents/${made.agentId}`, { tools: ['generateDocument'] })).status).toBe(200);
     await refusedBoth(/rule "Refunds"/);
     expect(
-      (await call('PATCH', `/action-rules/${ruleId}`, { argumentRules: [], approvalRules: { orders__refund_order: 'ask' } })).status,
+      (await call('PATCH', `/action-rules/${ruleId}`, { argumentRules: [], approvalRules: { orders__refund_order: 'ask' } }))
+        .status,
     ).toBe(200);
     await refusedBoth(/rule "Refunds"/);
     expect((await call('PATCH', `/action-rules/${ruleId}`, { approvalRules: {} })).status).toBe(200);

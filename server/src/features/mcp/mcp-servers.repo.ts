@@ -13,7 +13,11 @@ export const mcpServersRepo = {
   update: (db: Kysely<DB>, orgId: string, id: string, changes: Updateable<McpServersTable>): Promise<McpServerRow | undefined> =>
     db
       .updateTable('mcpServers')
-      .set({ ...changes, ...(changes.tools === undefined ? {} : { toolsListedAt: sql<Date>`now()` }), updatedAt: sql<Date>`now()` })
+      .set({
+        ...changes,
+        ...(changes.tools === undefined ? {} : { toolsListedAt: sql<Date>`now()` }),
+        updatedAt: sql<Date>`now()`,
+      })
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .returningAll()
@@ -49,14 +53,20 @@ export const mcpServersRepo = {
    * The agents and action rules of the org that name a tool of the server called `serverName` (its
    * tools are `<serverName>__<tool>`): in an agent's tools, a rule's approval modes or argument rules.
    */
-  namingTools: async (db: Kysely<DB>, orgId: string, serverName: string): Promise<Array<{ kind: 'agent' | 'rule'; name: string }>> => {
+  namingTools: async (
+    db: Kysely<DB>,
+    orgId: string,
+    serverName: string,
+  ): Promise<Array<{ kind: 'agent' | 'rule'; name: string }>> => {
     const prefix = `${serverName}__`;
     const [agents, rules] = await Promise.all([
       db
         .selectFrom('agents')
         .select('name')
         .where('orgId', '=', orgId)
-        .where(sql<boolean>`exists (select 1 from jsonb_array_elements_text(agents.tools) as tool where starts_with(tool, ${prefix}))`)
+        .where(
+          sql<boolean>`exists (select 1 from jsonb_array_elements_text(agents.tools) as tool where starts_with(tool, ${prefix}))`,
+        )
         .orderBy('name')
         .execute(),
       db
@@ -64,13 +74,19 @@ export const mcpServersRepo = {
         .select('name')
         .where('orgId', '=', orgId)
         .where(
-          sql<boolean>`(exists (select 1 from jsonb_object_keys(action_rules.approval_rules) as tool where starts_with(tool, ${prefix}))
-            or exists (select 1 from jsonb_array_elements(action_rules.argument_rules) as rule where starts_with(rule->>'tool', ${prefix})))`,
+          sql<boolean>`(
+            exists (select 1 from jsonb_object_keys(action_rules.approval_rules) as tool where starts_with(tool, ${prefix}))
+            or exists (select 1 from jsonb_array_elements(action_rules.argument_rules) as rule
+              where starts_with(rule->>'tool', ${prefix}))
+          )`,
         )
         .orderBy('name')
         .execute(),
     ]);
-    return [...agents.map(({ name }) => ({ kind: 'agent' as const, name })), ...rules.map(({ name }) => ({ kind: 'rule' as const, name }))];
+    return [
+      ...agents.map(({ name }) => ({ kind: 'agent' as const, name })),
+      ...rules.map(({ name }) => ({ kind: 'rule' as const, name })),
+    ];
   },
 
   /** Whether there was one to delete. */

@@ -48,7 +48,10 @@ export function createMcpServersService(deps: {
   async function list(name: string, endpoint: McpEndpoint): Promise<{ serverInfo: McpServerInfo; tools: ListedMcpTool[] }> {
     const problem = await outboundUrlProblem(endpoint.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
     if (problem) {
-      throw new AppError('validation_failed', `body/url: ${problem}; MCP servers must be on public addresses (MCP_ALLOW_PRIVATE_NETWORKS)`);
+      throw new AppError(
+        'validation_failed',
+        `body/url: ${problem}; MCP servers must be on public addresses (MCP_ALLOW_PRIVATE_NETWORKS)`,
+      );
     }
     return deps.connections.once(endpoint, async (connection) => ({
       serverInfo: connection.serverInfo,
@@ -82,7 +85,12 @@ export function createMcpServersService(deps: {
     url: input.url,
     headers: input.headers,
     clientCredentials: input.auth
-      ? { clientId: input.auth.clientId, clientSecret: input.auth.clientSecret, scope: input.auth.scope, issuer: input.auth.issuer }
+      ? {
+          clientId: input.auth.clientId,
+          clientSecret: input.auth.clientSecret,
+          scope: input.auth.scope,
+          issuer: input.auth.issuer,
+        }
       : null,
   });
 
@@ -108,11 +116,13 @@ export function createMcpServersService(deps: {
     const which = naming.map(({ kind, name }) => `${kind} "${name}"`).join(', ');
     throw new AppError(
       'conflict',
-      `The MCP server "${serverName}" cannot be ${doing} while these name its tools (${serverName}__...): ${which}. Take its tools out of them first.`,
+      `The MCP server "${serverName}" cannot be ${doing} while these name its tools (${serverName}__...): ${which}. ` +
+        `Take its tools out of them first.`,
     );
   }
 
-  const nameTaken = (name: string) => new AppError('conflict', `body/name: the organization has an MCP server named "${name}" already`);
+  const nameTaken = (name: string) =>
+    new AppError('conflict', `body/name: the organization has an MCP server named "${name}" already`);
 
   /** Saved: the org's tools are read again in every process; a changed server's session is opened anew. */
   async function changed(orgId: string, id: string): Promise<void> {
@@ -133,7 +143,12 @@ export function createMcpServersService(deps: {
       await requireFreeName(orgId, input.name);
       const { serverInfo, tools } = await list(input.name, endpointFor(input));
       try {
-        const row = await mcpServersRepo.insert(db, { id: randomUUID(), orgId, ...settings(input), ...listed(serverInfo, tools) });
+        const row = await mcpServersRepo.insert(db, {
+          id: randomUUID(),
+          orgId,
+          ...settings(input),
+          ...listed(serverInfo, tools),
+        });
         await changed(orgId, row.id);
         return toPublic(row);
       } catch (error) {

@@ -78,7 +78,10 @@ describe('MCP servers', () => {
       body: { name: 'Clerk', tools: ['orders__refund_order', 'generateDocument'] },
     });
     expect(agent.status).toBe(201);
-    const unknown = await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'C', tools: ['orders__nope'] } });
+    const unknown = await app.request('POST', `/orgs/${org.slug}/agents`, {
+      token,
+      body: { name: 'C', tools: ['orders__nope'] },
+    });
     expect(unknown.status).toBe(400);
 
     expect((await (await call('GET', '')).json()).mcpServers.map((s: { name: string }) => s.name)).toEqual(['orders']);
@@ -103,7 +106,11 @@ describe('MCP servers', () => {
     const server = await (await call('POST', '', { name: 'crm', url: stateless.url })).json();
     expect(server.tools.map((tool: { offeredAs: string }) => tool.offeredAs)).toContain('crm__set_status');
 
-    const withToken = await call('POST', '', { name: 'guarded', url: guarded.url, headers: { Authorization: 'Bearer token-of-acme' } });
+    const withToken = await call('POST', '', {
+      name: 'guarded',
+      url: guarded.url,
+      headers: { Authorization: 'Bearer token-of-acme' },
+    });
     expect(withToken.status).toBe(201);
     expect((await withToken.json()).headerHints).toEqual({ Authorization: '...acme' });
 
@@ -119,7 +126,11 @@ describe('MCP servers', () => {
     const cases: Array<[Record<string, unknown>, string, RegExp]> = [
       [{ name: 'down', url: closedPort }, 'mcp_unreachable', /could not be reached.*ECONNREFUSED/s],
       [{ name: 'guarded', url: guarded.url }, 'mcp_unauthorized', /refused the credentials/],
-      [{ name: 'guarded', url: guarded.url, headers: { Authorization: 'Bearer wrong' } }, 'mcp_unauthorized', /refused the credentials/],
+      [
+        { name: 'guarded', url: guarded.url, headers: { Authorization: 'Bearer wrong' } },
+        'mcp_unauthorized',
+        /refused the credentials/,
+      ],
       [{ name: 'html', url: notMcp.url }, 'mcp_protocol', /did not answer as an MCP server/],
     ];
     for (const [body, code, message] of cases) {
@@ -252,7 +263,10 @@ describe('MCP servers of other makes', () => {
 
       const moved = await call('POST', '/test', { name: 'moved', url: `${paging.base}/moved` });
       expect(moved.status).toBe(422);
-      expect(await moved.json()).toMatchObject({ code: 'mcp_unreachable', error: expect.stringMatching(/redirect to \/mcp not followed/) });
+      expect(await moved.json()).toMatchObject({
+        code: 'mcp_unreachable',
+        error: expect.stringMatching(/redirect to \/mcp not followed/),
+      });
     } finally {
       await paging.close();
     }

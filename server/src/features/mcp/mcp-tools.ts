@@ -13,7 +13,8 @@ export const offeredName = (serverName: string, toolName: string) => `${serverNa
 const MAX_DESCRIPTION = 10_000;
 const MAX_SCHEMA_BYTES = 100_000;
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const text = (value: unknown) => (typeof value === 'string' ? value : '');
 /** Its length as JSON; one nested too deeply to write counts as too large. */
 const jsonLength = (value: unknown) => {
@@ -62,7 +63,8 @@ export function listedTool(serverName: string, tool: unknown): ListedMcpTool {
 }
 
 /** Calling it again with the same input does no harm, by the server's word. */
-export const isRepeatable = (tool: ListedMcpTool) => tool.annotations.readOnlyHint === true || tool.annotations.idempotentHint === true;
+export const isRepeatable = (tool: ListedMcpTool) =>
+  tool.annotations.readOnlyHint === true || tool.annotations.idempotentHint === true;
 
 /** The server's tools as agents' tools: each call goes to the server on its shared session. */
 export function toolDefinitions(
@@ -138,7 +140,8 @@ export function callFailure(error: unknown, serverName: string, timeoutMs: numbe
   const failure = mcpFailure(error);
   if (failure === 'mcp_unauthorized') return `${server} refused the credentials: ${describe(error)}`;
   if (neverSent(error)) return `${server} could not be reached: ${describe(error)}`;
-  if (failure === 'mcp_unreachable') return `the connection to ${server} failed before it answered (${describe(error)}); ${mayHave}`;
+  if (failure === 'mcp_unreachable')
+    return `the connection to ${server} failed before it answered (${describe(error)}); ${mayHave}`;
   return `${server}'s answer could not be read (${unreadable(error)}); ${mayHave}`;
 }
 

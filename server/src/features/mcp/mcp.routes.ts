@@ -8,7 +8,8 @@ import type { McpServersService } from './mcp-servers.service.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 422: errorSchema };
 const UNREACHABLE =
-  "422 `mcp_unreachable`, `mcp_unauthorized` or `mcp_protocol` (with the server's own words) when the server cannot be reached, refuses the credentials or speaks no MCP; nothing is saved then.";
+  "422 `mcp_unreachable`, `mcp_unauthorized` or `mcp_protocol` (with the server's own words) when the server cannot be " +
+  'reached, refuses the credentials or speaks no MCP; nothing is saved then.';
 
 export function mcpRoutes(deps: { mcpServers: McpServersService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
   return async (app) => {

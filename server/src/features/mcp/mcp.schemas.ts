@@ -34,7 +34,9 @@ const headerValue = z
 const headers = z
   .record(headerName, headerValue)
   .refine((value) => Object.keys(value).length <= 20, 'at most 20 headers')
-  .describe('Sent on every request to the server (credentials, for instance `Authorization: Bearer ...`); encrypted, never returned');
+  .describe(
+    'Sent on every request to the server (credentials, for instance `Authorization: Bearer ...`); encrypted, never returned',
+  );
 
 const clientCredentials = z.object({
   type: z.literal('client_credentials'),
@@ -46,7 +48,10 @@ const clientCredentials = z.object({
     .max(2000)
     .nullable()
     .default(null)
-    .describe("The authorization server's issuer: the client secret is sent to it only. Without it, to whichever one the MCP server names"),
+    .describe(
+      "The authorization server's issuer: the client secret is sent to it only. Without it, to whichever one the MCP " +
+        'server names',
+    ),
 });
 
 export const mcpServerInput = z.object({
@@ -69,7 +74,10 @@ export type McpServerPatch = z.output<typeof mcpServerPatch>;
 
 export const mcpToolSchema = z.object({
   name: z.string().describe("The server's name for the tool"),
-  offeredAs: z.string().nullable().describe('`<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`)'),
+  offeredAs: z
+    .string()
+    .nullable()
+    .describe('`<server>__<tool>`: the name agents use; null when the tool is not offered (see `problem`)'),
   description: z.string(),
   inputSchema: z.record(z.string(), z.unknown()),
   annotations: toolAnnotationsSchema,

@@ -14,7 +14,11 @@ export const opsRepo = {
         sql<number | null>`extract(epoch from now() - min(next_attempt_at))`.as('oldestDueSeconds'),
       ])
       .executeTakeFirstOrThrow();
-    return { due: Number(row.due), scheduled: Number(row.scheduled), oldestDueSeconds: Math.max(0, Number(row.oldestDueSeconds ?? 0)) };
+    return {
+      due: Number(row.due),
+      scheduled: Number(row.scheduled),
+      oldestDueSeconds: Math.max(0, Number(row.oldestDueSeconds ?? 0)),
+    };
   },
 
   /** Actions waiting for a runner (the run queue is the actions table): queued, approved, and the oldest one's wait. */
@@ -28,7 +32,11 @@ export const opsRepo = {
         sql<number | null>`extract(epoch from now() - min(updated_at))`.as('oldestSeconds'),
       ])
       .executeTakeFirstOrThrow();
-    return { queued: Number(row.queued), approved: Number(row.approved), oldestSeconds: Math.max(0, Number(row.oldestSeconds ?? 0)) };
+    return {
+      queued: Number(row.queued),
+      approved: Number(row.approved),
+      oldestSeconds: Math.max(0, Number(row.oldestSeconds ?? 0)),
+    };
   },
 
   /** Leases on running actions and on email notifications being processed: held, and lapsed but not yet taken over. */

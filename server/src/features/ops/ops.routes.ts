@@ -53,7 +53,10 @@ export function opsRoutes(deps: { ops: OpsService; metrics: Metrics }): FastifyP
 
     app.get(
       '/metrics',
-      { schema: { operationId: 'getMetrics', security: [], tags: ['ops'], summary: 'Prometheus metrics', hide: false }, logLevel: 'warn' },
+      {
+        schema: { operationId: 'getMetrics', security: [], tags: ['ops'], summary: 'Prometheus metrics', hide: false },
+        logLevel: 'warn',
+      },
       async (_request, reply) => {
         reply.type(deps.metrics.registry.contentType);
         return deps.metrics.registry.metrics();

@@ -10,8 +10,11 @@ import { opsRepo } from './ops.repo.ts';
 type Series = [Record<string, string>, number];
 
 /** One series per state, labelled `state` (and `labels`), from counts keyed by state. */
-const byState = <S extends string>(counts: Record<S, number>, states: readonly S[], labels: Record<string, string> = {}): Series[] =>
-  states.map((state) => [{ ...labels, state }, counts[state]]);
+const byState = <S extends string>(
+  counts: Record<S, number>,
+  states: readonly S[],
+  labels: Record<string, string> = {},
+): Series[] => states.map((state) => [{ ...labels, state }, counts[state]]);
 
 export type DependencyName = 'database' | 'redis' | 'queue';
 const CHECK_TIMEOUT_MS = 2000;
@@ -89,12 +92,18 @@ export function createOpsService(deps: {
     ['queue', 'state'],
     async () => (await backlog()).flatMap((row) => byState(row, ['queued', 'deferred', 'active'], { queue: row.queue })),
   );
-  databaseGauge('job_queue_oldest_queued_seconds', 'Age of the oldest job per queue that is due and not yet fetched', ['queue'], async () =>
-    (await backlog()).map((row) => [{ queue: row.queue }, row.oldestQueuedSeconds]),
+  databaseGauge(
+    'job_queue_oldest_queued_seconds',
+    'Age of the oldest job per queue that is due and not yet fetched',
+    ['queue'],
+    async () => (await backlog()).map((row) => [{ queue: row.queue }, row.oldestQueuedSeconds]),
   );
   const runQueue = sharedWhileInFlight(() => opsRepo.runQueue(deps.db));
-  databaseGauge('action_runs_waiting', 'Actions waiting for a runner: queued (new) and approved (to resume)', ['state'], async () =>
-    byState(await runQueue(), ['queued', 'approved']),
+  databaseGauge(
+    'action_runs_waiting',
+    'Actions waiting for a runner: queued (new) and approved (to resume)',
+    ['state'],
+    async () => byState(await runQueue(), ['queued', 'approved']),
   );
   databaseGauge('action_runs_oldest_waiting_seconds', 'How long the longest-waiting runnable action has waited', [], async () => [
     [{}, (await runQueue()).oldestSeconds],
@@ -110,9 +119,11 @@ export function createOpsService(deps: {
   ]);
   databaseGauge(
     'leases',
-    'Leases on running actions and on email notifications being processed: held, and lapsed (their holder died; a worker takes them over)',
+    'Leases on running actions and on email notifications being processed: held, and lapsed (their holder died; a ' +
+      'worker takes them over)',
     ['kind', 'state'],
-    async () => Object.entries(await opsRepo.leases(deps.db)).flatMap(([kind, counts]) => byState(counts, ['held', 'lapsed'], { kind })),
+    async () =>
+      Object.entries(await opsRepo.leases(deps.db)).flatMap(([kind, counts]) => byState(counts, ['held', 'lapsed'], { kind })),
   );
 
   return {

@@ -13,13 +13,19 @@ afterAll(async () => app?.close());
 describe('operations endpoints', () => {
   it('GET /healthz and /readyz answer, /readyz with each dependency', async () => {
     expect(await (await app.request('GET', '/healthz')).json()).toEqual({ status: 'ok' });
-    expect(await (await app.request('GET', '/readyz')).json()).toEqual({ status: 'ready', checks: { database: 'ok', queue: 'ok' } });
+    expect(await (await app.request('GET', '/readyz')).json()).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', queue: 'ok' },
+    });
   });
 
   it('GET /readyz names the dependency that fails, without its cause', async () => {
     // Redis on a port where nothing listens: the rate limits fall back to memory, readiness says so.
     const port = await freePort();
-    const withRedis = await startTestApp({ RATE_LIMIT_REDIS_URL: `redis://127.0.0.1:${port}` }, { shareDatabaseWith: app, workers: false });
+    const withRedis = await startTestApp(
+      { RATE_LIMIT_REDIS_URL: `redis://127.0.0.1:${port}` },
+      { shareDatabaseWith: app, workers: false },
+    );
     try {
       const response = await withRedis.request('GET', '/readyz');
       expect(response.status).toBe(503);
@@ -132,7 +138,9 @@ describe('operations endpoints', () => {
     const index = await response.json();
     expect(index).toEqual({
       service: 'Agent Platform',
-      message: expect.stringContaining(`Open http://app.test in a browser for the console; the API's reference is at ${app.baseUrl}/docs`),
+      message: expect.stringContaining(
+        `Open http://app.test in a browser for the console; the API's reference is at ${app.baseUrl}/docs`,
+      ),
       console: 'http://app.test',
       docs: `${app.baseUrl}/docs`,
       openapi: `${app.baseUrl}/openapi.json`,
@@ -147,7 +155,10 @@ describe('operations endpoints', () => {
   });
 
   it('refuses a body of the wrong media type and one over the body limit', async () => {
-    const text = await app.request('POST', '/auth/login/credentials', { body: 'email=a', headers: { 'content-type': 'text/plain' } });
+    const text = await app.request('POST', '/auth/login/credentials', {
+      body: 'email=a',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(text.status).toBe(415);
     expect((await text.json()).code).toBe('unsupported_media_type');
     const huge = await app.request('POST', '/auth/login/credentials', {

@@ -31,8 +31,12 @@ export const orgsRepo = {
       .executeTakeFirst(),
 
   isMember: async (db: Kysely<DB>, orgId: string, userId: string): Promise<boolean> =>
-    (await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst()) !==
-    undefined,
+    (await db
+      .selectFrom('memberships')
+      .select('userId')
+      .where('orgId', '=', orgId)
+      .where('userId', '=', userId)
+      .executeTakeFirst()) !== undefined,
 
   addMember: (db: Kysely<DB>, orgId: string, userId: string) =>
     db

@@ -25,7 +25,11 @@ export const threadsRepo = {
     db.selectFrom('threads').select('id').where('id', '=', threadId).where('userId', '=', userId).executeTakeFirst(),
 
   /** The thread's messages in order, from `afterSeq` on. */
-  messages: (db: Kysely<DB>, threadId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<ThreadMessageRow[]> =>
+  messages: (
+    db: Kysely<DB>,
+    threadId: string,
+    options: { afterSeq?: number; limit?: number } = {},
+  ): Promise<ThreadMessageRow[]> =>
     db
       .selectFrom('threadMessages')
       .selectAll()

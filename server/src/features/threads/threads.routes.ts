@@ -47,10 +47,14 @@ export function threadsRoutes(deps: { threads: ThreadsService; middlewares: Sess
         schema: {
           operationId: 'listThreadMessages',
           tags: ['threads'],
-          summary: "One of the caller's threads: its messages, oldest first (AI SDK model messages: text, tool calls, tool results)",
+          summary:
+            "One of the caller's threads: its messages, oldest first (AI SDK model messages: text, tool calls, tool results)",
           security: sessionSecurity,
           params: z.object({ threadId: z.uuid() }),
-          querystring: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100), cursor: z.string().max(20).optional() }),
+          querystring: z.object({
+            limit: z.coerce.number().int().min(1).max(500).default(100),
+            cursor: z.string().max(20).optional(),
+          }),
           response: {
             200: z.object({
               messages: z.array(

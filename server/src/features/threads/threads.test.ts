@@ -35,7 +35,13 @@ describe('GET /api/threads', () => {
       });
       ids.unshift(thread.id);
     }
-    await threadsRepo.insert(app.container.db, { id: randomUUID(), orgId: org.id, userId: other.id, channel: 'webhook', title: 'theirs' });
+    await threadsRepo.insert(app.container.db, {
+      id: randomUUID(),
+      orgId: org.id,
+      userId: other.id,
+      channel: 'webhook',
+      title: 'theirs',
+    });
 
     const seen: string[] = [];
     let cursor: string | null = null;

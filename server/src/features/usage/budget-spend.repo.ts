@@ -29,9 +29,17 @@ export const budgetSpendRepo = {
   budgets: async (db: Kysely<DB>, orgId: string) => {
     const [org, agents] = await Promise.all([
       db.selectFrom('organizations').select('budget').where('id', '=', orgId).executeTakeFirst(),
-      db.selectFrom('agents').select(['id', 'name', 'budget']).where('orgId', '=', orgId).where('budget', 'is not', null).execute(),
+      db
+        .selectFrom('agents')
+        .select(['id', 'name', 'budget'])
+        .where('orgId', '=', orgId)
+        .where('budget', 'is not', null)
+        .execute(),
     ]);
-    return { org: org?.budget ?? null, agents: agents.map((agent) => ({ id: agent.id, name: agent.name, budget: agent.budget! })) };
+    return {
+      org: org?.budget ?? null,
+      agents: agents.map((agent) => ({ id: agent.id, name: agent.name, budget: agent.budget! })),
+    };
   },
 
   /**
@@ -53,7 +61,8 @@ export const budgetSpendRepo = {
   open: async (db: Kysely<DB>, scope: BudgetScope, period: Period): Promise<boolean> => {
     const result = await sql`
       insert into budget_spend (scope_id, period_key, org_id, tokens, cost_usd)
-      select ${scope.id}, ${period.key}, ${scope.orgId}, coalesce(sum(input_tokens + output_tokens), 0), coalesce(sum(cost_usd), 0)
+      select ${scope.id}, ${period.key}, ${scope.orgId}, coalesce(sum(input_tokens + output_tokens), 0),
+        coalesce(sum(cost_usd), 0)
       from model_calls
       where org_id = ${scope.orgId} and created_at >= ${period.start} and created_at < ${period.end}
         ${scope.kind === 'agent' ? sql`and agent_id = ${scope.id}` : sql``}
@@ -77,7 +86,8 @@ export const budgetSpendRepo = {
   /** Corrects reservations by what the call cost (negative: less than reserved). */
   adjust: (db: Kysely<DB>, scopes: Array<{ id: string; periodKey: string }>, delta: Spend) =>
     sql`
-      update budget_spend s set tokens = greatest(0, s.tokens + ${delta.tokens}), cost_usd = greatest(0, s.cost_usd + ${delta.costUsd}),
+      update budget_spend s set tokens = greatest(0, s.tokens + ${delta.tokens}), cost_usd = greatest(0,
+        s.cost_usd + ${delta.costUsd}),
         updated_at = now()
       from unnest(${scopes.map((scope) => scope.id)}::uuid[], ${scopes.map((scope) => scope.periodKey)}::text[]) as t(id, key)
       where s.scope_id = t.id and s.period_key = t.key`.execute(db),

@@ -142,7 +142,8 @@ export function createBudgetsService(deps: { db: Kysely<DB>; bus: ProcessBus; cl
           for (const scope of scopes) {
             const period = periodOf(scope.budget.period, now);
             let room = await budgetSpendRepo.take(trx, scope, period, spend);
-            if (!room && (await budgetSpendRepo.open(trx, scope, period))) room = await budgetSpendRepo.take(trx, scope, period, spend);
+            if (!room && (await budgetSpendRepo.open(trx, scope, period)))
+              room = await budgetSpendRepo.take(trx, scope, period, spend);
             if (!room && call.overBudget) await budgetSpendRepo.adjust(trx, [{ id: scope.id, periodKey: period.key }], spend);
             else if (!room) {
               const spent = await budgetSpendRepo.spent(trx, scope.id, period.key);

@@ -30,7 +30,9 @@ const setAgentBudget = async (setup: WebhookSetup, budget: unknown) => {
   return response.json();
 };
 const pendingBudgetCall = async (setup: WebhookSetup, actionId: string) => {
-  const { approvals } = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })).json();
+  const { approvals } = await (
+    await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals`, { token: setup.tenant.token })
+  ).json();
   return approvals.find((approval: { actionId: string }) => approval.actionId === actionId);
 };
 
@@ -50,7 +52,9 @@ describe('budgets', () => {
     const refusedId = await runEvent(app, setup);
     const refused = await waitForAction(app, auth(setup), refusedId, ['completed', 'failed']);
     expect(refused.status).toBe('failed');
-    expect(refused.execution.error).toMatch(/^budget exceeded: the organization has used 50 of 50 tokens this day \(resets \d{4}-/);
+    expect(refused.execution.error).toMatch(
+      /^budget exceeded: the organization has used 50 of 50 tokens this day \(resets \d{4}-/,
+    );
     expect(stack.model.requests.length).toBe(calls); // refused before the model was called
     const { rows } = await (
       await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger?status=failed`, { token: setup.tenant.token })
@@ -58,12 +62,19 @@ describe('budgets', () => {
     expect(rows).toEqual([expect.objectContaining({ actionId: refusedId, reason: refused.execution.error })]);
     const [failed] = await callbacksOf(endpoint, refusedId, 1);
     expect(failed).toMatchObject({ type: 'action.failed', data: { status: 'failed', error: refused.execution.error } });
-    const budgets = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })).json();
-    expect(budgets).toMatchObject({ org: { spentTokens: 50, budget: { period: 'day', maxTokens: 50, onExceed: 'fail' } }, agents: [] });
+    const budgets = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })
+    ).json();
+    expect(budgets).toMatchObject({
+      org: { spentTokens: 50, budget: { period: 'day', maxTokens: 50, onExceed: 'fail' } },
+      agents: [],
+    });
     // The next UTC day, the budget starts again.
     app.clock.advance(86_400_000);
     try {
-      expect((await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed', 'failed'])).status).toBe('completed');
+      expect((await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed', 'failed'])).status).toBe(
+        'completed',
+      );
     } finally {
       app.clock.reset();
     }
@@ -73,7 +84,10 @@ describe('budgets', () => {
     stack.model.script((request) =>
       calledTools(request)
         ? { text: 'Filed.', usage: { prompt: 10, completion: 5 } }
-        : { toolCalls: [{ name: 'generateDocument', arguments: { title: 'A', content: 'a' } }], usage: { prompt: 10, completion: 5 } },
+        : {
+            toolCalls: [{ name: 'generateDocument', arguments: { title: 'A', content: 'a' } }],
+            usage: { prompt: 10, completion: 5 },
+          },
     );
     const setup = await setupWebhook(app);
     const endpoint = await addCallback(app, setup, { url: stack.receiver.url('/pause') });
@@ -84,7 +98,9 @@ describe('budgets', () => {
     const actionId = await runEvent(app, setup);
     const paused = await waitForAction(app, auth(setup), actionId, ['pending_approval', 'failed', 'completed']);
     expect(paused.status).toBe('pending_approval');
-    expect(paused.lifecycleEvents.at(-1).cause).toMatch(/^budget exceeded: the agent "Helper" has used 30 of 30 tokens this month/);
+    expect(paused.lifecycleEvents.at(-1).cause).toMatch(
+      /^budget exceeded: the agent "Helper" has used 30 of 30 tokens this month/,
+    );
     const hold = await pendingBudgetCall(setup, actionId);
     expect(hold).toMatchObject({
       toolName: 'continueOverBudget',
@@ -118,8 +134,16 @@ describe('budgets', () => {
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
     const types = (await callbacksOf(endpoint, actionId, 5)).map((event) => event.type);
-    expect(types).toEqual(['action.pending_approval', 'action.approved', 'action.pending_approval', 'action.approved', 'action.completed']);
-    const budgets = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })).json();
+    expect(types).toEqual([
+      'action.pending_approval',
+      'action.approved',
+      'action.pending_approval',
+      'action.approved',
+      'action.completed',
+    ]);
+    const budgets = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })
+    ).json();
     expect(budgets.agents).toEqual([expect.objectContaining({ agentId: setup.agentId, agentName: 'Helper', spentTokens: 60 })]);
   });
 
@@ -130,10 +154,14 @@ describe('budgets', () => {
     const actionId = await runEvent(app, setup);
     await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     const hold = await pendingBudgetCall(setup, actionId);
-    const rejected = await app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${hold.toolCallId}/reject`, {
-      token: setup.tenant.token,
-      body: { reason: 'not this month' },
-    });
+    const rejected = await app.request(
+      'POST',
+      `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${hold.toolCallId}/reject`,
+      {
+        token: setup.tenant.token,
+        body: { reason: 'not this month' },
+      },
+    );
     expect(rejected.status).toBe(200);
     expect((await waitForAction(app, auth(setup), actionId, ['rejected'])).execution.usage.calls).toBe(0);
   });
@@ -158,7 +186,9 @@ describe('budgets', () => {
       expect(spent).toBeLessThanOrEqual(budget + 10 * 150);
       expect(spent).toBeGreaterThanOrEqual(budget);
       // Every reservation was settled: the budget's spend is what the calls used.
-      const budgets = await (await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })).json();
+      const budgets = await (
+        await app.request('GET', `/orgs/${setup.tenant.org.slug}/budgets`, { token: setup.tenant.token })
+      ).json();
       expect(budgets.org.spentTokens).toBe(spent);
     } finally {
       await second.close();

@@ -51,7 +51,10 @@ export function createModelMeter(deps: {
     /** The call answered with this use (null: it failed). Returns its cost (null: the model has no price). */
     async settle(ticket: MeterTicket, used: TokenUsage | null): Promise<number | null> {
       const cost = used ? costOf(priceOf(deps.prices, ticket.call.provider, ticket.call.model), used) : null;
-      await deps.budgets.settle(ticket.reservation, used ? { tokens: used.inputTokens + used.outputTokens, costUsd: cost ?? 0 } : null);
+      await deps.budgets.settle(
+        ticket.reservation,
+        used ? { tokens: used.inputTokens + used.outputTokens, costUsd: cost ?? 0 } : null,
+      );
       if (!used) await deps.userLimits.giveBack(ticket.call.userId);
       return cost;
     },

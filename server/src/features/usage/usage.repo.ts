@@ -18,8 +18,10 @@ export interface UsageTotals {
 }
 
 const TOTALS = sql`count(*)::int as calls, coalesce(sum(m.input_tokens), 0)::bigint as input_tokens,
-  coalesce(sum(m.output_tokens), 0)::bigint as output_tokens, coalesce(sum(m.cached_input_tokens), 0)::bigint as cached_input_tokens,
-  sum(m.cost_usd) as cost_usd, (count(*) - count(m.cost_usd))::int as unpriced_calls, coalesce(sum(m.duration_ms), 0)::bigint as duration_ms`;
+  coalesce(sum(m.output_tokens), 0)::bigint as output_tokens, coalesce(sum(m.cached_input_tokens),
+    0)::bigint as cached_input_tokens,
+  sum(m.cost_usd) as cost_usd, (count(*) - count(m.cost_usd))::int as unpriced_calls, coalesce(sum(m.duration_ms),
+    0)::bigint as duration_ms`;
 
 /** Sums as PostgreSQL returns them (a bigint is a string) or as counted here. */
 type TotalsRow = {
@@ -45,7 +47,11 @@ export const toTotals = (row: TotalsRow | undefined): UsageTotals => ({
 
 /** What each grouping groups by, and what names a group. */
 const GROUPS: Record<UsageGrouping, { key: RawBuilder<string>; label: RawBuilder<string | null>; join: RawBuilder<unknown> }> = {
-  agent: { key: sql`coalesce(m.agent_id::text, '')`, label: sql`max(g.name)`, join: sql`left join agents g on g.id = m.agent_id` },
+  agent: {
+    key: sql`coalesce(m.agent_id::text, '')`,
+    label: sql`max(g.name)`,
+    join: sql`left join agents g on g.id = m.agent_id`,
+  },
   model: { key: sql`m.provider || '/' || m.model`, label: sql`max(m.model)`, join: sql`` },
   user: { key: sql`coalesce(m.user_id::text, '')`, label: sql`max(u.email)`, join: sql`left join users u on u.id = m.user_id` },
   day: { key: sql`to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD')`, label: sql`null`, join: sql`` },
@@ -71,7 +77,10 @@ export const usageRepo = {
     return result.rows.map((row) => ({ key: row.key, label: row.label, ...toTotals(row) }));
   },
 
-  /** An action's model calls, in order (the first `limit`), and the totals of all of them (summed in SQL, whatever their number). */
+  /**
+   * An action's model calls, in order (the first `limit`), and the totals of all of them (summed in SQL, whatever their
+   * number).
+   */
   forAction: async (db: Kysely<DB>, orgId: string, actionId: string, limit = 500) => {
     const [calls, totals] = await Promise.all([
       db

@@ -41,8 +41,13 @@ export const usageSchema = z
     totals: usageTotalsSchema,
     groups: z.array(
       usageTotalsSchema.extend({
-        key: z.string().describe('The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none'),
-        label: z.string().nullable().describe("The agent's name, the model, the user's email; null for a day or one since deleted"),
+        key: z
+          .string()
+          .describe('The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none'),
+        label: z
+          .string()
+          .nullable()
+          .describe("The agent's name, the model, the user's email; null for a day or one since deleted"),
       }),
     ),
   })

@@ -58,7 +58,13 @@ describe('usage', () => {
     const { execution } = await (
       await app.request('GET', `/orgs/${setup.tenant.org.slug}/ledger/${row.id}`, { token: setup.tenant.token })
     ).json();
-    expect(execution.usage).toMatchObject({ calls: 700, inputTokens: 7000, outputTokens: 700, totalTokens: 7700, unpricedCalls: 0 });
+    expect(execution.usage).toMatchObject({
+      calls: 700,
+      inputTokens: 7000,
+      outputTokens: 700,
+      totalTokens: 7700,
+      unpricedCalls: 0,
+    });
     expect(execution.usage.costUsd).toBeCloseTo(0.021, 10);
     expect(execution.usage.modelCalls).toHaveLength(500);
   });
@@ -117,15 +123,24 @@ describe('usage', () => {
     const rule = await (
       await app.request('POST', `/orgs/${org}/action-rules`, { token, body: { name: 'Cheap', agentId: other.id } })
     ).json();
-    const second = await waitForAction(app, auth(setup), await runEvent(app, setup, { actionRuleId: rule.id, userId: member.id }), [
-      'completed',
-      'failed',
-    ]);
+    const second = await waitForAction(
+      app,
+      auth(setup),
+      await runEvent(app, setup, { actionRuleId: rule.id, userId: member.id }),
+      ['completed', 'failed'],
+    );
     expect(second.status).toBe('completed');
     expect(second.execution.usage).toMatchObject({ calls: 1, inputTokens: 50, outputTokens: 7, costUsd: null, unpricedCalls: 1 });
 
     const from = new Date(app.clock.now().getTime() - 2 * DAY).toISOString();
-    const totals = { calls: 3, inputTokens: 2550, outputTokens: 307, cachedInputTokens: 400, totalTokens: 2857, unpricedCalls: 1 };
+    const totals = {
+      calls: 3,
+      inputTokens: 2550,
+      outputTokens: 307,
+      cachedInputTokens: 400,
+      totalTokens: 2857,
+      unpricedCalls: 1,
+    };
     const byAgent = await usageOf(token, org, `groupBy=agent&from=${from}`);
     expect(byAgent.totals).toMatchObject(totals);
     expect(byAgent.totals.costUsd).toBeCloseTo(cost, 10);

@@ -20,7 +20,8 @@ export const usersRepo = {
       .where('externalUserId', '=', externalUserId)
       .executeTakeFirst(),
 
-  insert: (db: Kysely<DB>, user: NewUser): Promise<UserRow> => db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow(),
+  insert: (db: Kysely<DB>, user: NewUser): Promise<UserRow> =>
+    db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow(),
 
   update: (db: Kysely<DB>, id: string, changes: UserUpdate): Promise<UserRow> =>
     db

@@ -32,7 +32,11 @@ export function createSendTest(deps: {
 }) {
   return async (org: OrganizationRow, webhookId: string, input: SendTestInput) => {
     const row = await deps.webhooks.requireWebhook(org.id, webhookId);
-    const payload = { eventType: input.eventType, data: input.data, ...(input.externalId ? { externalId: input.externalId } : {}) };
+    const payload = {
+      eventType: input.eventType,
+      data: input.data,
+      ...(input.externalId ? { externalId: input.externalId } : {}),
+    };
     if (input.userId) {
       if (!(await orgsRepo.isMember(deps.db, org.id, input.userId))) {
         throw new AppError('validation_failed', 'body/userId: no member of the organization with this id');
@@ -62,7 +66,9 @@ export function createSendTest(deps: {
       headers: {
         'content-type': 'application/json',
         'user-agent': 'agent-platform-send-test',
-        ...signingHeaders(row.verificationScheme, webhook!.secret, body, { nowSeconds: Math.floor(deps.clock.now().getTime() / 1000) }),
+        ...signingHeaders(row.verificationScheme, webhook!.secret, body, {
+          nowSeconds: Math.floor(deps.clock.now().getTime() / 1000),
+        }),
       },
       body,
       signal: AbortSignal.timeout(15_000),

@@ -17,7 +17,11 @@ import { orgOf } from '../../lib/request-context.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
 
-export function webhooksRoutes(deps: { webhooks: WebhooksService; sendTest: SendTest; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
+export function webhooksRoutes(deps: {
+  webhooks: WebhooksService;
+  sendTest: SendTest;
+  orgAccess: OrgAccess;
+}): FastifyPluginAsyncZod {
   return async (app) => {
     const preHandler = deps.orgAccess('Admin');
     const common = { tags: ['webhooks'], security: sessionSecurity };

@@ -12,8 +12,15 @@ import { webhooksRepo } from './webhooks.repo.ts';
 /** 192 random bits: unguessable, so that the URL alone can be the credential of a `none` webhook. */
 const newIdentifier = () => randomBytes(24).toString('base64url');
 
-export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bus: ProcessBus; apiHost: string; clock: { now(): Date } }) {
-  const urlOf = (org: Pick<OrganizationRow, 'slug'>, identifier: string) => `${deps.apiHost}/webhooks/actions/${org.slug}/${identifier}`;
+export function createWebhooksService(deps: {
+  db: Kysely<DB>;
+  box: SecretBox;
+  bus: ProcessBus;
+  apiHost: string;
+  clock: { now(): Date };
+}) {
+  const urlOf = (org: Pick<OrganizationRow, 'slug'>, identifier: string) =>
+    `${deps.apiHost}/webhooks/actions/${org.slug}/${identifier}`;
 
   function toPublic(org: Pick<OrganizationRow, 'slug'>, row: WebhookRow): PublicWebhook {
     return {
@@ -94,7 +101,8 @@ export function createWebhooksService(deps: { db: Kysely<DB>; box: SecretBox; bu
       await checkReferences(org.id, patch);
       // Switching to or from `none` changes who can post: the URL changes with it.
       const switchesNone =
-        patch.verificationScheme !== undefined && (patch.verificationScheme === 'none') !== (current.verificationScheme === 'none');
+        patch.verificationScheme !== undefined &&
+        (patch.verificationScheme === 'none') !== (current.verificationScheme === 'none');
       const row = await webhooksRepo.update(deps.db, org.id, id, {
         ...columns(patch),
         ...(switchesNone ? { identifier: newIdentifier() } : {}),

@@ -30,7 +30,11 @@ describe('webhook configuration', () => {
       expect(text).not.toContain(setup.secret);
       expect(text).not.toMatch(/secret/i);
     }
-    const row = await app.container.db.selectFrom('webhooks').selectAll().where('id', '=', setup.webhook.id).executeTakeFirstOrThrow();
+    const row = await app.container.db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('id', '=', setup.webhook.id)
+      .executeTakeFirstOrThrow();
     expect(row.secretEncrypted).not.toContain(setup.secret.slice(6));
     expect(app.container.box.decrypt(row.secretEncrypted)).toBe(setup.secret);
   });
@@ -67,7 +71,9 @@ describe('webhook configuration', () => {
     const sameAfterWh = (await (await app.request('PATCH', path, { token, body: { verificationScheme: 'hmac_sha256' } })).json())
       .webhookIdentifier;
     expect(sameAfterWh).toBe(ids[2]);
-    ids.push((await (await app.request('PATCH', path, { token, body: { verificationScheme: 'none' } })).json()).webhookIdentifier);
+    ids.push(
+      (await (await app.request('PATCH', path, { token, body: { verificationScheme: 'none' } })).json()).webhookIdentifier,
+    );
     expect(new Set(ids).size).toBe(4);
     // The old URL stops working at once.
     expect((await app.request('POST', setup.path, { body: { eventType: 'x' } })).status).toBe(404);
@@ -171,13 +177,20 @@ describe('agents and action rules', () => {
     const ruleBody = await rule.json();
     expect(ruleBody.approvalRules).toEqual({ generateDocument: 'ask', sendEmail: 'agent' });
     expect(
-      (await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', approvalRules: { x: 'sometimes' } } }))
+      (
+        await app.request('POST', `/orgs/${org.slug}/action-rules`, {
+          token,
+          body: { name: 'R', approvalRules: { x: 'sometimes' } },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', agentId: crypto.randomUUID() } }))
         .status,
     ).toBe(400);
     expect(
-      (await app.request('POST', `/orgs/${org.slug}/action-rules`, { token, body: { name: 'R', agentId: crypto.randomUUID() } })).status,
-    ).toBe(400);
-    expect((await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { name: 'Renamed' } })).status).toBe(200);
+      (await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { name: 'Renamed' } })).status,
+    ).toBe(200);
     expect((await (await app.request('GET', `/orgs/${org.slug}/agents`, { token })).json()).agents).toHaveLength(1);
     expect((await app.request('GET', `/orgs/${other.org.slug}/agents/${agent.id}`, { token: other.token })).status).toBe(404);
     expect((await app.request('GET', `/orgs/${org.slug}/action-rules/${ruleBody.id}`, { token: other.token })).status).toBe(404);
@@ -200,7 +213,9 @@ describe('agents and action rules', () => {
     const agent = await (
       await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Fine', tools: ['generateDocument'] } })
     ).json();
-    expect((await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { tools: ['nope'] } })).status).toBe(400);
+    expect(
+      (await app.request('PATCH', `/orgs/${org.slug}/agents/${agent.id}`, { token, body: { tools: ['nope'] } })).status,
+    ).toBe(400);
     expect((await (await app.request('GET', `/orgs/${org.slug}/agents/${agent.id}`, { token })).json()).tools).toEqual([
       'generateDocument',
     ]);

@@ -22,7 +22,10 @@ export function createExternalAuthService(deps: {
     const provider = name ? deps.registry.getExternalAuthProvider(name) : undefined;
     if (!provider) {
       const known = names.length ? `known: ${names.join(', ')}` : 'none is configured';
-      throw new AppError('unknown_auth_provider', `${name ? `Unknown auth provider "${name}"` : 'Name an auth provider'} (${known})`);
+      throw new AppError(
+        'unknown_auth_provider',
+        `${name ? `Unknown auth provider "${name}"` : 'Name an auth provider'} (${known})`,
+      );
     }
     return provider;
   }

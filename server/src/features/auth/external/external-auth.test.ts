@@ -74,7 +74,9 @@ describe('POST /auth/external', () => {
 
   it('finds the same user by externalUserId next time, with the provider as the default', async () => {
     const email = uniqueEmail('ext');
-    const first = await (await app.request('POST', '/auth/external', { body: { authToken: await token({ sub: 'ext-2', email }) } })).json();
+    const first = await (
+      await app.request('POST', '/auth/external', { body: { authToken: await token({ sub: 'ext-2', email }) } })
+    ).json();
     const second = await (
       await app.request('POST', '/auth/external', { body: { authToken: await token({ sub: 'ext-2', email, is_admin: true }) } })
     ).json();

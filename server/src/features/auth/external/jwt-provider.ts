@@ -31,7 +31,10 @@ export function createJwtAuthProvider(config: JwtProviderConfig): ExternalAuthPr
         const externalUserId = claim(payload, config.claims.userId);
         const email = claim(payload, config.claims.email);
         if (!externalUserId || !email) {
-          return { isValid: false, error: `The token lacks the ${externalUserId ? config.claims.email : config.claims.userId} claim` };
+          return {
+            isValid: false,
+            error: `The token lacks the ${externalUserId ? config.claims.email : config.claims.userId} claim`,
+          };
         }
         const adminClaim = config.claims.isAdmin ? payload[config.claims.isAdmin] : undefined;
         return {

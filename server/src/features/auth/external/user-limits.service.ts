@@ -48,7 +48,8 @@ export function createUserLimitsService(deps: {
         typeof limits?.maxMessages === 'number' && Number.isFinite(limits.maxMessages)
           ? Math.max(0, Math.floor(limits.maxMessages))
           : undefined;
-      const resetDate = limits?.resetDate instanceof Date && !Number.isNaN(limits.resetDate.getTime()) ? limits.resetDate : undefined;
+      const resetDate =
+        limits?.resetDate instanceof Date && !Number.isNaN(limits.resetDate.getTime()) ? limits.resetDate : undefined;
       return { maxMessages, resetDate };
     } catch (error) {
       deps.logger.warn({ err: error, userId, provider: provider.name }, 'getUserLimits failed; no limit applied');

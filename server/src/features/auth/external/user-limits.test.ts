@@ -85,7 +85,10 @@ describe('user limits from the external auth provider', () => {
     expect(refused.execution.error).toBe(
       `user_limit_reached: the run-as user has used 2 of 2 model messages until ${resetDate.toISOString()}`,
     );
-    expect(refused.lifecycleEvents.at(-1)).toMatchObject({ status: 'failed', cause: expect.stringMatching(/^user_limit_reached/) });
+    expect(refused.lifecycleEvents.at(-1)).toMatchObject({
+      status: 'failed',
+      cause: expect.stringMatching(/^user_limit_reached/),
+    });
     expect(model.requests.length).toBe(calls);
 
     const me = await (await app.request('GET', '/auth/me', { token })).json();

@@ -120,17 +120,25 @@ describe('GET /auth/codehost/callback', () => {
     const start = await app.request('GET', '/auth/codehost');
     const cookies = [...setCookies(start)].map(([name, c]) => `${name}=${c.value}`).join('; ');
     const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
-    const badCode = await app.request('GET', `/auth/codehost/callback?code=made-up&state=${state}`, { headers: { cookie: cookies } });
+    const badCode = await app.request('GET', `/auth/codehost/callback?code=made-up&state=${state}`, {
+      headers: { cookie: cookies },
+    });
     expect(badCode.status).toBe(400);
     expect((await badCode.json()).code).toBe('oauth_exchange_failed');
-    const denied = await app.request('GET', `/auth/codehost/callback?error=access_denied&state=${state}`, { headers: { cookie: cookies } });
+    const denied = await app.request('GET', `/auth/codehost/callback?error=access_denied&state=${state}`, {
+      headers: { cookie: cookies },
+    });
     expect(denied.status).toBe(400);
   });
 });
 
 describe('an unconfigured provider', () => {
   it('is not offered, and answers 404 with a clear message', async () => {
-    expect(await (await app.request('GET', '/auth/methods')).json()).toEqual({ credentials: true, oauth: ['codehost'], external: [] });
+    expect(await (await app.request('GET', '/auth/methods')).json()).toEqual({
+      credentials: true,
+      oauth: ['codehost'],
+      external: [],
+    });
     const bare = await startTestApp();
     try {
       expect(await (await bare.request('GET', '/auth/methods')).json()).toEqual({ credentials: true, oauth: [], external: [] });

@@ -32,6 +32,7 @@ export function toOAuthError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const e = error as { code?: string; error?: string; message?: string };
   if (e.error) return new AppError('oauth_exchange_failed', `The provider refused the login: ${e.error}`);
-  if (e.code?.startsWith('OAUTH_')) return new AppError('oauth_exchange_failed', `The provider's answer was not accepted: ${e.message}`);
+  if (e.code?.startsWith('OAUTH_'))
+    return new AppError('oauth_exchange_failed', `The provider's answer was not accepted: ${e.message}`);
   return new AppError('upstream_unavailable', 'The login provider could not be reached', { cause: error });
 }

@@ -21,7 +21,12 @@ export interface OAuthRouteDeps {
 
 /** The state, verifier and nonce of one login live in HTTP-only cookies scoped to the provider's path. */
 const checkCookie = (name: OAuthProviderName, key: string) => `oauth_${name}_${key}`;
-const cookieOptions = (name: OAuthProviderName) => ({ path: `/auth/${name}`, httpOnly: true, secure: true, sameSite: 'lax' as const });
+const cookieOptions = (name: OAuthProviderName) => ({
+  path: `/auth/${name}`,
+  httpOnly: true,
+  secure: true,
+  sameSite: 'lax' as const,
+});
 const CHECK_KEYS = ['state', 'nonce', 'verifier'];
 
 export function oauthRoutes(deps: OAuthRouteDeps): FastifyPluginAsyncZod {
