@@ -62,6 +62,8 @@ export function toolResults(request: ChatRequest): Array<{ toolCallId: string; c
 export async function startFakeModel(apiKey = 'sk-test-model-key') {
   const requests: ChatRequest[] = [];
   let script: Script = () => ({ text: 'Done.' });
+  /** Requests being answered now, and the most there were at once (a test of concurrency checks that runs overlapped). */
+  const concurrency = { now: 0, max: 0 };
   const server = await startLoopbackServer(async (request, response, body) => {
     if (request.method !== 'POST' || request.url !== '/v1/chat/completions')
       return sendJson(response, 404, { error: { message: 'not found' } });
@@ -70,7 +72,12 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
     const chat = JSON.parse(body) as ChatRequest;
     requests.push(chat);
     const reply = await script(chat);
-    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    concurrency.max = Math.max(concurrency.max, ++concurrency.now);
+    try {
+      if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    } finally {
+      concurrency.now--;
+    }
     if (response.destroyed) return;
     if ('error' in reply)
       return sendJson(response, reply.error.status, { error: { message: reply.error.message, type: 'server_error' } });
@@ -115,6 +122,7 @@ export async function startFakeModel(apiKey = 'sk-test-model-key') {
     url: server.url,
     apiKey,
     requests,
+    concurrency,
     /** What the model answers from now on. */
     script(next: Script) {
       script = next;
