@@ -10,9 +10,10 @@ import { formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { keys, webhooksQuery } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
-import type { LedgerFilters } from './ledger-search';
+import { LEDGER_STATUSES, type LedgerFilters } from './ledger-search';
 
-const STATUSES = ['queued', 'running', 'pending_approval', 'approved', 'completed', 'failed', 'rejected', 'expired', 'buffered'];
+/** A delivery is `accepted` only when it made an action: the action's status is the row's. */
+const STATUSES = LEDGER_STATUSES.filter((status) => status !== 'accepted');
 const PAGE_SIZE = 50;
 
 function useWebhookOptions(org: string) {

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import type { paths } from '../../api/schema';
+
+type LedgerStatus = NonNullable<NonNullable<paths['/orgs/{org}/ledger']['get']['parameters']['query']>['status']>;
 
 /** What the API filters by: an action's status, or the status of a delivery that made no action. */
 export const LEDGER_STATUSES = [
@@ -14,7 +17,7 @@ export const LEDGER_STATUSES = [
   'buffered',
   'skipped',
   'dead_lettered',
-] as const;
+] as const satisfies readonly LedgerStatus[];
 
 /** The ledger's filters live in the URL, so a filtered view can be shared; a bad value is dropped. */
 export const ledgerSearchSchema = z.object({
