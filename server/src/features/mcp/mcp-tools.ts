@@ -104,9 +104,11 @@ export function toolDefinitions(
 /** Network failures in which the request never reached the server: nothing can have been done. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) if (cause instanceof type) return cause;
-  return undefined;
+/** The error and its causes, outermost first. */
+function causesOf(error: unknown): Error[] {
+  const chain: Error[] = [];
+  for (let cause = error; cause instanceof Error && chain.length < 10; cause = cause.cause) chain.push(cause);
+  return chain;
 }
 
 const SESSION_FAILURE: Partial<Record<string, string>> = {
@@ -114,12 +116,8 @@ const SESSION_FAILURE: Partial<Record<string, string>> = {
   mcp_unreachable: 'could not be reached',
 };
 
-const neverSent = (error: unknown) => {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    if (cause instanceof OutboundRefused || NOT_SENT.has((cause as NodeJS.ErrnoException).code ?? '')) return true;
-  }
-  return false;
-};
+const neverSent = (error: unknown) =>
+  causesOf(error).some((cause) => cause instanceof OutboundRefused || NOT_SENT.has((cause as NodeJS.ErrnoException).code ?? ''));
 
 /**
  * What the model and the ledger are told when a call did not come back. Only a call the server
@@ -135,7 +133,7 @@ export function callFailure(error: unknown, serverName: string, timeoutMs: numbe
   if (error instanceof ProtocolError) return `${server} refused the call: ${error.message}`;
   // The session could not be opened: the call never left.
   if (error instanceof AppError) return `${server} ${SESSION_FAILURE[error.code] ?? 'could not be used'}: ${describe(error)}`;
-  const tooLarge = causeOf(error, ResponseTooLarge);
+  const tooLarge = causesOf(error).find((cause) => cause instanceof ResponseTooLarge);
   if (tooLarge) return `${server} answered with more than ${tooLarge.limit} bytes, which were not read; ${mayHave}`;
   const failure = mcpFailure(error);
   if (failure === 'mcp_unauthorized') return `${server} refused the credentials: ${describe(error)}`;
