@@ -18,6 +18,7 @@ import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { createToolStep } from './tool-step.ts';
 import { ActionFailure, eventMessage, planTools, type Run, type RunContext } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { storableText } from '../../lib/storable-json.ts';
 
 /**
  * Runs actions with their agent, one model step at a time. Each step and each tool result is stored
@@ -193,7 +194,7 @@ export function createActionRunner(
           ? (error as Error).message
           : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
         try {
-          await finish(actionId, 'failed', { error: message }, run);
+          await finish(actionId, 'failed', { error: message }, run, unsettledCall(run, message, deps.clock.now()));
         } catch (failError) {
           // The database is unreachable: let the lease lapse so that the action resumes later.
           deps.logger.error({ err: failError, actionId }, 'could not record the failure of an action');
@@ -209,6 +210,19 @@ export function createActionRunner(
 }
 
 export type ActionRunner = ReturnType<typeof createActionRunner>;
+
+/**
+ * A call whose request may have left when the run failed is recorded as failed with words that say
+ * it may have been done: never left as if it had not run (`ready`, no result).
+ */
+function unsettledCall(run: Run | undefined, failure: string, now: Date) {
+  const call = run?.unsettled;
+  if (!call) return undefined;
+  const value = storableText(
+    `The run failed after this call was sent, before its result was stored (${failure}); it may or may not have been done`,
+  );
+  return { finishedCall: { id: call.id, status: 'failed' as const, output: { type: 'error-text', value }, completedAt: now } };
+}
 
 /** Takeovers of an action's run (its runner died each time) after which it is failed, not run again. */
 export const MAX_TAKEOVERS = 5;

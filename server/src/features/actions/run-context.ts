@@ -52,6 +52,8 @@ export interface Run {
   signal: AbortSignal;
   /** The run's span: its model and tool calls' spans are its children. */
   span: Span;
+  /** The call whose request may have left and whose result is not stored yet: if the run fails now, it may have been done. */
+  unsettled?: Call;
   /** A new conversation, stored with the run's first write (a model call before it has no effect to keep). */
   opening?: Required<Pick<ActionWrite, 'thread'>> & { message: Insertable<ThreadMessagesTable> };
 }

@@ -91,6 +91,7 @@ export function createToolStep(deps: {
   async function runReady(run: Run, step: Step, decidable: boolean): Promise<void> {
     const ready = step.calls().filter((call) => call.status === 'ready');
     for (const [index, call] of ready.entries()) {
+      run.unsettled = call;
       await runCall(run, call);
       const closesStep = !decidable && index === ready.length - 1;
       await store(run, {
@@ -101,6 +102,7 @@ export function createToolStep(deps: {
         },
         messages: closesStep ? [step.messageRow()] : [],
       });
+      run.unsettled = undefined;
     }
     if (!decidable && ready.length === 0) await store(run, { actionId: run.context.id, messages: [step.messageRow()] });
   }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
@@ -76,6 +77,29 @@ describe('an MCP server whose answers the database cannot hold as they are', () 
       expect(said).toMatch(words);
       expect(said).toMatch(/it may or may not have done it/);
       expect(said).not.toMatch(/could not be reached|Maximum call stack/);
+    }
+  });
+});
+
+describe('a run that fails after a call was sent', () => {
+  it('records the call as failed and possibly done, never as not run', async () => {
+    // This file's own database refuses to store the answer (any fault after the request left would do).
+    const { db } = app.container;
+    await sql`alter table tool_calls add constraint test_refuses_boom check (output is null or output::text not like '%BOOM%')`.execute(
+      db,
+    );
+    try {
+      const { row, server } = await refundRun('{"content":[{"type":"text","text":"BOOM: refunded"}]}');
+      expect(server.calls).toHaveLength(1);
+      expect(row.status).toBe('failed');
+      expect(row.execution.error).toMatch(/^Internal error while running the action: .*test_refuses_boom/);
+      const [call] = row.execution.toolCalls;
+      expect(call).toMatchObject({ status: 'failed', startedAt: expect.any(String), completedAt: expect.any(String) });
+      expect(call.output.value).toMatch(
+        /^The run failed after this call was sent, before its result was stored \(.*\); it may or may not have been done$/,
+      );
+    } finally {
+      await sql`alter table tool_calls drop constraint test_refuses_boom`.execute(db);
     }
   });
 });
