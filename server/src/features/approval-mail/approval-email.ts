@@ -94,11 +94,11 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
   ].join('\n');
 
   const row = (name: string, value: string) =>
-    `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td><td ` +
-    `style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
+    `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td>` +
+    `<td style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
   const button = (href: string, label: string, color: string) =>
-    `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px ` +
-    `16px;margin-right:8px;border-radius:4px;background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
+    `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px 16px;margin-right:8px;border-radius:4px;` +
+    `background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
   const html = [
     '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:640px">',
     `<p>Hello ${escapeHtml(input.approverName)},</p>`,
@@ -111,8 +111,8 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         `<table>${readableArguments(call.input)
           .map(([name, value]) => row(name, value))
           .join('')}${row('Why it waits', call.why)}${row('Decide by', formatUtc(call.expiresAt))}</table>` +
-        `<p style="margin:12px 0 ` +
-        `0">${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
+        '<p style="margin:12px 0 0">' +
+        `${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
         '</div>',
     ),
     `<p style="color:#555">Or reply with <strong>approve</strong>, or <strong>reject</strong> and a reason, on the first line` +

@@ -86,8 +86,8 @@ export function createApprovalReplies(deps: {
       await answer(
         message,
         sender,
-        'Only the person this approval email was sent to can decide by replying to it, from their own address. Nothing ' +
-          'was decided.',
+        'Only the person this approval email was sent to can decide by replying to it, from their own address. ' +
+          'Nothing was decided.',
       );
       return `not read as a decision: sent from ${sender}, not from the approver's address`;
     }
@@ -97,8 +97,8 @@ export function createApprovalReplies(deps: {
       await answer(
         message,
         sender,
-        `Your reply decided nothing: the mail provider could not confirm it came from you (${failure}). Use a link of ` +
-          `the approval email, or the console.`,
+        `Your reply decided nothing: the mail provider could not confirm it came from you (${failure}). ` +
+          'Use a link of the approval email, or the console.',
       );
       return `not read as a decision: ${failure}`;
     }

@@ -31,8 +31,8 @@ export function renderDecisionPage(
     `<style nonce="${nonce}">`,
     'body{font-family:system-ui,sans-serif;font-size:15px;color:#111;background:#f6f7f9;margin:0;padding:32px 16px}',
     'main{max-width:600px;margin:0 auto;background:#fff;border:1px solid #ddd;border-radius:8px;padding:24px}',
-    'h1{font-size:20px;margin:0 0 16px}table{border-collapse:collapse;margin:12px 0}td{padding:3px 12px 3px ' +
-      '0;vertical-align:top}',
+    'h1{font-size:20px;margin:0 0 16px}table{border-collapse:collapse;margin:12px 0}',
+    'td{padding:3px 12px 3px 0;vertical-align:top}',
     'td.name{color:#444}td.value{white-space:pre-wrap;word-break:break-word}',
     'textarea{width:100%;box-sizing:border-box;min-height:80px;font:inherit}label{display:block;margin:12px 0 4px}',
     'button{font:inherit;font-weight:600;padding:10px 20px;border:0;border-radius:6px;color:#fff;cursor:pointer;margin-top:16px}',
