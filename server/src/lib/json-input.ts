@@ -99,12 +99,28 @@ export function storableText(text: string): string {
   return text.includes('\u0000') || !text.isWellFormed() ? text.toWellFormed().replaceAll('\u0000', '\uFFFD') : text;
 }
 
-/** A parsed JSON value with storableText applied to every string (keys too); for values of a known, shallow shape. */
-export function storableJson<T>(value: T): T {
-  if (typeof value === 'string') return storableText(value) as T;
-  if (Array.isArray(value)) return value.map(storableJson) as T;
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([key, entry]) => [storableText(key), storableJson(entry)])) as T;
-  }
-  return value;
+/**
+ * What jsonb cannot hold, as JSON.stringify writes it: exactly the `\u0000` and `\udXXX` escapes (a
+ * paired surrogate is written as it is), found in its text without a walk of the value. An even run
+ * of backslashes before one is an escaped backslash, not an escape.
+ */
+const UNSTORABLE_ESCAPE = /(\\+)u(0000|d[89a-f][0-9a-f]{2})/g;
+
+/**
+ * A JSON value to store as a record of what was received (a received email, an MCP server's answer,
+ * a tool's result): storableText's rule applied to every string and key, at any depth JSON.stringify
+ * takes, and how many characters it replaced.
+ */
+export function storableJson<T>(value: T): { value: T; replaced: number } {
+  let replaced = 0;
+  const json = JSON.stringify(value ?? null).replace(UNSTORABLE_ESCAPE, (match, slashes: string) => {
+    if (slashes.length % 2 === 0) return match;
+    replaced++;
+    return `${slashes.slice(1)}\uFFFD`;
+  });
+  return { value: JSON.parse(json), replaced };
 }
+
+export const REPLACED_NOTE = (replaced: number) =>
+  `${replaced} character${replaced === 1 ? '' : 's'} of it (NUL or unpaired surrogates) could not be stored and ` +
+  `${replaced === 1 ? 'was' : 'were'} replaced by U+FFFD`;

@@ -18,7 +18,7 @@ import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { createToolStep } from './tool-step.ts';
 import { ActionFailure, eventMessage, planTools, type Run, type RunContext } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { storableText } from '../../lib/storable-json.ts';
+import { storableText } from '../../lib/json-input.ts';
 
 /**
  * Runs actions with their agent, one model step at a time. Each step and each tool result is stored

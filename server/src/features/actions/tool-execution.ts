@@ -1,4 +1,4 @@
-import { REPLACED_NOTE, storableJson, storableText } from '../../lib/storable-json.ts';
+import { REPLACED_NOTE, storableJson, storableText } from '../../lib/json-input.ts';
 import type { ToolContext, ToolDefinition } from '../agents/tool-registry.ts';
 
 /**

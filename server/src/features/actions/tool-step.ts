@@ -69,6 +69,8 @@ export function createToolStep(deps: {
       call.startedAt = deps.clock.now();
       await store(run, { actionId: context.id, startedCall: { id: call.id, startedAt: call.startedAt } });
     }
+    // From here its request may leave: a run that fails before its result is stored says it may have been done.
+    run.unsettled = call;
     const span = startToolSpan(deps.tracing, run, call);
     try {
       const toolContext = {
@@ -91,7 +93,6 @@ export function createToolStep(deps: {
   async function runReady(run: Run, step: Step, decidable: boolean): Promise<void> {
     const ready = step.calls().filter((call) => call.status === 'ready');
     for (const [index, call] of ready.entries()) {
-      run.unsettled = call;
       await runCall(run, call);
       const closesStep = !decidable && index === ready.length - 1;
       await store(run, {

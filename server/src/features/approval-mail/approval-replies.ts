@@ -10,7 +10,7 @@ import type { InboundReplyHook } from '../email/inbound.service.ts';
 import type { ThreadMail } from '../email/thread-mail.ts';
 import { usersRepo } from '../users/users.repo.ts';
 import { approvalMailRepo } from './approval-mail.repo.ts';
-import { authenticationFailure, readReplyDecision } from './reply-reading.ts';
+import { authenticationFailure, type ReplyDecision, readReplyDecision } from './reply-reading.ts';
 
 /** What users see of a reply to an approval email until the job has read it (its state is approval_replies'). */
 const REPLY_WAITING_DETAIL = 'an answer to an approval email: to be read as a decision';
@@ -65,58 +65,73 @@ export function createApprovalReplies(deps: {
       });
   }
 
-  /** Reads the reply; what became of it, as the message's status shows it. */
-  async function read(message: Message): Promise<string> {
-    const target = await approvalMailRepo.repliedTo(db, message.orgId, message.ids);
-    if (!target?.userId) return 'not read as a decision: the approval email it answers has no approver any more';
-    const approver = await usersRepo.findById(db, target.userId);
-    const sender = addressOf(message.fromAddress) ?? '';
+  type Target = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.repliedTo>>>;
+  type Approver = NonNullable<Awaited<ReturnType<typeof usersRepo.findById>>>;
+  /** Why a reply decides nothing: what goes on each call's record (and as whom), what its sender is told, what it became. */
+  interface Refusal {
+    record: string;
+    userId: string | null;
+    answer?: string;
+    outcome: string;
+  }
+
+  /**
+   * The reply's decision, or why it decides nothing: an automatic message, another sender, failed
+   * authentication, an unclear first line.
+   */
+  type Decided = Exclude<ReplyDecision, { kind: 'unclear' }>;
+  async function judge(
+    message: Message,
+    approver: Approver | undefined,
+    sender: string,
+  ): Promise<{ refusal: Refusal } | { approver: Approver; decision: Decided }> {
     const automatic = await deps.mail.automatic({ headers: message.headers, from: sender });
     if (automatic) {
-      await refuseAll(message.orgId, target.calls, `An automatic reply decides nothing (${automatic})`, null);
-      return `not read as a decision: ${automatic}; not answered`;
+      const record = `An automatic reply decides nothing (${automatic})`;
+      return { refusal: { record, userId: null, outcome: `not read as a decision: ${automatic}; not answered` } };
     }
     if (!approver || sender !== approver.email.toLowerCase()) {
-      await refuseAll(
-        message.orgId,
-        target.calls,
-        `A reply from ${sender || 'an unknown sender'}, not from the approver's address`,
-        null,
-      );
-      await answer(
-        message,
-        sender,
-        'Only the person this approval email was sent to can decide by replying to it, from their own address. ' +
+      const refusal: Refusal = {
+        record: `A reply from ${sender || 'an unknown sender'}, not from the approver's address`,
+        userId: null,
+        answer:
+          'Only the person this approval email was sent to can decide by replying to it, from their own address. ' +
           'Nothing was decided.',
-      );
-      return `not read as a decision: sent from ${sender}, not from the approver's address`;
+        outcome: `not read as a decision: sent from ${sender}, not from the approver's address`,
+      };
+      return { refusal };
     }
     const failure = authenticationFailure(message.authentication, message.headers);
     if (failure) {
-      await refuseAll(message.orgId, target.calls, `A reply that failed authentication (${failure})`, approver.id);
-      await answer(
-        message,
-        sender,
-        `Your reply decided nothing: the mail provider could not confirm it came from you (${failure}). ` +
+      const refusal: Refusal = {
+        record: `A reply that failed authentication (${failure})`,
+        userId: approver.id,
+        answer:
+          `Your reply decided nothing: the mail provider could not confirm it came from you (${failure}). ` +
           'Use a link of the approval email, or the console.',
-      );
-      return `not read as a decision: ${failure}`;
+        outcome: `not read as a decision: ${failure}`,
+      };
+      return { refusal };
     }
     const decision = readReplyDecision(message.textBody);
-    if (decision.kind === 'unclear') {
-      await refuseAll(
-        message.orgId,
-        target.calls,
-        `A reply that starts with neither approve nor reject ("${decision.firstLine.slice(0, 80)}")`,
-        approver.id,
-      );
-      await answer(
-        message,
-        sender,
+    if (decision.kind !== 'unclear') return { approver, decision };
+    const refusal: Refusal = {
+      record: `A reply that starts with neither approve nor reject ("${decision.firstLine.slice(0, 80)}")`,
+      userId: approver.id,
+      answer:
         'Your reply decided nothing: its first line must start with "approve", or "reject" followed by a reason if you like.',
-      );
-      return 'not read as a decision: its first line starts with neither approve nor reject';
-    }
+      outcome: 'not read as a decision: its first line starts with neither approve nor reject',
+    };
+    return { refusal };
+  }
+
+  /** Decides every call the approval email listed, as its approver; what it decided, and what it could not. */
+  async function decideAll(
+    message: Message,
+    target: Target,
+    approver: Approver,
+    decision: Exclude<ReplyDecision, { kind: 'unclear' }>,
+  ) {
     const decided: string[] = [];
     const refused: string[] = [];
     for (const call of target.calls) {
@@ -138,6 +153,22 @@ export function createApprovalReplies(deps: {
         refused.push(`${call.toolName}: ${error.message}`);
       }
     }
+    return { decided, refused };
+  }
+
+  /** Reads the reply; what became of it, as the message's status shows it. */
+  async function read(message: Message): Promise<string> {
+    const target = await approvalMailRepo.repliedTo(db, message.orgId, message.ids);
+    if (!target?.userId) return 'not read as a decision: the approval email it answers has no approver any more';
+    const sender = addressOf(message.fromAddress) ?? '';
+    const judged = await judge(message, await usersRepo.findById(db, target.userId), sender);
+    if ('refusal' in judged) {
+      const { refusal } = judged;
+      await refuseAll(message.orgId, target.calls, refusal.record, refusal.userId);
+      if (refusal.answer) await answer(message, sender, refusal.answer);
+      return refusal.outcome;
+    }
+    const { decided, refused } = await decideAll(message, target, judged.approver, judged.decision);
     if (refused.length > 0) await answer(message, sender, `Your reply did not decide everything: ${refused.join('; ')}.`);
     return `read as a decision: ${[...decided, ...refused].join('; ') || 'nothing left to decide'}`;
   }

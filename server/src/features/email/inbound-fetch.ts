@@ -86,7 +86,7 @@ export async function fetchReceivedEmail(
   lastAttempt: boolean,
 ): Promise<FetchedEmail> {
   // Every part of a received email is the sender's: text PostgreSQL cannot store (NUL) is replaced.
-  const email = storableJson(await api.getReceivedEmail(emailId));
+  const email = storableJson(await api.getReceivedEmail(emailId)).value;
   const summaries: ReceivedAttachmentSummary[] = Array.isArray(email.attachments)
     ? email.attachments
     : await api.listReceivedAttachments(emailId);

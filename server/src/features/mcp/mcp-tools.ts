@@ -1,6 +1,6 @@
 import { ProtocolError, SdkError, SdkErrorCode, type CallToolResult } from '@modelcontextprotocol/client';
 import { AppError } from '../../lib/errors.ts';
-import { storableJson } from '../../lib/storable-json.ts';
+import { storableJson } from '../../lib/json-input.ts';
 import type { ListedMcpTool, McpServerRow } from '../../db/schema.ts';
 import { TOOL_NAME } from '../agents/agents.schemas.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
@@ -52,14 +52,14 @@ export function listedTool(serverName: string, tool: unknown): ListedMcpTool {
   else if (schemaBytes > MAX_SCHEMA_BYTES) problem = `its input schema is larger than ${MAX_SCHEMA_BYTES} bytes`;
   // A schema too large or of the wrong kind is not kept: it is never offered, and the problem says why.
   const inputSchema = isObject(rawSchema) && schemaBytes <= MAX_SCHEMA_BYTES ? rawSchema : {};
-  return storableJson({
+  return storableJson<ListedMcpTool>({
     name,
     description: (text(fields.description) || text(fields.title)).slice(0, MAX_DESCRIPTION),
     inputSchema,
     annotations,
     offeredAs: problem ? null : offered,
     problem,
-  }).value as ListedMcpTool;
+  }).value;
 }
 
 /** Calling it again with the same input does no harm, by the server's word. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { storableJson, storableText } from './storable-json.ts';
+import { storableJson, storableText } from './json-input.ts';
 
 describe('storableJson', () => {
   it('replaces NULs and unpaired surrogates, in values and keys, and counts them', () => {
