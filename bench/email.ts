@@ -68,7 +68,11 @@ async function seedInboxes(env: Record<string, string>) {
       provider.addKey(apiKey, { domains: [{ name: domain }] });
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
       await emailIntegration.save(org.id, { apiKey, fromEmail: `agents@${domain}`, fromName: 'Bench', webhookSecret: secret });
-      const agent = await agents.createAgent(org.id, agentInput.parse({ name: 'Answerer', instructions: 'Answer.', tools: [] }));
+      const agent = await agents.createAgent(
+        org.id,
+        agentInput.parse({ name: 'Answerer', instructions: 'Answer.', tools: [] }),
+        admin.id,
+      );
       const inbox = await inboxes.create(org.id, { emailAddress: `help@${domain}`, displayName: 'Help' });
       await inboxes.assign(org.id, inbox.id, admin.id, {
         agentId: agent.id,

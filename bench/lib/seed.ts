@@ -31,6 +31,7 @@ export async function seedWebhooks(
       const agent = await agents.createAgent(
         org.id,
         agentInput.parse({ name: 'Bench agent', instructions: 'Do it.', tools: [options.tool ?? 'generateDocument'] }),
+        admin.id,
       );
       const rule = await agents.createRule(
         org.id,

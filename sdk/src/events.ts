@@ -32,6 +32,8 @@ export interface ActionIdentity {
   eventId: string;
   externalId: string | null;
   eventType: string;
+  /** The agent's version the action runs with (null: it has no agent; absent from older servers). */
+  agentVersion?: number | null;
 }
 
 /** A tool call waiting for a human decision. */

@@ -397,7 +397,7 @@ export interface paths {
         delete: operations["deleteAgent"];
         options?: never;
         head?: never;
-        /** Change an agent */
+        /** Change an agent: a change of what it does (instructions, provider, model, tools) makes its next version, live */
         patch: operations["updateAgent"];
         trace?: never;
     };
@@ -436,6 +436,92 @@ export interface paths {
         head?: never;
         /** Change an action rule */
         patch: operations["updateActionRule"];
+        trace?: never;
+    };
+    "/orgs/{org}/agents/{agentId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's versions, newest first */
+        get: operations["listAgentVersions"];
+        put?: never;
+        /** Save a draft: the agent's next version, not live (fields left out are the live version's) */
+        post: operations["createAgentVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/agents/{agentId}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version of the agent */
+        get: operations["getAgentVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/agents/{agentId}/versions/{version}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What changed from version `against` to this one: the fields, and the instructions line by line */
+        get: operations["diffAgentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/agents/{agentId}/versions/{version}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a version live (roll back: publish an older one); actions already created keep theirs */
+        post: operations["publishAgentVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/agents/{agentId}/publications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Which version was made live, when and by whom, newest first */
+        get: operations["listAgentPublications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/orgs/{org}/webhooks": {
@@ -1395,6 +1481,8 @@ export interface components {
                 eventId: string;
                 externalId: string | null;
                 eventType: string;
+                /** @description The agent's version the action runs with (null: it has no agent) */
+                agentVersion?: number | null;
                 /** @enum {string} */
                 status: "pending_approval";
                 /** @description The (first) staged call */
@@ -1429,6 +1517,8 @@ export interface components {
                 eventId: string;
                 externalId: string | null;
                 eventType: string;
+                /** @description The agent's version the action runs with (null: it has no agent) */
+                agentVersion?: number | null;
                 /** @enum {string} */
                 status: "approved";
                 decision: {
@@ -1471,6 +1561,8 @@ export interface components {
                 eventId: string;
                 externalId: string | null;
                 eventType: string;
+                /** @description The agent's version the action runs with (null: it has no agent) */
+                agentVersion?: number | null;
                 /** @enum {string} */
                 status: "completed";
                 result: unknown;
@@ -1493,6 +1585,8 @@ export interface components {
                 eventId: string;
                 externalId: string | null;
                 eventType: string;
+                /** @description The agent's version the action runs with (null: it has no agent) */
+                agentVersion?: number | null;
                 /** @enum {string} */
                 status: "failed";
                 error: string | null;
@@ -1515,6 +1609,8 @@ export interface components {
                 eventId: string;
                 externalId: string | null;
                 eventType: string;
+                /** @description The agent's version the action runs with (null: it has no agent) */
+                agentVersion?: number | null;
                 /** @enum {string} */
                 status: "rejected";
                 decision: {
@@ -1557,6 +1653,8 @@ export interface components {
                 eventId: string;
                 externalId: string | null;
                 eventType: string;
+                /** @description The agent's version the action runs with (null: it has no agent) */
+                agentVersion?: number | null;
                 /** @enum {string} */
                 status: "expired";
                 decision: {
@@ -2777,6 +2875,8 @@ export interface operations {
                                  */
                                 onExceed: "pause" | "fail";
                             } | null;
+                            /** @description The version new actions run with (instructions, provider, model and tools are its) */
+                            liveVersion: number;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -2874,6 +2974,11 @@ export interface operations {
                          */
                         onExceed: "pause" | "fail";
                     } | null;
+                    /**
+                     * @description Why the version this makes was made (kept with it)
+                     * @default null
+                     */
+                    changeNote?: string | null;
                 };
             };
         };
@@ -2909,6 +3014,8 @@ export interface operations {
                              */
                             onExceed: "pause" | "fail";
                         } | null;
+                        /** @description The version new actions run with (instructions, provider, model and tools are its) */
+                        liveVersion: number;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3074,6 +3181,8 @@ export interface operations {
                              */
                             onExceed: "pause" | "fail";
                         } | null;
+                        /** @description The version new actions run with (instructions, provider, model and tools are its) */
+                        liveVersion: number;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3213,6 +3322,7 @@ export interface operations {
                          */
                         onExceed: "pause" | "fail";
                     } | null;
+                    changeNote?: string | null;
                 };
             };
         };
@@ -3248,6 +3358,8 @@ export interface operations {
                              */
                             onExceed: "pause" | "fail";
                         } | null;
+                        /** @description The version new actions run with (instructions, provider, model and tools are its) */
+                        liveVersion: number;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3768,6 +3880,502 @@ export interface operations {
                         createdAt: string;
                         /** Format: date-time */
                         updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAgentVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        versions: {
+                            version: number;
+                            /** @description New actions run with it */
+                            live: boolean;
+                            instructions: string;
+                            /** @enum {string|null} */
+                            provider: "openai-compatible" | "openai" | "anthropic" | null;
+                            model: string | null;
+                            tools: string[];
+                            changeNote: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /**
+                             * Format: uuid
+                             * @description The member who made it (null: made before versions were kept, or since removed)
+                             */
+                            createdBy: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAgentVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    instructions?: string;
+                    /** @enum {string|null} */
+                    provider?: "openai-compatible" | "openai" | "anthropic" | null;
+                    model?: string | null;
+                    tools?: string[];
+                    /**
+                     * @description Why the version this makes was made (kept with it)
+                     * @default null
+                     */
+                    changeNote?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        version: {
+                            version: number;
+                            /** @description New actions run with it */
+                            live: boolean;
+                            instructions: string;
+                            /** @enum {string|null} */
+                            provider: "openai-compatible" | "openai" | "anthropic" | null;
+                            model: string | null;
+                            tools: string[];
+                            changeNote: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /**
+                             * Format: uuid
+                             * @description The member who made it (null: made before versions were kept, or since removed)
+                             */
+                            createdBy: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAgentVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        version: number;
+                        /** @description New actions run with it */
+                        live: boolean;
+                        instructions: string;
+                        /** @enum {string|null} */
+                        provider: "openai-compatible" | "openai" | "anthropic" | null;
+                        model: string | null;
+                        tools: string[];
+                        changeNote: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: uuid
+                         * @description The member who made it (null: made before versions were kept, or since removed)
+                         */
+                        createdBy: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    diffAgentVersions: {
+        parameters: {
+            query: {
+                /** @description The version to compare with */
+                against: number;
+            };
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        version: number;
+                        against: number;
+                        changes: {
+                            /** @enum {string} */
+                            field: "instructions" | "provider" | "model" | "tools";
+                            /** @description The value in `against` */
+                            from: unknown;
+                            /** @description The value in `version` */
+                            to: unknown;
+                            /** @description For instructions: a line diff from `against` to `version`, every line with what happened to it */
+                            lines?: {
+                                /** @enum {string} */
+                                op: "add" | "remove" | "keep";
+                                text: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    publishAgentVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        instructions: string;
+                        /** @enum {string|null} */
+                        provider: "openai-compatible" | "openai" | "anthropic" | null;
+                        model: string | null;
+                        tools: string[];
+                        budget: {
+                            /**
+                             * @description The budget renews at the start of each UTC day or month
+                             * @enum {string}
+                             */
+                            period: "day" | "month";
+                            /** @description US dollars per period, at the prices of MODEL_PRICES */
+                            maxCostUsd?: number;
+                            /** @description Input and output tokens per period */
+                            maxTokens?: number;
+                            /**
+                             * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                             * @enum {string}
+                             */
+                            onExceed: "pause" | "fail";
+                        } | null;
+                        /** @description The version new actions run with (instructions, provider, model and tools are its) */
+                        liveVersion: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAgentPublications: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        publications: {
+                            version: number;
+                            /** @description The version live before (null: the first) */
+                            previousVersion: number | null;
+                            /** Format: date-time */
+                            publishedAt: string;
+                            /** Format: uuid */
+                            publishedBy: string | null;
+                        }[];
+                        nextCursor: string | null;
                     };
                 };
             };
@@ -4601,6 +5209,10 @@ export interface operations {
                             /** @description Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the decision's cause and reason) */
                             reason: string | null;
                             approvalState: string | null;
+                            /** @description The agent's version the action runs with: the one live when it was created (null: no agent) */
+                            agentVersion: number | null;
+                            /** @description The agent's version live now, for comparison (null: no agent, or it was deleted) */
+                            agentLiveVersion: number | null;
                             replayable: boolean;
                             attempts: number;
                             /** Format: date-time */
@@ -4701,6 +5313,10 @@ export interface operations {
                         /** @description Why a delivery did not make an action, or why an action failed, was rejected or expired (its error, or the decision's cause and reason) */
                         reason: string | null;
                         approvalState: string | null;
+                        /** @description The agent's version the action runs with: the one live when it was created (null: no agent) */
+                        agentVersion: number | null;
+                        /** @description The agent's version live now, for comparison (null: no agent, or it was deleted) */
+                        agentLiveVersion: number | null;
                         replayable: boolean;
                         attempts: number;
                         /** Format: date-time */

@@ -2,6 +2,7 @@ import { createActionRunner } from '../features/actions/action-runner.ts';
 import { createApprovalsService } from '../features/actions/approvals.service.ts';
 import { createRunDispatcher } from '../features/actions/run-dispatcher.ts';
 import { createToolPreferencesService } from '../features/actions/tool-preferences.service.ts';
+import { createAgentVersionsService } from '../features/agents/agent-versions.service.ts';
 import { createAgentsService } from '../features/agents/agents.service.ts';
 import { createModelCredentialsService } from '../features/agents/model-credentials.service.ts';
 import { createModelResolver } from '../features/agents/model-provider.ts';
@@ -72,6 +73,7 @@ export async function composeAgents(
   });
   const services = {
     agents: createAgentsService({ db, bus, tools, budgets }),
+    agentVersions: createAgentVersionsService({ db, tools }),
     documents,
     runner,
     approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics }),

@@ -21,7 +21,9 @@ import type {
   NotifyColumn,
 } from './approval-schema.ts';
 import type { BudgetColumn, BudgetSpendTable, ModelCallsTable } from './usage-schema.ts';
+import type { AgentPublicationsTable, AgentsTable, AgentVersionsTable } from './agent-schema.ts';
 
+export type * from './agent-schema.ts';
 export * from './approval-schema.ts';
 export * from './callback-schema.ts';
 export type * from './mcp-schema.ts';
@@ -119,19 +121,6 @@ export type ActionStatus = (typeof ACTION_STATUSES)[number];
 export type Json = ColumnType<unknown, string | null | undefined, string | null>;
 export type JsonOf<T> = ColumnType<T, string, string>;
 
-export interface AgentsTable {
-  id: string;
-  orgId: string;
-  name: string;
-  instructions: string;
-  provider: ModelProvider | null;
-  model: string | null;
-  tools: JsonOf<string[]>;
-  budget: BudgetColumn;
-  createdAt: CreatedAt;
-  updatedAt: UpdatedAt;
-}
-
 export interface ActionRulesTable {
   id: string;
   orgId: string;
@@ -154,6 +143,8 @@ export interface ActionsTable {
   webhookId: string | null;
   deliveryId: string;
   agentId: string | null;
+  /** The agent's version live when the action was created: it runs with it for its whole life. */
+  agentVersion: number | null;
   actionRuleId: string | null;
   runAsUserId: string | null;
   status: ActionStatus;
@@ -241,6 +232,8 @@ export interface DB {
   passwordResetTokens: PasswordResetTokensTable;
   threads: ThreadsTable;
   agents: AgentsTable;
+  agentVersions: AgentVersionsTable;
+  agentPublications: AgentPublicationsTable;
   actionRules: ActionRulesTable;
   webhooks: WebhooksTable;
   actions: ActionsTable;

@@ -18,6 +18,7 @@ import * as approvalEmail from './0016_approval_email.ts';
 import * as usageBudgets from './0017_usage_budgets.ts';
 import * as traceContext from './0018_trace_context.ts';
 import * as approvalReplies from './0019_approval_replies.ts';
+import * as agentVersions from './0020_agent_versions.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '0017_usage_budgets': usageBudgets,
   '0018_trace_context': traceContext,
   '0019_approval_replies': approvalReplies,
+  '0020_agent_versions': agentVersions,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -129,9 +129,8 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         lease_expires_at = case when s.set_lease then s.lease_expires_at else a.lease_expires_at end,
         thread_id = coalesce(a.thread_id, s.thread_id)
       from step s where a.id = s.id and a.status = s.from_status
-      returning a.id, a.org_id, a.webhook_id, a.delivery_id, a.external_id, a.event_type, a.trace_parent, s.to_status, s.cause,
-        s.data, s.event,
-        s.details
+      returning a.id, a.org_id, a.webhook_id, a.delivery_id, a.external_id, a.event_type, a.trace_parent, a.agent_version,
+        s.to_status, s.cause, s.data, s.event, s.details
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause, data)
       select gen_random_uuid(), id, org_id, to_status, cause, data from moved

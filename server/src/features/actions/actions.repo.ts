@@ -4,23 +4,21 @@ import type { DB, ModelProvider } from '../../db/schema.ts';
 /**
  * The one insert of actions: each row of `source` (a query with the columns id, org_id, webhook_id,
  * delivery_id, agent_id, action_rule_id, run_as_user_id, event_type, external_id, instructions, data,
- * tool_approvals) becomes a queued action, unless its webhook has an action with its externalId
+ * tool_approvals) becomes a queued action of its agent's live version, unless its webhook has an action with its externalId
  * already. Returns the ids it inserted. A fragment, so that ingest can embed it in its one statement.
  */
 export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ id: string }> {
   return sql<{ id: string }>`
-    insert into actions (id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, status, event_type,
-      external_id, instructions,
-      data, tool_approvals, trace_parent)
-    select id, org_id, webhook_id, delivery_id, agent_id, action_rule_id, run_as_user_id, 'queued', event_type, external_id,
-      instructions,
-      data, tool_approvals, trace_parent
+    insert into actions (id, org_id, webhook_id, delivery_id, agent_id, agent_version, action_rule_id, run_as_user_id, status,
+      event_type, external_id, instructions, data, tool_approvals, trace_parent)
+    select id, org_id, webhook_id, delivery_id, agent_id, (select live_version from agents g where g.id = new_action.agent_id),
+      action_rule_id, run_as_user_id, 'queued', event_type, external_id, instructions, data, tool_approvals, trace_parent
     from (${source}) as new_action
     on conflict (webhook_id, external_id) where external_id is not null do nothing
     returning id`;
 }
 
-/** An action that answers a received email: queued, of the inbox's agent, with the assignment's approval rules. */
+/** An action that answers a received email: queued, of the inbox's agent's live version, with the assignment's approval rules. */
 export function insertEmailAction(
   trx: Kysely<DB>,
   action: {
@@ -38,15 +36,16 @@ export function insertEmailAction(
 ) {
   return trx
     .insertInto('actions')
-    .values({
+    .values((eb) => ({
       ...action,
+      agentVersion: eb.selectFrom('agents').select('liveVersion').where('id', '=', action.agentId),
       data: JSON.stringify(action.data),
       approvalRules: JSON.stringify(action.approvalRules),
       source: 'email',
       status: 'queued',
       eventType: 'email.received',
       toolApprovals: '{}',
-    })
+    }))
     .execute();
 }
 
@@ -80,6 +79,10 @@ export const actionsRepo = {
     db
       .selectFrom('actions as a')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
+      // The version the action was created with (an older row without one: the live version).
+      .leftJoin('agentVersions as v', (join) =>
+        join.onRef('v.agentId', '=', 'g.id').on('v.version', '=', sql<number>`coalesce(a.agent_version, g.live_version)`),
+      )
       .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
       .leftJoin('webhooks as w', 'w.id', 'a.webhookId')
       .leftJoin('users as u', 'u.id', 'a.runAsUserId')
@@ -98,10 +101,11 @@ export const actionsRepo = {
         'a.data',
         'a.toolApprovals',
         'g.id as agentId',
-        'g.instructions as agentInstructions',
-        'g.provider',
-        'g.model',
-        'g.tools',
+        'v.version as agentVersion',
+        'v.instructions as agentInstructions',
+        'v.provider',
+        'v.model',
+        'v.tools',
         'g.name as agentName',
         'r.instructions as ruleInstructions',
         // An action without a rule (an email's) carries the rules it was created with.
@@ -124,7 +128,7 @@ export const actionsRepo = {
           eb
             .selectFrom('orgModelCredentials as c')
             .whereRef('c.orgId', '=', 'a.orgId')
-            .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('g.provider')}, ${defaultProvider})`)
+            .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('v.provider')}, ${defaultProvider})`)
             .select('c.apiKeyEncrypted')
             .as('orgApiKeyEncrypted'),
       ])

@@ -1,56 +1,57 @@
 import { sql, type Insertable, type Kysely } from 'kysely';
-import type {
-  ActionRuleRow,
-  ActionRulesTable,
-  AgentRow,
-  AgentsTable,
-  ArgumentRule,
-  DB,
-  ModelProvider,
-  NotifyChannel,
-  RuleApprovers,
-} from '../../db/schema.ts';
+import type { ActionRuleRow, ActionRulesTable, ArgumentRule, DB, NotifyChannel, RuleApprovers } from '../../db/schema.ts';
+
+/** An agent as the API shows it: its identity, name and budget, and what its live version does. */
+function agentsWithLive(db: Kysely<DB>, orgId: string) {
+  return db
+    .selectFrom('agents as g')
+    .innerJoin('agentVersions as v', (join) => join.onRef('v.agentId', '=', 'g.id').onRef('v.version', '=', 'g.liveVersion'))
+    .select([
+      'g.id',
+      'g.orgId',
+      'g.name',
+      'g.liveVersion',
+      'v.instructions',
+      'v.provider',
+      'v.model',
+      'v.tools',
+      'g.budget',
+      'g.createdAt',
+      'g.updatedAt',
+    ])
+    .where('g.orgId', '=', orgId);
+}
+export type AgentWithLive = Awaited<ReturnType<ReturnType<typeof agentsWithLive>['executeTakeFirstOrThrow']>>;
 
 /** Agents and action rules of one org; every query is scoped by org_id. */
 export const agentsRepo = {
-  insert: (
-    db: Kysely<DB>,
-    agent: Omit<Insertable<AgentsTable>, 'tools' | 'budget' | 'createdAt' | 'updatedAt'> & { tools: string[] },
-  ): Promise<AgentRow> =>
-    db
-      .insertInto('agents')
-      .values({ ...agent, tools: JSON.stringify(agent.tools) })
-      .returningAll()
-      .executeTakeFirstOrThrow(),
+  /** A new agent, live at version 1 (written in the same transaction: the live version is checked at commit). */
+  insert: (db: Kysely<DB>, agent: { id: string; orgId: string; name: string }) =>
+    db.insertInto('agents').values(agent).returning('id').executeTakeFirstOrThrow(),
 
-  list: (db: Kysely<DB>, orgId: string): Promise<AgentRow[]> =>
-    db.selectFrom('agents').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute(),
+  list: (db: Kysely<DB>, orgId: string): Promise<AgentWithLive[]> =>
+    agentsWithLive(db, orgId).orderBy('g.createdAt', 'desc').orderBy('g.id', 'desc').execute(),
 
-  find: (db: Kysely<DB>, orgId: string, id: string): Promise<AgentRow | undefined> =>
-    db.selectFrom('agents').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst(),
+  find: (db: Kysely<DB>, orgId: string, id: string): Promise<AgentWithLive | undefined> =>
+    agentsWithLive(db, orgId).where('g.id', '=', id).executeTakeFirst(),
 
-  update: (
-    db: Kysely<DB>,
-    orgId: string,
-    id: string,
-    changes: {
-      name?: string;
-      instructions?: string;
-      provider?: ModelProvider | null;
-      model?: string | null;
-      tools?: string[];
-    },
-  ) =>
-    db
-      .updateTable('agents')
-      .set({
-        ...changes,
-        tools: changes.tools === undefined ? undefined : JSON.stringify(changes.tools),
-        updatedAt: sql<Date>`now()`,
-      })
+  /** Locks the agent for the rest of the transaction: versions are numbered and published one at a time. */
+  lock: (trx: Kysely<DB>, orgId: string, id: string) =>
+    trx
+      .selectFrom('agents')
+      .select(['id', 'liveVersion'])
       .where('orgId', '=', orgId)
       .where('id', '=', id)
-      .returningAll()
+      .forUpdate()
+      .executeTakeFirst(),
+
+  update: (db: Kysely<DB>, orgId: string, id: string, changes: { name?: string; liveVersion?: number }) =>
+    db
+      .updateTable('agents')
+      .set({ ...changes, updatedAt: sql<Date>`now()` })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .returning('id')
       .executeTakeFirst(),
 
   delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>

@@ -14,7 +14,7 @@ import {
 } from './agents.schemas.ts';
 import type { AgentsService } from './agents.service.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
-import { orgOf } from '../../lib/request-context.ts';
+import { orgOf, userOf } from '../../lib/request-context.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };
 const noContent = z.null().describe('No content');
@@ -37,7 +37,8 @@ export function agentsRoutes(deps: { agents: AgentsService; orgAccess: OrgAccess
         },
         preHandler,
       },
-      async (request, reply) => reply.status(201).send(await deps.agents.createAgent(orgOf(request).id, request.body)),
+      async (request, reply) =>
+        reply.status(201).send(await deps.agents.createAgent(orgOf(request).id, request.body, userOf(request).id)),
     );
     app.get(
       '/orgs/:org/agents',
@@ -90,14 +91,15 @@ export function agentsRoutes(deps: { agents: AgentsService; orgAccess: OrgAccess
         schema: {
           operationId: 'updateAgent',
           ...common,
-          summary: 'Change an agent',
+          summary:
+            'Change an agent: a change of what it does (instructions, provider, model, tools) makes its next version, live',
           params: agentParams,
           body: agentPatch,
           response: { 200: agentSchema, ...errors },
         },
         preHandler,
       },
-      async (request) => deps.agents.updateAgent(orgOf(request).id, request.params.agentId, request.body),
+      async (request) => deps.agents.updateAgent(orgOf(request).id, request.params.agentId, request.body, userOf(request).id),
     );
     app.delete(
       '/orgs/:org/agents/:agentId',

@@ -10,6 +10,14 @@ export const approvalModeSchema = z.enum(APPROVAL_MODES);
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const toolNameSchema = z.string().regex(TOOL_NAME, 'a tool name: letters, digits, _ and - only, at most 64');
 
+export const changeNoteSchema = z
+  .string()
+  .trim()
+  .max(2000)
+  .nullable()
+  .default(null)
+  .describe('Why the version this makes was made (kept with it)');
+
 export const agentInput = z.object({
   name: z.string().trim().min(1).max(200),
   instructions: z.string().max(50_000).default(''),
@@ -24,6 +32,7 @@ export const agentInput = z.object({
     .nullable()
     .default(null)
     .describe("The agent's budget per UTC day or month, checked before each of its model calls (null: none but the org's)"),
+  changeNote: changeNoteSchema,
 });
 export const agentPatch = patchSchema(agentInput);
 
@@ -35,6 +44,7 @@ export const agentSchema = z.object({
   model: z.string().nullable(),
   tools: z.array(z.string()),
   budget: budgetSchema.nullable(),
+  liveVersion: z.int().describe('The version new actions run with (instructions, provider, model and tools are its)'),
   createdAt: z.date(),
   updatedAt: z.date(),
 });

@@ -6,10 +6,9 @@ import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { BudgetsService } from '../usage/budgets.service.ts';
 import type { ToolRegistry } from './tool-registry.ts';
+import { changedFields, requireKnownTools, withChanges, writeVersion } from './agent-behaviour.ts';
 import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
 import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
-
-/** Topic on the invalidation bus: ingest caches rules by id. */
 
 export function createAgentsService(deps: {
   db: Kysely<DB>;
@@ -18,20 +17,6 @@ export function createAgentsService(deps: {
   /** Agents' budgets are the budgets service's: it writes them with the agent, and makes a change apply. */
   budgets: Pick<BudgetsService, 'writeAgent' | 'agentDeleted'>;
 }) {
-  /** An agent may name only tools the org has: a misspelt one would be dropped at run time, silently. */
-  async function requireKnownTools(orgId: string, tools: string[] | undefined): Promise<void> {
-    if (!tools?.length) return;
-    const orgTools = await deps.tools.forOrg(orgId);
-    const unknown = tools.filter((name) => !orgTools.has(name));
-    if (unknown.length === 0) return;
-    const known = [...orgTools.keys()].sort();
-    throw new AppError(
-      'validation_failed',
-      `body/tools: unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}; ` +
-        `the tools are: ${known.join(', ')}`,
-    );
-  }
-
   async function requireAgent(orgId: string, agentId: string | null | undefined): Promise<void> {
     if (agentId && !(await agentsRepo.find(deps.db, orgId, agentId))) {
       throw new AppError('validation_failed', 'body/agentId: no agent with this id in the organization');
@@ -58,12 +43,15 @@ export function createAgentsService(deps: {
       }));
     },
 
-    async createAgent(orgId: string, input: z.output<typeof agentInput>) {
-      await requireKnownTools(orgId, input.tools);
-      const { budget, ...agent } = input;
-      return (await deps.budgets.writeAgent(orgId, budget ?? undefined, (trx) =>
-        agentsRepo.insert(trx, { id: randomUUID(), orgId, ...agent }),
-      ))!;
+    async createAgent(orgId: string, input: z.output<typeof agentInput>, userId: string) {
+      await requireKnownTools(deps.tools, orgId, input.tools);
+      const { budget, name, changeNote, ...behaviour } = input;
+      const agentId = randomUUID();
+      return (await deps.budgets.writeAgent(orgId, budget ?? undefined, async (trx) => {
+        await agentsRepo.insert(trx, { id: agentId, orgId, name });
+        await writeVersion(trx, { orgId, agentId, liveVersion: null }, behaviour, { changeNote, userId, live: true });
+        return agentsRepo.find(trx, orgId, agentId);
+      }))!;
     },
     listAgents: (orgId: string) => agentsRepo.list(deps.db, orgId),
     async getAgent(orgId: string, id: string) {
@@ -71,10 +59,24 @@ export function createAgentsService(deps: {
       if (!agent) throw notFound('Agent');
       return agent;
     },
-    async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>) {
-      await requireKnownTools(orgId, changes.tools);
-      const { budget, ...fields } = changes;
-      const agent = await deps.budgets.writeAgent(orgId, budget, (trx) => agentsRepo.update(trx, orgId, id, fields));
+    /** A change of what the agent does makes its next version, live at once (a change of name or budget makes none). */
+    async updateAgent(orgId: string, id: string, changes: z.output<typeof agentPatch>, userId: string) {
+      await requireKnownTools(deps.tools, orgId, changes.tools);
+      const { budget, name, changeNote, ...fields } = changes;
+      const agent = await deps.budgets.writeAgent(orgId, budget, async (trx) => {
+        const locked = await agentsRepo.lock(trx, orgId, id);
+        const live = locked && (await agentsRepo.find(trx, orgId, id));
+        if (!live) return undefined;
+        if (name !== undefined) await agentsRepo.update(trx, orgId, id, { name });
+        const behaviour = withChanges(live, fields);
+        if (changedFields(live, behaviour).length > 0)
+          await writeVersion(trx, { orgId, agentId: id, liveVersion: locked.liveVersion }, behaviour, {
+            changeNote: changeNote ?? null,
+            userId,
+            live: true,
+          });
+        return agentsRepo.find(trx, orgId, id);
+      });
       if (!agent) throw notFound('Agent');
       return agent;
     },

@@ -64,6 +64,7 @@ const actionIdentity = {
   eventId: z.uuid().describe('The webhook event (delivery) that created the action'),
   externalId: z.string().nullable(),
   eventType: z.string(),
+  agentVersion: z.int().nullable().optional().describe("The agent's version the action runs with (null: it has no agent)"),
 };
 const stagedToolCall = z.object({
   toolCallId: z.string(),

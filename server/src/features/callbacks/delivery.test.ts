@@ -58,6 +58,7 @@ describe('lifecycle callbacks', () => {
       externalId: 'order-1',
       eventType: 'order.created',
       eventId: expect.any(String),
+      agentVersion: 1, // the agent's version the action runs with
     };
     expect(pending).toEqual({
       type: 'action.pending_approval',

@@ -50,7 +50,7 @@ export function callbackDetails(
 
 /**
  * The `callbacks` CTE of the transitions statement (actions/action-writes.ts), whose `moved` CTE
- * returns each moved action (id, org_id, webhook_id, delivery_id, external_id, event_type, trace_parent) with its
+ * returns each moved action (id, org_id, webhook_id, delivery_id, external_id, event_type, trace_parent, agent_version) with its
  * new status (to_status), its callback event (event, null for none) and the event's details: one
  * outbox row per enabled endpoint of the action's webhook that subscribes to the event. (Not a
  * NOTIFY in the same statement: it would serialize every such commit in the database, a third of
@@ -63,7 +63,7 @@ export const OUTBOX_CTE: RawBuilder<unknown> = sql`callbacks as (
         'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
         'data', jsonb_build_object(
           'actionId', m.id, 'status', m.to_status, 'webhookId', m.webhook_id, 'webhookIdentifier', w.identifier,
-          'eventId', m.delivery_id, 'externalId', m.external_id, 'eventType', m.event_type
+          'eventId', m.delivery_id, 'externalId', m.external_id, 'eventType', m.event_type, 'agentVersion', m.agent_version
         ) || m.details)
       from moved m
       join callback_endpoints ep on ep.webhook_id = m.webhook_id and ep.enabled and ep.events @> jsonb_build_array(m.event)

@@ -17,6 +17,7 @@ function ledgerQuery(db: Kysely<DB>, orgId: string) {
   return db
     .selectFrom('webhookDeliveries as d')
     .leftJoin('actions as a', 'a.id', 'd.actionId')
+    .leftJoin('agents as g', 'g.id', 'a.agentId')
     .where('d.orgId', '=', orgId)
     .select([
       'd.id as eventId',
@@ -35,6 +36,8 @@ function ledgerQuery(db: Kysely<DB>, orgId: string) {
       'd.updatedAt',
       'a.status as actionStatus',
       'a.approvalState',
+      'a.agentVersion',
+      'g.liveVersion as agentLiveVersion',
       // Why an action ended as it did: its error, else the cause of the transition that ended it (a rejection with its reason).
       sql<string | null>`case when a.status in ('failed', 'rejected', 'expired') then coalesce(a.error, (
         select e.cause from action_events e where e.action_id = a.id and e.status = a.status

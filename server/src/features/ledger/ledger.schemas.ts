@@ -34,6 +34,14 @@ export const ledgerRow = z.object({
         "decision's cause and reason)",
     }),
   approvalState: z.string().nullable(),
+  agentVersion: z
+    .int()
+    .nullable()
+    .meta({ description: "The agent's version the action runs with: the one live when it was created (null: no agent)" }),
+  agentLiveVersion: z
+    .int()
+    .nullable()
+    .meta({ description: "The agent's version live now, for comparison (null: no agent, or it was deleted)" }),
   replayable: z.boolean(),
   attempts: z.int(),
   nextAttemptAt: z.date().nullable(),

@@ -33,6 +33,8 @@ function summarize(row: ListedRow) {
     deliveryStatus: row.deliveryStatus,
     reason: row.actionReason ?? row.reason,
     approvalState: row.approvalState ?? null,
+    agentVersion: row.agentVersion ?? null,
+    agentLiveVersion: row.agentLiveVersion ?? null,
     replayable:
       row.source === 'webhook' && row.deliveryStatus !== 'accepted' && (row.deliveryStatus !== 'failed' || row.replayable),
     attempts: row.attempts,

@@ -1,3 +1,4 @@
+import { TERMINAL_STATUSES } from '../actions/lifecycle.ts';
 import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
 import type { DB, McpServerRow, McpServersTable } from '../../db/schema.ts';
 
@@ -51,7 +52,9 @@ export const mcpServersRepo = {
 
   /**
    * The agents and action rules of the org that name a tool of the server called `serverName` (its
-   * tools are `<serverName>__<tool>`): in an agent's tools, a rule's approval modes or argument rules.
+   * tools are `<serverName>__<tool>`): in the tools of an agent's live version or of a version an
+   * unfinished action runs with, in a rule's approval modes or argument rules. (A draft or an old
+   * version may name it: publishing one checks its tools again.)
    */
   namingTools: async (
     db: Kysely<DB>,
@@ -60,14 +63,18 @@ export const mcpServersRepo = {
   ): Promise<Array<{ kind: 'agent' | 'rule'; name: string }>> => {
     const prefix = `${serverName}__`;
     const [agents, rules] = await Promise.all([
+      // An agent's version that can run: its live one, and any one that an unfinished action runs with.
       db
-        .selectFrom('agents')
-        .select('name')
-        .where('orgId', '=', orgId)
+        .selectFrom('agents as g')
+        .select('g.name')
+        .where('g.orgId', '=', orgId)
         .where(
-          sql<boolean>`exists (select 1 from jsonb_array_elements_text(agents.tools) as tool where starts_with(tool, ${prefix}))`,
+          sql<boolean>`exists (select 1 from agent_versions v where v.agent_id = g.id
+            and (v.version = g.live_version or exists (select 1 from actions a where a.agent_id = g.id
+              and a.agent_version = v.version and a.status <> all(${TERMINAL_STATUSES}::text[])))
+            and exists (select 1 from jsonb_array_elements_text(v.tools) as tool where starts_with(tool, ${prefix})))`,
         )
-        .orderBy('name')
+        .orderBy('g.name')
         .execute(),
       db
         .selectFrom('actionRules')

@@ -1,0 +1,91 @@
+import type { Kysely } from 'kysely';
+import { olderThan } from '../../db/keyset.ts';
+import type { DB, ModelProvider } from '../../db/schema.ts';
+import type { Cursor } from '../../lib/pagination.ts';
+
+/** What a version of an agent does: the fields that change what a run does (its name does not). */
+export interface Behaviour {
+  instructions: string;
+  provider: ModelProvider | null;
+  model: string | null;
+  tools: string[];
+}
+
+const VERSION_COLUMNS = [
+  'v.version',
+  'v.instructions',
+  'v.provider',
+  'v.model',
+  'v.tools',
+  'v.changeNote',
+  'v.createdByUserId',
+  'v.createdAt',
+  'g.liveVersion',
+] as const;
+
+function versionsOf(db: Kysely<DB>, orgId: string, agentId: string) {
+  return db
+    .selectFrom('agentVersions as v')
+    .innerJoin('agents as g', 'g.id', 'v.agentId')
+    .select(VERSION_COLUMNS)
+    .where('v.orgId', '=', orgId)
+    .where('v.agentId', '=', agentId);
+}
+export type VersionRow = Awaited<ReturnType<ReturnType<typeof versionsOf>['executeTakeFirstOrThrow']>>;
+
+/** An agent's versions and publications; every query is scoped by org_id. */
+export const agentVersionsRepo = {
+  latest: async (trx: Kysely<DB>, agentId: string): Promise<number> =>
+    (
+      await trx
+        .selectFrom('agentVersions')
+        .select((eb) => eb.fn.coalesce(eb.fn.max('version'), eb.lit(0)).as('latest'))
+        .where('agentId', '=', agentId)
+        .executeTakeFirstOrThrow()
+    ).latest,
+
+  insert: (
+    trx: Kysely<DB>,
+    row: Behaviour & { agentId: string; orgId: string; version: number; changeNote: string | null; createdByUserId: string },
+  ) =>
+    trx
+      .insertInto('agentVersions')
+      .values({ ...row, tools: JSON.stringify(row.tools) })
+      .execute(),
+
+  /** Newest first, `limit + 1` of them below `below` (a version number) when given. */
+  list: (db: Kysely<DB>, orgId: string, agentId: string, limit: number, below?: number) =>
+    versionsOf(db, orgId, agentId)
+      .$if(below !== undefined, (q) => q.where('v.version', '<', below!))
+      .orderBy('v.version', 'desc')
+      .limit(limit + 1)
+      .execute(),
+
+  find: (db: Kysely<DB>, orgId: string, agentId: string, version: number) =>
+    versionsOf(db, orgId, agentId).where('v.version', '=', version).executeTakeFirst(),
+
+  recordPublication: (
+    trx: Kysely<DB>,
+    row: {
+      id: string;
+      agentId: string;
+      orgId: string;
+      version: number;
+      previousVersion: number | null;
+      publishedByUserId: string;
+    },
+  ) => trx.insertInto('agentPublications').values(row).execute(),
+
+  /** Newest first, `limit + 1` of them after the cursor. */
+  publications: (db: Kysely<DB>, orgId: string, agentId: string, limit: number, after?: Cursor) =>
+    db
+      .selectFrom('agentPublications')
+      .select(['id', 'version', 'previousVersion', 'publishedByUserId', 'publishedAt as createdAt'])
+      .where('orgId', '=', orgId)
+      .where('agentId', '=', agentId)
+      .$if(after !== undefined, (q) => q.where(olderThan(after!, 'publishedAt', 'id')))
+      .orderBy('publishedAt', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute(),
+};
