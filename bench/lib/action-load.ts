@@ -6,11 +6,13 @@ import { sentNow } from './harness.ts';
 import { signingHeaders } from '../../server/src/features/ingest/verification.ts';
 import type { SeededWebhook } from './seed.ts';
 
-/** The loopback model of the action benchmarks, answering at once: one `echo` tool call, then a closing text. */
-export async function startEchoModel() {
+/** The action benchmarks' loopback model: one `echo` tool call, then a closing text; at once, or after `delayMs`. */
+export async function startEchoModel(delayMs = 0) {
   const model = await startFakeModel();
   model.script((request) =>
-    toolResults(request).length > 0 ? { text: 'done' } : { toolCalls: [{ name: 'echo', arguments: { text: 'hello' } }] },
+    toolResults(request).length > 0
+      ? { text: 'done', delayMs }
+      : { toolCalls: [{ name: 'echo', arguments: { text: 'hello' } }], delayMs },
   );
   return model;
 }

@@ -54,3 +54,15 @@ export async function seedWebhooks(
     await container.close();
   }
 }
+
+/** A session of the seeded admin of org `bench-<org>` (its bearer token), for benchmarks that call the API. */
+export async function seedSession(env: Record<string, string>, org = 0): Promise<string> {
+  const container = await createContainer(loadConfig({ ...env, LOG_LEVEL: 'warn' }));
+  try {
+    const admin = await container.services.users.findByEmail(`admin-${org}@bench.example`);
+    if (!admin) throw new Error(`seedWebhooks made no admin for org ${org}`);
+    return (await container.services.sessions.create(admin.id)).token;
+  } finally {
+    await container.close();
+  }
+}

@@ -122,6 +122,16 @@ export const agentsRoute = createRoute({
   path: '/agents',
   component: lazyRouteComponent(() => import('./pages/agents/AgentsPage'), 'AgentsPage'),
 });
+export const agentDetailRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/agents/$id',
+  component: lazyRouteComponent(() => import('./pages/agents/AgentDetailPage'), 'AgentDetailPage'),
+});
+export const experimentRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/experiments/$id',
+  component: lazyRouteComponent(() => import('./pages/agents/ExperimentPage'), 'ExperimentPage'),
+});
 export const mcpServersRoute = createRoute({
   getParentRoute: () => adminRoute,
   path: '/mcp-servers',
@@ -163,6 +173,8 @@ const routeTree = rootRoute.addChildren([
         webhooksRoute,
         webhookDetailRoute,
         agentsRoute,
+        agentDetailRoute,
+        experimentRoute,
         usageRoute,
         mcpServersRoute,
       ]),

@@ -8,6 +8,7 @@ import { oauthRoutes } from './features/auth/oauth/oauth.routes.ts';
 import { opsRoutes } from './features/ops/ops.routes.ts';
 import { orgsRoutes } from './features/orgs/orgs.routes.ts';
 import { threadsRoutes } from './features/threads/threads.routes.ts';
+import { experimentsRoutes } from './features/experiments/experiments.routes.ts';
 import { agentVersionsRoutes } from './features/agents/agent-versions.routes.ts';
 import { agentsRoutes } from './features/agents/agents.routes.ts';
 import { ingestRoutes } from './features/ingest/ingest.routes.ts';
@@ -57,6 +58,7 @@ export async function registerRoutes(app: HttpApp, container: Container, ingestF
   const { orgAccess } = container;
   await app.register(agentsRoutes({ agents: services.agents, orgAccess }));
   await app.register(agentVersionsRoutes({ versions: services.agentVersions, orgAccess }));
+  await app.register(experimentsRoutes({ experiments: services.experiments, orgAccess }));
   await app.register(webhooksRoutes({ webhooks: services.webhooks, sendTest: services.sendTest, orgAccess }));
   await app.register(ledgerRoutes({ ledger: services.ledger, orgAccess }));
   await app.register(deliveriesRoutes({ deliveries: services.deliveries, orgAccess }));

@@ -29,13 +29,9 @@ const envSchema = z.object({
   HTTP_HEADERS_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(10),
   /** ...and its whole request, body included, within this; otherwise 408 and the connection closes. */
   HTTP_REQUEST_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
-  /** Ingest bodies being received at once, at most; past it a post gets 503 at once (slow senders cannot hold the memory). */
   /** A webhook message id answers a retry of its event this long (Svix retries for about 28 hours). */
-  WEBHOOK_MESSAGE_ID_RETENTION_HOURS: z.coerce
-    .number()
-    .positive()
-    .max(24 * 90)
-    .default(48),
+  WEBHOOK_MESSAGE_ID_RETENTION_HOURS: z.coerce.number().positive().max(2160).default(48),
+  /** Ingest bodies being received at once, at most; past it a post gets 503 at once (slow senders cannot hold the memory). */
   INGEST_MAX_PENDING_BODIES: positiveInt.max(100_000).default(512),
 
   CODEHOST_CLIENT_ID: optionalString,
@@ -100,6 +96,8 @@ const envSchema = z.object({
   ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
   /** Agent runs at once per worker: a run mostly waits on its model and holds no connection meanwhile. */
   ACTION_CONCURRENCY: positiveInt.max(500).default(100),
+  /** Experiment replays at once per worker, in slots of their own: live actions never wait for them. */
+  EXPERIMENT_CONCURRENCY: positiveInt.max(100).default(4),
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
   /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
@@ -262,6 +260,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     jobs: { pollMs: e.JOB_POLL_SECONDS * 1000 },
     actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },
+    experiments: { concurrency: e.EXPERIMENT_CONCURRENCY },
     callbacks: {
       allowPrivateNetworks: e.CALLBACK_ALLOW_PRIVATE_NETWORKS,
       timeoutMs: e.CALLBACK_TIMEOUT_SECONDS * 1000,

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { composeAccounts } from './composition/accounts.ts';
+import { composeExperiments } from './composition/experiments.ts';
 import { composeAgents } from './composition/agents.ts';
 import { composeApprovalMail } from './composition/approval-mail.ts';
 import { composeEmail } from './composition/email.ts';
@@ -90,6 +91,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     toolSources: [mcp.toolSource],
     offeredToMember: mcp.mcpServers.offeredToMember,
   });
+  const experiments = composeExperiments(shared, { modelTurn: agents.modelTurn, tools: agents.tools });
   const approvalMail = composeApprovalMail(shared, { threadMail: email.threadMail, approvals: agents.services.approvals });
   const { dispatcher, writer, httpAgents } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
@@ -103,6 +105,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ...email.services,
     mcpServers: mcp.mcpServers,
     approvalLinks: approvalMail.links,
+    experiments: experiments.experiments,
   };
 
   // Each feature registers the handlers of its queues.
@@ -149,6 +152,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
         });
         // Actions: queued ones, and those a stopped process was running once their lease lapses.
         runDispatcher.start();
+        // Experiments' replays, in slots of their own; those a stopped process was running once their lease lapses.
+        experiments.dispatcher.start();
         // Notifications a stopped process was processing are taken over once their lease lapses.
         await email.notifications.recover({ atStart: true });
         dispatcher.start();
@@ -164,6 +169,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       draining = true;
       await writer.drain();
       await runDispatcher.stop(10_000);
+      await experiments.dispatcher.stop(10_000);
       await runner.drain();
       await dispatcher.stop();
       httpAgents.destroy();

@@ -524,6 +524,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org}/agents/{agentId}/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replay a version of the agent on its past actions: no tool runs, nothing is sent; the model's calls are real */
+        post: operations["startExperiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's experiments (or one agent's), newest first */
+        get: operations["listExperiments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/experiments/{experimentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An experiment: its state, progress and summary, and its results stored so far (paginated) */
+        get: operations["getExperiment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/experiments/{experimentId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop an experiment: no more replays start, running ones stop */
+        post: operations["cancelExperiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orgs/{org}/webhooks": {
         parameters: {
             query?: never;
@@ -1339,97 +1407,6 @@ export interface components {
             /** @enum {string} */
             code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
         };
-        Usage: {
-            /** Format: date-time */
-            from: string;
-            /** Format: date-time */
-            to: string;
-            /** @enum {string} */
-            groupBy: "agent" | "model" | "user" | "day";
-            totals: {
-                calls: number;
-                inputTokens: number;
-                outputTokens: number;
-                /** @description Of the input tokens, those the provider read from its prompt cache */
-                cachedInputTokens: number;
-                totalTokens: number;
-                /** @description The cost of the priced calls; null when none had a price */
-                costUsd: number | null;
-                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
-                unpricedCalls: number;
-                durationMs: number;
-            };
-            groups: {
-                calls: number;
-                inputTokens: number;
-                outputTokens: number;
-                /** @description Of the input tokens, those the provider read from its prompt cache */
-                cachedInputTokens: number;
-                totalTokens: number;
-                /** @description The cost of the priced calls; null when none had a price */
-                costUsd: number | null;
-                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
-                unpricedCalls: number;
-                durationMs: number;
-                /** @description The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none */
-                key: string;
-                /** @description The agent's name, the model, the user's email; null for a day or one since deleted */
-                label: string | null;
-            }[];
-        };
-        Budgets: {
-            org: {
-                budget: {
-                    /**
-                     * @description The budget renews at the start of each UTC day or month
-                     * @enum {string}
-                     */
-                    period: "day" | "month";
-                    /** @description US dollars per period, at the prices of MODEL_PRICES */
-                    maxCostUsd?: number;
-                    /** @description Input and output tokens per period */
-                    maxTokens?: number;
-                    /**
-                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
-                     * @enum {string}
-                     */
-                    onExceed: "pause" | "fail";
-                };
-                /** Format: date-time */
-                periodStart: string;
-                /** Format: date-time */
-                periodEnd: string;
-                spentTokens: number;
-                spentCostUsd: number;
-            } | null;
-            agents: {
-                /** Format: uuid */
-                agentId: string;
-                agentName: string;
-                budget: {
-                    /**
-                     * @description The budget renews at the start of each UTC day or month
-                     * @enum {string}
-                     */
-                    period: "day" | "month";
-                    /** @description US dollars per period, at the prices of MODEL_PRICES */
-                    maxCostUsd?: number;
-                    /** @description Input and output tokens per period */
-                    maxTokens?: number;
-                    /**
-                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
-                     * @enum {string}
-                     */
-                    onExceed: "pause" | "fail";
-                };
-                /** Format: date-time */
-                periodStart: string;
-                /** Format: date-time */
-                periodEnd: string;
-                spentTokens: number;
-                spentCostUsd: number;
-            }[];
-        };
         Approval: {
             toolCallId: string;
             /** Format: uuid */
@@ -1688,6 +1665,97 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        Usage: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            groupBy: "agent" | "model" | "user" | "day" | "experiment";
+            totals: {
+                calls: number;
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Of the input tokens, those the provider read from its prompt cache */
+                cachedInputTokens: number;
+                totalTokens: number;
+                /** @description The cost of the priced calls; null when none had a price */
+                costUsd: number | null;
+                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                unpricedCalls: number;
+                durationMs: number;
+            };
+            groups: {
+                calls: number;
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Of the input tokens, those the provider read from its prompt cache */
+                cachedInputTokens: number;
+                totalTokens: number;
+                /** @description The cost of the priced calls; null when none had a price */
+                costUsd: number | null;
+                /** @description Calls of a model without a price in MODEL_PRICES: counted in tokens, cost unknown */
+                unpricedCalls: number;
+                durationMs: number;
+                /** @description The agent or user id, `provider/model`, the UTC day (YYYY-MM-DD) or the experiment id; empty: the action had none (for experiment: calls of live actions) */
+                key: string;
+                /** @description The agent's name, the model, the user's email; null for a day or one since deleted */
+                label: string | null;
+            }[];
+        };
+        Budgets: {
+            org: {
+                budget: {
+                    /**
+                     * @description The budget renews at the start of each UTC day or month
+                     * @enum {string}
+                     */
+                    period: "day" | "month";
+                    /** @description US dollars per period, at the prices of MODEL_PRICES */
+                    maxCostUsd?: number;
+                    /** @description Input and output tokens per period */
+                    maxTokens?: number;
+                    /**
+                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                     * @enum {string}
+                     */
+                    onExceed: "pause" | "fail";
+                };
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                spentTokens: number;
+                spentCostUsd: number;
+            } | null;
+            agents: {
+                /** Format: uuid */
+                agentId: string;
+                agentName: string;
+                budget: {
+                    /**
+                     * @description The budget renews at the start of each UTC day or month
+                     * @enum {string}
+                     */
+                    period: "day" | "month";
+                    /** @description US dollars per period, at the prices of MODEL_PRICES */
+                    maxCostUsd?: number;
+                    /** @description Input and output tokens per period */
+                    maxTokens?: number;
+                    /**
+                     * @description `pause`: the action waits for an approver, who may let it go on once; `fail`: the action fails
+                     * @enum {string}
+                     */
+                    onExceed: "pause" | "fail";
+                };
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                spentTokens: number;
+                spentCostUsd: number;
+            }[];
         };
         ToolPreference: {
             toolName: string;
@@ -4417,6 +4485,508 @@ export interface operations {
             };
         };
     };
+    startExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The agent's version to replay (a draft, the live one, or an older one) */
+                    version: number;
+                    /** @description Past actions of this agent to replay (finished ones); with `filter`, those of them that match it */
+                    actionIds?: string[];
+                    /** @description Selects the agent's finished actions, newest first */
+                    filter?: {
+                        /**
+                         * Format: date-time
+                         * @description Actions created at or after this instant
+                         */
+                        from?: string;
+                        /**
+                         * Format: date-time
+                         * @description Actions created before this instant
+                         */
+                        to?: string;
+                        eventType?: string;
+                        /**
+                         * @description How the original action ended
+                         * @enum {string}
+                         */
+                        status?: "completed" | "failed" | "rejected" | "expired";
+                    };
+                    /** @description At most this many actions (default: 50, or as many as actionIds names; at most 500) */
+                    limit?: number;
+                    /**
+                     * @description Call MCP tools their server annotates read-only for real (any other tool is never run)
+                     * @default false
+                     */
+                    liveReadOnlyTools?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        experiment: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            agentId: string;
+                            version: number;
+                            /** @enum {string} */
+                            state: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            liveReadOnlyTools: boolean;
+                            selection: {
+                                actionIds?: string[];
+                                filter?: {
+                                    [key: string]: string;
+                                };
+                                limit: number;
+                            };
+                            progress: {
+                                total: number;
+                                done: number;
+                            };
+                            /** @description Why it failed (a budget it reached) */
+                            error: string | null;
+                            /** Format: uuid */
+                            createdBy: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listExperiments: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                agentId?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        experiments: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            agentId: string;
+                            version: number;
+                            /** @enum {string} */
+                            state: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            liveReadOnlyTools: boolean;
+                            selection: {
+                                actionIds?: string[];
+                                filter?: {
+                                    [key: string]: string;
+                                };
+                                limit: number;
+                            };
+                            progress: {
+                                total: number;
+                                done: number;
+                            };
+                            /** @description Why it failed (a budget it reached) */
+                            error: string | null;
+                            /** Format: uuid */
+                            createdBy: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExperiment: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                outcome?: "same" | "changed" | "failed";
+            };
+            header?: never;
+            path: {
+                org: string;
+                experimentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        experiment: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            agentId: string;
+                            version: number;
+                            /** @enum {string} */
+                            state: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            liveReadOnlyTools: boolean;
+                            selection: {
+                                actionIds?: string[];
+                                filter?: {
+                                    [key: string]: string;
+                                };
+                                limit: number;
+                            };
+                            progress: {
+                                total: number;
+                                done: number;
+                            };
+                            /** @description Why it failed (a budget it reached) */
+                            error: string | null;
+                            /** Format: uuid */
+                            createdBy: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                        };
+                        summary: {
+                            outcomes: {
+                                same: number;
+                                changed: number;
+                                failed: number;
+                            };
+                            baseline: {
+                                inputTokens: number;
+                                outputTokens: number;
+                                costUsd: number | null;
+                                /** @description Calls that waited (would have waited) for a person */
+                                approvalsNeeded: number;
+                            };
+                            candidate: {
+                                inputTokens: number;
+                                outputTokens: number;
+                                costUsd: number | null;
+                                /** @description Calls that waited (would have waited) for a person */
+                                approvalsNeeded: number;
+                            };
+                        };
+                        results: {
+                            /** Format: uuid */
+                            actionId: string;
+                            /** @enum {string} */
+                            outcome: "same" | "changed" | "failed";
+                            /** @description What the original run did */
+                            baseline: {
+                                status: string;
+                                toolCalls: {
+                                    toolName: string;
+                                    arguments: unknown;
+                                    mode: string;
+                                    /** @description Why it waited (would have waited) for a person; null: it did not */
+                                    approval: string | null;
+                                    /** @description Baseline: how the call ended */
+                                    status?: string;
+                                    /**
+                                     * @description Candidate: the original call's recorded result, a stand-in (not executed), run for real (read-only), ...
+                                     * @enum {string}
+                                     */
+                                    replayed?: "recorded" | "not_executed" | "live" | "denied" | "no_such_tool";
+                                }[];
+                                approvalsNeeded: number;
+                                finalText: string | null;
+                                error: string | null;
+                                steps: number;
+                                inputTokens: number;
+                                outputTokens: number;
+                                costUsd: number | null;
+                            };
+                            /** @description What the candidate version did on the same input */
+                            candidate: {
+                                status: string;
+                                toolCalls: {
+                                    toolName: string;
+                                    arguments: unknown;
+                                    mode: string;
+                                    /** @description Why it waited (would have waited) for a person; null: it did not */
+                                    approval: string | null;
+                                    /** @description Baseline: how the call ended */
+                                    status?: string;
+                                    /**
+                                     * @description Candidate: the original call's recorded result, a stand-in (not executed), run for real (read-only), ...
+                                     * @enum {string}
+                                     */
+                                    replayed?: "recorded" | "not_executed" | "live" | "denied" | "no_such_tool";
+                                }[];
+                                approvalsNeeded: number;
+                                finalText: string | null;
+                                error: string | null;
+                                steps: number;
+                                inputTokens: number;
+                                outputTokens: number;
+                                costUsd: number | null;
+                            };
+                            /** @description tool_call_added, tool_call_missing, arguments_changed (changes: JSON Pointer path, from, to), approval_needed_now, approval_no_longer_needed, final_text_changed, status_changed */
+                            differences: ({
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                experimentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        experiment: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            agentId: string;
+                            version: number;
+                            /** @enum {string} */
+                            state: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            liveReadOnlyTools: boolean;
+                            selection: {
+                                actionIds?: string[];
+                                filter?: {
+                                    [key: string]: string;
+                                };
+                                limit: number;
+                            };
+                            progress: {
+                                total: number;
+                                done: number;
+                            };
+                            /** @description Why it failed (a budget it reached) */
+                            error: string | null;
+                            /** Format: uuid */
+                            createdBy: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -6151,7 +6721,9 @@ export interface operations {
                 from?: string;
                 /** @description End (exclusive): an ISO date or date-time; default now */
                 to?: string;
-                groupBy?: "agent" | "model" | "user" | "day";
+                groupBy?: "agent" | "model" | "user" | "day" | "experiment";
+                /** @description Experiments' model calls (real spend): counted (include), left out (exclude), or alone (only) */
+                experiments?: "include" | "exclude" | "only";
             };
             header?: never;
             path: {

@@ -34,6 +34,8 @@ const STATUS_COLORS: Record<string, string> = {
   dead_lettered: 'red',
   expired: 'gray',
   cancelled: 'gray',
+  same: 'green',
+  changed: 'orange',
 };
 export const statusColor = (status: string | null | undefined) => STATUS_COLORS[status ?? ''] ?? 'gray';
 

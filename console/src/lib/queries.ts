@@ -68,3 +68,27 @@ export const toolsQuery = (org: string) =>
     queryFn: () => unwrap(api.GET('/orgs/{org}/tools', { params: { path: { org } } })).then((body) => body.tools),
     staleTime: Infinity,
   });
+
+export const agentQuery = (org: string, agentId: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'agents', agentId],
+    queryFn: () => unwrap(api.GET('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId } } })),
+  });
+
+export const versionsQuery = (org: string, agentId: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'agents', agentId, 'versions'],
+    queryFn: () =>
+      unwrap(
+        api.GET('/orgs/{org}/agents/{agentId}/versions', { params: { path: { org, agentId }, query: { limit: 200 } } }),
+      ).then((body) => body.versions),
+  });
+
+export const experimentsQuery = (org: string, agentId: string) =>
+  queryOptions({
+    queryKey: [...keys.org(org), 'experiments', agentId],
+    queryFn: () =>
+      unwrap(api.GET('/orgs/{org}/experiments', { params: { path: { org }, query: { agentId, limit: 50 } } })).then(
+        (body) => body.experiments,
+      ),
+  });

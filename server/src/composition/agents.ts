@@ -1,4 +1,5 @@
 import { createActionRunner } from '../features/actions/action-runner.ts';
+import type { ModelTurnDeps } from '../features/actions/model-turn.ts';
 import { createApprovalsService } from '../features/actions/approvals.service.ts';
 import { createRunDispatcher } from '../features/actions/run-dispatcher.ts';
 import { createToolPreferencesService } from '../features/actions/tool-preferences.service.ts';
@@ -42,24 +43,28 @@ export async function composeAgents(
   await registerToolModules(tools, config.toolModules);
   for (const source of deps.toolSources) tools.addSource(source);
   const { budgets } = deps;
-  const runner = createActionRunner({
-    db,
-    jobs,
-    wakeRunners,
-    tools,
-    logger,
-    clock,
-    announce,
+  // What a model step needs, for live runs and experiments' replays alike.
+  const modelTurn: ModelTurnDeps = {
     tracing: shared.tracing,
+    clock,
     meter: createModelMeter({ budgets, userLimits: deps.userLimits, prices: config.model.prices }),
     resolveModel: createModelResolver({ box, defaults: config.model }),
     defaultProvider: config.model.provider,
     limits: {
       maxSteps: config.actions.maxSteps,
-      leaseMs: config.actions.leaseMs,
       modelTimeoutMs: config.model.timeoutMs,
       modelMaxRetries: config.model.maxRetries,
     },
+  };
+  const runner = createActionRunner({
+    ...modelTurn,
+    db,
+    jobs,
+    wakeRunners,
+    tools,
+    logger,
+    announce,
+    leaseMs: config.actions.leaseMs,
     writeConcurrency: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency,
   });
   const runDispatcher = createRunDispatcher({
@@ -83,5 +88,5 @@ export async function composeAgents(
     }),
     modelCredentials: createModelCredentialsService({ db, box }),
   };
-  return { services, tools, runner, runDispatcher, renderPool };
+  return { services, tools, runner, runDispatcher, renderPool, modelTurn };
 }

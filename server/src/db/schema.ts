@@ -22,8 +22,10 @@ import type {
 } from './approval-schema.ts';
 import type { BudgetColumn, BudgetSpendTable, ModelCallsTable } from './usage-schema.ts';
 import type { AgentPublicationsTable, AgentsTable, AgentVersionsTable } from './agent-schema.ts';
+import type { ExperimentResultsTable, ExperimentsTable } from './experiment-schema.ts';
 
 export type * from './agent-schema.ts';
+export * from './experiment-schema.ts';
 export * from './approval-schema.ts';
 export * from './callback-schema.ts';
 export type * from './mcp-schema.ts';
@@ -234,6 +236,8 @@ export interface DB {
   agents: AgentsTable;
   agentVersions: AgentVersionsTable;
   agentPublications: AgentPublicationsTable;
+  experiments: ExperimentsTable;
+  experimentResults: ExperimentResultsTable;
   actionRules: ActionRulesTable;
   webhooks: WebhooksTable;
   actions: ActionsTable;

@@ -30,6 +30,8 @@ export interface ModelCallsTable {
   costUsd: number | null;
   durationMs: number;
   createdAt: Date;
+  /** A call an experiment's replay made (then it has no action). */
+  experimentId: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A budget's spend in one period (reserved before each call, settled after it). */

@@ -24,6 +24,10 @@ export const BUS_TOPICS = {
   callbacks: 'callbacks',
   /** Runnable actions were committed (or a lease given up): the run dispatchers claim (a signal, no key). */
   actionRuns: 'action-runs',
+  /** Experiments' results wait to be replayed: the experiment dispatchers claim (a signal, no key). */
+  experiments: 'experiments',
+  /** An experiment ended before its results were all stored (cancelled, or a budget): its replays stop (key: its id). */
+  experimentEnded: 'experiment-ended',
   /**
    * Ledger rows or approvals of an org changed (key: JSON `{ org, kind, ids }`). Sent by the
    * database's triggers on commit (migration 0011), never by a process: features/events streams them.

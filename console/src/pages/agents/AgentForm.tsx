@@ -1,6 +1,5 @@
-import { SubmitRow } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { Checkbox, Select, SimpleGrid, Stack, Text, Textarea, TextInput } from '@mantine/core';
+import { Button, Checkbox, Group, Select, SimpleGrid, Stack, Text, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
@@ -14,11 +13,30 @@ const agentSchema = z.object({
   provider: z.enum(PROVIDERS).nullable(),
   model: z.string().max(200),
   tools: z.array(z.string()),
+  changeNote: z.string().max(2000),
 });
 export type AgentValues = z.infer<typeof agentSchema>;
-export const emptyAgent: AgentValues = { name: '', instructions: '', provider: null, model: '', tools: [] };
-/** The API's body: an empty model is the server's default (null). */
-export const toAgentBody = (values: AgentValues) => ({ ...values, model: values.model.trim() || null });
+export const emptyAgent: AgentValues = { name: '', instructions: '', provider: null, model: '', tools: [], changeNote: '' };
+/** The form's values of an agent as the API gives it. */
+export const agentValues = (agent: Omit<AgentValues, 'model' | 'changeNote'> & { model: string | null }): AgentValues => ({
+  name: agent.name,
+  instructions: agent.instructions,
+  provider: agent.provider,
+  model: agent.model ?? '',
+  tools: agent.tools,
+  changeNote: '',
+});
+/** The API's body: an empty model is the server's default (null), an empty note none. */
+export const toAgentBody = (values: AgentValues) => ({
+  ...values,
+  model: values.model.trim() || null,
+  changeNote: values.changeNote.trim() || null,
+});
+/** A draft: what the agent does (not its name), for the next version. */
+export const toDraftBody = (values: AgentValues) => {
+  const { name: _, ...body } = toAgentBody(values);
+  return body;
+};
 
 /** An agent: its instructions, its model (or the server's), and the tools it may call. */
 export function AgentForm(props: {
@@ -27,6 +45,8 @@ export function AgentForm(props: {
   submitLabel: string;
   busy: boolean;
   onSubmit: (values: AgentValues) => void;
+  /** Saves what it does as the next version without making it live (an existing agent). */
+  onDraft?: (values: AgentValues) => void;
 }) {
   const { data: tools = [] } = useQuery(toolsQuery(props.org));
   const form = useForm<AgentValues>({ resolver: zodResolver(agentSchema), defaultValues: props.initial });
@@ -82,7 +102,22 @@ export function AgentForm(props: {
             </Checkbox.Group>
           )}
         />
-        <SubmitRow label={props.submitLabel} busy={props.busy} />
+        <TextInput
+          label="Change note"
+          description="Why: kept with the version this change makes."
+          {...form.register('changeNote')}
+          error={errors.changeNote?.message}
+        />
+        <Group justify="flex-end">
+          {props.onDraft && (
+            <Button variant="default" loading={props.busy} onClick={form.handleSubmit(props.onDraft)}>
+              Save as draft
+            </Button>
+          )}
+          <Button type="submit" loading={props.busy}>
+            {props.submitLabel}
+          </Button>
+        </Group>
       </Stack>
     </form>
   );

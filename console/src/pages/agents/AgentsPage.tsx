@@ -7,7 +7,8 @@ import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
-import { AgentForm, type AgentValues, emptyAgent, toAgentBody } from './AgentForm';
+import { AnchorLink } from '../../components/links';
+import { AgentForm, type AgentValues, agentValues, emptyAgent, toAgentBody } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
 import { emptyRule, RuleForm, type RuleValues, ruleValues, toRuleBody } from './RuleForm';
 
@@ -83,6 +84,7 @@ export function AgentsPage() {
           <Table.Thead>
             <Table.Tr>
               <Table.Th>Name</Table.Th>
+              <Table.Th>Live version</Table.Th>
               <Table.Th>Model</Table.Th>
               <Table.Th>Tools</Table.Th>
               <Table.Th />
@@ -91,7 +93,12 @@ export function AgentsPage() {
           <Table.Tbody>
             {agents.data?.map((agent) => (
               <Table.Tr key={agent.id}>
-                <Table.Td>{agent.name}</Table.Td>
+                <Table.Td>
+                  <AnchorLink to="/o/$org/agents/$id" params={{ org, id: agent.id }}>
+                    {agent.name}
+                  </AnchorLink>
+                </Table.Td>
+                <Table.Td>v{agent.liveVersion}</Table.Td>
                 <Table.Td>{agent.provider ? `${agent.provider} ${agent.model ?? ''}` : 'server default'}</Table.Td>
                 <Table.Td>
                   <Group gap={4}>
@@ -104,7 +111,7 @@ export function AgentsPage() {
                 </Table.Td>
                 <Table.Td>
                   <RowButtons
-                    onEdit={() => setEditing({ kind: 'agent', id: agent.id, initial: { ...agent, model: agent.model ?? '' } })}
+                    onEdit={() => setEditing({ kind: 'agent', id: agent.id, initial: agentValues(agent) })}
                     onDelete={() => confirmDelete('agent', agent.id, agent.name)}
                   />
                 </Table.Td>

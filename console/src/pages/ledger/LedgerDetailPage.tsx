@@ -91,6 +91,14 @@ export function LedgerDetailPage() {
             <UserName org={org} userId={execution?.runAsUserId} />
           </Field>
           <Field label="Agent">{agents?.find((agent) => agent.id === execution?.agentId)?.name ?? execution?.agentId}</Field>
+          {entry.agentVersion !== null && (
+            <Field label="Agent version">
+              {`version ${entry.agentVersion}`}
+              {entry.agentLiveVersion !== null && entry.agentLiveVersion !== entry.agentVersion
+                ? ` (version ${entry.agentLiveVersion} is live now)`
+                : ' (live)'}
+            </Field>
+          )}
           {execution && (
             <Field label="Model usage">
               {`${execution.usage.calls} calls, ${new Intl.NumberFormat('en').format(execution.usage.totalTokens)} tokens, `}

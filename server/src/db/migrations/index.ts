@@ -19,6 +19,7 @@ import * as usageBudgets from './0017_usage_budgets.ts';
 import * as traceContext from './0018_trace_context.ts';
 import * as approvalReplies from './0019_approval_replies.ts';
 import * as agentVersions from './0020_agent_versions.ts';
+import * as experiments from './0021_experiments.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0018_trace_context': traceContext,
   '0019_approval_replies': approvalReplies,
   '0020_agent_versions': agentVersions,
+  '0021_experiments': experiments,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,23 +1,20 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { DB, ToolCallRow } from '../../db/schema.ts';
+import type { DB } from '../../db/schema.ts';
 import type { Span } from '../../lib/tracing.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
-import { threadsRepo } from '../threads/threads.repo.ts';
 import { ModelUnavailableError } from '../agents/model-provider.ts';
-import { ModelCallError, modelTools } from './model-step.ts';
-import { createModelTurn, type ModelTurnDeps } from './model-turn.ts';
-import { type RunTracing, startRunSpans } from './run-tracing.ts';
-import { messageRow } from './action-writes.ts';
+import { ModelCallError } from './model-step.ts';
+import type { ModelTurnDeps } from './model-turn.ts';
+import { startRunSpans } from './run-tracing.ts';
 import { createRunWriter, RunSuperseded } from './run-writer.ts';
+import { createRunLoop } from './run-loop.ts';
+import { liveEffects } from './run-effects.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
-import { createToolStep } from './tool-step.ts';
-import { ActionFailure, eventMessage, planTools, type Run, type RunContext } from './run-context.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { ActionFailure, type Run, type RunContext } from './run-context.ts';
 import { storableText } from '../../lib/json-input.ts';
 
 /**
@@ -36,89 +33,25 @@ export function createActionRunner(
     /** Runnable actions were committed (or a lease given up): the run dispatchers of every process claim now. */
     wakeRunners: () => void;
     tools: ToolRegistry;
-    limits: { maxSteps: number; leaseMs: number; modelTimeoutMs: number; modelMaxRetries: number };
+    /** How long a run holds its action without renewing (a dead process's actions are taken over after it). */
+    leaseMs: number;
     /** Write statements at once; the steps of runs that arrive meanwhile are written together. */
     writeConcurrency: number;
     /** Called once a transition has committed: its callbacks go out now. */
     announce: () => void;
-    tracing: RunTracing;
     logger: Logger;
-    clock: Clock;
   },
 ) {
   const { db } = deps;
   /** Aborted when the process stops: runs hand their action over at the next safe point. */
   const stopping = new AbortController();
-  const { store, finish, drain } = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
-  const settleToolCalls = createToolStep({
-    db,
-    clock: deps.clock,
-    jobs: deps.jobs,
-    store,
-    announce: deps.announce,
-    tracing: deps.tracing,
+  const writer = createRunWriter({ db, writeConcurrency: deps.writeConcurrency, announce: deps.announce });
+  const { finish, drain } = writer;
+  const { begin, drive } = createRunLoop({
+    ...deps,
+    effects: liveEffects({ db, clock: deps.clock, jobs: deps.jobs, writer, announce: deps.announce }),
+    stopping: stopping.signal,
   });
-  const takeModelStep = createModelTurn({ ...deps, store, finish, stopping: stopping.signal });
-
-  /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
-  async function begin(context: RunContext, signal: AbortSignal, span: Span, calls: ToolCallRow[] | null): Promise<Run> {
-    const actionId = context.id;
-    if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
-    if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
-    const plans = planTools(await deps.tools.forOrg(context.orgId), context);
-    const run: Run = {
-      context,
-      plans,
-      tools: modelTools(plans),
-      threadId: context.threadId ?? randomUUID(),
-      messages: [],
-      calls: new Map(),
-      signal,
-      span,
-    };
-    if (!context.threadId) {
-      const first = eventMessage(context);
-      const title = `${context.eventType}${context.externalId ? ` (${context.externalId})` : ''}`.slice(0, 200);
-      run.opening = {
-        thread: { id: run.threadId, orgId: context.orgId, userId: context.runAsUserId, title, actionId },
-        message: messageRow(run.threadId, 0, first, actionId),
-      };
-      run.messages.push(first);
-      return run;
-    }
-    run.messages = (await threadsRepo.messages(db, run.threadId)).map(({ role, content }) => ({ role, content }));
-    for (const row of calls ?? [])
-      run.calls.set(row.toolCallId, {
-        ...row,
-        output: row.output ?? null,
-        interrupted: row.status === 'ready' && row.startedAt !== null,
-      });
-    return run;
-  }
-
-  async function drive(run: Run): Promise<void> {
-    const actionId = run.context.id;
-    for (;;) {
-      // Between steps everything done is stored: the place to hand over to another process.
-      if (stopping.signal.aborted) throw new RunHandedOver();
-      const last = run.messages.at(-1)!;
-      if (last.role !== 'assistant') {
-        if ((await takeModelStep(run)) !== 'continue') return;
-        continue;
-      }
-      const parts = last.content as Array<{ type: string; toolCallId?: string; text?: string }>;
-      const toolCallIds = parts.filter((part) => part.type === 'tool-call').map((part) => part.toolCallId!);
-      if (toolCallIds.length === 0) {
-        const text = parts
-          .filter((part) => part.type === 'text')
-          .map((part) => part.text)
-          .join('');
-        await finish(actionId, 'completed', { result: { text } }, run);
-        return;
-      }
-      if ((await settleToolCalls(run, toolCallIds)) === 'stop') return;
-    }
-  }
 
   /** Gives up the lease, so that a worker of another process claims the action at once (woken now). */
   async function handOver(actionId: string): Promise<void> {
@@ -163,10 +96,10 @@ export function createActionRunner(
       const renew = setInterval(
         () => {
           actionsRepo
-            .renewLease(db, actionId, deps.limits.leaseMs)
+            .renewLease(db, actionId, deps.leaseMs)
             .catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
         },
-        Math.max(100, deps.limits.leaseMs / 3),
+        Math.max(100, deps.leaseMs / 3),
       );
       renew.unref();
       let run: Run | undefined;
@@ -226,10 +159,3 @@ function unsettledCall(run: Run | undefined, failure: string, now: Date) {
 
 /** Takeovers of an action's run (its runner died each time) after which it is failed, not run again. */
 export const MAX_TAKEOVERS = 5;
-
-/** Thrown between steps of a run whose process is stopping. */
-class RunHandedOver extends Error {
-  constructor() {
-    super('the process is stopping');
-  }
-}

@@ -73,15 +73,17 @@ export const actionsRepo = {
    * Everything a run needs, in one query: the action, its agent, its rule, whether its webhook allows
    * overrides, the tools its run-as user always denies, and the org's key for the agent's provider.
    * The action keeps the ids it was created with; `agentId` and `runAsUserId` are null here when
-   * that agent or user no longer exists.
+   * that agent or user no longer exists. With `version`, the agent's behaviour is that version's (an experiment's replay).
    */
-  runContexts: (db: Kysely<DB>, actionIds: string[], defaultProvider: ModelProvider) =>
+  runContexts: (db: Kysely<DB>, actionIds: string[], defaultProvider: ModelProvider, version?: number) =>
     db
       .selectFrom('actions as a')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
-      // The version the action was created with (an older row without one: the live version).
+      // The version the action was created with (an older row without one: the live version), or the one asked for.
       .leftJoin('agentVersions as v', (join) =>
-        join.onRef('v.agentId', '=', 'g.id').on('v.version', '=', sql<number>`coalesce(a.agent_version, g.live_version)`),
+        join
+          .onRef('v.agentId', '=', 'g.id')
+          .on('v.version', '=', sql<number>`coalesce(${version ?? null}::int, a.agent_version, g.live_version)`),
       )
       .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
       .leftJoin('webhooks as w', 'w.id', 'a.webhookId')

@@ -1,37 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelMessage } from 'ai';
-import type { Kysely } from 'kysely';
-import type { DB, ModelProvider } from '../../db/schema.ts';
-import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { ModelProvider } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { ModelResolver } from '../agents/model-provider.ts';
 import type { ModelMeter } from '../usage/model-meter.ts';
 import { type ActionWrite, messageRow } from './action-writes.ts';
-import { continuationOf, expectedUsage, pauseForBudget } from './budget-hold.ts';
+import { continuationOf, expectedUsage } from './budget-hold.ts';
 import { callModel, type ModelStep } from './model-step.ts';
 import { ActionFailure, decideCall, instructionsOf, type Run, toRow } from './run-context.ts';
 import { endModelSpan, type RunTracing, startModelSpan } from './run-tracing.ts';
-import type { RunWriter } from './run-writer.ts';
+import type { RunEffects } from './run-effects.ts';
 
 export interface ModelTurnDeps {
-  db: Kysely<DB>;
-  jobs: Pick<JobRunner, 'enqueue'>;
   resolveModel: ModelResolver;
   defaultProvider: ModelProvider;
   limits: { maxSteps: number; modelTimeoutMs: number; modelMaxRetries: number };
   /** Budgets and the run-as user's limits, checked before each model call; what each call used and cost. */
   meter: ModelMeter;
   tracing: RunTracing;
-  /** Called once a transition has committed: its callbacks go out now. */
-  announce: () => void;
   clock: Clock;
 }
 
 /** The model's turn in a run: one model call, checked against the budgets before, stored with its usage after. */
 export function createModelTurn(
-  deps: ModelTurnDeps & { store: RunWriter['store']; finish: RunWriter['finish']; stopping: AbortSignal },
+  deps: ModelTurnDeps & { effects: Pick<RunEffects, 'store' | 'finish' | 'hold' | 'overBudget'>; stopping: AbortSignal },
 ) {
-  const { db, store, finish } = deps;
+  const { store, finish } = deps.effects;
   /**
    * One model step, stored with its model call; an answer without tool calls completes the action in
    * the same statement. Budgets and the run-as user's limits are checked first: over a budget, the
@@ -57,9 +51,7 @@ export function createModelTurn(
     });
     if (admission.kind === 'refused') {
       run.span.addEvent('model call refused', { reason: admission.reason });
-      if (admission.onExceed === 'fail') throw new ActionFailure(admission.reason);
-      await pauseForBudget({ db, clock: deps.clock, jobs: deps.jobs, store, announce: deps.announce }, run, admission);
-      return 'paused';
+      return deps.effects.overBudget(run, admission);
     }
     const { ticket } = admission;
     const startedAt = performance.now();
@@ -118,13 +110,7 @@ export function createModelTurn(
     };
     const staged = calls.filter((call) => call.status === 'staged');
     if (staged.length === 0) await store(run, stored);
-    else {
-      await db.transaction().execute(async (trx) => {
-        await store(run, stored, trx);
-        for (const call of staged)
-          await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
-      });
-    }
+    else await deps.effects.hold(run, stored, staged);
     run.messages.push(step.assistant);
     for (const call of calls) run.calls.set(call.toolCallId, call);
     return 'continue';

@@ -8,7 +8,7 @@ import type { JobRunner } from '../../jobs/job-runner.ts';
 import { approvalDeadline, type Call, INTERRUPTED, type Message, type Run } from './run-context.ts';
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
-import { runToolCall } from './tool-execution.ts';
+import type { RunEffects } from './run-effects.ts';
 import { endToolSpan, type RunTracing, startToolSpan } from './run-tracing.ts';
 
 /** The part of a run after a model step that called tools: running them, or waiting for their approval. */
@@ -17,6 +17,8 @@ export function createToolStep(deps: {
   clock: Clock;
   jobs: Pick<JobRunner, 'enqueue'>;
   store: RunWriter['store'];
+  /** Runs a call (a live run's tool, or an experiment's stand-in). */
+  execute: RunEffects['execute'];
   /** Called once a transition has committed: its callbacks go out now. */
   announce: () => void;
   tracing: RunTracing;
@@ -80,7 +82,7 @@ export function createToolStep(deps: {
         toolCallId: call.toolCallId,
         signal: run.signal,
       };
-      Object.assign(call, await runToolCall(run.plans.get(call.toolName)?.definition, call, toolContext));
+      Object.assign(call, await deps.execute(run, call, toolContext));
     } finally {
       endToolSpan(deps.tracing, span, call);
     }

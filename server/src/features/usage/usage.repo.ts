@@ -1,7 +1,12 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
-export const USAGE_GROUPINGS = ['agent', 'model', 'user', 'day'] as const;
+export const USAGE_GROUPINGS = ['agent', 'model', 'user', 'day', 'experiment'] as const;
+/** Which calls count: all, those of live actions only, or those of experiments' replays only. */
+export const EXPERIMENT_CALLS = ['include', 'exclude', 'only'] as const;
+export type ExperimentCalls = (typeof EXPERIMENT_CALLS)[number];
+const experimentCalls = (which: ExperimentCalls | undefined) =>
+  which === 'exclude' ? sql`and m.experiment_id is null` : which === 'only' ? sql`and m.experiment_id is not null` : sql``;
 export type UsageGrouping = (typeof USAGE_GROUPINGS)[number];
 
 export interface UsageTotals {
@@ -55,24 +60,40 @@ const GROUPS: Record<UsageGrouping, { key: RawBuilder<string>; label: RawBuilder
   model: { key: sql`m.provider || '/' || m.model`, label: sql`max(m.model)`, join: sql`` },
   user: { key: sql`coalesce(m.user_id::text, '')`, label: sql`max(u.email)`, join: sql`left join users u on u.id = m.user_id` },
   day: { key: sql`to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD')`, label: sql`null`, join: sql`` },
+  experiment: {
+    key: sql`coalesce(m.experiment_id::text, '')`,
+    label: sql`case when max(x.id::text) is null then 'live actions'
+      else 'experiment: ' || max(g.name) || ' version ' || max(x.version) end`,
+    join: sql`left join experiments x on x.id = m.experiment_id left join agents g on g.id = x.agent_id`,
+  },
 };
 
 export const usageRepo = {
   /** The calls of an org (or one agent's) in [from, to). */
-  totals: async (db: Kysely<DB>, orgId: string, range: { from: Date; to: Date; agentId?: string }): Promise<UsageTotals> => {
+  totals: async (
+    db: Kysely<DB>,
+    orgId: string,
+    range: { from: Date; to: Date; agentId?: string; experiments?: ExperimentCalls },
+  ): Promise<UsageTotals> => {
     const result = await sql<TotalsRow>`select ${TOTALS} from model_calls m
       where m.org_id = ${orgId} and m.created_at >= ${range.from} and m.created_at < ${range.to}
-      ${range.agentId ? sql`and m.agent_id = ${range.agentId}` : sql``}`.execute(db);
+      ${range.agentId ? sql`and m.agent_id = ${range.agentId}` : sql``} ${experimentCalls(range.experiments)}`.execute(db);
     return toTotals(result.rows[0]);
   },
 
   /** The calls of an org in [from, to), per group. */
-  grouped: async (db: Kysely<DB>, orgId: string, range: { from: Date; to: Date }, grouping: UsageGrouping) => {
+  grouped: async (
+    db: Kysely<DB>,
+    orgId: string,
+    range: { from: Date; to: Date; experiments?: ExperimentCalls },
+    grouping: UsageGrouping,
+  ) => {
     const group = GROUPS[grouping];
     const result = await sql<TotalsRow & { key: string; label: string | null }>`
       select ${group.key} as key, ${group.label} as label, ${TOTALS}
       from model_calls m ${group.join}
       where m.org_id = ${orgId} and m.created_at >= ${range.from} and m.created_at < ${range.to}
+        ${experimentCalls(range.experiments)}
       group by 1 order by 1`.execute(db);
     return result.rows.map((row) => ({ key: row.key, label: row.label, ...toTotals(row) }));
   },

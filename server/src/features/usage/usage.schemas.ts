@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BUDGET_ACTIONS, BUDGET_PERIODS } from '../../db/schema.ts';
-import { USAGE_GROUPINGS } from './usage.repo.ts';
+import { EXPERIMENT_CALLS, USAGE_GROUPINGS } from './usage.repo.ts';
 
 /** An org's or an agent's budget; null: none. */
 export const budgetSchema = z
@@ -31,6 +31,10 @@ export const usageQuery = z.object({
   from: dateOrTime.optional().describe('Start (inclusive): an ISO date (UTC midnight) or date-time; default 30 days before `to`'),
   to: dateOrTime.optional().describe('End (exclusive): an ISO date or date-time; default now'),
   groupBy: z.enum(USAGE_GROUPINGS).default('day'),
+  experiments: z
+    .enum(EXPERIMENT_CALLS)
+    .default('include')
+    .describe("Experiments' model calls (real spend): counted (include), left out (exclude), or alone (only)"),
 });
 
 export const usageSchema = z
@@ -43,7 +47,10 @@ export const usageSchema = z
       usageTotalsSchema.extend({
         key: z
           .string()
-          .describe('The agent or user id, `provider/model`, or the UTC day (YYYY-MM-DD); empty: the action had none'),
+          .describe(
+            'The agent or user id, `provider/model`, the UTC day (YYYY-MM-DD) or the experiment id; empty: the action had ' +
+              'none (for experiment: calls of live actions)',
+          ),
         label: z
           .string()
           .nullable()

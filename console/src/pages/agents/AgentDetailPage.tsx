@@ -1,0 +1,81 @@
+import { Badge, Button, Group, Modal, Stack, Text, Title } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useParams } from '@tanstack/react-router';
+import { useState } from 'react';
+import { api, unwrap } from '../../api/client';
+import { QueryError } from '../../components/RouteError';
+import { agentQuery, keys } from '../../lib/queries';
+import { AgentForm, type AgentValues, agentValues, toAgentBody, toDraftBody } from './AgentForm';
+import { ExperimentsSection } from './ExperimentsSection';
+import { VersionsSection } from './VersionsSection';
+
+/** One agent: edit it (publish at once, or save a draft), its versions, and experiments of them on past actions. */
+export function AgentDetailPage() {
+  const { org, id } = useParams({ from: '/signed-in/o/$org/admin/agents/$id' });
+  const queryClient = useQueryClient();
+  const agent = useQuery(agentQuery(org, id));
+  const [editing, setEditing] = useState(false);
+  const [starting, setStarting] = useState<number | null>(null);
+  const saved = (message: string) => {
+    setEditing(false);
+    notifications.show({ color: 'green', message });
+    void queryClient.invalidateQueries({ queryKey: keys.org(org) });
+  };
+  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
+  const publish = useMutation({
+    mutationFn: (values: AgentValues) =>
+      unwrap(api.PATCH('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } }, body: toAgentBody(values) })),
+    onSuccess: (updated) => saved(`Saved; version ${updated.liveVersion} is live`),
+    onError: failed('Agent not saved'),
+  });
+  const draft = useMutation({
+    mutationFn: (values: AgentValues) =>
+      unwrap(
+        api.POST('/orgs/{org}/agents/{agentId}/versions', { params: { path: { org, agentId: id } }, body: toDraftBody(values) }),
+      ),
+    onSuccess: ({ version }) => saved(`Saved as draft: version ${version.version}, not live`),
+    onError: failed('Draft not saved'),
+  });
+  if (agent.error) return <QueryError error={agent.error} />;
+  if (!agent.data) return null;
+  const { data } = agent;
+  return (
+    <Stack gap="xl">
+      <Group justify="space-between">
+        <Stack gap={4}>
+          <Title order={1} size="h2">
+            {data.name}
+          </Title>
+          <Group gap="xs">
+            <Badge color="green" variant="dot" tt="none">
+              live: version {data.liveVersion}
+            </Badge>
+            <Text size="sm" c="dimmed">
+              {data.provider ? `${data.provider} ${data.model ?? ''}` : "the server's default model"} · {data.tools.length} tools
+            </Text>
+          </Group>
+        </Stack>
+        <Button onClick={() => setEditing(true)}>Edit</Button>
+      </Group>
+      <VersionsSection org={org} agentId={id} liveVersion={data.liveVersion} onExperiment={setStarting} />
+      <ExperimentsSection
+        org={org}
+        agentId={id}
+        starting={starting}
+        onStart={() => setStarting(data.liveVersion)}
+        onClose={() => setStarting(null)}
+      />
+      <Modal opened={editing} onClose={() => setEditing(false)} title={`Edit ${data.name}`} size="lg">
+        <AgentForm
+          org={org}
+          initial={agentValues(data)}
+          submitLabel="Save and publish"
+          busy={publish.isPending || draft.isPending}
+          onSubmit={(values) => publish.mutate(values)}
+          onDraft={(values) => draft.mutate(values)}
+        />
+      </Modal>
+    </Stack>
+  );
+}

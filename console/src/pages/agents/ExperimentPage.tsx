@@ -1,0 +1,164 @@
+import { Badge, Button, Card, Group, Progress, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useParams } from '@tanstack/react-router';
+import { useState } from 'react';
+import { api, unwrap } from '../../api/client';
+import { AnchorLink } from '../../components/links';
+import { QueryError } from '../../components/RouteError';
+import { StatusBadge } from '../../components/StatusBadge';
+import { usd } from '../../lib/format';
+import { agentQuery, keys } from '../../lib/queries';
+import { ResultComparison } from './ResultComparison';
+
+const OUTCOMES = ['all', 'changed', 'same', 'failed'] as const;
+type Outcome = (typeof OUTCOMES)[number];
+
+/** An experiment: its progress while it runs, what changed in sum, and each action's baseline beside the candidate. */
+export function ExperimentPage() {
+  const { org, id } = useParams({ from: '/signed-in/o/$org/admin/experiments/$id' });
+  const queryClient = useQueryClient();
+  const [outcome, setOutcome] = useState<Outcome>('all');
+  const [selected, setSelected] = useState<string | null>(null);
+  const experiment = useQuery({
+    queryKey: [...keys.org(org), 'experiment', id, outcome],
+    queryFn: () =>
+      unwrap(
+        api.GET('/orgs/{org}/experiments/{experimentId}', {
+          params: { path: { org, experimentId: id }, query: { limit: 200, ...(outcome !== 'all' && { outcome }) } },
+        }),
+      ),
+    refetchInterval: (query) => (['queued', 'running'].includes(query.state.data?.experiment.state ?? '') ? 1000 : false),
+  });
+  const agentId = experiment.data?.experiment.agentId;
+  const agent = useQuery({ ...agentQuery(org, agentId ?? ''), enabled: agentId !== undefined });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: keys.org(org) });
+  const cancel = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/orgs/{org}/experiments/{experimentId}/cancel', { params: { path: { org, experimentId: id } } })),
+    onSuccess: () => void refresh(),
+    onError: (error) => notifications.show({ color: 'red', title: 'Not cancelled', message: error.message }),
+  });
+  const publish = useMutation({
+    mutationFn: (input: { agentId: string; version: number }) =>
+      unwrap(api.POST('/orgs/{org}/agents/{agentId}/versions/{version}/publish', { params: { path: { org, ...input } } })),
+    onSuccess: (published) => {
+      notifications.show({ color: 'green', message: `Version ${published.liveVersion} is live` });
+      void refresh();
+    },
+    onError: (error) => notifications.show({ color: 'red', title: 'Not published', message: error.message }),
+  });
+  if (experiment.error) return <QueryError error={experiment.error} />;
+  if (!experiment.data) return null;
+  const { experiment: item, summary, results } = experiment.data;
+  const running = item.state === 'queued' || item.state === 'running';
+  const chosen = results.find((result) => result.actionId === selected);
+  return (
+    <Stack gap="lg">
+      <Group justify="space-between">
+        <Stack gap={4}>
+          <Title order={1} size="h2">
+            Experiment:{' '}
+            {agent.data ? (
+              <AnchorLink to="/o/$org/agents/$id" params={{ org, id: item.agentId }}>
+                {agent.data.name}
+              </AnchorLink>
+            ) : (
+              'agent'
+            )}{' '}
+            version {item.version}
+          </Title>
+          <Group gap="xs">
+            <StatusBadge status={item.state} />
+            {item.error && <Text size="sm">{item.error}</Text>}
+          </Group>
+        </Stack>
+        <Group>
+          {running && (
+            <Button color="red" variant="light" loading={cancel.isPending} onClick={() => cancel.mutate()}>
+              Cancel
+            </Button>
+          )}
+          {agent.data && agent.data.liveVersion !== item.version && (
+            <Button loading={publish.isPending} onClick={() => publish.mutate({ agentId: item.agentId, version: item.version })}>
+              Publish version {item.version}
+            </Button>
+          )}
+          {agent.data?.liveVersion === item.version && (
+            <Badge color="green" variant="dot" tt="none">
+              version {item.version} is live
+            </Badge>
+          )}
+        </Group>
+      </Group>
+      <Group gap="sm" wrap="nowrap">
+        <Progress value={(100 * item.progress.done) / item.progress.total} style={{ flex: 1 }} size="lg" aria-label="Progress" />
+        <Text size="sm">
+          {item.progress.done} of {item.progress.total} actions
+        </Text>
+      </Group>
+      <SimpleGrid cols={{ base: 1, sm: 3 }}>
+        <Card withBorder>
+          <Text size="sm" c="dimmed">
+            Outcomes
+          </Text>
+          <Text>
+            {summary.outcomes.changed} changed · {summary.outcomes.same} same · {summary.outcomes.failed} failed
+          </Text>
+        </Card>
+        {(['baseline', 'candidate'] as const).map((side) => (
+          <Card withBorder key={side}>
+            <Text size="sm" c="dimmed">
+              {side === 'baseline' ? 'The original runs' : `Version ${item.version}`}
+            </Text>
+            <Text>
+              {summary[side].inputTokens + summary[side].outputTokens} tokens · cost {usd(summary[side].costUsd)} ·{' '}
+              {summary[side].approvalsNeeded} approvals
+            </Text>
+          </Card>
+        ))}
+      </SimpleGrid>
+      <SegmentedControl
+        aria-label="Outcome"
+        value={outcome}
+        onChange={(value) => setOutcome(value as Outcome)}
+        data={OUTCOMES.map((value) => ({ value, label: value }))}
+        w="fit-content"
+      />
+      <Table aria-label="Results" highlightOnHover>
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Action</Table.Th>
+            <Table.Th>Outcome</Table.Th>
+            <Table.Th>Differences</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {results.map((result) => (
+            <Table.Tr
+              key={result.actionId}
+              onClick={() => setSelected(result.actionId)}
+              style={{ cursor: 'pointer' }}
+              bg={result.actionId === selected ? 'var(--mantine-color-blue-light)' : undefined}
+            >
+              <Table.Td>
+                <Button variant="subtle" size="compact-sm" ff="monospace" onClick={() => setSelected(result.actionId)}>
+                  {result.actionId.slice(0, 8)}
+                </Button>
+              </Table.Td>
+              <Table.Td>
+                <StatusBadge status={result.outcome} />
+              </Table.Td>
+              <Table.Td>
+                <Text size="sm">
+                  {[...new Set(result.differences.map((difference) => difference.kind.replaceAll('_', ' ')))].join(', ') || '—'}
+                </Text>
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      {chosen && <ResultComparison org={org} result={chosen} version={item.version} />}
+    </Stack>
+  );
+}

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { EXPERIMENT_OUTCOMES, EXPERIMENT_STATES } from '../../db/schema.ts';
+import { orgParams } from '../../lib/http-schemas.ts';
+import { instantSchema } from '../../lib/instants.ts';
+import { paginationQuery } from '../../lib/pagination.ts';
+import { TERMINAL_STATUSES } from '../actions/lifecycle.ts';
+
+export const MAX_EXPERIMENT_ACTIONS = 500;
+
+export const experimentFilter = z
+  .object({
+    from: instantSchema.optional().describe('Actions created at or after this instant'),
+    to: instantSchema.optional().describe('Actions created before this instant'),
+    eventType: z.string().min(1).max(200).optional(),
+    status: z.enum(TERMINAL_STATUSES).optional().describe('How the original action ended'),
+  })
+  .strict()
+  .refine((filter) => !filter.from || !filter.to || filter.from < filter.to, { message: 'from must be before to', path: ['to'] });
+
+export const experimentInput = z
+  .object({
+    version: z.int().min(1).describe("The agent's version to replay (a draft, the live one, or an older one)"),
+    actionIds: z
+      .array(z.uuid())
+      .min(1)
+      .max(MAX_EXPERIMENT_ACTIONS)
+      .optional()
+      .describe('Past actions of this agent to replay (finished ones); with `filter`, those of them that match it'),
+    filter: experimentFilter.optional().describe("Selects the agent's finished actions, newest first"),
+    limit: z
+      .int()
+      .min(1)
+      .max(MAX_EXPERIMENT_ACTIONS)
+      .optional()
+      .describe(`At most this many actions (default: 50, or as many as actionIds names; at most ${MAX_EXPERIMENT_ACTIONS})`),
+    liveReadOnlyTools: z
+      .boolean()
+      .default(false)
+      .describe('Call MCP tools their server annotates read-only for real (any other tool is never run)'),
+  })
+  .strict();
+
+const sideTotals = z.object({
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  costUsd: z.number().nullable(),
+  approvalsNeeded: z.number().describe('Calls that waited (would have waited) for a person'),
+});
+
+export const experimentSchema = z.object({
+  id: z.uuid(),
+  agentId: z.uuid(),
+  version: z.int(),
+  state: z.enum(EXPERIMENT_STATES),
+  liveReadOnlyTools: z.boolean(),
+  selection: z.object({
+    actionIds: z.array(z.uuid()).optional(),
+    filter: z.record(z.string(), z.string()).optional(),
+    limit: z.int(),
+  }),
+  progress: z.object({ total: z.int(), done: z.int() }),
+  error: z.string().nullable().describe('Why it failed (a budget it reached)'),
+  createdBy: z.uuid().nullable(),
+  createdAt: z.date(),
+  startedAt: z.date().nullable(),
+  finishedAt: z.date().nullable(),
+});
+
+export const experimentSummarySchema = z.object({
+  outcomes: z.object({ same: z.int(), changed: z.int(), failed: z.int() }),
+  baseline: sideTotals,
+  candidate: sideTotals,
+});
+
+const comparedCall = z.object({
+  toolName: z.string(),
+  arguments: z.unknown(),
+  mode: z.string(),
+  approval: z.string().nullable().describe('Why it waited (would have waited) for a person; null: it did not'),
+  status: z.string().optional().describe('Baseline: how the call ended'),
+  replayed: z
+    .enum(['recorded', 'not_executed', 'live', 'denied', 'no_such_tool'])
+    .optional()
+    .describe("Candidate: the original call's recorded result, a stand-in (not executed), run for real (read-only), ..."),
+});
+const runRecord = z.object({
+  status: z.string(),
+  toolCalls: z.array(comparedCall),
+  approvalsNeeded: z.int(),
+  finalText: z.string().nullable(),
+  error: z.string().nullable(),
+  steps: z.int(),
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  costUsd: z.number().nullable(),
+});
+export const experimentResultSchema = z.object({
+  actionId: z.uuid(),
+  outcome: z.enum(EXPERIMENT_OUTCOMES),
+  baseline: runRecord.describe('What the original run did'),
+  candidate: runRecord.describe('What the candidate version did on the same input'),
+  differences: z
+    .array(z.looseObject({ kind: z.string() }))
+    .describe(
+      'tool_call_added, tool_call_missing, arguments_changed (changes: JSON Pointer path, from, to), approval_needed_now, ' +
+        'approval_no_longer_needed, final_text_changed, status_changed',
+    ),
+  finishedAt: z.date().nullable(),
+});
+
+export const experimentParams = orgParams.extend({ experimentId: z.uuid() });
+export const experimentListQuery = paginationQuery.extend({ agentId: z.uuid().optional() });
+export const experimentResultsQuery = paginationQuery.extend({ outcome: z.enum(EXPERIMENT_OUTCOMES).optional() });

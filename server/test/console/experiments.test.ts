@@ -1,0 +1,133 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../helpers/actions.ts';
+import { capture, expectAccessible, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { auth, runEvent } from '../helpers/callbacks.ts';
+import { DEFAULT_PASSWORD } from '../helpers/factories.ts';
+import { type ChatRequest, calledTools, eventData, startFakeModel, toolResults } from '../helpers/fake-model.ts';
+import { startTestMcpServer, type TestMcpServer } from '../helpers/mcp-server.ts';
+import { startTestApp, type TestApp } from '../helpers/test-app.ts';
+import { setupWebhook } from '../helpers/webhooks.ts';
+
+let app: TestApp;
+let browser: Browser;
+let orders: TestMcpServer;
+let model: Awaited<ReturnType<typeof startFakeModel>>;
+
+/** Refunds the event's amount, capped by "Refund at most N." in the instructions; then says what the tool answered. */
+function followInstructions(request: ChatRequest) {
+  const { order_id: orderId, amount } = eventData(request);
+  const system = request.messages.find((message) => message.role === 'system')?.content ?? '';
+  const cap = Number(/Refund at most (\d+)\./.exec(system)?.[1] ?? Number.POSITIVE_INFINITY);
+  if (!calledTools(request))
+    return { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId, amount: Math.min(amount, cap) } }] };
+  return { text: `Done: ${JSON.stringify(toolResults(request).at(-1)!.content)}` };
+}
+
+beforeAll(async () => {
+  orders = await startTestMcpServer();
+  model = await startFakeModel();
+  model.script(followInstructions);
+  app = await startTestApp({ ...model.env, MCP_ALLOW_PRIVATE_NETWORKS: 'true' }, { serveConsole: true });
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await orders?.close();
+  await model?.close();
+});
+
+describe('the console: versions and experiments', () => {
+  it('saves a draft, diffs it, runs an experiment on past actions, publishes it and rolls back', async () => {
+    const made = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'allow' } });
+    const { org, token, admin } = made.tenant;
+    await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
+    await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, {
+      token,
+      body: { name: 'Refunder', instructions: 'Refund what the customer asks.', tools: ['orders__refund_order'] },
+    });
+    for (const [orderId, amount] of [
+      ['O-1', 40],
+      ['O-2', 250],
+    ] as const) {
+      const id = await runEvent(app, made, { data: { order_id: orderId, amount } });
+      await waitForAction(app, auth(made), id, ['completed']);
+    }
+    const effects = orders.sideEffects.length;
+
+    const operator = await openConsole(browser);
+    const { page } = operator;
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/ledger');
+
+    await step(page, 'the agent page: save a change as a draft, and see it beside the live version', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Agents' }).click();
+      await page.getByRole('table', { name: 'Agents' }).getByRole('link', { name: 'Refunder' }).click();
+      await page.getByText('live: version 2').waitFor();
+      await page.getByRole('button', { name: 'Edit' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Instructions').fill('Refund what the customer asks.\nRefund at most 100.');
+      await dialog.getByLabel('Change note').fill('cap refunds');
+      await dialog.getByRole('button', { name: 'Save as draft' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      const versions = page.getByRole('table', { name: 'Versions' });
+      await versions.getByRole('row').filter({ hasText: 'cap refunds' }).getByText('draft').waitFor();
+      await page.getByText('live: version 2').waitFor();
+      const diff = page.getByRole('region', { name: 'Diff' });
+      await diff.getByText('+ Refund at most 100.').waitFor();
+      await expectAccessible(page, 'agent-versions');
+      await capture(page, 'agent-versions');
+    });
+
+    await step(page, 'an experiment of the draft on the past actions: the capped refund changed', async () => {
+      await page
+        .getByRole('table', { name: 'Versions' })
+        .getByRole('row')
+        .filter({ hasText: 'cap refunds' })
+        .getByRole('button', { name: 'Experiment' })
+        .click();
+      const dialog = page.getByRole('dialog', { name: 'Run an experiment' });
+      await dialog.getByRole('button', { name: 'Start' }).click();
+      await page.waitForURL('**/experiments/**');
+      await page.getByText('2 of 2 actions').waitFor();
+      await page.getByText('1 changed · 1 same · 0 failed').waitFor();
+      const results = page.getByRole('table', { name: 'Results' });
+      await results.getByRole('row').filter({ hasText: 'changed' }).getByRole('button').click();
+      const comparison = page.getByRole('region', { name: 'Comparison' });
+      await comparison.getByText('orders__refund_order: /amount 250 → 100').waitFor();
+      await comparison.getByRole('region', { name: 'Version 3' }).getByText('not executed', { exact: true }).waitFor();
+      await page.getByRole('radiogroup', { name: 'Outcome' }).getByText('same', { exact: true }).click();
+      await results.getByRole('row').filter({ hasText: 'changed' }).waitFor({ state: 'detached' });
+      await page.getByRole('radiogroup', { name: 'Outcome' }).getByText('all', { exact: true }).click();
+      await expectAccessible(page, 'experiment');
+      await capture(page, 'experiment');
+      expect(orders.sideEffects.length).toBe(effects);
+    });
+
+    await step(page, 'publish the draft from the experiment, then roll back', async () => {
+      await page.getByRole('button', { name: 'Publish version 3' }).click();
+      await page.getByText('version 3 is live', { exact: true }).waitFor();
+      // The replayed action's ledger row: the version it ran with, and the one live now.
+      await page.getByRole('region', { name: 'Comparison' }).getByRole('link').first().click();
+      await page.getByText('version 2 (version 3 is live now)').waitFor();
+      await page.goBack();
+      await page.getByRole('link', { name: 'Refunder' }).click();
+      await page.getByText('live: version 3').waitFor();
+      await page.getByRole('button', { name: 'Roll back to version 2' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Roll back' }).click();
+      await page.getByText('live: version 2').waitFor();
+    });
+    const agent = await (await app.request('GET', `/orgs/${org.slug}/agents/${made.agentId}`, { token })).json();
+    expect(agent).toMatchObject({ liveVersion: 2, instructions: 'Refund what the customer asks.' });
+    const { publications } = await (
+      await app.request('GET', `/orgs/${org.slug}/agents/${made.agentId}/publications`, { token })
+    ).json();
+    expect(publications.slice(0, 2).map((p: { version: number }) => p.version)).toEqual([2, 3]);
+    operator.expectNoProblems();
+    await operator.close();
+  }, 120_000);
+});
