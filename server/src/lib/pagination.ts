@@ -33,3 +33,15 @@ export function toPage<T extends Cursor>(rows: T[], limit: number): { items: T[]
   const last = items.at(-1);
   return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
 }
+
+/** A cursor over rows ordered by a number (a version, a position): it names the last one given. */
+export const encodeNumberCursor = (kind: string, value: number) => Buffer.from(`${kind}:${value}`).toString('base64url');
+
+export function decodeNumberCursor(kind: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const [prefix, digits] = Buffer.from(value, 'base64url').toString('utf8').split(':');
+  if (prefix !== kind || !digits || !/^\d{1,9}$/.test(digits)) {
+    throw new AppError('validation_failed', 'querystring/cursor: not a cursor this API returned');
+  }
+  return Number(digits);
+}

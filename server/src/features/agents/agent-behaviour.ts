@@ -89,3 +89,22 @@ export async function writeVersion(
   if (made.live) await publish(trx, agent, version, made.userId);
   return version;
 }
+
+/**
+ * Locks the agent and stores its next version: the live one with `changes`. Made live, it is stored
+ * only when it differs from the live one (a PATCH that changes nothing makes none); a draft always
+ * is. Returns the agent's version after it, or undefined when the org has no such agent.
+ */
+export async function nextVersion(
+  trx: Kysely<DB>,
+  agent: { orgId: string; agentId: string },
+  changes: Partial<Behaviour>,
+  made: { changeNote: string | null; userId: string; live: boolean },
+): Promise<number | undefined> {
+  const locked = await agentsRepo.lock(trx, agent.orgId, agent.agentId);
+  const live = locked && (await agentsRepo.find(trx, agent.orgId, agent.agentId));
+  if (!live) return undefined;
+  const behaviour = withChanges(live, changes);
+  if (made.live && changedFields(live, behaviour).length === 0) return live.liveVersion;
+  return writeVersion(trx, { ...agent, liveVersion: locked.liveVersion }, behaviour, made);
+}

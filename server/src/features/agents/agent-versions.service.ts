@@ -3,8 +3,8 @@ import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { decodeCursor, toPage } from '../../lib/pagination.ts';
-import { behaviourOf, changedFields, publish, requireKnownTools, withChanges, writeVersion } from './agent-behaviour.ts';
+import { decodeCursor, decodeNumberCursor, encodeNumberCursor, toPage } from '../../lib/pagination.ts';
+import { behaviourOf, changedFields, nextVersion, publish, requireKnownTools } from './agent-behaviour.ts';
 import { agentVersionsRepo, type VersionRow } from './agent-versions.repo.ts';
 import type { versionInput } from './agent-versions.schemas.ts';
 import { agentsRepo } from './agents.repo.ts';
@@ -19,18 +19,9 @@ const toVersion = (row: VersionRow) => ({
   createdBy: row.createdByUserId,
 });
 
-/** Versions are paged by number: the cursor names the last one given. */
-const encodeVersionCursor = (version: number) => Buffer.from(`version:${version}`).toString('base64url');
-function decodeVersionCursor(cursor: string | undefined): number | undefined {
-  if (cursor === undefined) return undefined;
-  const match = /^version:([1-9]\d{0,9})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new AppError('validation_failed', 'querystring/cursor: not a cursor this API returned');
-  return Number(match[1]);
-}
-
 /** Every line of `from` and `to`, each marked kept, removed or added, in order. */
 function lineDiff(from: string, to: string) {
-  return diffLines(from, to).flatMap((change) =>
+  return diffLines(from, to, { ignoreNewlineAtEof: true }).flatMap((change) =>
     change.value
       .replace(/\n$/, '')
       .split('\n')
@@ -56,17 +47,10 @@ export function createAgentVersionsService(deps: { db: Kysely<DB>; tools: Pick<T
     async createDraft(orgId: string, agentId: string, input: z.output<typeof versionInput>, userId: string) {
       await requireKnownTools(deps.tools, orgId, input.tools);
       const { changeNote, ...fields } = input;
-      const version = await db.transaction().execute(async (trx) => {
-        const locked = await agentsRepo.lock(trx, orgId, agentId);
-        const live = locked && (await agentsRepo.find(trx, orgId, agentId));
-        if (!live) throw notFound('Agent');
-        const behaviour = withChanges(live, fields);
-        return writeVersion(trx, { orgId, agentId, liveVersion: locked.liveVersion }, behaviour, {
-          changeNote,
-          userId,
-          live: false,
-        });
-      });
+      const version = await db
+        .transaction()
+        .execute((trx) => nextVersion(trx, { orgId, agentId }, fields, { changeNote, userId, live: false }));
+      if (version === undefined) throw notFound('Agent');
       return toVersion(await versionOf(orgId, agentId, version));
     },
 
@@ -84,13 +68,13 @@ export function createAgentVersionsService(deps: { db: Kysely<DB>; tools: Pick<T
     },
 
     async list(orgId: string, agentId: string, query: { limit: number; cursor?: string }) {
-      const below = decodeVersionCursor(query.cursor);
+      const below = decodeNumberCursor('version', query.cursor);
       const rows = await agentVersionsRepo.list(db, orgId, agentId, query.limit, below);
       if (rows.length === 0 && !(await agentsRepo.find(db, orgId, agentId))) throw notFound('Agent');
       const page = rows.slice(0, query.limit);
       return {
         versions: page.map(toVersion),
-        nextCursor: rows.length > query.limit ? encodeVersionCursor(page.at(-1)!.version) : null,
+        nextCursor: rows.length > query.limit ? encodeNumberCursor('version', page.at(-1)!.version) : null,
       };
     },
 

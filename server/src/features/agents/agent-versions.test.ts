@@ -138,6 +138,12 @@ describe('agent versions', () => {
       ],
     });
     expect((await (await agents.get('/versions/2/diff?against=2')).json()).changes).toEqual([]);
+    // A line added after the last one: the last one is kept, not removed and added again.
+    await agents.post('/versions', { instructions: 'Refund 30.\nAsk first.' });
+    expect((await (await agents.get('/versions/4/diff?against=2')).json()).changes[0].lines).toEqual([
+      { op: 'keep', text: 'Refund 30.' },
+      { op: 'add', text: 'Ask first.' },
+    ]);
 
     const { publications } = await (await agents.get('/publications')).json();
     expect(publications.map((p: any) => [p.version, p.previousVersion, p.publishedBy])).toEqual([

@@ -6,7 +6,7 @@ import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { BudgetsService } from '../usage/budgets.service.ts';
 import type { ToolRegistry } from './tool-registry.ts';
-import { changedFields, requireKnownTools, withChanges, writeVersion } from './agent-behaviour.ts';
+import { nextVersion, requireKnownTools, writeVersion } from './agent-behaviour.ts';
 import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
 import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
 
@@ -64,17 +64,9 @@ export function createAgentsService(deps: {
       await requireKnownTools(deps.tools, orgId, changes.tools);
       const { budget, name, changeNote, ...fields } = changes;
       const agent = await deps.budgets.writeAgent(orgId, budget, async (trx) => {
-        const locked = await agentsRepo.lock(trx, orgId, id);
-        const live = locked && (await agentsRepo.find(trx, orgId, id));
-        if (!live) return undefined;
+        const made = { changeNote: changeNote ?? null, userId, live: true };
+        if ((await nextVersion(trx, { orgId, agentId: id }, fields, made)) === undefined) return undefined;
         if (name !== undefined) await agentsRepo.update(trx, orgId, id, { name });
-        const behaviour = withChanges(live, fields);
-        if (changedFields(live, behaviour).length > 0)
-          await writeVersion(trx, { orgId, agentId: id, liveVersion: locked.liveVersion }, behaviour, {
-            changeNote: changeNote ?? null,
-            userId,
-            live: true,
-          });
         return agentsRepo.find(trx, orgId, id);
       });
       if (!agent) throw notFound('Agent');

@@ -148,11 +148,14 @@ export const experimentsRepo = {
       from unnest(${keys.map((k) => k.experimentId)}::uuid[], ${keys.map((k) => k.actionId)}::uuid[]) as k(e, a)
       where r.experiment_id = k.e and r.action_id = k.a and r.state = 'pending'`.execute(db),
 
-  /** Gives a result's lease up (its process is stopping): another process takes it at once. */
+  /**
+   * Gives a result's lease up (its process is stopping, or its experiment ended): another process
+   * takes it at once, and the attempt does not count as one cut short.
+   */
   release: (db: Kysely<DB>, key: { experimentId: string; actionId: string }) =>
     db
       .updateTable('experimentResults')
-      .set({ leaseExpiresAt: null })
+      .set({ leaseExpiresAt: null, attempts: sql<number>`greatest(attempts - 1, 0)` })
       .where('experimentId', '=', key.experimentId)
       .where('actionId', '=', key.actionId)
       .where('state', '=', 'pending')

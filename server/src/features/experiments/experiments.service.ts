@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { DB, ExperimentOutcome, ExperimentSelection } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
+import { decodeCursor, decodeNumberCursor, encodeCursor, encodeNumberCursor } from '../../lib/pagination.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import { agentVersionsRepo } from '../agents/agent-versions.repo.ts';
 import { agentsRepo } from '../agents/agents.repo.ts';
@@ -25,15 +25,6 @@ const toExperiment = (row: ExperimentRow) => ({
   startedAt: row.startedAt,
   finishedAt: row.finishedAt,
 });
-
-/** Results are paged in selection order: the cursor names the position of the last one given. */
-const encodePosition = (position: number) => Buffer.from(`position:${position}`).toString('base64url');
-function decodePosition(cursor: string | undefined): number | undefined {
-  if (cursor === undefined) return undefined;
-  const match = /^position:(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new AppError('validation_failed', 'querystring/cursor: not a cursor this API returned');
-  return Number(match[1]);
-}
 
 /** Experiments: a candidate version of an agent replayed on its past actions (the replays are the dispatcher's). */
 export function createExperimentsService(deps: { db: Kysely<DB>; bus: ProcessBus }) {
@@ -105,7 +96,7 @@ export function createExperimentsService(deps: { db: Kysely<DB>; bus: ProcessBus
       const row = await experimentOf(orgId, id);
       const [summary, rows] = await Promise.all([
         experimentsRepo.summary(db, id),
-        experimentsRepo.results(db, id, { ...query, afterPosition: decodePosition(query.cursor) }),
+        experimentsRepo.results(db, id, { ...query, afterPosition: decodeNumberCursor('position', query.cursor) }),
       ]);
       const page = rows.slice(0, query.limit);
       return {
@@ -120,7 +111,7 @@ export function createExperimentsService(deps: { db: Kysely<DB>; bus: ProcessBus
           differences: (result.differences ?? []) as Difference[],
           finishedAt: result.finishedAt,
         })),
-        nextCursor: rows.length > query.limit ? encodePosition(page.at(-1)!.position) : null,
+        nextCursor: rows.length > query.limit ? encodeNumberCursor('position', page.at(-1)!.position) : null,
       };
     },
 

@@ -183,7 +183,26 @@ describe('experiments', () => {
     expect(orders.sideEffects.length).toBe(effects);
     const listed = await (await api(made).get(`/experiments?agentId=${made.agentId}`)).json();
     expect(listed.experiments.map((item: any) => item.id)).toEqual([same.experiment.id, experiment.id]);
-  });
+
+    // Asked for, the read-only lookup runs for real (the refund still does not).
+    const lookups = await (
+      await api(made).post(`/agents/${made.agentId}/experiments`, {
+        version: 3,
+        actionIds: recorded.slice(0, 2),
+        liveReadOnlyTools: true,
+      })
+    ).json();
+    const lookupsDone = await finished(made, lookups.experiment.id);
+    expect(lookupsDone.results.map((result: any) => result.candidate.toolCalls.map((call: any) => call.replayed))).toEqual([
+      ['live', 'not_executed'],
+      ['live', 'not_executed'],
+    ]);
+    const lookedUp = orders.sideEffects.slice(effects).map((effect) => [effect.tool, (effect.arguments as any).orderId]);
+    expect(lookedUp.sort()).toEqual([
+      ['lookup_order', 'O-19'],
+      ['lookup_order', 'O-20'],
+    ]);
+  }, 120_000);
 
   it('refuses bad input with a clear 4xx; another org sees nothing and starts nothing', async () => {
     const made = await setup();
@@ -240,10 +259,10 @@ describe('experiments', () => {
     const { experiment } = await (
       await api(made).post(`/agents/${made.agentId}/experiments`, { version: 3, actionIds: recorded })
     ).json();
-    await eventually('the experiment to run', async () => {
-      const body = await (await api(made).get(`/experiments/${experiment.id}`)).json();
-      return body.experiment.state === 'running' ? true : undefined;
-    });
+    const asked = model.requests.length;
+    await eventually('replays waiting on the model', () =>
+      model.requests.slice(asked).some((request) => systemOf(request).includes('Slowly.')) ? true : undefined,
+    );
     const cancelled = await api(made).post(`/experiments/${experiment.id}/cancel`);
     expect(cancelled.status).toBe(200);
     expect((await cancelled.json()).experiment).toMatchObject({ state: 'cancelled', progress: { done: 0 } });
@@ -251,14 +270,14 @@ describe('experiments', () => {
     await eventually('the replays in flight to stop', async () => {
       const rows = await app.container.db
         .selectFrom('experimentResults')
-        .select(['attempts', 'leaseExpiresAt'])
+        .select('leaseExpiresAt')
         .where('experimentId', '=', experiment.id)
         .execute();
-      return rows.some((row) => row.attempts > 0) && rows.every((row) => row.leaseExpiresAt === null) ? true : undefined;
+      return rows.every((row) => row.leaseExpiresAt === null) ? true : undefined;
     });
     const after = await (await api(made).get(`/experiments/${experiment.id}`)).json();
     expect(after).toMatchObject({ experiment: { state: 'cancelled', progress: { total: 6, done: 0 } }, results: [] });
-  });
+  }, 60_000);
 
   it("counts against the agent's budget: an experiment that reaches it stops with the budget's reason", async () => {
     const made = await setup();
@@ -282,5 +301,5 @@ describe('experiments', () => {
     // Nothing waits for a person: no action was paused, none created.
     const pending = await (await api(made).get('/approvals')).json();
     expect(pending.approvals).toEqual([]);
-  });
+  }, 60_000);
 });

@@ -33,9 +33,9 @@ const ran = (call: ToolCallRow) => (call.status === 'completed' || call.status =
 
 /**
  * A replay's effects: it keeps the run to itself (only its model calls are stored, as the real spend
- * they are, marked with the experiment), and runs no tool: a call of the same tool with the same
- * arguments as one of the original run gets that call's recorded result, a read-only MCP tool runs
- * for real when the experiment allows it, and any other call gets NOT_EXECUTED. A call that would
+ * they are, marked with the experiment), and runs no tool: a read-only MCP tool runs for real when
+ * the experiment allows it, a call of the same tool with the same arguments as one of the original
+ * run gets that call's recorded result, and any other call gets NOT_EXECUTED. A call that would
  * wait for a person is noted, and goes on as if approved; a budget that refuses a call stops it.
  */
 function replayEffects(deps: { db: Kysely<DB>; claim: ClaimedResult; recorded: ToolCallRow[] }) {
@@ -77,6 +77,12 @@ function replayEffects(deps: { db: Kysely<DB>; claim: ClaimedResult; recorded: T
     },
     overBudget: (_run, refusal) => Promise.reject(new ExperimentBudgetReached(refusal.reason)),
     async execute(run, call, context): Promise<ToolOutcome> {
+      // Asked for: a read-only tool answers now, rather than with what it answered then.
+      const definition = run.plans.get(call.toolName)?.definition;
+      if (claim.liveReadOnlyTools && definition?.server?.annotations.readOnlyHint === true) {
+        replayedAs.set(call.toolCallId, 'live');
+        return runToolCall(definition, call, context);
+      }
       const index = unused.findIndex(
         (original) => original.toolName === call.toolName && isDeepStrictEqual(original.input, call.input),
       );
@@ -84,11 +90,6 @@ function replayEffects(deps: { db: Kysely<DB>; claim: ClaimedResult; recorded: T
         const [original] = unused.splice(index, 1) as [ToolCallRow];
         replayedAs.set(call.toolCallId, 'recorded');
         return { status: original.status as ToolOutcome['status'], output: original.output };
-      }
-      const definition = run.plans.get(call.toolName)?.definition;
-      if (claim.liveReadOnlyTools && definition?.server?.annotations.readOnlyHint === true) {
-        replayedAs.set(call.toolCallId, 'live');
-        return runToolCall(definition, call, context);
       }
       replayedAs.set(call.toolCallId, 'not_executed');
       return { status: 'failed', output: { type: 'error-text', value: NOT_EXECUTED } };
