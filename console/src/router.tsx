@@ -89,7 +89,7 @@ export const orgRoute = createRoute({
   notFoundComponent: NotFound,
   errorComponent: RouteError,
 });
-/** The ledger and approvals: a Guest is told they are for administrators (the API refuses them too). */
+/** The admin pages: a Guest is told they are for administrators (the API refuses them too). */
 const adminRoute = createRoute({ getParentRoute: () => orgRoute, id: 'admin', component: AdminOnly });
 export const ledgerRoute = createRoute({
   getParentRoute: () => adminRoute,
@@ -102,8 +102,9 @@ export const ledgerDetailRoute = createRoute({
   path: '/ledger/$id',
   component: lazyRouteComponent(() => import('./pages/ledger/LedgerDetailPage'), 'LedgerDetailPage'),
 });
+/** Any member: a Guest sees the calls the rules name them to decide (the API says which). */
 export const approvalsRoute = createRoute({
-  getParentRoute: () => adminRoute,
+  getParentRoute: () => orgRoute,
   path: '/approvals',
   component: lazyRouteComponent(() => import('./pages/approvals/ApprovalsPage'), 'ApprovalsPage'),
 });
@@ -169,7 +170,6 @@ const routeTree = rootRoute.addChildren([
       adminRoute.addChildren([
         ledgerRoute,
         ledgerDetailRoute,
-        approvalsRoute,
         webhooksRoute,
         webhookDetailRoute,
         agentsRoute,
@@ -178,6 +178,7 @@ const routeTree = rootRoute.addChildren([
         usageRoute,
         mcpServersRoute,
       ]),
+      approvalsRoute,
       emailRoute,
       emailThreadRoute,
       documentsRoute,

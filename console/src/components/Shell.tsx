@@ -15,9 +15,10 @@ type OrgPage =
   | '/o/$org/usage'
   | '/o/$org/email'
   | '/o/$org/documents';
+const APPROVALS: { to: OrgPage; label: string } = { to: '/o/$org/approvals', label: 'Approvals' };
 const ADMIN_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/ledger', label: 'Ledger' },
-  { to: '/o/$org/approvals', label: 'Approvals' },
+  APPROVALS,
   { to: '/o/$org/webhooks', label: 'Webhooks' },
   { to: '/o/$org/agents', label: 'Agents' },
   { to: '/o/$org/mcp-servers', label: 'MCP servers' },
@@ -49,7 +50,8 @@ export function Shell() {
   const queryClient = useQueryClient();
   const org = params.org ?? orgs[0]?.slug;
   const isAdmin = me?.role === 'Admin';
-  const pages = [...(isAdmin ? ADMIN_PAGES : []), ...MEMBER_PAGES];
+  // A member who is not an admin decides the calls their rules name them for, in the approvals inbox.
+  const pages = [...(isAdmin ? ADMIN_PAGES : [APPROVALS]), ...MEMBER_PAGES];
 
   const signOut = async () => {
     await api.POST('/auth/logout');

@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   signature_invalid: 401,
   message_replayed: 401,
   admin_required: 403,
+  /** The action's rule does not name this person among who may decide its calls. */
+  not_an_approver: 403,
   csrf_rejected: 403,
   webhook_disabled: 403,
   origin_blocked: 403,

@@ -253,7 +253,7 @@ describe('the console: an operator at work', () => {
     await operator.close();
   }, 120_000);
 
-  it("shows another org's ledger row as not found, and keeps a Guest out of admin pages (the API refuses too)", async () => {
+  it("shows another org's ledger row as not found, and keeps a Guest out of admin pages (the API refuses too), but not out of the approvals inbox", async () => {
     const other = await createTenant(app);
     const otherSetup = await setupWebhook(app);
     const foreign = await postEvent(app, otherSetup, { eventType: 'x', externalId: 'foreign', data: {} });
@@ -280,12 +280,14 @@ describe('the console: an operator at work', () => {
     const navigation = page.getByRole('navigation', { name: 'Pages' });
     await navigation.getByText('Documents').waitFor();
     expect(await navigation.getByText('Ledger').count()).toBe(0);
-    expect(await navigation.getByText('Approvals').count()).toBe(0);
     await capture(page, 'guest-documents');
-    await page.goto(`${app.baseUrl}/o/${other.org.slug}/approvals`);
+    await page.goto(`${app.baseUrl}/o/${other.org.slug}/ledger`);
     await page.getByText('Administrators only').waitFor();
-    const refused = await page.evaluate(async (slug) => (await fetch(`/orgs/${slug}/approvals`)).status, other.org.slug);
+    const refused = await page.evaluate(async (slug) => (await fetch(`/orgs/${slug}/ledger`)).status, other.org.slug);
     expect(refused).toBe(403);
+    // The approvals inbox is every member's: a Guest no rule names has nothing in it.
+    await navigation.getByText('Approvals').click();
+    await page.getByText('Nothing waits for a decision.').waitFor();
     visitor.expectNoProblems();
     await visitor.close();
   });

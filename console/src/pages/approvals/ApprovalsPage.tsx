@@ -11,7 +11,7 @@ import { UserName } from '../../components/UserName';
 import { QueryError } from '../../components/RouteError';
 import { formatTime, relativeTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
-import { pendingApprovalsQuery } from '../../lib/queries';
+import { meQuery, pendingApprovalsQuery } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
 
 /** "in 4 min" that counts down while the page is open. */
@@ -28,6 +28,8 @@ function useNow(everyMs: number) {
 /** Spec 4.2.5: the tool calls waiting for a human, decided here; they leave the list live. */
 export function ApprovalsPage() {
   const org = useOrgSlug();
+  // The ledger is the admins': a member who decides sees the event, not a link to it.
+  const isAdmin = useQuery(meQuery).data?.role === 'Admin';
   const approvals = useQuery(pendingApprovalsQuery(org));
   const now = useNow(15_000);
   const pending = approvals.data?.approvals ?? [];
@@ -67,9 +69,13 @@ export function ApprovalsPage() {
                   <JsonBlock value={approval.input} maxHeight={200} label={`Input of ${approval.toolName}`} />
                 </Table.Td>
                 <Table.Td>
-                  <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
-                    {approval.eventType}
-                  </AnchorLink>
+                  {isAdmin ? (
+                    <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
+                      {approval.eventType}
+                    </AnchorLink>
+                  ) : (
+                    <Text size="sm">{approval.eventType}</Text>
+                  )}
                 </Table.Td>
                 <Table.Td>
                   <Text size="sm">

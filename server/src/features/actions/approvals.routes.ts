@@ -98,7 +98,8 @@ const decisionResult = z.object({
 
 export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: OrgAccess }): FastifyPluginAsyncZod {
   return async (app) => {
-    const preHandler = deps.orgAccess('Admin');
+    // Any member: who may decide a call is its rule's (approvals service), the same on every channel.
+    const preHandler = deps.orgAccess('Guest');
     const common = { tags: ['approvals'], security: sessionSecurity };
 
     app.get(
@@ -107,7 +108,9 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
         schema: {
           operationId: 'listApprovals',
           ...common,
-          summary: 'Tool calls that needed approval, newest first (default: the pending ones)',
+          summary:
+            'Tool calls that needed approval, newest first (default: the pending ones); a member who is not an admin sees ' +
+            'those of the rules that name them',
           params: orgParams,
           querystring: paginationQuery.extend({ status: z.enum(APPROVAL_STATES).default('pending') }),
           response: { 200: z.object({ approvals: z.array(approvalSchema), nextCursor: z.string().nullable() }), ...errors },
@@ -115,7 +118,7 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
         preHandler,
       },
       async (request) => {
-        const page = await deps.approvals.list(orgOf(request).id, request.query);
+        const page = await deps.approvals.list(orgOf(request).id, userOf(request), request.query);
         return { approvals: page.approvals.map(toApproval), nextCursor: page.nextCursor };
       },
     );

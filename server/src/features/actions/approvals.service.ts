@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { randomUUID } from 'node:crypto';
-import type { DB, DecisionChannel, ToolCallApproval, ToolCallRow } from '../../db/schema.ts';
+import type { DB, DecisionChannel, ToolCallApproval, ToolCallRow, UserRole } from '../../db/schema.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
@@ -8,6 +8,7 @@ import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { transition } from './action-writes.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
+import { mayDecide } from './approvers.repo.ts';
 import { INTERRUPTED } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
 
@@ -16,10 +17,14 @@ export const MAX_DECISION_REASON_CHARS = 2000;
 
 export type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
 /**
- * What a channel checks with the action locked, once the call is found waiting: a link is used
- * once, the approver is still one. Its refusal refuses the decision and is recorded as an attempt.
+ * What a channel checks with the action locked, once the call is found waiting (a link is used
+ * once, before its deadline). Its refusal refuses the decision and is recorded as an attempt.
  */
 export type DecisionGuard = (trx: Kysely<DB>) => Promise<string | undefined>;
+
+/** Why a person the rule does not name decides nothing (recorded as their attempt). */
+export const NOT_AN_APPROVER =
+  "Not one of this call's approvers: its action rule names who may decide (by default, the org's admins)";
 
 /** What the model is told of an interrupted call that a human chose not to run again. */
 const notRunAgain = (reason: string | null) =>
@@ -81,10 +86,13 @@ export function createApprovalsService(deps: {
           call.approval === 'not_required'
             ? 'This tool call did not need approval'
             : `This tool call was ${call.approval} already`;
-        return { kind: 'refused' as const, call, refusal };
+        return { kind: 'refused' as const, call, refusal, code: 'already_decided' as const };
       }
       const guarded = await guard?.(trx);
-      if (guarded) return { kind: 'refused' as const, call, refusal: guarded };
+      if (guarded) return { kind: 'refused' as const, call, refusal: guarded, code: 'already_decided' as const };
+      // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
+      if (userId && !(await mayDecide(trx, orgId, actionId, userId)))
+        return { kind: 'refused' as const, call, refusal: NOT_AN_APPROVER, code: 'not_an_approver' as const };
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
       const interrupted = call.stagedReason === INTERRUPTED;
@@ -131,7 +139,7 @@ export function createApprovalsService(deps: {
       return { kind: 'decided' as const, decided, resumed: false, callbacks };
     });
     if (outcome.kind === 'refused') {
-      const { call, refusal } = outcome;
+      const { call, refusal, code } = outcome;
       // A person who came too late is on the record too (another decided first, a link used twice).
       if (decider.channel) {
         await toolCallsRepo.recordAttempt(deps.db, {
@@ -143,7 +151,7 @@ export function createApprovalsService(deps: {
           reason: refusal,
         });
       }
-      throw new AppError('already_decided', refusal);
+      throw new AppError(code, refusal);
     }
     const { decided } = outcome;
     deps.metrics.approvalDecisions.inc({ channel: decider.channel ?? 'deadline', decision: decided.approval });
@@ -166,7 +174,7 @@ export function createApprovalsService(deps: {
       call: { orgId: string; actionId: string; toolCallId: string },
       decider: Decider,
       decision: Exclude<Decision, { kind: 'expire' }>,
-      guard: DecisionGuard,
+      guard?: DecisionGuard,
     ) => decide(call.orgId, call.actionId, call.toolCallId, decider, decision, guard),
 
     /** The deadline job: expires the call if it is still staged and its time has come. */
@@ -184,8 +192,14 @@ export function createApprovalsService(deps: {
       }
     },
 
-    async list(orgId: string, query: { status: ToolCallApproval; limit: number; cursor?: string }) {
-      const rows = await toolCallsRepo.listApprovals(deps.db, orgId, query.status, query.limit, decodeCursor(query.cursor));
+    /** An admin sees every call; any other member, the calls of the rules that name them (those they may decide). */
+    async list(
+      orgId: string,
+      viewer: { id: string; role: UserRole },
+      query: { status: ToolCallApproval; limit: number; cursor?: string },
+    ) {
+      const filter = { approval: query.status, ...(viewer.role !== 'Admin' && { namedUserId: viewer.id }) };
+      const rows = await toolCallsRepo.listApprovals(deps.db, orgId, filter, query.limit, decodeCursor(query.cursor));
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       return {

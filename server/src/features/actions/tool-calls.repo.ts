@@ -1,4 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
 import type {
   ApprovalAttemptsTable,
   DB,
@@ -103,14 +103,32 @@ export const toolCallsRepo = {
   findById: (db: Kysely<DB>, id: string) => db.selectFrom('toolCalls').selectAll().where('id', '=', id).executeTakeFirst(),
 
   /** The org's calls that needed approval, newest first, with their action's run-as user. */
-  listApprovals: (db: Kysely<DB>, orgId: string, approval: ToolCallApproval, limit: number, after?: Cursor) =>
+  /** The calls that needed approval; with `namedUserId`, only those of rules that name that member among their approvers. */
+  listApprovals: (
+    db: Kysely<DB>,
+    orgId: string,
+    query: { approval: ToolCallApproval; namedUserId?: string },
+    limit: number,
+    after?: Cursor,
+  ) =>
     db
       .selectFrom('toolCalls as t')
       .innerJoin('actions as a', 'a.id', 't.actionId')
       .selectAll('t')
       .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType'])
       .where('t.orgId', '=', orgId)
-      .where('t.approval', '=', approval)
+      .where('t.approval', '=', query.approval)
+      .$if(query.namedUserId !== undefined, (q) =>
+        q.where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('actionRules as r')
+              .whereRef('r.id', '=', 'a.actionRuleId')
+              .where(sql<boolean>`r.approvers -> 'userIds' @> ${JSON.stringify([query.namedUserId])}::jsonb`)
+              .select('r.id'),
+          ),
+        ),
+      )
       .$if(after !== undefined, (q) => q.where(olderThan(after!, 't.requestedAt', 't.id')))
       .orderBy('t.requestedAt', 'desc')
       .orderBy('t.id', 'desc')

@@ -18,7 +18,7 @@ export const behaviourOf = (source: Behaviour): Behaviour => ({
 });
 
 /** `base` with the fields `changes` gives (a field left out, or undefined, is kept). */
-export const withChanges = (base: Behaviour, changes: Partial<Behaviour>): Behaviour => ({
+const withChanges = (base: Behaviour, changes: Partial<Behaviour>): Behaviour => ({
   instructions: changes.instructions ?? base.instructions,
   provider: changes.provider === undefined ? base.provider : changes.provider,
   model: changes.model === undefined ? base.model : changes.model,

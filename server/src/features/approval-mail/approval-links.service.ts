@@ -52,13 +52,11 @@ export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approv
           async (trx) => {
             if (!(await approvalMailRepo.useLink(trx, link.id, at))) return 'This link was used already';
             if (link.expiresAt <= at) return 'This link expired at the deadline of the call';
-            if (!(await approvalMailRepo.mayDecide(trx, link.orgId, link.actionId, link.userId)))
-              return 'The approver may no longer decide this call (no longer a member with the role the rule asks for)';
             return undefined;
           },
         );
       } catch (error) {
-        if (error instanceof AppError && error.code === 'already_decided') {
+        if (error instanceof AppError && (error.code === 'already_decided' || error.code === 'not_an_approver')) {
           // Decided by someone (or by this link before): say by whom; otherwise the link's own refusal.
           const now = (await find(token)) ?? link;
           return now.status !== 'staged' ? { kind: 'decided', link: now } : { kind: 'refused', link: now, reason: error.message };

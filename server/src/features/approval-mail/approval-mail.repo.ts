@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, NotifyChannel, RuleApprovers } from '../../db/schema.ts';
+import { approversQuery } from '../actions/approvers.repo.ts';
 
 export interface Approver {
   id: string;
@@ -7,20 +8,6 @@ export interface Approver {
   name: string;
   approvalEmails: boolean;
 }
-
-/** Of the org's members, those a rule's `approvers` names (null: its admins). */
-const approversQuery = (db: Kysely<DB>, orgId: string, approvers: RuleApprovers | null) => {
-  const userIds = approvers?.userIds ?? [];
-  const byRole = approvers === null || approvers.role === 'Admin';
-  return db
-    .selectFrom('users as u')
-    .innerJoin('memberships as m', 'm.userId', 'u.id')
-    .select(['u.id', 'u.email', 'u.firstName', 'u.lastName', 'u.username', 'u.approvalEmails'])
-    .where('m.orgId', '=', orgId)
-    .where((eb) =>
-      eb.or([...(byRole ? [eb('u.role', '=', 'Admin')] : []), ...(userIds.length > 0 ? [eb('u.id', 'in', userIds)] : [])]),
-    );
-};
 
 /** Notifications, links and the approval threads of actions; every query is scoped by org or by a row the caller found so. */
 export const approvalMailRepo = {
@@ -32,23 +19,6 @@ export const approvalMailRepo = {
       name: [row.firstName, row.lastName].filter(Boolean).join(' ') || row.username,
       approvalEmails: row.approvalEmails,
     }));
-  },
-
-  /** Whether the user may decide the action's calls now: a member the action's rule names (or an admin, by default). */
-  async mayDecide(db: Kysely<DB>, orgId: string, actionId: string, userId: string): Promise<boolean> {
-    const rule = await db
-      .selectFrom('actions as a')
-      .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
-      .select(['r.approvers'])
-      .where('a.id', '=', actionId)
-      .where('a.orgId', '=', orgId)
-      .executeTakeFirst();
-    if (!rule) return false;
-    return (
-      (await approversQuery(db, orgId, rule.approvers ?? null)
-        .where('u.id', '=', userId)
-        .executeTakeFirst()) !== undefined
-    );
   },
 
   /** What an approval email says of its action, and whom its rule asks and how. */

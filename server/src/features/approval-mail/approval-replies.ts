@@ -142,14 +142,11 @@ export function createApprovalReplies(deps: {
           { orgId: message.orgId, actionId: target.actionId, toolCallId: call.toolCallId },
           { userId: approver.id, channel: 'email_reply' },
           decision,
-          async (trx) =>
-            (await approvalMailRepo.mayDecide(trx, message.orgId, target.actionId, approver.id))
-              ? undefined
-              : 'The approver may no longer decide this call (no longer a member with the role the rule asks for)',
         );
         decided.push(`${call.toolName} ${decision.kind === 'approve' ? 'approved' : 'rejected'}`);
       } catch (error) {
-        if (!(error instanceof AppError && (error.code === 'already_decided' || error.code === 'not_found'))) throw error;
+        const refusal = ['already_decided', 'not_an_approver', 'not_found'] as const;
+        if (!(error instanceof AppError && (refusal as readonly string[]).includes(error.code))) throw error;
         refused.push(`${call.toolName}: ${error.message}`);
       }
     }
