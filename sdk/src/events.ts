@@ -56,6 +56,8 @@ export interface ToolCallDecision {
   channel: 'console' | 'api' | 'email_link' | 'email_reply' | null;
   decidedAt: string | null;
   reason: string | null;
+  /** Approved with other arguments than the model's (absent from older servers). */
+  argumentsEdited?: boolean;
 }
 
 interface Envelope<Type extends CallbackEventType, Data> {

@@ -794,7 +794,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a staged tool call: it runs and the action continues */
+        /** Approve a staged tool call: it runs (with `arguments`, with those in place of the model's) and the action continues */
         post: operations["approveToolCall"];
         delete?: never;
         options?: never;
@@ -1405,7 +1405,7 @@ export interface components {
         Error: {
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "not_an_approver" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "not_an_approver" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "arguments_denied" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
         };
         Approval: {
             toolCallId: string;
@@ -1518,6 +1518,8 @@ export interface components {
                     channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
+                    /** @description Approved with other arguments than the model's (the ledger has both) */
+                    argumentsEdited?: boolean;
                 };
             };
         } | {
@@ -1610,6 +1612,8 @@ export interface components {
                     channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
+                    /** @description Approved with other arguments than the model's (the ledger has both) */
+                    argumentsEdited?: boolean;
                 };
             };
         } | {
@@ -1654,6 +1658,8 @@ export interface components {
                     channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
+                    /** @description Approved with other arguments than the model's (the ledger has both) */
+                    argumentsEdited?: boolean;
                 };
             };
         };
@@ -5961,7 +5967,10 @@ export interface operations {
                                 mode: string;
                                 status: string;
                                 approval: string;
+                                /** @description The model's arguments */
                                 input: unknown;
+                                /** @description The arguments a person approved in place of the model's, which it ran with (null: not edited) */
+                                approvedInput: unknown;
                                 output: unknown;
                                 /** Format: date-time */
                                 requestedAt: string;
@@ -6530,6 +6539,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     approveToolCall: {
@@ -6545,7 +6563,13 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    /** @description Run it with these instead of the model's: checked against the tool's input schema (400) and the rule's argument rules (a `deny` one: 422); the call waits on if refused */
+                    arguments?: {
+                        [key: string]: unknown;
+                    };
+                    reason?: string;
+                };
             };
         };
         responses: {
@@ -6613,6 +6637,15 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6705,6 +6738,15 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,6 +7,7 @@ import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../api/client';
 import { keys } from '../lib/queries';
+import { EditAndApprove } from './EditAndApprove';
 
 const rejectSchema = z.object({ reason: z.string().trim().min(1, 'Say why, for the agent and the ledger').max(2000) });
 
@@ -16,14 +17,18 @@ export function ApprovalButtons({
   actionId,
   toolCallId,
   toolName,
+  input,
 }: {
   org: string;
   actionId: string;
   toolCallId: string;
   toolName: string;
+  /** The model's arguments: with them, the call can be edited before it is approved. */
+  input?: unknown;
 }) {
   const queryClient = useQueryClient();
   const [rejecting, { open, close }] = useDisclosure(false);
+  const [editing, editor] = useDisclosure(false);
   const form = useForm<z.infer<typeof rejectSchema>>({ resolver: zodResolver(rejectSchema), defaultValues: { reason: '' } });
   const path = { org, actionId, toolCallId };
   const settled = () => void queryClient.invalidateQueries({ queryKey: keys.org(org) });
@@ -57,10 +62,32 @@ export function ApprovalButtons({
         >
           Approve
         </Button>
+        {input !== undefined && (
+          <Button
+            size="xs"
+            variant="default"
+            onClick={editor.open}
+            disabled={busy}
+            aria-label={`Edit the arguments of ${toolName}`}
+          >
+            Edit
+          </Button>
+        )}
         <Button size="xs" color="red" variant="light" onClick={open} disabled={busy} aria-label={`Reject ${toolName}`}>
           Reject
         </Button>
       </Group>
+      {editing && (
+        <EditAndApprove
+          org={org}
+          actionId={actionId}
+          toolCallId={toolCallId}
+          toolName={toolName}
+          input={input}
+          opened={editing}
+          onClose={editor.close}
+        />
+      )}
       <Modal opened={rejecting} onClose={close} title={`Reject ${toolName}`}>
         <form onSubmit={form.handleSubmit((values) => reject.mutate(values.reason))} noValidate>
           <Stack>

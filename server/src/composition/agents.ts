@@ -81,7 +81,7 @@ export async function composeAgents(
     agentVersions: createAgentVersionsService({ db, tools }),
     documents,
     runner,
-    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics }),
+    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics, tools }),
     toolPreferences: createToolPreferencesService({
       db,
       knownTool: async (userId, toolName) => tools.has(toolName) || deps.offeredToMember(userId, toolName),

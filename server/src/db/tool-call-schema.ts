@@ -68,6 +68,8 @@ export interface ToolCallsTable {
   stagedReason: string | null;
   /** How a human decided it; null while undecided, or when the deadline did. */
   decisionChannel: DecisionChannel | null;
+  /** The arguments a person approved in place of the model's (input); it runs with them. Null: not edited. */
+  approvedInput: Json;
 }
 
 /** An attempt to decide a call that was refused (decided already, a used link, the wrong sender), kept for the record. */

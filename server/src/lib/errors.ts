@@ -34,6 +34,8 @@ export const ERROR_STATUS = {
   already_decided: 409,
   email_not_configured: 409,
   domain_not_verified: 422,
+  /** Arguments a person approved that the action rule's argument rules refuse. */
+  arguments_denied: 422,
   /** An MCP server could not be reached, refused our credentials, or did not speak MCP (its own words in the message). */
   mcp_unreachable: 422,
   mcp_unauthorized: 422,

@@ -24,7 +24,7 @@ afterAll(async () => {
   await model?.close();
 });
 
-describe('the console: approvers who are not admins', () => {
+describe('the console: deciding', () => {
   it('a Guest the rule names opens the approvals inbox and approves the call', async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
     const { org, token } = setup.tenant;
@@ -61,5 +61,47 @@ describe('the console: approvers who are not admins', () => {
     expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', channel: 'console', approverId: guest.id });
     visitor.expectNoProblems();
     await visitor.close();
+  }, 120_000);
+
+  it('an admin edits the arguments and approves: the server refuses what the tool cannot take, the ledger shows the change', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    const { org, admin } = setup.tenant;
+    const actionId = await runEvent(app, setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const operator = await openConsole(browser);
+    const { page } = operator;
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/ledger');
+
+    await step(page, 'edit the call in the inbox; a refused edit keeps it waiting; an accepted one runs', async () => {
+      await page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
+      await page.getByRole('button', { name: 'Edit the arguments of generateDocument' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Edit and approve generateDocument' });
+      const field = dialog.getByLabel('Arguments (JSON)');
+      await field.fill('{ "title": "Order 42 (edited)" }');
+      await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
+      await dialog.getByRole('alert').filter({ hasText: 'body/arguments/content' }).waitFor();
+      await field.fill('{ "title": "Order 42 (edited)", "content": "# Edited" }');
+      await expectAccessible(page, 'edit-and-approve');
+      await capture(page, 'edit-and-approve');
+      await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+    });
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.execution.toolCalls[0]).toMatchObject({
+      approvedInput: { title: 'Order 42 (edited)', content: '# Edited' },
+      channel: 'console',
+    });
+    await step(page, 'the ledger shows what the model proposed and what ran', async () => {
+      await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
+      const edited = page.getByRole('group', { name: 'Edited input of generateDocument' });
+      await edited.getByText('title: "Order 42" → "Order 42 (edited)"').waitFor();
+      await capture(page, 'ledger-edited-call');
+    });
+    operator.expectNoProblems();
+    await operator.close();
   }, 120_000);
 });

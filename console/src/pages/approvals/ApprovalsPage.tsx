@@ -92,6 +92,8 @@ export function ApprovalsPage() {
                     actionId={approval.actionId}
                     toolCallId={approval.toolCallId}
                     toolName={approval.toolName}
+                    // A run over its budget asks to go on: there are no arguments to edit.
+                    input={(approval.modeSource as { source?: string } | null)?.source === 'budget' ? undefined : approval.input}
                   />
                 </Table.Td>
               </Table.Tr>

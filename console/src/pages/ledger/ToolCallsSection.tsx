@@ -52,7 +52,11 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                   <StatusBadge status={call.status} />
                 </Table.Td>
                 <Table.Td maw={320}>
-                  <JsonBlock value={call.input} maxHeight={160} label={`Input of ${call.toolName}`} />
+                  {call.approvedInput === null || call.approvedInput === undefined ? (
+                    <JsonBlock value={call.input} maxHeight={160} label={`Input of ${call.toolName}`} />
+                  ) : (
+                    <EditedInput toolName={call.toolName} proposed={call.input} approved={call.approvedInput} />
+                  )}
                 </Table.Td>
                 <Table.Td maw={320}>
                   {call.output === null ? (
@@ -64,7 +68,13 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                 <Table.Td>
                   <Notified notifications={call.notifications} who={who} />
                   {call.approval === 'pending' ? (
-                    <ApprovalButtons org={org} actionId={actionId} toolCallId={call.toolCallId} toolName={call.toolName} />
+                    <ApprovalButtons
+                      org={org}
+                      actionId={actionId}
+                      toolCallId={call.toolCallId}
+                      toolName={call.toolName}
+                      input={(call.modeSource as { source?: string } | null)?.source === 'budget' ? undefined : call.input}
+                    />
                   ) : (
                     <Stack gap={2}>
                       <StatusBadge status={call.approval} />
@@ -113,6 +123,28 @@ function Notified({ notifications, who }: { notifications: ToolCall['notificatio
               (notification.reason ?? 'sending')}
         </Text>
       ))}
+    </Stack>
+  );
+}
+
+/** A call a person approved with other arguments: what the model proposed, what ran, and which fields changed. */
+function EditedInput({ toolName, proposed, approved }: { toolName: string; proposed: unknown; approved: unknown }) {
+  const before = (proposed ?? {}) as Record<string, unknown>;
+  const after = (approved ?? {}) as Record<string, unknown>;
+  const changed = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter(
+    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
+  );
+  return (
+    <Stack gap={4} aria-label={`Edited input of ${toolName}`} role="group">
+      <Text size="xs" fw={600}>
+        Edited by the approver
+      </Text>
+      {changed.map((key) => (
+        <Text key={key} size="xs" ff="monospace">
+          {key}: {JSON.stringify(before[key])} → {JSON.stringify(after[key])}
+        </Text>
+      ))}
+      <JsonBlock value={approved} maxHeight={160} label={`Approved input of ${toolName}`} />
     </Stack>
   );
 }

@@ -20,6 +20,7 @@ import * as traceContext from './0018_trace_context.ts';
 import * as approvalReplies from './0019_approval_replies.ts';
 import * as agentVersions from './0020_agent_versions.ts';
 import * as experiments from './0021_experiments.ts';
+import * as approvedArguments from './0022_approved_arguments.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '0019_approval_replies': approvalReplies,
   '0020_agent_versions': agentVersions,
   '0021_experiments': experiments,
+  '0022_approved_arguments': approvedArguments,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -8,7 +8,7 @@ import { type ApprovalsService, type Decider, MAX_DECISION_REASON_CHARS } from '
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 import { orgOf, userOf } from '../../lib/request-context.ts';
 
-const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
+const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 422: errorSchema };
 /** A staged call's approval states (a call that needed none is not listed here). */
 const APPROVAL_STATES = TOOL_CALL_APPROVALS.filter((state) => state !== 'not_required') as [
   Exclude<ToolCallApproval, 'not_required'>,
@@ -136,14 +136,30 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
       {
         schema: decisionSchema(
           'approveToolCall',
-          'Approve a staged tool call: it runs and the action continues',
-          z.object({}).prefault({}),
+          "Approve a staged tool call: it runs (with `arguments`, with those in place of the model's) and the action continues",
+          z
+            .object({
+              arguments: z
+                .record(z.string(), z.unknown())
+                .optional()
+                .describe(
+                  "Run it with these instead of the model's: checked against the tool's input schema (400) and the rule's " +
+                    'argument rules (a `deny` one: 422); the call waits on if refused',
+                ),
+              reason: z.string().trim().min(1).max(MAX_DECISION_REASON_CHARS).optional(),
+            })
+            .prefault({}),
         ),
         preHandler,
       },
       async (request) => {
+        const { actionId, toolCallId } = request.params;
+        const body = request.body as { arguments?: Record<string, unknown>; reason?: string };
         return toDecision(
-          await deps.approvals.approve(orgOf(request).id, request.params.actionId, request.params.toolCallId, deciderOf(request)),
+          await deps.approvals.approve(orgOf(request).id, actionId, toolCallId, deciderOf(request), {
+            arguments: body.arguments,
+            reason: body.reason ?? null,
+          }),
         );
       },
     );

@@ -8,14 +8,19 @@ import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { transition } from './action-writes.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
-import { mayDecide } from './approvers.repo.ts';
+import { argumentRulesOf, mayDecide } from './approvers.repo.ts';
+import { checkEditedArguments } from './edited-arguments.ts';
+import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { INTERRUPTED } from './run-context.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /** The longest reason a decision keeps, whichever channel it comes by. */
 export const MAX_DECISION_REASON_CHARS = 2000;
 
-export type Decision = { kind: 'approve' } | { kind: 'reject'; reason: string | null } | { kind: 'expire' };
+export type Decision =
+  | { kind: 'approve'; arguments?: Record<string, unknown>; reason?: string | null }
+  | { kind: 'reject'; reason: string | null }
+  | { kind: 'expire' };
 /**
  * What a channel checks with the action locked, once the call is found waiting (a link is used
  * once, before its deadline). Its refusal refuses the decision and is recorded as an attempt.
@@ -51,6 +56,7 @@ export function decisionData(row: ToolCallRow) {
     channel: row.decisionChannel,
     decidedAt: row.decidedAt,
     reason: row.decisionReason,
+    argumentsEdited: row.approvedInput !== null && row.approvedInput !== undefined,
   };
 }
 
@@ -66,6 +72,8 @@ export function createApprovalsService(deps: {
   wakeRunners: () => void;
   clock: Clock;
   metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
+  /** The tools, for the schema that edited arguments must meet. */
+  tools: Pick<ToolRegistry, 'forOrg'>;
 }) {
   async function decide(
     orgId: string,
@@ -93,14 +101,22 @@ export function createApprovalsService(deps: {
       // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
       if (userId && !(await mayDecide(trx, orgId, actionId, userId)))
         return { kind: 'refused' as const, call, refusal: NOT_AN_APPROVER, code: 'not_an_approver' as const };
+      // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
+      const edited = decision.kind === 'approve' ? decision.arguments : undefined;
+      if (edited)
+        checkEditedArguments(
+          (await deps.tools.forOrg(orgId)).get(call.toolName),
+          call.toolName,
+          edited,
+          await argumentRulesOf(trx, actionId),
+        );
       const now = deps.clock.now();
       // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
       const interrupted = call.stagedReason === INTERRUPTED;
-      const reason =
-        decision.kind === 'reject' ? decision.reason : decision.kind === 'expire' ? 'not decided before the deadline' : null;
+      const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve'
-          ? { status: 'ready', approval: 'approved', startedAt: null }
+          ? { status: 'ready', approval: 'approved', startedAt: null, ...(edited && { approvedInput: JSON.stringify(edited) }) }
           : decision.kind === 'reject'
             ? interrupted
               ? { status: 'failed', approval: 'rejected', output: notRunAgain(reason) }
@@ -165,8 +181,14 @@ export function createApprovalsService(deps: {
   }
 
   return {
-    approve: (orgId: string, actionId: string, toolCallId: string, decider: Decider) =>
-      decide(orgId, actionId, toolCallId, decider, { kind: 'approve' }),
+    /** Approves the call as it stands or, with `arguments`, as a person edited it. */
+    approve: (
+      orgId: string,
+      actionId: string,
+      toolCallId: string,
+      decider: Decider,
+      edit: { arguments?: Record<string, unknown>; reason?: string | null } = {},
+    ) => decide(orgId, actionId, toolCallId, decider, { kind: 'approve', ...edit }),
     reject: (orgId: string, actionId: string, toolCallId: string, decider: Decider, reason: string | null) =>
       decide(orgId, actionId, toolCallId, decider, { kind: 'reject', reason }),
     /** A decision another channel makes (an email's link or reply), with its own checks. */

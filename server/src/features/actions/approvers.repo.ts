@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB, RuleApprovers } from '../../db/schema.ts';
+import type { ArgumentRule, DB, RuleApprovers } from '../../db/schema.ts';
 
 /** Of the org's members, those a rule's `approvers` names (null: its admins): who may decide its calls. */
 export const approversQuery = (db: Kysely<DB>, orgId: string, approvers: RuleApprovers | null) => {
@@ -30,4 +30,15 @@ export async function mayDecide(db: Kysely<DB>, orgId: string, actionId: string,
       .where('u.id', '=', userId)
       .executeTakeFirst()) !== undefined
   );
+}
+
+/** The argument rules of the action's rule (none for an action without one: an email's). */
+export async function argumentRulesOf(db: Kysely<DB>, actionId: string): Promise<ArgumentRule[]> {
+  const row = await db
+    .selectFrom('actions as a')
+    .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+    .select('r.argumentRules')
+    .where('a.id', '=', actionId)
+    .executeTakeFirst();
+  return row?.argumentRules ?? [];
 }

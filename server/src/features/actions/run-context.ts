@@ -3,6 +3,7 @@ import type { Span } from '../../lib/tracing.ts';
 import type { Insertable } from 'kysely';
 import type {
   ModeSource,
+  ToolCallRow,
   ThreadMessagesTable,
   ToolCallApproval,
   ToolCallMode,
@@ -39,7 +40,18 @@ export interface Call {
   stagedReason: string | null;
   /** Recorded as started by a run before this one, which died before its result was stored. */
   interrupted?: boolean;
+  /** A person approved it with other arguments than the model's: `input` is theirs, and the model is told. */
+  edited?: boolean;
 }
+
+/** A stored call as a run tracks it: one approved with edits runs with the approved arguments. */
+export const callOf = (row: ToolCallRow): Call => ({
+  ...row,
+  input: row.approvedInput ?? row.input,
+  output: row.output ?? null,
+  interrupted: row.status === 'ready' && row.startedAt !== null,
+  edited: row.approvedInput !== null && row.approvedInput !== undefined,
+});
 
 /** One run of an action in this process: what it knows, kept in step with what it stored. */
 export interface Run {

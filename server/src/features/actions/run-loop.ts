@@ -8,7 +8,7 @@ import { threadsRepo } from '../threads/threads.repo.ts';
 import { messageRow } from './action-writes.ts';
 import { modelTools } from './model-step.ts';
 import { createModelTurn, type ModelTurnDeps } from './model-turn.ts';
-import { ActionFailure, eventMessage, planTools, type Run, type RunContext } from './run-context.ts';
+import { ActionFailure, callOf, eventMessage, planTools, type Run, type RunContext } from './run-context.ts';
 import type { RunEffects } from './run-effects.ts';
 import { createToolStep } from './tool-step.ts';
 
@@ -69,12 +69,7 @@ export function createRunLoop(
         return run;
       }
       run.messages = (await threadsRepo.messages(deps.db, run.threadId)).map(({ role, content }) => ({ role, content }));
-      for (const row of calls ?? [])
-        run.calls.set(row.toolCallId, {
-          ...row,
-          output: row.output ?? null,
-          interrupted: row.status === 'ready' && row.startedAt !== null,
-        });
+      for (const row of calls ?? []) run.calls.set(row.toolCallId, callOf(row));
       return run;
     },
 

@@ -39,6 +39,8 @@ export const toolCallsRepo = {
       startedAt?: null;
       /** The call's result, when the decision is one (an interrupted call not run again). */
       output?: string;
+      /** Approved with edits: the arguments it runs with (the model's stay in input). */
+      approvedInput?: string;
     },
   ) =>
     trx
@@ -48,6 +50,7 @@ export const toolCallsRepo = {
         approval: decision.approval,
         ...(decision.startedAt === null ? { startedAt: null } : {}),
         ...(decision.output === undefined ? {} : { output: decision.output, completedAt: decision.at }),
+        ...(decision.approvedInput === undefined ? {} : { approvedInput: decision.approvedInput }),
         decidedByUserId: decision.userId,
         decisionChannel: decision.channel,
         decisionReason: decision.reason,

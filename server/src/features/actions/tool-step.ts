@@ -5,7 +5,8 @@ import { messageRow, transition } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData } from './approvals.service.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
-import { approvalDeadline, type Call, INTERRUPTED, type Message, type Run } from './run-context.ts';
+import { approvalDeadline, type Call, callOf, INTERRUPTED, type Message, type Run } from './run-context.ts';
+import { withReviewerNote } from './edited-arguments.ts';
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import type { RunEffects } from './run-effects.ts';
@@ -82,7 +83,8 @@ export function createToolStep(deps: {
         toolCallId: call.toolCallId,
         signal: run.signal,
       };
-      Object.assign(call, await deps.execute(run, call, toolContext));
+      const outcome = await deps.execute(run, call, toolContext);
+      Object.assign(call, call.edited ? { ...outcome, output: withReviewerNote(outcome.output, call.input) } : outcome);
     } finally {
       endToolSpan(deps.tracing, span, call);
     }
@@ -123,8 +125,10 @@ export function createToolStep(deps: {
     const { context } = run;
     await actionsRepo.lock(trx, context.id);
     const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => step.toolCallIds.includes(row.toolCallId));
-    for (const row of rows)
-      Object.assign(run.calls.get(row.toolCallId)!, { status: row.status, approval: row.approval, output: row.output ?? null });
+    for (const row of rows) {
+      const { status, approval, output, input, edited } = callOf(row);
+      Object.assign(run.calls.get(row.toolCallId)!, { status, approval, output, input, edited });
+    }
     const current = step.calls();
     const ended = rows.find((row) => row.status === 'rejected' || row.status === 'expired');
     if (ended) {

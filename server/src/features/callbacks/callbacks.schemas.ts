@@ -83,6 +83,7 @@ const decision = z.object({
     .describe('How: console, api, email_link or email_reply; null when the deadline decided'),
   decidedAt: z.string().nullable(),
   reason: z.string().nullable(),
+  argumentsEdited: z.boolean().optional().describe("Approved with other arguments than the model's (the ledger has both)"),
 });
 const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(
   type: Type,

@@ -94,7 +94,10 @@ export const ledgerDetail = ledgerRow.extend({
           mode: z.string(),
           status: z.string(),
           approval: z.string(),
-          input: z.unknown(),
+          input: z.unknown().meta({ description: "The model's arguments" }),
+          approvedInput: z.unknown().meta({
+            description: "The arguments a person approved in place of the model's, which it ran with (null: not edited)",
+          }),
           output: z.unknown(),
           requestedAt: z.date(),
           expiresAt: z.date().nullable(),

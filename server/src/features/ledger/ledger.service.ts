@@ -79,6 +79,7 @@ function toolCallOf(call: ToolCallRow, attempts: RefusedAttempt[], notifications
     status: call.status,
     approval: call.approval,
     input: call.input,
+    approvedInput: call.approvedInput ?? null,
     output: call.output ?? null,
     requestedAt: call.requestedAt,
     expiresAt: call.expiresAt,

@@ -1,0 +1,88 @@
+import { Button, Group, Modal, Stack, Text, Textarea } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, unwrap } from '../api/client';
+import { prettyJson } from '../lib/format';
+import { keys } from '../lib/queries';
+import { FormError } from './FormParts';
+
+/** The arguments as typed: a JSON object, or why not. */
+function parseArguments(text: string): { value: Record<string, unknown> } | { problem: string } {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? { value: value as Record<string, unknown> }
+      : { problem: 'The arguments are a JSON object: { "name": value, ... }' };
+  } catch (error) {
+    return { problem: `Not JSON: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * Approve with edits: the model's arguments, as JSON, for a person to correct before the call runs
+ * with them. The server checks them against the tool's schema and the rule's argument rules; what it
+ * refuses is shown here, and the call keeps waiting.
+ */
+export function EditAndApprove(props: {
+  org: string;
+  actionId: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  opened: boolean;
+  onClose: () => void;
+}) {
+  const { org, actionId, toolCallId, toolName } = props;
+  const queryClient = useQueryClient();
+  const [text, setText] = useState(() => prettyJson(props.input));
+  const parsed = parseArguments(text);
+  const approve = useMutation({
+    mutationFn: (args: Record<string, unknown>) =>
+      unwrap(
+        api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/approve', {
+          params: { path: { org, actionId, toolCallId } },
+          body: { arguments: args },
+        }),
+      ),
+    onSuccess: () => {
+      props.onClose();
+      notifications.show({ color: 'green', message: `Approved ${toolName} with your arguments` });
+      void queryClient.invalidateQueries({ queryKey: keys.org(org) });
+    },
+  });
+  return (
+    <Modal opened={props.opened} onClose={props.onClose} title={`Edit and approve ${toolName}`} size="lg">
+      <Stack>
+        <Text size="sm">The call runs with these arguments instead of the model's; the model is told that you changed them.</Text>
+        <Textarea
+          label="Arguments (JSON)"
+          autosize
+          minRows={6}
+          ff="monospace"
+          value={text}
+          onChange={(event) => {
+            setText(event.currentTarget.value);
+            approve.reset(); // the server's last refusal was of other arguments
+          }}
+          error={'problem' in parsed ? parsed.problem : undefined}
+          data-autofocus
+        />
+        <FormError error={approve.error} />
+        <Group justify="flex-end">
+          <Button variant="default" onClick={props.onClose}>
+            Cancel
+          </Button>
+          <Button
+            color="teal"
+            disabled={'problem' in parsed}
+            loading={approve.isPending}
+            onClick={() => 'value' in parsed && approve.mutate(parsed.value)}
+          >
+            Approve with these arguments
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../test/helpers/actions.ts';
+import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
+import { type ChatRequest, calledTools, toolResults } from '../../../test/helpers/fake-model.ts';
+import { startTestMcpServer, type TestMcpServer } from '../../../test/helpers/mcp-server.ts';
+import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
+import { setupWebhook } from '../../../test/helpers/webhooks.ts';
+
+let app: TestApp;
+let model: FakeModel;
+let orders: TestMcpServer;
+beforeAll(async () => {
+  orders = await startTestMcpServer();
+});
+afterAll(async () => orders?.close());
+useAppWithModel({ MCP_ALLOW_PRIVATE_NETWORKS: 'true' }, (started) => {
+  ({ app, model } = started);
+});
+
+/** Proposes a refund of 250, then says what the tool answered. */
+const refund = (request: ChatRequest) =>
+  calledTools(request)
+    ? { text: `Tool said: ${JSON.stringify(toolResults(request).at(-1)!.content)}` }
+    : { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: 'A-1', amount: 250 } }] };
+
+describe('approve with edits', () => {
+  it("runs the edited arguments, never the model's; refuses invalid (400) and denied (422) edits, the call still waiting", async () => {
+    const setup = await setupWebhook(
+      app,
+      {},
+      {
+        approvalRules: { orders__refund_order: 'ask' },
+        argumentRules: [{ tool: 'orders__refund_order', path: '/amount', op: 'gt', value: 300, mode: 'deny' }],
+      },
+    );
+    const { org, token } = setup.tenant;
+    await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
+    await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__refund_order'] } });
+    model.script(refund);
+    const actionId = await runEvent(app, setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${org.slug}/approvals`, { token })).json()).approvals;
+    const approve = (body: unknown) =>
+      app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, { token, body });
+
+    const refused: Array<[unknown, number, RegExp]> = [
+      [{ arguments: { orderId: 'A-1', amount: 'lots' } }, 400, /^body\/arguments\/amount must be number/],
+      [{ arguments: { orderId: 'A-1' } }, 400, /must have required property 'amount'/],
+      [{ arguments: [1, 2] }, 400, /arguments/],
+      [{ arguments: 'refund it' }, 400, /arguments/],
+      [{ arguments: { orderId: 'A-1', amount: 500 } }, 422, /argument rule 1 \(orders__refund_order: \/amount gt 300 -> deny\)/],
+      [{ arguments: { orderId: 'A-1\u0000', amount: 5 } }, 400, /NUL|U\+0000/],
+      [{ arguments: { orderId: 'x'.repeat(2_000_000), amount: 5 } }, 413, /./],
+    ];
+    for (const [body, status, message] of refused) {
+      const response = await approve(body);
+      const answer = await response.json();
+      expect(response.status, JSON.stringify(answer)).toBe(status);
+      expect(answer.error).toMatch(message);
+    }
+    const waiting = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    expect(waiting.execution.toolCalls[0]).toMatchObject({ status: 'staged', approvedInput: null });
+
+    const approved = await approve({ arguments: { orderId: 'A-1', amount: 200 }, reason: 'the customer asked for 200' });
+    expect(approved.status).toBe(200);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    const [call] = done.execution.toolCalls;
+    expect(call).toMatchObject({
+      input: { orderId: 'A-1', amount: 250 },
+      approvedInput: { orderId: 'A-1', amount: 200 },
+      approval: 'approved',
+      channel: 'api',
+      reason: 'the customer asked for 200',
+    });
+    expect(
+      orders.sideEffects.filter((effect) => effect.toolCallId === call.toolCallId).map((effect) => effect.arguments),
+    ).toEqual([{ orderId: 'A-1', amount: 200 }]);
+    // The model's next step knew a person changed the call.
+    expect(done.execution.result.text).toContain('A reviewer changed the arguments of this call before approving it');
+    expect(done.execution.result.text).toContain('Refunded 200 on order A-1');
+    const approvedEvent = done.lifecycleEvents.find((event: { status: string }) => event.status === 'approved');
+    expect(approvedEvent.data).toMatchObject({ argumentsEdited: true, channel: 'api' });
+  });
+});

@@ -1,0 +1,70 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv';
+import type { ArgumentRule } from '../../db/schema.ts';
+import { AppError } from '../../lib/errors.ts';
+import { decisiveRule, describeRule } from '../agents/argument-rules.ts';
+import type { ToolDefinition } from '../agents/tool-registry.ts';
+
+// Draft 2020-12, what MCP servers' SDKs write (its keywords cover the earlier drafts' common ones).
+const ajv = new Ajv2020({ allErrors: false, strict: false, validateFormats: false });
+/** MCP tools' schemas, compiled once per schema (a server lists the same schema on every listing). */
+const compiled = new Map<string, ValidateFunction>();
+const MAX_COMPILED = 500;
+
+function jsonSchemaProblem(schema: Record<string, unknown>, value: unknown): string | undefined {
+  const key = JSON.stringify(schema);
+  let validate = compiled.get(key);
+  if (!validate) {
+    try {
+      // Whichever draft it names, it is read as 2020-12 (as the model reads it, without `$schema`).
+      const { $schema: _, ...given } = schema;
+      validate = ajv.compile(given);
+    } catch {
+      return undefined; // a schema the validator cannot read: the server checks the arguments itself
+    }
+    if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
+    compiled.set(key, validate);
+  }
+  if (validate(value)) return undefined;
+  const [error] = validate.errors ?? [];
+  return error ? `${error.instancePath || '/'} ${error.message ?? 'is not valid'}` : 'not valid';
+}
+
+/**
+ * Arguments a person approves in place of the model's: valid for the tool (a built-in tool's own
+ * schema; an MCP tool's JSON Schema), and not refused by a `deny` argument rule of the action's rule
+ * (an `ask` rule is fine: a person is approving them). Throws the 400 or the 422 that says why.
+ */
+export function checkEditedArguments(
+  tool: ToolDefinition | undefined,
+  toolName: string,
+  args: Record<string, unknown>,
+  argumentRules: ArgumentRule[],
+): void {
+  if (!tool) throw new AppError('validation_failed', `body/arguments: the tool "${toolName}" is no longer available`);
+  if (tool.inputSchema) {
+    const parsed = tool.inputSchema.safeParse(args);
+    if (!parsed.success) {
+      const [issue] = parsed.error.issues;
+      throw new AppError('validation_failed', `body/arguments/${issue?.path.join('/') ?? ''}: ${issue?.message ?? 'not valid'}`);
+    }
+  } else if (tool.inputJsonSchema) {
+    const problem = jsonSchemaProblem(tool.inputJsonSchema, args);
+    if (problem) throw new AppError('validation_failed', `body/arguments${problem.startsWith('/') ? '' : ' '}${problem}`);
+  }
+  const rule = decisiveRule(argumentRules, toolName, args);
+  if (rule?.rule.mode === 'deny')
+    throw new AppError(
+      'arguments_denied',
+      `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call still waits`,
+    );
+}
+
+/** What the model sees of a call a person edited: the result, and that it ran with other arguments than it proposed. */
+export function withReviewerNote(output: unknown, args: unknown): unknown {
+  const note = `A reviewer changed the arguments of this call before approving it; it ran with ${JSON.stringify(args)}`;
+  const result = output as { type?: string; value?: unknown };
+  if (result?.type === 'json') return { type: 'json', value: { note, result: result.value } };
+  if (result?.type === 'error-text') return { type: 'error-text', value: `${note}. ${String(result.value)}` };
+  return output;
+}
