@@ -56,6 +56,8 @@ export interface ToolCallDecision {
   channel: 'console' | 'api' | 'email_link' | 'email_reply' | null;
   decidedAt: string | null;
   reason: string | null;
+  /** What was decided; `send_back` comes with action.approved: the call was not run, its message went to the agent. */
+  kind?: 'approve' | 'reject' | 'expire' | 'send_back' | null;
   /** Approved with other arguments than the model's (absent from older servers). */
   argumentsEdited?: boolean;
 }

@@ -802,6 +802,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/respond": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a staged tool call back with guidance: it is not run; the model gets the message as its result and goes on */
+        post: operations["sendBackToolCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/reject": {
         parameters: {
             query?: never;
@@ -1416,7 +1433,7 @@ export interface components {
             /** @description `ask`, or `agent` when the agent asked for approval */
             mode: string;
             /** @enum {string} */
-            status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+            status: "pending" | "approved" | "rejected" | "expired" | "cancelled" | "sent_back";
             /** Format: uuid */
             runAsUserId: string | null;
             eventType: string;
@@ -1518,6 +1535,11 @@ export interface components {
                     channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
+                    /**
+                     * @description What was decided: `send_back` (with action.approved) is a call not run, its message given to the agent
+                     * @enum {string|null}
+                     */
+                    kind?: "approve" | "reject" | "expire" | "send_back" | null;
                     /** @description Approved with other arguments than the model's (the ledger has both) */
                     argumentsEdited?: boolean;
                 };
@@ -1612,6 +1634,11 @@ export interface components {
                     channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
+                    /**
+                     * @description What was decided: `send_back` (with action.approved) is a call not run, its message given to the agent
+                     * @enum {string|null}
+                     */
+                    kind?: "approve" | "reject" | "expire" | "send_back" | null;
                     /** @description Approved with other arguments than the model's (the ledger has both) */
                     argumentsEdited?: boolean;
                 };
@@ -1658,6 +1685,11 @@ export interface components {
                     channel: "console" | "api" | "email_link" | "email_reply" | null;
                     decidedAt: string | null;
                     reason: string | null;
+                    /**
+                     * @description What was decided: `send_back` (with action.approved) is a call not run, its message given to the agent
+                     * @enum {string|null}
+                     */
+                    kind?: "approve" | "reject" | "expire" | "send_back" | null;
                     /** @description Approved with other arguments than the model's (the ledger has both) */
                     argumentsEdited?: boolean;
                 };
@@ -6472,7 +6504,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                status?: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                status?: "pending" | "approved" | "rejected" | "expired" | "cancelled" | "sent_back";
             };
             header?: never;
             path: {
@@ -6585,7 +6617,109 @@ export interface operations {
                         actionId: string;
                         toolName: string;
                         /** @enum {string} */
-                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled" | "sent_back";
+                        /** Format: uuid */
+                        decidedBy: string | null;
+                        /** Format: date-time */
+                        decidedAt: string | null;
+                        reason: string | null;
+                        /**
+                         * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+                         * @enum {string|null}
+                         */
+                        channel: "console" | "api" | "email_link" | "email_reply" | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendBackToolCall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                actionId: string;
+                toolCallId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the agent should do instead (1 to 2000 characters) */
+                    message: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        toolCallId: string;
+                        /** Format: uuid */
+                        actionId: string;
+                        toolName: string;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled" | "sent_back";
                         /** Format: uuid */
                         decidedBy: string | null;
                         /** Format: date-time */
@@ -6686,7 +6820,7 @@ export interface operations {
                         actionId: string;
                         toolName: string;
                         /** @enum {string} */
-                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled" | "sent_back";
                         /** Format: uuid */
                         decidedBy: string | null;
                         /** Format: date-time */

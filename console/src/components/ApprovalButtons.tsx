@@ -3,15 +3,23 @@ import { Button, Group, Modal, Stack, Textarea } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../api/client';
 import { keys } from '../lib/queries';
 import { EditAndApprove } from './EditAndApprove';
 
-const rejectSchema = z.object({ reason: z.string().trim().min(1, 'Say why, for the agent and the ledger').max(2000) });
+const wordsSchema = z.object({ words: z.string().trim().min(1, 'Say it, for the agent and the ledger').max(2000) });
 
-/** Approve, or reject with a reason: one pending tool call (spec 4.2.5). */
+/** The decisions that need words: a rejection's reason, or the guidance a call is sent back with. */
+const WORDED = {
+  reject: { title: 'Reject', label: 'Reason', done: 'Rejected', color: 'red' },
+  send_back: { title: 'Send back', label: 'What the agent should do instead', done: 'Sent back', color: 'violet' },
+} as const;
+type Worded = keyof typeof WORDED;
+
+/** Approve (as it stands, or edited), send back with guidance, or reject with a reason: one pending tool call. */
 export function ApprovalButtons({
   org,
   actionId,
@@ -23,13 +31,13 @@ export function ApprovalButtons({
   actionId: string;
   toolCallId: string;
   toolName: string;
-  /** The model's arguments: with them, the call can be edited before it is approved. */
+  /** The model's arguments: with them, the call can be edited before it is approved, or sent back. */
   input?: unknown;
 }) {
   const queryClient = useQueryClient();
-  const [rejecting, { open, close }] = useDisclosure(false);
+  const [asking, setAsking] = useState<Worded | null>(null);
   const [editing, editor] = useDisclosure(false);
-  const form = useForm<z.infer<typeof rejectSchema>>({ resolver: zodResolver(rejectSchema), defaultValues: { reason: '' } });
+  const form = useForm<z.infer<typeof wordsSchema>>({ resolver: zodResolver(wordsSchema), defaultValues: { words: '' } });
   const path = { org, actionId, toolCallId };
   const settled = () => void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   const approve = useMutation({
@@ -38,20 +46,37 @@ export function ApprovalButtons({
     onError: (error) => notifications.show({ color: 'red', title: 'Not approved', message: error.message }),
     onSettled: settled,
   });
-  const reject = useMutation({
-    mutationFn: (reason: string) =>
-      unwrap(api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/reject', { params: { path }, body: { reason } })),
-    onSuccess: () => {
-      close();
-      notifications.show({ color: 'gray', message: `Rejected ${toolName}` });
+  const worded = useMutation({
+    mutationFn: ({ kind, words }: { kind: Worded; words: string }) =>
+      kind === 'reject'
+        ? unwrap(
+            api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/reject', {
+              params: { path },
+              body: { reason: words },
+            }),
+          )
+        : unwrap(
+            api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/respond', {
+              params: { path },
+              body: { message: words },
+            }),
+          ),
+    onSuccess: (_, { kind }) => {
+      setAsking(null);
+      notifications.show({ color: 'gray', message: `${WORDED[kind].done} ${toolName}` });
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not rejected', message: error.message }),
+    onError: (error, { kind }) =>
+      notifications.show({ color: 'red', title: `Not ${WORDED[kind].done.toLowerCase()}`, message: error.message }),
     onSettled: settled,
   });
-  const busy = approve.isPending || reject.isPending;
+  const busy = approve.isPending || worded.isPending;
+  const ask = (kind: Worded) => {
+    form.reset({ words: '' });
+    setAsking(kind);
+  };
   return (
     <>
-      <Group gap="xs" wrap="nowrap">
+      <Group gap="xs" maw={260}>
         <Button
           size="xs"
           color="teal"
@@ -63,17 +88,35 @@ export function ApprovalButtons({
           Approve
         </Button>
         {input !== undefined && (
-          <Button
-            size="xs"
-            variant="default"
-            onClick={editor.open}
-            disabled={busy}
-            aria-label={`Edit the arguments of ${toolName}`}
-          >
-            Edit
-          </Button>
+          <>
+            <Button
+              size="xs"
+              variant="default"
+              onClick={editor.open}
+              disabled={busy}
+              aria-label={`Edit the arguments of ${toolName}`}
+            >
+              Edit
+            </Button>
+            <Button
+              size="xs"
+              variant="default"
+              onClick={() => ask('send_back')}
+              disabled={busy}
+              aria-label={`Send back ${toolName}`}
+            >
+              Send back
+            </Button>
+          </>
         )}
-        <Button size="xs" color="red" variant="light" onClick={open} disabled={busy} aria-label={`Reject ${toolName}`}>
+        <Button
+          size="xs"
+          color="red"
+          variant="light"
+          onClick={() => ask('reject')}
+          disabled={busy}
+          aria-label={`Reject ${toolName}`}
+        >
           Reject
         </Button>
       </Group>
@@ -88,27 +131,29 @@ export function ApprovalButtons({
           onClose={editor.close}
         />
       )}
-      <Modal opened={rejecting} onClose={close} title={`Reject ${toolName}`}>
-        <form onSubmit={form.handleSubmit((values) => reject.mutate(values.reason))} noValidate>
-          <Stack>
-            <Textarea
-              label="Reason"
-              autosize
-              minRows={3}
-              data-autofocus
-              {...form.register('reason')}
-              error={form.formState.errors.reason?.message}
-            />
-            <Group justify="flex-end">
-              <Button variant="default" onClick={close}>
-                Cancel
-              </Button>
-              <Button type="submit" color="red" loading={reject.isPending}>
-                Reject
-              </Button>
-            </Group>
-          </Stack>
-        </form>
+      <Modal opened={asking !== null} onClose={() => setAsking(null)} title={asking ? `${WORDED[asking].title} ${toolName}` : ''}>
+        {asking && (
+          <form onSubmit={form.handleSubmit((values) => worded.mutate({ kind: asking, words: values.words }))} noValidate>
+            <Stack>
+              <Textarea
+                label={WORDED[asking].label}
+                autosize
+                minRows={3}
+                data-autofocus
+                {...form.register('words')}
+                error={form.formState.errors.words?.message}
+              />
+              <Group justify="flex-end">
+                <Button variant="default" onClick={() => setAsking(null)}>
+                  Cancel
+                </Button>
+                <Button type="submit" color={WORDED[asking].color} loading={worded.isPending}>
+                  {WORDED[asking].title}
+                </Button>
+              </Group>
+            </Stack>
+          </form>
+        )}
       </Modal>
     </>
   );

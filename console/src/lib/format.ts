@@ -36,6 +36,7 @@ const STATUS_COLORS: Record<string, string> = {
   cancelled: 'gray',
   same: 'green',
   changed: 'orange',
+  sent_back: 'violet',
 };
 export const statusColor = (status: string | null | undefined) => STATUS_COLORS[status ?? ''] ?? 'gray';
 

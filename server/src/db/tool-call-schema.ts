@@ -39,9 +39,18 @@ export const TOOL_CALL_STATUSES = [
   'rejected',
   'expired',
   'cancelled',
+  'sent_back',
 ] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
-export const TOOL_CALL_APPROVALS = ['not_required', 'pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+export const TOOL_CALL_APPROVALS = [
+  'not_required',
+  'pending',
+  'approved',
+  'rejected',
+  'expired',
+  'cancelled',
+  'sent_back',
+] as const;
 export type ToolCallApproval = (typeof TOOL_CALL_APPROVALS)[number];
 
 export interface ToolCallsTable {

@@ -85,6 +85,7 @@ describe('the console: deciding', () => {
       await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
       await dialog.getByRole('alert').filter({ hasText: 'body/arguments/content' }).waitFor();
       await field.fill('{ "title": "Order 42 (edited)", "content": "# Edited" }');
+      await page.mouse.move(600, 10); // not hovering the button just clicked
       await expectAccessible(page, 'edit-and-approve');
       await capture(page, 'edit-and-approve');
       await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
@@ -101,6 +102,35 @@ describe('the console: deciding', () => {
       await edited.getByText('title: "Order 42" → "Order 42 (edited)"').waitFor();
       await capture(page, 'ledger-edited-call');
     });
+    operator.expectNoProblems();
+    await operator.close();
+  }, 120_000);
+
+  it('an admin sends a call back with guidance: it does not run, the agent goes on, the ledger says so', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    const { org, admin } = setup.tenant;
+    const actionId = await runEvent(app, setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const operator = await openConsole(browser);
+    const { page } = operator;
+    await page.goto(`${app.baseUrl}/sign-in`);
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/ledger');
+    await step(page, 'send back from the ledger row', async () => {
+      await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
+      await page.getByRole('button', { name: 'Send back generateDocument' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Send back generateDocument' });
+      await dialog.getByLabel('What the agent should do instead').fill('No PDF: answer in text.');
+      await capture(page, 'send-back');
+      await dialog.getByRole('button', { name: 'Send back' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      await page.getByText('No PDF: answer in text.').first().waitFor();
+    });
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.toolCalls[0]).toMatchObject({ status: 'sent_back', approval: 'sent_back', channel: 'console' });
     operator.expectNoProblems();
     await operator.close();
   }, 120_000);

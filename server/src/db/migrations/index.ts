@@ -21,6 +21,7 @@ import * as approvalReplies from './0019_approval_replies.ts';
 import * as agentVersions from './0020_agent_versions.ts';
 import * as experiments from './0021_experiments.ts';
 import * as approvedArguments from './0022_approved_arguments.ts';
+import * as sentBack from './0023_sent_back.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '0020_agent_versions': agentVersions,
   '0021_experiments': experiments,
   '0022_approved_arguments': approvedArguments,
+  '0023_sent_back': sentBack,
 };
 
 export const migrationProvider: MigrationProvider = {

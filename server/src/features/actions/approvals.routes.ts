@@ -164,6 +164,29 @@ export function approvalsRoutes(deps: { approvals: ApprovalsService; orgAccess: 
       },
     );
     app.post(
+      '/orgs/:org/actions/:actionId/tool-calls/:toolCallId/respond',
+      {
+        schema: decisionSchema(
+          'sendBackToolCall',
+          'Send a staged tool call back with guidance: it is not run; the model gets the message as its result and goes on',
+          z.object({
+            message: z
+              .string()
+              .trim()
+              .min(1)
+              .max(MAX_DECISION_REASON_CHARS)
+              .describe('What the agent should do instead (1 to 2000 characters)'),
+          }),
+        ),
+        preHandler,
+      },
+      async (request) => {
+        const { actionId, toolCallId } = request.params;
+        const { message } = request.body as { message: string };
+        return toDecision(await deps.approvals.sendBack(orgOf(request).id, actionId, toolCallId, deciderOf(request), message));
+      },
+    );
+    app.post(
       '/orgs/:org/actions/:actionId/tool-calls/:toolCallId/reject',
       {
         schema: decisionSchema(

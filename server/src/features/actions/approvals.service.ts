@@ -12,6 +12,7 @@ import { argumentRulesOf, mayDecide } from './approvers.repo.ts';
 import { checkEditedArguments } from './edited-arguments.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { INTERRUPTED } from './run-context.ts';
+import { BUDGET_APPROVAL } from './budget-hold.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /** The longest reason a decision keeps, whichever channel it comes by. */
@@ -20,7 +21,21 @@ export const MAX_DECISION_REASON_CHARS = 2000;
 export type Decision =
   | { kind: 'approve'; arguments?: Record<string, unknown>; reason?: string | null }
   | { kind: 'reject'; reason: string | null }
+  /** Not run: the model gets the person's message as the call's result, and goes on. */
+  | { kind: 'send_back'; reason: string }
   | { kind: 'expire' };
+
+/** What a decision did, as callbacks and the ledger name it (from the call's approval). */
+const DECISION_KINDS: Partial<Record<ToolCallApproval, string>> = {
+  approved: 'approve',
+  rejected: 'reject',
+  expired: 'expire',
+  sent_back: 'send_back',
+};
+
+/** The result the model sees of a call a person sent back. */
+const sentBack = (message: string) =>
+  JSON.stringify({ type: 'error-text', value: `A reviewer sent this call back without running it: ${message}` });
 /**
  * What a channel checks with the action locked, once the call is found waiting (a link is used
  * once, before its deadline). Its refusal refuses the decision and is recorded as an attempt.
@@ -56,6 +71,7 @@ export function decisionData(row: ToolCallRow) {
     channel: row.decisionChannel,
     decidedAt: row.decidedAt,
     reason: row.decisionReason,
+    kind: DECISION_KINDS[row.approval] ?? null,
     argumentsEdited: row.approvedInput !== null && row.approvedInput !== undefined,
   };
 }
@@ -103,6 +119,8 @@ export function createApprovalsService(deps: {
         return { kind: 'refused' as const, call, refusal: NOT_AN_APPROVER, code: 'not_an_approver' as const };
       // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
       const edited = decision.kind === 'approve' ? decision.arguments : undefined;
+      if (decision.kind === 'send_back' && call.toolName === BUDGET_APPROVAL)
+        throw new AppError('validation_failed', 'A run over its budget is approved or rejected; there is no call to send back');
       if (edited)
         checkEditedArguments(
           (await deps.tools.forOrg(orgId)).get(call.toolName),
@@ -117,11 +135,13 @@ export function createApprovalsService(deps: {
       const decided = (await toolCallsRepo.decide(trx, call.id, {
         ...(decision.kind === 'approve'
           ? { status: 'ready', approval: 'approved', startedAt: null, ...(edited && { approvedInput: JSON.stringify(edited) }) }
-          : decision.kind === 'reject'
-            ? interrupted
-              ? { status: 'failed', approval: 'rejected', output: notRunAgain(reason) }
-              : { status: 'rejected', approval: 'rejected' }
-            : { status: 'expired', approval: 'expired' }),
+          : decision.kind === 'send_back'
+            ? { status: 'sent_back', approval: 'sent_back', output: sentBack(decision.reason) }
+            : decision.kind === 'reject'
+              ? interrupted
+                ? { status: 'failed', approval: 'rejected', output: notRunAgain(reason) }
+                : { status: 'rejected', approval: 'rejected' }
+              : { status: 'expired', approval: 'expired' }),
         userId,
         channel: decider.channel,
         reason,
@@ -130,7 +150,8 @@ export function createApprovalsService(deps: {
       // While the runner is still settling the step (status running), it reads this decision itself.
       if (action.status !== 'pending_approval') return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
       const data = decisionData(decided);
-      if (decision.kind === 'approve' || (decision.kind === 'reject' && interrupted)) {
+      // The run goes on: with the call (approved), or with a result in its place (sent back; an interrupted one not run again).
+      if (decision.kind === 'approve' || decision.kind === 'send_back' || (decision.kind === 'reject' && interrupted)) {
         const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
         if (waiting) return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
         const { callbacks } = await transition(trx, {
@@ -138,7 +159,11 @@ export function createApprovalsService(deps: {
           from: 'pending_approval',
           to: 'approved',
           cause:
-            decision.kind === 'approve' ? `${decided.toolName} approved` : `${decided.toolName} not run again; the run goes on`,
+            decision.kind === 'approve'
+              ? `${decided.toolName} approved`
+              : decision.kind === 'send_back'
+                ? `${decided.toolName} sent back: ${decision.reason}`
+                : `${decided.toolName} not run again; the run goes on`,
           data,
         });
         return { kind: 'decided' as const, decided, resumed: true, callbacks };
@@ -191,6 +216,9 @@ export function createApprovalsService(deps: {
     ) => decide(orgId, actionId, toolCallId, decider, { kind: 'approve', ...edit }),
     reject: (orgId: string, actionId: string, toolCallId: string, decider: Decider, reason: string | null) =>
       decide(orgId, actionId, toolCallId, decider, { kind: 'reject', reason }),
+    /** Sends the call back with guidance: it is not run, the model gets the message, the action goes on. */
+    sendBack: (orgId: string, actionId: string, toolCallId: string, decider: Decider, message: string) =>
+      decide(orgId, actionId, toolCallId, decider, { kind: 'send_back', reason: message }),
     /** A decision another channel makes (an email's link or reply), with its own checks. */
     decideWith: (
       call: { orgId: string; actionId: string; toolCallId: string },

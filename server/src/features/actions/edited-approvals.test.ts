@@ -84,3 +84,56 @@ describe('approve with edits', () => {
     expect(approvedEvent.data).toMatchObject({ argumentsEdited: true, channel: 'api' });
   });
 });
+
+describe('send back with guidance', () => {
+  it('the call does not run; the model gets the message, proposes another call that waits under the rules, and the action completes', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
+    const { org, token } = setup.tenant;
+    await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
+    await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__refund_order'] } });
+    // Refunds 250; told "Refund 200 instead", refunds 200; then reports.
+    model.script((request) => {
+      const results = toolResults(request);
+      const last = JSON.stringify(results.at(-1)?.content ?? '');
+      if (results.length === 0)
+        return { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: 'B-2', amount: 250 } }] };
+      if (last.includes('sent this call back'))
+        return { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: 'B-2', amount: 200 } }] };
+      return { text: `Tool said: ${last}` };
+    });
+    const actionId = await runEvent(app, setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const pending = async () => (await (await app.request('GET', `/orgs/${org.slug}/approvals`, { token })).json()).approvals;
+    const [first] = await pending();
+    const respond = (toolCallId: string, body: unknown) =>
+      app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/respond`, { token, body });
+    for (const body of [{ message: '' }, { message: 'x'.repeat(2001) }, {}, { message: 7 }]) {
+      const refused = await respond(first.toolCallId, body);
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+    }
+    const sent = await respond(first.toolCallId, { message: 'Refund 200 instead, the customer agreed' });
+    expect(sent.status).toBe(200);
+    expect(await sent.json()).toMatchObject({ status: 'sent_back', reason: 'Refund 200 instead, the customer agreed' });
+
+    // The agent's next proposal follows the rules again: it waits.
+    const again = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    expect(again.execution.toolCalls.map((call: any) => [call.status, call.input.amount])).toEqual([
+      ['sent_back', 250],
+      ['staged', 200],
+    ]);
+    const [second] = await pending();
+    expect(
+      (await app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${second.toolCallId}/approve`, { token }))
+        .status,
+    ).toBe(200);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed', 'rejected']);
+    expect(done.status).toBe('completed');
+    const effects = orders.sideEffects.filter((effect) =>
+      done.execution.toolCalls.some((call: any) => call.toolCallId === effect.toolCallId),
+    );
+    expect(effects.map((effect) => effect.arguments)).toEqual([{ orderId: 'B-2', amount: 200 }]);
+    const decisions = done.lifecycleEvents.filter((event: { status: string }) => event.status === 'approved');
+    expect(decisions.map((event: any) => event.data.kind)).toEqual(['send_back', 'approve']);
+    expect(decisions[0].cause).toBe('orders__refund_order sent back: Refund 200 instead, the customer agreed');
+  });
+});

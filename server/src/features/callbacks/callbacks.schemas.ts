@@ -83,6 +83,11 @@ const decision = z.object({
     .describe('How: console, api, email_link or email_reply; null when the deadline decided'),
   decidedAt: z.string().nullable(),
   reason: z.string().nullable(),
+  kind: z
+    .enum(['approve', 'reject', 'expire', 'send_back'])
+    .nullable()
+    .optional()
+    .describe('What was decided: `send_back` (with action.approved) is a call not run, its message given to the agent'),
   argumentsEdited: z.boolean().optional().describe("Approved with other arguments than the model's (the ledger has both)"),
 });
 const envelope = <Type extends string, Status extends string, Data extends z.ZodRawShape>(
