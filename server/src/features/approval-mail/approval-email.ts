@@ -88,8 +88,8 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       `   Reject: ${call.rejectUrl}`,
       '',
     ]),
-    `Or reply to this email with "approve", or "reject" and a reason, on the first ` +
-      `line${many ? ' (it decides every call listed here)' : ''}.`,
+    `Or reply to this email with "approve", "reject" and a reason, or "send back:" and what the agent should do ` +
+      `instead (the call is not run; the agent goes on), on the first line${many ? ' (it decides every call listed here)' : ''}.`,
     `Each link works once, only for you, until the deadline. The console: ${input.consoleUrl}`,
   ].join('\n');
 
@@ -115,8 +115,10 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         `${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
         '</div>',
     ),
-    `<p style="color:#555">Or reply with <strong>approve</strong>, or <strong>reject</strong> and a reason, on the first line` +
-      `${many ? ' (it decides every call listed here)' : ''}. Each link works once, only for you, until the deadline.</p>`,
+    '<p style="color:#555">Or reply with <strong>approve</strong>, <strong>reject</strong> and a reason, or ' +
+      '<strong>send back:</strong> and what the agent should do instead (the call is not run; the agent goes on), on the ' +
+      `first line${many ? ' (it decides every call listed here)' : ''}. ` +
+      'Each link works once, only for you, until the deadline.</p>',
     `<p style="color:#555"><a href="${escapeHtml(input.consoleUrl)}">Open the console</a></p>`,
     '</div>',
   ].join('');

@@ -269,6 +269,27 @@ describe('approvals by email', () => {
     expect(state).toEqual([{ state: 'read', orgId: org.org.id }]);
   });
 
+  it('a reply "send back: ..." sends the call back: not run, the agent gets the message and the action goes on', async () => {
+    const { org, setup } = await approvalOrg({ approvers: { userIds: [] as string[], role: 'Admin' } });
+    const actionId = await waitingAction(setup);
+    const email = await emailTo(org.admin.email, actionId);
+    expect(email.text).toContain('"send back:" and what the agent should do instead');
+    await sent(setup, actionId);
+    await reply(org, email, { from: org.admin.email, text: 'Send back: no PDF, answer in two lines' });
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'rejected', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.toolCalls[0]).toMatchObject({
+      status: 'sent_back',
+      approval: 'sent_back',
+      channel: 'email_reply',
+      approverId: org.admin.id,
+      reason: 'no PDF, answer in two lines',
+    });
+    expect(JSON.stringify(done.execution.conversation)).toContain(
+      'A reviewer sent this call back without running it: no PDF, answer in two lines',
+    );
+  });
+
   it('replies that decide nothing: another sender, failed authentication, an unclear first line, an auto-reply; then the approver approves', async () => {
     const { org, setup } = await approvalOrg();
     const actionId = await waitingAction(setup);
@@ -308,7 +329,7 @@ describe('approvals by email', () => {
       "A reply from mallory@evil.test, not from the approver's address",
       "A reply that failed authentication (the provider's SPF check says fail)",
       'A reply that failed authentication (Authentication-Results says dkim=fail)',
-      'A reply that starts with neither approve nor reject ("Approve or reject? Let me think.")',
+      'A reply that starts with neither approve, reject nor send back ("Approve or reject? Let me think.")',
       expect.stringMatching(/^An automatic reply decides nothing \(it was sent automatically/),
     ]);
     // No answer to the auto-reply (loop guard).

@@ -12,6 +12,8 @@ import { usersRepo } from '../users/users.repo.ts';
 import { approvalMailRepo } from './approval-mail.repo.ts';
 import { authenticationFailure, type ReplyDecision, readReplyDecision } from './reply-reading.ts';
 
+/** How a reply's answer says what it decided. */
+const DONE = { approve: 'approved', reject: 'rejected', send_back: 'sent back' } as const;
 /** What users see of a reply to an approval email until the job has read it (its state is approval_replies'). */
 const REPLY_WAITING_DETAIL = 'an answer to an approval email: to be read as a decision';
 
@@ -116,11 +118,12 @@ export function createApprovalReplies(deps: {
     const decision = readReplyDecision(message.textBody);
     if (decision.kind !== 'unclear') return { approver, decision };
     const refusal: Refusal = {
-      record: `A reply that starts with neither approve nor reject ("${decision.firstLine.slice(0, 80)}")`,
+      record: `A reply that starts with neither approve, reject nor send back ("${decision.firstLine.slice(0, 80)}")`,
       userId: approver.id,
       answer:
-        'Your reply decided nothing: its first line must start with "approve", or "reject" followed by a reason if you like.',
-      outcome: 'not read as a decision: its first line starts with neither approve nor reject',
+        'Your reply decided nothing: its first line must start with "approve", "reject" followed by a reason if you ' +
+        'like, or "send back:" followed by what the agent should do instead.',
+      outcome: 'not read as a decision: its first line starts with neither approve, reject nor send back',
     };
     return { refusal };
   }
@@ -143,7 +146,7 @@ export function createApprovalReplies(deps: {
           { userId: approver.id, channel: 'email_reply' },
           decision,
         );
-        decided.push(`${call.toolName} ${decision.kind === 'approve' ? 'approved' : 'rejected'}`);
+        decided.push(`${call.toolName} ${DONE[decision.kind]}`);
       } catch (error) {
         const refusal = ['already_decided', 'not_an_approver', 'not_found'] as const;
         if (!(error instanceof AppError && (refusal as readonly string[]).includes(error.code))) throw error;

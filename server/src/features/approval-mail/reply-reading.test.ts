@@ -19,6 +19,13 @@ describe('readReplyDecision', () => {
     ['anything else', 'Looks fine to me', { kind: 'unclear', firstLine: 'Looks fine to me' }],
     ['nothing but quotes', '> approve\n>> reject', { kind: 'unclear', firstLine: '' }],
     ['an empty reply', '', { kind: 'unclear', firstLine: '' }],
+    [
+      'send back with what to do instead',
+      'Send back: refund 200, not 250\n\nthanks',
+      { kind: 'send_back', reason: 'refund 200, not 250' },
+    ],
+    ['send it back, any case', 'SEND IT BACK - ask the customer first', { kind: 'send_back', reason: 'ask the customer first' }],
+    ['send back without a message', 'send back', { kind: 'unclear', firstLine: 'send back' }],
   ])('%s', (_name, text, decision) => {
     expect(readReplyDecision(text)).toEqual(decision);
   });

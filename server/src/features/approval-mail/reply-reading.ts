@@ -4,11 +4,22 @@ import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
 export type ReplyDecision =
   | { kind: 'approve' }
   | { kind: 'reject'; reason: string | null }
+  /** Not run: the agent gets the message and goes on. */
+  | { kind: 'send_back'; reason: string }
   | { kind: 'unclear'; firstLine: string };
 
+/** The words after a decision's keyword: its reason or message, without the punctuation that joins them. */
+const rest = (line: string, keyword: string) =>
+  line
+    .slice(keyword.length)
+    .replace(/^[\s:,.;!–—-]+/, '')
+    .trim()
+    .slice(0, MAX_DECISION_REASON_CHARS);
+
 /**
- * The first line that is not quoted (`>`) and not empty decides: it starts with `approve` or `reject`
- * (any case; `reject` may be followed by a reason). A line naming both, or anything else, is unclear.
+ * The first line that is not quoted (`>`) and not empty decides: it starts with `approve`, `reject`
+ * (any case; it may be followed by a reason) or `send back` followed by what the agent should do
+ * instead. A line naming two of them, a send back without a message, or anything else, is unclear.
  */
 export function readReplyDecision(text: string): ReplyDecision {
   const first =
@@ -17,15 +28,17 @@ export function readReplyDecision(text: string): ReplyDecision {
       .split('\n')
       .map((line) => line.trim())
       .find((line) => line.length > 0 && !line.startsWith('>')) ?? '';
+  const sendBack = /^send(ing)? (it )?back\b/i.exec(first);
+  if (sendBack) {
+    const message = rest(first, sendBack[0]);
+    return message ? { kind: 'send_back', reason: message } : { kind: 'unclear', firstLine: first.slice(0, 200) };
+  }
   const approve = /^approved?\b/i.test(first);
   const reject = /^reject(ed)?\b/i.exec(first);
   if (approve && !/\breject/i.test(first)) return { kind: 'approve' };
   if (reject && !/\bapprove/i.test(first)) {
-    const reason = first
-      .slice(reject[0].length)
-      .replace(/^[\s:,.;!–—-]+/, '')
-      .trim();
-    return { kind: 'reject', reason: reason ? reason.slice(0, MAX_DECISION_REASON_CHARS) : null };
+    const reason = rest(first, reject[0]);
+    return { kind: 'reject', reason: reason || null };
   }
   return { kind: 'unclear', firstLine: first.slice(0, 200) };
 }
