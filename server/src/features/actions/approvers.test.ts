@@ -81,4 +81,29 @@ describe("who decides: the rule's approvers, on every channel", () => {
     expect((await decide(setup, actionId, toolCallId, 'approve', guest)).status).toBe(403);
     expect((await decide(setup, actionId, toolCallId, 'approve', setup.tenant.token)).status).toBe(200);
   });
+
+  it('two approvers deciding at once: one decision wins, the other is 409 and recorded', async () => {
+    let second = '';
+    let secondId = '';
+    const { setup, actionId, toolCallId } = await waitingUnder(async (made) => {
+      const other = await createUser(app, { role: 'Admin', org: made.tenant.org.slug });
+      second = await signIn(app, other);
+      secondId = other.id;
+      return null; // the org's admins: both of them
+    });
+    const answers = await Promise.all([
+      decide(setup, actionId, toolCallId, 'approve', setup.tenant.token),
+      decide(setup, actionId, toolCallId, 'reject', second),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409]);
+    const loser = answers.find((answer) => answer.status === 409)!;
+    expect((await loser.json()).code).toBe('already_decided');
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'rejected', 'failed']);
+    const [call] = done.execution.toolCalls;
+    const winner = call.approverId;
+    expect([setup.tenant.admin.id, secondId]).toContain(winner);
+    expect(call.refusedAttempts).toEqual([
+      expect.objectContaining({ channel: 'api', userId: winner === secondId ? setup.tenant.admin.id : secondId }),
+    ]);
+  });
 });
