@@ -3188,6 +3188,10 @@ export interface operations {
                         tools: {
                             name: string;
                             description: string;
+                            /** @description The tool's input as JSON Schema (what the model sees; an approver's edit is checked against it) */
+                            inputSchema: {
+                                [key: string]: unknown;
+                            };
                             server: {
                                 /** Format: uuid */
                                 id: string;

@@ -1,10 +1,11 @@
 import { Button, Group, Modal, Stack, Text, Textarea } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import { prettyJson } from '../lib/format';
-import { keys } from '../lib/queries';
+import { keys, toolsQuery } from '../lib/queries';
+import { ArgumentFields, argumentsOf, flatSchema } from './ArgumentFields';
 import { FormError } from './FormParts';
 
 /** The arguments as typed: a JSON object, or why not. */
@@ -20,7 +21,8 @@ function parseArguments(text: string): { value: Record<string, unknown> } | { pr
 }
 
 /**
- * Approve with edits: the model's arguments, as JSON, for a person to correct before the call runs
+ * Approve with edits: the model's arguments, one field each when the tool's schema is flat (JSON
+ * otherwise), for a person to correct before the call runs
  * with them. The server checks them against the tool's schema and the rule's argument rules; what it
  * refuses is shown here, and the call keeps waiting.
  */
@@ -35,8 +37,11 @@ export function EditAndApprove(props: {
 }) {
   const { org, actionId, toolCallId, toolName } = props;
   const queryClient = useQueryClient();
+  const { data: tools } = useQuery(toolsQuery(org));
+  const schema = flatSchema(tools?.find((tool) => tool.name === toolName)?.inputSchema);
   const [text, setText] = useState(() => prettyJson(props.input));
-  const parsed = parseArguments(text);
+  const [fields, setFields] = useState<Record<string, unknown>>(() => ({ ...(props.input as Record<string, unknown>) }));
+  const parsed = schema ? { value: argumentsOf(schema, fields) } : parseArguments(text);
   const approve = useMutation({
     mutationFn: (args: Record<string, unknown>) =>
       unwrap(
@@ -55,19 +60,31 @@ export function EditAndApprove(props: {
     <Modal opened={props.opened} onClose={props.onClose} title={`Edit and approve ${toolName}`} size="lg">
       <Stack>
         <Text size="sm">The call runs with these arguments instead of the model's; the model is told that you changed them.</Text>
-        <Textarea
-          label="Arguments (JSON)"
-          autosize
-          minRows={6}
-          ff="monospace"
-          value={text}
-          onChange={(event) => {
-            setText(event.currentTarget.value);
-            approve.reset(); // the server's last refusal was of other arguments
-          }}
-          error={'problem' in parsed ? parsed.problem : undefined}
-          data-autofocus
-        />
+        {schema ? (
+          <ArgumentFields
+            schema={schema}
+            initial={(props.input ?? {}) as Record<string, unknown>}
+            values={fields}
+            onChange={(values) => {
+              setFields(values);
+              approve.reset();
+            }}
+          />
+        ) : (
+          <Textarea
+            label="Arguments (JSON)"
+            autosize
+            minRows={6}
+            ff="monospace"
+            value={text}
+            onChange={(event) => {
+              setText(event.currentTarget.value);
+              approve.reset(); // the server's last refusal was of other arguments
+            }}
+            error={'problem' in parsed ? parsed.problem : undefined}
+            data-autofocus
+          />
+        )}
         <FormError error={approve.error} />
         <Group justify="flex-end">
           <Button variant="default" onClick={props.onClose}>

@@ -79,12 +79,14 @@ describe('the console: deciding', () => {
     await step(page, 'edit the call in the inbox; a refused edit keeps it waiting; an accepted one runs', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
       await page.getByRole('button', { name: 'Edit the arguments of generateDocument' }).click();
+      // One field per argument, from the tool's schema, filled with the model's.
       const dialog = page.getByRole('dialog', { name: 'Edit and approve generateDocument' });
-      const field = dialog.getByLabel('Arguments (JSON)');
-      await field.fill('{ "title": "Order 42 (edited)" }');
+      expect(await dialog.getByLabel('title').inputValue()).toBe('Order 42');
+      await dialog.getByLabel('title').fill('Order 42 (edited)');
+      await dialog.getByLabel('content').fill('');
       await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
       await dialog.getByRole('alert').filter({ hasText: 'body/arguments/content' }).waitFor();
-      await field.fill('{ "title": "Order 42 (edited)", "content": "# Edited" }');
+      await dialog.getByLabel('content').fill('# Edited');
       await page.mouse.move(600, 10); // not hovering the button just clicked
       await expectAccessible(page, 'edit-and-approve');
       await capture(page, 'edit-and-approve');

@@ -1,8 +1,7 @@
 import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
-import { z } from 'zod';
 import type { ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { withApprovalDecision } from './approval-policy.ts';
-import type { ToolDefinition } from '../agents/tool-registry.ts';
+import { inputJsonSchema, type ToolDefinition } from '../agents/tool-registry.ts';
 import type { TokenUsage } from '../../lib/model-prices.ts';
 
 /** One tool of a run: its definition and the mode its calls get. */
@@ -50,21 +49,6 @@ export function modelTools(plans: Map<string, ToolPlan>): ToolSet {
     });
   }
   return tools;
-}
-
-const jsonSchemas = new WeakMap<ToolDefinition, Record<string, unknown>>();
-
-/** A tool's input schema as JSON Schema: converted once per built-in tool; an MCP tool's as its server gave it. */
-function inputJsonSchema(definition: ToolDefinition): Record<string, unknown> {
-  let schema = jsonSchemas.get(definition);
-  if (!schema) {
-    const { $schema: _, ...given } = definition.inputJsonSchema ?? { type: 'object' };
-    schema = definition.inputSchema
-      ? (z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>)
-      : given;
-    jsonSchemas.set(definition, schema);
-  }
-  return schema;
 }
 
 /** One model call: the conversation so far in, the assistant's message and its proposed tool calls out. */

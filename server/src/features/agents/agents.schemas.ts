@@ -132,6 +132,9 @@ export const toolAnnotationsSchema = z.object({
 export const listedToolSchema = z.object({
   name: z.string(),
   description: z.string(),
+  inputSchema: z
+    .record(z.string(), z.unknown())
+    .describe("The tool's input as JSON Schema (what the model sees; an approver's edit is checked against it)"),
   server: z
     .object({
       id: z.uuid(),

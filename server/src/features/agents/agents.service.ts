@@ -5,7 +5,7 @@ import type { DB, RuleApprovers } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { BudgetsService } from '../usage/budgets.service.ts';
-import type { ToolRegistry } from './tool-registry.ts';
+import { inputJsonSchema, type ToolRegistry } from './tool-registry.ts';
 import { nextVersion, requireKnownTools, writeVersion } from './agent-behaviour.ts';
 import { actionRulesRepo, agentsRepo } from './agents.repo.ts';
 import type { actionRuleInput, actionRulePatch, agentInput, agentPatch } from './agents.schemas.ts';
@@ -36,10 +36,11 @@ export function createAgentsService(deps: {
   return {
     /** The tools the org's agents can be given: the built-in ones and its MCP servers', with what each does. */
     async listTools(orgId: string) {
-      return [...(await deps.tools.forOrg(orgId)).values()].map(({ name, description, server }) => ({
-        name,
-        description,
-        server: server ?? null,
+      return [...(await deps.tools.forOrg(orgId)).values()].map((definition) => ({
+        name: definition.name,
+        description: definition.description,
+        inputSchema: inputJsonSchema(definition),
+        server: definition.server ?? null,
       }));
     },
 

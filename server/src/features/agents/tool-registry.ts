@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { McpToolAnnotations } from '../../db/schema.ts';
 import { TOOL_NAME } from './agents.schemas.ts';
 
@@ -84,4 +84,19 @@ export async function registerToolModules(registry: ToolRegistry, paths: readonl
     if (!Array.isArray(module.tools)) throw new Error(`Tool module ${path} must export an array named "tools"`);
     for (const tool of module.tools as ToolDefinition[]) registry.register(tool);
   }
+}
+
+const jsonSchemas = new WeakMap<ToolDefinition, Record<string, unknown>>();
+
+/** A tool's input schema as JSON Schema: converted once per built-in tool; an MCP tool's as its server gave it. */
+export function inputJsonSchema(definition: ToolDefinition): Record<string, unknown> {
+  let schema = jsonSchemas.get(definition);
+  if (!schema) {
+    const { $schema: _, ...given } = definition.inputJsonSchema ?? { type: 'object' };
+    schema = definition.inputSchema
+      ? (z.toJSONSchema(definition.inputSchema, { io: 'input' }) as Record<string, unknown>)
+      : given;
+    jsonSchemas.set(definition, schema);
+  }
+  return schema;
 }
