@@ -1,9 +1,9 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../helpers/actions.ts';
-import { capture, expectAccessible, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { capture, expectAccessible, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
 import { auth, runEvent } from '../helpers/callbacks.ts';
-import { createUser, DEFAULT_PASSWORD } from '../helpers/factories.ts';
+import { createUser } from '../helpers/factories.ts';
 import { documentThenText, startFakeModel } from '../helpers/fake-model.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { setupWebhook } from '../helpers/webhooks.ts';
@@ -38,10 +38,7 @@ describe('the console: deciding', () => {
 
     const visitor = await openConsole(browser);
     const { page } = visitor;
-    await page.goto(`${app.baseUrl}/sign-in`);
-    await page.getByLabel('Email').fill(guest.email);
-    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, app.baseUrl, guest.email);
     await page.waitForURL('**/documents');
 
     await step(page, 'the inbox shows the call the rule names the Guest for, and the Guest approves it', async () => {
@@ -70,10 +67,7 @@ describe('the console: deciding', () => {
     await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     const operator = await openConsole(browser);
     const { page } = operator;
-    await page.goto(`${app.baseUrl}/sign-in`);
-    await page.getByLabel('Email').fill(admin.email);
-    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, app.baseUrl, admin.email);
     await page.waitForURL('**/ledger');
 
     await step(page, 'edit the call in the inbox; a refused edit keeps it waiting; an accepted one runs', async () => {
@@ -115,10 +109,7 @@ describe('the console: deciding', () => {
     await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     const operator = await openConsole(browser);
     const { page } = operator;
-    await page.goto(`${app.baseUrl}/sign-in`);
-    await page.getByLabel('Email').fill(admin.email);
-    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, app.baseUrl, admin.email);
     await page.waitForURL('**/ledger');
     await step(page, 'send back from the ledger row', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);

@@ -1,9 +1,8 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../helpers/actions.ts';
-import { capture, expectAccessible, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { capture, expectAccessible, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
 import { auth, runEvent } from '../helpers/callbacks.ts';
-import { DEFAULT_PASSWORD } from '../helpers/factories.ts';
 import { type ChatRequest, calledTools, eventData, startFakeModel, toolResults } from '../helpers/fake-model.ts';
 import { startTestMcpServer, type TestMcpServer } from '../helpers/mcp-server.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -58,10 +57,7 @@ describe('the console: versions and experiments', () => {
 
     const operator = await openConsole(browser);
     const { page } = operator;
-    await page.goto(`${app.baseUrl}/sign-in`);
-    await page.getByLabel('Email').fill(admin.email);
-    await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, app.baseUrl, admin.email);
     await page.waitForURL('**/ledger');
 
     await step(page, 'the agent page: save a change as a draft, and see it beside the live version', async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { DEFAULT_PASSWORD } from './factories.ts';
 
 /** Debian's Chromium (.ci/run installs it); Playwright's own browser download cannot work here. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -98,4 +99,12 @@ export async function step<T>(page: Page, name: string, run: () => Promise<T>): 
     await page.screenshot({ path: `${SCREENSHOT_DIR}/failed-${name.replaceAll(/\W+/g, '-')}.png` }).catch(() => {});
     throw new Error(`Step "${name}" failed: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** Signs in on the console's sign-in page as a person would (the password is the factories' default unless given). */
+export async function signInToConsole(page: Page, baseUrl: string, email: string, password = DEFAULT_PASSWORD): Promise<void> {
+  await page.goto(`${baseUrl}/sign-in`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
 }

@@ -9,6 +9,7 @@ import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
 import { usd } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
+import { unfinished } from './ExperimentsSection';
 import { ResultComparison } from './ResultComparison';
 
 const OUTCOMES = ['all', 'changed', 'same', 'failed'] as const;
@@ -28,7 +29,7 @@ export function ExperimentPage() {
           params: { path: { org, experimentId: id }, query: { limit: 200, ...(outcome !== 'all' && { outcome }) } },
         }),
       ),
-    refetchInterval: (query) => (['queued', 'running'].includes(query.state.data?.experiment.state ?? '') ? 1000 : false),
+    refetchInterval: (query) => (unfinished(query.state.data?.experiment.state ?? '') ? 1000 : false),
   });
   const agentId = experiment.data?.experiment.agentId;
   const agent = useQuery({ ...agentQuery(org, agentId ?? ''), enabled: agentId !== undefined });
@@ -51,7 +52,7 @@ export function ExperimentPage() {
   if (experiment.error) return <QueryError error={experiment.error} />;
   if (!experiment.data) return null;
   const { experiment: item, summary, results } = experiment.data;
-  const running = item.state === 'queued' || item.state === 'running';
+  const running = unfinished(item.state);
   const chosen = results.find((result) => result.actionId === selected);
   return (
     <Stack gap="lg">

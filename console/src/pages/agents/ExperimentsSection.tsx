@@ -24,7 +24,8 @@ import { formatTime } from '../../lib/format';
 import { experimentsQuery, keys } from '../../lib/queries';
 
 const ENDINGS = ['completed', 'failed', 'rejected', 'expired'] as const;
-const unfinished = (state: string) => state === 'queued' || state === 'running';
+/** An experiment still replaying (or about to): its page and list refresh while it is. */
+export const unfinished = (state: string) => state === 'queued' || state === 'running';
 
 /** The agent's experiments, with their progress while they run, and a form to start one from a version. */
 export function ExperimentsSection(props: {

@@ -76,6 +76,29 @@ export function decisionData(row: ToolCallRow) {
   };
 }
 
+/** What a decision makes of the call: it runs (approved, with the edited arguments if any), or it gets its end. */
+function callChanges(call: ToolCallRow, decision: Decision) {
+  // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
+  const interrupted = call.stagedReason === INTERRUPTED;
+  switch (decision.kind) {
+    case 'approve':
+      return {
+        status: 'ready' as const,
+        approval: 'approved' as const,
+        startedAt: null,
+        ...(decision.arguments && { approvedInput: JSON.stringify(decision.arguments) }),
+      };
+    case 'send_back':
+      return { status: 'sent_back' as const, approval: 'sent_back' as const, output: sentBack(decision.reason) };
+    case 'reject':
+      return interrupted
+        ? { status: 'failed' as const, approval: 'rejected' as const, output: notRunAgain(decision.reason) }
+        : { status: 'rejected' as const, approval: 'rejected' as const };
+    case 'expire':
+      return { status: 'expired' as const, approval: 'expired' as const };
+  }
+}
+
 /**
  * Human decisions on staged tool calls, and their deadline. Each decision locks the action first, so
  * it and the runner take turns: whichever comes second sees what the first did.
@@ -91,6 +114,65 @@ export function createApprovalsService(deps: {
   /** The tools, for the schema that edited arguments must meet. */
   tools: Pick<ToolRegistry, 'forOrg'>;
 }) {
+  /**
+   * Why this decision changes nothing, if it does not: the call is decided already, the channel's own
+   * check refuses it, or the decider is not one of the rule's approvers. Edited arguments the tool or
+   * the rule refuse, and a budget's continuation sent back, are errors (the call waits on).
+   */
+  async function refusalOf(
+    trx: Kysely<DB>,
+    call: ToolCallRow,
+    decider: Decider,
+    decision: Decision,
+    guard: DecisionGuard | undefined,
+  ): Promise<{ refusal: string; code: 'already_decided' | 'not_an_approver' } | undefined> {
+    if (call.status !== 'staged') {
+      const refusal =
+        call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`;
+      return { refusal, code: 'already_decided' };
+    }
+    const guarded = await guard?.(trx);
+    if (guarded) return { refusal: guarded, code: 'already_decided' };
+    // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
+    if (decider.userId && !(await mayDecide(trx, call.orgId, call.actionId, decider.userId)))
+      return { refusal: NOT_AN_APPROVER, code: 'not_an_approver' };
+    if (decision.kind === 'send_back' && call.toolName === BUDGET_APPROVAL)
+      throw new AppError('validation_failed', 'A run over its budget is approved or rejected; there is no call to send back');
+    // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
+    if (decision.kind === 'approve' && decision.arguments) {
+      const tool = (await deps.tools.forOrg(call.orgId)).get(call.toolName);
+      checkEditedArguments(tool, call.toolName, decision.arguments, await argumentRulesOf(trx, call.actionId));
+    }
+    return undefined;
+  }
+
+  /**
+   * The action after a decision on one of its calls: it goes on once none waits (approved, sent back,
+   * an interrupted call not run again), or it ends (rejected, expired) and its other calls are cancelled.
+   */
+  async function moveAction(trx: Kysely<DB>, decided: ToolCallRow, decision: Decision, now: Date) {
+    const { actionId, toolName } = decided;
+    const data = decisionData(decided);
+    const interrupted = decided.stagedReason === INTERRUPTED;
+    if (decision.kind === 'approve' || decision.kind === 'send_back' || (decision.kind === 'reject' && interrupted)) {
+      const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
+      if (waiting) return { resumed: false, callbacks: 0 };
+      const cause =
+        decision.kind === 'approve'
+          ? `${toolName} approved`
+          : decision.kind === 'send_back'
+            ? `${toolName} sent back: ${decision.reason}`
+            : `${toolName} not run again; the run goes on`;
+      const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause, data });
+      return { resumed: true, callbacks };
+    }
+    await toolCallsRepo.cancelStaged(trx, actionId, now);
+    const to = decision.kind === 'reject' ? 'rejected' : 'expired';
+    const cause = `${toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`;
+    const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to, cause, data });
+    return { resumed: false, callbacks };
+  }
+
   async function decide(
     orgId: string,
     actionId: string,
@@ -105,79 +187,19 @@ export function createApprovalsService(deps: {
       if (!action || action.orgId !== orgId) throw notFound('Action');
       const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
       if (!call) throw notFound('Tool call');
-      if (call.status !== 'staged') {
-        const refusal =
-          call.approval === 'not_required'
-            ? 'This tool call did not need approval'
-            : `This tool call was ${call.approval} already`;
-        return { kind: 'refused' as const, call, refusal, code: 'already_decided' as const };
-      }
-      const guarded = await guard?.(trx);
-      if (guarded) return { kind: 'refused' as const, call, refusal: guarded, code: 'already_decided' as const };
-      // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
-      if (userId && !(await mayDecide(trx, orgId, actionId, userId)))
-        return { kind: 'refused' as const, call, refusal: NOT_AN_APPROVER, code: 'not_an_approver' as const };
-      // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
-      const edited = decision.kind === 'approve' ? decision.arguments : undefined;
-      if (decision.kind === 'send_back' && call.toolName === BUDGET_APPROVAL)
-        throw new AppError('validation_failed', 'A run over its budget is approved or rejected; there is no call to send back');
-      if (edited)
-        checkEditedArguments(
-          (await deps.tools.forOrg(orgId)).get(call.toolName),
-          call.toolName,
-          edited,
-          await argumentRulesOf(trx, actionId),
-        );
+      const refused = await refusalOf(trx, call, decider, decision, guard);
+      if (refused) return { kind: 'refused' as const, call, ...refused };
       const now = deps.clock.now();
-      // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
-      const interrupted = call.stagedReason === INTERRUPTED;
-      const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
       const decided = (await toolCallsRepo.decide(trx, call.id, {
-        ...(decision.kind === 'approve'
-          ? { status: 'ready', approval: 'approved', startedAt: null, ...(edited && { approvedInput: JSON.stringify(edited) }) }
-          : decision.kind === 'send_back'
-            ? { status: 'sent_back', approval: 'sent_back', output: sentBack(decision.reason) }
-            : decision.kind === 'reject'
-              ? interrupted
-                ? { status: 'failed', approval: 'rejected', output: notRunAgain(reason) }
-                : { status: 'rejected', approval: 'rejected' }
-              : { status: 'expired', approval: 'expired' }),
+        ...callChanges(call, decision),
         userId,
         channel: decider.channel,
-        reason,
+        reason: decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null),
         at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
       if (action.status !== 'pending_approval') return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
-      const data = decisionData(decided);
-      // The run goes on: with the call (approved), or with a result in its place (sent back; an interrupted one not run again).
-      if (decision.kind === 'approve' || decision.kind === 'send_back' || (decision.kind === 'reject' && interrupted)) {
-        const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
-        if (waiting) return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
-        const { callbacks } = await transition(trx, {
-          actionId,
-          from: 'pending_approval',
-          to: 'approved',
-          cause:
-            decision.kind === 'approve'
-              ? `${decided.toolName} approved`
-              : decision.kind === 'send_back'
-                ? `${decided.toolName} sent back: ${decision.reason}`
-                : `${decided.toolName} not run again; the run goes on`,
-          data,
-        });
-        return { kind: 'decided' as const, decided, resumed: true, callbacks };
-      }
-      await toolCallsRepo.cancelStaged(trx, actionId, now);
-      const to = decision.kind === 'reject' ? 'rejected' : 'expired';
-      const { callbacks } = await transition(trx, {
-        actionId,
-        from: 'pending_approval',
-        to,
-        cause: `${decided.toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`,
-        data,
-      });
-      return { kind: 'decided' as const, decided, resumed: false, callbacks };
+      return { kind: 'decided' as const, decided, ...(await moveAction(trx, decided, decision, now)) };
     });
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;

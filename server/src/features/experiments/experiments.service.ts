@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { DB, ExperimentOutcome, ExperimentSelection } from '../../db/schema.ts';
+import { isForeignKeyViolation } from '../../db/errors.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, decodeNumberCursor, encodeCursor, encodeNumberCursor } from '../../lib/pagination.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
@@ -61,22 +62,28 @@ export function createExperimentsService(deps: { db: Kysely<DB>; bus: ProcessBus
       if (selected.length === 0)
         throw new AppError('validation_failed', 'body: no finished action of this agent matches the selection');
       const id = randomUUID();
-      await db.transaction().execute((trx) =>
-        experimentsRepo.insert(
-          trx,
-          {
-            id,
-            orgId,
-            agentId,
-            version: input.version,
-            state: 'queued',
-            liveReadOnlyTools: input.liveReadOnlyTools,
-            selection: JSON.stringify(selection),
-            createdByUserId: userId,
-          },
-          selected.map((row) => row.id),
-        ),
-      );
+      try {
+        await db.transaction().execute((trx) =>
+          experimentsRepo.insert(
+            trx,
+            {
+              id,
+              orgId,
+              agentId,
+              version: input.version,
+              state: 'queued',
+              liveReadOnlyTools: input.liveReadOnlyTools,
+              selection: JSON.stringify(selection),
+              createdByUserId: userId,
+            },
+            selected.map((row) => row.id),
+          ),
+        );
+      } catch (error) {
+        // The agent (and its versions) deleted since it was found.
+        if (isForeignKeyViolation(error)) throw notFound('Agent');
+        throw error;
+      }
       deps.bus.signal(BUS_TOPICS.experiments);
       return toExperiment(await experimentOf(orgId, id));
     },
