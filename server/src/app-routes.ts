@@ -1,5 +1,5 @@
-import { approvalLinksRoutes } from './features/approval-mail/approval-links.routes.ts';
-import { approvalsRoutes } from './features/actions/approvals.routes.ts';
+import { approvalLinksRoutes } from './features/approvals/email/approval-links.routes.ts';
+import { approvalsRoutes } from './features/approvals/approvals.routes.ts';
 import { callbacksRoutes } from './features/callbacks/callbacks.routes.ts';
 import { modelCredentialsRoutes } from './features/agents/model-credentials.routes.ts';
 import { toolPreferencesRoutes } from './features/actions/tool-preferences.routes.ts';

@@ -3,7 +3,7 @@ import { pino, type Logger } from 'pino';
 import { composeAccounts } from './composition/accounts.ts';
 import { composeExperiments } from './composition/experiments.ts';
 import { composeAgents } from './composition/agents.ts';
-import { composeApprovalMail } from './composition/approval-mail.ts';
+import { composeApprovals } from './composition/approvals.ts';
 import { composeEmail } from './composition/email.ts';
 import { composeUsage } from './composition/usage.ts';
 import { composeMcp } from './composition/mcp.ts';
@@ -11,9 +11,8 @@ import type { Shared } from './composition/shared.ts';
 import { composeWebhooks } from './composition/webhooks.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { actionsJobHandlers } from './features/actions/actions.jobs.ts';
-import { approvalMailJobHandlers } from './features/approval-mail/approval-mail.jobs.ts';
-import { createApprovalReplyClaims } from './features/approval-mail/approval-replies.ts';
+import { approvalsJobHandlers } from './features/approvals/approvals.jobs.ts';
+import { createApprovalReplyClaims } from './features/approvals/email/approval-replies.ts';
 import { authJobHandlers } from './features/auth/auth.jobs.ts';
 import { emailJobHandlers } from './features/email/email.jobs.ts';
 import { createOrgEvents } from './features/events/org-events.ts';
@@ -92,7 +91,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     offeredToMember: mcp.mcpServers.offeredToMember,
   });
   const experiments = composeExperiments(shared, { modelTurn: agents.modelTurn, tools: agents.tools });
-  const approvalMail = composeApprovalMail(shared, { threadMail: email.threadMail, approvals: agents.services.approvals });
+  const approvals = composeApprovals(shared, { threadMail: email.threadMail, tools: agents.tools });
   const { dispatcher, writer, httpAgents } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
   bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());
@@ -104,7 +103,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ...usage,
     ...email.services,
     mcpServers: mcp.mcpServers,
-    approvalLinks: approvalMail.links,
+    approvals: approvals.approvals,
+    approvalLinks: approvals.links,
     experiments: experiments.experiments,
   };
 
@@ -112,9 +112,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
     ...ingestJobHandlers(services),
-    ...actionsJobHandlers({ approvals: services.approvals }),
     ...emailJobHandlers({ notifications: email.notifications, deliveryEvents: email.deliveryEvents }),
-    ...approvalMailJobHandlers(approvalMail),
+    ...approvalsJobHandlers(approvals),
   };
 
   return {

@@ -69,9 +69,9 @@ describe('features', () => {
     expect(loops).toEqual([]);
   });
 
-  it("reach email through its interfaces: approval-mail sends with ThreadMail and is called back through InboundReplyHook, never email's repositories", () => {
+  it("reach email through its interfaces: approvals send with ThreadMail and are called back through InboundReplyHook, never email's repositories", () => {
     const reached = new Set<string>();
-    for (const file of sourceFiles(join(FEATURES, 'approval-mail'))) {
+    for (const file of sourceFiles(join(FEATURES, 'approvals'))) {
       for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
         const target = resolve(dirname(file), match[1] ?? match[2]!);
         if (featureOf(target) === 'email') reached.add(relative(FEATURES, target));
@@ -79,7 +79,24 @@ describe('features', () => {
     }
     expect([...reached].sort()).toEqual(['email/email-content.ts', 'email/inbound.service.ts', 'email/thread-mail.ts']);
     // And the composition root binds nothing late to break a loop between them.
-    expect(readFileSync(join(import.meta.dirname, '../src/container.ts'), 'utf8')).not.toMatch(/let approvalMail|approvalMail!/);
+    expect(readFileSync(join(import.meta.dirname, '../src/container.ts'), 'utf8')).not.toMatch(/let approvals|approvals!/);
+  });
+
+  it('keep decisions in the approvals feature: its channels only translate, and nothing else writes a decision', () => {
+    // The routes and the email channel reach the decision through the approvals service, never the records or the actions.
+    const channels = [join(FEATURES, 'approvals/approvals.routes.ts'), ...sourceFiles(join(FEATURES, 'approvals/email'))];
+    const writes = /(approvals\.repo|decision-steps|actions\/(tool-calls\.repo|action-writes|actions\.repo))\.ts$/;
+    const reachedByChannels = channels.flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(IMPORT)]
+        .map((match) => resolve(dirname(file), match[1] ?? match[2]!))
+        .filter((target) => writes.test(target))
+        .map((target) => `${relative(FEATURES, file)} -> ${relative(FEATURES, target)}`),
+    );
+    expect(reachedByChannels).toEqual([]);
+    // Outside the feature, only the ledger reads its records (and it writes none).
+    const outside = sourceFiles(FEATURES).filter((file) => !['approvals', 'ledger'].includes(featureOf(file)!));
+    const readers = outside.filter((file) => /approvals\.repo\.ts|decision-steps\.ts/.test(readFileSync(file, 'utf8')));
+    expect(readers.map((file) => relative(FEATURES, file))).toEqual([]);
   });
 
   it("leave budgets to their one owner: the budgets service writes and invalidates the org's and the agents' budgets", () => {

@@ -794,7 +794,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a staged tool call: it runs (with `arguments`, with those in place of the model's) and the action continues */
+        /** Approve a staged tool call: it runs (with `arguments`, with those in place of the model's) and the action continues, once the rule's minApprovals distinct approvers have approved it */
         post: operations["approveToolCall"];
         delete?: never;
         options?: never;
@@ -1424,23 +1424,23 @@ export interface components {
             /** @enum {string} */
             code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "not_an_approver" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "arguments_denied" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
         };
+        ApprovalRecord: {
+            /** Format: uuid */
+            approverId: string | null;
+            /** @enum {string} */
+            channel: "console" | "api" | "email_link" | "email_reply";
+            /** Format: date-time */
+            at: string;
+            /** @description Whether the arguments approved were a person's edit, not the model's */
+            argumentsEdited: boolean;
+        };
         Approval: {
             toolCallId: string;
             /** Format: uuid */
             actionId: string;
             toolName: string;
-            input: unknown;
-            /** @description `ask`, or `agent` when the agent asked for approval */
-            mode: string;
             /** @enum {string} */
             status: "pending" | "approved" | "rejected" | "expired" | "cancelled" | "sent_back";
-            /** Format: uuid */
-            runAsUserId: string | null;
-            eventType: string;
-            /** Format: date-time */
-            requestedAt: string;
-            /** Format: date-time */
-            expiresAt: string | null;
             /** Format: uuid */
             decidedBy: string | null;
             /** Format: date-time */
@@ -1451,6 +1451,23 @@ export interface components {
              * @enum {string|null}
              */
             channel: "console" | "api" | "email_link" | "email_reply" | null;
+            /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+            approvalsRequired: number;
+            /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
+            approvals: components["schemas"]["ApprovalRecord"][];
+            /** @description The arguments an approver edited, which it runs with once approved (null: the model's, in `input`) */
+            approvedInput: unknown;
+            /** @description The model's arguments */
+            input: unknown;
+            /** @description `ask`, or `agent` when the agent asked for approval */
+            mode: string;
+            /** Format: uuid */
+            runAsUserId: string | null;
+            eventType: string;
+            /** Format: date-time */
+            requestedAt: string;
+            /** Format: date-time */
+            expiresAt: string | null;
             /** @description What sent the call to a human: the rule, an override, the default, or an argument rule (`{ source, index, rule }`) */
             modeSource: unknown;
             /** @description Set when the call waits for another reason than its mode: an interrupted call (approve runs it again; reject lets the run go on with an error as its result) */
@@ -3559,6 +3576,7 @@ export interface operations {
                                 /** @enum {string} */
                                 role?: "Admin";
                             } | null;
+                            minApprovals: number;
                             notify: "email"[];
                             /** Format: date-time */
                             createdAt: string;
@@ -3668,6 +3686,11 @@ export interface operations {
                         role?: "Admin";
                     } | null;
                     /**
+                     * @description How many distinct approvers must approve a staged call before it runs (1 to 5); one rejection rejects it. An approver whose edit changes the arguments starts the approvals again
+                     * @default 1
+                     */
+                    minApprovals?: number;
+                    /**
                      * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
                      * @default []
                      */
@@ -3708,6 +3731,7 @@ export interface operations {
                             /** @enum {string} */
                             role?: "Admin";
                         } | null;
+                        minApprovals: number;
                         notify: "email"[];
                         /** Format: date-time */
                         createdAt: string;
@@ -3798,6 +3822,7 @@ export interface operations {
                             /** @enum {string} */
                             role?: "Admin";
                         } | null;
+                        minApprovals: number;
                         notify: "email"[];
                         /** Format: date-time */
                         createdAt: string;
@@ -3944,6 +3969,7 @@ export interface operations {
                          */
                         role?: "Admin";
                     } | null;
+                    minApprovals?: number;
                     /**
                      * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
                      * @default []
@@ -3985,6 +4011,7 @@ export interface operations {
                             /** @enum {string} */
                             role?: "Admin";
                         } | null;
+                        minApprovals: number;
                         notify: "email"[];
                         /** Format: date-time */
                         createdAt: string;
@@ -6031,6 +6058,20 @@ export interface operations {
                                  * @enum {string|null}
                                  */
                                 channel: "console" | "api" | "email_link" | "email_reply" | null;
+                                /** @description How many distinct approvers it needs (the rule's minApprovals; null: it needed none) */
+                                approvalsRequired: number | null;
+                                /** @description Each approval, oldest first; superseded: an approver after it changed the arguments, and the approvals started again */
+                                approvals: {
+                                    /** Format: uuid */
+                                    approverId: string | null;
+                                    /** @enum {string} */
+                                    channel: "console" | "api" | "email_link" | "email_reply";
+                                    /** Format: date-time */
+                                    at: string;
+                                    /** @description Whether the arguments approved were a person's edit, not the model's */
+                                    argumentsEdited: boolean;
+                                    superseded: boolean;
+                                }[];
                                 /** @description Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender) */
                                 refusedAttempts: {
                                     /** @enum {string} */
@@ -6600,7 +6641,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description Run it with these instead of the model's: checked against the tool's input schema (400) and the rule's argument rules (a `deny` one: 422); the call waits on if refused */
+                    /** @description Run it with these instead of the model's: checked against the tool's input schema (400) and the rule's argument rules (a `deny` one: 422); the call waits on if refused. With minApprovals over 1, arguments that differ from those approved so far start the approvals again */
                     arguments?: {
                         [key: string]: unknown;
                     };
@@ -6632,6 +6673,12 @@ export interface operations {
                          * @enum {string|null}
                          */
                         channel: "console" | "api" | "email_link" | "email_reply" | null;
+                        /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+                        approvalsRequired: number;
+                        /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
+                        approvals: components["schemas"]["ApprovalRecord"][];
+                        /** @description The arguments an approver edited, which it runs with once approved (null: the model's, in `input`) */
+                        approvedInput: unknown;
                     };
                 };
             };
@@ -6734,6 +6781,12 @@ export interface operations {
                          * @enum {string|null}
                          */
                         channel: "console" | "api" | "email_link" | "email_reply" | null;
+                        /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+                        approvalsRequired: number;
+                        /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
+                        approvals: components["schemas"]["ApprovalRecord"][];
+                        /** @description The arguments an approver edited, which it runs with once approved (null: the model's, in `input`) */
+                        approvedInput: unknown;
                     };
                 };
             };
@@ -6835,6 +6888,12 @@ export interface operations {
                          * @enum {string|null}
                          */
                         channel: "console" | "api" | "email_link" | "email_reply" | null;
+                        /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+                        approvalsRequired: number;
+                        /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
+                        approvals: components["schemas"]["ApprovalRecord"][];
+                        /** @description The arguments an approver edited, which it runs with once approved (null: the model's, in `input`) */
+                        approvedInput: unknown;
                     };
                 };
             };

@@ -1,6 +1,5 @@
 import { createActionRunner } from '../features/actions/action-runner.ts';
 import type { ModelTurnDeps } from '../features/actions/model-turn.ts';
-import { createApprovalsService } from '../features/actions/approvals.service.ts';
 import { createRunDispatcher } from '../features/actions/run-dispatcher.ts';
 import { createToolPreferencesService } from '../features/actions/tool-preferences.service.ts';
 import { createAgentVersionsService } from '../features/agents/agent-versions.service.ts';
@@ -19,7 +18,7 @@ import type { Shared } from './shared.ts';
 import type { BudgetsService } from '../features/usage/budgets.service.ts';
 import { createModelMeter } from '../features/usage/model-meter.ts';
 
-/** Agents and their tools, the runs of actions (metered against the budgets), approvals, documents. */
+/** Agents and their tools, the runs of actions (metered against the budgets), documents. */
 export async function composeAgents(
   shared: Shared,
   deps: {
@@ -81,7 +80,6 @@ export async function composeAgents(
     agentVersions: createAgentVersionsService({ db, tools }),
     documents,
     runner,
-    approvals: createApprovalsService({ db, jobs, announce, wakeRunners, clock, metrics, tools }),
     toolPreferences: createToolPreferencesService({
       db,
       knownTool: async (userId, toolName) => tools.has(toolName) || deps.offeredToMember(userId, toolName),

@@ -11,7 +11,13 @@ import type {
 } from './email-schema.ts';
 import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsTable } from './callback-schema.ts';
 import type { McpServersTable } from './mcp-schema.ts';
-import type { ApprovalAttemptsTable, ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
+import type {
+  ApprovalAttemptsTable,
+  ArgumentRule,
+  ToolCallApprovalsTable,
+  ToolCallsTable,
+  UserToolPreferencesTable,
+} from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
 import type {
   ApprovalLinksTable,
@@ -134,6 +140,8 @@ export interface ActionRulesTable {
   argumentRules: ColumnType<ArgumentRule[], string | undefined, string>;
   approvalTimeoutSeconds: Generated<number>;
   approvers: ApproversColumn;
+  /** How many distinct approvers must approve a call before it runs (1 to 5). */
+  minApprovals: Generated<number>;
   notify: NotifyColumn;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
@@ -263,6 +271,7 @@ export interface DB {
   emailNotifications: EmailNotificationsTable;
   mcpServers: McpServersTable;
   approvalAttempts: ApprovalAttemptsTable;
+  toolCallApprovals: ToolCallApprovalsTable;
   approvalNotifications: ApprovalNotificationsTable;
   approvalLinks: ApprovalLinksTable;
   approvalReplies: ApprovalRepliesTable;

@@ -92,6 +92,22 @@ export interface ApprovalAttemptsTable {
   createdAt: CreatedAt;
 }
 
+/**
+ * One approver's approval of a staged call (a rule may ask for several: min_approvals). `arguments`: what they approved
+ * when a person had edited them (null: the model's). An edit that changes the arguments supersedes the approvals before it.
+ */
+export interface ToolCallApprovalsTable {
+  id: string;
+  orgId: string;
+  toolCallId: string;
+  userId: string | null;
+  channel: DecisionChannel;
+  arguments: Json;
+  reason: string | null;
+  supersededAt: Date | null;
+  createdAt: CreatedAt;
+}
+
 export interface UserToolPreferencesTable {
   userId: string;
   toolName: string;

@@ -22,6 +22,7 @@ import * as agentVersions from './0020_agent_versions.ts';
 import * as experiments from './0021_experiments.ts';
 import * as approvedArguments from './0022_approved_arguments.ts';
 import * as sentBack from './0023_sent_back.ts';
+import * as minApprovals from './0024_min_approvals.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '0021_experiments': experiments,
   '0022_approved_arguments': approvedArguments,
   '0023_sent_back': sentBack,
+  '0024_min_approvals': minApprovals,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -108,6 +108,7 @@ export const actionRulesRepo = {
       argumentRules?: ArgumentRule[];
       approvalTimeoutSeconds?: number;
       approvers?: RuleApprovers | null;
+      minApprovals?: number;
       notify?: NotifyChannel[];
     },
   ) =>

@@ -87,6 +87,16 @@ export const actionRuleInput = z.object({
   approvers: approversSchema
     .default(null)
     .describe("Who may decide this rule's staged calls: `{ userIds?, role?: 'Admin' }`; null: the org's admins"),
+  minApprovals: z
+    .number()
+    .int()
+    .min(1)
+    .max(5)
+    .default(1)
+    .describe(
+      'How many distinct approvers must approve a staged call before it runs (1 to 5); one rejection rejects it. ' +
+        'An approver whose edit changes the arguments starts the approvals again',
+    ),
   notify: z
     .array(z.enum(NOTIFY_CHANNELS))
     .max(NOTIFY_CHANNELS.length)
@@ -114,6 +124,7 @@ export const actionRuleSchema = z.object({
   ),
   approvalTimeoutSeconds: z.number(),
   approvers: z.object({ userIds: z.array(z.uuid()).optional(), role: z.literal('Admin').optional() }).nullable(),
+  minApprovals: z.number().int(),
   notify: z.array(z.enum(NOTIFY_CHANNELS)),
   createdAt: z.date(),
   updatedAt: z.date(),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { DB, RuleApprovers } from '../../db/schema.ts';
+import { approversQuery } from '../users/org-approvers.repo.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { BudgetsService } from '../usage/budgets.service.ts';
@@ -31,6 +32,18 @@ export function createAgentsService(deps: {
     const strangers = userIds.filter((id) => !members.has(id));
     if (strangers.length > 0)
       throw new AppError('validation_failed', `body/approvers/userIds: not members of the organization: ${strangers.join(', ')}`);
+  }
+
+  /** A rule cannot ask for more approvals than it has approvers: its calls would wait until their deadline. */
+  async function requireEnoughApprovers(orgId: string, approvers: RuleApprovers | null, minApprovals: number): Promise<void> {
+    if (minApprovals <= 1) return;
+    const count = (await approversQuery(deps.db, orgId, approvers).execute()).length;
+    if (count < minApprovals)
+      throw new AppError(
+        'validation_failed',
+        `body/minApprovals: ${minApprovals} approvals needed, but the rule's approvers are ${count} ` +
+          `member${count === 1 ? '' : 's'}`,
+      );
   }
 
   return {
@@ -81,6 +94,7 @@ export function createAgentsService(deps: {
     async createRule(orgId: string, input: z.output<typeof actionRuleInput>) {
       await requireAgent(orgId, input.agentId);
       await requireMembers(orgId, input.approvers);
+      await requireEnoughApprovers(orgId, input.approvers, input.minApprovals);
       return actionRulesRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
     },
     listRules: (orgId: string) => actionRulesRepo.list(deps.db, orgId),
@@ -92,6 +106,12 @@ export function createAgentsService(deps: {
     async updateRule(orgId: string, id: string, changes: z.output<typeof actionRulePatch>) {
       await requireAgent(orgId, changes.agentId);
       await requireMembers(orgId, changes.approvers);
+      if (changes.approvers !== undefined || changes.minApprovals !== undefined) {
+        const current = await actionRulesRepo.find(deps.db, orgId, id);
+        if (!current) throw notFound('Action rule');
+        const approvers = changes.approvers === undefined ? current.approvers : changes.approvers;
+        await requireEnoughApprovers(orgId, approvers, changes.minApprovals ?? current.minApprovals);
+      }
       const rule = await actionRulesRepo.update(deps.db, orgId, id, changes);
       if (!rule) throw notFound('Action rule');
       await deps.bus.publish(BUS_TOPICS.actionRule, id);

@@ -10,6 +10,7 @@ import {
 import { paginationQuery } from '../../lib/pagination.ts';
 import { callbackDeliverySchema } from '../callbacks/callbacks.schemas.ts';
 import { usageTotalsSchema } from '../usage/usage.schemas.ts';
+import { approvalRecordSchema } from '../approvals/approvals.schemas.ts';
 
 /** One row of the ledger: an action, or a delivery that has not (yet) made one. */
 export const ledgerRow = z.object({
@@ -117,6 +118,16 @@ export const ledgerDetail = ledgerRow.extend({
           channel: z.enum(DECISION_CHANNELS).nullable().meta({
             description:
               'How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)',
+          }),
+          approvalsRequired: z
+            .number()
+            .int()
+            .nullable()
+            .meta({ description: "How many distinct approvers it needs (the rule's minApprovals; null: it needed none)" }),
+          approvals: z.array(approvalRecordSchema.extend({ superseded: z.boolean() })).meta({
+            description:
+              'Each approval, oldest first; superseded: an approver after it changed the arguments, and the approvals ' +
+              'started again',
           }),
           refusedAttempts: z
             .array(

@@ -4,6 +4,9 @@ import { notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
+import { approvalsRepo } from '../approvals/approvals.repo.ts';
+import { decisionRuleOf } from '../approvals/approvers.repo.ts';
+import { standingApproval } from '../approvals/approvals.service.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { usageRepo } from '../usage/usage.repo.ts';
 import type { CallbacksService } from '../callbacks/callbacks.service.ts';
@@ -46,8 +49,13 @@ function summarize(row: ListedRow) {
 
 type FoundRow = NonNullable<Awaited<ReturnType<typeof ledgerRepo.find>>>;
 type ToolCallRow = Awaited<ReturnType<typeof toolCallsRepo.forAction>>[number];
-type RefusedAttempt = Awaited<ReturnType<typeof toolCallsRepo.attemptsForAction>>[number];
-type Notification = Awaited<ReturnType<typeof ledgerRepo.approvalNotifications>>[number];
+/** What is on record of the decisions on an action's calls. */
+interface DecisionRecord {
+  attempts: Awaited<ReturnType<typeof approvalsRepo.attemptsForAction>>;
+  approvals: Awaited<ReturnType<typeof approvalsRepo.approvalsOf>>;
+  notifications: Awaited<ReturnType<typeof ledgerRepo.approvalNotifications>>;
+  approvalsRequired: number;
+}
 
 /** The row's lifecycle: its transitions after its first state, the action's creation (queued by what created it). */
 function lifecycleOf(row: FoundRow, transitions: Awaited<ReturnType<typeof actionsRepo.events>>) {
@@ -71,7 +79,7 @@ function lifecycleOf(row: FoundRow, transitions: Awaited<ReturnType<typeof actio
 }
 
 /** One tool call as the ledger shows it: what it was, how its mode was decided, who decided, who was told. */
-function toolCallOf(call: ToolCallRow, attempts: RefusedAttempt[], notifications: Notification[]) {
+function toolCallOf(call: ToolCallRow, { attempts, approvals, notifications, approvalsRequired }: DecisionRecord) {
   return {
     toolCallId: call.toolCallId,
     toolName: call.toolName,
@@ -90,6 +98,10 @@ function toolCallOf(call: ToolCallRow, attempts: RefusedAttempt[], notifications
     completedAt: call.completedAt,
     modeSource: call.modeSource ?? null,
     channel: call.decisionChannel,
+    approvalsRequired: call.approval === 'not_required' ? null : approvalsRequired,
+    approvals: approvals
+      .filter((approval) => approval.toolCallId === call.id)
+      .map((approval) => ({ ...standingApproval(approval), superseded: approval.supersededAt !== null })),
     refusedAttempts: attempts
       .filter((attempt) => attempt.toolCallId === call.id)
       .map(({ channel, userId, reason, createdAt }) => ({ channel, userId, reason, at: createdAt })),
@@ -116,10 +128,16 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
     const [toolCalls, conversation, attempts, notifications, usage] = await Promise.all([
       toolCallsRepo.forAction(db, row.actionId),
       row.threadId ? threadsRepo.messagesOfAction(db, row.threadId, row.actionId, CONVERSATION_LIMIT) : [],
-      toolCallsRepo.attemptsForAction(db, row.actionId),
+      approvalsRepo.attemptsForAction(db, row.actionId),
       ledgerRepo.approvalNotifications(db, row.actionId),
       usageRepo.forAction(db, orgId, row.actionId),
     ]);
+    const approvals = await approvalsRepo.approvalsOf(
+      db,
+      toolCalls.map((call) => call.id),
+    );
+    const approvalsRequired = (await decisionRuleOf(db, orgId, row.actionId))?.minApprovals ?? 1;
+    const record = { attempts, approvals, notifications, approvalsRequired };
     return {
       runAsUserId: row.runAsUserId,
       agentId: row.agentId,
@@ -130,7 +148,7 @@ export function createLedgerService(deps: { db: Kysely<DB>; callbacks: Pick<Call
       threadId: row.threadId,
       usage,
       conversation: conversation.map(({ seq, role, content, createdAt }) => ({ seq, role, content, createdAt })),
-      toolCalls: toolCalls.map((call) => toolCallOf(call, attempts, notifications)),
+      toolCalls: toolCalls.map((call) => toolCallOf(call, record)),
     };
   }
 

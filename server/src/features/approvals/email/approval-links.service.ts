@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/schema.ts';
-import type { Clock } from '../../lib/clock.ts';
-import { AppError } from '../../lib/errors.ts';
-import type { ApprovalsService } from '../actions/approvals.service.ts';
+import type { DB } from '../../../db/schema.ts';
+import type { Clock } from '../../../lib/clock.ts';
+import { AppError } from '../../../lib/errors.ts';
+import type { ApprovalsService } from '../approvals.service.ts';
 import { approvalMailRepo, type LinkRow } from './approval-mail.repo.ts';
 import { hashLinkToken } from './approval-notifier.ts';
 
@@ -14,7 +14,8 @@ export type LinkPage =
   | { kind: 'unknown' }
   | { kind: 'open' | 'used' | 'expired' | 'decided'; link: LinkRow }
   | { kind: 'refused'; link: LinkRow; reason: string }
-  | { kind: 'done'; link: LinkRow };
+  /** Decided; an approval that is not the last one needed leaves the call waiting for the others (`waitsFor`). */
+  | { kind: 'done'; link: LinkRow; waitsFor: number };
 
 /**
  * The one-time links of approval emails. Opening one (GET) only looks: mail scanners and link
@@ -44,8 +45,9 @@ export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approv
       const link = await find(token);
       if (!link) return { kind: 'unknown' };
       const at = deps.clock.now();
+      let waitsFor = 0;
       try {
-        await deps.approvals.decideWith(
+        const call = await deps.approvals.decideWith(
           link,
           { userId: link.userId, channel: 'email_link' },
           link.decision === 'approve' ? { kind: 'approve' } : { kind: 'reject', reason },
@@ -55,16 +57,19 @@ export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approv
             return undefined;
           },
         );
+        if (call.status === 'staged') waitsFor = call.approvalsRequired - call.approvals.length;
       } catch (error) {
         if (error instanceof AppError && (error.code === 'already_decided' || error.code === 'not_an_approver')) {
           // Decided by someone (or by this link before): say by whom; otherwise the link's own refusal.
           const now = (await find(token)) ?? link;
-          return now.status !== 'staged' ? { kind: 'decided', link: now } : { kind: 'refused', link: now, reason: error.message };
+          if (now.status !== 'staged') return { kind: 'decided', link: now };
+          // Used before (the call waits for other approvers): the link's own answer.
+          return link.usedAt ? { kind: 'used', link: now } : { kind: 'refused', link: now, reason: error.message };
         }
         if (error instanceof AppError && error.code === 'not_found') return { kind: 'unknown' };
         throw error;
       }
-      return { kind: 'done', link };
+      return { kind: 'done', link, waitsFor };
     },
   };
 }

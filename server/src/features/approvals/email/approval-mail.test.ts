@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForAction } from '../../../test/helpers/actions.ts';
-import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
-import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
-import { eventually } from '../../../test/helpers/eventually.ts';
-import { createUser, signIn } from '../../../test/helpers/factories.ts';
-import { type SentEmail, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
-import { documentThenText } from '../../../test/helpers/fake-model.ts';
-import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
-import type { TestApp } from '../../../test/helpers/test-app.ts';
-import type { WebhookSetup } from '../../../test/helpers/webhooks.ts';
+import { waitForAction } from '../../../../test/helpers/actions.ts';
+import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
+import { type FakeMailProvider, setUpEmailOrg } from '../../../../test/helpers/email.ts';
+import { eventually } from '../../../../test/helpers/eventually.ts';
+import { createUser, signIn } from '../../../../test/helpers/factories.ts';
+import { type SentEmail, startFakeMailProvider } from '../../../../test/helpers/fake-mail-provider.ts';
+import { documentThenText } from '../../../../test/helpers/fake-model.ts';
+import { type FakeModel, useAppWithModel } from '../../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../../test/helpers/test-app.ts';
+import type { WebhookSetup } from '../../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
@@ -288,6 +288,39 @@ describe('approvals by email', () => {
     expect(JSON.stringify(done.execution.conversation)).toContain(
       'A reviewer sent this call back without running it: no PDF, answer in two lines',
     );
+  });
+
+  it("minApprovals 2: the first approval by link does not spend the other approver's link, which runs the call", async () => {
+    const { org, second, setup } = await approvalOrg({ minApprovals: 2 });
+    const actionId = await waitingAction(setup);
+    const first = await emailTo(org.admin.email, actionId);
+    const other = await emailTo(second.email, actionId);
+    expect(first.text).toContain('Approvals: 2 different approvers must approve each call; one rejection rejects it');
+
+    const approved = await use(linksOf(first).approve);
+    expect(approved.status).toBe(200);
+    expect(await approved.text()).toContain('The call runs once 1 more approver approves it');
+    expect((await ledger(setup, actionId)).execution.toolCalls[0]).toMatchObject({
+      status: 'staged',
+      approvalsRequired: 2,
+      approvals: [{ approverId: org.admin.id, channel: 'email_link', superseded: false }],
+    });
+    // The first approver's link is spent; the other approver's still opens and decides.
+    expect((await use(linksOf(first).approve)).status).toBe(409);
+    const page = await open(linksOf(other).approve);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain(`You are deciding as ${second.email}`);
+    const last = await use(linksOf(other).approve);
+    expect(last.status).toBe(200);
+    expect(await last.text()).toContain('The call runs and the agent goes on.');
+
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', decidedBy: second.id, channel: 'email_link' });
+    expect(done.execution.toolCalls[0].approvals.map((approval: { approverId: string }) => approval.approverId)).toEqual([
+      org.admin.id,
+      second.id,
+    ]);
   });
 
   it('replies that decide nothing: another sender, failed authentication, an unclear first line, an auto-reply; then the approver approves', async () => {

@@ -1,5 +1,5 @@
 /** Reading a reply to an approval email: its decision, and whether its sender proved to be who they say. */
-import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
+import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 
 export type ReplyDecision =
   | { kind: 'approve' }

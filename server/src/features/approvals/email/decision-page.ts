@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
+import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 import { escapeHtml, formatUtc, readableArguments } from './approval-email.ts';
 import type { LinkPage } from './approval-links.service.ts';
 import type { LinkRow } from './approval-mail.repo.ts';
@@ -63,7 +63,9 @@ function summary(link: LinkRow): string {
     row('Agent', link.agentName ?? 'An agent'),
     row('Event', link.eventType),
     row('Tool', link.toolName),
-    ...readableArguments(link.input).map(([name, value]) => row(name, value)),
+    // An approver before you edited the arguments: those are what an approval approves now.
+    ...(link.approvedInput == null ? [] : [row('Edited', "an approver changed the model's arguments to these")]),
+    ...readableArguments(link.approvedInput ?? link.input).map(([name, value]) => row(name, value)),
   ].join('')}</table>`;
 }
 
@@ -113,7 +115,14 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
         title: approved ? 'Approved' : 'Rejected',
         body:
           summary(page.link) +
-          note(approved ? 'The call runs and the agent goes on.' : 'The call does not run.') +
+          note(
+            !approved
+              ? 'The call does not run.'
+              : page.waitsFor > 0
+                ? `Your approval is recorded. The call runs once ${page.waitsFor} more ` +
+                  `${page.waitsFor === 1 ? 'approver approves' : 'approvers approve'} it; any rejection rejects it.`
+                : 'The call runs and the agent goes on.',
+          ) +
           note('You can close this page.'),
       };
     }

@@ -59,12 +59,3 @@ export function checkEditedArguments(
       `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call still waits`,
     );
 }
-
-/** What the model sees of a call a person edited: the result, and that it ran with other arguments than it proposed. */
-export function withReviewerNote(output: unknown, args: unknown): unknown {
-  const note = `A reviewer changed the arguments of this call before approving it; it ran with ${JSON.stringify(args)}`;
-  const result = output as { type?: string; value?: unknown };
-  if (result?.type === 'json') return { type: 'json', value: { note, result: result.value } };
-  if (result?.type === 'error-text') return { type: 'error-text', value: `${note}. ${String(result.value)}` };
-  return output;
-}

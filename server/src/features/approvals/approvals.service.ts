@@ -5,37 +5,21 @@ import type { Metrics } from '../../lib/metrics.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
-import { actionsRepo } from './actions.repo.ts';
-import { transition } from './action-writes.ts';
-import { toolCallsRepo } from './tool-calls.repo.ts';
-import { argumentRulesOf, mayDecide } from './approvers.repo.ts';
-import { checkEditedArguments } from './edited-arguments.ts';
+import { actionsRepo } from '../actions/actions.repo.ts';
+import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
+import { BUDGET_APPROVAL } from '../actions/budget-hold.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
-import { INTERRUPTED } from './run-context.ts';
-import { BUDGET_APPROVAL } from './budget-hold.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { approvalsRepo } from './approvals.repo.ts';
+import { type DecisionRule, decisionRuleOf, isApprover } from './approvers.repo.ts';
+import { checkEditedArguments } from './edited-arguments.ts';
+import { type ApprovalCount, callChanges, countApproval, type Decision, moveAction } from './decision-steps.ts';
+
+export type { Decision } from './decision-steps.ts';
 
 /** The longest reason a decision keeps, whichever channel it comes by. */
 export const MAX_DECISION_REASON_CHARS = 2000;
 
-export type Decision =
-  | { kind: 'approve'; arguments?: Record<string, unknown>; reason?: string | null }
-  | { kind: 'reject'; reason: string | null }
-  /** Not run: the model gets the person's message as the call's result, and goes on. */
-  | { kind: 'send_back'; reason: string }
-  | { kind: 'expire' };
-
-/** What a decision did, as callbacks and the ledger name it (from the call's approval). */
-const DECISION_KINDS: Partial<Record<ToolCallApproval, string>> = {
-  approved: 'approve',
-  rejected: 'reject',
-  expired: 'expire',
-  sent_back: 'send_back',
-};
-
-/** The result the model sees of a call a person sent back. */
-const sentBack = (message: string) =>
-  JSON.stringify({ type: 'error-text', value: `A reviewer sent this call back without running it: ${message}` });
 /**
  * What a channel checks with the action locked, once the call is found waiting (a link is used
  * once, before its deadline). Its refusal refuses the decision and is recorded as an attempt.
@@ -46,62 +30,28 @@ export type DecisionGuard = (trx: Kysely<DB>) => Promise<string | undefined>;
 export const NOT_AN_APPROVER =
   "Not one of this call's approvers: its action rule names who may decide (by default, the org's admins)";
 
-/** What the model is told of an interrupted call that a human chose not to run again. */
-const notRunAgain = (reason: string | null) =>
-  JSON.stringify({
-    type: 'error-text',
-    value:
-      'The call was interrupted before its result came back (the server may or may not have done it); ' +
-      `a person chose not to run it again${reason ? `: ${reason}` : ''}.`,
-  });
-
 /** Who decides, and how: a person through a channel, or (both null) the deadline. */
 export interface Decider {
   userId: string | null;
   channel: DecisionChannel | null;
 }
 
-/** A decision as the ledger's lifecycle and the approved/rejected callbacks carry it. */
-export function decisionData(row: ToolCallRow) {
-  return {
-    toolCallId: row.toolCallId,
-    toolName: row.toolName,
-    decidedBy: row.decidedByUserId,
-    approverId: row.decidedByUserId,
-    channel: row.decisionChannel,
-    decidedAt: row.decidedAt,
-    reason: row.decisionReason,
-    kind: DECISION_KINDS[row.approval] ?? null,
-    argumentsEdited: row.approvedInput !== null && row.approvedInput !== undefined,
-  };
-}
+/** An approval that counts towards the call's `minApprovals` (none superseded by a later edit). */
+export const standingApproval = (row: {
+  userId: string | null;
+  channel: DecisionChannel;
+  arguments: unknown;
+  createdAt: Date;
+}) => ({ approverId: row.userId, channel: row.channel, at: row.createdAt, argumentsEdited: row.arguments != null });
 
-/** What a decision makes of the call: it runs (approved, with the edited arguments if any), or it gets its end. */
-function callChanges(call: ToolCallRow, decision: Decision) {
-  // An interrupted call, rejected, is not run again: the run goes on with an error as its result.
-  const interrupted = call.stagedReason === INTERRUPTED;
-  switch (decision.kind) {
-    case 'approve':
-      return {
-        status: 'ready' as const,
-        approval: 'approved' as const,
-        startedAt: null,
-        ...(decision.arguments && { approvedInput: JSON.stringify(decision.arguments) }),
-      };
-    case 'send_back':
-      return { status: 'sent_back' as const, approval: 'sent_back' as const, output: sentBack(decision.reason) };
-    case 'reject':
-      return interrupted
-        ? { status: 'failed' as const, approval: 'rejected' as const, output: notRunAgain(decision.reason) }
-        : { status: 'rejected' as const, approval: 'rejected' as const };
-    case 'expire':
-      return { status: 'expired' as const, approval: 'expired' as const };
-  }
-}
+/** A call after a decision: its row, how many approvals it needs and those that stand. */
+export type DecidedCall = ToolCallRow & { approvalsRequired: number; approvals: ReturnType<typeof standingApproval>[] };
 
 /**
- * Human decisions on staged tool calls, and their deadline. Each decision locks the action first, so
- * it and the runner take turns: whichever comes second sees what the first did.
+ * Human decisions on staged tool calls, and their deadline: the one place that says who may decide
+ * (the action's rule), what each kind of decision does, and what is recorded, for every channel.
+ * Each decision locks the action first, so it and the runner take turns: whichever comes second sees
+ * what the first did.
  */
 export function createApprovalsService(deps: {
   db: Kysely<DB>;
@@ -122,6 +72,7 @@ export function createApprovalsService(deps: {
   async function refusalOf(
     trx: Kysely<DB>,
     call: ToolCallRow,
+    rule: DecisionRule,
     decider: Decider,
     decision: Decision,
     guard: DecisionGuard | undefined,
@@ -134,43 +85,28 @@ export function createApprovalsService(deps: {
     const guarded = await guard?.(trx);
     if (guarded) return { refusal: guarded, code: 'already_decided' };
     // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
-    if (decider.userId && !(await mayDecide(trx, call.orgId, call.actionId, decider.userId)))
+    if (decider.userId && !(await isApprover(trx, call.orgId, rule, decider.userId)))
       return { refusal: NOT_AN_APPROVER, code: 'not_an_approver' };
     if (decision.kind === 'send_back' && call.toolName === BUDGET_APPROVAL)
       throw new AppError('validation_failed', 'A run over its budget is approved or rejected; there is no call to send back');
     // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
     if (decision.kind === 'approve' && decision.arguments) {
       const tool = (await deps.tools.forOrg(call.orgId)).get(call.toolName);
-      checkEditedArguments(tool, call.toolName, decision.arguments, await argumentRulesOf(trx, call.actionId));
+      checkEditedArguments(tool, call.toolName, decision.arguments, rule.argumentRules);
     }
     return undefined;
   }
 
-  /**
-   * The action after a decision on one of its calls: it goes on once none waits (approved, sent back,
-   * an interrupted call not run again), or it ends (rejected, expired) and its other calls are cancelled.
-   */
-  async function moveAction(trx: Kysely<DB>, decided: ToolCallRow, decision: Decision, now: Date) {
-    const { actionId, toolName } = decided;
-    const data = decisionData(decided);
-    const interrupted = decided.stagedReason === INTERRUPTED;
-    if (decision.kind === 'approve' || decision.kind === 'send_back' || (decision.kind === 'reject' && interrupted)) {
-      const waiting = (await toolCallsRepo.forAction(trx, actionId)).some((row) => row.status === 'staged');
-      if (waiting) return { resumed: false, callbacks: 0 };
-      const cause =
-        decision.kind === 'approve'
-          ? `${toolName} approved`
-          : decision.kind === 'send_back'
-            ? `${toolName} sent back: ${decision.reason}`
-            : `${toolName} not run again; the run goes on`;
-      const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to: 'approved', cause, data });
-      return { resumed: true, callbacks };
-    }
-    await toolCallsRepo.cancelStaged(trx, actionId, now);
-    const to = decision.kind === 'reject' ? 'rejected' : 'expired';
-    const cause = `${toolName} ${to}${decided.decisionReason ? `: ${decided.decisionReason}` : ''}`;
-    const { callbacks } = await transition(trx, { actionId, from: 'pending_approval', to, cause, data });
-    return { resumed: false, callbacks };
+  /** Refused attempts, on each call's record (a link used twice, a reply from the wrong address, another approver first). */
+  async function recordRefusals(
+    orgId: string,
+    callRowIds: string[],
+    channel: DecisionChannel,
+    userId: string | null,
+    reason: string,
+  ) {
+    for (const toolCallId of callRowIds)
+      await approvalsRepo.recordAttempt(deps.db, { id: randomUUID(), orgId, toolCallId, channel, userId, reason });
   }
 
   async function decide(
@@ -180,55 +116,58 @@ export function createApprovalsService(deps: {
     decider: Decider,
     decision: Decision,
     guard?: DecisionGuard,
-  ) {
-    const { userId } = decider;
+  ): Promise<DecidedCall> {
+    const { userId, channel } = decider;
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
       if (!action || action.orgId !== orgId) throw notFound('Action');
       const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
-      if (!call) throw notFound('Tool call');
-      const refused = await refusalOf(trx, call, decider, decision, guard);
+      const rule = await decisionRuleOf(trx, orgId, actionId);
+      if (!call || !rule) throw notFound('Tool call');
+      const refused = await refusalOf(trx, call, rule, decider, decision, guard);
       if (refused) return { kind: 'refused' as const, call, ...refused };
       const now = deps.clock.now();
-      const decided = (await toolCallsRepo.decide(trx, call.id, {
-        ...callChanges(call, decision),
+      const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
+      // An approval counts towards the rule's minApprovals; the call runs once they are all in.
+      let count: ApprovalCount | undefined;
+      if (decision.kind === 'approve' && channel) {
+        count = await countApproval(trx, call, { userId, channel, reason, at: now }, decision.arguments, rule);
+        if (!count.complete) return { kind: 'counted' as const, call, rule, count };
+      }
+      const decided = (await approvalsRepo.decide(trx, call.id, {
+        ...callChanges(call, decision, count?.approvedInput),
         userId,
-        channel: decider.channel,
-        reason: decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null),
+        channel,
+        reason,
         at: now,
       }))!;
       // While the runner is still settling the step (status running), it reads this decision itself.
-      if (action.status !== 'pending_approval') return { kind: 'decided' as const, decided, resumed: false, callbacks: 0 };
-      return { kind: 'decided' as const, decided, ...(await moveAction(trx, decided, decision, now)) };
+      const moved =
+        action.status === 'pending_approval' ? await moveAction(trx, decided, decision, now) : { resumed: false, callbacks: 0 };
+      return { kind: 'decided' as const, decided, rule, ...moved };
     });
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
       // A person who came too late is on the record too (another decided first, a link used twice).
-      if (decider.channel) {
-        await toolCallsRepo.recordAttempt(deps.db, {
-          id: randomUUID(),
-          orgId,
-          toolCallId: call.id,
-          channel: decider.channel,
-          userId,
-          reason: refusal,
-        });
-      }
+      if (channel) await recordRefusals(orgId, [call.id], channel, userId, refusal);
       throw new AppError(code, refusal);
     }
-    const { decided } = outcome;
-    deps.metrics.approvalDecisions.inc({ channel: decider.channel ?? 'deadline', decision: decided.approval });
+    const row = outcome.kind === 'counted' ? (await toolCallsRepo.findById(deps.db, outcome.call.id))! : outcome.decided;
+    const standing = (await approvalsRepo.currentApprovals(deps.db, row.id)).map(standingApproval);
+    const result = { ...row, approvalsRequired: outcome.rule.minApprovals, approvals: standing };
+    if (outcome.kind === 'counted') return result;
+    deps.metrics.approvalDecisions.inc({ channel: channel ?? 'deadline', decision: row.approval });
     deps.metrics.approvalDecisionSeconds.observe(
-      { channel: decider.channel ?? 'deadline' },
-      Math.max(0, (decided.decidedAt!.getTime() - decided.requestedAt.getTime()) / 1000),
+      { channel: channel ?? 'deadline' },
+      Math.max(0, (row.decidedAt!.getTime() - row.requestedAt.getTime()) / 1000),
     );
     if (outcome.callbacks > 0) deps.announce();
     if (outcome.resumed) deps.wakeRunners();
-    return decided;
+    return result;
   }
 
   return {
-    /** Approves the call as it stands or, with `arguments`, as a person edited it. */
+    /** Approves the call as it stands or, with `arguments`, as a person edited it (one of minApprovals). */
     approve: (
       orgId: string,
       actionId: string,
@@ -248,6 +187,8 @@ export function createApprovalsService(deps: {
       decision: Exclude<Decision, { kind: 'expire' }>,
       guard?: DecisionGuard,
     ) => decide(call.orgId, call.actionId, call.toolCallId, decider, decision, guard),
+    /** A channel's own refusal (a reply from the wrong address, an unclear one), on the record of each call. */
+    recordRefusals,
 
     /** The deadline job: expires the call if it is still staged and its time has come. */
     async expire(toolCallRowId: string): Promise<void> {
@@ -271,11 +212,20 @@ export function createApprovalsService(deps: {
       query: { status: ToolCallApproval; limit: number; cursor?: string },
     ) {
       const filter = { approval: query.status, ...(viewer.role !== 'Admin' && { namedUserId: viewer.id }) };
-      const rows = await toolCallsRepo.listApprovals(deps.db, orgId, filter, query.limit, decodeCursor(query.cursor));
+      const rows = await approvalsRepo.listApprovals(deps.db, orgId, filter, query.limit, decodeCursor(query.cursor));
       const page = rows.slice(0, query.limit);
+      const approvals = await approvalsRepo.approvalsOf(
+        deps.db,
+        page.map((row) => row.id),
+      );
       const last = page.at(-1);
       return {
-        approvals: page,
+        approvals: page.map((row) => ({
+          ...row,
+          approvals: approvals
+            .filter((approval) => approval.toolCallId === row.id && approval.supersededAt === null)
+            .map(standingApproval),
+        })),
         nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.requestedAt, id: last.id }) : null,
       };
     },

@@ -19,6 +19,8 @@ export interface CallToDecide {
 export interface ApprovalEmailInput {
   agentName: string;
   ruleName: string;
+  /** How many distinct approvers must approve each call (the rule's minApprovals). */
+  minApprovals: number;
   eventType: string;
   externalId: string | null;
   actionId: string;
@@ -71,6 +73,9 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
     ['Rule', input.ruleName],
     ['Event', input.eventType + (input.externalId ? ` (${input.externalId})` : '')],
     ['Action', input.actionId],
+    ...(input.minApprovals > 1
+      ? [['Approvals', `${input.minApprovals} different approvers must approve each call; one rejection rejects it`] as const]
+      : []),
   ] as const;
   const text = [
     `Hello ${input.approverName},`,

@@ -51,6 +51,7 @@ describe('approve with edits', () => {
       [{ arguments: 'refund it' }, 400, /arguments/],
       [{ arguments: { orderId: 'A-1', amount: 500 } }, 422, /argument rule 1 \(orders__refund_order: \/amount gt 300 -> deny\)/],
       [{ arguments: { orderId: 'A-1\u0000', amount: 5 } }, 400, /NUL|U\+0000/],
+      [{ arguments: { orderId: 'A-1\ud800', amount: 5 } }, 400, /surrogate/],
       [{ arguments: { orderId: 'x'.repeat(2_000_000), amount: 5 } }, 413, /./],
     ];
     for (const [body, status, message] of refused) {

@@ -1,14 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/schema.ts';
-import type { JobRunner } from '../../jobs/job-runner.ts';
-import { AppError } from '../../lib/errors.ts';
-import type { ApprovalsService } from '../actions/approvals.service.ts';
-import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
-import { addressOf } from '../email/email-content.ts';
-import type { InboundReplyHook } from '../email/inbound.service.ts';
-import type { ThreadMail } from '../email/thread-mail.ts';
-import { usersRepo } from '../users/users.repo.ts';
+import type { DB } from '../../../db/schema.ts';
+import type { JobRunner } from '../../../jobs/job-runner.ts';
+import { AppError } from '../../../lib/errors.ts';
+import type { ApprovalsService } from '../approvals.service.ts';
+import { addressOf } from '../../email/email-content.ts';
+import type { InboundReplyHook } from '../../email/inbound.service.ts';
+import type { ThreadMail } from '../../email/thread-mail.ts';
+import { usersRepo } from '../../users/users.repo.ts';
 import { approvalMailRepo } from './approval-mail.repo.ts';
 import { authenticationFailure, type ReplyDecision, readReplyDecision } from './reply-reading.ts';
 
@@ -28,7 +26,7 @@ const REPLY_WAITING_DETAIL = 'an answer to an approval email: to be read as a de
 export function createApprovalReplies(deps: {
   db: Kysely<DB>;
   mail: Pick<ThreadMail, 'send' | 'integrationOf' | 'suppression' | 'automatic'>;
-  approvals: Pick<ApprovalsService, 'decideWith'>;
+  approvals: Pick<ApprovalsService, 'decideWith' | 'recordRefusals'>;
 }) {
   const { db } = deps;
 
@@ -53,18 +51,6 @@ export function createApprovalReplies(deps: {
       },
       { idempotencyKey: () => `approval-answer/${message.id}`, extras: { headers: { 'Auto-Submitted': 'auto-replied' } } },
     );
-  }
-
-  async function refuseAll(orgId: string, calls: Array<{ id: string }>, reason: string, userId: string | null) {
-    for (const call of calls)
-      await toolCallsRepo.recordAttempt(db, {
-        id: randomUUID(),
-        orgId,
-        toolCallId: call.id,
-        channel: 'email_reply',
-        userId,
-        reason,
-      });
   }
 
   type Target = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.repliedTo>>>;
@@ -141,12 +127,14 @@ export function createApprovalReplies(deps: {
       // A retried job finds what this reply decided already: nothing to say of it.
       if (call.decisionChannel === 'email_reply' && call.decidedByUserId === approver.id) continue;
       try {
-        await deps.approvals.decideWith(
+        const now = await deps.approvals.decideWith(
           { orgId: message.orgId, actionId: target.actionId, toolCallId: call.toolCallId },
           { userId: approver.id, channel: 'email_reply' },
           decision,
         );
-        decided.push(`${call.toolName} ${DONE[decision.kind]}`);
+        // An approval that is not the last one needed: the call waits for the other approvers.
+        const count = now.status === 'staged' ? ` (${now.approvals.length} of ${now.approvalsRequired} approvals)` : '';
+        decided.push(`${call.toolName} ${DONE[decision.kind]}${count}`);
       } catch (error) {
         const refusal = ['already_decided', 'not_an_approver', 'not_found'] as const;
         if (!(error instanceof AppError && (refusal as readonly string[]).includes(error.code))) throw error;
@@ -164,7 +152,13 @@ export function createApprovalReplies(deps: {
     const judged = await judge(message, await usersRepo.findById(db, target.userId), sender);
     if ('refusal' in judged) {
       const { refusal } = judged;
-      await refuseAll(message.orgId, target.calls, refusal.record, refusal.userId);
+      await deps.approvals.recordRefusals(
+        message.orgId,
+        target.calls.map((call) => call.id),
+        'email_reply',
+        refusal.userId,
+        refusal.record,
+      );
       if (refusal.answer) await answer(message, sender, refusal.answer);
       return refusal.outcome;
     }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApprovalLinks } from './approval-links.service.ts';
-import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
+import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 import { renderDecisionPage } from './decision-page.ts';
 
 const params = z.object({ token: z.string().max(200).describe('The token of an approval email link') });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_DECISION_REASON_CHARS } from '../actions/approvals.service.ts';
+import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 import { authenticationFailure, readReplyDecision } from './reply-reading.ts';
 
 describe('readReplyDecision', () => {

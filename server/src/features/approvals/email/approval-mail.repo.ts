@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, NotifyChannel, RuleApprovers } from '../../db/schema.ts';
-import { approversQuery } from '../actions/approvers.repo.ts';
+import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, NotifyChannel, RuleApprovers } from '../../../db/schema.ts';
+import { approversQuery } from '../../users/org-approvers.repo.ts';
 
 export interface Approver {
   id: string;
@@ -38,6 +38,7 @@ export const approvalMailRepo = {
         'a.createdAt',
         'r.name as ruleName',
         'r.approvers',
+        'r.minApprovals',
         'r.notify',
         'g.name as agentName',
       ])
@@ -140,6 +141,7 @@ export const approvalMailRepo = {
         'c.toolCallId',
         'c.toolName',
         'c.input',
+        'c.approvedInput',
         'c.status',
         'c.approval',
         'c.decidedAt',

@@ -1,10 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { EmailIntegrationRow } from '../../db/email-schema.ts';
-import type { DB, ModeSource } from '../../db/schema.ts';
-import type { Metrics } from '../../lib/metrics.ts';
-import { describeTest } from '../agents/argument-rules.ts';
-import type { ThreadMail } from '../email/thread-mail.ts';
+import type { EmailIntegrationRow } from '../../../db/email-schema.ts';
+import type { DB, ModeSource } from '../../../db/schema.ts';
+import type { Metrics } from '../../../lib/metrics.ts';
+import { describeTest } from '../../agents/argument-rules.ts';
+import type { ThreadMail } from '../../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
 
@@ -100,6 +100,7 @@ export function createApprovalNotifier(deps: {
     const rendered = renderApprovalEmail({
       agentName: action.agentName ?? 'An agent',
       ruleName: action.ruleName,
+      minApprovals: action.minApprovals ?? 1,
       eventType: action.eventType,
       externalId: action.externalId,
       actionId: action.id,

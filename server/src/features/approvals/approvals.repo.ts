@@ -1,0 +1,132 @@
+import { sql, type Insertable, type Kysely } from 'kysely';
+import type {
+  ApprovalAttemptsTable,
+  DB,
+  DecisionChannel,
+  ToolCallApproval,
+  ToolCallApprovalsTable,
+  ToolCallStatus,
+} from '../../db/schema.ts';
+import { olderThan } from '../../db/keyset.ts';
+import type { Cursor } from '../../lib/pagination.ts';
+
+/** The record of decisions: each call's decision, each approval (a rule may ask for several), each refused attempt. */
+export const approvalsRepo = {
+  /** A human's (or the deadline's) decision on a staged call; undefined when it was decided already. */
+  decide: (
+    trx: Kysely<DB>,
+    id: string,
+    decision: {
+      status: ToolCallStatus;
+      approval: ToolCallApproval;
+      userId: string | null;
+      channel: DecisionChannel | null;
+      reason: string | null;
+      at: Date;
+      /** Approved: a fresh start (an interrupted call's is forgotten). */
+      startedAt?: null;
+      /** The call's result, when the decision is one (an interrupted call not run again). */
+      output?: string;
+      /** Approved with edits: the arguments it runs with (the model's stay in input); null: the model's after all. */
+      approvedInput?: string | null;
+    },
+  ) =>
+    trx
+      .updateTable('toolCalls')
+      .set({
+        status: decision.status,
+        approval: decision.approval,
+        ...(decision.startedAt === null ? { startedAt: null } : {}),
+        ...(decision.output === undefined ? {} : { output: decision.output, completedAt: decision.at }),
+        ...(decision.approvedInput === undefined ? {} : { approvedInput: decision.approvedInput }),
+        decidedByUserId: decision.userId,
+        decisionChannel: decision.channel,
+        decisionReason: decision.reason,
+        decidedAt: decision.at,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'staged')
+      .returningAll()
+      .executeTakeFirst(),
+
+  /** An attempt to decide that was refused, for the record. */
+  recordAttempt: (db: Kysely<DB>, attempt: Insertable<ApprovalAttemptsTable>) =>
+    db.insertInto('approvalAttempts').values(attempt).execute(),
+
+  /** The refused attempts on an action's calls, oldest first. */
+  attemptsForAction: (db: Kysely<DB>, actionId: string) =>
+    db
+      .selectFrom('approvalAttempts as a')
+      .innerJoin('toolCalls as t', 't.id', 'a.toolCallId')
+      .selectAll('a')
+      .where('t.actionId', '=', actionId)
+      .orderBy('a.createdAt')
+      .orderBy('a.id')
+      .execute(),
+
+  /** The calls that needed approval; with `namedUserId`, only those of rules that name that member among their approvers. */
+  listApprovals: (
+    db: Kysely<DB>,
+    orgId: string,
+    query: { approval: ToolCallApproval; namedUserId?: string },
+    limit: number,
+    after?: Cursor,
+  ) =>
+    db
+      .selectFrom('toolCalls as t')
+      .innerJoin('actions as a', 'a.id', 't.actionId')
+      .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+      .selectAll('t')
+      .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType'])
+      .select(sql<number>`coalesce(r.min_approvals, 1)`.as('approvalsRequired'))
+      .where('t.orgId', '=', orgId)
+      .where('t.approval', '=', query.approval)
+      .$if(query.namedUserId !== undefined, (q) =>
+        q.where(sql<boolean>`r.approvers -> 'userIds' @> ${JSON.stringify([query.namedUserId])}::jsonb`),
+      )
+      .$if(after !== undefined, (q) => q.where(olderThan(after!, 't.requestedAt', 't.id')))
+      .orderBy('t.requestedAt', 'desc')
+      .orderBy('t.id', 'desc')
+      .limit(limit + 1)
+      .execute(),
+
+  /** One approver's approval, for the record and the count. */
+  insertApproval: (trx: Kysely<DB>, approval: Insertable<ToolCallApprovalsTable>) =>
+    trx.insertInto('toolCallApprovals').values(approval).execute(),
+
+  /** The approvals that count for a call now (none superseded by a later edit), oldest first. */
+  currentApprovals: (db: Kysely<DB>, toolCallRowId: string) =>
+    db
+      .selectFrom('toolCallApprovals')
+      .selectAll()
+      .where('toolCallId', '=', toolCallRowId)
+      .where('supersededAt', 'is', null)
+      .orderBy('createdAt')
+      .orderBy('id')
+      .execute(),
+
+  /** An edit changed the arguments: the approvals so far were of others, and start again. */
+  supersede: (trx: Kysely<DB>, toolCallRowId: string, at: Date) =>
+    trx
+      .updateTable('toolCallApprovals')
+      .set({ supersededAt: at })
+      .where('toolCallId', '=', toolCallRowId)
+      .where('supersededAt', 'is', null)
+      .execute(),
+
+  /** The arguments the approvals of a waiting call are for (null: the model's), set by an edit. */
+  setPendingArguments: (trx: Kysely<DB>, toolCallRowId: string, approvedInput: string | null) =>
+    trx.updateTable('toolCalls').set({ approvedInput }).where('id', '=', toolCallRowId).where('status', '=', 'staged').execute(),
+
+  /** Every approval of the given calls (superseded ones too), oldest first. */
+  approvalsOf: (db: Kysely<DB>, toolCallRowIds: string[]) =>
+    toolCallRowIds.length === 0
+      ? Promise.resolve([])
+      : db
+          .selectFrom('toolCallApprovals')
+          .select(['toolCallId', 'userId', 'channel', 'arguments', 'reason', 'supersededAt', 'createdAt'])
+          .where('toolCallId', 'in', toolCallRowIds)
+          .orderBy('createdAt')
+          .orderBy('id')
+          .execute(),
+};
