@@ -2,12 +2,12 @@ import { zodResolver } from '@hookform/resolvers/zod';
 import { Button, Group, Modal, Stack, Textarea } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { notifications } from '@mantine/notifications';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../api/client';
-import { keys } from '../lib/queries';
+import { keys, meQuery } from '../lib/queries';
 import { EditAndApprove } from './EditAndApprove';
 
 const wordsSchema = z.object({ words: z.string().trim().min(1, 'Say it, for the agent and the ledger').max(2000) });
@@ -26,14 +26,19 @@ export function ApprovalButtons({
   toolCallId,
   toolName,
   input,
+  approvedBy,
 }: {
   org: string;
   actionId: string;
   toolCallId: string;
   toolName: string;
-  /** The model's arguments: with them, the call can be edited before it is approved, or sent back. */
+  /** The arguments approvals are for (an approver's edit, or the model's): with them, it can be edited, or sent back. */
   input?: unknown;
+  /** Who approved it so far, when its rule asks for several approvers: they have nothing more to approve. */
+  approvedBy?: Array<string | null>;
 }) {
+  const me = useQuery(meQuery).data?.id;
+  const approvedAlready = me !== undefined && (approvedBy ?? []).includes(me);
   const queryClient = useQueryClient();
   const [asking, setAsking] = useState<Worded | null>(null);
   const [editing, editor] = useDisclosure(false);
@@ -42,7 +47,14 @@ export function ApprovalButtons({
   const settled = () => void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   const approve = useMutation({
     mutationFn: () => unwrap(api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/approve', { params: { path } })),
-    onSuccess: () => notifications.show({ color: 'green', message: `Approved ${toolName}` }),
+    onSuccess: (call) =>
+      notifications.show({
+        color: 'green',
+        message:
+          call.status === 'pending'
+            ? `Approved ${toolName}: ${call.approvals.length} of ${call.approvalsRequired} approvals`
+            : `Approved ${toolName}`,
+      }),
     onError: (error) => notifications.show({ color: 'red', title: 'Not approved', message: error.message }),
     onSettled: settled,
   });
@@ -82,10 +94,10 @@ export function ApprovalButtons({
           color="teal"
           onClick={() => approve.mutate()}
           loading={approve.isPending}
-          disabled={busy}
-          aria-label={`Approve ${toolName}`}
+          disabled={busy || approvedAlready}
+          aria-label={approvedAlready ? `You approved ${toolName}` : `Approve ${toolName}`}
         >
-          Approve
+          {approvedAlready ? 'You approved' : 'Approve'}
         </Button>
         {input !== undefined && (
           <>

@@ -50,9 +50,10 @@ export function EditAndApprove(props: {
           body: { arguments: args },
         }),
       ),
-    onSuccess: () => {
+    onSuccess: (call) => {
       props.onClose();
-      notifications.show({ color: 'green', message: `Approved ${toolName} with your arguments` });
+      const count = call.status === 'pending' ? ` (${call.approvals.length} of ${call.approvalsRequired} approvals)` : '';
+      notifications.show({ color: 'green', message: `Approved ${toolName} with your arguments${count}` });
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
     },
   });

@@ -127,4 +127,69 @@ describe('the console: deciding', () => {
     operator.expectNoProblems();
     await operator.close();
   }, 120_000);
+
+  it('two approvals: the rule form asks for 2; one admin approves ("1 of 2 approvals"), the other runs the call', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    const { org, admin } = setup.tenant;
+    const second = await createUser(app, { role: 'Admin', org: org.slug });
+    const first = await openConsole(browser);
+    await signInToConsole(first.page, app.baseUrl, admin.email);
+    await first.page.waitForURL('**/ledger');
+
+    await step(first.page, 'the rule form sets "Approvals needed" to 2', async () => {
+      const { page } = first;
+      await page.goto(`${app.baseUrl}/o/${org.slug}/agents`);
+      await page.getByRole('table', { name: 'Action rules' }).getByRole('button', { name: 'Edit' }).first().click();
+      const dialog = page.getByRole('dialog', { name: 'Edit action rule' });
+      await dialog.getByLabel('Approvals needed').fill('2');
+      await capture(page, 'rule-min-approvals');
+      await dialog.getByRole('button', { name: 'Save rule' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+    });
+    const rule = await (
+      await app.request('GET', `/orgs/${org.slug}/action-rules/${setup.ruleId}`, { token: setup.tenant.token })
+    ).json();
+    expect(rule.minApprovals).toBe(2);
+
+    const actionId = await runEvent(app, setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    await step(first.page, 'the first approval leaves the call waiting: "1 of 2 approvals", "You approved"', async () => {
+      const { page } = first;
+      await page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
+      const row = page.getByRole('table', { name: 'Pending approvals' }).getByRole('row').filter({ hasText: 'generateDocument' });
+      await row.getByRole('button', { name: 'Approve generateDocument' }).click();
+      await row.getByText('1 of 2 approvals').waitFor();
+      await row.getByRole('button', { name: 'You approved generateDocument' }).waitFor();
+      expect(await row.getByRole('button', { name: 'You approved generateDocument' }).isDisabled()).toBe(true);
+      await page.mouse.move(600, 10);
+      await expectAccessible(page, 'one-of-two-approvals');
+      await capture(page, 'one-of-two-approvals');
+    });
+    expect((await waitForAction(app, auth(setup), actionId, ['pending_approval'])).execution.toolCalls[0].status).toBe('staged');
+
+    const other = await openConsole(browser);
+    await signInToConsole(other.page, app.baseUrl, second.email);
+    await other.page.waitForURL('**/ledger');
+    await step(other.page, 'the second admin sees 1 of 2 in the ledger and approves there', async () => {
+      const { page } = other;
+      await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
+      const approvals = page.getByRole('group', { name: 'Approvals' });
+      await approvals.getByText('1 of 2 approvals').waitFor();
+      await approvals.getByText(`approved by ${admin.email}`).waitFor();
+      await page.getByRole('button', { name: 'Approve generateDocument' }).click();
+      await approvals.getByText('2 of 2 approvals').waitFor();
+      await capture(page, 'two-of-two-approvals');
+    });
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', channel: 'console', approverId: second.id });
+    expect(done.execution.toolCalls[0].approvals.map((given: { approverId: string }) => given.approverId)).toEqual([
+      admin.id,
+      second.id,
+    ]);
+    first.expectNoProblems();
+    other.expectNoProblems();
+    await first.close();
+    await other.close();
+  }, 120_000);
 });

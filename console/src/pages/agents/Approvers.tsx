@@ -1,4 +1,4 @@
-import { Checkbox, MultiSelect, Stack, Switch, Text } from '@mantine/core';
+import { Checkbox, MultiSelect, NumberInput, Stack, Switch, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { type Control, Controller } from 'react-hook-form';
 import { z } from 'zod';
@@ -8,19 +8,22 @@ import { membersQuery } from '../../lib/queries';
 export const approversFields = {
   allAdmins: z.boolean(),
   approverIds: z.array(z.string()).max(50),
+  minApprovals: z.number().int('A whole number').min(1, 'At least 1').max(5, 'At most 5'),
   notifyEmail: z.boolean(),
 };
-export type ApproversValues = { allAdmins: boolean; approverIds: string[]; notifyEmail: boolean };
+export type ApproversValues = { allAdmins: boolean; approverIds: string[]; minApprovals: number; notifyEmail: boolean };
 type Approvers = { userIds?: string[]; role?: 'Admin' } | null;
 
 /** The API's `approvers` (null: the org's admins) and `notify` as the form's fields. */
-export const approversValues = (rule: { approvers: Approvers; notify: 'email'[] }): ApproversValues => ({
+export const approversValues = (rule: { approvers: Approvers; minApprovals: number; notify: 'email'[] }): ApproversValues => ({
   allAdmins: rule.approvers === null || rule.approvers.role === 'Admin',
   approverIds: rule.approvers?.userIds ?? [],
+  minApprovals: rule.minApprovals,
   notifyEmail: rule.notify.includes('email'),
 });
 /** The form's fields as the API's body: all admins and nobody named is the default (null). */
-export const approversBody = ({ allAdmins, approverIds, notifyEmail }: ApproversValues) => ({
+export const approversBody = ({ allAdmins, approverIds, minApprovals, notifyEmail }: ApproversValues) => ({
+  minApprovals,
   approvers:
     allAdmins && approverIds.length === 0
       ? null
@@ -28,7 +31,12 @@ export const approversBody = ({ allAdmins, approverIds, notifyEmail }: Approvers
   notify: (notifyEmail ? ['email'] : []) as 'email'[],
 });
 
-export function ApproversSection(props: { org: string; control: Control<ApproversValues>; error?: string }) {
+export function ApproversSection(props: {
+  org: string;
+  control: Control<ApproversValues>;
+  error?: string;
+  minApprovalsError?: string;
+}) {
   const { data: members = [] } = useQuery(membersQuery(props.org));
   const { control } = props;
   return (
@@ -62,6 +70,23 @@ export function ApproversSection(props: { org: string; control: Control<Approver
             value={field.value}
             onChange={field.onChange}
             error={props.error}
+          />
+        )}
+      />
+      <Controller
+        control={control}
+        name="minApprovals"
+        render={({ field }) => (
+          <NumberInput
+            label="Approvals needed"
+            description="How many different approvers must approve a call before it runs; one rejection rejects it."
+            min={1}
+            max={5}
+            maw={320}
+            allowDecimal={false}
+            value={field.value}
+            onChange={(value) => field.onChange(Number(value))}
+            error={props.minApprovalsError}
           />
         )}
       />

@@ -33,21 +33,22 @@ export const emptyRule: RuleValues = {
   approvalTimeoutSeconds: 86_400,
   allAdmins: true,
   approverIds: [],
+  minApprovals: 1,
   notifyEmail: false,
 };
 type ActionRule =
   paths['/orgs/{org}/action-rules']['get']['responses'][200]['content']['application/json']['actionRules'][number];
 /** A saved rule as the form edits it. */
-export const ruleValues = ({ approvers, notify, ...rule }: ActionRule): RuleValues => ({
+export const ruleValues = ({ approvers, minApprovals, notify, ...rule }: ActionRule): RuleValues => ({
   ...rule,
   argumentRules: rule.argumentRules.map(ruleField),
-  ...approversValues({ approvers, notify }),
+  ...approversValues({ approvers, minApprovals, notify }),
 });
 /** The form's values as the API's body. */
-export const toRuleBody = ({ allAdmins, approverIds, notifyEmail, ...values }: RuleValues) => ({
+export const toRuleBody = ({ allAdmins, approverIds, minApprovals, notifyEmail, ...values }: RuleValues) => ({
   ...values,
   argumentRules: values.argumentRules.map(ruleValue),
-  ...approversBody({ allAdmins, approverIds, notifyEmail }),
+  ...approversBody({ allAdmins, approverIds, minApprovals, notifyEmail }),
 });
 
 const MODE_HELP =
@@ -134,6 +135,7 @@ export function RuleForm(props: {
           // The section edits only its own fields of the rule's form.
           control={form.control as unknown as Control<ApproversValues>}
           error={errors.approverIds?.message}
+          minApprovalsError={errors.minApprovals?.message}
         />
         <Group grow align="flex-end">
           <Controller

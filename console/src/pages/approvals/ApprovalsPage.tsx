@@ -5,6 +5,8 @@ import { useInterval } from '@mantine/hooks';
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
+import { ApprovalCount } from '../../components/ApprovalCount';
+import { EditedInput } from '../../components/EditedInput';
 import { JsonBlock } from '../../components/JsonBlock';
 import { WhyWaits } from '../../components/WhyWaits';
 import { UserName } from '../../components/UserName';
@@ -44,62 +46,74 @@ export function ApprovalsPage() {
       {approvals.error && <QueryError error={approvals.error} />}
       {approvals.isSuccess && pending.length === 0 && <EmptyState>Nothing waits for a decision.</EmptyState>}
       {pending.length > 0 && (
-        <Table verticalSpacing="sm" aria-label="Pending approvals">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Tool</Table.Th>
-              <Table.Th>Input</Table.Th>
-              <Table.Th>Action</Table.Th>
-              <Table.Th>Run as</Table.Th>
-              <Table.Th>Requested</Table.Th>
-              <Table.Th>Time left</Table.Th>
-              <Table.Th>Decision</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {pending.map((approval) => (
-              <Table.Tr key={approval.toolCallId} data-tool-call-id={approval.toolCallId}>
-                <Table.Td>
-                  <Text size="sm" ff="monospace">
-                    {approval.toolName}
-                  </Text>
-                  <WhyWaits modeSource={approval.modeSource} stagedReason={approval.stagedReason} />
-                </Table.Td>
-                <Table.Td maw={380}>
-                  <JsonBlock value={approval.input} maxHeight={200} label={`Input of ${approval.toolName}`} />
-                </Table.Td>
-                <Table.Td>
-                  {isAdmin ? (
-                    <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
-                      {approval.eventType}
-                    </AnchorLink>
-                  ) : (
-                    <Text size="sm">{approval.eventType}</Text>
-                  )}
-                </Table.Td>
-                <Table.Td>
-                  <Text size="sm">
-                    <UserName org={org} userId={approval.runAsUserId} />
-                  </Text>
-                </Table.Td>
-                <Table.Td>
-                  <Text size="sm">{formatTime(approval.requestedAt)}</Text>
-                </Table.Td>
-                <Table.Td>{approval.expiresAt ? relativeTime(approval.expiresAt, now) : 'no deadline'}</Table.Td>
-                <Table.Td>
-                  <ApprovalButtons
-                    org={org}
-                    actionId={approval.actionId}
-                    toolCallId={approval.toolCallId}
-                    toolName={approval.toolName}
-                    // A run over its budget asks to go on: there are no arguments to edit.
-                    input={(approval.modeSource as { source?: string } | null)?.source === 'budget' ? undefined : approval.input}
-                  />
-                </Table.Td>
+        <Table.ScrollContainer minWidth={900}>
+          <Table verticalSpacing="sm" aria-label="Pending approvals">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Tool</Table.Th>
+                <Table.Th>Input</Table.Th>
+                <Table.Th>Action</Table.Th>
+                <Table.Th>Run as</Table.Th>
+                <Table.Th>Requested</Table.Th>
+                <Table.Th>Time left</Table.Th>
+                <Table.Th>Decision</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {pending.map((approval) => (
+                <Table.Tr key={approval.toolCallId} data-tool-call-id={approval.toolCallId}>
+                  <Table.Td>
+                    <Text size="sm" ff="monospace">
+                      {approval.toolName}
+                    </Text>
+                    <WhyWaits modeSource={approval.modeSource} stagedReason={approval.stagedReason} />
+                  </Table.Td>
+                  <Table.Td maw={240}>
+                    {approval.approvedInput === null || approval.approvedInput === undefined ? (
+                      <JsonBlock value={approval.input} maxHeight={200} label={`Input of ${approval.toolName}`} />
+                    ) : (
+                      <EditedInput toolName={approval.toolName} proposed={approval.input} approved={approval.approvedInput} />
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    {isAdmin ? (
+                      <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
+                        {approval.eventType}
+                      </AnchorLink>
+                    ) : (
+                      <Text size="sm">{approval.eventType}</Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">
+                      <UserName org={org} userId={approval.runAsUserId} />
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">{formatTime(approval.requestedAt)}</Text>
+                  </Table.Td>
+                  <Table.Td>{approval.expiresAt ? relativeTime(approval.expiresAt, now) : 'no deadline'}</Table.Td>
+                  <Table.Td>
+                    <ApprovalCount org={org} required={approval.approvalsRequired} approvals={approval.approvals} />
+                    <ApprovalButtons
+                      org={org}
+                      actionId={approval.actionId}
+                      toolCallId={approval.toolCallId}
+                      toolName={approval.toolName}
+                      // A run over its budget asks to go on: there are no arguments to edit.
+                      input={
+                        (approval.modeSource as { source?: string } | null)?.source === 'budget'
+                          ? undefined
+                          : (approval.approvedInput ?? approval.input)
+                      }
+                      approvedBy={approval.approvals.map((given) => given.approverId)}
+                    />
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
       )}
     </Stack>
   );

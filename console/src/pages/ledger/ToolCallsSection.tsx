@@ -2,6 +2,8 @@ import { Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import type { ToolCall } from '../../api/client';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
+import { ApprovalCount } from '../../components/ApprovalCount';
+import { EditedInput } from '../../components/EditedInput';
 import { JsonBlock } from '../../components/JsonBlock';
 import { StatusBadge } from '../../components/StatusBadge';
 import { WhyWaits } from '../../components/WhyWaits';
@@ -67,20 +69,28 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                 </Table.Td>
                 <Table.Td>
                   <Notified notifications={call.notifications} who={who} />
+                  <ApprovalCount org={org} required={call.approvalsRequired} approvals={call.approvals} />
                   {call.approval === 'pending' ? (
                     <ApprovalButtons
                       org={org}
                       actionId={actionId}
                       toolCallId={call.toolCallId}
                       toolName={call.toolName}
-                      input={(call.modeSource as { source?: string } | null)?.source === 'budget' ? undefined : call.input}
+                      input={
+                        (call.modeSource as { source?: string } | null)?.source === 'budget'
+                          ? undefined
+                          : (call.approvedInput ?? call.input)
+                      }
+                      approvedBy={call.approvals.filter((approval) => !approval.superseded).map((a) => a.approverId)}
                     />
                   ) : (
                     <Stack gap={2}>
                       <StatusBadge status={call.approval} />
                       {call.channel && (
                         <Text size="xs" c="dimmed">
-                          by {who(call.approverId)} via {CHANNEL_LABELS[call.channel]}
+                          {call.approval === 'sent_back' ? 'sent back' : call.approval} by {who(call.approverId)} via{' '}
+                          {CHANNEL_LABELS[call.channel]}
+                          {call.approval === 'sent_back' && call.reason ? ':' : ''}
                         </Text>
                       )}
                       {call.reason && <Text size="xs">{call.reason}</Text>}
@@ -123,28 +133,6 @@ function Notified({ notifications, who }: { notifications: ToolCall['notificatio
               (notification.reason ?? 'sending')}
         </Text>
       ))}
-    </Stack>
-  );
-}
-
-/** A call a person approved with other arguments: what the model proposed, what ran, and which fields changed. */
-function EditedInput({ toolName, proposed, approved }: { toolName: string; proposed: unknown; approved: unknown }) {
-  const before = (proposed ?? {}) as Record<string, unknown>;
-  const after = (approved ?? {}) as Record<string, unknown>;
-  const changed = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter(
-    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
-  );
-  return (
-    <Stack gap={4} aria-label={`Edited input of ${toolName}`} role="group">
-      <Text size="xs" fw={600}>
-        Edited by the approver
-      </Text>
-      {changed.map((key) => (
-        <Text key={key} size="xs" ff="monospace">
-          {key}: {JSON.stringify(before[key])} → {JSON.stringify(after[key])}
-        </Text>
-      ))}
-      <JsonBlock value={approved} maxHeight={160} label={`Approved input of ${toolName}`} />
     </Stack>
   );
 }

@@ -1,0 +1,24 @@
+import { Stack, Text } from '@mantine/core';
+import { JsonBlock } from './JsonBlock';
+
+/** A call a person approved with other arguments: what the model proposed, what ran, and which fields changed. */
+export function EditedInput({ toolName, proposed, approved }: { toolName: string; proposed: unknown; approved: unknown }) {
+  const before = (proposed ?? {}) as Record<string, unknown>;
+  const after = (approved ?? {}) as Record<string, unknown>;
+  const changed = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter(
+    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
+  );
+  return (
+    <Stack gap={4} aria-label={`Edited input of ${toolName}`} role="group">
+      <Text size="xs" fw={600}>
+        Edited by an approver
+      </Text>
+      {changed.map((key) => (
+        <Text key={key} size="xs" ff="monospace">
+          {key}: {JSON.stringify(before[key])} → {JSON.stringify(after[key])}
+        </Text>
+      ))}
+      <JsonBlock value={approved} maxHeight={160} label={`Approved input of ${toolName}`} />
+    </Stack>
+  );
+}
