@@ -153,6 +153,11 @@ describe('the console: deciding', () => {
 
     const actionId = await runEvent(app, setup);
     await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const other = await openConsole(browser);
+    await signInToConsole(other.page, app.baseUrl, second.email);
+    await other.page.waitForURL('**/ledger');
+    await other.page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
+    await other.page.getByRole('button', { name: 'Approve generateDocument' }).waitFor();
     await step(first.page, 'the first approval leaves the call waiting: "1 of 2 approvals", "You approved"', async () => {
       const { page } = first;
       await page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
@@ -167,12 +172,8 @@ describe('the console: deciding', () => {
     });
     expect((await waitForAction(app, auth(setup), actionId, ['pending_approval'])).execution.toolCalls[0].status).toBe('staged');
 
-    const other = await openConsole(browser);
-    await signInToConsole(other.page, app.baseUrl, second.email);
-    await other.page.waitForURL('**/ledger');
-    await step(other.page, 'the second admin sees 1 of 2 in the ledger and approves there', async () => {
+    await step(other.page, 'the second admin, on the ledger row, sees 1 of 2 live and approves there', async () => {
       const { page } = other;
-      await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
       const approvals = page.getByRole('group', { name: 'Approvals' });
       await approvals.getByText('1 of 2 approvals').waitFor();
       await approvals.getByText(`approved by ${admin.email}`).waitFor();

@@ -20,12 +20,26 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz(3) not null default now()
     );
     create index tool_call_approvals_call on tool_call_approvals (tool_call_id, created_at);
+
+    -- An approval that is not the last one changes no tool call's status: the console hears of it here.
+    create function announce_tool_call_approvals() returns trigger language plpgsql as $$
+    declare changes jsonb;
+    begin
+      if not org_events_watched() then return null; end if;
+      select jsonb_agg(jsonb_build_array(n.org_id, t.action_id)) into changes
+      from new_rows n join tool_calls t on t.id = n.tool_call_id;
+      if changes is not null then perform announce_org_changes('approval', changes); end if;
+      return null;
+    end $$;
+    create trigger tool_call_approvals_announce after insert on tool_call_approvals
+      referencing new table as new_rows for each statement execute function announce_tool_call_approvals();
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     drop table tool_call_approvals;
+    drop function announce_tool_call_approvals();
     alter table action_rules drop column min_approvals;
   `.execute(db);
 }
