@@ -22,3 +22,17 @@ export function EditedInput({ toolName, proposed, approved }: { toolName: string
     </Stack>
   );
 }
+
+/** A call's arguments as a reviewer reads them: the model's, or an approver's edit shown against them. */
+export function CallInput(props: { toolName: string; input: unknown; approvedInput: unknown; maxHeight: number }) {
+  const { toolName, input, approvedInput } = props;
+  return approvedInput === null || approvedInput === undefined ? (
+    <JsonBlock value={input} maxHeight={props.maxHeight} label={`Input of ${toolName}`} />
+  ) : (
+    <EditedInput toolName={toolName} proposed={input} approved={approvedInput} />
+  );
+}
+
+/** The arguments a reviewer may edit or send back: none for a run over its budget (it only asks to go on). */
+export const editableInput = (call: { modeSource?: unknown; input: unknown; approvedInput?: unknown }) =>
+  (call.modeSource as { source?: string } | null)?.source === 'budget' ? undefined : (call.approvedInput ?? call.input);

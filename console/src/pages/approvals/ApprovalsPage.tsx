@@ -6,8 +6,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
 import { ApprovalCount } from '../../components/ApprovalCount';
-import { EditedInput } from '../../components/EditedInput';
-import { JsonBlock } from '../../components/JsonBlock';
+import { CallInput, editableInput } from '../../components/EditedInput';
 import { WhyWaits } from '../../components/WhyWaits';
 import { UserName } from '../../components/UserName';
 import { QueryError } from '../../components/RouteError';
@@ -69,11 +68,12 @@ export function ApprovalsPage() {
                     <WhyWaits modeSource={approval.modeSource} stagedReason={approval.stagedReason} />
                   </Table.Td>
                   <Table.Td maw={240}>
-                    {approval.approvedInput === null || approval.approvedInput === undefined ? (
-                      <JsonBlock value={approval.input} maxHeight={200} label={`Input of ${approval.toolName}`} />
-                    ) : (
-                      <EditedInput toolName={approval.toolName} proposed={approval.input} approved={approval.approvedInput} />
-                    )}
+                    <CallInput
+                      toolName={approval.toolName}
+                      input={approval.input}
+                      approvedInput={approval.approvedInput}
+                      maxHeight={200}
+                    />
                   </Table.Td>
                   <Table.Td>
                     {isAdmin ? (
@@ -100,12 +100,7 @@ export function ApprovalsPage() {
                       actionId={approval.actionId}
                       toolCallId={approval.toolCallId}
                       toolName={approval.toolName}
-                      // A run over its budget asks to go on: there are no arguments to edit.
-                      input={
-                        (approval.modeSource as { source?: string } | null)?.source === 'budget'
-                          ? undefined
-                          : (approval.approvedInput ?? approval.input)
-                      }
+                      input={editableInput(approval)}
                       approvedBy={approval.approvals.map((given) => given.approverId)}
                     />
                   </Table.Td>

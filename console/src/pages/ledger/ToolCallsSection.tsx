@@ -3,7 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import type { ToolCall } from '../../api/client';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
 import { ApprovalCount } from '../../components/ApprovalCount';
-import { EditedInput } from '../../components/EditedInput';
+import { CallInput, editableInput } from '../../components/EditedInput';
 import { JsonBlock } from '../../components/JsonBlock';
 import { StatusBadge } from '../../components/StatusBadge';
 import { WhyWaits } from '../../components/WhyWaits';
@@ -54,11 +54,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                   <StatusBadge status={call.status} />
                 </Table.Td>
                 <Table.Td maw={320}>
-                  {call.approvedInput === null || call.approvedInput === undefined ? (
-                    <JsonBlock value={call.input} maxHeight={160} label={`Input of ${call.toolName}`} />
-                  ) : (
-                    <EditedInput toolName={call.toolName} proposed={call.input} approved={call.approvedInput} />
-                  )}
+                  <CallInput toolName={call.toolName} input={call.input} approvedInput={call.approvedInput} maxHeight={160} />
                 </Table.Td>
                 <Table.Td maw={320}>
                   {call.output === null ? (
@@ -76,11 +72,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                       actionId={actionId}
                       toolCallId={call.toolCallId}
                       toolName={call.toolName}
-                      input={
-                        (call.modeSource as { source?: string } | null)?.source === 'budget'
-                          ? undefined
-                          : (call.approvedInput ?? call.input)
-                      }
+                      input={editableInput(call)}
                       approvedBy={call.approvals.filter((approval) => !approval.superseded).map((a) => a.approverId)}
                     />
                   ) : (
