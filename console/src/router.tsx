@@ -143,6 +143,11 @@ export const usageRoute = createRoute({
   path: '/usage',
   component: lazyRouteComponent(() => import('./pages/usage/UsagePage'), 'UsagePage'),
 });
+export const slackRoute = createRoute({
+  getParentRoute: () => adminRoute,
+  path: '/slack',
+  component: lazyRouteComponent(() => import('./pages/slack/SlackPage'), 'SlackPage'),
+});
 export const emailRoute = createRoute({
   getParentRoute: () => orgRoute,
   path: '/email',
@@ -176,6 +181,7 @@ const routeTree = rootRoute.addChildren([
         agentDetailRoute,
         experimentRoute,
         usageRoute,
+        slackRoute,
         mcpServersRoute,
       ]),
       approvalsRoute,

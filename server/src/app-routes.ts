@@ -1,4 +1,6 @@
 import { approvalLinksRoutes } from './features/approvals/email/approval-links.routes.ts';
+import { slackIntegrationRoutes } from './features/approvals/slack/slack-integration.routes.ts';
+import { slackInteractionsRoutes } from './features/approvals/slack/slack-interactions.routes.ts';
 import { approvalsRoutes } from './features/approvals/approvals.routes.ts';
 import { callbacksRoutes } from './features/callbacks/callbacks.routes.ts';
 import { modelCredentialsRoutes } from './features/agents/model-credentials.routes.ts';
@@ -67,6 +69,8 @@ export async function registerRoutes(app: HttpApp, container: Container, ingestF
   await app.register(approvalsRoutes({ approvals: services.approvals, orgAccess }));
   await app.register(usageRoutes({ usage: services.usage, budgets: services.budgets, orgAccess }));
   await app.register(approvalLinksRoutes({ links: services.approvalLinks }));
+  await app.register(slackIntegrationRoutes({ slackIntegration: services.slackIntegration, orgAccess }));
+  await app.register(slackInteractionsRoutes({ interactions: services.slackInteractions, orgIdOf: services.orgIdOf }));
   await app.register(callbacksRoutes({ callbacks: services.callbacks, orgAccess }));
   await app.register(mcpRoutes({ mcpServers: services.mcpServers, orgAccess }));
   await app.register(toolPreferencesRoutes({ toolPreferences: services.toolPreferences, middlewares }));

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { developmentMasterKey, otlpHeadersEnv, parseTrustProxy, tracesUrl } from './lib/config-values.ts';
+import { developmentMasterKey, otlpHeadersEnv, parseTrustProxy, toolModulePaths, tracesUrl } from './lib/config-values.ts';
 import { modelPricesEnv, type ModelPrices } from './lib/model-prices.ts';
 
 /** The only reader of process.env: one schema, one frozen typed config. */
@@ -63,6 +63,9 @@ const envSchema = z.object({
   /** Each call to the mail provider's API (orgs' email integrations); transient failures are retried. */
   MAIL_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(15),
   MAIL_API_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
+  /** Slack's Web API (orgs' own Slack apps, for approvals in Slack); a proxy or a test's fake may stand in. */
+  SLACK_API_URL: httpUrl.default('https://slack.com/api/'),
+  SLACK_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
   /** Inbound email: the provider's notifications, and what a received email may bring. */
   EMAIL_WEBHOOK_MAX_BYTES: positiveInt.max(10 * 1024 * 1024).default(256 * 1024),
   EMAIL_MAX_ATTACHMENT_BYTES: positiveInt.max(100 * 1024 * 1024).default(10 * 1024 * 1024),
@@ -230,6 +233,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     mail: { smtpUrl: e.SMTP_URL, apiKey: e.MAIL_API_KEY, apiUrl: e.MAIL_API_URL.replace(/\/$/, ''), from: e.MAIL_FROM },
     mailApi: { baseUrl: e.MAIL_API_URL, timeoutMs: e.MAIL_API_TIMEOUT_SECONDS * 1000, retries: e.MAIL_API_RETRIES },
+    slackApi: { baseUrl: e.SLACK_API_URL.replace(/\/?$/, '/'), timeoutMs: e.SLACK_API_TIMEOUT_SECONDS * 1000 },
     email: {
       webhookMaxBytes: e.EMAIL_WEBHOOK_MAX_BYTES,
       maxAttachmentBytes: e.EMAIL_MAX_ATTACHMENT_BYTES,
@@ -278,11 +282,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       renderTimeoutMs: e.DOCUMENT_RENDER_TIMEOUT_SECONDS * 1000,
       renderThreads: e.DOCUMENT_RENDER_THREADS ?? Math.min(4, Math.max(1, availableParallelism() - 1)),
     },
-    toolModules: (e.TOOL_MODULES ?? '')
-      .split(',')
-      .map((path) => path.trim())
-      .filter(Boolean)
-      .map((path) => resolve(env.INIT_CWD ?? process.cwd(), path)),
+    toolModules: toolModulePaths(e.TOOL_MODULES, env.INIT_CWD ?? process.cwd()),
     tracing: {
       tracesUrl: e.OTEL_SDK_DISABLED ? null : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
       headers: e.OTEL_EXPORTER_OTLP_HEADERS ?? {},

@@ -105,6 +105,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
     mcpServers: mcp.mcpServers,
     approvals: approvals.approvals,
     approvalLinks: approvals.links,
+    slackIntegration: approvals.slackIntegration,
+    slackInteractions: approvals.slackInteractions,
+    orgIdOf: approvals.orgIdOf,
     experiments: experiments.experiments,
   };
 

@@ -83,8 +83,12 @@ describe('features', () => {
   });
 
   it('keep decisions in the approvals feature: its channels only translate, and nothing else writes a decision', () => {
-    // The routes and the email channel reach the decision through the approvals service, never the records or the actions.
-    const channels = [join(FEATURES, 'approvals/approvals.routes.ts'), ...sourceFiles(join(FEATURES, 'approvals/email'))];
+    // The routes, the email and the Slack channels reach the decision through the approvals service, never the records or the actions.
+    const channels = [
+      join(FEATURES, 'approvals/approvals.routes.ts'),
+      ...sourceFiles(join(FEATURES, 'approvals/email')),
+      ...sourceFiles(join(FEATURES, 'approvals/slack')),
+    ];
     const writes = /(approvals\.repo|decision-steps|actions\/(tool-calls\.repo|action-writes|actions\.repo))\.ts$/;
     const reachedByChannels = channels.flatMap((file) =>
       [...readFileSync(file, 'utf8').matchAll(IMPORT)]

@@ -905,6 +905,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org}/slack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's Slack app: its channel, workspace and hints of its secrets (never the secrets) */
+        get: operations["getSlackIntegration"];
+        /** Connects the org's own Slack app: auth.test checks the bot token first (422 with Slack's error) */
+        put: operations["putSlackIntegration"];
+        post?: never;
+        /** Disconnects the org's Slack app (its secrets are deleted) */
+        delete: operations["deleteSlackIntegration"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/slack/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Posts a test message in the channel (checks the token, the channel, and that the app is in it) */
+        post: operations["testSlackIntegration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/slack/{org}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A Slack interaction (button or modal) from the org's own app, verified with its signing secret */
+        post: operations["slackInteraction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orgs/{org}/webhooks/{webhookId}/callbacks": {
         parameters: {
             query?: never;
@@ -1422,13 +1475,26 @@ export interface components {
         Error: {
             error: string;
             /** @enum {string} */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "not_an_approver" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "arguments_denied" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_payload" | "invalid_reset_token" | "oauth_state_mismatch" | "oauth_exchange_failed" | "unknown_auth_provider" | "session_missing" | "session_invalid" | "invalid_credentials" | "invalid_external_token" | "signature_missing" | "timestamp_out_of_tolerance" | "signature_invalid" | "message_replayed" | "admin_required" | "not_an_approver" | "csrf_rejected" | "webhook_disabled" | "origin_blocked" | "ip_blocked" | "not_found" | "provider_not_configured" | "conflict" | "email_in_use" | "not_replayable" | "already_decided" | "email_not_configured" | "domain_not_verified" | "arguments_denied" | "mcp_unreachable" | "mcp_unauthorized" | "mcp_protocol" | "slack_refused" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal_error" | "upstream_unavailable" | "not_ready" | "overloaded";
+        };
+        SlackIntegration: {
+            configured: boolean;
+            channel: string | null;
+            /** @description The workspace auth.test named when it was saved */
+            teamId: string | null;
+            teamName: string | null;
+            botTokenHint: string | null;
+            signingSecretHint: string | null;
+            /** @description What the app's Interactivity Request URL must be (Slack posts buttons and modals there) */
+            interactivityUrl: string;
+            /** Format: date-time */
+            updatedAt: string | null;
         };
         ApprovalRecord: {
             /** Format: uuid */
             approverId: string | null;
             /** @enum {string} */
-            channel: "console" | "api" | "email_link" | "email_reply";
+            channel: "console" | "api" | "email_link" | "email_reply" | "slack";
             /** Format: date-time */
             at: string;
             /** @description Whether the arguments approved were a person's edit, not the model's */
@@ -1447,10 +1513,10 @@ export interface components {
             decidedAt: string | null;
             reason: string | null;
             /**
-             * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+             * @description How the decision was made: console, api, email_link, email_reply, slack; null while pending, or when the deadline decided
              * @enum {string|null}
              */
-            channel: "console" | "api" | "email_link" | "email_reply" | null;
+            channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
             /** @description How many distinct approvers must approve it (the rule's minApprovals) */
             approvalsRequired: number;
             /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
@@ -1549,7 +1615,7 @@ export interface components {
                      * @description How: console, api, email_link or email_reply; null when the deadline decided
                      * @enum {string|null}
                      */
-                    channel: "console" | "api" | "email_link" | "email_reply" | null;
+                    channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
                     decidedAt: string | null;
                     reason: string | null;
                     /**
@@ -1648,7 +1714,7 @@ export interface components {
                      * @description How: console, api, email_link or email_reply; null when the deadline decided
                      * @enum {string|null}
                      */
-                    channel: "console" | "api" | "email_link" | "email_reply" | null;
+                    channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
                     decidedAt: string | null;
                     reason: string | null;
                     /**
@@ -1699,7 +1765,7 @@ export interface components {
                      * @description How: console, api, email_link or email_reply; null when the deadline decided
                      * @enum {string|null}
                      */
-                    channel: "console" | "api" | "email_link" | "email_reply" | null;
+                    channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
                     decidedAt: string | null;
                     reason: string | null;
                     /**
@@ -3577,7 +3643,7 @@ export interface operations {
                                 role?: "Admin";
                             } | null;
                             minApprovals: number;
-                            notify: "email"[];
+                            notify: ("email" | "slack")[];
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3694,7 +3760,7 @@ export interface operations {
                      * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
                      * @default []
                      */
-                    notify?: "email"[];
+                    notify?: ("email" | "slack")[];
                 };
             };
         };
@@ -3732,7 +3798,7 @@ export interface operations {
                             role?: "Admin";
                         } | null;
                         minApprovals: number;
-                        notify: "email"[];
+                        notify: ("email" | "slack")[];
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3823,7 +3889,7 @@ export interface operations {
                             role?: "Admin";
                         } | null;
                         minApprovals: number;
-                        notify: "email"[];
+                        notify: ("email" | "slack")[];
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3974,7 +4040,7 @@ export interface operations {
                      * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
                      * @default []
                      */
-                    notify?: "email"[];
+                    notify?: ("email" | "slack")[];
                 };
             };
         };
@@ -4012,7 +4078,7 @@ export interface operations {
                             role?: "Admin";
                         } | null;
                         minApprovals: number;
-                        notify: "email"[];
+                        notify: ("email" | "slack")[];
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -6054,10 +6120,12 @@ export interface operations {
                                 /** @description What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter */
                                 modeSource: unknown;
                                 /**
-                                 * @description How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)
+                                 * @description How a person decided the call: console, api, email_link, email_reply, slack (null: undecided, or the deadline)
                                  * @enum {string|null}
                                  */
-                                channel: "console" | "api" | "email_link" | "email_reply" | null;
+                                channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
+                                /** @description Who decided, as the channel knows them: the Slack user id of a decision in Slack */
+                                approverExternalId: string | null;
                                 /** @description How many distinct approvers it needs (the rule's minApprovals; null: it needed none) */
                                 approvalsRequired: number | null;
                                 /** @description Each approval, oldest first; superseded: an approver after it changed the arguments, and the approvals started again */
@@ -6065,7 +6133,7 @@ export interface operations {
                                     /** Format: uuid */
                                     approverId: string | null;
                                     /** @enum {string} */
-                                    channel: "console" | "api" | "email_link" | "email_reply";
+                                    channel: "console" | "api" | "email_link" | "email_reply" | "slack";
                                     /** Format: date-time */
                                     at: string;
                                     /** @description Whether the arguments approved were a person's edit, not the model's */
@@ -6075,9 +6143,11 @@ export interface operations {
                                 /** @description Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender) */
                                 refusedAttempts: {
                                     /** @enum {string} */
-                                    channel: "console" | "api" | "email_link" | "email_reply";
+                                    channel: "console" | "api" | "email_link" | "email_reply" | "slack";
                                     /** Format: uuid */
                                     userId: string | null;
+                                    /** @description Who tried, as Slack knows them */
+                                    externalUserId: string | null;
                                     reason: string;
                                     /** Format: date-time */
                                     at: string;
@@ -6088,7 +6158,7 @@ export interface operations {
                                     userId: string | null;
                                     address: string | null;
                                     /** @enum {string} */
-                                    channel: "email";
+                                    channel: "email" | "slack";
                                     /** @enum {string} */
                                     status: "sending" | "sent" | "not_sent" | "failed";
                                     reason: string | null;
@@ -6669,10 +6739,10 @@ export interface operations {
                         decidedAt: string | null;
                         reason: string | null;
                         /**
-                         * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+                         * @description How the decision was made: console, api, email_link, email_reply, slack; null while pending, or when the deadline decided
                          * @enum {string|null}
                          */
-                        channel: "console" | "api" | "email_link" | "email_reply" | null;
+                        channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
                         /** @description How many distinct approvers must approve it (the rule's minApprovals) */
                         approvalsRequired: number;
                         /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
@@ -6777,10 +6847,10 @@ export interface operations {
                         decidedAt: string | null;
                         reason: string | null;
                         /**
-                         * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+                         * @description How the decision was made: console, api, email_link, email_reply, slack; null while pending, or when the deadline decided
                          * @enum {string|null}
                          */
-                        channel: "console" | "api" | "email_link" | "email_reply" | null;
+                        channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
                         /** @description How many distinct approvers must approve it (the rule's minApprovals) */
                         approvalsRequired: number;
                         /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
@@ -6884,10 +6954,10 @@ export interface operations {
                         decidedAt: string | null;
                         reason: string | null;
                         /**
-                         * @description How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided
+                         * @description How the decision was made: console, api, email_link, email_reply, slack; null while pending, or when the deadline decided
                          * @enum {string|null}
                          */
-                        channel: "console" | "api" | "email_link" | "email_reply" | null;
+                        channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
                         /** @description How many distinct approvers must approve it (the rule's minApprovals) */
                         approvalsRequired: number;
                         /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
@@ -7306,6 +7376,359 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+        };
+    };
+    getSlackIntegration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlackIntegration"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putSlackIntegration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Slack app's Bot User OAuth Token (xoxb-...); scopes chat:write, users:read, users:read.email */
+                    botToken: string;
+                    /** @description The Slack app's Signing Secret: every interaction is verified with it */
+                    signingSecret: string;
+                    /** @description Where approval messages go: a channel id or name; the app must be in the channel */
+                    channel: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlackIntegration"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSlackIntegration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": null;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    testSlackIntegration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        team: string | null;
+                        channel: string;
+                        /** @description The test message Slack posted in the channel */
+                        ts: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    slackInteraction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Empty, or a modal `response_action` (errors to show in its fields) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -14,6 +14,7 @@ type OrgPage =
   | '/o/$org/mcp-servers'
   | '/o/$org/usage'
   | '/o/$org/email'
+  | '/o/$org/slack'
   | '/o/$org/documents';
 const APPROVALS: { to: OrgPage; label: string } = { to: '/o/$org/approvals', label: 'Approvals' };
 const ADMIN_PAGES: { to: OrgPage; label: string }[] = [
@@ -23,6 +24,7 @@ const ADMIN_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/agents', label: 'Agents' },
   { to: '/o/$org/mcp-servers', label: 'MCP servers' },
   { to: '/o/$org/usage', label: 'Usage' },
+  { to: '/o/$org/slack', label: 'Slack' },
 ];
 const MEMBER_PAGES: { to: OrgPage; label: string }[] = [
   { to: '/o/$org/email', label: 'Email' },

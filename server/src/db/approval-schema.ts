@@ -7,7 +7,7 @@ export interface RuleApprovers {
   role?: 'Admin';
 }
 /** How approvers are told that a call waits for them. */
-export const NOTIFY_CHANNELS = ['email'] as const;
+export const NOTIFY_CHANNELS = ['email', 'slack'] as const;
 export type NotifyChannel = (typeof NOTIFY_CHANNELS)[number];
 /** sending: stored, the send not confirmed yet; not_sent: never sent (the reason says why); failed: the provider refused it. */
 export const APPROVAL_NOTIFICATION_STATUSES = ['sending', 'sent', 'not_sent', 'failed'] as const;
@@ -27,8 +27,32 @@ export interface ApprovalNotificationsTable {
   status: ApprovalNotificationStatus;
   reason: string | null;
   emailMessageId: string | null;
+  /** In Slack: the message that shows the call (its channel is `address`). */
+  slackTs: ColumnType<string | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
+}
+
+/** An org's own Slack app: the bot token and signing secret are encrypted (box), shown only as hints. */
+export interface SlackIntegrationsTable {
+  orgId: string;
+  botToken: string;
+  botTokenHint: string;
+  signingSecret: string;
+  signingSecretHint: string;
+  /** The channel approval messages go to (an id such as C0123, or a name). */
+  channel: string;
+  teamId: string;
+  teamName: string | null;
+  botUserId: string | null;
+  createdAt: CreatedAt;
+  updatedAt: UpdatedAt;
+}
+
+/** Interactions taken, by their signature, for as long as Slack's timestamps are accepted: a replay decides nothing. */
+export interface SlackInteractionsSeenTable {
+  signature: string;
+  createdAt: CreatedAt;
 }
 
 /** A one-time link of an approval email: bound to one approver, one call and one decision; only its token's SHA-256 is kept. */

@@ -11,18 +11,15 @@ import type {
 } from './email-schema.ts';
 import type { CallbackAttemptsTable, CallbackDeliveriesTable, CallbackEndpointsTable } from './callback-schema.ts';
 import type { McpServersTable } from './mcp-schema.ts';
-import type {
-  ApprovalAttemptsTable,
-  ArgumentRule,
-  ToolCallApprovalsTable,
-  ToolCallsTable,
-  UserToolPreferencesTable,
-} from './tool-call-schema.ts';
+import type { ArgumentRule, ToolCallsTable, UserToolPreferencesTable } from './tool-call-schema.ts';
+import type { ApprovalAttemptsTable, ToolCallApprovalsTable } from './tool-call-schema.ts';
 import type { WebhookDeliveriesTable, WebhookMessageIdsTable, WebhooksTable } from './webhook-schema.ts';
 import type {
   ApprovalLinksTable,
   ApprovalNotificationsTable,
   ApprovalRepliesTable,
+  SlackIntegrationsTable,
+  SlackInteractionsSeenTable,
   ApproversColumn,
   NotifyColumn,
 } from './approval-schema.ts';
@@ -275,6 +272,8 @@ export interface DB {
   approvalNotifications: ApprovalNotificationsTable;
   approvalLinks: ApprovalLinksTable;
   approvalReplies: ApprovalRepliesTable;
+  slackIntegrations: SlackIntegrationsTable;
+  slackInteractionsSeen: SlackInteractionsSeenTable;
   modelCalls: ModelCallsTable;
   budgetSpend: BudgetSpendTable;
 }

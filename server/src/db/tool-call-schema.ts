@@ -26,9 +26,9 @@ export type ModeSource =
   | { source: 'argument_rule'; index: number; rule: ArgumentRule };
 /**
  * How a decision on a staged call was made: in the console (a session cookie), through the API (a bearer token), by an
- * approval email's link or by a reply to it.
+ * approval email's link or by a reply to it, or in Slack.
  */
-export const DECISION_CHANNELS = ['console', 'api', 'email_link', 'email_reply'] as const;
+export const DECISION_CHANNELS = ['console', 'api', 'email_link', 'email_reply', 'slack'] as const;
 export type DecisionChannel = (typeof DECISION_CHANNELS)[number];
 export const TOOL_CALL_STATUSES = [
   'ready',
@@ -79,6 +79,8 @@ export interface ToolCallsTable {
   decisionChannel: DecisionChannel | null;
   /** The arguments a person approved in place of the model's (input); it runs with them. Null: not edited. */
   approvedInput: Json;
+  /** Who decided as the channel knows them (a Slack user id), beside the member. */
+  decidedByExternalId: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** An attempt to decide a call that was refused (decided already, a used link, the wrong sender), kept for the record. */
@@ -89,6 +91,8 @@ export interface ApprovalAttemptsTable {
   channel: DecisionChannel;
   userId: string | null;
   reason: string;
+  /** Who tried, as the channel knows them (a Slack user id). */
+  externalUserId: ColumnType<string | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
 }
 
@@ -105,6 +109,8 @@ export interface ToolCallApprovalsTable {
   arguments: Json;
   reason: string | null;
   supersededAt: Date | null;
+  /** The approver as the channel knows them (a Slack user id). */
+  externalUserId: ColumnType<string | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
 }
 

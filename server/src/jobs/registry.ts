@@ -22,10 +22,15 @@ export const jobQueues = {
     payload: z.object({ toolCallRowId: z.uuid() }),
     options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
   },
-  /** Emails the approvers of an action's waiting calls (its rule notifies by email); enqueued with the wait. */
+  /** Tells the approvers of an action's waiting calls (its rule notifies by email, in Slack); enqueued with the wait. */
   'approvals.notify': {
     payload: z.object({ actionId: z.uuid() }),
     options: { retryLimit: 8, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
+  },
+  /** Shows a decision (on any channel) in the Slack messages of its action: who decided, how; buttons gone. */
+  'approvals.slack-update': {
+    payload: z.object({ actionId: z.uuid() }),
+    options: { retryLimit: 5, retryDelay: 2, retryBackoff: true, expireInSeconds: 120 },
   },
   /** Reads a reply to an approval email as a decision (the inbound path stored it and enqueued this). */
   'approvals.reply': {

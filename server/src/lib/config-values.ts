@@ -1,5 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { randomToken } from './crypto.ts';
 
@@ -52,4 +52,13 @@ function otlpHeaders(value: string): Record<string, string> {
     if (name) headers[name] = text;
   }
   return headers;
+}
+
+/** TOOL_MODULES: comma-separated paths, each resolved from where the service was started. */
+export function toolModulePaths(value: string | undefined, cwd: string): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((path) => path.trim())
+    .filter(Boolean)
+    .map((path) => resolve(cwd, path));
 }

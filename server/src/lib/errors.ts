@@ -40,6 +40,8 @@ export const ERROR_STATUS = {
   mcp_unreachable: 422,
   mcp_unauthorized: 422,
   mcp_protocol: 422,
+  /** Slack's Web API refused a call: its own error (invalid_auth, channel_not_found, not_in_channel) in the message. */
+  slack_refused: 422,
   not_acceptable: 406,
   request_timeout: 408,
   payload_too_large: 413,

@@ -74,7 +74,7 @@ export function createMetrics() {
     }),
     approvalDecisions: new Counter({
       name: 'approval_decisions_total',
-      help: 'Decisions on staged tool calls by channel (console, api, email_link, email_reply; deadline for expiry) and decision',
+      help: 'Decisions on staged tool calls by channel (console, api, email_link, email_reply, slack; deadline) and decision',
       labelNames: ['channel', 'decision'] as const,
       registers: [registry],
     }),

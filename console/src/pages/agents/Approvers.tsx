@@ -10,25 +10,38 @@ export const approversFields = {
   approverIds: z.array(z.string()).max(50),
   minApprovals: z.number().int('A whole number').min(1, 'At least 1').max(5, 'At most 5'),
   notifyEmail: z.boolean(),
+  notifySlack: z.boolean(),
 };
-export type ApproversValues = { allAdmins: boolean; approverIds: string[]; minApprovals: number; notifyEmail: boolean };
+export type ApproversValues = {
+  allAdmins: boolean;
+  approverIds: string[];
+  minApprovals: number;
+  notifyEmail: boolean;
+  notifySlack: boolean;
+};
+type NotifyChannel = 'email' | 'slack';
 type Approvers = { userIds?: string[]; role?: 'Admin' } | null;
 
 /** The API's `approvers` (null: the org's admins) and `notify` as the form's fields. */
-export const approversValues = (rule: { approvers: Approvers; minApprovals: number; notify: 'email'[] }): ApproversValues => ({
+export const approversValues = (rule: {
+  approvers: Approvers;
+  minApprovals: number;
+  notify: NotifyChannel[];
+}): ApproversValues => ({
   allAdmins: rule.approvers === null || rule.approvers.role === 'Admin',
   approverIds: rule.approvers?.userIds ?? [],
   minApprovals: rule.minApprovals,
   notifyEmail: rule.notify.includes('email'),
+  notifySlack: rule.notify.includes('slack'),
 });
 /** The form's fields as the API's body: all admins and nobody named is the default (null). */
-export const approversBody = ({ allAdmins, approverIds, minApprovals, notifyEmail }: ApproversValues) => ({
+export const approversBody = ({ allAdmins, approverIds, minApprovals, notifyEmail, notifySlack }: ApproversValues) => ({
   minApprovals,
   approvers:
     allAdmins && approverIds.length === 0
       ? null
       : { ...(approverIds.length > 0 ? { userIds: approverIds } : {}), ...(allAdmins ? { role: 'Admin' as const } : {}) },
-  notify: (notifyEmail ? ['email'] : []) as 'email'[],
+  notify: [...(notifyEmail ? ['email' as const] : []), ...(notifySlack ? ['slack' as const] : [])],
 });
 
 export function ApproversSection(props: {
@@ -97,6 +110,18 @@ export function ApproversSection(props: {
           <Switch
             label="Email the approvers when a call waits"
             description="Each approver gets one email per action with Approve and Reject links, and may reply approve or reject."
+            checked={field.value}
+            onChange={(event) => field.onChange(event.currentTarget.checked)}
+          />
+        )}
+      />
+      <Controller
+        control={control}
+        name="notifySlack"
+        render={({ field }) => (
+          <Switch
+            label="Post in Slack when a call waits"
+            description="One message per action in the org's Slack channel, with Approve, Edit, Send back and Reject."
             checked={field.value}
             onChange={(event) => field.onChange(event.currentTarget.checked)}
           />

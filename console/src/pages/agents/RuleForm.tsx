@@ -35,6 +35,7 @@ export const emptyRule: RuleValues = {
   approverIds: [],
   minApprovals: 1,
   notifyEmail: false,
+  notifySlack: false,
 };
 type ActionRule =
   paths['/orgs/{org}/action-rules']['get']['responses'][200]['content']['application/json']['actionRules'][number];
@@ -45,10 +46,10 @@ export const ruleValues = ({ approvers, minApprovals, notify, ...rule }: ActionR
   ...approversValues({ approvers, minApprovals, notify }),
 });
 /** The form's values as the API's body. */
-export const toRuleBody = ({ allAdmins, approverIds, minApprovals, notifyEmail, ...values }: RuleValues) => ({
+export const toRuleBody = ({ allAdmins, approverIds, minApprovals, notifyEmail, notifySlack, ...values }: RuleValues) => ({
   ...values,
   argumentRules: values.argumentRules.map(ruleValue),
-  ...approversBody({ allAdmins, approverIds, minApprovals, notifyEmail }),
+  ...approversBody({ allAdmins, approverIds, minApprovals, notifyEmail, notifySlack }),
 });
 
 const MODE_HELP =

@@ -15,6 +15,7 @@ const CHANNEL_LABELS = {
   api: 'the API',
   email_link: 'an email link',
   email_reply: 'an email reply',
+  slack: 'Slack',
 } as const;
 
 /** The agent's tool calls: what it asked, how each was decided, what it got back. */
@@ -108,6 +109,20 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
   );
 }
 
+type Notification = ToolCall['notifications'][number];
+/** One approver emailed (or why not), or the call posted in the org's Slack channel (or why not). */
+function notificationLine(notification: Notification, who: (userId: string | null) => string): string {
+  const sent = notification.status === 'sent';
+  if (notification.channel === 'slack')
+    return sent
+      ? `posted in Slack (${notification.address}), ${formatTime(notification.at)}`
+      : `not posted in Slack (${notification.status}): ${notification.reason ?? 'sending'}`;
+  const to = notification.address ?? who(notification.userId);
+  return sent
+    ? `emailed ${to}, ${formatTime(notification.at)}`
+    : `not emailed ${to} (${notification.status}): ${notification.reason ?? 'sending'}`;
+}
+
 /** Whom the rule asked, and whether the email reached them (or why not). */
 function Notified({ notifications, who }: { notifications: ToolCall['notifications']; who: (userId: string | null) => string }) {
   if (notifications.length === 0) return null;
@@ -119,10 +134,7 @@ function Notified({ notifications, who }: { notifications: ToolCall['notificatio
           size="xs"
           c={notification.status === 'sent' ? 'dimmed' : 'red.9'}
         >
-          {notification.status === 'sent'
-            ? `emailed ${notification.address ?? who(notification.userId)}, ${formatTime(notification.at)}`
-            : `not emailed ${notification.address ?? who(notification.userId)} (${notification.status}): ` +
-              (notification.reason ?? 'sending')}
+          {notificationLine(notification, who)}
         </Text>
       ))}
     </Stack>

@@ -23,6 +23,7 @@ import * as experiments from './0021_experiments.ts';
 import * as approvedArguments from './0022_approved_arguments.ts';
 import * as sentBack from './0023_sent_back.ts';
 import * as minApprovals from './0024_min_approvals.ts';
+import * as slack from './0025_slack.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '0022_approved_arguments': approvedArguments,
   '0023_sent_back': sentBack,
   '0024_min_approvals': minApprovals,
+  '0025_slack': slack,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -81,7 +81,8 @@ export async function pauseForBudget(
       trx,
     );
     await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
-    if (context.notify?.includes('email')) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
+    if (context.notify && context.notify.length > 0)
+      await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
     return written;
   });
   run.calls.set(call.toolCallId, call);

@@ -172,7 +172,8 @@ export function createToolStep(deps: {
       },
       changes: { leaseExpiresAt: null },
     });
-    if (context.notify?.includes('email')) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
+    if (context.notify && context.notify.length > 0)
+      await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
     return callbacks;
   }
 

@@ -2,20 +2,28 @@ import type { JobHandler } from '../../jobs/registry.ts';
 import type { ApprovalsService } from './approvals.service.ts';
 import type { ApprovalNotifier } from './email/approval-notifier.ts';
 import type { ApprovalReplies } from './email/approval-replies.ts';
+import type { SlackNotifier } from './slack/slack-notifier.ts';
 
-/** Approval deadlines, approval emails out, and replies to them in. */
+/** Approval deadlines, approvers told (email, Slack) and Slack messages kept current, and replies to emails in. */
 export function approvalsJobHandlers(deps: {
   approvals: ApprovalsService;
   notifier: ApprovalNotifier;
+  slackNotifier: SlackNotifier;
   replies: ApprovalReplies;
 }): {
   'approvals.expire': JobHandler<'approvals.expire'>;
   'approvals.notify': JobHandler<'approvals.notify'>;
+  'approvals.slack-update': JobHandler<'approvals.slack-update'>;
   'approvals.reply': JobHandler<'approvals.reply'>;
 } {
   return {
     'approvals.expire': ({ toolCallRowId }) => deps.approvals.expire(toolCallRowId),
-    'approvals.notify': ({ actionId }) => deps.notifier.notify(actionId),
+    // Each channel the rule names is told on its own terms; a retry tells again only whom it has not told.
+    'approvals.notify': async ({ actionId }) => {
+      await deps.notifier.notify(actionId);
+      await deps.slackNotifier.notify(actionId);
+    },
+    'approvals.slack-update': ({ actionId }) => deps.slackNotifier.refresh(actionId),
     'approvals.reply': ({ messageRowId }) => deps.replies.handle(messageRowId),
   };
 }

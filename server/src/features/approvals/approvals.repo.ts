@@ -21,6 +21,7 @@ export const approvalsRepo = {
       approval: ToolCallApproval;
       userId: string | null;
       channel: DecisionChannel | null;
+      externalId?: string | null;
       reason: string | null;
       at: Date;
       /** Approved: a fresh start (an interrupted call's is forgotten). */
@@ -41,6 +42,7 @@ export const approvalsRepo = {
         ...(decision.approvedInput === undefined ? {} : { approvedInput: decision.approvedInput }),
         decidedByUserId: decision.userId,
         decisionChannel: decision.channel,
+        decidedByExternalId: decision.externalId ?? null,
         decisionReason: decision.reason,
         decidedAt: decision.at,
       })

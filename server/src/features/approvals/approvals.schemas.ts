@@ -21,7 +21,9 @@ export type ApprovalState = (typeof APPROVAL_STATES)[number];
 const channelSchema = z
   .enum(DECISION_CHANNELS)
   .nullable()
-  .describe('How the decision was made: console, api, email_link, email_reply; null while pending, or when the deadline decided');
+  .describe(
+    'How the decision was made: console, api, email_link, email_reply, slack; null while pending, or when the deadline decided',
+  );
 
 /** One approver's approval of a call (a rule's minApprovals may ask for several). */
 export const approvalRecordSchema = z

@@ -34,6 +34,8 @@ export const NOT_AN_APPROVER =
 export interface Decider {
   userId: string | null;
   channel: DecisionChannel | null;
+  /** The person as the channel knows them (a Slack user id). */
+  externalId?: string | null;
 }
 
 /** An approval that counts towards the call's `minApprovals` (none superseded by a later edit). */
@@ -63,6 +65,8 @@ export function createApprovalsService(deps: {
   metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
   /** The tools, for the schema that edited arguments must meet. */
   tools: Pick<ToolRegistry, 'forOrg'>;
+  /** In the decision's transaction, once it is made (a channel that shows the call updates it: Slack). */
+  afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<void>;
 }) {
   /**
    * Why this decision changes nothing, if it does not: the call is decided already, the channel's own
@@ -101,12 +105,21 @@ export function createApprovalsService(deps: {
   async function recordRefusals(
     orgId: string,
     callRowIds: string[],
-    channel: DecisionChannel,
-    userId: string | null,
+    decider: { channel: DecisionChannel; userId: string | null; externalId?: string | null },
     reason: string,
   ) {
+    const { channel, userId } = decider;
+    const externalUserId = decider.externalId ?? null;
     for (const toolCallId of callRowIds)
-      await approvalsRepo.recordAttempt(deps.db, { id: randomUUID(), orgId, toolCallId, channel, userId, reason });
+      await approvalsRepo.recordAttempt(deps.db, {
+        id: randomUUID(),
+        orgId,
+        toolCallId,
+        channel,
+        userId,
+        externalUserId,
+        reason,
+      });
   }
 
   async function decide(
@@ -131,16 +144,22 @@ export function createApprovalsService(deps: {
       // An approval counts towards the rule's minApprovals; the call runs once they are all in.
       let count: ApprovalCount | undefined;
       if (decision.kind === 'approve' && channel) {
-        count = await countApproval(trx, call, { userId, channel, reason, at: now }, decision.arguments, rule);
-        if (!count.complete) return { kind: 'counted' as const, call, rule, count };
+        const approval = { userId, channel, externalId: decider.externalId ?? null, reason, at: now };
+        count = await countApproval(trx, call, approval, decision.arguments, rule);
+        if (!count.complete) {
+          if (!count.counted) await deps.afterDecision?.(trx, call);
+          return { kind: 'counted' as const, call, rule, count };
+        }
       }
       const decided = (await approvalsRepo.decide(trx, call.id, {
         ...callChanges(call, decision, count?.approvedInput),
         userId,
         channel,
+        externalId: decider.externalId ?? null,
         reason,
         at: now,
       }))!;
+      await deps.afterDecision?.(trx, decided);
       // While the runner is still settling the step (status running), it reads this decision itself.
       const moved =
         action.status === 'pending_approval' ? await moveAction(trx, decided, decision, now) : { resumed: false, callbacks: 0 };
@@ -149,7 +168,7 @@ export function createApprovalsService(deps: {
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
       // A person who came too late is on the record too (another decided first, a link used twice).
-      if (channel) await recordRefusals(orgId, [call.id], channel, userId, refusal);
+      if (channel) await recordRefusals(orgId, [call.id], { ...decider, channel }, refusal);
       throw new AppError(code, refusal);
     }
     const row = outcome.kind === 'counted' ? (await toolCallsRepo.findById(deps.db, outcome.call.id))! : outcome.decided;
@@ -189,6 +208,23 @@ export function createApprovalsService(deps: {
     ) => decide(call.orgId, call.actionId, call.toolCallId, decider, decision, guard),
     /** A channel's own refusal (a reply from the wrong address, an unclear one), on the record of each call. */
     recordRefusals,
+
+    /**
+     * Before a channel asks a person for more (a modal for a reason, a message or edits): the call as it
+     * stands, or why this person may not decide it now (recorded, as any refused attempt).
+     */
+    async beforeDeciding(
+      ref: { orgId: string; actionId: string; toolCallId: string },
+      decider: Decider & { channel: DecisionChannel },
+    ) {
+      const call = await toolCallsRepo.find(deps.db, ref.orgId, ref.actionId, ref.toolCallId);
+      const rule = await decisionRuleOf(deps.db, ref.orgId, ref.actionId);
+      if (!call || !rule) return { refusal: 'This tool call no longer exists' };
+      const refused = await refusalOf(deps.db, call, rule, decider, { kind: 'reject', reason: null }, undefined);
+      if (!refused) return { call };
+      await recordRefusals(ref.orgId, [call.id], decider, refused.refusal);
+      return { refusal: refused.refusal, call };
+    },
 
     /** The deadline job: expires the call if it is still staged and its time has come. */
     async expire(toolCallRowId: string): Promise<void> {

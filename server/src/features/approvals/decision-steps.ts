@@ -66,7 +66,7 @@ export interface ApprovalCount {
 export async function countApproval(
   trx: Kysely<DB>,
   call: ToolCallRow,
-  approval: { userId: string | null; channel: DecisionChannel; reason: string | null; at: Date },
+  approval: { userId: string | null; channel: DecisionChannel; externalId: string | null; reason: string | null; at: Date },
   edited: Record<string, unknown> | undefined,
   rule: DecisionRule,
 ): Promise<ApprovalCount> {
@@ -88,6 +88,7 @@ export async function countApproval(
     toolCallId: call.id,
     userId: approval.userId,
     channel: approval.channel,
+    externalUserId: approval.externalId,
     arguments: args ?? null,
     reason: approval.reason,
     createdAt: approval.at,

@@ -117,8 +117,12 @@ export const ledgerDetail = ledgerRow.extend({
           }),
           channel: z.enum(DECISION_CHANNELS).nullable().meta({
             description:
-              'How a person decided the call: console, api, email_link, email_reply (null: undecided, or the deadline)',
+              'How a person decided the call: console, api, email_link, email_reply, slack (null: undecided, or the deadline)',
           }),
+          approverExternalId: z
+            .string()
+            .nullable()
+            .meta({ description: 'Who decided, as the channel knows them: the Slack user id of a decision in Slack' }),
           approvalsRequired: z
             .number()
             .int()
@@ -131,7 +135,13 @@ export const ledgerDetail = ledgerRow.extend({
           }),
           refusedAttempts: z
             .array(
-              z.object({ channel: z.enum(DECISION_CHANNELS), userId: z.uuid().nullable(), reason: z.string(), at: z.date() }),
+              z.object({
+                channel: z.enum(DECISION_CHANNELS),
+                userId: z.uuid().nullable(),
+                externalUserId: z.string().nullable().meta({ description: 'Who tried, as Slack knows them' }),
+                reason: z.string(),
+                at: z.date(),
+              }),
             )
             .meta({
               description: 'Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender)',

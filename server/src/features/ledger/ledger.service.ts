@@ -98,13 +98,20 @@ function toolCallOf(call: ToolCallRow, { attempts, approvals, notifications, app
     completedAt: call.completedAt,
     modeSource: call.modeSource ?? null,
     channel: call.decisionChannel,
+    approverExternalId: call.decidedByExternalId ?? null,
     approvalsRequired: call.approval === 'not_required' ? null : approvalsRequired,
     approvals: approvals
       .filter((approval) => approval.toolCallId === call.id)
       .map((approval) => ({ ...standingApproval(approval), superseded: approval.supersededAt !== null })),
     refusedAttempts: attempts
       .filter((attempt) => attempt.toolCallId === call.id)
-      .map(({ channel, userId, reason, createdAt }) => ({ channel, userId, reason, at: createdAt })),
+      .map(({ channel, userId, externalUserId, reason, createdAt }) => ({
+        channel,
+        userId,
+        externalUserId: externalUserId ?? null,
+        reason,
+        at: createdAt,
+      })),
     notifications: notifications
       .filter((notification) => notification.toolCallId === call.id)
       .map(({ userId, address, channel, status, reason, updatedAt }) => ({

@@ -1,30 +1,16 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { EmailIntegrationRow } from '../../../db/email-schema.ts';
-import type { DB, ModeSource } from '../../../db/schema.ts';
+import type { DB } from '../../../db/schema.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
-import { describeTest } from '../../agents/argument-rules.ts';
 import type { ThreadMail } from '../../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
+import { whyItWaits } from '../why-it-waits.ts';
 
 /** A link's token: 256 random bits, base64url. Only its SHA-256 is stored. */
 export const newLinkToken = () => randomBytes(32).toString('base64url');
 export const hashLinkToken = (token: string) => createHash('sha256').update(token).digest('hex');
-
-/** Why a call waits, as the approver reads it. */
-function whyItWaits(call: { mode: string; modeSource: ModeSource | null; stagedReason: string | null }): string {
-  if (call.stagedReason) return call.stagedReason;
-  const source = call.modeSource;
-  if (source?.source === 'argument_rule') {
-    const { rule } = source;
-    return `argument rule ${source.index + 1}: ${describeTest(rule)}`;
-  }
-  if (call.mode === 'agent') return 'the agent asked for approval';
-  return source?.source === 'default'
-    ? 'the rule does not list this tool (ask by default)'
-    : `the rule's mode for this tool is ${call.mode}`;
-}
 
 /**
  * `approvals.notify`: when an action starts to wait and its rule notifies by email, each approver gets

@@ -155,8 +155,7 @@ export function createApprovalReplies(deps: {
       await deps.approvals.recordRefusals(
         message.orgId,
         target.calls.map((call) => call.id),
-        'email_reply',
-        refusal.userId,
+        { channel: 'email_reply', userId: refusal.userId },
         refusal.record,
       );
       if (refusal.answer) await answer(message, sender, refusal.answer);

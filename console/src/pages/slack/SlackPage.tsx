@@ -1,0 +1,137 @@
+import { zodResolver } from '@hookform/resolvers/zod';
+import { Alert, Button, Card, Code, Group, List, PasswordInput, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useForm } from 'react-hook-form';
+import { z } from 'zod';
+import { api, unwrap } from '../../api/client';
+import { QueryError } from '../../components/RouteError';
+import { formatTime } from '../../lib/format';
+import { useOrgSlug } from '../../lib/org';
+import { keys } from '../../lib/queries';
+
+const slackSchema = z.object({
+  botToken: z
+    .string()
+    .trim()
+    .regex(/^xoxb-[A-Za-z0-9-]+$/, "The app's Bot User OAuth Token (xoxb-...)"),
+  signingSecret: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9]{16,128}$/, "The app's Signing Secret"),
+  channel: z
+    .string()
+    .trim()
+    .regex(/^(#?[a-z0-9][a-z0-9._-]{0,79}|[CGD][A-Z0-9]{2,30})$/, 'A channel id (C0123ABC) or name (#approvals)'),
+});
+type SlackValues = z.infer<typeof slackSchema>;
+
+/**
+ * The org's own Slack app, for approvals in Slack: the bot token is checked by Slack (auth.test)
+ * before anything is saved; secrets are shown as hints only. A test posts a message in the channel.
+ */
+export function SlackPage() {
+  const org = useOrgSlug();
+  const queryClient = useQueryClient();
+  const queryKey = [...keys.org(org), 'slack'];
+  const path = { params: { path: { org } } };
+  const current = useQuery({ queryKey, queryFn: () => unwrap(api.GET('/orgs/{org}/slack', path)) });
+  const form = useForm<SlackValues>({
+    resolver: zodResolver(slackSchema),
+    defaultValues: { botToken: '', signingSecret: '', channel: '' },
+  });
+  const settled = () => void queryClient.invalidateQueries({ queryKey });
+  const save = useMutation({
+    mutationFn: (body: SlackValues) => unwrap(api.PUT('/orgs/{org}/slack', { ...path, body })),
+    onSuccess: () => {
+      form.reset();
+      notifications.show({ color: 'green', message: 'Slack app connected' });
+    },
+    onSettled: settled,
+  });
+  const test = useMutation({ mutationFn: () => unwrap(api.POST('/orgs/{org}/slack/test', path)) });
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.DELETE('/orgs/{org}/slack', path)),
+    onSuccess: () => notifications.show({ color: 'gray', message: 'Slack app disconnected' }),
+    onSettled: settled,
+  });
+  const saved = current.data;
+  const errors = form.formState.errors;
+  return (
+    <Stack>
+      <Title order={1} size="h2">
+        Slack
+      </Title>
+      <Text size="sm" c="dimmed" maw={760}>
+        Approvers decide waiting calls in Slack: a rule that posts in Slack puts one message per action in the channel below, with
+        Approve, Edit, Send back and Reject. Create a Slack app with the bot scopes chat:write, users:read and users:read.email,
+        install it, invite it to the channel, and turn on Interactivity with the URL shown here.
+      </Text>
+      {current.error && <QueryError error={current.error} />}
+      <SimpleGrid cols={{ base: 1, lg: 2 }}>
+        <form onSubmit={form.handleSubmit((values) => save.mutate(values))} noValidate aria-label="Connect a Slack app">
+          <Stack>
+            <PasswordInput label="Bot token" autoComplete="off" {...form.register('botToken')} error={errors.botToken?.message} />
+            <PasswordInput
+              label="Signing secret"
+              autoComplete="off"
+              {...form.register('signingSecret')}
+              error={errors.signingSecret?.message}
+            />
+            <TextInput label="Channel" placeholder="C0123ABC" {...form.register('channel')} error={errors.channel?.message} />
+            {save.error && <Alert color="red">{save.error.message}</Alert>}
+            <Group justify="flex-end">
+              <Button type="submit" loading={save.isPending}>
+                Connect
+              </Button>
+            </Group>
+          </Stack>
+        </form>
+        <Card withBorder>
+          <Stack gap="xs">
+            <Text fw={600}>Connected app</Text>
+            {saved?.configured ? (
+              <>
+                <Text size="sm">
+                  Workspace {saved.teamName ?? saved.teamId} · channel {saved.channel}
+                </Text>
+                <Text size="sm" ff="monospace">
+                  bot token {saved.botTokenHint} · signing secret {saved.signingSecretHint}
+                </Text>
+                <Text size="xs" c="dimmed">
+                  Updated {formatTime(saved.updatedAt)}
+                </Text>
+              </>
+            ) : (
+              <Text size="sm" c="dimmed">
+                Not connected: rules that post in Slack record why nothing was posted.
+              </Text>
+            )}
+            <Text size="sm">Interactivity Request URL:</Text>
+            <Code block>{saved?.interactivityUrl}</Code>
+            {test.error && <Alert color="red">{test.error.message}</Alert>}
+            {test.data && (
+              <Alert color="green" title="Test message posted">
+                <List size="sm">
+                  <List.Item>
+                    in {test.data.channel} of {test.data.team ?? 'the workspace'}
+                  </List.Item>
+                </List>
+              </Alert>
+            )}
+            {saved?.configured && (
+              <Group>
+                <Button variant="default" onClick={() => test.mutate()} loading={test.isPending}>
+                  Send a test message
+                </Button>
+                <Button color="red" variant="subtle" onClick={() => remove.mutate()} loading={remove.isPending}>
+                  Disconnect
+                </Button>
+              </Group>
+            )}
+          </Stack>
+        </Card>
+      </SimpleGrid>
+    </Stack>
+  );
+}

@@ -1,0 +1,131 @@
+import type { DecisionChannel, ToolCallApproval } from '../../../db/schema.ts';
+import { formatUtc, readableArguments } from '../email/approval-email.ts';
+import type { Block } from './slack-client.ts';
+
+/** Slack's mrkdwn treats these three as control characters: every value from a model or a sender is escaped. */
+export const escapeMrkdwn = (text: string) =>
+  text.replace(/[&<>]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[char]!);
+const plain = (text: string, max = 150) => ({
+  type: 'plain_text',
+  text: text.length > max ? `${text.slice(0, max - 1)}…` : text,
+});
+
+/** The four buttons' action ids; a button's value names the call (`{ a: actionId, t: toolCallId }`). */
+export const SLACK_ACTIONS = ['approve', 'edit', 'send_back', 'reject'] as const;
+export type SlackAction = (typeof SLACK_ACTIONS)[number];
+export const callRef = (actionId: string, toolCallId: string) => JSON.stringify({ a: actionId, t: toolCallId });
+
+export interface SlackCallView {
+  toolCallId: string;
+  toolName: string;
+  /** What an approval approves now: an approver's edit, or the model's arguments. */
+  input: unknown;
+  edited: boolean;
+  why: string;
+  expiresAt: Date | null;
+  approval: ToolCallApproval;
+  decidedBy: string | null;
+  channel: DecisionChannel | null;
+  reason: string | null;
+  decidedAt: Date | null;
+  approvalsRequired: number;
+  /** Who approved so far (a Slack mention or an email). */
+  approvedBy: string[];
+  /** A run over its budget only asks to go on: nothing to edit or send back. */
+  editable: boolean;
+}
+
+export interface SlackMessageView {
+  actionId: string;
+  agentName: string;
+  eventType: string;
+  externalId: string | null;
+  ruleName: string | null;
+  /** Who may decide: Slack mentions of those found in the workspace, emails of the others. */
+  approvers: string[];
+  calls: SlackCallView[];
+}
+
+const CHANNEL_WORDS: Record<DecisionChannel, string> = {
+  console: 'in the console',
+  api: 'through the API',
+  email_link: 'by an email link',
+  email_reply: 'by an email reply',
+  slack: 'in Slack',
+};
+const DONE: Partial<Record<ToolCallApproval, string>> = {
+  approved: ':white_check_mark: Approved',
+  rejected: ':no_entry: Rejected',
+  sent_back: ':leftwards_arrow_with_hook: Sent back',
+  expired: ':hourglass: Expired: nobody decided it before its deadline',
+  cancelled: 'Cancelled: the action ended before it was decided',
+};
+
+/** What became of a decided call, for everyone in the channel. */
+export function decisionLine(call: Pick<SlackCallView, 'approval' | 'decidedBy' | 'channel' | 'reason' | 'decidedAt'>) {
+  const done = DONE[call.approval] ?? call.approval;
+  if (call.approval === 'expired' || call.approval === 'cancelled') return done;
+  const who = call.decidedBy ? ` by ${call.decidedBy}` : '';
+  const how = call.channel ? ` ${CHANNEL_WORDS[call.channel]}` : '';
+  const when = call.decidedAt ? ` at ${formatUtc(call.decidedAt)}` : '';
+  const reason = call.reason ? `: ${escapeMrkdwn(call.reason.slice(0, 500))}` : '';
+  return `${done}${who}${how}${when}${reason}`;
+}
+
+function callBlocks(actionId: string, call: SlackCallView): Block[] {
+  const args = readableArguments(call.input).map(([name, value]) => `• ${escapeMrkdwn(name)}: ${escapeMrkdwn(value)}`);
+  const text = [
+    `*${escapeMrkdwn(call.toolName)}*${call.edited ? ' (arguments edited by an approver)' : ''}`,
+    ...args,
+    `_Why it waits:_ ${escapeMrkdwn(call.why)}`,
+    ...(call.expiresAt ? [`_Decide by:_ ${formatUtc(call.expiresAt)}`] : []),
+  ].join('\n');
+  const blocks: Block[] = [{ type: 'section', text: { type: 'mrkdwn', text: text.slice(0, 3000) } }];
+  const by = call.approvedBy.length > 0 ? `: ${call.approvedBy.join(', ')}` : '';
+  const count = call.approvalsRequired > 1 ? `${call.approvedBy.length} of ${call.approvalsRequired} approvals${by}` : null;
+  if (call.approval !== 'pending') {
+    blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: decisionLine(call).slice(0, 3000) }] });
+    return blocks;
+  }
+  if (count) blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: count }] });
+  const value = callRef(actionId, call.toolCallId);
+  const button = (action: SlackAction, label: string, style?: 'primary' | 'danger') => ({
+    type: 'button',
+    action_id: action,
+    text: plain(label),
+    value,
+    ...(style && { style }),
+  });
+  blocks.push({
+    type: 'actions',
+    block_id: `call:${call.toolCallId}`.slice(0, 255),
+    elements: [
+      button('approve', 'Approve', 'primary'),
+      ...(call.editable ? [button('edit', 'Edit'), button('send_back', 'Send back')] : []),
+      button('reject', 'Reject', 'danger'),
+    ],
+  });
+  return blocks;
+}
+
+/** One message per action that waits: the agent, the event, and per call its arguments, why it waits and its buttons. */
+export function approvalMessage(view: SlackMessageView): { text: string; blocks: Block[] } {
+  const event = `\`${escapeMrkdwn(view.eventType)}\`${view.externalId ? ` (${escapeMrkdwn(view.externalId)})` : ''}`;
+  const waiting = view.calls.filter((call) => call.approval === 'pending').length;
+  const head = waiting > 0 ? '*Approval needed*' : '*Decided*';
+  const rule = view.ruleName ? `\nRule: ${escapeMrkdwn(view.ruleName)}` : '';
+  const blocks: Block[] = [
+    {
+      type: 'section',
+      text: {
+        type: 'mrkdwn',
+        text: `${head}: ${escapeMrkdwn(view.agentName)} on ${event}${rule}`,
+      },
+    },
+    ...(view.approvers.length > 0
+      ? [{ type: 'context', elements: [{ type: 'mrkdwn', text: `Approvers: ${view.approvers.join(', ')}`.slice(0, 3000) }] }]
+      : []),
+    ...view.calls.flatMap((call) => [{ type: 'divider' }, ...callBlocks(view.actionId, call)]),
+  ];
+  return { text: `Approval needed: ${view.agentName} on ${view.eventType}`.slice(0, 300), blocks: blocks.slice(0, 50) };
+}

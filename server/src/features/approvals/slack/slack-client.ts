@@ -1,0 +1,91 @@
+import { ErrorCode, LogLevel, WebClient } from '@slack/web-api';
+import { AppError } from '../../../lib/errors.ts';
+
+/** A Slack Block Kit block or view, as we build them (slack-blocks.ts). */
+export type Block = Record<string, unknown>;
+
+/** What Slack's Web API said when it refused a call: its own error (`invalid_auth`, `channel_not_found`, ...). */
+export class SlackApiError extends Error {
+  readonly slackError: string;
+  constructor(slackError: string, message = `Slack answered ${slackError}`) {
+    super(message);
+    this.name = 'SlackApiError';
+    this.slackError = slackError;
+  }
+}
+
+/** A Slack refusal as the API's error: 422 `slack_refused`, with Slack's own error named. */
+export const slackRefused = (error: SlackApiError, what: string) =>
+  new AppError('slack_refused', `${what}: ${error.slackError}`, { details: { slackError: error.slackError } });
+
+/**
+ * The methods of Slack's Web API that approvals use, through the official client, for one org's bot
+ * token. Its base URL is the deployment's (SLACK_API_URL). A 429 is retried twice after its
+ * Retry-After; anything Slack refuses becomes a SlackApiError with Slack's own error code.
+ */
+export interface SlackClient {
+  authTest(): Promise<{ teamId: string; team: string | null; botUserId: string | null }>;
+  postMessage(message: { channel: string; text: string; blocks: Block[] }): Promise<{ channel: string; ts: string }>;
+  update(message: { channel: string; ts: string; text: string; blocks: Block[] }): Promise<void>;
+  postEphemeral(message: { channel: string; user: string; text: string }): Promise<void>;
+  /** A workspace user's email (scope users:read.email); null when Slack shows none. */
+  userEmail(user: string): Promise<string | null>;
+  /** A workspace user by email, or null (users_not_found). */
+  userIdByEmail(email: string): Promise<string | null>;
+  openView(triggerId: string, view: Block): Promise<void>;
+}
+
+export type SlackClients = (botToken: string) => SlackClient;
+
+async function call<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const coded = error as { code?: string; data?: { error?: string }; message?: string };
+    if (coded.code === ErrorCode.PlatformError) throw new SlackApiError(coded.data?.error ?? 'unknown_error');
+    if (coded.code === ErrorCode.RateLimitedError) throw new SlackApiError('ratelimited');
+    if (coded.code === ErrorCode.HTTPError || coded.code === ErrorCode.RequestError)
+      throw new SlackApiError('unreachable', `Slack could not be reached: ${coded.message ?? 'no answer'}`);
+    throw error;
+  }
+}
+
+export function createSlackClients(options: { baseUrl: string; timeoutMs: number }): SlackClients {
+  return (botToken) => {
+    const web = new WebClient(botToken, {
+      slackApiUrl: options.baseUrl,
+      timeout: options.timeoutMs,
+      // Interactive paths: a few quick retries, not the client's default half hour.
+      retryConfig: { retries: 2, factor: 1, minTimeout: 200, maxTimeout: 2000 },
+      logLevel: LogLevel.ERROR,
+      // A method name is never a URL of someone else's choosing.
+      allowAbsoluteUrls: false,
+    });
+    return {
+      authTest: () =>
+        call(async () => {
+          const answer = await web.auth.test();
+          return { teamId: answer.team_id ?? '', team: answer.team ?? null, botUserId: answer.user_id ?? null };
+        }),
+      postMessage: (message) =>
+        call(async () => {
+          const { blocks, ...rest } = message;
+          const answer = await web.chat.postMessage({ ...rest, ...(blocks.length > 0 && { blocks }) });
+          return { channel: answer.channel ?? message.channel, ts: answer.ts ?? '' };
+        }),
+      update: (message) => call(async () => void (await web.chat.update(message))),
+      postEphemeral: (message) => call(async () => void (await web.chat.postEphemeral(message))),
+      userEmail: (user) => call(async () => (await web.users.info({ user })).user?.profile?.email ?? null),
+      userIdByEmail: async (email) => {
+        try {
+          return await call(async () => (await web.users.lookupByEmail({ email })).user?.id ?? null);
+        } catch (error) {
+          if (error instanceof SlackApiError && error.slackError === 'users_not_found') return null;
+          throw error;
+        }
+      },
+      openView: (triggerId, view) =>
+        call(async () => void (await web.views.open({ trigger_id: triggerId, view: view as never }))),
+    };
+  };
+}

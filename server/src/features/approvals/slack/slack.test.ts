@@ -1,0 +1,321 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../../test/helpers/actions.ts';
+import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
+import { eventually } from '../../../../test/helpers/eventually.ts';
+import { type ChatRequest, calledTools, toolResults } from '../../../../test/helpers/fake-model.ts';
+import { type FakeSlack, postInteraction, startFakeSlack } from '../../../../test/helpers/fake-slack.ts';
+import { startTestMcpServer, type TestMcpServer } from '../../../../test/helpers/mcp-server.ts';
+import { type FakeModel, useAppWithModel } from '../../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../../test/helpers/test-app.ts';
+import { setupWebhook, type WebhookSetup } from '../../../../test/helpers/webhooks.ts';
+
+let app: TestApp;
+let model: FakeModel;
+let slack: FakeSlack;
+let orders: TestMcpServer;
+const SIGNING_SECRET = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+beforeAll(async () => {
+  slack = await startFakeSlack();
+  orders = await startTestMcpServer();
+});
+afterAll(async () => {
+  await slack?.close();
+  await orders?.close();
+});
+useAppWithModel(
+  () => ({ SLACK_API_URL: slack.url, MCP_ALLOW_PRIVATE_NETWORKS: 'true' }),
+  (started) => ({ app, model } = started),
+);
+
+/** Proposes a refund of 250; then says what the tool (or the reviewer) answered. */
+const refund = (request: ChatRequest) =>
+  calledTools(request)
+    ? { text: `Result: ${JSON.stringify(toolResults(request).at(-1)!.content)}` }
+    : { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: 'A-1', amount: 250 } }] };
+
+interface Waiting {
+  setup: WebhookSetup;
+  actionId: string;
+  toolCallId: string;
+  /** The admin's Slack user id (the workspace knows their email). */
+  adminSlackId: string;
+  url: string;
+}
+
+/** An org with its Slack app connected, and a refund waiting under a rule that notifies in Slack. */
+async function waitingRefund(): Promise<Waiting> {
+  const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' }, notify: ['slack'] });
+  const { org, token, admin } = setup.tenant;
+  const adminSlackId = slack.addUser(admin.email).id;
+  const connected = await app.request('PUT', `/orgs/${org.slug}/slack`, {
+    token,
+    body: { botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' },
+  });
+  expect(connected.status).toBe(200);
+  await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
+  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__refund_order'] } });
+  model.script(refund);
+  const actionId = await runEvent(app, setup);
+  await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+  const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${org.slug}/approvals`, { token })).json()).approvals;
+  return { setup, actionId, toolCallId, adminSlackId, url: `${app.baseUrl}/webhooks/slack/${org.slug}` };
+}
+
+/** The message posted for the action, once it is there. */
+const messageOf = (actionId: string) =>
+  eventually('the Slack message', async () =>
+    [...slack.messages.values()].find((message) => JSON.stringify(message.blocks).includes(actionId)),
+  );
+const buttonsOf = (message: { blocks: any[] }) =>
+  message.blocks.filter((block) => block.type === 'actions').flatMap((block) => block.elements);
+const now = () => Math.floor(app.clock.now().getTime() / 1000);
+const click = (waiting: Waiting, user: string, actionId: string, value: string) =>
+  postInteraction(
+    waiting.url,
+    SIGNING_SECRET,
+    {
+      type: 'block_actions',
+      user: { id: user },
+      trigger_id: `trigger-${Math.random()}`,
+      channel: { id: 'C0APPROVALS' },
+      actions: [{ action_id: actionId, value }],
+    },
+    { timestamp: now() },
+  );
+const submit = (waiting: Waiting, user: string, view: any, values: Record<string, string>) =>
+  postInteraction(
+    waiting.url,
+    SIGNING_SECRET,
+    {
+      type: 'view_submission',
+      user: { id: user },
+      view: {
+        callback_id: view.callback_id,
+        private_metadata: view.private_metadata,
+        state: {
+          values: Object.fromEntries(Object.entries(values).map(([block, value]) => [block, { value: { value } }])),
+        },
+      },
+    },
+    { timestamp: now() },
+  );
+const refunds = (toolCallId: string) =>
+  orders.sideEffects.filter((effect) => effect.toolCallId === toolCallId).map((effect) => effect.arguments);
+/** The modal the last views.open opened. */
+const lastView = () => slack.callsOf('views.open').at(-1)!.args.view;
+
+describe('approvals in Slack', () => {
+  it('connects an app only with a token Slack accepts, and never shows its secrets', async () => {
+    const setup = await setupWebhook(app);
+    const { org, token } = setup.tenant;
+    const put = (body: unknown) => app.request('PUT', `/orgs/${org.slug}/slack`, { token, body });
+    const refused = await put({ botToken: 'xoxb-not-ours', signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' });
+    expect(refused.status).toBe(422);
+    expect(await refused.json()).toMatchObject({ code: 'slack_refused', error: 'Slack refused the bot token: invalid_auth' });
+    expect((await (await app.request('GET', `/orgs/${org.slug}/slack`, { token })).json()).configured).toBe(false);
+    for (const body of [
+      {},
+      { botToken: slack.token, signingSecret: 'short', channel: 'C0APPROVALS' },
+      { botToken: 'x', signingSecret: SIGNING_SECRET, channel: 'a b' },
+    ])
+      expect((await put(body)).status).toBe(400);
+
+    const saved = await put({ botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' });
+    expect(saved.status).toBe(200);
+    const shown = await (await app.request('GET', `/orgs/${org.slug}/slack`, { token })).json();
+    expect(shown).toMatchObject({
+      configured: true,
+      channel: 'C0APPROVALS',
+      teamId: 'T0ACME',
+      botTokenHint: `...${slack.token.slice(-4)}`,
+      interactivityUrl: expect.stringMatching(new RegExp(`/webhooks/slack/${org.slug}$`)),
+    });
+    expect(JSON.stringify(shown)).not.toContain(slack.token);
+    expect(JSON.stringify(shown)).not.toContain(SIGNING_SECRET);
+    // At rest, encrypted.
+    const row = await app.container.db
+      .selectFrom('slackIntegrations')
+      .selectAll()
+      .where('orgId', '=', org.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.stringify(row)).not.toContain(slack.token);
+    expect(JSON.stringify(row)).not.toContain(SIGNING_SECRET);
+    expect(app.container.box.decrypt(row.botToken)).toBe(slack.token);
+    const tested = await app.request('POST', `/orgs/${org.slug}/slack/test`, { token });
+    expect(await tested.json()).toMatchObject({ ok: true, channel: 'C0APPROVALS' });
+    expect((await app.request('DELETE', `/orgs/${org.slug}/slack`, { token })).status).toBe(204);
+    expect((await app.request('DELETE', `/orgs/${org.slug}/slack`, { token })).status).toBe(404);
+  });
+
+  it('posts one message with four buttons; Approve by the approver runs it once and updates the message', async () => {
+    const waiting = await waitingRefund();
+    const message = await messageOf(waiting.actionId);
+    expect(message.channel).toBe('C0APPROVALS');
+    expect(buttonsOf(message).map((button: any) => button.action_id)).toEqual(['approve', 'edit', 'send_back', 'reject']);
+    const text = JSON.stringify(message.blocks);
+    expect(text).toContain('orders__refund_order');
+    expect(text).toContain('amount: 250');
+    expect(text).toContain(`<@${waiting.adminSlackId}>`);
+    const value = buttonsOf(message)[0].value as string;
+
+    const clicked = await click(waiting, waiting.adminSlackId, 'approve', value);
+    expect(clicked.status).toBe(200);
+    expect(await clicked.text()).toBe('');
+    const done = await waitForAction(app, auth(waiting.setup), waiting.actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(refunds(waiting.toolCallId)).toEqual([{ orderId: 'A-1', amount: 250 }]);
+    expect(done.execution.toolCalls[0]).toMatchObject({
+      approval: 'approved',
+      channel: 'slack',
+      approverId: waiting.setup.tenant.admin.id,
+      approverExternalId: waiting.adminSlackId,
+      notifications: [expect.objectContaining({ channel: 'slack', status: 'sent', address: 'C0APPROVALS' })],
+    });
+    // The message says who decided, and has no buttons left.
+    await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
+    expect(JSON.stringify(message.blocks)).toContain(`Approved by ${waiting.setup.tenant.admin.email} in Slack`);
+    // A second click on the decided call changes nothing and says who decided.
+    await click(waiting, waiting.adminSlackId, 'approve', value);
+    await eventually('an ephemeral answer', async () =>
+      slack
+        .callsOf('chat.postEphemeral')
+        .find((call) => String(call.args.text).includes(`Approved by ${waiting.setup.tenant.admin.email} in Slack`)),
+    );
+    expect(refunds(waiting.toolCallId)).toHaveLength(1);
+  });
+
+  it('Edit opens a modal with the arguments; invalid edits stay in it; the edited arguments run', async () => {
+    const waiting = await waitingRefund();
+    const value = buttonsOf(await messageOf(waiting.actionId))[1].value as string;
+    await click(waiting, waiting.adminSlackId, 'edit', value);
+    const view = await eventually('the edit modal', async () => slack.callsOf('views.open').at(-1)?.args.view);
+    expect(view.callback_id).toBe('edit');
+    const fields = view.blocks.filter((block: any) => block.type === 'input');
+    expect(Object.fromEntries(fields.map((block: any) => [block.block_id, block.element.initial_value]))).toEqual({
+      'arg:orderId': 'A-1',
+      'arg:amount': '250',
+    });
+    const invalid = await submit(waiting, waiting.adminSlackId, view, { 'arg:orderId': 'A-1', 'arg:amount': 'lots' });
+    expect(await invalid.json()).toEqual({ response_action: 'errors', errors: { 'arg:amount': 'a number' } });
+    const valid = await submit(waiting, waiting.adminSlackId, view, { 'arg:orderId': 'A-1', 'arg:amount': '200' });
+    expect(valid.status).toBe(200);
+    expect(await valid.text()).toBe('');
+    const done = await waitForAction(app, auth(waiting.setup), waiting.actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(refunds(waiting.toolCallId)).toEqual([{ orderId: 'A-1', amount: 200 }]);
+    expect(done.execution.toolCalls[0]).toMatchObject({ approvedInput: { orderId: 'A-1', amount: 200 }, channel: 'slack' });
+  });
+
+  it('Send back through its modal lets the agent go on; Reject through its modal ends the action', async () => {
+    const sentBack = await waitingRefund();
+    const [, , sendBack] = buttonsOf(await messageOf(sentBack.actionId));
+    await click(sentBack, sentBack.adminSlackId, 'send_back', sendBack.value);
+    const view = await eventually('the send back modal', async () =>
+      lastView()?.callback_id === 'send_back' ? lastView() : undefined,
+    );
+    expect(await (await submit(sentBack, sentBack.adminSlackId, view, { words: '' })).json()).toMatchObject({
+      response_action: 'errors',
+    });
+    await submit(sentBack, sentBack.adminSlackId, view, { words: 'Refund 200, not 250.' });
+    const done = await waitForAction(app, auth(sentBack.setup), sentBack.actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(refunds(sentBack.toolCallId)).toEqual([]);
+    expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'sent_back', reason: 'Refund 200, not 250.' });
+
+    const rejected = await waitingRefund();
+    const reject = buttonsOf(await messageOf(rejected.actionId))[3];
+    await click(rejected, rejected.adminSlackId, 'reject', reject.value);
+    const rejectView = await eventually('the reject modal', async () =>
+      lastView()?.callback_id === 'reject' && lastView().private_metadata.includes(rejected.actionId) ? lastView() : undefined,
+    );
+    await submit(rejected, rejected.adminSlackId, rejectView, { words: 'Not this customer.' });
+    const ended = await waitForAction(app, auth(rejected.setup), rejected.actionId, ['rejected', 'completed']);
+    expect(ended.status).toBe('rejected');
+    expect(refunds(rejected.toolCallId)).toEqual([]);
+  });
+
+  it('a workspace user who is not an approver decides nothing, is told so, and the attempt is recorded', async () => {
+    const waiting = await waitingRefund();
+    const stranger = slack.addUser('someone@elsewhere.test');
+    const value = buttonsOf(await messageOf(waiting.actionId))[0].value as string;
+    expect((await click(waiting, stranger.id, 'approve', value)).status).toBe(200);
+    await eventually('the ephemeral refusal', async () =>
+      slack.callsOf('chat.postEphemeral').find((call) => call.args.user === stranger.id),
+    );
+    const ledger = await waitForAction(app, auth(waiting.setup), waiting.actionId, ['pending_approval']);
+    const recorded = await eventually('the refusal on the record', async () => {
+      const row = await waitForAction(app, auth(waiting.setup), waiting.actionId, ['pending_approval']);
+      return row.execution.toolCalls[0].refusedAttempts.length > 0 ? row : undefined;
+    });
+    expect(recorded.execution.toolCalls[0].refusedAttempts).toEqual([
+      expect.objectContaining({ channel: 'slack', userId: null, externalUserId: stranger.id }),
+    ]);
+    expect(ledger.execution.toolCalls[0].status).toBe('staged');
+    expect(refunds(waiting.toolCallId)).toEqual([]);
+  });
+
+  it('a bad signature, a stale timestamp and a replayed interaction decide nothing (401)', async () => {
+    const waiting = await waitingRefund();
+    const value = buttonsOf(await messageOf(waiting.actionId))[0].value as string;
+    const payload = {
+      type: 'block_actions',
+      user: { id: waiting.adminSlackId },
+      trigger_id: 't',
+      channel: { id: 'C0APPROVALS' },
+      actions: [{ action_id: 'approve', value }],
+    };
+    const bad = await postInteraction(waiting.url, 'wrong-secret', payload, { timestamp: now() });
+    expect(bad.status).toBe(401);
+    expect((await bad.json()).code).toBe('signature_invalid');
+    const stale = await postInteraction(waiting.url, SIGNING_SECRET, payload, { timestamp: now() - 301 });
+    expect((await stale.json()).code).toBe('timestamp_out_of_tolerance');
+    const unsigned = await fetch(waiting.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'payload={}',
+    });
+    expect(unsigned.status).toBe(401);
+    // The same signed request twice: the second is a replay.
+    const timestamp = now();
+    const rejectPayload = { ...payload, actions: [{ action_id: 'send_back', value }] };
+    expect((await postInteraction(waiting.url, SIGNING_SECRET, rejectPayload, { timestamp })).status).toBe(200);
+    const replayed = await postInteraction(waiting.url, SIGNING_SECRET, rejectPayload, { timestamp });
+    expect((await replayed.json()).code).toBe('message_replayed');
+    const row = await waitForAction(app, auth(waiting.setup), waiting.actionId, ['pending_approval']);
+    expect(row.execution.toolCalls[0].status).toBe('staged');
+  });
+
+  it('a decision in the console (or the API) updates the Slack message', async () => {
+    const waiting = await waitingRefund();
+    const message = await messageOf(waiting.actionId);
+    const { org, token } = waiting.setup.tenant;
+    const rejected = await app.request(
+      'POST',
+      `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/reject`,
+      { token, body: { reason: 'Wrong order' } },
+    );
+    expect(rejected.status).toBe(200);
+    await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
+    expect(JSON.stringify(message.blocks)).toContain(`Rejected by ${waiting.setup.tenant.admin.email} through the API`);
+    expect(JSON.stringify(message.blocks)).toContain('Wrong order');
+  });
+
+  it('bad input on the interaction route is a 4xx, never a 500', async () => {
+    const waiting = await waitingRefund();
+    const signed = (body: string) => postInteraction(waiting.url, SIGNING_SECRET, null, { timestamp: now(), body });
+    const json = await fetch(waiting.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(json.status).toBe(415);
+    expect((await signed('nothing=here')).status).toBe(400);
+    expect((await signed('payload=%7Bnot%20json')).status).toBe(400);
+    const unknown = new URLSearchParams({
+      payload: JSON.stringify({ type: 'block_actions', user: { id: 'U1' }, trigger_id: 't', actions: [{ action_id: 'delete' }] }),
+    });
+    expect((await signed(unknown.toString())).status).toBe(400);
+    const otherType = new URLSearchParams({ payload: JSON.stringify({ type: 'shortcut', user: { id: 'U1' } }) });
+    expect((await signed(otherType.toString())).status).toBe(400);
+    expect((await signed(`payload=${'x'.repeat(300 * 1024)}`)).status).toBe(413);
+    expect((await signed('payload=%00%ED%A0%80')).status).toBe(400);
+    const noOrg = await postInteraction(`${app.baseUrl}/webhooks/slack/no-such-org`, SIGNING_SECRET, {}, { timestamp: now() });
+    expect(noOrg.status).toBe(404);
+  });
+});

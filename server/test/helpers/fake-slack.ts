@@ -1,0 +1,114 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { sendJson, startLoopbackServer } from './http.ts';
+
+/**
+ * Slack's Web API as its public docs describe it, on loopback: `POST /api/<method>` with a bearer
+ * token, a form-encoded or JSON body, and HTTP 200 `{ ok: true, ... }` or `{ ok: false, error }`.
+ * Only the methods approvals use: auth.test, chat.postMessage, chat.update, chat.postEphemeral,
+ * users.info, users.lookupByEmail, views.open. One workspace, with its users by email.
+ */
+export interface SlackCall {
+  method: string;
+  token: string;
+  args: Record<string, any>;
+}
+
+export interface FakeSlackUser {
+  id: string;
+  email: string | null;
+}
+
+export async function startFakeSlack() {
+  const token = `xoxb-${randomBytes(12).toString('hex')}`;
+  const calls: SlackCall[] = [];
+  const users: FakeSlackUser[] = [];
+  const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[] }>();
+  const knownChannels = new Set(['C0APPROVALS']);
+  let sequence = 0;
+
+  const server = await startLoopbackServer((request, response, body) => {
+    const method = request.url?.replace(/^\/api\//, '') ?? '';
+    const given = request.headers.authorization?.replace(/^Bearer /, '') ?? '';
+    const args: Record<string, any> = request.headers['content-type']?.includes('application/json')
+      ? JSON.parse(body || '{}')
+      : Object.fromEntries(new URLSearchParams(body));
+    // The client sends arrays and objects form-encoded as JSON strings.
+    for (const key of ['blocks', 'view']) if (typeof args[key] === 'string') args[key] = JSON.parse(args[key]);
+    calls.push({ method, token: given, args });
+    const ok = (fields: Record<string, unknown> = {}) => sendJson(response, 200, { ok: true, ...fields });
+    const fail = (error: string) => sendJson(response, 200, { ok: false, error });
+    if (given !== token) return fail('invalid_auth');
+    switch (method) {
+      case 'auth.test':
+        return ok({ url: 'https://acme.slack.test/', team: 'Acme', user: 'approvals', team_id: 'T0ACME', user_id: 'U0BOT' });
+      case 'chat.postMessage': {
+        if (!knownChannels.has(args.channel)) return fail('channel_not_found');
+        const ts = `1700000000.${String(++sequence).padStart(6, '0')}`;
+        messages.set(ts, { channel: args.channel, ts, text: args.text, blocks: args.blocks ?? [] });
+        return ok({ channel: args.channel, ts, message: { text: args.text } });
+      }
+      case 'chat.update': {
+        const message = messages.get(args.ts);
+        if (!message || message.channel !== args.channel) return fail('message_not_found');
+        Object.assign(message, { text: args.text, blocks: args.blocks ?? [] });
+        return ok({ channel: args.channel, ts: args.ts });
+      }
+      case 'chat.postEphemeral':
+        return knownChannels.has(args.channel) ? ok({ message_ts: `${Date.now() / 1000}` }) : fail('channel_not_found');
+      case 'users.info': {
+        const user = users.find((candidate) => candidate.id === args.user);
+        return user ? ok({ user: { id: user.id, profile: { email: user.email ?? undefined } } }) : fail('user_not_found');
+      }
+      case 'users.lookupByEmail': {
+        const user = users.find((candidate) => candidate.email === args.email);
+        return user ? ok({ user: { id: user.id, profile: { email: user.email } } }) : fail('users_not_found');
+      }
+      case 'views.open':
+        return args.trigger_id && args.view ? ok({ view: { id: `V${++sequence}`, ...args.view } }) : fail('invalid_arguments');
+      default:
+        return fail('unknown_method');
+    }
+  });
+
+  return {
+    url: `${server.url}/api/`,
+    token,
+    calls,
+    messages,
+    /** A workspace user; with an email that is a member's, they are that member to the service. */
+    addUser(email: string | null): FakeSlackUser {
+      const user = { id: `U${randomBytes(4).toString('hex').toUpperCase()}`, email };
+      users.push(user);
+      return user;
+    },
+    callsOf: (method: string) => calls.filter((call) => call.method === method),
+    close: server.close,
+  };
+}
+
+export type FakeSlack = Awaited<ReturnType<typeof startFakeSlack>>;
+
+/**
+ * Posts an interaction as Slack does: form-encoded `payload=<json>`, with `X-Slack-Request-Timestamp`
+ * and `X-Slack-Signature: v0=` + hex HMAC-SHA256 of `v0:{timestamp}:{body}` under the signing secret.
+ */
+export function postInteraction(
+  url: string,
+  signingSecret: string,
+  payload: unknown,
+  options: { timestamp?: number; body?: string; signature?: string } = {},
+): Promise<Response> {
+  const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+  const body = options.body ?? new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  const signature =
+    options.signature ?? `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': String(timestamp),
+      'x-slack-signature': signature,
+    },
+    body,
+  });
+}
