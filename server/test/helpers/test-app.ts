@@ -1,6 +1,6 @@
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Env } from '../../src/config.ts';
-import { createContainer, type Container } from '../../src/container.ts';
+import { createContainer, type Container, type ContainerOptions } from '../../src/container.ts';
 import { TestClock } from './clock.ts';
 import { freePort } from './http.ts';
 import { createTestDatabase } from './test-database.ts';
@@ -43,6 +43,8 @@ export async function startTestApp(
     workers?: boolean;
     /** APP_HOST is this server's own origin: it serves the console (built by the caller). */
     serveConsole?: boolean;
+    /** Where the app logs (a test that reads its logs: log-capture.ts). */
+    logger?: ContainerOptions['logger'];
   } = {},
 ): Promise<TestApp> {
   const port = await freePort();
@@ -60,7 +62,7 @@ export async function startTestApp(
   const clock = new TestClock();
   const shared = options.shareDatabaseWith?.container.database;
   const database = shared ? { ...shared, close: async () => {} } : await createTestDatabase();
-  const container = await createContainer(config, { clock, database });
+  const container = await createContainer(config, { clock, database, logger: options.logger });
   await container.start({ workers: options.workers ?? true });
   const app = await buildApp(container);
   options.routes?.(app, container);

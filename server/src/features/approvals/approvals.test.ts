@@ -133,6 +133,7 @@ describe('approvals', () => {
       {
         channel: 'api',
         userId: consoleCall.setup.tenant.admin.id,
+        externalUserId: null,
         reason: 'This tool call was rejected already',
         at: expect.any(String),
       },

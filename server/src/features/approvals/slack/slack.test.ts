@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loggerOptions } from '../../../lib/logger.ts';
+import { captureLog } from '../../../../test/helpers/log-capture.ts';
+import { startTestApp, TEST_APP_HOST } from '../../../../test/helpers/test-app.ts';
+import { setupWebhook as setupOn } from '../../../../test/helpers/webhooks.ts';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
@@ -285,18 +289,19 @@ describe('approvals in Slack', () => {
     expect(row.execution.toolCalls[0].status).toBe('staged');
   });
 
-  it('a decision in the console (or the API) updates the Slack message', async () => {
+  it('a decision in the console updates the Slack message', async () => {
     const waiting = await waitingRefund();
     const message = await messageOf(waiting.actionId);
     const { org, token } = waiting.setup.tenant;
     const rejected = await app.request(
       'POST',
       `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/reject`,
-      { token, body: { reason: 'Wrong order' } },
+      // The console signs in with its cookie (and sends its origin).
+      { cookie: token, headers: { origin: TEST_APP_HOST }, body: { reason: 'Wrong order' } },
     );
-    expect(rejected.status).toBe(200);
+    expect(await rejected.json()).toMatchObject({ status: 'rejected', channel: 'console' });
     await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
-    expect(JSON.stringify(message.blocks)).toContain(`Rejected by ${waiting.setup.tenant.admin.email} through the API`);
+    expect(JSON.stringify(message.blocks)).toContain(`Rejected by ${waiting.setup.tenant.admin.email} in the console`);
     expect(JSON.stringify(message.blocks)).toContain('Wrong order');
   });
 
@@ -317,5 +322,32 @@ describe('approvals in Slack', () => {
     expect((await signed('payload=%00%ED%A0%80')).status).toBe(400);
     const noOrg = await postInteraction(`${app.baseUrl}/webhooks/slack/no-such-org`, SIGNING_SECRET, {}, { timestamp: now() });
     expect(noOrg.status).toBe(404);
+  });
+
+  it('keeps the bot token and the signing secret out of its logs, even at debug', async () => {
+    const log = captureLog(loggerOptions('debug'));
+    const logged = await startTestApp({ SLACK_API_URL: slack.url }, { logger: log.logger });
+    try {
+      const setup = await setupOn(logged);
+      const { org, token } = setup.tenant;
+      for (const botToken of ['xoxb-refused-token-1234', slack.token])
+        await logged.request('PUT', `/orgs/${org.slug}/slack`, {
+          token,
+          body: { botToken, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' },
+        });
+      await logged.request('POST', `/orgs/${org.slug}/slack/test`, { token });
+      await postInteraction(
+        `${logged.baseUrl}/webhooks/slack/${org.slug}`,
+        SIGNING_SECRET,
+        { type: 'shortcut' },
+        {
+          timestamp: Math.floor(logged.clock.now().getTime() / 1000),
+        },
+      );
+      expect(log.text()).toContain('/webhooks/slack/');
+      for (const secret of [slack.token, 'xoxb-refused-token-1234', SIGNING_SECRET]) expect(log.text()).not.toContain(secret);
+    } finally {
+      await logged.close();
+    }
   });
 });
