@@ -15,4 +15,18 @@ describe('patchSchema', () => {
     expect(patch.safeParse({ limit: 11 }).success).toBe(false);
     expect(patch.safeParse({}).success).toBe(false);
   });
+
+  it("leaves out a field whose default a transform follows (an action rule's notify), and still transforms it", () => {
+    const withTransform = patchSchema(
+      z.object({
+        name: z.string(),
+        notify: z
+          .array(z.string())
+          .default([])
+          .transform((channels) => [...new Set(channels)]),
+      }),
+    );
+    expect(withTransform.parse({ name: 'x' })).toEqual({ name: 'x' });
+    expect(withTransform.parse({ notify: ['email', 'email'] })).toEqual({ notify: ['email'] });
+  });
 });

@@ -6,6 +6,7 @@ import { setupWebhook as setupOn } from '../../../../test/helpers/webhooks.ts';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
+import { createUser, signIn } from '../../../../test/helpers/factories.ts';
 import { type ChatRequest, calledTools, toolResults } from '../../../../test/helpers/fake-model.ts';
 import { type FakeSlack, postInteraction, startFakeSlack } from '../../../../test/helpers/fake-slack.ts';
 import { startTestMcpServer, type TestMcpServer } from '../../../../test/helpers/mcp-server.ts';
@@ -322,6 +323,37 @@ describe('approvals in Slack', () => {
     expect((await signed('payload=%00%ED%A0%80')).status).toBe(400);
     const noOrg = await postInteraction(`${app.baseUrl}/webhooks/slack/no-such-org`, SIGNING_SECRET, {}, { timestamp: now() });
     expect(noOrg.status).toBe(404);
+  });
+
+  it('with minApprovals 2, a Slack approval counts as one: the message says "1 of 2 approvals" and keeps its buttons', async () => {
+    const waiting = await waitingRefund();
+    const { org, token } = waiting.setup.tenant;
+    const second = await createUser(app, { role: 'Admin', org: org.slug });
+    const patched = await app.request('PATCH', `/orgs/${org.slug}/action-rules/${waiting.setup.ruleId}`, {
+      token,
+      body: { minApprovals: 2 },
+    });
+    // A PATCH changes what it names only: the rule still posts in Slack.
+    expect(await patched.json()).toMatchObject({ minApprovals: 2, notify: ['slack'] });
+    const message = await messageOf(waiting.actionId);
+    await click(waiting, waiting.adminSlackId, 'approve', buttonsOf(message)[0].value);
+    await eventually(
+      'the message counting one approval',
+      async () => JSON.stringify(message.blocks).includes(`1 of 2 approvals: <@${waiting.adminSlackId}>`) || undefined,
+    );
+    expect(buttonsOf(message)).toHaveLength(4);
+    expect(refunds(waiting.toolCallId)).toEqual([]);
+    // The second approver, in the console (the API): the call runs, the message says so.
+    const approved = await app.request(
+      'POST',
+      `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/approve`,
+      { token: await signIn(app, second), body: {} },
+    );
+    expect(await approved.json()).toMatchObject({ status: 'approved' });
+    await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
+    expect(JSON.stringify(message.blocks)).toContain(`Approved by ${second.email} through the API`);
+    await waitForAction(app, auth(waiting.setup), waiting.actionId, ['completed']);
+    expect(refunds(waiting.toolCallId)).toHaveLength(1);
   });
 
   it('keeps the bot token and the signing secret out of its logs, even at debug', async () => {
