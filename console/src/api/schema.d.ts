@@ -4036,10 +4036,7 @@ export interface operations {
                         role?: "Admin";
                     } | null;
                     minApprovals?: number;
-                    /**
-                     * @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)
-                     * @default []
-                     */
+                    /** @description How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told) */
                     notify?: ("email" | "slack")[];
                 };
             };

@@ -18,7 +18,9 @@ export function patchSchema<Shape extends z.ZodRawShape>(schema: z.ZodObject<Sha
 /** A field without its default, also when a transform follows the default (`.default([]).transform(...)`). */
 function withoutDefault(field: z.ZodType): z.ZodType {
   if (field instanceof z.ZodDefault) return field.unwrap() as z.ZodType;
-  if (field instanceof z.ZodPipe && field.in instanceof z.ZodDefault)
-    return (field.in.unwrap() as z.ZodType).pipe(field.out as z.ZodType);
+  if (field instanceof z.ZodPipe && field.in instanceof z.ZodDefault) {
+    const piped = (field.in.unwrap() as z.ZodType).pipe(field.out as z.ZodType);
+    return field.description ? piped.describe(field.description) : piped;
+  }
   return field;
 }

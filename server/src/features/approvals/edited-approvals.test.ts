@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitingToolCall } from '../../../test/helpers/refunds.ts';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
 import { type ChatRequest, calledTools, toolResults } from '../../../test/helpers/fake-model.ts';
@@ -35,12 +36,7 @@ describe('approve with edits', () => {
       },
     );
     const { org, token } = setup.tenant;
-    await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
-    await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__refund_order'] } });
-    model.script(refund);
-    const actionId = await runEvent(app, setup);
-    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
-    const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${org.slug}/approvals`, { token })).json()).approvals;
+    const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
     const approve = (body: unknown) =>
       app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, { token, body });
 

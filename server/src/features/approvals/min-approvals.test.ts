@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitingToolCall } from '../../../test/helpers/refunds.ts';
 import { waitForAction } from '../../../test/helpers/actions.ts';
-import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
+import { auth } from '../../../test/helpers/callbacks.ts';
 import { createUser, signIn } from '../../../test/helpers/factories.ts';
 import { type ChatRequest, calledTools } from '../../../test/helpers/fake-model.ts';
 import { startTestMcpServer, type TestMcpServer } from '../../../test/helpers/mcp-server.ts';
@@ -48,12 +49,7 @@ async function waitingForTwo(): Promise<Waiting> {
   });
   expect(rule.status).toBe(200);
   expect((await rule.json()).minApprovals).toBe(2);
-  await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
-  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__refund_order'] } });
-  model.script(refund);
-  const actionId = await runEvent(app, setup);
-  await waitForAction(app, auth(setup), actionId, ['pending_approval']);
-  const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${org.slug}/approvals`, { token })).json()).approvals;
+  const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
   const tokens = [token, ...(await Promise.all(others.map((user) => signIn(app, user))))];
   return { setup, actionId, toolCallId, tokens, ids: [setup.tenant.admin.id, ...others.map((user) => user.id)] };
 }

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitingToolCall } from '../../../../test/helpers/refunds.ts';
 import { loggerOptions } from '../../../lib/logger.ts';
 import { captureLog } from '../../../../test/helpers/log-capture.ts';
 import { startTestApp, TEST_APP_HOST } from '../../../../test/helpers/test-app.ts';
 import { setupWebhook as setupOn } from '../../../../test/helpers/webhooks.ts';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
-import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
+import { auth } from '../../../../test/helpers/callbacks.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import { createUser, signIn } from '../../../../test/helpers/factories.ts';
 import { type ChatRequest, calledTools, toolResults } from '../../../../test/helpers/fake-model.ts';
@@ -57,12 +58,7 @@ async function waitingRefund(): Promise<Waiting> {
     body: { botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' },
   });
   expect(connected.status).toBe(200);
-  await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
-  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, { token, body: { tools: ['orders__refund_order'] } });
-  model.script(refund);
-  const actionId = await runEvent(app, setup);
-  await waitForAction(app, auth(setup), actionId, ['pending_approval']);
-  const [{ toolCallId }] = (await (await app.request('GET', `/orgs/${org.slug}/approvals`, { token })).json()).approvals;
+  const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
   return { setup, actionId, toolCallId, adminSlackId, url: `${app.baseUrl}/webhooks/slack/${org.slug}` };
 }
 
