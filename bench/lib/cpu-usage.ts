@@ -18,13 +18,20 @@ export interface CpuPerRequest {
 // /proc counts in clock ticks of USER_HZ, which Linux fixes at 100 per second for user space.
 const TICK_SECONDS = 0.01;
 
-/** utime + stime of a process (all its threads), or undefined once it is gone. */
-function processSeconds(pid: string): { command: string; seconds: number } | undefined {
+/**
+ * utime + stime of a process (all its threads), and cutime + cstime (its children that exited and were
+ * waited for), or undefined once it is gone.
+ */
+function processSeconds(pid: string): { command: string; seconds: number; exitedChildren: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { command, seconds: (Number(fields[11]) + Number(fields[12])) * TICK_SECONDS };
+    return {
+      command,
+      seconds: (Number(fields[11]) + Number(fields[12])) * TICK_SECONDS,
+      exitedChildren: (Number(fields[13]) + Number(fields[14])) * TICK_SECONDS,
+    };
   } catch {
     return undefined;
   }
@@ -51,7 +58,9 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot | undefined {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const usage = processSeconds(pid);
-    if (usage?.command === 'postgres') postgres += usage.seconds;
+    // A backend that exits (a closed connection) takes its CPU time with it, into the postmaster's
+    // cutime/cstime: counted there, the sum only grows (without it, a window could come out negative).
+    if (usage?.command === 'postgres') postgres += usage.seconds + usage.exitedChildren;
   }
   return {
     server: processSeconds(String(serverPid))?.seconds ?? 0,
