@@ -73,12 +73,12 @@ export function createApprovalsService(deps: {
    * check refuses it, or the decider is not one of the rule's approvers. Edited arguments the tool or
    * the rule refuse, and a budget's continuation sent back, are errors (the call waits on).
    */
-  async function refusalOf(
+  /** Why this person may not decide the call now: decided already, the channel's own check, or not an approver. */
+  async function refusalToDecide(
     trx: Kysely<DB>,
     call: ToolCallRow,
     rule: DecisionRule,
     decider: Decider,
-    decision: Decision,
     guard: DecisionGuard | undefined,
   ): Promise<{ refusal: string; code: 'already_decided' | 'not_an_approver' } | undefined> {
     if (call.status !== 'staged') {
@@ -91,6 +91,23 @@ export function createApprovalsService(deps: {
     // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
     if (decider.userId && !(await isApprover(trx, call.orgId, rule, decider.userId)))
       return { refusal: NOT_AN_APPROVER, code: 'not_an_approver' };
+    return undefined;
+  }
+
+  /**
+   * Why this decision changes nothing, if it does not (refusalToDecide). Edited arguments the tool or
+   * the rule refuse, and a budget's continuation sent back, are errors (the call waits on).
+   */
+  async function refusalOf(
+    trx: Kysely<DB>,
+    call: ToolCallRow,
+    rule: DecisionRule,
+    decider: Decider,
+    decision: Decision,
+    guard: DecisionGuard | undefined,
+  ) {
+    const refused = await refusalToDecide(trx, call, rule, decider, guard);
+    if (refused) return refused;
     if (decision.kind === 'send_back' && call.toolName === BUDGET_APPROVAL)
       throw new AppError('validation_failed', 'A run over its budget is approved or rejected; there is no call to send back');
     // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
@@ -220,7 +237,7 @@ export function createApprovalsService(deps: {
       const call = await toolCallsRepo.find(deps.db, ref.orgId, ref.actionId, ref.toolCallId);
       const rule = await decisionRuleOf(deps.db, ref.orgId, ref.actionId);
       if (!call || !rule) return { refusal: 'This tool call no longer exists' };
-      const refused = await refusalOf(deps.db, call, rule, decider, { kind: 'reject', reason: null }, undefined);
+      const refused = await refusalToDecide(deps.db, call, rule, decider, undefined);
       if (!refused) return { call };
       await recordRefusals(ref.orgId, [call.id], decider, refused.refusal);
       return { refusal: refused.refusal, call };

@@ -37,12 +37,17 @@ export function createSlackNotifier(deps: {
     return names;
   }
 
-  async function view(action: Action, calls: MessageCall[] | Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>) {
+  /** The message of these calls as the record has them now: their decisions and the approvals that stand. */
+  async function messageOf(
+    action: Action,
+    calls: MessageCall[] | Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>,
+    approvers: string[],
+  ) {
     const approvals = await slackRepo.standingApprovals(
       db,
       calls.map((call) => call.id),
     );
-    return (approvers: string[]) => ({
+    return approvalMessage({
       actionId: action.id,
       agentName: action.agentName ?? 'An agent',
       eventType: action.eventType,
@@ -103,7 +108,7 @@ export function createSlackNotifier(deps: {
         db,
         due.map((call) => ({ id: randomUUID(), orgId: action.orgId, actionId, toolCallId: call.id, address: channel })),
       );
-      const message = approvalMessage((await view(action, due))(await approverNames(client, action)));
+      const message = await messageOf(action, due, await approverNames(client, action));
       try {
         const posted = await client.postMessage({ channel, ...message });
         await slackRepo.settle(db, ids, { status: 'sent', reason: null, ts: posted.ts, channel: posted.channel });
@@ -126,7 +131,7 @@ export function createSlackNotifier(deps: {
       const approvers = await approverNames(slack.client, action);
       for (const ts of new Set(calls.map((call) => call.slackTs!))) {
         const inMessage = calls.filter((call) => call.slackTs === ts);
-        const message = approvalMessage((await view(action, inMessage))(approvers));
+        const message = await messageOf(action, inMessage, approvers);
         await slack.client.update({ channel: inMessage[0]!.slackChannel!, ts, ...message });
       }
     },
