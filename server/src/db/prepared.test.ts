@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../test/helpers/test-database.ts';
 import type { Database } from './database.ts';
-import { createStatementNamer } from './prepared.ts';
+import { createStatementNamer, PLANNED_PER_CALL } from './prepared.ts';
 
 describe('prepared statements', () => {
   let database: Database;
@@ -76,5 +76,45 @@ describe('prepared statements', () => {
     const after = namer.nameOf('select * from t');
     expect(after).toBeDefined();
     expect(after).not.toBe(before);
+  });
+
+  it('prepares a statement again under a new name after the given numbers of runs', () => {
+    const namer = createStatementNamer({ replanAfterRuns: [3, 5] });
+    const names = Array.from({ length: 7 }, () => namer.nameOf('select $1'));
+    expect(names[0]).toBeUndefined();
+    expect(names[1]).toMatch(/^p0_[0-9a-f]{24}$/);
+    expect(names[2]).toBe(names[1]);
+    expect(names[3]).toBe(`${names[1]}_1`);
+    expect(names[4]).toBe(`${names[1]}_1`);
+    expect(names[5]).toBe(`${names[1]}_2`);
+    expect(names[6]).toBe(`${names[1]}_2`);
+  });
+
+  it('never prepares a statement planned per call', async () => {
+    const namer = createStatementNamer();
+    const text = `${PLANNED_PER_CALL} select $1`;
+    expect([namer.nameOf(text), namer.nameOf(text), namer.nameOf(text)]).toEqual([undefined, undefined, undefined]);
+    if (database.kind !== 'postgres') return;
+    const statements = await database.db.connection().execute(async (connection) => {
+      for (let i = 0; i < 3; i++) await sql`${sql.raw(PLANNED_PER_CALL)} select ${i}::int as n`.execute(connection);
+      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(connection)).rows;
+    });
+    expect(statements.filter((row) => row.statement.startsWith(PLANNED_PER_CALL))).toEqual([]);
+  });
+
+  it('runs a re-prepared statement on the connections that had prepared it before', async () => {
+    if (database.kind !== 'postgres') return;
+    const seen = await database.db.connection().execute(async (connection) => {
+      const results = [];
+      // The service's namer prepares again after 1,000 runs: the connection then holds both names.
+      for (let i = 0; i < 1_002; i++)
+        results.push((await sql<{ n: number }>`select ${i}::int as n`.execute(connection)).rows[0]!.n);
+      const prepared = await sql<{ name: string }>`select name from pg_prepared_statements
+        where statement = 'select $1::int as n' order by name`.execute(connection);
+      return { last: results.at(-1), names: prepared.rows.map((row) => row.name) };
+    });
+    expect(seen.last).toBe(1_001);
+    expect(seen.names).toHaveLength(2);
+    expect(seen.names[1]).toBe(`${seen.names[0]}_1`);
   });
 });

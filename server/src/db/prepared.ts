@@ -8,18 +8,44 @@ import type pg from 'pg';
  * paths (ingest, action runs, pg-boss's fetch and complete). At most `maxStatements` texts are
  * prepared per process, so statements whose text varies (multi-row inserts) cannot grow it without
  * bound. Statements without parameters (BEGIN, scripts) run as before.
+ *
+ * PostgreSQL keeps a prepared statement's generic plan until its tables are analyzed again; one made
+ * in a new database's first seconds scans tables that have since grown (a sequential scan of
+ * tool_calls per email step in bench:email). So a statement is prepared again, under a new name,
+ * after 1,000, 10,000, 100,000 and 1,000,000 runs: planned at the sizes of its tables then.
  */
-export function createStatementNamer(options: { maxStatements?: number } = {}) {
+const REPLAN_AFTER_RUNS = [1_000, 10_000, 100_000, 1_000_000];
+
+/**
+ * Begins a statement whose good plan depends on its parameters' values: the rows it takes as arrays
+ * (their count is known to the planner only from the values) or its limit. It is not prepared, so
+ * PostgreSQL plans it for each call with the values in hand, never with a generic plan made once.
+ */
+export const PLANNED_PER_CALL = '/* planned per call */';
+
+export function createStatementNamer(options: { maxStatements?: number; replanAfterRuns?: number[] } = {}) {
   const maxStatements = options.maxStatements ?? 300;
+  const replanAfterRuns = options.replanAfterRuns ?? REPLAN_AFTER_RUNS;
   const seen = new Map<string, number>();
-  const names = new Map<string, string>();
+  const names = new Map<string, { name: string; runs: number; plans: number }>();
   let generation = 0;
+  const nameFor = (text: string, plans: number) =>
+    `p${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 24)}${plans > 0 ? `_${plans}` : ''}`;
 
   return {
     /** The name to prepare `text` under, or undefined to run it unnamed. */
     nameOf(text: string): string | undefined {
-      const name = names.get(text);
-      if (name || names.size >= maxStatements) return name;
+      if (text.startsWith(PLANNED_PER_CALL)) return undefined;
+      const named = names.get(text);
+      if (named) {
+        named.runs++;
+        if (named.runs === replanAfterRuns[named.plans]) {
+          named.plans++;
+          named.name = nameFor(text, named.plans);
+        }
+        return named.name;
+      }
+      if (names.size >= maxStatements) return undefined;
       const count = (seen.get(text) ?? 0) + 1;
       if (count < 2) {
         if (seen.size > 10 * maxStatements) seen.clear();
@@ -27,9 +53,9 @@ export function createStatementNamer(options: { maxStatements?: number } = {}) {
         return undefined;
       }
       seen.delete(text);
-      const created = `p${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+      const created = { name: nameFor(text, 0), runs: 1, plans: 0 };
       names.set(text, created);
-      return created;
+      return created.name;
     },
 
     /**

@@ -4,6 +4,7 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 // own statement (callbacks never import actions).
 import { CALLBACK_EVENT_OF, callbackDetails, OUTBOX_CTE } from '../callbacks/outbox.ts';
 import type { DB, ModelCallsTable, ThreadMessagesTable, ToolCallsTable } from '../../db/schema.ts';
+import { PLANNED_PER_CALL } from '../../db/prepared.ts';
 import { approvalStateOf, canTransition, IllegalTransitionError, type Transition } from './lifecycle.ts';
 import type { Message } from './run-context.ts';
 
@@ -62,7 +63,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
       throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
   const json = (value: unknown) => JSON.stringify(value) ?? null;
 
-  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`
+  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`${sql.raw(PLANNED_PER_CALL)}
     with new_threads as (
       insert into threads (id, org_id, user_id, channel, title)
       select id, org_id, user_id, 'webhook', title

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { ActionStatus, DB } from '../../db/schema.ts';
+import { PLANNED_PER_CALL } from '../../db/prepared.ts';
 
 /**
  * The action lifecycle: the only transitions there are. `running -> rejected | expired`
@@ -56,7 +57,7 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
  * agree. The actions table is the run queue: no job is written, fetched or completed per action.
  */
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
-  const result = await sql<{ id: string }>`
+  const result = await sql<{ id: string }>`${sql.raw(PLANNED_PER_CALL)}
     with fresh as (
       select id, status, lease_expires_at from actions where status in ('queued', 'approved')
         order by updated_at limit ${limit} for update skip locked
