@@ -98,7 +98,7 @@ const envSchema = z.object({
   ACTION_MAX_STEPS: positiveInt.max(1000).default(20),
   ACTION_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(30),
   /** Agent runs at once per worker: a run mostly waits on its model and holds no connection meanwhile. */
-  ACTION_CONCURRENCY: positiveInt.max(500).default(100),
+  ACTION_CONCURRENCY: positiveInt.max(500).default(200),
   /** Experiment replays at once per worker, in slots of their own: live actions never wait for them. */
   EXPERIMENT_CONCURRENCY: positiveInt.max(100).default(4),
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),

@@ -4,6 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import type { ModelProvider } from '../../db/schema.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import { createModelFetch } from '../../lib/model-fetch.ts';
 
 export interface ModelDefaults {
   provider: ModelProvider;
@@ -26,6 +27,7 @@ export class ModelUnavailableError extends Error {
  */
 export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefaults }) {
   const models = new Map<string, LanguageModel>();
+  const fetch = createModelFetch();
 
   function makeModel(
     provider: ModelProvider,
@@ -34,9 +36,9 @@ export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefau
     modelName: string,
   ): LanguageModel {
     if (provider === 'openai-compatible')
-      return createOpenAICompatible({ name: 'openai-compatible', baseURL: baseURL!, apiKey }).chatModel(modelName);
-    if (provider === 'openai') return createOpenAI({ apiKey, baseURL })(modelName);
-    return createAnthropic({ apiKey, baseURL })(modelName);
+      return createOpenAICompatible({ name: 'openai-compatible', baseURL: baseURL!, apiKey, fetch }).chatModel(modelName);
+    if (provider === 'openai') return createOpenAI({ apiKey, baseURL, fetch })(modelName);
+    return createAnthropic({ apiKey, baseURL, fetch })(modelName);
   }
 
   return function resolveModel(agent: {
