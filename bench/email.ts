@@ -22,7 +22,7 @@ import { agentInput } from '../server/src/features/agents/agents.schemas.ts';
 import { postSignedNotification, startFakeMailProvider } from '../server/test/helpers/fake-mail-provider.ts';
 import { calledTools, eventData, startFakeModel } from '../server/test/helpers/fake-model.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
-import { benchDatabase, fmt, postgresReachable, startBareServer, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, postgresReachable, startBareServer, startService, startWorker } from './lib/harness.ts';
 
 const ACK_RATE = Number(process.env.BENCH_ACK_RATE ?? 200);
 const REPLY_RATE = Number(process.env.BENCH_REPLY_RATE ?? 50);
@@ -98,9 +98,9 @@ try {
   };
   const inboxes = await seedInboxes(env);
   const service = await startService({ ...env, ...model.env, RUN_WORKERS: PROCESSES === 1 ? 'true' : 'false' });
-  // The worker process (the same server with its workers on; its HTTP port takes no traffic),
-  // started after a first acknowledgement phase that shows the serve process on its own.
-  let worker: Awaited<ReturnType<typeof startService>> | undefined;
+  // The worker process (`worker`: jobs only, at its default WORKER_NICENESS), started after a first
+  // acknowledgement phase that shows the serve process on its own.
+  let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
   const bare = await startBareServer();
   let next = 0;
 
@@ -179,7 +179,7 @@ try {
     if (PROCESSES === 2) {
       await phase(`${service.url}/webhooks/mail`, ACK_RATE, WARMUP, false);
       alone = await phase(`${service.url}/webhooks/mail`, ACK_RATE, DURATION, false);
-      worker = await startService({ ...env, ...model.env });
+      worker = await startWorker({ ...env, ...model.env });
       await settle();
     }
     await phase(`${service.url}/webhooks/mail`, ACK_RATE, WARMUP, false);

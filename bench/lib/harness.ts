@@ -113,6 +113,27 @@ export async function startService(
   return { url, pid: child.pid!, stop: () => stopChild(child) };
 }
 
+/** A `worker` process (jobs only, no HTTP), once it says it runs. */
+export async function startWorker(env: Record<string, string>): Promise<{ pid: number; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, 'worker'], {
+    env: { ...process.env, NODE_ENV: 'development', ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      if (!output.includes('Agent Platform worker running')) return;
+      // From here on its log is not read: drained, so that the pipe never fills.
+      child.stdout!.off('data', onData).resume();
+      resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', () => reject(new Error(`the worker exited while starting: ${output.slice(-2000)}`)));
+  });
+  return { pid: child.pid!, stop: () => stopChild(child) };
+}
+
 export async function startBareServer(): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
   const child = fork(join(import.meta.dirname, 'bare-server.ts'), { env: { ...process.env, PORT: String(port) } });

@@ -102,6 +102,7 @@ const envSchema = z.object({
   /** Experiment replays at once per worker, in slots of their own: live actions never wait for them. */
   EXPERIMENT_CONCURRENCY: positiveInt.max(100).default(4),
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
+  WORKER_NICENESS: z.coerce.number().int().min(0).max(19).default(10),
   /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
   /** MCP servers on private, loopback or link-local addresses (an org's own network): off unless the operator allows it. */
@@ -169,8 +170,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const notices: string[] = [];
   // npm runs workspace scripts inside server/; relative paths mean the directory npm was run from.
   const dataDir = resolve(env.INIT_CWD ?? process.cwd(), e.DATA_DIR);
-  const port = e.PORT;
-  const defaultOrigin = `http://localhost:${port}`;
+  const defaultOrigin = `http://localhost:${e.PORT}`;
   const origin = (url: string) => new URL(url).origin;
   const apiHost = origin(e.API_HOST ?? defaultOrigin);
 
@@ -178,7 +178,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     env: e.NODE_ENV,
     isProduction,
     host: e.HOST ?? (isProduction ? '0.0.0.0' : '127.0.0.1'),
-    port,
+    port: e.PORT,
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     dataDir,
@@ -188,6 +188,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: e.LOG_LEVEL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     runWorkers: e.RUN_WORKERS,
+    workerNiceness: e.WORKER_NICENESS,
     http: {
       headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
       requestTimeoutMs: Math.max(e.HTTP_REQUEST_TIMEOUT_SECONDS, e.HTTP_HEADERS_TIMEOUT_SECONDS) * 1000,

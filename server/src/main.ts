@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { getPriority, setPriority } from 'node:os';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createContainer, type Container } from './container.ts';
@@ -70,6 +71,18 @@ function reportUnhandledRejections(container: Container): void {
   });
 }
 
+/**
+ * A worker sharing a machine with `serve` processes lowers its CPU priority (raises its niceness, which
+ * needs no privilege), so that acknowledgements are not queued behind answering work. Never raised.
+ */
+function yieldToServing(niceness: number, container: Container): void {
+  try {
+    if (niceness > getPriority()) setPriority(niceness);
+  } catch (error) {
+    container.logger.warn({ err: error, niceness }, 'could not lower the worker process priority');
+  }
+}
+
 /** What the CLI adds to a process: `started` once it runs, `closed` once its database is closed. */
 export interface ProcessHooks {
   started?: (container: Container) => void;
@@ -108,6 +121,7 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
 export async function work(config: Config, hooks: ProcessHooks = {}) {
   const container = await createContainer(config);
   reportUnhandledRejections(container);
+  yieldToServing(config.workerNiceness, container);
   const starting = container.start({ workers: true });
   onShutdown(
     container,

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from './helpers/eventually.ts';
@@ -43,6 +44,19 @@ describe('a server process', () => {
     expect(logged).toEqual([
       expect.objectContaining({ level: 50, err: expect.objectContaining({ message: 'a stray rejection the test made' }) }),
     ]);
+  });
+});
+
+describe('a worker process', () => {
+  it('runs at WORKER_NICENESS, below the serve processes it shares a machine with', { timeout: 90_000 }, async () => {
+    const environment = await serverProcessEnvironment({ WORKER_NICENESS: '7', LOG_LEVEL: 'info' });
+    cleanups.push(environment.cleanup);
+    const worker = spawn(process.execPath, [CLI, 'worker'], { env: environment.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    cleanups.push(() => killServerProcess(worker));
+    let output = '';
+    worker.stdout!.on('data', (chunk) => (output += chunk));
+    await eventually('the worker to run', async () => (output.includes('Agent Platform worker running') ? true : undefined));
+    expect(getPriority(worker.pid!)).toBe(7);
   });
 });
 

@@ -4,7 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import type { ModelProvider } from '../../db/schema.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { createModelFetch } from '../../lib/model-fetch.ts';
+import { createRequestFetch } from '../../lib/request-fetch.ts';
 
 export interface ModelDefaults {
   provider: ModelProvider;
@@ -27,7 +27,7 @@ export class ModelUnavailableError extends Error {
  */
 export function createModelResolver(deps: { box: SecretBox; defaults: ModelDefaults }) {
   const models = new Map<string, LanguageModel>();
-  const fetch = createModelFetch();
+  const fetch = createRequestFetch();
 
   function makeModel(
     provider: ModelProvider,

@@ -1,3 +1,5 @@
+import { createRequestFetch } from '../../lib/request-fetch.ts';
+
 /**
  * The `mail` provider's HTTP API (Resend's), typed from its documented shapes: one client per org's
  * API key, over fetch. Transient answers (429, honouring `retry-after`, and 5xx) and network failures
@@ -78,6 +80,9 @@ export interface MailClientOptions {
   now?: () => number;
 }
 
+// The provider's API is configured by the operator, and its answers are small JSON documents.
+const providerFetch = createRequestFetch();
+
 /** What the provider answered when it refused, or why it could not be reached (status 0). */
 export class MailProviderError extends Error {
   readonly status: number;
@@ -133,7 +138,7 @@ export function createMailClient(options: MailClientOptions) {
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
-        response = await fetch(`${baseUrl}${path}`, {
+        response = await providerFetch(`${baseUrl}${path}`, {
           method,
           headers: {
             authorization: `Bearer ${apiKey}`,

@@ -2,10 +2,10 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendJson, startLoopbackServer } from '../../test/helpers/http.ts';
-import { createModelFetch } from './model-fetch.ts';
+import { createRequestFetch } from './request-fetch.ts';
 
-describe('the model fetch', () => {
-  const modelFetch = createModelFetch();
+describe('the request fetch', () => {
+  const modelFetch = createRequestFetch();
   const seen: Array<{ method: string; url: string; headers: Record<string, unknown>; body: string }> = [];
   let server: Awaited<ReturnType<typeof startLoopbackServer>>;
 
@@ -35,6 +35,11 @@ describe('the model fetch', () => {
         return;
       }
       if (request.url === '/slow') return setTimeout(() => sendJson(response, 200, {}), 5_000);
+      if (request.url === '/moved') {
+        response.writeHead(302, { location: '/v1/chat/completions' });
+        return response.end();
+      }
+      if (request.url === '/large') return sendJson(response, 200, { text: 'x'.repeat(2_000) });
       sendJson(response, 404, { error: 'not found' });
     });
   });
@@ -90,6 +95,27 @@ describe('the model fetch', () => {
     const pending = modelFetch(`${server.url}/slow`, { signal: controller.signal });
     controller.abort(new Error('the run stopped'));
     await expect(pending).rejects.toThrow(/the run stopped|aborted/);
+  });
+
+  it("fails with the timeout signal's TimeoutError, as fetch does", async () => {
+    const failure = await modelFetch(`${server.url}/slow`, { signal: AbortSignal.timeout(50) }).catch((e: Error) => e);
+    expect((failure as Error).name).toBe('TimeoutError');
+  });
+
+  it('follows a redirect by default, fails on one or returns it, as fetch does', async () => {
+    const followed = await modelFetch(`${server.url}/moved`);
+    expect(followed.status).toBe(200);
+    expect(await followed.json()).toMatchObject({ id: 'chatcmpl-1' });
+    await expect(modelFetch(`${server.url}/moved`, { redirect: 'error' })).rejects.toThrow(TypeError);
+    const manual = await modelFetch(`${server.url}/moved`, { redirect: 'manual' });
+    expect(manual.status).toBe(302);
+    expect(manual.headers.get('location')).toBe('/v1/chat/completions');
+  });
+
+  it('fails an answer larger than its bound, without holding it', async () => {
+    const bounded = createRequestFetch({ maxResponseBytes: 1_000 });
+    await expect(bounded(`${server.url}/large`)).rejects.toThrow(TypeError);
+    expect((await modelFetch(`${server.url}/large`)).status).toBe(200);
   });
 
   it('refuses a connection the network refuses, as fetch does', async () => {
