@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import type { ActionStatus, DB } from '../../db/schema.ts';
-import { PLANNED_PER_CALL } from '../../db/prepared.ts';
 
 /**
  * The action lifecycle: the only transitions there are. `running -> rejected | expired`
@@ -57,7 +56,9 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
  * agree. The actions table is the run queue: no job is written, fetched or completed per action.
  */
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
-  const result = await sql<{ id: string }>`${sql.raw(PLANNED_PER_CALL)}
+  // Prepared once (db/prepared.ts). The taken rows are updated by their keys (`= any`), so the plan is an
+  // index scan at any size of the table, never a join that scans it.
+  const result = await sql<{ id: string }>`
     with fresh as (
       select id, status, lease_expires_at from actions where status in ('queued', 'approved')
         order by updated_at limit ${limit} for update skip locked
@@ -72,7 +73,7 @@ export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: numb
         updated_at = now(),
         -- a lapsed lease is a runner that died; one given up (null) was a process stopping cleanly
         takeovers = a.takeovers + (t.status = 'running' and t.lease_expires_at is not null)::int
-      from taken t where a.id = t.id
+      from taken t where a.id = any(array(select id from taken)) and a.id = t.id
       returning a.id, a.org_id, t.status as previous
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause)
