@@ -56,8 +56,8 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
  * agree. The actions table is the run queue: no job is written, fetched or completed per action.
  */
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
-  // Prepared once (db/prepared.ts). The taken rows are updated by their keys (`= any`), so the plan is an
-  // index scan at any size of the table, never a join that scans it.
+  // Prepared (db/prepared.ts: planned again as the table grows). The taken rows are updated by their keys
+  // (`= any`), so that a generic plan is index scans, never a join that scans the table.
   const result = await sql<{ id: string }>`
     with fresh as (
       select id, status, lease_expires_at from actions where status in ('queued', 'approved')
