@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Insertable, type Kysely } from 'kysely';
+import { type Insertable, type Kysely, type RawBuilder, sql } from 'kysely';
 // The one sideways import between features: a transition writes its callbacks' outbox rows in its
 // own statement (callbacks never import actions).
 import { CALLBACK_EVENT_OF, callbackDetails, OUTBOX_CTE } from '../callbacks/outbox.ts';
@@ -38,14 +38,14 @@ export interface ActionWriteResult {
 const PLANNED_FROM_WRITES = 8;
 
 /**
- * Stores the writes of any number of actions in one statement of constant text (arrays in: prepared
- * for a few writes, planned at the call for many): threads, messages, tool calls and their results,
- * and lifecycle transitions with their ledger events and the callbacks that announce them (the outbox). A
- * transition is never announced without happening, nor the reverse; inside a caller's transaction
- * it commits with it. One write per action in one call (a row is updated once per statement: more
- * throws, and a group commit then writes them one by one). (thread, seq) is unique: two runners that
- * somehow both continue one conversation cannot both write its next step; the second fails, and with
- * it the statement.
+ * Stores the writes of any number of actions in one statement: threads, messages, tool calls and their
+ * results, and lifecycle transitions with their ledger events and the callbacks that announce them
+ * (the outbox). Rows come in as arrays, so the text depends only on which parts the batch has: it is
+ * prepared for a few writes and planned at the call for many. A transition is never announced
+ * without happening, nor the reverse; inside a caller's transaction it commits with it. One write per
+ * action in one call (a row is updated once per statement: more throws, and a group commit then
+ * writes them one by one). (thread, seq) is unique: two runners that somehow both continue one
+ * conversation cannot both write its next step; the second fails, and with it the statement.
  */
 export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promise<ActionWriteResult[]> {
   if (new Set(writes.map((write) => write.actionId)).size < writes.length)
@@ -70,23 +70,32 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   // table sizes of when it was made). A small one runs prepared: PostgreSQL keeps its generic plan while
   // that is the cheaper, and planning costs a one-run batch more than running it.
   const planning = sql.raw(writes.length >= PLANNED_FROM_WRITES ? `${PLANNED_PER_CALL}\n` : '');
-  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`${planning}
-    with new_threads as (
+  // Only the parts this batch has are in the statement: a step that only moves an action does not
+  // open the tables of threads, messages and calls.
+  const parts = [
+    threads.length > 0 &&
+      sql`new_threads as (
       insert into threads (id, org_id, user_id, channel, title)
       select id, org_id, user_id, 'webhook', title
       from unnest(${threads.map((t) => t.id)}::uuid[], ${threads.map((t) => t.orgId)}::uuid[],
         ${threads.map((t) => t.userId)}::uuid[], ${threads.map((t) => t.title)}::text[]) as t(id, org_id, user_id, title)
-    ), linked as (
+    )`,
+    links.length > 0 &&
+      sql`linked as (
       update actions a set thread_id = l.thread_id
       from unnest(${links.map((t) => t.actionId)}::uuid[], ${links.map((t) => t.id)}::uuid[]) as l(id, thread_id)
       where a.id = l.id and a.thread_id is null
       returning a.id
-    ), new_messages as (
+    )`,
+    messages.length > 0 &&
+      sql`new_messages as (
       insert into thread_messages (id, thread_id, seq, role, content, action_id)
       select * from unnest(${messages.map((m) => m.id)}::uuid[], ${messages.map((m) => m.threadId)}::uuid[],
         ${messages.map((m) => m.seq)}::int[], ${messages.map((m) => m.role)}::text[],
         ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
-    ), new_calls as (
+    )`,
+    calls.length > 0 &&
+      sql`new_calls as (
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
         expires_at, completed_at, mode_source, started_at, staged_reason)
       select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
@@ -97,7 +106,9 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],
         ${calls.map((c) => c.completedAt ?? null)}::timestamptz[], ${calls.map((c) => c.modeSource ?? null)}::jsonb[],
         ${calls.map((c) => c.startedAt ?? null)}::timestamptz[], ${calls.map((c) => c.stagedReason ?? null)}::text[])
-    ), new_model_calls as (
+    )`,
+    usage.length > 0 &&
+      sql`new_model_calls as (
       insert into model_calls (id, org_id, action_id, agent_id, user_id, provider, model, input_tokens, output_tokens,
         cached_input_tokens, cost_usd, duration_ms, created_at)
       select * from unnest(${usage.map((u) => u.id)}::uuid[], ${usage.map((u) => u.orgId)}::uuid[],
@@ -107,17 +118,23 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${usage.map((u) => u.inputTokens)}::int[], ${usage.map((u) => u.outputTokens)}::int[],
         ${usage.map((u) => u.cachedInputTokens)}::int[], ${usage.map((u) => u.costUsd ?? null)}::float8[],
         ${usage.map((u) => u.durationMs)}::int[], ${usage.map((u) => u.createdAt)}::timestamptz[])
-    ), started_calls as (
+    )`,
+    started.length > 0 &&
+      sql`started_calls as (
       update tool_calls c set started_at = s.started_at
       from unnest(${started.map((s) => s.id)}::uuid[], ${started.map((s) => s.startedAt)}::timestamptz[]) as s(id, started_at)
       where c.id = s.id and c.status = 'ready'
-    ), finished_calls as (
+    )`,
+    finished.length > 0 &&
+      sql`finished_calls as (
       update tool_calls c set status = f.status, output = f.output, completed_at = f.completed_at
       from unnest(${finished.map((f) => f.id)}::uuid[], ${finished.map((f) => f.status)}::text[],
         ${finished.map((f) => json(f.output))}::jsonb[], ${finished.map((f) => f.completedAt)}::timestamptz[])
         as f(id, status, output, completed_at)
       where c.id = f.id and c.status = 'ready'
-    ), step as (
+    )`,
+    steps.length > 0 &&
+      sql`step as (
       select * from unnest(${steps.map((s) => s.actionId)}::uuid[], ${steps.map((s) => s.from)}::text[],
         ${steps.map((s) => s.to)}::text[], ${steps.map((s) => approvalStateOf(s.to) ?? null)}::text[],
         ${steps.map((s) => s.changes?.result !== undefined)}::bool[], ${steps.map((s) => s.changes?.result ?? null)}::jsonb[],
@@ -142,10 +159,14 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause, data)
       select gen_random_uuid(), id, org_id, to_status, cause, data from moved
-    ), ${OUTBOX_CTE}
-    select (select coalesce(array_agg(id::text), '{}') from moved) as moved,
-      (select coalesce(array_agg(action_id::text), '{}') from callbacks) as announced,
-      (select coalesce(array_agg(id::text), '{}') from linked) as linked`.execute(db);
+    ), ${OUTBOX_CTE}`,
+  ].filter((part): part is RawBuilder<unknown> => part !== false);
+  const ctes = parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ` : sql``;
+  const none = sql`'{}'::text[]`;
+  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`${planning}${ctes}
+    select ${steps.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from moved)` : none} as moved,
+      ${steps.length > 0 ? sql`(select coalesce(array_agg(action_id::text), '{}') from callbacks)` : none} as announced,
+      ${links.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from linked)` : none} as linked`.execute(db);
   const { moved, announced, linked } = result.rows[0]!;
   return writes.map((write) => {
     const actionId = write.transition?.actionId;
