@@ -56,6 +56,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres/);
     expect(() => loadConfig({ ENCRYPTION_MASTER_KEY: 'short' })).toThrow(/ENCRYPTION_MASTER_KEY/);
     expect(() => loadConfig({ INGEST_WRITE_CONCURRENCY: '9' })).toThrow(/INGEST_WRITE_CONCURRENCY/);
+    expect(() => loadConfig({ WORKER_NICENESS: '20' })).toThrow(/WORKER_NICENESS/);
+    expect(() => loadConfig({ WORKER_NICENESS: '-5' })).toThrow(/WORKER_NICENESS/);
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":1}}' })).toThrow(/MODEL_PRICES\.gpt\.output/);

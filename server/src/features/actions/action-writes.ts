@@ -50,52 +50,84 @@ const PLANNED_FROM_WRITES = 8;
 export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promise<ActionWriteResult[]> {
   if (new Set(writes.map((write) => write.actionId)).size < writes.length)
     throw new Error('writeActions takes one write per action in one statement');
-  const threads = writes.flatMap((write) => (write.thread ? [write.thread] : []));
-  // A thread opened with a transition is linked by it: the action's row is updated once.
-  const links = writes.flatMap((write) => (write.thread && !write.transition ? [write.thread] : []));
-  const messages = writes.flatMap((write) => write.messages ?? []);
-  const calls = writes.flatMap((write) => write.toolCalls ?? []);
-  const usage = writes.flatMap((write) => (write.modelCall ? [write.modelCall] : []));
-  const finished = writes.flatMap((write) => (write.finishedCall ? [write.finishedCall] : []));
-  const started = writes.flatMap((write) => (write.startedCall ? [write.startedCall] : []));
-  const steps = writes.flatMap((write) =>
-    write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : [],
-  );
-  for (const step of steps)
+  const batch = rowsOf(writes);
+  for (const step of batch.steps)
     if (!canTransition(step.from, step.to))
       throw new IllegalTransitionError(`An action cannot go from ${step.from} to ${step.to}`);
-  const json = (value: unknown) => JSON.stringify(value) ?? null;
-
   // A batch of many writes is planned with its values (a generic plan assumes 100 rows per array, at the
   // table sizes of when it was made). A small one runs prepared: PostgreSQL keeps its generic plan while
   // that is the cheaper, and planning costs a one-run batch more than running it.
   const planning = sql.raw(writes.length >= PLANNED_FROM_WRITES ? `${PLANNED_PER_CALL}\n` : '');
   // Only the parts this batch has are in the statement: a step that only moves an action does not
   // open the tables of threads, messages and calls.
-  const parts = [
-    threads.length > 0 &&
-      sql`new_threads as (
+  const parts = [...conversationParts(batch), ...callParts(batch), ...transitionParts(batch)].filter(
+    (part): part is RawBuilder<unknown> => part !== false,
+  );
+  const ctes = parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ` : sql``;
+  const none = sql`'{}'::text[]`;
+  const moves = batch.steps.length > 0;
+  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`${planning}${ctes}
+    select ${moves ? sql`(select coalesce(array_agg(id::text), '{}') from moved)` : none} as moved,
+      ${moves ? sql`(select coalesce(array_agg(action_id::text), '{}') from callbacks)` : none} as announced,
+      ${batch.links.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from linked)` : none} as linked`.execute(db);
+  const { moved, announced, linked } = result.rows[0]!;
+  return writes.map((write) => {
+    const actionId = write.transition?.actionId;
+    return {
+      moved: actionId !== undefined && moved.includes(actionId),
+      callbacks: actionId === undefined ? 0 : announced.filter((id) => id === actionId).length,
+      linked: write.thread !== undefined && (write.transition ? moved : linked).includes(write.thread.actionId),
+    };
+  });
+}
+
+/** The batch's rows, table by table. */
+function rowsOf(writes: ActionWrite[]) {
+  return {
+    threads: writes.flatMap((write) => (write.thread ? [write.thread] : [])),
+    // A thread opened with a transition is linked by it: the action's row is updated once.
+    links: writes.flatMap((write) => (write.thread && !write.transition ? [write.thread] : [])),
+    messages: writes.flatMap((write) => write.messages ?? []),
+    calls: writes.flatMap((write) => write.toolCalls ?? []),
+    usage: writes.flatMap((write) => (write.modelCall ? [write.modelCall] : [])),
+    started: writes.flatMap((write) => (write.startedCall ? [write.startedCall] : [])),
+    finished: writes.flatMap((write) => (write.finishedCall ? [write.finishedCall] : [])),
+    steps: writes.flatMap((write) => (write.transition ? [{ ...write.transition, threadId: write.thread?.id ?? null }] : [])),
+  };
+}
+type Rows = ReturnType<typeof rowsOf>;
+
+const json = (value: unknown) => JSON.stringify(value) ?? null;
+
+/** The conversation: threads opened, linked to their actions, and their messages. */
+const conversationParts = ({ threads, links, messages }: Rows) => [
+  threads.length > 0 &&
+    sql`new_threads as (
       insert into threads (id, org_id, user_id, channel, title)
       select id, org_id, user_id, 'webhook', title
       from unnest(${threads.map((t) => t.id)}::uuid[], ${threads.map((t) => t.orgId)}::uuid[],
         ${threads.map((t) => t.userId)}::uuid[], ${threads.map((t) => t.title)}::text[]) as t(id, org_id, user_id, title)
     )`,
-    links.length > 0 &&
-      sql`linked as (
+  links.length > 0 &&
+    sql`linked as (
       update actions a set thread_id = l.thread_id
       from unnest(${links.map((t) => t.actionId)}::uuid[], ${links.map((t) => t.id)}::uuid[]) as l(id, thread_id)
       where a.id = l.id and a.thread_id is null
       returning a.id
     )`,
-    messages.length > 0 &&
-      sql`new_messages as (
+  messages.length > 0 &&
+    sql`new_messages as (
       insert into thread_messages (id, thread_id, seq, role, content, action_id)
       select * from unnest(${messages.map((m) => m.id)}::uuid[], ${messages.map((m) => m.threadId)}::uuid[],
         ${messages.map((m) => m.seq)}::int[], ${messages.map((m) => m.role)}::text[],
         ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
     )`,
-    calls.length > 0 &&
-      sql`new_calls as (
+];
+
+/** Tool calls proposed, the model calls made, and calls started or finished. */
+const callParts = ({ calls, usage, started, finished }: Rows) => [
+  calls.length > 0 &&
+    sql`new_calls as (
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
         expires_at, completed_at, mode_source, started_at, staged_reason)
       select * from unnest(${calls.map((c) => c.id)}::uuid[], ${calls.map((c) => c.orgId)}::uuid[],
@@ -107,8 +139,8 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${calls.map((c) => c.completedAt ?? null)}::timestamptz[], ${calls.map((c) => c.modeSource ?? null)}::jsonb[],
         ${calls.map((c) => c.startedAt ?? null)}::timestamptz[], ${calls.map((c) => c.stagedReason ?? null)}::text[])
     )`,
-    usage.length > 0 &&
-      sql`new_model_calls as (
+  usage.length > 0 &&
+    sql`new_model_calls as (
       insert into model_calls (id, org_id, action_id, agent_id, user_id, provider, model, input_tokens, output_tokens,
         cached_input_tokens, cost_usd, duration_ms, created_at)
       select * from unnest(${usage.map((u) => u.id)}::uuid[], ${usage.map((u) => u.orgId)}::uuid[],
@@ -119,22 +151,26 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
         ${usage.map((u) => u.cachedInputTokens)}::int[], ${usage.map((u) => u.costUsd ?? null)}::float8[],
         ${usage.map((u) => u.durationMs)}::int[], ${usage.map((u) => u.createdAt)}::timestamptz[])
     )`,
-    started.length > 0 &&
-      sql`started_calls as (
+  started.length > 0 &&
+    sql`started_calls as (
       update tool_calls c set started_at = s.started_at
       from unnest(${started.map((s) => s.id)}::uuid[], ${started.map((s) => s.startedAt)}::timestamptz[]) as s(id, started_at)
       where c.id = s.id and c.status = 'ready'
     )`,
-    finished.length > 0 &&
-      sql`finished_calls as (
+  finished.length > 0 &&
+    sql`finished_calls as (
       update tool_calls c set status = f.status, output = f.output, completed_at = f.completed_at
       from unnest(${finished.map((f) => f.id)}::uuid[], ${finished.map((f) => f.status)}::text[],
         ${finished.map((f) => json(f.output))}::jsonb[], ${finished.map((f) => f.completedAt)}::timestamptz[])
         as f(id, status, output, completed_at)
       where c.id = f.id and c.status = 'ready'
     )`,
-    steps.length > 0 &&
-      sql`step as (
+];
+
+/** Lifecycle transitions, their ledger events and the callbacks that announce them. */
+const transitionParts = ({ steps }: Rows) => [
+  steps.length > 0 &&
+    sql`step as (
       select * from unnest(${steps.map((s) => s.actionId)}::uuid[], ${steps.map((s) => s.from)}::text[],
         ${steps.map((s) => s.to)}::text[], ${steps.map((s) => approvalStateOf(s.to) ?? null)}::text[],
         ${steps.map((s) => s.changes?.result !== undefined)}::bool[], ${steps.map((s) => s.changes?.result ?? null)}::jsonb[],
@@ -160,23 +196,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
       insert into action_events (id, action_id, org_id, status, cause, data)
       select gen_random_uuid(), id, org_id, to_status, cause, data from moved
     ), ${OUTBOX_CTE}`,
-  ].filter((part): part is RawBuilder<unknown> => part !== false);
-  const ctes = parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ` : sql``;
-  const none = sql`'{}'::text[]`;
-  const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`${planning}${ctes}
-    select ${steps.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from moved)` : none} as moved,
-      ${steps.length > 0 ? sql`(select coalesce(array_agg(action_id::text), '{}') from callbacks)` : none} as announced,
-      ${links.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from linked)` : none} as linked`.execute(db);
-  const { moved, announced, linked } = result.rows[0]!;
-  return writes.map((write) => {
-    const actionId = write.transition?.actionId;
-    return {
-      moved: actionId !== undefined && moved.includes(actionId),
-      callbacks: actionId === undefined ? 0 : announced.filter((id) => id === actionId).length,
-      linked: write.thread !== undefined && (write.transition ? moved : linked).includes(write.thread.actionId),
-    };
-  });
-}
+];
 
 /**
  * Moves an action from `from` to `to`, records the lifecycle event and writes the callbacks that

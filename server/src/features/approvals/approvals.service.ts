@@ -68,11 +68,6 @@ export function createApprovalsService(deps: {
   /** In the decision's transaction, once it is made (a channel that shows the call updates it: Slack). */
   afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<void>;
 }) {
-  /**
-   * Why this decision changes nothing, if it does not: the call is decided already, the channel's own
-   * check refuses it, or the decider is not one of the rule's approvers. Edited arguments the tool or
-   * the rule refuse, and a budget's continuation sent back, are errors (the call waits on).
-   */
   /** Why this person may not decide the call now: decided already, the channel's own check, or not an approver. */
   async function refusalToDecide(
     trx: Kysely<DB>,
