@@ -57,17 +57,22 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
  */
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
   // Prepared (db/prepared.ts: planned again as the table grows). The taken rows are updated by their keys
-  // (`= any`), so that a generic plan is index scans, never a join that scans the table.
+  // (`= any`), so that a generic plan is index scans, never a join that scans the table. Lapsed and
+  // given-up leases are two plain index scans, not one bitmap scan of `is null or <= now()`: the running
+  // index keeps an entry for every lease a runner renewed, and only a plain scan marks the dead ones
+  // it passes, so that the next claim skips them (a bitmap scan read every such row's page, every claim).
   const result = await sql<{ id: string }>`
     with fresh as (
       select id, status, lease_expires_at from actions where status in ('queued', 'approved')
         order by updated_at limit ${limit} for update skip locked
-    ), abandoned as (
-      select id, status, lease_expires_at from actions
-      where status = 'running' and (lease_expires_at is null or lease_expires_at <= now())
-      limit ${limit} for update skip locked
+    ), lapsed as (
+      select id, status, lease_expires_at from actions where status = 'running' and lease_expires_at <= now()
+        order by lease_expires_at limit ${limit} for update skip locked
+    ), given_up as (
+      select id, status, lease_expires_at from actions where status = 'running' and lease_expires_at is null
+        limit ${limit} for update skip locked
     ), taken as (
-      select * from (select * from fresh union all select * from abandoned) t limit ${limit}
+      select * from (select * from fresh union all select * from lapsed union all select * from given_up) t limit ${limit}
     ), claimed as (
       update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
         updated_at = now(),

@@ -160,10 +160,11 @@ export function createEmailIntegrationService(deps: {
 
     /**
      * Refuses an address that is not on a domain the provider has verified for the org's integration
-     * (asked now, not from what was last known): no integration, 409; not verified, 422.
+     * (asked now, not from what was last known): no integration, 409; not verified, 422. A caller
+     * that has just read the org's integration passes it.
      */
-    async requireVerifiedDomain(orgId: string, address: string): Promise<void> {
-      const row = await emailIntegrationRepo.find(deps.db, orgId);
+    async requireVerifiedDomain(orgId: string, address: string, integration?: EmailIntegrationRow): Promise<void> {
+      const row = integration ?? (await emailIntegrationRepo.find(deps.db, orgId));
       if (!row) throw emailNotConfigured();
       const key = `${orgId} ${domainOf(address)}`;
       if ((verifiedDomains.get(key) ?? 0) > deps.clock.now().getTime()) return;

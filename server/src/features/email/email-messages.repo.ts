@@ -1,7 +1,11 @@
 import { sql, type Insertable, type Kysely } from 'kysely';
 import type { EmailAttachmentsTable, EmailMessageRow, EmailMessagesTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
-import { threadsRepo } from '../threads/threads.repo.ts';
+
+/** Whether the address is one of ours: any org's inbox or sender (mail between two agents here is a loop too). */
+const ownAddress = (address: string) =>
+  sql<boolean>`(exists (select 1 from email_inboxes where email_address = ${address})
+    or exists (select 1 from email_integrations where lower(from_email) = ${address}))`;
 
 /** Email threads (threads of channel `email`, owned by their org) and their messages; every query is scoped by org. */
 export const emailMessagesRepo = {
@@ -20,16 +24,31 @@ export const emailMessagesRepo = {
             .executeTakeFirst()
         )?.threadId,
 
-  /** An email thread: of channel `email`, owned by its org (no user). */
-  insertThread: (db: Kysely<DB>, thread: { id: string; orgId: string; title: string }) =>
-    threadsRepo.insert(db, { ...thread, userId: null, channel: 'email' }),
-
-  /** A new message makes its thread the newest. */
-  touchThread: (db: Kysely<DB>, threadId: string) =>
-    db.updateTable('threads').set({ updatedAt: sql<Date>`now()` }).where('id', '=', threadId).execute(),
-
-  insertMessage: (db: Kysely<DB>, row: Insertable<EmailMessagesTable>): Promise<EmailMessageRow> =>
-    db.insertInto('emailMessages').values(row).returningAll().executeTakeFirstOrThrow(),
+  /**
+   * Stores a message in its thread in one statement: a new thread (`newTitle`: of channel `email`,
+   * owned by its org, no user) is created with it; an existing one becomes the newest.
+   */
+  insertMessage: (
+    db: Kysely<DB>,
+    row: Insertable<EmailMessagesTable> & { orgId: string; threadId: string },
+    thread: { newTitle: string } | 'existing',
+  ): Promise<EmailMessageRow> =>
+    (thread === 'existing'
+      ? db.with('thread', (q) => q.updateTable('threads').set({ updatedAt: sql<Date>`now()` }).where('id', '=', row.threadId))
+      : db.with('thread', (q) =>
+          q.insertInto('threads').values({
+            id: row.threadId,
+            orgId: row.orgId,
+            userId: null,
+            channel: 'email',
+            title: thread.newTitle,
+          }),
+        )
+    )
+      .insertInto('emailMessages')
+      .values(row)
+      .returningAll()
+      .executeTakeFirstOrThrow(),
 
   insertAttachments: async (db: Kysely<DB>, rows: Insertable<EmailAttachmentsTable>[]) => {
     if (rows.length > 0) await db.insertInto('emailAttachments').values(rows).execute();
@@ -70,14 +89,41 @@ export const emailMessagesRepo = {
       })
       .execute(),
 
-  findReceived: (db: Kysely<DB>, orgId: string, providerEmailId: string) =>
-    db
-      .selectFrom('emailMessages')
-      .select(['id', 'threadId'])
-      .where('providerEmailId', '=', providerEmailId)
-      .where('orgId', '=', orgId)
-      .where('direction', '=', 'inbound')
-      .executeTakeFirst(),
+  /**
+   * Where a received email goes, in one read: the org's integration key (no integration: undefined),
+   * its inboxes at the recipients' addresses, and whether the email was stored already.
+   */
+  routeOfReceived: async (db: Kysely<DB>, orgId: string, addresses: string[], providerEmailId: string) => {
+    const rows = await db
+      .selectFrom('emailIntegrations as x')
+      .leftJoin('emailInboxes as i', (join) =>
+        join.onRef('i.orgId', '=', 'x.orgId').on('i.emailAddress', 'in', addresses.length > 0 ? addresses : ['']),
+      )
+      .select(['x.apiKeyEncrypted', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
+      .select((eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom('emailMessages as m')
+              .select('m.id')
+              .where('m.providerEmailId', '=', providerEmailId)
+              .where('m.orgId', '=', orgId)
+              .where('m.direction', '=', 'inbound'),
+          )
+          .as('stored'),
+      )
+      .where('x.orgId', '=', orgId)
+      .execute();
+    const [first] = rows;
+    if (!first) return undefined;
+    return {
+      apiKeyEncrypted: first.apiKeyEncrypted,
+      inboxes: rows.flatMap(({ inboxId, emailAddress, displayName }) =>
+        inboxId && emailAddress && displayName ? [{ id: inboxId, orgId, emailAddress, displayName }] : [],
+      ),
+      stored: Boolean(first.stored),
+    };
+  },
 
   /** The newest `limit` messages of a thread, oldest first. */
   lastOfThread: async (db: Kysely<DB>, threadId: string, limit: number) =>
@@ -103,37 +149,47 @@ export const emailMessagesRepo = {
           .orderBy('position')
           .execute(),
 
-  /** Actions started by the thread's mail within the last hour: the automatic replies it had. */
+  /**
+   * Actions started by the thread's mail within the last hour: the automatic replies it had. Each of
+   * the thread's messages looks its actions up by index (a lateral aggregate, which the planner keeps
+   * as a nested loop): joined plainly, a planner without fresh statistics hashed all recent actions.
+   */
   autoRepliesWithinHour: async (db: Kysely<DB>, threadId: string): Promise<number> =>
     Number(
       (
         await db
-          .selectFrom('actions as a')
-          .innerJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
-          .select((eb) => eb.fn.countAll<string>().as('count'))
+          .selectFrom('emailMessages as m')
+          .innerJoinLateral(
+            (eb) =>
+              eb
+                .selectFrom('actions as a')
+                .select((inner) => inner.fn.countAll<string>().as('count'))
+                .whereRef('a.emailMessageId', '=', 'm.id')
+                .where('a.createdAt', '>', sql<Date>`now() - interval '1 hour'`)
+                .as('r'),
+            (join) => join.onTrue(),
+          )
+          .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('r.count'), sql<string>`0`).as('count'))
           .where('m.threadId', '=', threadId)
-          .where('a.createdAt', '>', sql<Date>`now() - interval '1 hour'`)
           .executeTakeFirstOrThrow()
       ).count,
     ),
 
-  /** Whether the address is one of ours: any org's inbox or sender (mail between two agents here is a loop too). */
+  /** Whether the address is one of ours. */
   isOwnAddress: async (db: Kysely<DB>, address: string): Promise<boolean> =>
-    (await db
-      .selectFrom('emailInboxes')
-      .select('id')
-      .where('emailAddress', '=', address)
-      .unionAll(db.selectFrom('emailIntegrations').select('orgId as id').where(sql`lower(from_email)`, '=', address))
-      .limit(1)
-      .executeTakeFirst()) !== undefined,
+    (await db.selectNoFrom(ownAddress(address).as('own')).executeTakeFirstOrThrow()).own,
 
-  /** The inbox's agents that answer automatically, primary first, with whether their assigner still exists. */
-  autoResponders: (db: Kysely<DB>, inboxId: string) =>
+  /**
+   * The inbox's agents that answer automatically, primary first, with whether their assigner still
+   * exists, and whether the sender `from` is one of our own addresses.
+   */
+  autoResponders: (db: Kysely<DB>, inboxId: string, from: string) =>
     db
       .selectFrom('emailInboxAgents as a')
       .innerJoin('agents as g', 'g.id', 'a.agentId')
       .leftJoin('users as u', 'u.id', 'a.assignedByUserId')
       .select(['a.agentId', 'g.name as agentName', 'a.approvalRules', 'u.id as runAsUserId'])
+      .select(ownAddress(from).as('fromOwnAddress'))
       .where('a.inboxId', '=', inboxId)
       .where('a.autoRespond', '=', true)
       .orderBy('a.isPrimary', 'desc')

@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { EmailInboxRow, EmailNotificationRow } from '../../db/email-schema.ts';
+import type { EmailInboxRow, EmailMessageRow, EmailNotificationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { insertEmailAction } from '../actions/actions.repo.ts';
 import { addressOf } from './email-content.ts';
-import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { type FetchedEmail, fetchReceivedEmail, type InboundLimits } from './inbound-fetch.ts';
 import { autoReplyRefusal } from './loop-guards.ts';
 import type { MailClient } from './mail-client.ts';
 import { type MailNotification, recipientsOf } from './notification-payload.ts';
 import { notificationsRepo } from './notifications.repo.ts';
+
+type Inbox = Pick<EmailInboxRow, 'id' | 'orgId' | 'emailAddress' | 'displayName'>;
 
 /** How much of a thread an answering agent reads: its newest messages, each cut to this many characters. */
 const TRANSCRIPT_MESSAGES = 20;
@@ -46,18 +47,14 @@ export function createInboundEmail(deps: {
 }) {
   const { db } = deps;
 
-  /** Why the message gets no automatic answer, or the agent that answers it. */
-  async function answererOf(trx: Kysely<DB>, inbox: EmailInboxRow, threadId: string, email: FetchedEmail) {
-    const responders = await emailMessagesRepo.autoResponders(trx, inbox.id);
-    if (responders.length === 0) return { refusal: 'no agent of the inbox answers automatically (autoRespond)' };
+  /** Why the message gets no automatic answer, or the agent that answers it (a new thread had no replies yet). */
+  async function answererOf(trx: Kysely<DB>, inbox: Inbox, known: string | undefined, email: FetchedEmail) {
     const from = addressOf(email.from) ?? '';
-    const guard = autoReplyRefusal({
-      headers: email.headers,
-      from,
-      fromOwnAddress: await emailMessagesRepo.isOwnAddress(trx, from),
-    });
+    const responders = await emailMessagesRepo.autoResponders(trx, inbox.id, from);
+    if (responders.length === 0) return { refusal: 'no agent of the inbox answers automatically (autoRespond)' };
+    const guard = autoReplyRefusal({ headers: email.headers, from, fromOwnAddress: responders[0]!.fromOwnAddress });
     if (guard) return { refusal: `not answered automatically: ${guard}` };
-    const recent = await emailMessagesRepo.autoRepliesWithinHour(trx, threadId);
+    const recent = known ? await emailMessagesRepo.autoRepliesWithinHour(trx, known) : 0;
     if (recent >= deps.limits.autoRepliesPerThreadPerHour) {
       return { refusal: `not answered automatically: the thread had ${recent} automatic replies within the hour (the limit)` };
     }
@@ -66,13 +63,23 @@ export function createInboundEmail(deps: {
     return { responder };
   }
 
-  /** What the answering agent reads: the thread so far, oldest first, as text. */
-  async function transcript(trx: Kysely<DB>, threadId: string) {
-    const messages = await emailMessagesRepo.lastOfThread(trx, threadId, TRANSCRIPT_MESSAGES);
-    const attachments = await emailMessagesRepo.attachmentNames(
-      trx,
-      messages.map((message) => message.id),
-    );
+  /**
+   * What the answering agent reads: the thread so far, oldest first, as text. A thread that the
+   * received message started holds only that message, which is at hand.
+   */
+  async function transcript(
+    trx: Kysely<DB>,
+    thread: { known: string } | { started: EmailMessageRow; attachments: FetchedEmail['attachments'] },
+  ) {
+    const messages =
+      'known' in thread ? await emailMessagesRepo.lastOfThread(trx, thread.known, TRANSCRIPT_MESSAGES) : [thread.started];
+    const attachments =
+      'known' in thread
+        ? await emailMessagesRepo.attachmentNames(
+            trx,
+            messages.map((message) => message.id),
+          )
+        : thread.attachments.map((attachment) => ({ messageId: thread.started.id, filename: attachment.filename }));
     return messages.map((message) => ({
       direction: message.direction === 'inbound' ? 'received' : 'sent by us',
       from: message.fromAddress,
@@ -88,7 +95,7 @@ export function createInboundEmail(deps: {
     }));
   }
 
-  async function store(notification: EmailNotificationRow, payload: MailNotification, inbox: EmailInboxRow, email: FetchedEmail) {
+  async function store(notification: EmailNotificationRow, payload: MailNotification, inbox: Inbox, email: FetchedEmail) {
     const orgId = inbox.orgId;
     let startedAction = false;
     await db.transaction().execute(async (trx) => {
@@ -97,34 +104,32 @@ export function createInboundEmail(deps: {
         ...email.references,
       ]);
       const threadId = known ?? randomUUID();
-      if (!known)
-        await emailMessagesRepo.insertThread(trx, {
-          id: threadId,
-          orgId,
-          title: (email.subject || '(no subject)').slice(0, 200),
-        });
       const messageRowId = randomUUID();
-      await emailMessagesRepo.insertMessage(trx, {
-        id: messageRowId,
-        orgId,
-        threadId,
-        inboxId: inbox.id,
-        direction: 'inbound',
-        providerEmailId: payload.data.email_id,
-        messageId: email.messageId,
-        inReplyTo: email.inReplyTo,
-        referenceIds: JSON.stringify(email.references),
-        fromAddress: email.from,
-        toAddresses: JSON.stringify(email.to),
-        ccAddresses: JSON.stringify(email.cc),
-        subject: email.subject,
-        sentAt: email.sentAt,
-        textBody: email.text,
-        htmlBody: email.html,
-        headers: JSON.stringify(email.headers),
-        authentication: email.authentication ? JSON.stringify(email.authentication) : null,
-        status: 'received',
-      });
+      const stored = await emailMessagesRepo.insertMessage(
+        trx,
+        {
+          id: messageRowId,
+          orgId,
+          threadId,
+          inboxId: inbox.id,
+          direction: 'inbound',
+          providerEmailId: payload.data.email_id,
+          messageId: email.messageId,
+          inReplyTo: email.inReplyTo,
+          referenceIds: JSON.stringify(email.references),
+          fromAddress: email.from,
+          toAddresses: JSON.stringify(email.to),
+          ccAddresses: JSON.stringify(email.cc),
+          subject: email.subject,
+          sentAt: email.sentAt,
+          textBody: email.text,
+          htmlBody: email.html,
+          headers: JSON.stringify(email.headers),
+          authentication: email.authentication ? JSON.stringify(email.authentication) : null,
+          status: 'received',
+        },
+        known ? 'existing' : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
+      );
       await emailMessagesRepo.insertAttachments(
         trx,
         email.attachments.map((attachment, position) => ({
@@ -135,14 +140,13 @@ export function createInboundEmail(deps: {
           ...attachment,
         })),
       );
-      await emailMessagesRepo.touchThread(trx, threadId);
 
       const claimed = await deps.replyHook?.claim(trx, {
         orgId,
         messageRowId,
         ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
       });
-      const decision = claimed ? { refusal: claimed, responder: undefined } : await answererOf(trx, inbox, threadId, email);
+      const decision = claimed ? { refusal: claimed, responder: undefined } : await answererOf(trx, inbox, known, email);
       const deliveryId = randomUUID();
       const actionId = decision.responder ? randomUUID() : null;
       await emailMessagesRepo.insertLedgerRow(trx, {
@@ -169,7 +173,13 @@ export function createInboundEmail(deps: {
               `with sendEmail, to ${from}:`,
             'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
           ].join(' '),
-          data: { inbox: inbox.emailAddress, threadId, subject: email.subject, from, messages: await transcript(trx, threadId) },
+          data: {
+            inbox: inbox.emailAddress,
+            threadId,
+            subject: email.subject,
+            from,
+            messages: await transcript(trx, known ? { known } : { started: stored, attachments: email.attachments }),
+          },
           approvalRules: decision.responder.approvalRules ?? { sendEmail: 'allow' },
         });
         startedAction = true;
@@ -191,27 +201,28 @@ export function createInboundEmail(deps: {
       options: { lastAttempt: boolean },
     ): Promise<void> {
       const orgId = notification.orgId!;
-      const integration = await emailIntegrationRepo.find(db, orgId);
-      if (!integration)
+      const recipients = recipientsOf(payload.data);
+      const route = await emailMessagesRepo.routeOfReceived(db, orgId, recipients, payload.data.email_id);
+      if (!route)
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'ignored',
           reason: 'the email integration was removed',
         }));
-      const recipients = recipientsOf(payload.data);
-      const inboxes = await emailMessagesRepo.inboxesAt(db, orgId, recipients);
-      const inbox = recipients.map((address) => inboxes.find((candidate) => candidate.emailAddress === address)).find(Boolean);
+      const inbox = recipients
+        .map((address) => route.inboxes.find((candidate) => candidate.emailAddress === address))
+        .find(Boolean);
       if (!inbox)
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'ignored',
           reason: 'no inbox for any recipient of the email',
         }));
-      if (await emailMessagesRepo.findReceived(db, orgId, payload.data.email_id)) {
+      if (route.stored) {
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'processed',
           reason: 'the email was stored already',
         }));
       }
-      const api = deps.mail(deps.box.decrypt(integration.apiKeyEncrypted));
+      const api = deps.mail(deps.box.decrypt(route.apiKeyEncrypted));
       const email = await fetchReceivedEmail(api, payload.data.email_id, deps.limits, options.lastAttempt);
       try {
         await store(notification, payload, inbox, email);

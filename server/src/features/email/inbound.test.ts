@@ -214,6 +214,29 @@ describe('inbound email', () => {
     expect(provider.sent.filter((email) => email.to.includes(customer))).toHaveLength(1);
   });
 
+  it('stores and answers an email notified twice under two svix-ids once; the second is processed as stored already', async () => {
+    model.script(replyToSender());
+    const org = await setUpEmailOrg(app, provider);
+    const customer = `dave-${crypto.randomUUID().slice(0, 6)}@customer.test`;
+    const received = provider.receive({ from: customer, to: [org.inbox.emailAddress], subject: 'Again', text: 'Hi' });
+    const first = await (await org.notify(provider.receivedEvent(received.id))).json();
+    await provider.waitFor(customer);
+    const second = await (await org.notify(provider.receivedEvent(received.id))).json();
+    expect(second.notificationId).not.toBe(first.notificationId);
+    const settled = await eventually('the second notification settled', async () => {
+      const row = await app.container.database.db
+        .selectFrom('emailNotifications')
+        .select(['status', 'reason'])
+        .where('id', '=', second.notificationId)
+        .executeTakeFirstOrThrow();
+      return row.status === 'received' ? undefined : row;
+    });
+    expect(settled).toEqual({ status: 'processed', reason: 'the email was stored already' });
+    const { threads } = await (await org.api('GET', '/email/threads')).json();
+    expect(threads).toHaveLength(1);
+    expect(provider.sent.filter((email) => email.to.includes(customer))).toHaveLength(1);
+  });
+
   it('never answers automatic mail, lists, bounces or our own addresses: stored, shown in the ledger as skipped with the reason', async () => {
     model.script(replyToSender());
     const org = await setUpEmailOrg(app, provider);

@@ -84,21 +84,23 @@ export function createSendEmail(deps: {
         actionId: context.actionId,
         toolCallId: context.toolCallId,
       },
-      (trx, message) =>
-        emailMessagesRepo.insertAttachments(
-          trx,
-          documents.map((document, position) => ({
-            id: randomUUID(),
-            orgId: context.orgId,
-            messageId: message.id,
-            position,
-            documentId: document.id,
-            filename: pdfName(document.title),
-            contentType: 'application/pdf',
-            sizeBytes: document.sizeBytes,
-            status: 'attached' as const,
-          })),
-        ),
+      documents.length === 0
+        ? undefined
+        : (trx, message) =>
+            emailMessagesRepo.insertAttachments(
+              trx,
+              documents.map((document, position) => ({
+                id: randomUUID(),
+                orgId: context.orgId,
+                messageId: message.id,
+                position,
+                documentId: document.id,
+                filename: pdfName(document.title),
+                contentType: 'application/pdf',
+                sizeBytes: document.sizeBytes,
+                status: 'attached' as const,
+              })),
+            ),
     );
   }
 
@@ -134,7 +136,7 @@ export function createSendEmail(deps: {
       throw new Error(`Document not found: ${missing.join(', ')} (attach documentIds that generateDocument returned)`);
     const answered = await outboundRepo.answeredBy(db, context.orgId, context.actionId);
     const from = answered?.emailAddress ?? integration.fromEmail;
-    await deps.integration.requireVerifiedDomain(context.orgId, from);
+    await deps.integration.requireVerifiedDomain(context.orgId, from, integration);
     const message =
       existing ??
       (await storeMessage(

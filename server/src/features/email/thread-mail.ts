@@ -44,40 +44,42 @@ export type SendOutcome = { sent: true; message: EmailMessageRow } | { sent: fal
 export function createThreadMail(deps: { db: Kysely<DB>; deliver: OutboundMail; logger: Logger }) {
   const { db } = deps;
 
-  /** Stores the message (status `sending`) in its thread, with `alongside` in the same transaction. */
-  function store(
+  /**
+   * Stores the message (status `sending`) in its thread, with `alongside` in the same transaction
+   * (without it, the message is one statement).
+   */
+  async function store(
     message: ThreadMessage,
     alongside?: (trx: Kysely<DB>, row: EmailMessageRow) => Promise<void>,
   ): Promise<EmailMessageRow> {
     const { answers } = message;
-    return db.transaction().execute(async (trx) => {
-      const threadId = 'id' in message.thread ? message.thread.id : randomUUID();
-      if ('newTitle' in message.thread)
-        await emailMessagesRepo.insertThread(trx, {
-          id: threadId,
+    const insert = (trx: Kysely<DB>) =>
+      emailMessagesRepo.insertMessage(
+        trx,
+        {
+          id: randomUUID(),
           orgId: message.orgId,
-          title: message.thread.newTitle.slice(0, 200),
-        });
-      const row = await emailMessagesRepo.insertMessage(trx, {
-        id: randomUUID(),
-        orgId: message.orgId,
-        threadId,
-        inboxId: message.inboxId ?? null,
-        direction: 'outbound',
-        messageId: newMessageId(message.from.address),
-        inReplyTo: answers?.messageId ?? null,
-        referenceIds: JSON.stringify(answers ? referencesAfter(answers) : []),
-        fromAddress: mailbox(message.from.address, message.from.name),
-        toAddresses: JSON.stringify(message.to),
-        subject: answers ? replySubject(answers.subject || message.subject) : message.subject,
-        textBody: message.text,
-        htmlBody: message.html ?? null,
-        status: 'sending',
-        actionId: message.actionId ?? null,
-        toolCallId: message.toolCallId ?? null,
-      });
-      await alongside?.(trx, row);
-      await emailMessagesRepo.touchThread(trx, threadId);
+          threadId: 'id' in message.thread ? message.thread.id : randomUUID(),
+          inboxId: message.inboxId ?? null,
+          direction: 'outbound',
+          messageId: newMessageId(message.from.address),
+          inReplyTo: answers?.messageId ?? null,
+          referenceIds: JSON.stringify(answers ? referencesAfter(answers) : []),
+          fromAddress: mailbox(message.from.address, message.from.name),
+          toAddresses: JSON.stringify(message.to),
+          subject: answers ? replySubject(answers.subject || message.subject) : message.subject,
+          textBody: message.text,
+          htmlBody: message.html ?? null,
+          status: 'sending',
+          actionId: message.actionId ?? null,
+          toolCallId: message.toolCallId ?? null,
+        },
+        'newTitle' in message.thread ? { newTitle: message.thread.newTitle.slice(0, 200) } : 'existing',
+      );
+    if (!alongside) return insert(db);
+    return db.transaction().execute(async (trx) => {
+      const row = await insert(trx);
+      await alongside(trx, row);
       return row;
     });
   }
