@@ -7,6 +7,9 @@
  * machine to the server and the database, as pgbench's client does. Every request is signed just
  * before its run (well within the 5-minute tolerance) and sent once.
  *
+ * The baselines and the service are measured BENCH_ROUNDS (3) times, in turns; each round is printed,
+ * then the median of the rounds' ratios (one run on a shared 2-core machine swings by a quarter).
+ *
  *   npm run bench:ingest                     # PostgreSQL when reachable, and PGlite
  *   BENCH_DB=postgres npm run bench:ingest
  */
@@ -20,6 +23,7 @@ import { wrkLoad, type PreparedRequest } from './lib/wrk.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ORGS = 50;
 const WEBHOOKS_PER_ORG = 10;
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
@@ -54,7 +58,8 @@ async function batchSummary(url: string): Promise<string> {
   return `${fmt(batches)} transactions, ${(value('webhook_ingest_batch_size_sum') / batches).toFixed(1)} deliveries each, ${((value('webhook_ingest_batch_duration_seconds_sum') / batches) * 1000).toFixed(1)} ms each (mean, warm-up included)`;
 }
 
-async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbenchTps: number | undefined) {
+/** One run of the service on a fresh database: its accepted requests per second. */
+async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbenchTps: number | undefined): Promise<number> {
   const database = await benchDatabase(kind);
   try {
     const env = { ...database.env, ENCRYPTION_MASTER_KEY: MASTER_KEY, NODE_ENV: 'development' };
@@ -88,6 +93,7 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
           `  CPU per request: server ${serverUs} µs${database}; machine idle ${idlePercent}% of ${availableParallelism()} cores (wrk runs on them too)`,
         );
       }
+      return accepted;
     } finally {
       await service.stop();
     }
@@ -105,32 +111,55 @@ const kinds = process.env.BENCH_DB
 console.log(
   `ingest benchmark: ${CONNECTIONS} connections (wrk), ${DURATION} s, ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, every request freshly signed (wh), node ${process.version}`,
 );
-const bare = await startBareServer();
-let bareRps: number;
-try {
-  const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: 1, total: 42.5 } });
-  const baseline = await wrkLoad(
-    bare.url,
-    [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }],
-    {
-      duration: DURATION,
-      connections: CONNECTIONS,
-    },
-  );
-  bareRps = baseline.requestsPerSecond;
-  console.log(
-    `bare node http POST    : ${fmt(bareRps).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`,
-  );
-} finally {
-  await bare.stop();
+/** The bare server's rate with the same client: the baseline. */
+async function bareRate(): Promise<number> {
+  const bare = await startBareServer();
+  try {
+    const body = JSON.stringify({ eventType: 'order.created', externalId: randomUUID(), data: { orderId: 1, total: 42.5 } });
+    const baseline = await wrkLoad(
+      bare.url,
+      [{ method: 'POST', path: '/', body, headers: { 'content-type': 'application/json' } }],
+      { duration: DURATION, connections: CONNECTIONS },
+    );
+    console.log(
+      `bare node http POST    : ${fmt(baseline.requestsPerSecond).padStart(6)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`,
+    );
+    return baseline.requestsPerSecond;
+  } finally {
+    await bare.stop();
+  }
 }
-let pgbenchTps: number | undefined;
-if (hasPostgres) {
-  pgbenchTps = await pgbenchInsertTps(
-    process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    16,
-    DURATION,
-  );
-  console.log(`pgbench 1-row insert   : ${fmt(pgbenchTps).padStart(6)} tps (16 clients, baseline)`);
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
+const ratios = new Map(kinds.map((kind) => [kind, { ofBare: [] as number[], ofPgbench: [] as number[] }]));
+for (let round = 1; round <= ROUNDS; round++) {
+  if (ROUNDS > 1) console.log(`round ${round}:`);
+  const bareRps = await bareRate();
+  let pgbenchTps: number | undefined;
+  if (hasPostgres) {
+    pgbenchTps = await pgbenchInsertTps(
+      process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+      16,
+      DURATION,
+    );
+    console.log(`pgbench 1-row insert   : ${fmt(pgbenchTps).padStart(6)} tps (16 clients, baseline)`);
+  }
+  for (const kind of kinds) {
+    const accepted = await benchIngest(kind, bareRps, pgbenchTps);
+    ratios.get(kind)!.ofBare.push(accepted / bareRps);
+    if (pgbenchTps !== undefined) ratios.get(kind)!.ofPgbench.push(accepted / pgbenchTps);
+  }
 }
-for (const kind of kinds) await benchIngest(kind, bareRps, pgbenchTps);
+if (ROUNDS > 1) {
+  console.log(`median of ${ROUNDS} rounds`);
+  for (const [kind, { ofBare, ofPgbench }] of ratios) {
+    const target = kind === 'postgres' ? 'target >= 35%' : 'target >= 30%';
+    console.log(
+      `ingest (${kind.padEnd(8)}) : ${percent(median(ofBare))} of bare (rounds: ${ofBare.map(percent).join(', ')})` +
+        (ofPgbench.length > 0
+          ? `; ${percent(median(ofPgbench))} of pgbench (rounds: ${ofPgbench.map(percent).join(', ')}; ${target})`
+          : ''),
+    );
+  }
+}
