@@ -85,6 +85,9 @@ function createFastify(
   const { trust, responseHeaders, nextRequestId, ingestFastPath } = http;
   return Fastify({
     loggerInstance: container.logger,
+    // Registering the plugins reads files (the API docs' UI): on a loaded machine that took over
+    // Fastify's default of 10 s, and the process failed to start instead of starting late.
+    pluginTimeout: 60_000,
     trustProxy: trust ?? false,
     genReqId: nextRequestId,
     // Ingest posts are answered before Fastify routes them (ingest.fast-path.ts). A client has

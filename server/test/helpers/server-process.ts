@@ -74,7 +74,9 @@ export async function waitForReady(baseUrl: string, server: ChildProcess): Promi
       );
       return ready ? true : undefined;
     },
-    45_000,
+    // An embedded database's first start (initdb, migrations) takes 10 s on an idle 2-core machine,
+    // and several times that while the other test files load it.
+    120_000,
   );
 }
 
