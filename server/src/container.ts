@@ -95,6 +95,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const { dispatcher, writer, httpAgents } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
   bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());
+  bus.subscribe(BUS_TOPICS.emailNotifications, () => email.notifications.wake());
   const services = {
     ...accounts.services,
     ops,
@@ -147,17 +148,14 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await jobs.start();
       if (workers) {
         await jobs.work(jobHandlers, {
-          concurrency: {
-            'email.process': config.email.concurrency,
-            'email.lookup-message-id': config.email.concurrency,
-          },
+          concurrency: { 'email.lookup-message-id': config.email.concurrency },
         });
         // Actions: queued ones, and those a stopped process was running once their lease lapses.
         runDispatcher.start();
         // Experiments' replays, in slots of their own; those a stopped process was running once their lease lapses.
         experiments.dispatcher.start();
-        // Notifications a stopped process was processing are taken over once their lease lapses.
-        await email.notifications.recover({ atStart: true });
+        // Mail notifications: stored ones, and those a stopped process was processing once their lease lapses.
+        email.notifications.start();
         dispatcher.start();
       }
     },
@@ -172,6 +170,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await writer.drain();
       await runDispatcher.stop(10_000);
       await experiments.dispatcher.stop(10_000);
+      await email.notifications.stop(10_000);
       await runner.drain();
       await dispatcher.stop();
       httpAgents.destroy();

@@ -9,11 +9,12 @@ import { createNotificationProcessor } from '../features/email/notification-proc
 import { createOutboundMail } from '../features/email/outbound-mail.ts';
 import { createSendEmail } from '../features/email/send-email.ts';
 import { createThreadMail } from '../features/email/thread-mail.ts';
+import { BUS_TOPICS } from '../lib/process-bus.ts';
 import type { Shared } from './shared.ts';
 
 /** The org's mail integration, inboxes, inbound mail and its notifications, and the sendEmail tool. */
 export function composeEmail(
-  { config, db, clock, logger, box, jobs, wakeRunners }: Shared,
+  { config, db, clock, logger, metrics, box, bus, jobs, wakeRunners }: Shared,
   deps: { replyHook: InboundReplyHook },
 ) {
   const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
@@ -21,10 +22,11 @@ export function composeEmail(
   const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
   const notifications = createNotificationProcessor({
     db,
-    jobs,
-    clock,
     logger,
+    metrics,
     leaseMs: config.email.leaseMs,
+    concurrency: config.email.concurrency,
+    pollMs: config.jobs.pollMs,
     deliveryEvents,
     inbound: createInboundEmail({
       db,
@@ -43,7 +45,13 @@ export function composeEmail(
   const services = {
     emailIntegration,
     inboxes: createInboxesService({ db, integration: emailIntegration }),
-    mailWebhook: createMailWebhookIntake({ db, box, clock, jobs, logger, wakeWorkers: () => jobs.notify('email.process') }),
+    mailWebhook: createMailWebhookIntake({
+      db,
+      box,
+      clock,
+      logger,
+      wakeWorkers: () => bus.signal(BUS_TOPICS.emailNotifications),
+    }),
     emailThreads: createEmailThreadsService({ db }),
   };
   const threadMail = createThreadMail({ db, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });

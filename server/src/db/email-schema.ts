@@ -160,6 +160,8 @@ export interface EmailNotificationsTable {
   attempts: ColumnType<number, number | undefined, number>;
   lastError: string | null;
   leaseExpiresAt: Date | null;
+  /** A failed attempt's backoff: not taken again before this time (null: ready when no lease holds it). */
+  retryAt: Date | null;
   receivedAt: CreatedAt;
   processedAt: Date | null;
   /** The notification request's trace, which the action of its email joins. */

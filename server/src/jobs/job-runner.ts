@@ -65,6 +65,10 @@ export function createJobRunner(deps: {
     },
 
     async work(handlers, options = {}) {
+      // A queue that left the registry keeps its schedule in pg-boss's table: its jobs would pile up unworked.
+      const crons = new Set(Object.entries(jobQueues).flatMap(([name, queue]) => ('cron' in queue ? [name] : [])));
+      for (const schedule of await boss.getSchedules())
+        if (!crons.has(schedule.name)) await boss.unschedule(schedule.name, schedule.key ?? undefined);
       for (const name of Object.keys(jobQueues) as QueueName[]) {
         const handler = handlers[name] as ((payload: unknown, meta: JobMeta) => Promise<void>) | undefined;
         if (!handler) continue;

@@ -43,22 +43,16 @@ export const jobQueues = {
     options: { retryLimit: 1, expireInSeconds: 300 },
     cron: '* * * * *',
   },
-  /**
-   * Processes a notification of the mail provider: a received email is fetched, its attachments
-   * downloaded (their links expire in an hour), stored, threaded and maybe answered. A failed fetch is
-   * retried within seconds, then minutes, well inside that hour (2 s doubling: the 10th retry ~34 min in).
-   */
-  'email.process': {
-    payload: z.object({ notificationId: z.uuid() }),
-    options: { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 600 },
-  },
   /** Asks the provider for the Message-ID it gave a sent email (replies may quote only that one); retried until it knows. */
   'email.lookup-message-id': {
     payload: z.object({ messageRowId: z.uuid() }),
     options: { retryLimit: 6, retryDelay: 3, retryBackoff: true, expireInSeconds: 120 },
   },
-  /** Gives notifications whose processor died to a live worker; every minute, and when a worker starts. */
-  'email.recover': {
+  /**
+   * Forgets the mail notifications that named no org after a week; every minute. (The notifications
+   * themselves are no jobs: the workers claim them from their table, features/email/notification-processor.ts.)
+   */
+  'email.purge-unattributed': {
     payload: z.object({}).passthrough(),
     options: { retryLimit: 1, expireInSeconds: 300 },
     cron: '* * * * *',

@@ -24,6 +24,8 @@ export const BUS_TOPICS = {
   callbacks: 'callbacks',
   /** Runnable actions were committed (or a lease given up): the run dispatchers claim (a signal, no key). */
   actionRuns: 'action-runs',
+  /** Mail notifications were stored: the notification processors claim (a signal, no key). */
+  emailNotifications: 'email-notifications',
   /** Experiments' results wait to be replayed: the experiment dispatchers claim (a signal, no key). */
   experiments: 'experiments',
   /** An experiment ended before its results were all stored (cancelled, or a budget): its replays stop (key: its id). */

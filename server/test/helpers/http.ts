@@ -2,10 +2,15 @@ import { connect } from 'node:net';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export async function freePort(): Promise<number> {
+/**
+ * A port held by this process until `release`: a test app's setup (its database, migrations) takes
+ * seconds, and a port only probed and let go at its start could be taken meanwhile by another test
+ * file's server (EADDRINUSE when the app listens). Release it right before listening on it.
+ */
+export async function reservePort(): Promise<{ port: number; release: () => Promise<void> }> {
   // Below Linux's ephemeral range (32768 and up): a port the system handed out for listen(0) could
   // be taken as the source port of some outgoing connection (a driver's, the browser's) in the
-  // second before the app listens on it.
+  // moment before the app listens on it.
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
     const server = createServer();
@@ -13,11 +18,15 @@ export async function freePort(): Promise<number> {
       server.once('error', () => resolve(false));
       server.listen(port, '127.0.0.1', () => resolve(true));
     });
-    if (free) {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      return port;
-    }
+    if (free) return { port, release: () => new Promise<void>((resolve) => server.close(() => resolve())) };
   }
+}
+
+/** A port free now, for a server that listens on it at once (a spawned process: see reservePort for in-process apps). */
+export async function freePort(): Promise<number> {
+  const { port, release } = await reservePort();
+  await release();
+  return port;
 }
 
 /** A real HTTP server on loopback, for playing an outside service in a test. */

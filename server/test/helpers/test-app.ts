@@ -2,7 +2,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Env } from '../../src/config.ts';
 import { createContainer, type Container, type ContainerOptions } from '../../src/container.ts';
 import { TestClock } from './clock.ts';
-import { freePort } from './http.ts';
+import { reservePort } from './http.ts';
 import { createTestDatabase } from './test-database.ts';
 
 export const TEST_APP_HOST = 'http://app.test';
@@ -47,7 +47,7 @@ export async function startTestApp(
     logger?: ContainerOptions['logger'];
   } = {},
 ): Promise<TestApp> {
-  const port = await freePort();
+  const { port, release } = await reservePort();
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -61,11 +61,17 @@ export async function startTestApp(
   });
   const clock = new TestClock();
   const shared = options.shareDatabaseWith?.container.database;
-  const database = shared ? { ...shared, close: async () => {} } : await createTestDatabase();
-  const container = await createContainer(config, { clock, database, logger: options.logger });
-  await container.start({ workers: options.workers ?? true });
-  const app = await buildApp(container);
-  options.routes?.(app, container);
+  let container: Container;
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  try {
+    const database = shared ? { ...shared, close: async () => {} } : await createTestDatabase();
+    container = await createContainer(config, { clock, database, logger: options.logger });
+    await container.start({ workers: options.workers ?? true });
+    app = await buildApp(container);
+    options.routes?.(app, container);
+  } finally {
+    await release();
+  }
   await app.listen({ host: '127.0.0.1', port });
   const baseUrl = `http://127.0.0.1:${port}`;
 

@@ -24,6 +24,7 @@ import * as approvedArguments from './0022_approved_arguments.ts';
 import * as sentBack from './0023_sent_back.ts';
 import * as minApprovals from './0024_min_approvals.ts';
 import * as slack from './0025_slack.ts';
+import * as notificationQueue from './0026_notification_queue.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '0023_sent_back': sentBack,
   '0024_min_approvals': minApprovals,
   '0025_slack': slack,
+  '0026_notification_queue': notificationQueue,
 };
 
 export const migrationProvider: MigrationProvider = {

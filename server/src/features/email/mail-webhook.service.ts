@@ -3,7 +3,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
-import type { JobRunner } from '../../jobs/job-runner.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -25,14 +24,13 @@ const header = (headers: IncomingHttpHeaders, name: string) => {
  * `POST /webhooks/mail`: the provider's signed notifications. The org is found from the notification
  * (the inbox of a recipient; the email we sent, by its provider id or our tag on it) and only that
  * org's secret is tried, on the raw bytes. A verified notification is committed with its job, once
- * per (org, svix-id), and answered; its processing (fetches, downloads) happens in the job.
+ * per (org, svix-id), and answered; the workers claim it from its table and process it (fetches, downloads).
  */
 export function createMailWebhookIntake(deps: {
   db: Kysely<DB>;
   box: SecretBox;
   clock: Clock;
-  jobs: Pick<JobRunner, 'enqueue'>;
-  /** Called once stored notifications have committed: the workers of every process take their jobs now. */
+  /** Called once stored notifications have committed: the workers of every process claim them now. */
   wakeWorkers: () => void;
   logger: Logger;
 }) {
@@ -101,29 +99,26 @@ export function createMailWebhookIntake(deps: {
         throw new AppError('invalid_payload', `The notification is not one this endpoint reads: ${problems}`.slice(0, 1000));
       }
 
-      // Normally one org; an account shared by several orgs notifies each of them.
-      let result: IntakeResult | undefined;
-      let enqueued = 0;
-      await db.transaction().execute(async (trx) => {
-        for (const { orgId } of verified) {
-          const stored = await notificationsRepo.insertOnce(trx, {
-            id: randomUUID(),
-            orgId,
-            svixId: id,
-            eventType,
-            payload: JSON.stringify(parsed.data),
-            headers: safeHeaders,
-            traceParent,
-          });
-          if (stored) {
-            await deps.jobs.enqueue('email.process', { notificationId: stored.id }, { trx });
-            enqueued++;
-          }
-          result ??= stored ? { status: 'accepted', notificationId: stored.id } : undefined;
-        }
-      });
-      if (enqueued > 0) deps.wakeWorkers();
-      if (result) return result;
+      // Normally one org (one statement, no transaction); an account shared by several orgs notifies each of them.
+      const store = (trx: Kysely<DB>) =>
+        Promise.all(
+          verified.map(({ orgId }) =>
+            notificationsRepo.insertOnce(trx, {
+              id: randomUUID(),
+              orgId,
+              svixId: id,
+              eventType,
+              payload: JSON.stringify(parsed.data),
+              headers: safeHeaders,
+              traceParent,
+            }),
+          ),
+        );
+      const stored = (verified.length === 1 ? await store(db) : await db.transaction().execute(store)).find(Boolean);
+      if (stored) {
+        deps.wakeWorkers();
+        return { status: 'accepted', notificationId: stored.id };
+      }
       return { status: 'duplicate', notificationId: await notificationsRepo.idOf(db, verified[0]!.orgId, id) };
     },
   };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
@@ -181,6 +182,33 @@ describe('POST /webhooks/mail', () => {
         error: 'Not downloaded: The attachment download answered 410',
       }),
     ]);
+  });
+
+  it("waits out a failed attempt's backoff, and fails a notification for good after its last attempt", async () => {
+    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+    const { event } = await inboundTo(org, 'Vanished');
+    // An email the provider does not know: every fetch answers 404.
+    event.data.email_id = randomUUID();
+    const { notificationId } = await (await org.notify(event)).json();
+    const row = () =>
+      app.container.db.selectFrom('emailNotifications').selectAll().where('id', '=', notificationId).executeTakeFirstOrThrow();
+    const failed = await eventually('the first attempt failed', async () => ((await row()).lastError ? row() : undefined));
+    expect(failed).toMatchObject({ status: 'received', attempts: 1, leaseExpiresAt: null });
+    expect(failed.lastError).toBe('Email not found');
+    // Retried 2 s after the failure, not at once (the backoff doubles from there).
+    expect(failed.retryAt!.getTime() - failed.receivedAt.getTime()).toBeGreaterThanOrEqual(1_990);
+
+    // As if ten attempts had failed (their backoff would take 34 minutes): the next is the last.
+    await app.container.db
+      .updateTable('emailNotifications')
+      .set({ attempts: 10, retryAt: new Date() })
+      .where('id', '=', notificationId)
+      .execute();
+    const final = await eventually('the notification failed for good', async () =>
+      (await row()).status === 'failed' ? row() : undefined,
+    );
+    expect(final).toMatchObject({ attempts: 11, reason: 'gave up after 11 attempts', leaseExpiresAt: null, retryAt: null });
+    expect(final.processedAt).not.toBeNull();
   });
 
   it('lets no other org change the suppression list', async () => {

@@ -8,7 +8,7 @@ export interface CandidateOrg {
   webhookSecretEncrypted: string;
 }
 
-/** The provider's notifications: stored once per (org, svix-id) before they are answered, then processed by a job. */
+/** The provider's notifications: stored once per (org, svix-id) before they are answered; the workers claim them from here. */
 export const notificationsRepo = {
   /** The orgs with an inbox at one of these addresses (and an integration to verify with). */
   orgsOfInboxes: (db: Kysely<DB>, addresses: string[]): Promise<CandidateOrg[]> =>
@@ -71,21 +71,24 @@ export const notificationsRepo = {
       .execute(),
 
   /**
-   * Takes a received notification for processing, for `leaseMs` (on the database's clock); undefined
-   * when it is finished or another worker holds it.
+   * Takes up to `limit` ready notifications for this process, in one statement, each for `leaseMs` (on
+   * the database's clock, which every process shares): received ones past their retry time that no
+   * live lease holds (new, waiting for a retry, or held by a worker that died or gave them back), the
+   * longest-ready first. Rows another process is taking are skipped, not waited for. Prepared: the
+   * taken rows are updated by their keys, so that its generic plan is index scans (the ready index).
    */
-  claim: (db: Kysely<DB>, id: string, leaseMs: number): Promise<EmailNotificationRow | undefined> =>
-    db
-      .updateTable('emailNotifications')
-      .set({
-        leaseExpiresAt: sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'`,
-        attempts: sql<number>`attempts + 1`,
-      })
-      .where('id', '=', id)
-      .where('status', '=', 'received')
-      .where((eb) => eb.or([eb('leaseExpiresAt', 'is', null), eb('leaseExpiresAt', '<=', sql<Date>`now()`)]))
-      .returningAll()
-      .executeTakeFirst(),
+  claimReady: async (db: Kysely<DB>, limit: number, leaseMs: number): Promise<EmailNotificationRow[]> =>
+    (
+      await sql<EmailNotificationRow>`
+        update email_notifications set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
+          attempts = attempts + 1
+        where id = any(array(
+          select id from email_notifications
+          where status = 'received' and greatest(lease_expires_at, retry_at, received_at) <= now()
+          order by greatest(lease_expires_at, retry_at, received_at)
+          limit ${limit} for update skip locked))
+        returning *`.execute(db)
+    ).rows,
 
   renewLease: (db: Kysely<DB>, id: string, leaseMs: number) =>
     db
@@ -95,7 +98,7 @@ export const notificationsRepo = {
       .where('status', '=', 'received')
       .execute(),
 
-  /** Gives a lease up at once (its process is stopping): the notification's retry may take it now. */
+  /** Gives a lease up at once (its process is stopping): a worker of any process may take it now. */
   releaseLease: (db: Kysely<DB>, id: string) =>
     db
       .updateTable('emailNotifications')
@@ -104,11 +107,11 @@ export const notificationsRepo = {
       .where('status', '=', 'received')
       .execute(),
 
-  /** Ends processing: `received` again (to be retried) keeps no lease; the others are final. */
+  /** Ends processing: the final statuses; `received` again keeps no lease and is retried after `retryInMs`. */
   settle: (
     db: Kysely<DB>,
     id: string,
-    outcome: { status: EmailNotificationStatus; reason?: string | null; lastError?: string | null },
+    outcome: { status: EmailNotificationStatus; reason?: string | null; lastError?: string | null; retryInMs?: number },
   ) =>
     db
       .updateTable('emailNotifications')
@@ -117,29 +120,11 @@ export const notificationsRepo = {
         reason: outcome.reason ?? null,
         lastError: outcome.lastError ?? null,
         leaseExpiresAt: null,
+        retryAt: outcome.retryInMs ? sql<Date>`now() + ${outcome.retryInMs}::int * interval '1 millisecond'` : null,
         processedAt: outcome.status === 'received' ? null : sql<Date>`now()`,
       })
       .where('id', '=', id)
       .where('status', '=', 'received')
-      .execute(),
-
-  /**
-   * Received notifications, received over `olderThanMs` ago, that are unfinished: their processor
-   * died (a lease, lapsed or lapsing in the ms given) or their job never ran (no attempt). One that
-   * failed and waits for its job's retry has neither.
-   */
-  unfinished: (db: Kysely<DB>, options: { olderThanMs: number; limit: number }) =>
-    db
-      .selectFrom('emailNotifications')
-      .select([
-        'id',
-        sql<number>`greatest(0, extract(epoch from (coalesce(lease_expires_at, now()) - now())) * 1000)::int`.as('lapsesInMs'),
-      ])
-      .where('status', '=', 'received')
-      .where('receivedAt', '<=', sql<Date>`now() - ${options.olderThanMs}::int * interval '1 millisecond'`)
-      .where((eb) => eb.or([eb('leaseExpiresAt', 'is not', null), eb('attempts', '=', 0)]))
-      .orderBy('receivedAt')
-      .limit(options.limit)
       .execute(),
 
   idOf: async (db: Kysely<DB>, orgId: string, svixId: string): Promise<string> =>

@@ -39,6 +39,28 @@ export const opsRepo = {
     };
   },
 
+  /**
+   * Mail notifications waiting for a worker (they are their own queue): ready now (new, or their
+   * holder died), and waiting for a retry's time; and how long the longest-ready one has waited.
+   */
+  notificationQueue: async (db: Kysely<DB>) => {
+    const ready = sql`greatest(lease_expires_at, retry_at, received_at)`;
+    const row = await db
+      .selectFrom('emailNotifications')
+      .where('status', '=', 'received')
+      .select([
+        sql<string>`count(*) filter (where ${ready} <= now())`.as('ready'),
+        sql<string>`count(*) filter (where lease_expires_at is null and retry_at > now())`.as('retrying'),
+        sql<number | null>`extract(epoch from now() - min(${ready}) filter (where ${ready} <= now()))`.as('oldestSeconds'),
+      ])
+      .executeTakeFirstOrThrow();
+    return {
+      ready: Number(row.ready),
+      retrying: Number(row.retrying),
+      oldestSeconds: Math.max(0, Number(row.oldestSeconds ?? 0)),
+    };
+  },
+
   /** Leases on running actions and on email notifications being processed: held, and lapsed but not yet taken over. */
   leases: async (db: Kysely<DB>) => {
     const count = (name: string, lapsed: boolean) =>

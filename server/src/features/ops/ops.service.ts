@@ -52,7 +52,7 @@ function sharedWhileInFlight<T>(read: () => Promise<T>): () => Promise<T> {
 
 /**
  * Readiness per dependency, and the deployment's backlog as gauges read at each scrape: jobs per
- * queue, callbacks waiting, leases held.
+ * queue, actions and mail notifications waiting, callbacks waiting, leases held.
  */
 export function createOpsService(deps: {
   db: Kysely<DB>;
@@ -108,6 +108,19 @@ export function createOpsService(deps: {
   databaseGauge('action_runs_oldest_waiting_seconds', 'How long the longest-waiting runnable action has waited', [], async () => [
     [{}, (await runQueue()).oldestSeconds],
   ]);
+  const notificationQueue = sharedWhileInFlight(() => opsRepo.notificationQueue(deps.db));
+  databaseGauge(
+    'email_notifications_waiting',
+    'Mail notifications waiting for a worker: ready (new, or their holder died) and retrying (a failed attempt, backing off)',
+    ['state'],
+    async () => byState(await notificationQueue(), ['ready', 'retrying']),
+  );
+  databaseGauge(
+    'email_notifications_oldest_waiting_seconds',
+    'How long the longest-ready mail notification has waited for a worker',
+    [],
+    async () => [[{}, (await notificationQueue()).oldestSeconds]],
+  );
   databaseGauge(
     'callback_backlog',
     'Pending callbacks: due now (in flight or waiting for a slot) and scheduled for a retry',

@@ -77,7 +77,9 @@ describe('operations endpoints', () => {
     }
     const text = await (await app.request('GET', '/metrics')).text();
     expect(text).toMatch(/job_queue_jobs\{queue="approvals.expire",state="deferred"\} [1-9]/);
-    expect(text).toMatch(/job_queue_jobs\{queue="email.process",state="queued"\} 0/);
+    expect(text).toMatch(/job_queue_jobs\{queue="email.lookup-message-id",state="queued"\} 0/);
+    expect(text).toMatch(/email_notifications_waiting\{state="ready"\} 0/);
+    expect(text).toMatch(/email_notifications_oldest_waiting_seconds 0/);
     expect(text).toMatch(/job_queue_oldest_queued_seconds\{queue="approvals.expire"\} /);
     expect(text).toMatch(/callback_backlog\{state="due"\} 0/);
     expect(text).toMatch(/callback_oldest_due_seconds 0/);
