@@ -59,8 +59,10 @@ async function measure(label: string, extraEnv: Record<string, string>) {
       );
       const workBefore = await databaseWork(db);
       const cpuBefore = cpuSnapshot(service.pid);
+      const ownBefore = process.cpuUsage();
       const result = await phase(DURATION);
       const cpuAfter = cpuSnapshot(service.pid);
+      const own = process.cpuUsage(ownBefore);
       await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
       const work = workPerAction(workBefore, await databaseWork(db), result.completed);
       console.log(
@@ -78,7 +80,7 @@ async function measure(label: string, extraEnv: Record<string, string>) {
       const cpu = cpuBefore && cpuAfter ? cpuPerRequest(cpuBefore, cpuAfter, result.completed) : undefined;
       if (cpu) {
         console.log(
-          `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms; machine idle ${cpu.idlePercent}% (the client, the model and the collector share it)`,
+          `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms, this benchmark's process ${((own.user + own.system) / 1000 / result.completed).toFixed(2)} ms (the client, the model and the collector); machine idle ${cpu.idlePercent}%`,
         );
       }
       return { throughput: result.throughput, cpuUs: cpu ? cpu.serverUs + cpu.postgresUs : NaN };

@@ -105,6 +105,9 @@ export function createInboundEmail(deps: {
       ]);
       const threadId = known ?? randomUUID();
       const messageRowId = randomUUID();
+      const actionId = randomUUID();
+      // Decided before the message is stored, so that it is stored with its status detail.
+      const answerer = await answererOf(trx, inbox, known, email);
       const stored = await emailMessagesRepo.insertMessage(
         trx,
         {
@@ -127,6 +130,7 @@ export function createInboundEmail(deps: {
           headers: JSON.stringify(email.headers),
           authentication: email.authentication ? JSON.stringify(email.authentication) : null,
           status: 'received',
+          statusDetail: answerer.refusal ?? `answered by ${answerer.responder.agentName} (action ${actionId})`,
         },
         known ? 'existing' : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
       );
@@ -146,19 +150,20 @@ export function createInboundEmail(deps: {
         messageRowId,
         ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
       });
-      const decision = claimed ? { refusal: claimed, responder: undefined } : await answererOf(trx, inbox, known, email);
+      // A reply that another feature takes (rare) starts no answer: its detail replaces the answerer's.
+      if (claimed) await emailMessagesRepo.setStatusDetail(trx, messageRowId, claimed);
+      const decision = claimed ? { refusal: claimed, responder: undefined } : answerer;
       const deliveryId = randomUUID();
-      const actionId = decision.responder ? randomUUID() : null;
       await emailMessagesRepo.insertLedgerRow(trx, {
         id: deliveryId,
         orgId,
-        actionId,
+        actionId: decision.responder ? actionId : null,
         reason: decision.refusal ?? null,
         providerEmailId: payload.data.email_id,
         payload: JSON.stringify(payload),
         headers: JSON.stringify(notification.headers),
       });
-      if (decision.responder && actionId) {
+      if (decision.responder) {
         const from = addressOf(email.from) ?? email.from;
         await insertEmailAction(trx, {
           id: actionId,
@@ -184,11 +189,6 @@ export function createInboundEmail(deps: {
         });
         startedAction = true;
       }
-      await emailMessagesRepo.setStatusDetail(
-        trx,
-        messageRowId,
-        decision.refusal ?? `answered by ${decision.responder!.agentName} (action ${actionId})`,
-      );
       await notificationsRepo.settle(trx, notification.id, { status: 'processed', reason: decision.refusal ?? null });
     });
     if (startedAction) deps.wakeRunners();

@@ -4,25 +4,69 @@ import type { DB } from '../../db/schema.ts';
 
 /** What sendEmail and the provider's delivery events read and write of sent email; scoped by org. */
 export const outboundRepo = {
-  /** The inbound message an action answers, with its inbox, if it answers one. */
-  answeredBy: (db: Kysely<DB>, orgId: string, actionId: string) =>
-    db
-      .selectFrom('actions as a')
-      .innerJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
+  /**
+   * What a sendEmail call needs before it sends, in one read: the org's integration (none: no row),
+   * whether this call stored its message already (a resumed run), which recipients are suppressed,
+   * and the inbound message the action answers, with its inbox, if it answers one.
+   */
+  sendContext: async (db: Kysely<DB>, call: { orgId: string; actionId: string; toolCallId: string; recipients: string[] }) => {
+    const row = await db
+      .selectFrom('emailIntegrations as x')
+      .leftJoin('actions as a', (join) => join.on('a.id', '=', call.actionId).onRef('a.orgId', '=', 'x.orgId'))
+      .leftJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
       .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
-      .select([
-        'm.id',
-        'm.threadId',
-        'm.messageId',
-        'm.referenceIds',
-        'm.subject',
-        'i.id as inboxId',
-        'i.emailAddress',
-        'i.displayName',
+      .selectAll('x')
+      .select((eb) => [
+        'm.id as answeredId',
+        'm.threadId as answeredThreadId',
+        'm.messageId as answeredMessageId',
+        'm.referenceIds as answeredReferenceIds',
+        'm.subject as answeredSubject',
+        'i.id as answeredInboxId',
+        'i.emailAddress as answeredEmailAddress',
+        'i.displayName as answeredDisplayName',
+        eb
+          .selectFrom('emailMessages as own')
+          .select('own.id')
+          .where('own.actionId', '=', call.actionId)
+          .where('own.toolCallId', '=', call.toolCallId)
+          .as('storedId'),
+        sql<Array<{ address: string; reason: string }>>`(
+          select coalesce(json_agg(json_build_object('address', s.address, 'reason', s.reason)), '[]')
+          from email_suppressions s where s.org_id = x.org_id and s.address = any(${call.recipients}))`.as('suppressed'),
       ])
-      .where('a.id', '=', actionId)
-      .where('a.orgId', '=', orgId)
-      .executeTakeFirst(),
+      .where('x.orgId', '=', call.orgId)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const {
+      answeredId,
+      answeredThreadId,
+      answeredMessageId,
+      answeredReferenceIds,
+      answeredSubject,
+      answeredInboxId,
+      answeredEmailAddress,
+      answeredDisplayName,
+      storedId,
+      suppressed,
+      ...integration
+    } = row;
+    // The answered message's own columns are not null: a row of it was joined when its id is there.
+    const answered =
+      answeredId !== null
+        ? {
+            id: answeredId,
+            threadId: answeredThreadId!,
+            messageId: answeredMessageId,
+            referenceIds: answeredReferenceIds!,
+            subject: answeredSubject!,
+            inboxId: answeredInboxId,
+            emailAddress: answeredEmailAddress,
+            displayName: answeredDisplayName,
+          }
+        : undefined;
+    return { integration, storedId, suppressed, answered };
+  },
 
   /** The message a tool call stored (a resumed run finds it). */
   ofToolCall: (db: Kysely<DB>, actionId: string, toolCallId: string): Promise<EmailMessageRow | undefined> =>

@@ -6,9 +6,10 @@ import type { DB } from '../../db/schema.ts';
 import { defineTool, type ToolContext } from '../agents/tool-registry.ts';
 import { addressOf, renderMarkdownEmail } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
-import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { outboundRepo } from './outbound.repo.ts';
+
+type SendContext = NonNullable<Awaited<ReturnType<typeof outboundRepo.sendContext>>>;
 import type { ThreadMail } from './thread-mail.ts';
 
 const sendEmailInput = z.object({
@@ -64,7 +65,7 @@ export function createSendEmail(deps: {
   function storeMessage(
     context: ToolContext,
     input: Input,
-    sender: { from: string; fromName: string | null; answered: Awaited<ReturnType<typeof outboundRepo.answeredBy>> },
+    sender: { from: string; fromName: string | null; answered: SendContext['answered'] },
     recipients: string[],
     documents: Array<{ id: string; title: string; sizeBytes: number }>,
   ) {
@@ -115,13 +116,23 @@ export function createSendEmail(deps: {
   });
 
   async function send(input: Input, context: ToolContext) {
-    const integration = await emailIntegrationRepo.find(db, context.orgId);
-    if (!integration) throw new Error('Email integration not configured');
-    const existing = await outboundRepo.ofToolCall(db, context.actionId, context.toolCallId);
+    // Bad recipients are refused after a stored call's result is returned (a resumed run sends nothing again).
+    let recipients: string[] = [];
+    let refusal: unknown;
+    try {
+      recipients = recipientsOf(input.to);
+    } catch (error) {
+      refusal = error;
+    }
+    const { orgId, actionId, toolCallId } = context;
+    const found = await outboundRepo.sendContext(db, { orgId, actionId, toolCallId, recipients });
+    if (!found) throw new Error('Email integration not configured');
+    const { integration, answered } = found;
+    const existing = found.storedId ? await outboundRepo.ofToolCall(db, actionId, toolCallId) : undefined;
     if (existing && existing.status !== 'sending') return resultOf(existing);
+    if (refusal) throw refusal;
 
-    const recipients = recipientsOf(input.to);
-    const suppressed = await outboundRepo.suppressedAmong(db, context.orgId, recipients);
+    const { suppressed } = found;
     if (suppressed.length > 0) {
       const list = suppressed.map((row) => `${row.address} (${row.reason})`).join(', ');
       throw new Error(
@@ -134,7 +145,6 @@ export function createSendEmail(deps: {
     const missing = ids.filter((id) => !documents.some((document) => document.id === id));
     if (missing.length > 0)
       throw new Error(`Document not found: ${missing.join(', ')} (attach documentIds that generateDocument returned)`);
-    const answered = await outboundRepo.answeredBy(db, context.orgId, context.actionId);
     const from = answered?.emailAddress ?? integration.fromEmail;
     await deps.integration.requireVerifiedDomain(context.orgId, from, integration);
     const message =
