@@ -17,6 +17,11 @@ export interface SoakOptions {
   rate: number;
   /** A random process is stopped (SIGKILL, or one time in three SIGTERM) and restarted this often. */
   killEverySeconds: number;
+  /**
+   * The load goes on past durationSeconds until this many processes were stopped (default 0): on a
+   * slow machine a restart under load takes longer than killEverySeconds, and fewer stops would fit.
+   */
+  minStops?: number;
   serves: number;
   workers: number;
   /** How long the soak waits, after the load, for every action and callback to settle. */
@@ -144,7 +149,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const load = (async () => {
       const begin = Date.now();
       let started = 0;
-      while (Date.now() - begin < options.durationSeconds * 1000) {
+      const stops = () => kills.length + terms.length;
+      while (Date.now() - begin < options.durationSeconds * 1000 || stops() < (options.minStops ?? 0)) {
         const due = Math.floor(((Date.now() - begin) / 1000) * options.rate);
         for (; started < due; started++) {
           const sending = sender.sendOne().finally(() => inFlight.delete(sending));

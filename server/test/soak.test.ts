@@ -16,6 +16,7 @@ describe.runIf(onPostgres && redis)('a multi-process deployment whose processes 
       durationSeconds: 20,
       rate: 8,
       killEverySeconds: 4,
+      minStops: 3,
       serves: 2,
       workers: 2,
       settleSeconds: 90,

@@ -211,6 +211,35 @@ describe('POST /webhooks/mail', () => {
     expect(final.processedAt).not.toBeNull();
   });
 
+  it('ignores a stored notification whose org removed its email integration before a worker took it', async () => {
+    // Acknowledged by a process that runs no workers; the integration goes; then a worker comes.
+    const serving = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }, { workers: false });
+    try {
+      const org = await setUpEmailOrg(serving, provider, { autoRespond: false });
+      const { event } = await inboundTo(org, 'Too late');
+      const acknowledged = await (await org.notify(event)).json();
+      expect(acknowledged.status).toBe('accepted');
+      expect((await org.api('DELETE', '/email/integration')).status).toBe(204);
+      const working = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }, { shareDatabaseWith: serving });
+      try {
+        const processed = await eventually('the notification processed', async () => {
+          const row = await working.container.db
+            .selectFrom('emailNotifications')
+            .selectAll()
+            .where('id', '=', acknowledged.notificationId)
+            .executeTakeFirstOrThrow();
+          return row.status === 'received' ? undefined : row;
+        });
+        expect(processed).toMatchObject({ status: 'ignored', reason: 'the email integration was removed', attempts: 1 });
+        expect(await threadsOf(org)).toEqual([]);
+      } finally {
+        await working.close();
+      }
+    } finally {
+      await serving.close();
+    }
+  });
+
   it('lets no other org change the suppression list', async () => {
     const org = await setUpEmailOrg(app, provider, { autoRespond: false });
     const other = await setUpEmailOrg(app, provider, { autoRespond: false });
