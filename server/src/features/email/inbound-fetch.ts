@@ -76,8 +76,8 @@ function rawHeader(headers: unknown, name: string): string | undefined {
 
 /**
  * Fetches a received email and downloads its attachments (their links expire in an hour). A
- * transient failure throws, so that the job retries; on the last attempt, or for a final answer
- * (gone, too large), the attachment is kept as failed or skipped with its reason.
+ * transient failure throws, so that the notification is retried; on the last attempt, or for a
+ * final answer (gone, too large), the attachment is kept as failed or skipped with its reason.
  */
 export async function fetchReceivedEmail(
   api: MailClientForKey,

@@ -23,8 +23,8 @@ const TRANSCRIPT_CHARS_PER_MESSAGE = 8000;
  * `email.received`: the email is fetched with its attachments, stored in the thread that any of its
  * References / In-Reply-To ids names (or a new one), and, when the inbox has an agent that answers
  * automatically and nothing says it must not (loop guards, the per-thread hourly cap), an action of
- * that agent answers it. Message, attachments, ledger row, action and its job commit together with
- * the notification's end, so a retried or resumed job never stores or answers twice.
+ * that agent answers it. Message, attachments, ledger row and action commit together with the
+ * notification's end, so a retried or taken-over notification never stores or answers twice.
  */
 /** A feature that takes the replies to its own emails (an approval email's) instead of an agent answering them. */
 export interface InboundReplyHook {

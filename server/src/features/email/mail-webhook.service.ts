@@ -23,8 +23,8 @@ const header = (headers: IncomingHttpHeaders, name: string) => {
 /**
  * `POST /webhooks/mail`: the provider's signed notifications. The org is found from the notification
  * (the inbox of a recipient; the email we sent, by its provider id or our tag on it) and only that
- * org's secret is tried, on the raw bytes. A verified notification is committed with its job, once
- * per (org, svix-id), and answered; the workers claim it from its table and process it (fetches, downloads).
+ * org's secret is tried, on the raw bytes. A verified notification is committed once per (org,
+ * svix-id) and answered; the workers claim it from its table and process it (fetches, downloads).
  */
 export function createMailWebhookIntake(deps: {
   db: Kysely<DB>;

@@ -8,9 +8,9 @@ import { addressOf, renderMarkdownEmail } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { outboundRepo } from './outbound.repo.ts';
+import type { ThreadMail } from './thread-mail.ts';
 
 type SendContext = NonNullable<Awaited<ReturnType<typeof outboundRepo.sendContext>>>;
-import type { ThreadMail } from './thread-mail.ts';
 
 const sendEmailInput = z.object({
   to: z.string().min(3).max(10_000).describe('The recipient address, or several separated by commas'),
