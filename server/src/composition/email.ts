@@ -32,6 +32,7 @@ export function composeEmail(
       db,
       box,
       mail,
+      clock,
       wakeRunners,
       replyHook: deps.replyHook,
       limits: {

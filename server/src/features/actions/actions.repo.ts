@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { type Kysely, type QueryCreator, type RawBuilder, sql } from 'kysely';
 import type { DB, ModelProvider } from '../../db/schema.ts';
 
 /**
@@ -18,9 +18,12 @@ export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ i
     returning id`;
 }
 
-/** An action that answers a received email: queued, of the inbox's agent's live version, with the assignment's approval rules. */
-export function insertEmailAction(
-  trx: Kysely<DB>,
+/**
+ * The insert of an action that answers a received email (queued, of the inbox's agent's live version,
+ * with the assignment's approval rules), unexecuted: the inbound path makes it part of its one statement.
+ */
+export function emailActionInsert(
+  creator: QueryCreator<DB>,
   action: {
     id: string;
     orgId: string;
@@ -34,19 +37,16 @@ export function insertEmailAction(
     approvalRules: Record<string, string>;
   },
 ) {
-  return trx
-    .insertInto('actions')
-    .values((eb) => ({
-      ...action,
-      agentVersion: eb.selectFrom('agents').select('liveVersion').where('id', '=', action.agentId),
-      data: JSON.stringify(action.data),
-      approvalRules: JSON.stringify(action.approvalRules),
-      source: 'email',
-      status: 'queued',
-      eventType: 'email.received',
-      toolApprovals: '{}',
-    }))
-    .execute();
+  return creator.insertInto('actions').values((eb) => ({
+    ...action,
+    agentVersion: eb.selectFrom('agents').select('liveVersion').where('id', '=', action.agentId),
+    data: JSON.stringify(action.data),
+    approvalRules: JSON.stringify(action.approvalRules),
+    source: 'email',
+    status: 'queued',
+    eventType: 'email.received',
+    toolApprovals: '{}',
+  }));
 }
 
 /** Actions as the runtime and the ledger read them. */

@@ -1,19 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, QueryCreator } from 'kysely';
 import type { EmailInboxRow, EmailMessageRow, EmailNotificationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { insertEmailAction } from '../actions/actions.repo.ts';
+import { emailActionInsert } from '../actions/actions.repo.ts';
 import { addressOf } from './email-content.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { type FetchedEmail, fetchReceivedEmail, type InboundLimits } from './inbound-fetch.ts';
 import { autoReplyRefusal } from './loop-guards.ts';
 import type { MailClient } from './mail-client.ts';
 import { type MailNotification, recipientsOf } from './notification-payload.ts';
-import { notificationsRepo } from './notifications.repo.ts';
+import { notificationsRepo, settledValues } from './notifications.repo.ts';
 
 type Inbox = Pick<EmailInboxRow, 'id' | 'orgId' | 'emailAddress' | 'displayName'>;
+type TranscriptMessage = Pick<
+  EmailMessageRow,
+  'id' | 'direction' | 'fromAddress' | 'toAddresses' | 'ccAddresses' | 'subject' | 'sentAt' | 'createdAt' | 'textBody'
+>;
 
 /** How much of a thread an answering agent reads: its newest messages, each cut to this many characters. */
 const TRANSCRIPT_MESSAGES = 20;
@@ -29,16 +34,21 @@ const TRANSCRIPT_CHARS_PER_MESSAGE = 8000;
 /** A feature that takes the replies to its own emails (an approval email's) instead of an agent answering them. */
 export interface InboundReplyHook {
   /**
-   * In the transaction that stores the received message, with the ids it answers (In-Reply-To,
-   * then References newest first): the status detail users see when the feature takes it, else undefined.
+   * Whether the feature takes a received message, by the ids it answers (In-Reply-To, then
+   * References newest first): the status detail users see, and what the feature writes in the
+   * transaction that stores the message; undefined when it does not take it.
    */
-  claim(trx: Kysely<DB>, message: { orgId: string; messageRowId: string; ids: string[] }): Promise<string | undefined>;
+  claim(
+    db: Kysely<DB>,
+    message: { orgId: string; ids: string[] },
+  ): Promise<{ detail: string; take(trx: Kysely<DB>, messageRowId: string): Promise<void> } | undefined>;
 }
 
 export function createInboundEmail(deps: {
   db: Kysely<DB>;
   box: SecretBox;
   mail: MailClient;
+  clock: Clock;
   /** An action for the email was committed: the run dispatchers claim it. */
   wakeRunners: () => void;
   /** Other features' claims on replies to their own emails (approval emails): such a message starts no agent's answer. */
@@ -64,23 +74,19 @@ export function createInboundEmail(deps: {
   }
 
   /**
-   * What the answering agent reads: the thread so far, oldest first, as text. A thread that the
-   * received message started holds only that message, which is at hand.
+   * What the answering agent reads: the thread so far, oldest first, as text, ending with the received
+   * message (not stored yet). A thread that the message starts holds only that message.
    */
-  async function transcript(
-    trx: Kysely<DB>,
-    thread: { known: string } | { started: EmailMessageRow; attachments: FetchedEmail['attachments'] },
-  ) {
-    const messages =
-      'known' in thread ? await emailMessagesRepo.lastOfThread(trx, thread.known, TRANSCRIPT_MESSAGES) : [thread.started];
-    const attachments =
-      'known' in thread
-        ? await emailMessagesRepo.attachmentNames(
-            trx,
-            messages.map((message) => message.id),
-          )
-        : thread.attachments.map((attachment) => ({ messageId: thread.started.id, filename: attachment.filename }));
-    return messages.map((message) => ({
+  async function transcript(known: string | undefined, received: TranscriptMessage, attachments: FetchedEmail['attachments']) {
+    const earlier = known ? await emailMessagesRepo.lastOfThread(db, known, TRANSCRIPT_MESSAGES - 1) : [];
+    const names = [
+      ...(await emailMessagesRepo.attachmentNames(
+        db,
+        earlier.map((message) => message.id),
+      )),
+      ...attachments.map((attachment) => ({ messageId: received.id, filename: attachment.filename })),
+    ];
+    return [...earlier, received].map((message) => ({
       direction: message.direction === 'inbound' ? 'received' : 'sent by us',
       from: message.fromAddress,
       to: message.toAddresses,
@@ -91,107 +97,106 @@ export function createInboundEmail(deps: {
         message.textBody.length > TRANSCRIPT_CHARS_PER_MESSAGE
           ? `${message.textBody.slice(0, TRANSCRIPT_CHARS_PER_MESSAGE)}\n[cut]`
           : message.textBody,
-      attachments: attachments.filter((item) => item.messageId === message.id).map((item) => item.filename),
+      attachments: names.filter((item) => item.messageId === message.id).map((item) => item.filename),
     }));
   }
 
+  /**
+   * Reads first (its thread, whether a feature takes it, who answers it), then stores it all in one
+   * statement (emailMessagesRepo.storeReceived); in a transaction only with what a feature that
+   * takes the message writes.
+   */
   async function store(notification: EmailNotificationRow, payload: MailNotification, inbox: Inbox, email: FetchedEmail) {
     const orgId = inbox.orgId;
-    let startedAction = false;
-    await db.transaction().execute(async (trx) => {
-      const known = await emailMessagesRepo.threadOf(trx, orgId, [
-        ...(email.inReplyTo ? [email.inReplyTo] : []),
-        ...email.references,
-      ]);
-      const threadId = known ?? randomUUID();
-      const messageRowId = randomUUID();
-      const actionId = randomUUID();
-      // Decided before the message is stored, so that it is stored with its status detail.
-      const answerer = await answererOf(trx, inbox, known, email);
-      const stored = await emailMessagesRepo.insertMessage(
-        trx,
-        {
-          id: messageRowId,
-          orgId,
-          threadId,
-          inboxId: inbox.id,
-          direction: 'inbound',
-          providerEmailId: payload.data.email_id,
-          messageId: email.messageId,
-          inReplyTo: email.inReplyTo,
-          referenceIds: JSON.stringify(email.references),
-          fromAddress: email.from,
-          toAddresses: JSON.stringify(email.to),
-          ccAddresses: JSON.stringify(email.cc),
-          subject: email.subject,
-          sentAt: email.sentAt,
-          textBody: email.text,
-          htmlBody: email.html,
-          headers: JSON.stringify(email.headers),
-          authentication: email.authentication ? JSON.stringify(email.authentication) : null,
-          status: 'received',
-          statusDetail: answerer.refusal ?? `answered by ${answerer.responder.agentName} (action ${actionId})`,
-        },
-        known ? 'existing' : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
-      );
-      await emailMessagesRepo.insertAttachments(
-        trx,
-        email.attachments.map((attachment, position) => ({
-          id: randomUUID(),
-          orgId,
-          messageId: messageRowId,
-          position,
-          ...attachment,
-        })),
-      );
-
-      const claimed = await deps.replyHook?.claim(trx, {
+    const known = await emailMessagesRepo.threadOf(db, orgId, [
+      ...(email.inReplyTo ? [email.inReplyTo] : []),
+      ...email.references,
+    ]);
+    const claimed = await deps.replyHook?.claim(db, {
+      orgId,
+      ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
+    });
+    const decision = claimed ? { refusal: claimed.detail, responder: undefined } : await answererOf(db, inbox, known, email);
+    const [messageRowId, actionId, deliveryId] = [randomUUID(), randomUUID(), randomUUID()];
+    const message = {
+      id: messageRowId,
+      orgId,
+      threadId: known ?? randomUUID(),
+      inboxId: inbox.id,
+      direction: 'inbound' as const,
+      providerEmailId: payload.data.email_id,
+      messageId: email.messageId,
+      inReplyTo: email.inReplyTo,
+      referenceIds: JSON.stringify(email.references),
+      fromAddress: email.from,
+      toAddresses: JSON.stringify(email.to),
+      ccAddresses: JSON.stringify(email.cc),
+      subject: email.subject,
+      sentAt: email.sentAt,
+      textBody: email.text,
+      htmlBody: email.html,
+      headers: JSON.stringify(email.headers),
+      authentication: email.authentication ? JSON.stringify(email.authentication) : null,
+      status: 'received' as const,
+      statusDetail: decision.refusal ?? `answered by ${decision.responder.agentName} (action ${actionId})`,
+    };
+    const { responder } = decision;
+    const from = addressOf(email.from) ?? email.from;
+    const action = responder && {
+      id: actionId,
+      orgId,
+      deliveryId,
+      agentId: responder.agentId,
+      runAsUserId: responder.runAsUserId!,
+      emailMessageId: messageRowId,
+      traceParent: notification.traceParent,
+      instructions: [
+        `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message ` +
+          `with sendEmail, to ${from}:`,
+        'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
+      ].join(' '),
+      data: {
+        inbox: inbox.emailAddress,
+        threadId: message.threadId,
+        subject: email.subject,
+        from,
+        messages: await transcript(
+          known,
+          { ...message, toAddresses: email.to, ccAddresses: email.cc, createdAt: deps.clock.now() },
+          email.attachments,
+        ),
+      },
+      approvalRules: responder.approvalRules ?? { sendEmail: 'allow' },
+    };
+    const parts = {
+      message,
+      thread: known ? ('existing' as const) : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
+      attachments: email.attachments.map((attachment, position) => ({
+        id: randomUUID(),
         orgId,
-        messageRowId,
-        ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
-      });
-      // A reply that another feature takes (rare) starts no answer: its detail replaces the answerer's.
-      if (claimed) await emailMessagesRepo.setStatusDetail(trx, messageRowId, claimed);
-      const decision = claimed ? { refusal: claimed, responder: undefined } : answerer;
-      const deliveryId = randomUUID();
-      await emailMessagesRepo.insertLedgerRow(trx, {
+        messageId: messageRowId,
+        position,
+        ...attachment,
+      })),
+      ledger: {
         id: deliveryId,
         orgId,
-        actionId: decision.responder ? actionId : null,
+        actionId: action ? actionId : null,
         reason: decision.refusal ?? null,
         providerEmailId: payload.data.email_id,
         payload: JSON.stringify(payload),
         headers: JSON.stringify(notification.headers),
+      },
+      action: action && ((creator: QueryCreator<DB>) => emailActionInsert(creator, action)),
+      notification: { id: notification.id, settled: settledValues({ status: 'processed', reason: decision.refusal ?? null }) },
+    };
+    if (claimed) {
+      await db.transaction().execute(async (trx) => {
+        await emailMessagesRepo.storeReceived(trx, parts);
+        await claimed.take(trx, messageRowId);
       });
-      if (decision.responder) {
-        const from = addressOf(email.from) ?? email.from;
-        await insertEmailAction(trx, {
-          id: actionId,
-          orgId,
-          deliveryId,
-          agentId: decision.responder.agentId,
-          runAsUserId: decision.responder.runAsUserId!,
-          emailMessageId: messageRowId,
-          traceParent: notification.traceParent,
-          instructions: [
-            `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message ` +
-              `with sendEmail, to ${from}:`,
-            'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
-          ].join(' '),
-          data: {
-            inbox: inbox.emailAddress,
-            threadId,
-            subject: email.subject,
-            from,
-            messages: await transcript(trx, known ? { known } : { started: stored, attachments: email.attachments }),
-          },
-          approvalRules: decision.responder.approvalRules ?? { sendEmail: 'allow' },
-        });
-        startedAction = true;
-      }
-      await notificationsRepo.settle(trx, notification.id, { status: 'processed', reason: decision.refusal ?? null });
-    });
-    if (startedAction) deps.wakeRunners();
+    } else await emailMessagesRepo.storeReceived(db, parts);
+    if (action) deps.wakeRunners();
   }
 
   return {

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql, type UpdateObject } from 'kysely';
 import type { EmailNotificationRow, EmailNotificationStatus } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 
@@ -7,6 +7,23 @@ export interface CandidateOrg {
   orgId: string;
   webhookSecretEncrypted: string;
 }
+
+export interface SettleOutcome {
+  status: EmailNotificationStatus;
+  reason?: string | null;
+  lastError?: string | null;
+  retryInMs?: number;
+}
+
+/** A notification's columns once it is settled (`settle`, or the statement that stores its email). */
+export const settledValues = (outcome: SettleOutcome): UpdateObject<DB, 'emailNotifications'> => ({
+  status: outcome.status,
+  reason: outcome.reason ?? null,
+  lastError: outcome.lastError ?? null,
+  leaseExpiresAt: null,
+  retryAt: outcome.retryInMs ? sql<Date>`now() + ${outcome.retryInMs}::int * interval '1 millisecond'` : null,
+  processedAt: outcome.status === 'received' ? null : sql<Date>`now()`,
+});
 
 /** The provider's notifications: stored once per (org, svix-id) before they are answered; the workers claim them from here. */
 export const notificationsRepo = {
@@ -108,21 +125,10 @@ export const notificationsRepo = {
       .execute(),
 
   /** Ends processing: the final statuses; `received` again keeps no lease and is retried after `retryInMs`. */
-  settle: (
-    db: Kysely<DB>,
-    id: string,
-    outcome: { status: EmailNotificationStatus; reason?: string | null; lastError?: string | null; retryInMs?: number },
-  ) =>
+  settle: (db: Kysely<DB>, id: string, outcome: SettleOutcome) =>
     db
       .updateTable('emailNotifications')
-      .set({
-        status: outcome.status,
-        reason: outcome.reason ?? null,
-        lastError: outcome.lastError ?? null,
-        leaseExpiresAt: null,
-        retryAt: outcome.retryInMs ? sql<Date>`now() + ${outcome.retryInMs}::int * interval '1 millisecond'` : null,
-        processedAt: outcome.status === 'received' ? null : sql<Date>`now()`,
-      })
+      .set(settledValues(outcome))
       .where('id', '=', id)
       .where('status', '=', 'received')
       .execute(),

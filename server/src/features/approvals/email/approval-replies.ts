@@ -185,11 +185,15 @@ export type ApprovalReplies = ReturnType<typeof createApprovalReplies>;
  */
 export function createApprovalReplyClaims(deps: { jobs: Pick<JobRunner, 'enqueue'> }): InboundReplyHook {
   return {
-    async claim(trx, message) {
-      if (!(await approvalMailRepo.repliedTo(trx, message.orgId, message.ids))) return undefined;
-      await approvalMailRepo.replyWaits(trx, message.orgId, message.messageRowId);
-      await deps.jobs.enqueue('approvals.reply', { messageRowId: message.messageRowId }, { trx });
-      return REPLY_WAITING_DETAIL;
+    async claim(db, message) {
+      if (!(await approvalMailRepo.repliedTo(db, message.orgId, message.ids))) return undefined;
+      return {
+        detail: REPLY_WAITING_DETAIL,
+        async take(trx, messageRowId) {
+          await approvalMailRepo.replyWaits(trx, message.orgId, messageRowId);
+          await deps.jobs.enqueue('approvals.reply', { messageRowId }, { trx });
+        },
+      };
     },
   };
 }
