@@ -15,6 +15,7 @@ import { type MailNotification, recipientsOf } from './notification-payload.ts';
 import { notificationsRepo, settledValues } from './notifications.repo.ts';
 
 type Inbox = Pick<EmailInboxRow, 'id' | 'orgId' | 'emailAddress' | 'displayName'>;
+type Responder = Awaited<ReturnType<typeof emailMessagesRepo.autoResponders>>[number];
 type TranscriptMessage = Pick<
   EmailMessageRow,
   'id' | 'direction' | 'fromAddress' | 'toAddresses' | 'ccAddresses' | 'subject' | 'sentAt' | 'createdAt' | 'textBody'
@@ -42,6 +43,37 @@ export interface InboundReplyHook {
     db: Kysely<DB>,
     message: { orgId: string; ids: string[] },
   ): Promise<{ detail: string; take(trx: Kysely<DB>, messageRowId: string): Promise<void> } | undefined>;
+}
+
+/** The received message's row as it is stored, with what users see of its answer (`statusDetail`). */
+function receivedMessageRow(
+  row: { id: string; threadId: string },
+  inbox: Inbox,
+  providerEmailId: string,
+  email: FetchedEmail,
+  statusDetail: string,
+) {
+  return {
+    ...row,
+    orgId: inbox.orgId,
+    inboxId: inbox.id,
+    direction: 'inbound' as const,
+    providerEmailId,
+    messageId: email.messageId,
+    inReplyTo: email.inReplyTo,
+    referenceIds: JSON.stringify(email.references),
+    fromAddress: email.from,
+    toAddresses: JSON.stringify(email.to),
+    ccAddresses: JSON.stringify(email.cc),
+    subject: email.subject,
+    sentAt: email.sentAt,
+    textBody: email.text,
+    htmlBody: email.html,
+    headers: JSON.stringify(email.headers),
+    authentication: email.authentication ? JSON.stringify(email.authentication) : null,
+    status: 'received' as const,
+    statusDetail,
+  };
 }
 
 export function createInboundEmail(deps: {
@@ -101,6 +133,44 @@ export function createInboundEmail(deps: {
     }));
   }
 
+  /** The action of the agent that answers the received message: what it is told, and the thread it reads. */
+  async function answeringAction(
+    notification: EmailNotificationRow,
+    inbox: Inbox,
+    email: FetchedEmail,
+    responder: Responder,
+    stored: { actionId: string; deliveryId: string; known: string | undefined; message: ReturnType<typeof receivedMessageRow> },
+  ) {
+    const from = addressOf(email.from) ?? email.from;
+    const { message } = stored;
+    return {
+      id: stored.actionId,
+      orgId: inbox.orgId,
+      deliveryId: stored.deliveryId,
+      agentId: responder.agentId,
+      runAsUserId: responder.runAsUserId!,
+      emailMessageId: message.id,
+      traceParent: notification.traceParent,
+      instructions: [
+        `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message ` +
+          `with sendEmail, to ${from}:`,
+        'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
+      ].join(' '),
+      data: {
+        inbox: inbox.emailAddress,
+        threadId: message.threadId,
+        subject: email.subject,
+        from,
+        messages: await transcript(
+          stored.known,
+          { ...message, toAddresses: email.to, ccAddresses: email.cc, createdAt: deps.clock.now() },
+          email.attachments,
+        ),
+      },
+      approvalRules: responder.approvalRules ?? { sendEmail: 'allow' },
+    };
+  }
+
   /**
    * Reads first (its thread, whether a feature takes it, who answers it), then stores it all in one
    * statement (emailMessagesRepo.storeReceived); in a transaction only with what a feature that
@@ -117,64 +187,24 @@ export function createInboundEmail(deps: {
       ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
     });
     const decision = claimed ? { refusal: claimed.detail, responder: undefined } : await answererOf(db, inbox, known, email);
-    const [messageRowId, actionId, deliveryId] = [randomUUID(), randomUUID(), randomUUID()];
-    const message = {
-      id: messageRowId,
-      orgId,
-      threadId: known ?? randomUUID(),
-      inboxId: inbox.id,
-      direction: 'inbound' as const,
-      providerEmailId: payload.data.email_id,
-      messageId: email.messageId,
-      inReplyTo: email.inReplyTo,
-      referenceIds: JSON.stringify(email.references),
-      fromAddress: email.from,
-      toAddresses: JSON.stringify(email.to),
-      ccAddresses: JSON.stringify(email.cc),
-      subject: email.subject,
-      sentAt: email.sentAt,
-      textBody: email.text,
-      htmlBody: email.html,
-      headers: JSON.stringify(email.headers),
-      authentication: email.authentication ? JSON.stringify(email.authentication) : null,
-      status: 'received' as const,
-      statusDetail: decision.refusal ?? `answered by ${decision.responder.agentName} (action ${actionId})`,
-    };
-    const { responder } = decision;
-    const from = addressOf(email.from) ?? email.from;
-    const action = responder && {
-      id: actionId,
-      orgId,
-      deliveryId,
-      agentId: responder.agentId,
-      runAsUserId: responder.runAsUserId!,
-      emailMessageId: messageRowId,
-      traceParent: notification.traceParent,
-      instructions: [
-        `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message ` +
-          `with sendEmail, to ${from}:`,
-        'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
-      ].join(' '),
-      data: {
-        inbox: inbox.emailAddress,
-        threadId: message.threadId,
-        subject: email.subject,
-        from,
-        messages: await transcript(
-          known,
-          { ...message, toAddresses: email.to, ccAddresses: email.cc, createdAt: deps.clock.now() },
-          email.attachments,
-        ),
-      },
-      approvalRules: responder.approvalRules ?? { sendEmail: 'allow' },
-    };
+    const [actionId, deliveryId] = [randomUUID(), randomUUID()];
+    const message = receivedMessageRow(
+      { id: randomUUID(), threadId: known ?? randomUUID() },
+      inbox,
+      payload.data.email_id,
+      email,
+      decision.refusal ?? `answered by ${decision.responder.agentName} (action ${actionId})`,
+    );
+    const action =
+      decision.responder &&
+      (await answeringAction(notification, inbox, email, decision.responder, { actionId, deliveryId, known, message }));
     const parts = {
       message,
       thread: known ? ('existing' as const) : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
       attachments: email.attachments.map((attachment, position) => ({
         id: randomUUID(),
         orgId,
-        messageId: messageRowId,
+        messageId: message.id,
         position,
         ...attachment,
       })),
@@ -193,7 +223,7 @@ export function createInboundEmail(deps: {
     if (claimed) {
       await db.transaction().execute(async (trx) => {
         await emailMessagesRepo.storeReceived(trx, parts);
-        await claimed.take(trx, messageRowId);
+        await claimed.take(trx, message.id);
       });
     } else await emailMessagesRepo.storeReceived(db, parts);
     if (action) deps.wakeRunners();

@@ -219,6 +219,8 @@ describe('POST /webhooks/mail', () => {
       const { event } = await inboundTo(org, 'Too late');
       const acknowledged = await (await org.notify(event)).json();
       expect(acknowledged.status).toBe('accepted');
+      // Stored for the workers: a process that runs none shows it waiting.
+      expect(await (await serving.request('GET', '/metrics')).text()).toMatch(/email_notifications_waiting\{state="ready"\} 1/);
       expect((await org.api('DELETE', '/email/integration')).status).toBe(204);
       const working = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }, { shareDatabaseWith: serving });
       try {

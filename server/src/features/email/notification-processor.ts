@@ -14,11 +14,11 @@ import { notificationsRepo } from './notifications.repo.ts';
  * well inside the hour that a received email's attachment links last: 2 s doubling, the 10th retry
  * about 34 minutes after the first attempt. The 11th attempt is the last, and fails for good.
  */
-export const NOTIFICATION_RETRIES = 10;
+const NOTIFICATION_RETRIES = 10;
 const FIRST_RETRY_MS = 2_000;
 
 /** The backoff after attempt `attempts` (1 for the first) failed. */
-export const retryDelayMs = (attempts: number) => FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1);
+const retryDelayMs = (attempts: number) => FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1);
 
 /**
  * Processes the stored notifications in this process, up to `concurrency` at once: as many as it has
@@ -43,7 +43,7 @@ export function createNotificationProcessor(deps: {
   /** Notifications given back while still processing (the process is stopping): their outcome is no longer theirs to record. */
   const handedBack = new Set<string>();
 
-  async function process(notification: EmailNotificationRow): Promise<void> {
+  async function handle(notification: EmailNotificationRow): Promise<void> {
     const { id } = notification;
     const begun = performance.now();
     const renew = setInterval(
@@ -95,7 +95,7 @@ export function createNotificationProcessor(deps: {
         concurrency: deps.concurrency,
         pollMs: deps.pollMs,
         take: (free) => notificationsRepo.claimReady(db, free, deps.leaseMs),
-        run: process,
+        run: handle,
         onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim mail notifications'),
       });
     },

@@ -8,7 +8,7 @@ export interface CandidateOrg {
   webhookSecretEncrypted: string;
 }
 
-export interface SettleOutcome {
+interface SettleOutcome {
   status: EmailNotificationStatus;
   reason?: string | null;
   lastError?: string | null;
