@@ -49,6 +49,8 @@ describe('loadConfig', () => {
     expect(config.idp).toBeNull();
     expect(config.rateLimit.authPerMinute).toBe(10);
     expect(config.ingestWriteConcurrency).toBe(2);
+    expect(config.email.batchWindowMs).toBe(250);
+    expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), EMAIL_BATCH_WINDOW_MS: '0' }).email.batchWindowMs).toBe(0);
   });
 
   it('rejects bad values with a message naming the variable, and treats empty ones as unset', () => {
@@ -58,6 +60,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ INGEST_WRITE_CONCURRENCY: '9' })).toThrow(/INGEST_WRITE_CONCURRENCY/);
     expect(() => loadConfig({ WORKER_NICENESS: '20' })).toThrow(/WORKER_NICENESS/);
     expect(() => loadConfig({ WORKER_NICENESS: '-5' })).toThrow(/WORKER_NICENESS/);
+    expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '-1' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
+    expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '60000' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":1}}' })).toThrow(/MODEL_PRICES\.gpt\.output/);

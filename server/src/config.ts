@@ -78,6 +78,8 @@ const envSchema = z.object({
   EMAIL_PROCESSING_LEASE_SECONDS: z.coerce.number().positive().max(3600).default(60),
   /** Notifications one worker process processes at once (each mostly waits on the provider). */
   EMAIL_CONCURRENCY: positiveInt.max(200).default(32),
+  /** How long a worker gathers the mail notifications it is told of before claiming them together (0: at once). */
+  EMAIL_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(5000).default(250),
 
   RATE_LIMIT_REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// URL' }).optional(),
   AUTH_RATE_LIMIT_PER_MINUTE: positiveInt.default(10),
@@ -158,14 +160,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const e = parsed.data;
   const isProduction = e.NODE_ENV === 'production';
-  if (isProduction) {
-    const missing = (['ENCRYPTION_MASTER_KEY', 'APP_HOST', 'API_HOST'] as const).filter((name) => !e[name]);
-    if (missing.length > 0) {
-      throw new ConfigError(
-        `Missing required environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} ` +
-          '(required when NODE_ENV=production)',
-      );
-    }
+  const missing = isProduction ? (['ENCRYPTION_MASTER_KEY', 'APP_HOST', 'API_HOST'] as const).filter((name) => !e[name]) : [];
+  if (missing.length > 0) {
+    const names = `variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`;
+    throw new ConfigError(`Missing required environment ${names} (required when NODE_ENV=production)`);
   }
   const notices: string[] = [];
   // npm runs workspace scripts inside server/; relative paths mean the directory npm was run from.
@@ -243,6 +241,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       autoRepliesPerThreadPerHour: e.EMAIL_AUTO_REPLIES_PER_THREAD_PER_HOUR,
       leaseMs: e.EMAIL_PROCESSING_LEASE_SECONDS * 1000,
       concurrency: e.EMAIL_CONCURRENCY,
+      batchWindowMs: e.EMAIL_BATCH_WINDOW_MS,
     },
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_SECONDS * 1000,
     passwordHashCost: e.PASSWORD_HASH_COST,

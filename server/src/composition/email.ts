@@ -27,6 +27,7 @@ export function composeEmail(
     leaseMs: config.email.leaseMs,
     concurrency: config.email.concurrency,
     pollMs: config.jobs.pollMs,
+    batchWindowMs: config.email.batchWindowMs,
     deliveryEvents,
     inbound: createInboundEmail({
       db,

@@ -1,12 +1,17 @@
 /**
  * Takes work into up to `concurrency` slots: as many items as there are free slots, in one `take`,
  * when woken (new work committed; a slot freed while the last take came back full) or at its poll.
- * A wake-up during a take makes it take once more after. The job queues' pumps and the action run
- * dispatcher share it; what a take and a run are is theirs.
+ * A wake-up during a take makes it take once more after. With `gatherMs`, a wake-up takes that long
+ * after it came, together with whatever else was committed meanwhile: work that comes at a low rate is
+ * then taken and run together, sharing the database's commits and the process's wake-ups, for that
+ * much more latency. The job queues' pumps and the action run dispatcher share it; what a take and a
+ * run are is theirs.
  */
 export function createSlotPump<T>(deps: {
   concurrency: number;
   pollMs: number;
+  /** How long a wake-up waits, gathering others, before it takes (0 or none: it takes at once). */
+  gatherMs?: number;
   /** At most `free` items, now claimed for this process. */
   take: (free: number) => Promise<T[]>;
   run: (item: T) => Promise<void>;
@@ -20,6 +25,7 @@ export function createSlotPump<T>(deps: {
   let behind = false;
   let stopped = false;
   let idle: (() => void) | undefined;
+  let gathering: NodeJS.Timeout | undefined;
 
   function pump(): void {
     if (stopped) return;
@@ -61,18 +67,32 @@ export function createSlotPump<T>(deps: {
       });
   }
 
+  function wake(): void {
+    if (!deps.gatherMs) {
+      pump();
+      return;
+    }
+    if (gathering || stopped) return;
+    gathering = setTimeout(() => {
+      gathering = undefined;
+      pump();
+    }, deps.gatherMs);
+    gathering.unref();
+  }
+
   const timer = setInterval(pump, deps.pollMs);
   timer.unref();
   pump();
 
   return {
-    /** Take now: work was committed. */
-    wake: pump,
+    /** Take now (after `gatherMs`): work was committed. */
+    wake,
 
     /** Takes nothing more; waits up to `timeoutMs` for the running items; returns those still running. */
     async stop(timeoutMs: number): Promise<T[]> {
       stopped = true;
       clearInterval(timer);
+      clearTimeout(gathering);
       await taking; // what it takes runs, and is waited for with the rest
       if (running.size > 0) {
         await new Promise<void>((resolve) => {

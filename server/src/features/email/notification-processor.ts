@@ -36,6 +36,11 @@ export function createNotificationProcessor(deps: {
   concurrency: number;
   /** How often an idle processor looks for notifications nobody woke it for (a retry's time, a lapsed lease, a lost wake-up). */
   pollMs: number;
+  /**
+   * How long a wake-up waits before it claims, so that the notifications of that moment are claimed
+   * and processed together (lib/slot-pump.ts: gatherMs).
+   */
+  batchWindowMs: number;
   metrics: Pick<Metrics, 'jobs' | 'jobDuration'>;
   logger: Logger;
 }) {
@@ -94,6 +99,7 @@ export function createNotificationProcessor(deps: {
       slots ??= createSlotPump({
         concurrency: deps.concurrency,
         pollMs: deps.pollMs,
+        gatherMs: deps.batchWindowMs,
         take: (free) => notificationsRepo.claimReady(db, free, deps.leaseMs),
         run: handle,
         onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim mail notifications'),

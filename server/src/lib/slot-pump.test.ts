@@ -1,0 +1,91 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createSlotPump } from './slot-pump.ts';
+
+/** A queue of `waiting` items the pump takes from; each take is recorded with what it took. */
+function queue() {
+  const takes: number[][] = [];
+  let waiting: number[] = [];
+  let nextItem = 1;
+  return {
+    takes,
+    commit: (count: number) => {
+      for (let n = 0; n < count; n++) waiting.push(nextItem++);
+    },
+    take: async (free: number) => {
+      const taken = waiting.slice(0, free);
+      waiting = waiting.slice(free);
+      takes.push(taken);
+      return taken;
+    },
+  };
+}
+
+describe('slot pump', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('takes at once when woken, without a gathering window', async () => {
+    const work = queue();
+    const pump = createSlotPump({ concurrency: 10, pollMs: 60_000, take: work.take, run: async () => {}, onTakeError: () => {} });
+    await vi.advanceTimersByTimeAsync(0);
+    work.commit(1);
+    pump.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    work.commit(1);
+    pump.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(work.takes).toEqual([[], [1], [2]]);
+    await pump.stop(0);
+  });
+
+  it('with gatherMs, takes what was committed during the window in one take, at its end', async () => {
+    const work = queue();
+    const pump = createSlotPump({
+      concurrency: 10,
+      pollMs: 60_000,
+      gatherMs: 250,
+      take: work.take,
+      run: async () => {},
+      onTakeError: () => {},
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(work.takes).toEqual([[]]); // the first look, at start
+    for (let n = 0; n < 3; n++) {
+      work.commit(1);
+      pump.wake();
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    // The window opened by the first wake-up ended at 250 ms, after the third commit (200 ms).
+    expect(work.takes).toEqual([[], [1, 2, 3]]);
+    // The next wake-up opens a new window.
+    work.commit(2);
+    pump.wake();
+    await vi.advanceTimersByTimeAsync(249);
+    expect(work.takes).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(work.takes).toEqual([[], [1, 2, 3], [4, 5]]);
+    await pump.stop(0);
+  });
+
+  it('does not take after stopping, even when a window was open', async () => {
+    const work = queue();
+    const pump = createSlotPump({
+      concurrency: 10,
+      pollMs: 60_000,
+      gatherMs: 250,
+      take: work.take,
+      run: async () => {},
+      onTakeError: () => {},
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    work.commit(1);
+    pump.wake();
+    await pump.stop(0);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(work.takes).toEqual([[]]);
+  });
+});
