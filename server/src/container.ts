@@ -147,6 +147,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await database.migrate();
       await jobs.start();
       if (workers) {
+        await bus.listenForWork();
         await jobs.work(jobHandlers, {
           concurrency: { 'email.lookup-message-id': config.email.concurrency },
         });

@@ -3,6 +3,11 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 const CHANNEL = 'agent_platform_invalidate';
+/**
+ * Wake-ups for workers travel apart from invalidations: a process that runs no workers (a `serve`
+ * with RUN_WORKERS=false) does not listen to them, so is not woken by every commit of every process.
+ */
+const WORK_CHANNEL = 'agent_platform_work';
 /** Signals within this window of one another reach other processes as one NOTIFY. */
 const SIGNAL_WINDOW_MS = 5;
 /** The key a handler receives when messages may have been missed: drop everything. */
@@ -42,9 +47,9 @@ export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS] | ReturnType
 
 /**
  * Messages between this service's processes: cached data changed (sessions, webhook configs and
- * action rules subscribe per topic), or callbacks are due. With PostgreSQL, messages travel by LISTEN/NOTIFY; after a
- * lost listener
- * connection, subscribers get INVALIDATE_ALL, since messages may have been missed meanwhile.
+ * action rules subscribe per topic), or work was committed (signals, heard by the processes that run
+ * workers). With PostgreSQL, messages travel by LISTEN/NOTIFY; after a lost listener connection,
+ * subscribers get INVALIDATE_ALL, since messages may have been missed meanwhile.
  */
 export interface ProcessBus {
   publish(topic: BusTopic, key: string): Promise<void>;
@@ -54,6 +59,8 @@ export interface ProcessBus {
    * database a serialized commit step).
    */
   signal(topic: BusTopic): void;
+  /** This process runs workers: from now on it hears the signals of other processes too. */
+  listenForWork(): Promise<void>;
   subscribe(topic: BusTopic, handler: (key: string) => void): void;
   close(): Promise<void>;
 }
@@ -85,6 +92,7 @@ export function createProcessBus(options: {
   let closed = false;
   let retryTimer: NodeJS.Timeout | undefined;
   let publisher: pg.Pool | undefined;
+  let hearsWork = false;
 
   async function connect(attempt = 0): Promise<void> {
     if (closed || !options.postgresUrl) return;
@@ -102,6 +110,7 @@ export function createProcessBus(options: {
       await next.connect();
       await next.query(`listen ${CHANNEL}`);
       client = next;
+      if (hearsWork) await next.query(`listen ${WORK_CHANNEL}`);
       if (attempt > 0) deliverAll();
     } catch (error) {
       options.logger.warn({ err: error }, 'cache invalidation listener could not connect; retrying');
@@ -117,13 +126,13 @@ export function createProcessBus(options: {
   // Signals: the first goes at once; those within the window after it go as one NOTIFY at its end.
   const signalWindows = new Map<string, { timer?: NodeJS.Timeout; again: boolean }>();
   /** Tells the other processes (this one has been told already). */
-  const send = async (topic: string, key: string) => {
+  const send = async (channel: string, topic: string, key: string) => {
     if (!publisher) return;
     await ready;
-    await publisher.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ o: origin, t: topic, k: key })]);
+    await publisher.query('select pg_notify($1, $2)', [channel, JSON.stringify({ o: origin, t: topic, k: key })]);
   };
   const notify = (topic: string) =>
-    void send(topic, '').catch((error: unknown) =>
+    void send(WORK_CHANNEL, topic, '').catch((error: unknown) =>
       options.logger.warn({ err: error, topic }, 'could not signal other processes'),
     );
   const openWindow = (topic: string) => {
@@ -143,7 +152,7 @@ export function createProcessBus(options: {
   return {
     async publish(topic, key) {
       deliver(topic, key);
-      await send(topic, key);
+      await send(CHANNEL, topic, key);
     },
     signal(topic) {
       deliver(topic, '');
@@ -154,6 +163,11 @@ export function createProcessBus(options: {
         notify(topic);
         openWindow(topic);
       }
+    },
+    async listenForWork() {
+      hearsWork = true;
+      await ready;
+      await client?.query(`listen ${WORK_CHANNEL}`);
     },
     subscribe(topic, handler) {
       handlers.set(topic, [...(handlers.get(topic) ?? []), handler]);
