@@ -6,7 +6,7 @@
  * ingest -> running and ingest -> completed p50/p99, the share of actions slower than 1 s (a wake-up
  * lost to a 2 s poll would show there), actions completed per second, and the database's work and CPU
  * per action. Both are measured BENCH_ROUNDS times, in turns; the ratio printed last is the median
- * of the rounds'. Target: the multi-process p50 ingest -> completed within 1.5x of the single process.
+ * of the rounds'. Target: the multi-process p50 ingest -> completed within 1.2x of the single process (issue 39; 1.5x before).
  *
  *   npm run bench:scale                 # BENCH_RATE=100 events/s, BENCH_DURATION=10 s after BENCH_WARMUP=5 s, BENCH_ROUNDS=3
  *   BENCH_SERVES=1 BENCH_WORKERS=1 npm run bench:scale
@@ -163,7 +163,7 @@ try {
   }
   const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
   console.log(
-    `multi-process p50 ingest -> completed = ${median.toFixed(2)}x the single process, median of ${ROUNDS} rounds (${ratios.map((ratio) => `${ratio.toFixed(2)}x`).join(', ')}; target <= 1.5x)`,
+    `multi-process p50 ingest -> completed = ${median.toFixed(2)}x the single process, median of ${ROUNDS} rounds (${ratios.map((ratio) => `${ratio.toFixed(2)}x`).join(', ')}; target <= 1.2x)`,
   );
 } finally {
   await model.close();
