@@ -109,8 +109,9 @@ export function createProcessBus(options: {
     try {
       await next.connect();
       await next.query(`listen ${CHANNEL}`);
-      client = next;
       if (hearsWork) await next.query(`listen ${WORK_CHANNEL}`);
+      // No await between a false check and this: a listenForWork() that came after the check finds this client.
+      client = next;
       if (attempt > 0) deliverAll();
     } catch (error) {
       options.logger.warn({ err: error }, 'cache invalidation listener could not connect; retrying');
