@@ -50,6 +50,7 @@ describe('loadConfig', () => {
     expect(config.rateLimit.authPerMinute).toBe(10);
     expect(config.ingestWriteConcurrency).toBe(2);
     expect(config.email.batchWindowMs).toBe(250);
+    expect(config.worker).toEqual({ niceness: 10, databasePoolSize: 3 });
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), EMAIL_BATCH_WINDOW_MS: '0' }).email.batchWindowMs).toBe(0);
   });
 
@@ -61,6 +62,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WORKER_NICENESS: '20' })).toThrow(/WORKER_NICENESS/);
     expect(() => loadConfig({ WORKER_NICENESS: '-5' })).toThrow(/WORKER_NICENESS/);
     expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '-1' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
+    expect(() => loadConfig({ WORKER_DATABASE_POOL_SIZE: '0' })).toThrow(/WORKER_DATABASE_POOL_SIZE/);
     expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '60000' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);

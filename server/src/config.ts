@@ -105,6 +105,8 @@ const envSchema = z.object({
   EXPERIMENT_CONCURRENCY: positiveInt.max(100).default(4),
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
   WORKER_NICENESS: z.coerce.number().int().min(0).max(19).default(10),
+  /** A `worker`'s main pool: PostgreSQL runs its statements at full priority, so few at once leave cores to the serves. */
+  WORKER_DATABASE_POOL_SIZE: positiveInt.max(500).default(3),
   /** Lets callback URLs reach loopback and private networks (tests, self-hosting); off by default (SSRF guard). */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
   /** MCP servers on private, loopback or link-local addresses (an org's own network): off unless the operator allows it. */
@@ -145,7 +147,6 @@ const envSchema = z.object({
 });
 
 export type Env = z.input<typeof envSchema>;
-
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -186,7 +187,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: e.LOG_LEVEL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     runWorkers: e.RUN_WORKERS,
-    workerNiceness: e.WORKER_NICENESS,
+    worker: { niceness: e.WORKER_NICENESS, databasePoolSize: e.WORKER_DATABASE_POOL_SIZE },
     http: {
       headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
       requestTimeoutMs: Math.max(e.HTTP_REQUEST_TIMEOUT_SECONDS, e.HTTP_HEADERS_TIMEOUT_SECONDS) * 1000,

@@ -119,9 +119,9 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
 
 /** `worker`: runs jobs only, for scaling workers apart from the API on PostgreSQL. */
 export async function work(config: Config, hooks: ProcessHooks = {}) {
-  const container = await createContainer(config);
+  const container = await createContainer({ ...config, databasePoolSize: config.worker.databasePoolSize });
   reportUnhandledRejections(container);
-  yieldToServing(config.workerNiceness, container);
+  yieldToServing(config.worker.niceness, container);
   const starting = container.start({ workers: true });
   onShutdown(
     container,
