@@ -168,7 +168,10 @@ export function createProcessBus(options: {
     async listenForWork() {
       hearsWork = true;
       await ready;
-      await client?.query(`listen ${WORK_CHANNEL}`);
+      // A lost connection is not fatal here: the reconnect listens to both channels.
+      await client
+        ?.query(`listen ${WORK_CHANNEL}`)
+        .catch((error: unknown) => options.logger.warn({ err: error }, 'could not listen for work yet; the reconnect will'));
     },
     subscribe(topic, handler) {
       handlers.set(topic, [...(handlers.get(topic) ?? []), handler]);

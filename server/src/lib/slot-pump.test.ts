@@ -20,6 +20,10 @@ function queue() {
   };
 }
 
+/** A pump of 10 slots over `work`, polling only after a minute (the tests wake it). */
+const pumpOver = (work: ReturnType<typeof queue>, gatherMs?: number) =>
+  createSlotPump({ concurrency: 10, pollMs: 60_000, gatherMs, take: work.take, run: async () => {}, onTakeError: () => {} });
+
 describe('slot pump', () => {
   beforeEach(() => {
     vi.useFakeTimers();
@@ -30,7 +34,7 @@ describe('slot pump', () => {
 
   it('takes at once when woken, without a gathering window', async () => {
     const work = queue();
-    const pump = createSlotPump({ concurrency: 10, pollMs: 60_000, take: work.take, run: async () => {}, onTakeError: () => {} });
+    const pump = pumpOver(work);
     await vi.advanceTimersByTimeAsync(0);
     work.commit(1);
     pump.wake();
@@ -44,14 +48,7 @@ describe('slot pump', () => {
 
   it('with gatherMs, takes what was committed during the window in one take, at its end', async () => {
     const work = queue();
-    const pump = createSlotPump({
-      concurrency: 10,
-      pollMs: 60_000,
-      gatherMs: 250,
-      take: work.take,
-      run: async () => {},
-      onTakeError: () => {},
-    });
+    const pump = pumpOver(work, 250);
     await vi.advanceTimersByTimeAsync(0);
     expect(work.takes).toEqual([[]]); // the first look, at start
     for (let n = 0; n < 3; n++) {
@@ -73,14 +70,7 @@ describe('slot pump', () => {
 
   it('does not take after stopping, even when a window was open', async () => {
     const work = queue();
-    const pump = createSlotPump({
-      concurrency: 10,
-      pollMs: 60_000,
-      gatherMs: 250,
-      take: work.take,
-      run: async () => {},
-      onTakeError: () => {},
-    });
+    const pump = pumpOver(work, 250);
     await vi.advanceTimersByTimeAsync(0);
     work.commit(1);
     pump.wake();
