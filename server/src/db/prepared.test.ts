@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../test/helpers/test-database.ts';
 import type { Database } from './database.ts';
-import { createStatementNamer, PLANNED_PER_CALL } from './prepared.ts';
+import { createStatementNamer, PLANNED_PER_CALL, preparingPool } from './prepared.ts';
 
 describe('prepared statements', () => {
   let database: Database;
@@ -88,6 +89,53 @@ describe('prepared statements', () => {
     expect(names[4]).toBe(`${names[1]}_1`);
     expect(names[5]).toBe(`${names[1]}_2`);
     expect(names[6]).toBe(`${names[1]}_2`);
+  });
+
+  it('prepares a statement again at once after a slow run, at most once per interval', () => {
+    let clock = 0;
+    const namer = createStatementNamer({ slowRunMs: 50, slowReplanEveryMs: 10_000, now: () => clock });
+    namer.nameOf('select $1');
+    const first = namer.nameOf('select $1')!;
+    clock = 10_000;
+    namer.ran('select $1', first, 49);
+    expect(namer.nameOf('select $1')).toBe(first);
+    namer.ran('select $1', first, 1_300);
+    const second = namer.nameOf('select $1')!;
+    expect(second).toBe(`${first}_1`);
+    // Slow again within the interval (a commit waiting for the disk, not the plan): kept.
+    clock = 19_999;
+    namer.ran('select $1', second, 1_300);
+    expect(namer.nameOf('select $1')).toBe(second);
+    // A slow run still under the name it replaced says nothing of the new plan.
+    clock = 40_000;
+    namer.ran('select $1', first, 1_300);
+    expect(namer.nameOf('select $1')).toBe(second);
+    namer.ran('select $1', second, 1_300);
+    expect(namer.nameOf('select $1')).toBe(`${first}_2`);
+  });
+
+  it('runs a statement again under a new name on PostgreSQL after one of its runs was slow', async () => {
+    if (database.kind !== 'postgres') return;
+    const namer = createStatementNamer({ slowRunMs: 200, slowReplanEveryMs: 0 });
+    const pool = preparingPool(new pg.Pool({ connectionString: database.url, max: 1 }), namer);
+    try {
+      const text = 'select pg_sleep($1::float8) is null as slept';
+      const prepared = async () =>
+        (
+          await pool.query<{ name: string }>(`select name from pg_prepared_statements where statement = $1 order by name`, [text])
+        ).rows.map((row) => row.name);
+      await pool.query(text, [0]);
+      await pool.query(text, [0]);
+      const before = await prepared();
+      expect(before).toHaveLength(1);
+      await pool.query(text, [0.25]);
+      await pool.query(text, [0]);
+      const after = await prepared();
+      expect(after.length).toBeGreaterThan(1);
+      expect(after).toContain(`${before[0]}_1`);
+    } finally {
+      await pool.end();
+    }
   });
 
   it('never prepares a statement planned per call', async () => {

@@ -12,7 +12,12 @@ import type pg from 'pg';
  * PostgreSQL keeps a prepared statement's generic plan until its tables are analyzed again; one made
  * in a new database's first seconds scans tables that have since grown (a sequential scan of
  * tool_calls per email step in bench:email). So a statement is prepared again, under a new name,
- * after 1,000, 10,000, 100,000 and 1,000,000 runs: planned at the sizes of its tables then.
+ * after 1,000, 10,000, 100,000 and 1,000,000 runs: planned at the sizes of its tables then. And
+ * sooner when a run is slow: a plan that scans a growing table slows its own runs, so the run count
+ * can take minutes to come (the run claim planned on an empty `actions` scanned it for 25 s of
+ * bench:actions, up to 1.3 s a claim). A run over `slowRunMs` (50) gets the statement a new plan, at
+ * most once per `slowReplanEveryMs` (10 s): a statement slow whatever its plan (a commit waiting for
+ * a slow disk) is planned again only that often, at the price of one planning per connection.
  */
 const REPLAN_AFTER_RUNS = [1_000, 10_000, 100_000, 1_000_000];
 
@@ -24,14 +29,31 @@ const REPLAN_AFTER_RUNS = [1_000, 10_000, 100_000, 1_000_000];
  */
 export const PLANNED_PER_CALL = '/* planned per call */';
 
-export function createStatementNamer(options: { maxStatements?: number; replanAfterRuns?: number[] } = {}) {
+interface NamerOptions {
+  maxStatements?: number;
+  replanAfterRuns?: number[];
+  slowRunMs?: number;
+  slowReplanEveryMs?: number;
+  /** Milliseconds on a monotonic clock. */
+  now?: () => number;
+}
+
+export function createStatementNamer(options: NamerOptions = {}) {
   const maxStatements = options.maxStatements ?? 300;
   const replanAfterRuns = options.replanAfterRuns ?? REPLAN_AFTER_RUNS;
+  const slowRunMs = options.slowRunMs ?? 50;
+  const slowReplanEveryMs = options.slowReplanEveryMs ?? 10_000;
+  const now = options.now ?? (() => performance.now());
   const seen = new Map<string, number>();
-  const names = new Map<string, { name: string; runs: number; plans: number }>();
+  const names = new Map<string, { name: string; runs: number; thresholdsPassed: number; plans: number; plannedAt: number }>();
   let generation = 0;
   const nameFor = (text: string, plans: number) =>
     `p${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 24)}${plans > 0 ? `_${plans}` : ''}`;
+  const replan = (text: string, named: { name: string; plans: number; plannedAt: number }) => {
+    named.plans++;
+    named.name = nameFor(text, named.plans);
+    named.plannedAt = now();
+  };
 
   return {
     /** The name to prepare `text` under, or undefined to run it unnamed. */
@@ -40,9 +62,9 @@ export function createStatementNamer(options: { maxStatements?: number; replanAf
       const named = names.get(text);
       if (named) {
         named.runs++;
-        if (named.runs === replanAfterRuns[named.plans]) {
-          named.plans++;
-          named.name = nameFor(text, named.plans);
+        if (named.runs === replanAfterRuns[named.thresholdsPassed]) {
+          named.thresholdsPassed++;
+          replan(text, named);
         }
         return named.name;
       }
@@ -54,9 +76,18 @@ export function createStatementNamer(options: { maxStatements?: number; replanAf
         return undefined;
       }
       seen.delete(text);
-      const created = { name: nameFor(text, 0), runs: 1, plans: 0 };
+      const created = { name: nameFor(text, 0), runs: 1, thresholdsPassed: 0, plans: 0, plannedAt: now() };
       names.set(text, created);
       return created.name;
+    },
+
+    /** A run of `text` under `name` took `ms`: a slow one gets the statement a new plan (at most so often). */
+    ran(text: string, name: string, ms: number): void {
+      if (ms < slowRunMs) return;
+      const named = names.get(text);
+      // A run of a name already replaced says nothing of the new plan.
+      if (named?.name !== name || now() - named.plannedAt < slowReplanEveryMs) return;
+      replan(text, named);
     },
 
     /**
@@ -88,16 +119,27 @@ export function preparingPool(pool: pg.Pool, namer: StatementNamer): pg.Pool {
       const name = typeof text === 'string' && Array.isArray(values) && values.length > 0 ? namer.nameOf(text) : undefined;
       if (!name) return query(text, values, callback);
       const config = { name, text, values };
+      const startedAt = performance.now();
+      const settled = (error: unknown) => {
+        if (error) namer.forgetIfStale(text as string, error);
+        else namer.ran(text as string, name, performance.now() - startedAt);
+      };
       if (typeof callback === 'function') {
         return query(config, (error: unknown, result: unknown) => {
-          if (error) namer.forgetIfStale(text as string, error);
+          settled(error);
           (callback as Callback)(error, result);
         });
       }
-      return (query(config) as Promise<unknown>).catch((error: unknown) => {
-        namer.forgetIfStale(text as string, error);
-        throw error;
-      });
+      return (query(config) as Promise<unknown>).then(
+        (result) => {
+          settled(undefined);
+          return result;
+        },
+        (error: unknown) => {
+          settled(error);
+          throw error;
+        },
+      );
     };
   });
   return pool;
