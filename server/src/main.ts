@@ -99,7 +99,10 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
   await container.start({ workers: config.runWorkers });
   const app = await buildApp(container);
   hooks.started?.(container);
-  await app.listen({ host: config.host, port: config.port });
+  // Node's default accept queue (511) overflows when senders open connections faster than a busy
+  // event loop accepts them; each dropped connection waits for its SYN to be sent again (1 s, 3 s,
+  // 7 s, 15 s, 31 s). The kernel caps this at net.core.somaxconn (4096 on current Linux).
+  await app.listen({ host: config.host, port: config.port, backlog: 65_535 });
   startedWith({ app });
   const where = container.database.kind === 'pglite' ? `PGlite in ${config.dataDir}/pglite` : 'PostgreSQL';
   container.logger.info(

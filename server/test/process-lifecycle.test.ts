@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -44,6 +46,46 @@ describe('a server process', () => {
     expect(logged).toEqual([
       expect.objectContaining({ level: 50, err: expect.objectContaining({ message: 'a stray rejection the test made' }) }),
     ]);
+  });
+});
+
+describe("a server's accept queue", () => {
+  const somaxconn = (() => {
+    try {
+      return Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+    } catch {
+      return 0;
+    }
+  })();
+
+  // Senders that connect while the event loop is busy wait in the kernel's queue; past Node's default
+  // (511) their SYNs were dropped and sent again 1, 3, 7, 15 s later.
+  it.skipIf(somaxconn < 2_048)('holds 1,500 connections made while the process cannot accept', { timeout: 90_000 }, async () => {
+    const environment = await serverProcessEnvironment();
+    cleanups.push(environment.cleanup);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const server = spawn(process.execPath, [CLI, 'serve'], {
+      env: { ...environment.env, PORT: String(port), API_HOST: base },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    cleanups.push(() => killServerProcess(server));
+    await waitForReady(base, server);
+    server.kill('SIGSTOP');
+    cleanups.push(() => void server.kill('SIGCONT'));
+    const sockets: Socket[] = [];
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+    });
+    let connected = 0;
+    for (let i = 0; i < 1_500; i++) {
+      const socket = connect(port, '127.0.0.1', () => connected++);
+      socket.on('error', () => {});
+      sockets.push(socket);
+    }
+    await eventually('every connection to be queued', async () => (connected === 1_500 ? true : undefined), 10_000);
+    server.kill('SIGCONT');
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
   });
 });
 
