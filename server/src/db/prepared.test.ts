@@ -91,7 +91,7 @@ describe('prepared statements', () => {
     expect(names[6]).toBe(`${names[1]}_2`);
   });
 
-  it('prepares a statement again at once after a slow run, at most once per interval', () => {
+  it('prepares a statement again after a slow run, 10 s after its last plan, then 100 s, 1,000 s', () => {
     let clock = 0;
     const namer = createStatementNamer({ slowRunMs: 50, slowReplanEveryMs: 10_000, now: () => clock });
     namer.nameOf('select $1');
@@ -110,8 +110,20 @@ describe('prepared statements', () => {
     clock = 40_000;
     namer.ran('select $1', first, 1_300);
     expect(namer.nameOf('select $1')).toBe(second);
+    // The next slow replan waits ten times longer: 100 s after the last plan.
+    clock = 109_999;
     namer.ran('select $1', second, 1_300);
-    expect(namer.nameOf('select $1')).toBe(`${first}_2`);
+    expect(namer.nameOf('select $1')).toBe(second);
+    clock = 110_000;
+    namer.ran('select $1', second, 1_300);
+    const third = namer.nameOf('select $1')!;
+    expect(third).toBe(`${first}_2`);
+    clock = 1_000_000;
+    namer.ran('select $1', third, 1_300);
+    expect(namer.nameOf('select $1')).toBe(third);
+    clock = 1_110_000;
+    namer.ran('select $1', third, 1_300);
+    expect(namer.nameOf('select $1')).toBe(`${first}_3`);
   });
 
   it('runs a statement again under a new name on PostgreSQL after one of its runs was slow', async () => {

@@ -15,9 +15,10 @@ import type pg from 'pg';
  * after 1,000, 10,000, 100,000 and 1,000,000 runs: planned at the sizes of its tables then. And
  * sooner when a run is slow: a plan that scans a growing table slows its own runs, so the run count
  * can take minutes to come (the run claim planned on an empty `actions` scanned it for 25 s of
- * bench:actions, up to 1.3 s a claim). A run over `slowRunMs` (50) gets the statement a new plan, at
- * most once per `slowReplanEveryMs` (10 s): a statement slow whatever its plan (a commit waiting for
- * a slow disk) is planned again only that often, at the price of one planning per connection.
+ * bench:actions, up to 1.3 s a claim). A run over `slowRunMs` (50) gets the statement a new plan once
+ * `slowReplanEveryMs` (10 s) have passed since its last, then 100 s, 1,000 s and so on: a statement
+ * slow whatever its plan (a commit waiting for a slow disk) is planned again ever more rarely, and each
+ * connection holds a handful of names for it, not one more every 10 s.
  */
 const REPLAN_AFTER_RUNS = [1_000, 10_000, 100_000, 1_000_000];
 
@@ -45,7 +46,10 @@ export function createStatementNamer(options: NamerOptions = {}) {
   const slowReplanEveryMs = options.slowReplanEveryMs ?? 10_000;
   const now = options.now ?? (() => performance.now());
   const seen = new Map<string, number>();
-  const names = new Map<string, { name: string; runs: number; thresholdsPassed: number; plans: number; plannedAt: number }>();
+  const names = new Map<
+    string,
+    { name: string; runs: number; thresholdsPassed: number; slowReplans: number; plans: number; plannedAt: number }
+  >();
   let generation = 0;
   const nameFor = (text: string, plans: number) =>
     `p${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 24)}${plans > 0 ? `_${plans}` : ''}`;
@@ -76,17 +80,18 @@ export function createStatementNamer(options: NamerOptions = {}) {
         return undefined;
       }
       seen.delete(text);
-      const created = { name: nameFor(text, 0), runs: 1, thresholdsPassed: 0, plans: 0, plannedAt: now() };
+      const created = { name: nameFor(text, 0), runs: 1, thresholdsPassed: 0, slowReplans: 0, plans: 0, plannedAt: now() };
       names.set(text, created);
       return created.name;
     },
 
-    /** A run of `text` under `name` took `ms`: a slow one gets the statement a new plan (at most so often). */
+    /** A run of `text` under `name` took `ms`: a slow one gets the statement a new plan (ever more rarely). */
     ran(text: string, name: string, ms: number): void {
       if (ms < slowRunMs) return;
       const named = names.get(text);
       // A run of a name already replaced says nothing of the new plan.
-      if (named?.name !== name || now() - named.plannedAt < slowReplanEveryMs) return;
+      if (named?.name !== name || now() - named.plannedAt < slowReplanEveryMs * 10 ** named.slowReplans) return;
+      named.slowReplans++;
       replan(text, named);
     },
 
