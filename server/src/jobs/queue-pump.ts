@@ -64,6 +64,7 @@ export function createQueuePump(deps: {
     run,
     onTakeError: (error) => deps.logger.error({ err: error, queue: name }, 'job fetch failed'),
   });
+  slots.start();
 
   return {
     /** Fetch now (jobs were enqueued). */

@@ -21,8 +21,18 @@ function queue() {
 }
 
 /** A pump of 10 slots over `work`, polling only after a minute (the tests wake it). */
-const pumpOver = (work: ReturnType<typeof queue>, gatherMs?: number) =>
-  createSlotPump({ concurrency: 10, pollMs: 60_000, gatherMs, take: work.take, run: async () => {}, onTakeError: () => {} });
+const pumpOver = (work: ReturnType<typeof queue>, gatherMs?: number) => {
+  const pump = createSlotPump({
+    concurrency: 10,
+    pollMs: 60_000,
+    gatherMs,
+    take: work.take,
+    run: async () => {},
+    onTakeError: () => {},
+  });
+  pump.start();
+  return pump;
+};
 
 describe('slot pump', () => {
   beforeEach(() => {

@@ -5,7 +5,7 @@
  * after it came, together with whatever else was committed meanwhile: work that comes at a low rate is
  * then taken and run together, sharing the database's commits and the process's wake-ups, for that
  * much more latency. The job queues' pumps and the action run dispatcher share it; what a take and a
- * run are is theirs.
+ * run are is theirs. It takes nothing before `start` nor after `stop`, and may be started again.
  */
 export function createSlotPump<T>(deps: {
   concurrency: number;
@@ -23,12 +23,13 @@ export function createSlotPump<T>(deps: {
   // Work may be waiting that no take took: the last take came back full, or a wake-up came while
   // every slot was busy. A freed slot then takes at once rather than at the poll.
   let behind = false;
-  let stopped = false;
+  let started = false;
   let idle: (() => void) | undefined;
   let gathering: NodeJS.Timeout | undefined;
+  let timer: NodeJS.Timeout | undefined;
 
   function pump(): void {
-    if (stopped) return;
+    if (!started) return;
     if (taking) {
       wokenWhileTaking = true;
       return;
@@ -72,7 +73,7 @@ export function createSlotPump<T>(deps: {
       pump();
       return;
     }
-    if (gathering || stopped) return;
+    if (gathering || !started) return;
     gathering = setTimeout(() => {
       gathering = undefined;
       pump();
@@ -80,19 +81,25 @@ export function createSlotPump<T>(deps: {
     gathering.unref();
   }
 
-  const timer = setInterval(pump, deps.pollMs);
-  timer.unref();
-  pump();
-
   return {
+    /** Takes now, then on every wake-up and poll. */
+    start(): void {
+      if (started) return;
+      started = true;
+      timer = setInterval(pump, deps.pollMs);
+      timer.unref();
+      pump();
+    },
+
     /** Take now (after `gatherMs`): work was committed. */
     wake,
 
     /** Takes nothing more; waits up to `timeoutMs` for the running items; returns those still running. */
     async stop(timeoutMs: number): Promise<T[]> {
-      stopped = true;
+      started = false;
       clearInterval(timer);
       clearTimeout(gathering);
+      gathering = undefined;
       await taking; // what it takes runs, and is waited for with the rest
       if (running.size > 0) {
         await new Promise<void>((resolve) => {

@@ -38,26 +38,22 @@ export function createRunDispatcher(deps: {
     }
   }
 
-  let slots: ReturnType<typeof createSlotPump<RunContext>> | undefined;
+  const slots = createSlotPump({
+    concurrency: deps.concurrency,
+    pollMs: deps.pollMs,
+    // Claimed but not started when the context read fails: their leases lapse and a later claim takes them.
+    take: async (free) => [...(await deps.runner.contexts(await claimRunnable(deps.db, free, deps.leaseMs))).values()],
+    run,
+    onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim actions to run'),
+  });
 
   return {
     /** Claim now: runnable actions were committed (called for this process's and, by the bus, other processes' commits). */
-    wake: () => slots?.wake(),
-
-    start(): void {
-      slots ??= createSlotPump({
-        concurrency: deps.concurrency,
-        pollMs: deps.pollMs,
-        // Claimed but not started when the context read fails: their leases lapse and a later claim takes them.
-        take: async (free) => [...(await deps.runner.contexts(await claimRunnable(deps.db, free, deps.leaseMs))).values()],
-        run,
-        onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim actions to run'),
-      });
-    },
+    wake: slots.wake,
+    start: slots.start,
 
     /** Claims nothing more; runs hand their actions over at their next safe point; waits up to `timeoutMs` for them. */
     async stop(timeoutMs: number): Promise<void> {
-      if (!slots) return;
       deps.runner.stop();
       await slots.stop(timeoutMs);
     },

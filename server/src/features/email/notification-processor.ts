@@ -89,22 +89,19 @@ export function createNotificationProcessor(deps: {
     }
   }
 
-  let slots: ReturnType<typeof createSlotPump<EmailNotificationRow>> | undefined;
+  const slots = createSlotPump({
+    concurrency: deps.concurrency,
+    pollMs: deps.pollMs,
+    gatherMs: deps.batchWindowMs,
+    take: (free) => notificationsRepo.claimReady(db, free, deps.leaseMs),
+    run: handle,
+    onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim mail notifications'),
+  });
 
   return {
     /** Claim now: notifications were committed (called for this process's and, by the bus, other processes' commits). */
-    wake: () => slots?.wake(),
-
-    start(): void {
-      slots ??= createSlotPump({
-        concurrency: deps.concurrency,
-        pollMs: deps.pollMs,
-        gatherMs: deps.batchWindowMs,
-        take: (free) => notificationsRepo.claimReady(db, free, deps.leaseMs),
-        run: handle,
-        onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim mail notifications'),
-      });
-    },
+    wake: slots.wake,
+    start: slots.start,
 
     /**
      * Claims nothing more; waits up to `timeoutMs` for the notifications being processed, then gives
@@ -113,9 +110,7 @@ export function createNotificationProcessor(deps: {
      * email, settle-first events).
      */
     async stop(timeoutMs: number): Promise<void> {
-      if (!slots) return;
       const unfinished = await slots.stop(timeoutMs);
-      slots = undefined;
       for (const notification of unfinished) handedBack.add(notification.id);
       const released = await Promise.allSettled(unfinished.map((row) => notificationsRepo.releaseLease(db, row.id)));
       for (const outcome of released)

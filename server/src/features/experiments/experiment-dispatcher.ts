@@ -90,10 +90,17 @@ export function createExperimentDispatcher(deps: {
     for (const [claim, controller] of running) if (experimentIds.has(claim.experimentId)) controller.abort();
   }
 
-  let slots: ReturnType<typeof createSlotPump<ClaimedResult>> | undefined;
+  const slots = createSlotPump({
+    concurrency: deps.concurrency,
+    pollMs: deps.pollMs,
+    take: (free) => experimentsRepo.claim(db, free, deps.leaseMs),
+    run,
+    onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim experiment replays'),
+  });
   return {
     /** Claim now: results were committed to replay (this process's or, by the bus, another's). */
-    wake: () => slots?.wake(),
+    wake: slots.wake,
+    start: slots.start,
 
     /** Some experiment ended: the replays of those that are no longer running stop (their results are not stored). */
     async experimentEnded(): Promise<void> {
@@ -102,19 +109,8 @@ export function createExperimentDispatcher(deps: {
       abortReplaysOf(new Set(ids.filter((id) => !unfinished.has(id))));
     },
 
-    start(): void {
-      slots ??= createSlotPump({
-        concurrency: deps.concurrency,
-        pollMs: deps.pollMs,
-        take: (free) => experimentsRepo.claim(db, free, deps.leaseMs),
-        run,
-        onTakeError: (error) => deps.logger.error({ err: error }, 'could not claim experiment replays'),
-      });
-    },
-
     /** Claims nothing more; running replays stop and give their results up to another process. */
     async stop(timeoutMs: number): Promise<void> {
-      if (!slots) return;
       for (const controller of running.values()) controller.abort();
       await slots.stop(timeoutMs);
     },
