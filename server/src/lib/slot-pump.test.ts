@@ -88,4 +88,23 @@ describe('slot pump', () => {
     await vi.advanceTimersByTimeAsync(1000);
     expect(work.takes).toEqual([[]]);
   });
+
+  it('takes nothing before it starts, and takes again when started after a stop', async () => {
+    const work = queue();
+    const pump = createSlotPump({ concurrency: 10, pollMs: 1_000, take: work.take, run: async () => {}, onTakeError: () => {} });
+    work.commit(1);
+    pump.wake();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(work.takes).toEqual([]);
+    pump.start();
+    await vi.advanceTimersByTimeAsync(0);
+    await pump.stop(0);
+    work.commit(1);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(work.takes).toEqual([[1]]);
+    pump.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(work.takes).toEqual([[1], [2]]);
+    await pump.stop(0);
+  });
 });
