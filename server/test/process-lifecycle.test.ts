@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from './helpers/eventually.ts';
 import { freePort } from './helpers/http.ts';
-import { killServerProcess, serverProcessEnvironment, waitForReady } from './helpers/server-process.ts';
+import { killServerProcess, serverProcessEnvironment, startServerProcess, waitForReady } from './helpers/server-process.ts';
 
 const CLI = join(import.meta.dirname, '../src/cli.ts');
 const REPO = join(import.meta.dirname, '../..');
@@ -64,13 +64,8 @@ describe("a server's accept queue", () => {
     const environment = await serverProcessEnvironment();
     cleanups.push(environment.cleanup);
     const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const server = spawn(process.execPath, [CLI, 'serve'], {
-      env: { ...environment.env, PORT: String(port), API_HOST: base },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    const server = await startServerProcess(environment.env, port);
     cleanups.push(() => killServerProcess(server));
-    await waitForReady(base, server);
     server.kill('SIGSTOP');
     cleanups.push(() => void server.kill('SIGCONT'));
     const sockets: Socket[] = [];
@@ -85,7 +80,7 @@ describe("a server's accept queue", () => {
     }
     await eventually('every connection to be queued', async () => (connected === 1_500 ? true : undefined), 10_000);
     server.kill('SIGCONT');
-    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
   });
 });
 

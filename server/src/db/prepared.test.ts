@@ -94,36 +94,27 @@ describe('prepared statements', () => {
   it('prepares a statement again after a slow run, 10 s after its last plan, then 100 s, 1,000 s', () => {
     let clock = 0;
     const namer = createStatementNamer({ slowRunMs: 50, slowReplanEveryMs: 10_000, now: () => clock });
+    /** A run under `name` that took `ms`, reported at `at`; then the name the next run gets. */
+    const runAt = (at: number, name: string, ms = 1_300) => {
+      clock = at;
+      namer.ran('select $1', name, ms);
+      return namer.nameOf('select $1');
+    };
     namer.nameOf('select $1');
     const first = namer.nameOf('select $1')!;
-    clock = 10_000;
-    namer.ran('select $1', first, 49);
-    expect(namer.nameOf('select $1')).toBe(first);
-    namer.ran('select $1', first, 1_300);
-    const second = namer.nameOf('select $1')!;
+    expect(runAt(10_000, first, 49)).toBe(first);
+    const second = runAt(10_000, first)!;
     expect(second).toBe(`${first}_1`);
     // Slow again within the interval (a commit waiting for the disk, not the plan): kept.
-    clock = 19_999;
-    namer.ran('select $1', second, 1_300);
-    expect(namer.nameOf('select $1')).toBe(second);
+    expect(runAt(19_999, second)).toBe(second);
     // A slow run still under the name it replaced says nothing of the new plan.
-    clock = 40_000;
-    namer.ran('select $1', first, 1_300);
-    expect(namer.nameOf('select $1')).toBe(second);
+    expect(runAt(40_000, first)).toBe(second);
     // The next slow replan waits ten times longer: 100 s after the last plan.
-    clock = 109_999;
-    namer.ran('select $1', second, 1_300);
-    expect(namer.nameOf('select $1')).toBe(second);
-    clock = 110_000;
-    namer.ran('select $1', second, 1_300);
-    const third = namer.nameOf('select $1')!;
+    expect(runAt(109_999, second)).toBe(second);
+    const third = runAt(110_000, second)!;
     expect(third).toBe(`${first}_2`);
-    clock = 1_000_000;
-    namer.ran('select $1', third, 1_300);
-    expect(namer.nameOf('select $1')).toBe(third);
-    clock = 1_110_000;
-    namer.ran('select $1', third, 1_300);
-    expect(namer.nameOf('select $1')).toBe(`${first}_3`);
+    expect(runAt(1_000_000, third)).toBe(third);
+    expect(runAt(1_110_000, third)).toBe(`${first}_3`);
   });
 
   it('runs a statement again under a new name on PostgreSQL after one of its runs was slow', async () => {

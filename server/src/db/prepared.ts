@@ -39,6 +39,16 @@ interface NamerOptions {
   now?: () => number;
 }
 
+interface Named {
+  name: string;
+  runs: number;
+  /** How many of `replanAfterRuns` its runs have passed. */
+  thresholdsPassed: number;
+  /** How many times a slow run got it a new plan. */
+  slowReplans: number;
+  plannedAt: number;
+}
+
 export function createStatementNamer(options: NamerOptions = {}) {
   const maxStatements = options.maxStatements ?? 300;
   const replanAfterRuns = options.replanAfterRuns ?? REPLAN_AFTER_RUNS;
@@ -46,16 +56,13 @@ export function createStatementNamer(options: NamerOptions = {}) {
   const slowReplanEveryMs = options.slowReplanEveryMs ?? 10_000;
   const now = options.now ?? (() => performance.now());
   const seen = new Map<string, number>();
-  const names = new Map<
-    string,
-    { name: string; runs: number; thresholdsPassed: number; slowReplans: number; plans: number; plannedAt: number }
-  >();
+  const names = new Map<string, Named>();
   let generation = 0;
   const nameFor = (text: string, plans: number) =>
     `p${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 24)}${plans > 0 ? `_${plans}` : ''}`;
-  const replan = (text: string, named: { name: string; plans: number; plannedAt: number }) => {
-    named.plans++;
-    named.name = nameFor(text, named.plans);
+  // Each plan after the first is one more run threshold passed or one more slow run answered.
+  const replan = (text: string, named: Named) => {
+    named.name = nameFor(text, named.thresholdsPassed + named.slowReplans);
     named.plannedAt = now();
   };
 
@@ -80,7 +87,7 @@ export function createStatementNamer(options: NamerOptions = {}) {
         return undefined;
       }
       seen.delete(text);
-      const created = { name: nameFor(text, 0), runs: 1, thresholdsPassed: 0, slowReplans: 0, plans: 0, plannedAt: now() };
+      const created = { name: nameFor(text, 0), runs: 1, thresholdsPassed: 0, slowReplans: 0, plannedAt: now() };
       names.set(text, created);
       return created.name;
     },
