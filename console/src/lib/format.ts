@@ -17,6 +17,10 @@ export function relativeTime(iso: string, now = Date.now()): string {
   return seconds >= 0 ? `in ${value} ${unit}` : `${value} ${unit} ago`;
 }
 
+const integer = new Intl.NumberFormat('en');
+/** "1 call", "150,000 tokens": a count with its noun, singular for one. */
+export const counted = (n: number, noun: string) => `${integer.format(n)} ${n === 1 ? noun : `${noun}s`}`;
+
 export const prettyJson = (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2));
 
 const STATUS_COLORS: Record<string, string> = {

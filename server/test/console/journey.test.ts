@@ -251,7 +251,7 @@ describe('the console: an operator at work', () => {
 
     operator.expectNoProblems();
     await operator.close();
-  }, 120_000);
+  }, 180_000);
 
   it("shows another org's ledger row as not found, and keeps a Guest out of admin pages (the API refuses too), but not out of the approvals inbox", async () => {
     const other = await createTenant(app);

@@ -65,7 +65,7 @@ describe('the console: usage', () => {
 
     await step(page, "an action's ledger row shows its usage", async () => {
       await page.goto(`${app.baseUrl}/o/${org}/ledger/${ids[0]}`);
-      await page.getByText('1 calls, 150,000 tokens, $0.81').waitFor();
+      await page.getByText('1 call, 150,000 tokens, $0.81').waitFor();
     });
-  });
+  }, 90_000);
 });

@@ -8,7 +8,7 @@ import { JsonBlock } from '../../components/JsonBlock';
 import { UserName } from '../../components/UserName';
 import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
-import { formatTime, usd } from '../../lib/format';
+import { counted, formatTime, usd } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
@@ -101,7 +101,7 @@ export function LedgerDetailPage() {
           )}
           {execution && (
             <Field label="Model usage">
-              {`${execution.usage.calls} calls, ${new Intl.NumberFormat('en').format(execution.usage.totalTokens)} tokens, `}
+              {`${counted(execution.usage.calls, 'call')}, ${counted(execution.usage.totalTokens, 'token')}, `}
               {usd(execution.usage.costUsd)}
               {execution.usage.unpricedCalls > 0 && execution.usage.costUsd !== null
                 ? ` (+${execution.usage.unpricedCalls} unpriced)`

@@ -6,7 +6,7 @@ import { api, unwrap } from '../../api/client';
 import type { components } from '../../api/schema';
 import { EmptyState } from '../../components/FormParts';
 import { QueryError } from '../../components/RouteError';
-import { usd } from '../../lib/format';
+import { counted, usd } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
 import { BudgetsCard } from './BudgetsCard';
@@ -96,7 +96,9 @@ export function UsagePage() {
             label="Cost"
             value={usd(totals.costUsd)}
             note={
-              totals.unpricedCalls > 0 ? `${totals.unpricedCalls} calls of models without a price are not counted` : undefined
+              totals.unpricedCalls > 0
+                ? `Not counted: ${counted(totals.unpricedCalls, 'call')} to models without a price`
+                : undefined
             }
           />
         </SimpleGrid>
