@@ -101,16 +101,18 @@ const refuse = (response: ServerResponse, status: number, name: string, message:
  */
 export async function startFakeMailProvider(apiKey = 're_test_key') {
   const sent: SentEmail[] = [];
-  const waiters: Array<{ match: (email: SentEmail) => boolean; resolve: (email: SentEmail) => void }> = [];
+  // Indexes, so that a benchmark's thousands of emails cost the fake no more each than the first.
+  const sentIndex = new Map<string, SentEmail>();
+  const firstSentTo = new Map<string, SentEmail>();
+  const waiters = new Map<string, Array<(email: SentEmail) => void>>();
   const accounts = new Map<string, FakeAccount>([[apiKey, { restricted: false, domains: [] }]]);
   const failures: Array<{ status: number; headers: Record<string, string> }> = [];
   const requests: Array<{ method: string; url: string; userAgent?: string }> = [];
   const byIdempotencyKey = new Map<string, { body: string; email: SentEmail }>();
   const received = new Map<string, FakeInbound & { id: string; messageId: string; createdAt: string; attachmentIds: string[] }>();
-  const attachments = new Map<
-    string,
-    { emailId: string; filename: string; contentType: string; content: Buffer; token: string }
-  >();
+  type StoredAttachment = { emailId: string; filename: string; contentType: string; content: Buffer; token: string };
+  const attachments = new Map<string, StoredAttachment>();
+  const downloads = new Map<string, StoredAttachment>();
   const attachmentJson = (id: string) => {
     const attachment = attachments.get(id)!;
     return {
@@ -141,7 +143,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         downloadFailures--;
         return refuse(response, 410, 'gone', 'The download link has expired');
       }
-      const attachment = [...attachments.values()].find((candidate) => candidate.token === download[1]);
+      const attachment = downloads.get(download[1]!);
       if (!attachment) return refuse(response, 404, 'not_found', 'Download link not found');
       response.writeHead(200, { 'content-type': attachment.contentType, 'content-length': String(attachment.content.length) });
       return response.end(attachment.content);
@@ -227,7 +229,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     }
     const sentById = path.match(/^\/emails\/([\w-]+)$/);
     if (request.method === 'GET' && sentById) {
-      const email = sent.find((candidate) => candidate.id === sentById[1]);
+      const email = sentIndex.get(sentById[1]!);
       if (!email) return refuse(response, 404, 'not_found', 'Email not found');
       const known = unknownMessageIds === 0;
       if (!known) unknownMessageIds--;
@@ -259,9 +261,11 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     };
     if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, { body, email });
     sent.push(email);
-    for (const waiter of waiters.filter((w) => w.match(email))) {
-      waiters.splice(waiters.indexOf(waiter), 1);
-      waiter.resolve(email);
+    sentIndex.set(id, email);
+    for (const recipient of Array.isArray(email.to) ? email.to : [email.to]) {
+      if (!firstSentTo.has(recipient)) firstSentTo.set(recipient, email);
+      for (const resolve of waiters.get(recipient) ?? []) resolve(email);
+      waiters.delete(recipient);
     }
     // Sent, but the answer may be held: the sender cannot know that it was sent.
     await holdIf('send');
@@ -277,7 +281,9 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       const id = crypto.randomUUID();
       const attachmentIds = (email.attachments ?? []).map((attachment) => {
         const attachmentId = crypto.randomUUID();
-        attachments.set(attachmentId, { emailId: id, ...attachment, token: crypto.randomUUID() });
+        const stored = { emailId: id, ...attachment, token: crypto.randomUUID() };
+        attachments.set(attachmentId, stored);
+        downloads.set(stored.token, stored);
         return attachmentId;
       });
       // A received email's message_id is its own Message-ID header (one the sending server made if it had none).
@@ -307,7 +313,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     },
     /** A notification about a sent email (`email.sent`, `email.bounced` with `extra.bounce`, ...), with the tags it was sent with. */
     sentEvent(emailId: string, type: string, extra: Record<string, unknown> = {}) {
-      const email = sent.find((candidate) => candidate.id === emailId)!;
+      const email = sentIndex.get(emailId)!;
       const createdAt = new Date().toISOString();
       return {
         type,
@@ -355,18 +361,17 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     },
     /** The first email to `to` (already sent or yet to come). */
     waitFor(to: string, timeoutMs = 10_000): Promise<SentEmail> {
-      const match = (email: SentEmail) => email.to.includes(to);
-      const already = sent.find(match);
+      const already = firstSentTo.get(to);
       if (already) return Promise.resolve(already);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`No email to ${to} within ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({
-          match,
-          resolve: (email) => {
+        waiters.set(to, [
+          ...(waiters.get(to) ?? []),
+          (email) => {
             clearTimeout(timer);
             resolve(email);
           },
-        });
+        ]);
       });
     },
     close: server.close,
