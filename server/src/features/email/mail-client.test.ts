@@ -1,6 +1,8 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
-import { createMailClient, MailProviderError } from './mail-client.ts';
+import { AttachmentTooLargeError, createMailClient, downloadAttachment, MailProviderError } from './mail-client.ts';
 
 let provider: Awaited<ReturnType<typeof startFakeMailProvider>>;
 let client: ReturnType<typeof createMailClient>;
@@ -76,5 +78,38 @@ describe('mail provider client', () => {
     expect(down).toMatchObject({ status: 503 });
     const unreachable = createMailClient({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1_000, retries: 0 });
     await expect(unreachable('re_full_key').listDomains()).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
+  });
+
+  it('downloads an attachment within its limit, and refuses a longer body, a redirect, a refusal and a stall', async () => {
+    // A download host as a provider's storage could answer: the body chunked (no length), or not at all.
+    const host = createServer((request, response) => {
+      if (request.url === '/moved') return void response.writeHead(302, { location: '/ok' }).end();
+      if (request.url === '/gone') return void response.writeHead(410).end();
+      if (request.url === '/stall') return void response.writeHead(200).write('a');
+      response.writeHead(200, { 'content-type': 'application/octet-stream' });
+      for (let chunk = 0; chunk < (request.url === '/long' ? 8 : 2); chunk++) response.write(Buffer.alloc(600, chunk));
+      response.end();
+    });
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+    const limits = { maxBytes: 4096, timeoutMs: 500 };
+    try {
+      const content = await downloadAttachment(`${base}/ok`, limits);
+      expect(content.length).toBe(1200);
+      expect(content[1199]).toBe(1);
+      await expect(downloadAttachment(`${base}/long`, limits)).rejects.toBeInstanceOf(AttachmentTooLargeError);
+      await expect(downloadAttachment(`${base}/moved`, limits)).rejects.toMatchObject({ status: 302 });
+      await expect(downloadAttachment(`${base}/gone`, limits)).rejects.toMatchObject({
+        status: 410,
+        message: 'The attachment download answered 410',
+      });
+      await expect(downloadAttachment(`${base}/stall`, limits)).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
+      await expect(downloadAttachment('file:///etc/passwd', limits)).rejects.toMatchObject({
+        providerName: 'invalid_download_url',
+      });
+    } finally {
+      host.closeAllConnections();
+      await new Promise((resolve) => host.close(resolve));
+    }
   });
 });
