@@ -133,7 +133,7 @@ try {
   console.log(`actions / pgbench     : ${list('share', (value) => `${(100 * value).toFixed(2)}%`)}; target >= 4.5%`);
   console.log(`tracing, throughput   : costs ${list('tracingCost', pct)}; target < 10%`);
   console.log(`tracing, CPU/action   : costs ${list('tracingCpu', pct)}; target < 10%`);
-  console.log(`model requests        : ${model.requests.length} (warm-up included)`);
+  console.log(`model requests        : ${model.requestCount()} (warm-up included)`);
 } finally {
   await sink.close();
   await model.close();

@@ -52,7 +52,7 @@ let provider: Awaited<ReturnType<typeof startFakeMailProvider>>;
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 async function startFakes() {
   provider = await startFakeMailProvider();
-  model = await startFakeModel();
+  model = await startFakeModel(undefined, { keepRequests: false });
   model.script((request) =>
     calledTools(request)
       ? { text: 'Replied.' }

@@ -84,7 +84,7 @@ try {
     const ratio = percentile(beside.result.toCompleted, 50) / percentile(alone.result.toCompleted, 50);
     console.log(`p50 with / without    : ${ratio.toFixed(2)}x (target <= 1.2x)`);
     if (atEnd.state === 'running') await api('POST', `/orgs/bench-0/experiments/${experiment.id}/cancel`);
-    console.log(`model requests        : ${fmt(model.requests.length)} (history and warm-up included)`);
+    console.log(`model requests        : ${fmt(model.requestCount())} (history and warm-up included)`);
   } finally {
     await db.end();
     await service.stop();

@@ -278,7 +278,7 @@ async function run(kind: 'postgres' | 'pglite', model: Awaited<ReturnType<typeof
   }
 }
 
-const model = await startFakeModel();
+const model = await startFakeModel(undefined, { keepRequests: false });
 let ok = true;
 try {
   const kinds = process.env.BENCH_DB

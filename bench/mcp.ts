@@ -26,7 +26,7 @@ if (!(await postgresReachable())) {
   process.exit(0);
 }
 // The model calls the one tool it is offered, whichever it is.
-const model = await startFakeModel();
+const model = await startFakeModel(undefined, { keepRequests: false });
 model.script((request) =>
   toolResults(request).length > 0
     ? { text: 'done' }

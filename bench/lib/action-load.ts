@@ -8,7 +8,7 @@ import type { SeededWebhook } from './seed.ts';
 
 /** The action benchmarks' loopback model: one `echo` tool call, then a closing text; at once, or after `delayMs`. */
 export async function startEchoModel(delayMs = 0) {
-  const model = await startFakeModel();
+  const model = await startFakeModel(undefined, { keepRequests: false });
   model.script((request) =>
     toolResults(request).length > 0
       ? { text: 'done', delayMs }

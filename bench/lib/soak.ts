@@ -52,7 +52,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const { print } = options;
   const database = await benchDatabase('postgres', options.postgresUrl);
   const logFile = join(mkdtempSync(join(tmpdir(), 'ap-soak-')), 'processes.log');
-  const model = await startFakeModel();
+  const model = await startFakeModel(undefined, { keepRequests: false });
   // An `allow` tool or an `ask` one by the event's kind, then a closing text; answers take up to 150 ms, so kills land mid-run.
   model.script((request) => {
     const delayMs = Math.floor(Math.random() * 150);
