@@ -9,6 +9,7 @@ import {
 } from 'kysely';
 import type { EmailAttachmentsTable, EmailMessageRow, EmailMessagesTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
+import { queryTemplate } from '../../db/query-template.ts';
 import type { WebhookDeliveriesTable } from '../../db/webhook-schema.ts';
 
 /** Whether the address is one of ours: any org's inbox or sender (mail between two agents here is a loop too). */
@@ -56,6 +57,41 @@ const withThread = (
           .insertInto('threads')
           .values({ id: row.threadId, orgId: row.orgId, userId: null, channel: 'email', title: thread.newTitle }),
       )) as unknown as QueryCreator<DB>;
+
+const autoResponders = queryTemplate((db, args: { inboxId: string; from: string }) =>
+  db
+    .selectFrom('emailInboxAgents as a')
+    .innerJoin('agents as g', 'g.id', 'a.agentId')
+    .leftJoin('users as u', 'u.id', 'a.assignedByUserId')
+    .select(['a.agentId', 'g.name as agentName', 'a.approvalRules', 'u.id as runAsUserId'])
+    .select(ownAddress(args.from).as('fromOwnAddress'))
+    .where('a.inboxId', '=', args.inboxId)
+    .where('a.autoRespond', '=', true)
+    .orderBy('a.isPrimary', 'desc')
+    .orderBy('a.createdAt'),
+);
+
+const routeOfReceived = queryTemplate((db, args: { orgId: string; addresses: string[]; providerEmailId: string }) =>
+  db
+    .selectFrom('emailIntegrations as x')
+    .leftJoin('emailInboxes as i', (join) =>
+      join.onRef('i.orgId', '=', 'x.orgId').on((eb) => eb('i.emailAddress', '=', eb.fn.any(eb.val(args.addresses)))),
+    )
+    .select(['x.apiKeyEncrypted', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
+    .select((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('emailMessages as m')
+            .select('m.id')
+            .where('m.providerEmailId', '=', args.providerEmailId)
+            .where('m.orgId', '=', args.orgId)
+            .where('m.direction', '=', 'inbound'),
+        )
+        .as('stored'),
+    )
+    .where('x.orgId', '=', args.orgId),
+);
 
 /** Email threads (threads of channel `email`, owned by their org) and their messages; every query is scoped by org. */
 export const emailMessagesRepo = {
@@ -130,26 +166,7 @@ export const emailMessagesRepo = {
    * its inboxes at the recipients' addresses, and whether the email was stored already.
    */
   routeOfReceived: async (db: Kysely<DB>, orgId: string, addresses: string[], providerEmailId: string) => {
-    const rows = await db
-      .selectFrom('emailIntegrations as x')
-      .leftJoin('emailInboxes as i', (join) =>
-        join.onRef('i.orgId', '=', 'x.orgId').on('i.emailAddress', 'in', addresses.length > 0 ? addresses : ['']),
-      )
-      .select(['x.apiKeyEncrypted', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
-      .select((eb) =>
-        eb
-          .exists(
-            eb
-              .selectFrom('emailMessages as m')
-              .select('m.id')
-              .where('m.providerEmailId', '=', providerEmailId)
-              .where('m.orgId', '=', orgId)
-              .where('m.direction', '=', 'inbound'),
-          )
-          .as('stored'),
-      )
-      .where('x.orgId', '=', orgId)
-      .execute();
+    const rows = await routeOfReceived.rows(db, { orgId, addresses, providerEmailId });
     const [first] = rows;
     if (!first) return undefined;
     return {
@@ -219,18 +236,7 @@ export const emailMessagesRepo = {
    * The inbox's agents that answer automatically, primary first, with whether their assigner still
    * exists, and whether the sender `from` is one of our own addresses.
    */
-  autoResponders: (db: Kysely<DB>, inboxId: string, from: string) =>
-    db
-      .selectFrom('emailInboxAgents as a')
-      .innerJoin('agents as g', 'g.id', 'a.agentId')
-      .leftJoin('users as u', 'u.id', 'a.assignedByUserId')
-      .select(['a.agentId', 'g.name as agentName', 'a.approvalRules', 'u.id as runAsUserId'])
-      .select(ownAddress(from).as('fromOwnAddress'))
-      .where('a.inboxId', '=', inboxId)
-      .where('a.autoRespond', '=', true)
-      .orderBy('a.isPrimary', 'desc')
-      .orderBy('a.createdAt')
-      .execute(),
+  autoResponders: (db: Kysely<DB>, inboxId: string, from: string) => autoResponders.rows(db, { inboxId, from }),
 
   inboxesAt: (db: Kysely<DB>, orgId: string, addresses: string[]) =>
     addresses.length === 0

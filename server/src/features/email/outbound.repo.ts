@@ -1,6 +1,50 @@
 import { sql, type Kysely } from 'kysely';
 import type { EmailMessageRow, EmailMessageStatus, EmailSuppressionsTable } from '../../db/email-schema.ts';
+import { queryTemplate } from '../../db/query-template.ts';
 import type { DB } from '../../db/schema.ts';
+
+const sendContext = queryTemplate((db, call: { orgId: string; actionId: string; toolCallId: string; recipients: string[] }) =>
+  db
+    .selectFrom('emailIntegrations as x')
+    .leftJoin('actions as a', (join) => join.on('a.id', '=', call.actionId).onRef('a.orgId', '=', 'x.orgId'))
+    .leftJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
+    .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
+    .selectAll('x')
+    .select((eb) => [
+      'm.id as answeredId',
+      'm.threadId as answeredThreadId',
+      'm.messageId as answeredMessageId',
+      'm.referenceIds as answeredReferenceIds',
+      'm.subject as answeredSubject',
+      'i.id as answeredInboxId',
+      'i.emailAddress as answeredEmailAddress',
+      'i.displayName as answeredDisplayName',
+      eb
+        .selectFrom('emailMessages as own')
+        .select('own.id')
+        .where('own.actionId', '=', call.actionId)
+        .where('own.toolCallId', '=', call.toolCallId)
+        .as('storedId'),
+      sql<Array<{ address: string; reason: string }>>`(
+          select coalesce(json_agg(json_build_object('address', s.address, 'reason', s.reason)), '[]')
+          from email_suppressions s where s.org_id = x.org_id and s.address = any(${call.recipients}))`.as('suppressed'),
+    ])
+    .where('x.orgId', '=', call.orgId),
+);
+
+const markSent = queryTemplate((db, sent: { id: string; providerEmailId: string; providerMessageId: string | null }) =>
+  db
+    .updateTable('emailMessages')
+    .set({
+      status: sql<EmailMessageStatus>`case when status = 'sending' then 'sent' else status end`,
+      providerEmailId: sent.providerEmailId,
+      providerMessageId: sql<string | null>`coalesce(${sent.providerMessageId}, provider_message_id)`,
+      sentAt: sql<Date>`now()`,
+      updatedAt: sql<Date>`now()`,
+    })
+    .where('id', '=', sent.id)
+    .returningAll(),
+);
 
 /** What sendEmail and the provider's delivery events read and write of sent email; scoped by org. */
 export const outboundRepo = {
@@ -10,33 +54,7 @@ export const outboundRepo = {
    * and the inbound message the action answers, with its inbox, if it answers one.
    */
   sendContext: async (db: Kysely<DB>, call: { orgId: string; actionId: string; toolCallId: string; recipients: string[] }) => {
-    const row = await db
-      .selectFrom('emailIntegrations as x')
-      .leftJoin('actions as a', (join) => join.on('a.id', '=', call.actionId).onRef('a.orgId', '=', 'x.orgId'))
-      .leftJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
-      .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
-      .selectAll('x')
-      .select((eb) => [
-        'm.id as answeredId',
-        'm.threadId as answeredThreadId',
-        'm.messageId as answeredMessageId',
-        'm.referenceIds as answeredReferenceIds',
-        'm.subject as answeredSubject',
-        'i.id as answeredInboxId',
-        'i.emailAddress as answeredEmailAddress',
-        'i.displayName as answeredDisplayName',
-        eb
-          .selectFrom('emailMessages as own')
-          .select('own.id')
-          .where('own.actionId', '=', call.actionId)
-          .where('own.toolCallId', '=', call.toolCallId)
-          .as('storedId'),
-        sql<Array<{ address: string; reason: string }>>`(
-          select coalesce(json_agg(json_build_object('address', s.address, 'reason', s.reason)), '[]')
-          from email_suppressions s where s.org_id = x.org_id and s.address = any(${call.recipients}))`.as('suppressed'),
-      ])
-      .where('x.orgId', '=', call.orgId)
-      .executeTakeFirst();
+    const row = await sendContext.first(db, call);
     if (!row) return undefined;
     const {
       answeredId,
@@ -113,18 +131,7 @@ export const outboundRepo = {
 
   /** The provider took it. A delivery event that came first (by our tag) has moved it on already: that is kept. */
   markSent: (db: Kysely<DB>, id: string, sent: { providerEmailId: string; providerMessageId: string | null }) =>
-    db
-      .updateTable('emailMessages')
-      .set({
-        status: sql<EmailMessageStatus>`case when status = 'sending' then 'sent' else status end`,
-        providerEmailId: sent.providerEmailId,
-        providerMessageId: sql<string | null>`coalesce(${sent.providerMessageId}, provider_message_id)`,
-        sentAt: sql<Date>`now()`,
-        updatedAt: sql<Date>`now()`,
-      })
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirstOrThrow(),
+    markSent.only(db, { id, ...sent }),
 
   /** A sent message whose provider Message-ID is still unknown, with its org's API key. */
   awaitingMessageId: (db: Kysely<DB>, id: string) =>
