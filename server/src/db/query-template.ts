@@ -67,3 +67,13 @@ export function queryTemplate<A extends Record<string, unknown>, R>(
     },
   };
 }
+
+/**
+ * The named properties of a template's arguments, as an object to insert or set (a template's
+ * arguments are stand-ins with no properties of their own to spread).
+ */
+export function valuesOf<A extends Record<string, unknown>, K extends keyof A & string>(args: A, keys: readonly K[]): Pick<A, K> {
+  const values = {} as Pick<A, K>;
+  for (const key of keys) values[key] = args[key];
+  return values;
+}

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { type Dispatcher, getGlobalDispatcher, interceptors, request } from 'undici';
+import { readBounded } from './bounded-body.ts';
 
 /**
  * fetch for the service's calls to the APIs it is configured with (the model providers, through the
@@ -39,7 +40,11 @@ export function createRequestFetch(options: { dispatcher?: Dispatcher; maxRespon
       return new Response(null, { status: statusCode, headers: responseHeaders });
     }
     const streamed = responseHeaders.get('content-type')?.startsWith('text/event-stream');
-    const content = streamed ? (Readable.toWeb(body) as ReadableStream<Uint8Array>) : await readAll(body, maxResponseBytes);
+    const tooLarge = () =>
+      new TypeError('fetch failed', { cause: new Error(`the response was larger than ${maxResponseBytes} bytes`) });
+    const content = streamed
+      ? (Readable.toWeb(body) as ReadableStream<Uint8Array>)
+      : await readBounded(body, maxResponseBytes, tooLarge);
     return new Response(content as BodyInit, { status: statusCode, headers: responseHeaders });
   };
   return requestFetch as typeof fetch;
@@ -47,21 +52,6 @@ export function createRequestFetch(options: { dispatcher?: Dispatcher; maxRespon
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
-
-/** The whole body, or a failure (and the connection cut) past `limit` bytes. */
-async function readAll(body: Dispatcher.ResponseData['body'], limit: number): Promise<Uint8Array> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > limit) {
-      body.destroy();
-      throw new TypeError('fetch failed', { cause: new Error(`the response was larger than ${limit} bytes`) });
-    }
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-}
 
 function plainHeaders(headers: HeadersInit | undefined): Record<string, string> {
   if (!headers) return {};

@@ -1,4 +1,5 @@
 import { type Kysely, type QueryCreator, type RawBuilder, sql } from 'kysely';
+import { queryTemplate } from '../../db/query-template.ts';
 import type { DB, ModelProvider } from '../../db/schema.ts';
 
 /**
@@ -49,6 +50,69 @@ export function emailActionInsert(
   }));
 }
 
+/** What a run of each action reads (runContexts). */
+const runContexts = queryTemplate((db, args: { actionIds: string[]; defaultProvider: ModelProvider; version: number | null }) =>
+  db
+    .selectFrom('actions as a')
+    .leftJoin('agents as g', 'g.id', 'a.agentId')
+    // The version the action was created with (an older row without one: the live version), or the one asked for.
+    .leftJoin('agentVersions as v', (join) =>
+      join
+        .onRef('v.agentId', '=', 'g.id')
+        .on('v.version', '=', sql<number>`coalesce(${args.version}::int, a.agent_version, g.live_version)`),
+    )
+    .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+    .leftJoin('webhooks as w', 'w.id', 'a.webhookId')
+    .leftJoin('users as u', 'u.id', 'a.runAsUserId')
+    .select([
+      'a.id',
+      'a.orgId',
+      'a.status',
+      'a.threadId',
+      'a.takeovers',
+      'a.traceParent',
+      'a.createdAt',
+      'u.id as runAsUserId',
+      'a.eventType',
+      'a.externalId',
+      'a.instructions',
+      'a.data',
+      'a.toolApprovals',
+      'g.id as agentId',
+      'v.version as agentVersion',
+      'v.instructions as agentInstructions',
+      'v.provider',
+      'v.model',
+      'v.tools',
+      'g.name as agentName',
+      'r.instructions as ruleInstructions',
+      // An action without a rule (an email's) carries the rules it was created with.
+      (eb) => eb.fn.coalesce('r.approvalRules', 'a.approvalRules').as('approvalRules'),
+      'r.approvalTimeoutSeconds',
+      // How the rule's approvers are told of a waiting call (none for an email's action).
+      'r.notify',
+      // An email's action has no rule, so no argument rules.
+      'r.argumentRules',
+      'a.source',
+      'w.allowRequestOverrides',
+      (eb) =>
+        eb
+          .selectFrom('userToolPreferences as p')
+          .whereRef('p.userId', '=', 'u.id')
+          .where('p.preference', '=', 'always_deny')
+          .select(sql<string[]>`coalesce(array_agg(p.tool_name), '{}')`.as('tools'))
+          .as('deniedTools'),
+      (eb) =>
+        eb
+          .selectFrom('orgModelCredentials as c')
+          .whereRef('c.orgId', '=', 'a.orgId')
+          .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('v.provider')}, ${args.defaultProvider})`)
+          .select('c.apiKeyEncrypted')
+          .as('orgApiKeyEncrypted'),
+    ])
+    .where((eb) => eb('a.id', '=', eb.fn.any(eb.val(args.actionIds)))),
+);
+
 /** Actions as the runtime and the ledger read them. */
 export const actionsRepo = {
   events: (db: Kysely<DB>, actionId: string) =>
@@ -76,66 +140,7 @@ export const actionsRepo = {
    * that agent or user no longer exists. With `version`, the agent's behaviour is that version's (an experiment's replay).
    */
   runContexts: (db: Kysely<DB>, actionIds: string[], defaultProvider: ModelProvider, version?: number) =>
-    db
-      .selectFrom('actions as a')
-      .leftJoin('agents as g', 'g.id', 'a.agentId')
-      // The version the action was created with (an older row without one: the live version), or the one asked for.
-      .leftJoin('agentVersions as v', (join) =>
-        join
-          .onRef('v.agentId', '=', 'g.id')
-          .on('v.version', '=', sql<number>`coalesce(${version ?? null}::int, a.agent_version, g.live_version)`),
-      )
-      .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
-      .leftJoin('webhooks as w', 'w.id', 'a.webhookId')
-      .leftJoin('users as u', 'u.id', 'a.runAsUserId')
-      .select([
-        'a.id',
-        'a.orgId',
-        'a.status',
-        'a.threadId',
-        'a.takeovers',
-        'a.traceParent',
-        'a.createdAt',
-        'u.id as runAsUserId',
-        'a.eventType',
-        'a.externalId',
-        'a.instructions',
-        'a.data',
-        'a.toolApprovals',
-        'g.id as agentId',
-        'v.version as agentVersion',
-        'v.instructions as agentInstructions',
-        'v.provider',
-        'v.model',
-        'v.tools',
-        'g.name as agentName',
-        'r.instructions as ruleInstructions',
-        // An action without a rule (an email's) carries the rules it was created with.
-        (eb) => eb.fn.coalesce('r.approvalRules', 'a.approvalRules').as('approvalRules'),
-        'r.approvalTimeoutSeconds',
-        // How the rule's approvers are told of a waiting call (none for an email's action).
-        'r.notify',
-        // An email's action has no rule, so no argument rules.
-        'r.argumentRules',
-        'a.source',
-        'w.allowRequestOverrides',
-        (eb) =>
-          eb
-            .selectFrom('userToolPreferences as p')
-            .whereRef('p.userId', '=', 'u.id')
-            .where('p.preference', '=', 'always_deny')
-            .select(sql<string[]>`coalesce(array_agg(p.tool_name), '{}')`.as('tools'))
-            .as('deniedTools'),
-        (eb) =>
-          eb
-            .selectFrom('orgModelCredentials as c')
-            .whereRef('c.orgId', '=', 'a.orgId')
-            .where('c.provider', '=', sql<ModelProvider>`coalesce(${eb.ref('v.provider')}, ${defaultProvider})`)
-            .select('c.apiKeyEncrypted')
-            .as('orgApiKeyEncrypted'),
-      ])
-      .where('a.id', 'in', actionIds)
-      .execute(),
+    runContexts.rows(db, { actionIds, defaultProvider, version: version ?? null }),
 
   /** Renews a runner's lease (on the database's clock, like the claim). */
   renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>

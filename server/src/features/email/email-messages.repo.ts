@@ -9,7 +9,7 @@ import {
 } from 'kysely';
 import type { EmailAttachmentsTable, EmailMessageRow, EmailMessagesTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
-import { queryTemplate } from '../../db/query-template.ts';
+import { queryTemplate, valuesOf } from '../../db/query-template.ts';
 import type { WebhookDeliveriesTable } from '../../db/webhook-schema.ts';
 
 /** Whether the address is one of ours: any org's inbox or sender (mail between two agents here is a loop too). */
@@ -93,6 +93,42 @@ const routeOfReceived = queryTemplate((db, args: { orgId: string; addresses: str
     .where('x.orgId', '=', args.orgId),
 );
 
+/** The columns a message is inserted with (thread-mail's outbound messages); the others take their defaults. */
+const messageColumns = [
+  'id',
+  'orgId',
+  'threadId',
+  'inboxId',
+  'direction',
+  'messageId',
+  'inReplyTo',
+  'referenceIds',
+  'fromAddress',
+  'toAddresses',
+  'subject',
+  'textBody',
+  'htmlBody',
+  'status',
+  'actionId',
+  'toolCallId',
+] as const;
+type MessageInsert = Required<Pick<Insertable<EmailMessagesTable>, (typeof messageColumns)[number]>> & {
+  orgId: string;
+  threadId: string;
+};
+
+const insertMessageInto = {
+  existing: queryTemplate((db, args: MessageInsert) =>
+    withThread(db, args, 'existing').insertInto('emailMessages').values(valuesOf(args, messageColumns)).returningAll(),
+  ),
+  new: queryTemplate((db, args: MessageInsert & { newTitle: string }) =>
+    withThread(db, args, { newTitle: args.newTitle })
+      .insertInto('emailMessages')
+      .values(valuesOf(args, messageColumns))
+      .returningAll(),
+  ),
+};
+
 /** Email threads (threads of channel `email`, owned by their org) and their messages; every query is scoped by org. */
 export const emailMessagesRepo = {
   /** The thread that holds a message with any of these ids: ours, the provider's rewrite of ours, or a sender's. */
@@ -114,12 +150,10 @@ export const emailMessagesRepo = {
    * Stores a message in its thread in one statement: a new thread (`newTitle`: of channel `email`,
    * owned by its org, no user) is created with it; an existing one becomes the newest.
    */
-  insertMessage: (
-    db: Kysely<DB>,
-    row: Insertable<EmailMessagesTable> & { orgId: string; threadId: string },
-    thread: { newTitle: string } | 'existing',
-  ): Promise<EmailMessageRow> =>
-    withThread(db, row, thread).insertInto('emailMessages').values(row).returningAll().executeTakeFirstOrThrow(),
+  insertMessage: (db: Kysely<DB>, row: MessageInsert, thread: { newTitle: string } | 'existing'): Promise<EmailMessageRow> =>
+    thread === 'existing'
+      ? insertMessageInto.existing.only(db, row)
+      : insertMessageInto.new.only(db, { ...row, newTitle: thread.newTitle }),
 
   /**
    * A received email in one statement, atomic without a transaction: its thread (created, or made

@@ -80,6 +80,33 @@ describe('mail provider client', () => {
     await expect(unreachable('re_full_key').listDomains()).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
   });
 
+  it("refuses an API answer that redirects as the provider's answer; one that breaks off is retried, then unreachable", async () => {
+    const attempts = new Map<string, number>();
+    const api = createServer((request, response) => {
+      attempts.set(request.url!, (attempts.get(request.url!) ?? 0) + 1);
+      if (request.url === '/emails/moved') return void response.writeHead(302, { location: '/emails/other' }).end();
+      response.writeHead(200, { 'content-type': 'application/json' }).write('{"id":');
+      setTimeout(() => response.destroy(), 20);
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    const apiClient = createMailClient({
+      baseUrl: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
+      timeoutMs: 2_000,
+      retries: 1,
+      backoffMs: () => 10,
+    })('re_full_key');
+    try {
+      await expect(apiClient.getEmail('moved')).rejects.toMatchObject({ status: 302, providerName: 'http_302' });
+      expect(attempts.get('/emails/moved')).toBe(1);
+      expect(attempts.has('/emails/other')).toBe(false);
+      await expect(apiClient.getEmail('broken')).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
+      expect(attempts.get('/emails/broken')).toBe(2);
+    } finally {
+      api.closeAllConnections();
+      await new Promise((resolve) => api.close(resolve));
+    }
+  });
+
   it('downloads an attachment within its limit, and refuses a longer body, a redirect, a refusal and a stall', async () => {
     // A download host as a provider's storage could answer: the body chunked (no length), or not at all.
     const host = createServer((request, response) => {

@@ -1,9 +1,10 @@
 import { type Dispatcher, request } from 'undici';
-import { createRequestFetch } from '../../lib/request-fetch.ts';
+import { readBounded } from '../../lib/bounded-body.ts';
 
 /**
  * The `mail` provider's HTTP API (Resend's), typed from its documented shapes: one client per org's
- * API key, over fetch. Transient answers (429, honouring `retry-after`, and 5xx) and network failures
+ * API key, over undici's request (fetch's Response, Headers and web streams cost more than the call's
+ * JSON). Transient answers (429, honouring `retry-after`, and 5xx) and network failures
  * are retried a few times; anything else becomes a MailProviderError with the provider's own
  * `name` and `message`. The official `resend` package reads its base URL from process.env only, and
  * the base URL here is per deployment (MAIL_API_URL), so this small client stands in for it.
@@ -81,8 +82,8 @@ export interface MailClientOptions {
   now?: () => number;
 }
 
-// The provider's API is configured by the operator, and its answers are small JSON documents.
-const providerFetch = createRequestFetch();
+/** The provider's answers are small JSON documents: one larger than this is refused, not read. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** What the provider answered when it refused, or why it could not be reached (status 0). */
 export class MailProviderError extends Error {
@@ -111,17 +112,18 @@ function retryAfterMs(value: string | null, now: number): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-async function errorOf(response: Response): Promise<MailProviderError> {
-  const text = await response.text().catch(() => '');
+function errorOf(status: number, text: string): MailProviderError {
   let body: { message?: unknown; name?: unknown } = {};
   try {
     body = JSON.parse(text) as typeof body;
   } catch {
     // not JSON: keep the status
   }
-  const message = typeof body.message === 'string' ? body.message : `The mail provider answered ${response.status}`;
-  return new MailProviderError(response.status, typeof body.name === 'string' ? body.name : `http_${response.status}`, message);
+  const message = typeof body.message === 'string' ? body.message : `The mail provider answered ${status}`;
+  return new MailProviderError(status, typeof body.name === 'string' ? body.name : `http_${status}`, message);
 }
+
+const headerOf = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value) ?? null;
 
 export function createMailClient(options: MailClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
@@ -137,10 +139,12 @@ export function createMailClient(options: MailClientOptions) {
     headers: Record<string, string> = {},
   ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      let response: Response;
+      let status: number;
+      let retryAfter: string | null;
+      let text: string;
       try {
-        response = await providerFetch(`${baseUrl}${path}`, {
-          method,
+        const answer = await request(`${baseUrl}${path}`, {
+          method: method as Dispatcher.HttpMethod,
           headers: {
             authorization: `Bearer ${apiKey}`,
             'user-agent': USER_AGENT,
@@ -149,9 +153,12 @@ export function createMailClient(options: MailClientOptions) {
             ...headers,
           },
           body: body === undefined ? undefined : JSON.stringify(body),
-          redirect: 'error',
           signal: AbortSignal.timeout(options.timeoutMs),
         });
+        status = answer.statusCode;
+        retryAfter = headerOf(answer.headers['retry-after']);
+        const tooLarge = () => new Error(`the answer was larger than ${MAX_ANSWER_BYTES} bytes`);
+        text = (await readBounded(answer.body, MAX_ANSWER_BYTES, tooLarge)).toString('utf8');
       } catch (error) {
         if (attempt < options.retries) {
           await sleep(backoffMs(attempt + 1));
@@ -163,16 +170,16 @@ export function createMailClient(options: MailClientOptions) {
             : String((error as Error)?.message ?? error);
         throw new MailProviderError(0, 'unreachable', `The mail provider could not be reached: ${reason}`);
       }
-      if (response.ok) return (await response.json()) as T;
-      if (isTransient(response.status) && attempt < options.retries) {
-        const wait = retryAfterMs(response.headers.get('retry-after'), now()) ?? backoffMs(attempt + 1);
+      // A redirect is the provider's answer too (its API does not redirect): refused as one, not followed.
+      if (status >= 200 && status < 300) return JSON.parse(text) as T;
+      if (isTransient(status) && attempt < options.retries) {
+        const wait = retryAfterMs(retryAfter, now()) ?? backoffMs(attempt + 1);
         if (wait <= MAX_RETRY_AFTER_MS) {
-          await response.body?.cancel();
           await sleep(wait);
           continue;
         }
       }
-      throw await errorOf(response);
+      throw errorOf(status, text);
     }
   }
 
@@ -243,22 +250,12 @@ export async function downloadAttachment(url: string, options: { maxBytes: numbe
     body.destroy();
     throw tooLarge();
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
   try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > options.maxBytes) {
-        body.destroy();
-        throw tooLarge();
-      }
-      chunks.push(chunk);
-    }
+    return await readBounded(body, options.maxBytes, tooLarge);
   } catch (error) {
     if (error instanceof AttachmentTooLargeError) throw error;
     throw new MailProviderError(0, 'unreachable', `The attachment download broke off: ${(error as Error)?.message ?? error}`);
   }
-  return Buffer.concat(chunks, size);
 }
 
 export class AttachmentTooLargeError extends Error {}
