@@ -3,10 +3,10 @@ import { readBounded } from '../../lib/bounded-body.ts';
 
 /**
  * The `mail` provider's HTTP API (Resend's), typed from its documented shapes: one client per org's
- * API key, over undici's request (fetch's Response, Headers and web streams cost more than the call's
- * JSON). Transient answers (429, honouring `retry-after`, and 5xx) and network failures
- * are retried a few times; anything else becomes a MailProviderError with the provider's own
- * `name` and `message`. The official `resend` package reads its base URL from process.env only, and
+ * API key, over undici's request (fetch's Response, Headers and web streams cost more than a call's
+ * JSON). Transient answers (429, honouring `retry-after`, and 5xx) and network failures are retried
+ * a few times; anything else becomes a MailProviderError with the provider's own `name` and
+ * `message`. The official `resend` package reads its base URL from process.env only, and
  * the base URL here is per deployment (MAIL_API_URL), so this small client stands in for it.
  */
 
