@@ -3,6 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
 import { startCallbackReceiver } from '../helpers/callback-receiver.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { createTenant, createUser, DEFAULT_PASSWORD } from '../helpers/factories.ts';
 import { calledTools, startFakeModel } from '../helpers/fake-model.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -131,6 +132,16 @@ describe('the console: an operator at work', () => {
       await colleague.page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
       await signInAs(colleague.page, colleagueUser.email);
       await colleague.page.getByRole('row').filter({ hasText: 'generateDocument' }).waitFor();
+    });
+    // The rule's approvers are told by a job once the call is staged. A call decided before that job ran
+    // needs no telling, and the record would rightly say nothing: under load, the test waits for it.
+    await eventually("the approvers' notification recorded", async () => {
+      const told = await app.container.db
+        .selectFrom('approvalNotifications')
+        .select('status')
+        .where('actionId', '=', actionId)
+        .executeTakeFirst();
+      return told?.status === 'not_sent' ? true : undefined;
     });
     await step(page, 'approve in the inbox', async () => {
       await page.getByRole('link', { name: /Approvals/ }).click();
