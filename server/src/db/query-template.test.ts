@@ -3,7 +3,7 @@ import { NoResultError, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../test/helpers/test-database.ts';
 import type { Database } from './database.ts';
-import { queryTemplate } from './query-template.ts';
+import { queryTemplate, valuesOf } from './query-template.ts';
 
 describe('query templates', () => {
   let database: Database;
@@ -63,5 +63,21 @@ describe('query templates', () => {
       db.selectFrom('organizations').select(sql.raw<string>(`${args.column}`).as('picked')),
     );
     await expect(written.rows(database.db, { column: 'name' })).rejects.toThrow(/other than as values: column/);
+  });
+
+  it('inserts the columns valuesOf names, each bound per call; a column left out takes its default', async () => {
+    const insert = queryTemplate((db, args: { id: string; slug: string; name: string }) =>
+      db
+        .insertInto('organizations')
+        .values(valuesOf(args, ['id', 'slug', 'name']))
+        .returning(['id', 'slug', 'name', 'createdAt']),
+    );
+    const [first, second] = [randomUUID(), randomUUID()];
+    const made = await insert.only(database.db, { id: first, slug: `values-${first}`, name: 'First' });
+    expect(made).toMatchObject({ id: first, slug: `values-${first}`, name: 'First', createdAt: expect.any(Date) });
+    expect(await insert.only(database.db, { id: second, slug: `values-${second}`, name: 'Second' })).toMatchObject({
+      id: second,
+      name: 'Second',
+    });
   });
 });
