@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { ConstructorOptions, Db as JobsDb } from 'pg-boss';
 import { migrationProvider } from './migrations/index.ts';
 import { PGliteDialect, PGliteLock } from './pglite-dialect.ts';
+import { createPgliteQuery } from './pglite-query.ts';
 import { createStatementNamer, preparingPool } from './prepared.ts';
 import type { DB } from './schema.ts';
 
@@ -106,7 +107,9 @@ async function openPglite(dataDir: string): Promise<Database> {
 /** A Database over an open PGlite (the caller may have restored it from a dump); closing it closes PGlite. */
 export function databaseOnPglite(pglite: PGlite): Database {
   const lock = new PGliteLock();
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock), plugins: [camelCase] });
+  // One connection: one namer for Kysely's statements and pg-boss's.
+  const query = createPgliteQuery(pglite, createStatementNamer());
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock, query), plugins: [camelCase] });
   const jobsDb: JobsDb = {
     // pg-boss sends parameterless multi-statement scripts (exec) and single statements (query).
     // An error inside its BEGIN ... COMMIT blocks must not leave the shared connection aborted,
@@ -114,7 +117,7 @@ export function databaseOnPglite(pglite: PGlite): Database {
     executeSql: (text, values) =>
       lock.run(async () => {
         try {
-          if (values?.length) return await pglite.query(text, values);
+          if (values?.length) return await query(text, values);
           const results = await pglite.exec(text);
           return { rows: results.flatMap((result) => result.rows) };
         } catch (error) {

@@ -11,6 +11,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import type { PgliteQuery } from './pglite-query.ts';
 
 /**
  * PGlite has one connection. Kysely's transactions and pg-boss's statements must take turns on it,
@@ -40,15 +41,17 @@ export class PGliteLock {
 
 class PGliteConnection implements DatabaseConnection {
   readonly pglite: PGlite;
-  constructor(pglite: PGlite) {
+  readonly query: PgliteQuery;
+  constructor(pglite: PGlite, query: PgliteQuery) {
     this.pglite = pglite;
+    this.query = query;
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     // The extended protocol takes one statement; parameterless SQL (migrations) may hold several.
     const result =
       compiledQuery.parameters.length > 0
-        ? await this.pglite.query<R>(compiledQuery.sql, [...compiledQuery.parameters])
+        ? await this.query<R>(compiledQuery.sql, compiledQuery.parameters)
         : ((await this.pglite.exec(compiledQuery.sql)).at(-1) ?? { rows: [], affectedRows: undefined });
     return result.affectedRows === undefined
       ? { rows: result.rows as R[] }
@@ -66,8 +69,8 @@ class PGliteDriver implements Driver {
   readonly #lock: PGliteLock;
   readonly #releases = new Map<DatabaseConnection, () => void>();
 
-  constructor(pglite: PGlite, lock: PGliteLock) {
-    this.#connection = new PGliteConnection(pglite);
+  constructor(pglite: PGlite, lock: PGliteLock, query: PgliteQuery) {
+    this.#connection = new PGliteConnection(pglite, query);
     this.#lock = lock;
   }
 
@@ -104,17 +107,19 @@ class PGliteDriver implements Driver {
 export class PGliteDialect implements Dialect {
   readonly #pglite: PGlite;
   readonly #lock: PGliteLock;
+  readonly #query: PgliteQuery;
 
-  constructor(pglite: PGlite, lock: PGliteLock) {
+  constructor(pglite: PGlite, lock: PGliteLock, query: PgliteQuery) {
     this.#pglite = pglite;
     this.#lock = lock;
+    this.#query = query;
   }
 
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver() {
-    return new PGliteDriver(this.#pglite, this.#lock);
+    return new PGliteDriver(this.#pglite, this.#lock, this.#query);
   }
   createQueryCompiler() {
     return new PostgresQueryCompiler();

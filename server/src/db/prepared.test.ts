@@ -12,7 +12,7 @@ describe('prepared statements', () => {
   });
   afterAll(() => database.close());
 
-  it('runs a repeated statement with parameters as a named prepared statement on PostgreSQL', async () => {
+  it('runs a repeated statement with parameters as a named prepared statement', async () => {
     const seen = await database.db.transaction().execute(async (trx) => {
       const results = [];
       for (const n of [1, 2, 3])
@@ -20,14 +20,12 @@ describe('prepared statements', () => {
       await sql`select ${4}::int as once`.execute(trx);
       await sql`select 5 as no_parameters`.execute(trx);
       await sql`select 5 as no_parameters`.execute(trx);
-      const statements =
-        database.kind === 'postgres'
-          ? (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx)).rows
-          : [];
+      const statements = (
+        await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx)
+      ).rows;
       return { results, statements };
     });
     expect(seen.results).toEqual([2, 4, 6]);
-    if (database.kind !== 'postgres') return;
     expect(seen.statements.map((statement) => statement.statement)).toEqual(['select $1::int * 2 as twice']);
   });
 
@@ -37,7 +35,6 @@ describe('prepared statements', () => {
   });
 
   it('recovers when a table changes under a prepared select *: one failure, then the new columns', async () => {
-    if (database.kind !== 'postgres') return;
     await database.db.connection().execute(async (connection) => {
       await sql`create table prepared_probe (id int)`.execute(connection);
       await sql`insert into prepared_probe values (1)`.execute(connection);
@@ -145,7 +142,6 @@ describe('prepared statements', () => {
     const namer = createStatementNamer();
     const text = `${PLANNED_PER_CALL} select $1`;
     expect([namer.nameOf(text), namer.nameOf(text), namer.nameOf(text)]).toEqual([undefined, undefined, undefined]);
-    if (database.kind !== 'postgres') return;
     const statements = await database.db.connection().execute(async (connection) => {
       for (let i = 0; i < 3; i++) await sql`${sql.raw(PLANNED_PER_CALL)} select ${i}::int as n`.execute(connection);
       return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(connection)).rows;
@@ -154,7 +150,6 @@ describe('prepared statements', () => {
   });
 
   it('runs a re-prepared statement on the connections that had prepared it before', async () => {
-    if (database.kind !== 'postgres') return;
     const seen = await database.db.connection().execute(async (connection) => {
       const results = [];
       // The service's namer prepares again after 1,000 runs: the connection then holds both names.

@@ -22,7 +22,9 @@ export const slackRepo = {
           .onConflict((oc) =>
             oc
               .column('toolCallId')
-              .where('channel', '=', 'slack')
+              // A literal, not a parameter: the partial index is found by its predicate when the statement is
+              // planned, and a prepared statement's generic plan knows no parameter's value.
+              .where('channel', '=', sql.lit('slack'))
               .doUpdateSet({ status: 'sending', address: sql`excluded.address`, updatedAt: sql<Date>`now()` }),
           )
           .execute()
