@@ -2,13 +2,15 @@
  * Callback benchmark: lifecycle transitions (running -> completed) committed at a fixed rate over 100
  * webhooks in 20 orgs, with one, then two callback endpoints per webhook on a local receiver (its own
  * process). The server's dispatcher (its own process, like production) signs and POSTs each callback.
- * Reports deliveries per second and the latency from the transition's commit to the receiver's
- * receipt, beside the baseline: a bare Node HTTP client POSTing to the same receiver.
+ * Beside the baseline (a bare Node HTTP client POSTing to the same receiver), each endpoint count is
+ * measured twice: the latency from the transition's commit to the receiver's receipt at BENCH_RATE,
+ * under capacity; and deliveries per second at BENCH_CAPACITY_RATE, above it, so that the service
+ * and not the offered load is the limit (at BENCH_RATE every offered delivery arrives).
  *
- * The baseline and both phases run BENCH_ROUNDS (3) times, in turns; each round is printed, then the
+ * The baseline and the phases run BENCH_ROUNDS (3) times, in turns; each round is printed, then the
  * medians of the rounds (one run on a shared 2-core machine swings by a quarter).
  *
- *   npm run bench:callbacks                 # BENCH_RATE=1200 transitions/s for BENCH_DURATION=10 s
+ *   npm run bench:callbacks    # BENCH_RATE=1200 and BENCH_CAPACITY_RATE=4000 transitions/s for BENCH_DURATION=10 s
  */
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -26,6 +28,7 @@ import { pino } from 'pino';
 import { benchDatabase, fmt, freePort, postgresReachable, startService } from './lib/harness.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 1200);
+const CAPACITY_RATE = Number(process.env.BENCH_CAPACITY_RATE ?? 4000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const PRODUCER_IN_FLIGHT = Number(process.env.BENCH_PRODUCER_IN_FLIGHT ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -107,8 +110,8 @@ interface PhaseResult {
   p99: number;
 }
 
-/** One measured run on a fresh database and server: transitions at RATE, `endpoints` endpoints per webhook. */
-async function phase(endpoints: number): Promise<PhaseResult> {
+/** One measured run on a fresh database and server: transitions at `rate`, `endpoints` endpoints per webhook. */
+async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
   const database = await benchDatabase('postgres');
   try {
     const env: Record<string, string> = {
@@ -139,7 +142,7 @@ async function phase(endpoints: number): Promise<PhaseResult> {
       await sql`
         insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id, lease_expires_at)
         select gen_random_uuid(), w.org_id, w.id, gen_random_uuid(), 'running', 'order.created', 'bench-' || n, now() + interval '1 hour'
-        from generate_series(1, ${RATE * DURATION}::int) as n
+        from generate_series(1, ${rate * DURATION}::int) as n
         join (select id, org_id, row_number() over (order by id) - 1 as i from webhooks) w on w.i = n % ${ORGS * WEBHOOKS_PER_ORG}`.execute(
         container.db,
       );
@@ -191,7 +194,7 @@ async function phase(endpoints: number): Promise<PhaseResult> {
       const begin = now();
       const pending: Array<Promise<void>> = [];
       while (now() - begin < DURATION * 1000) {
-        const due = Math.min(actionIds.length, Math.floor(((now() - begin) / 1000) * RATE));
+        const due = Math.min(actionIds.length, Math.floor(((now() - begin) / 1000) * rate));
         maxBehind = Math.max(maxBehind, due - next);
         if (next < due && inFlight < PRODUCER_IN_FLIGHT) {
           pending.push(commit(actionIds.slice(next, due)));
@@ -248,9 +251,20 @@ async function phase(endpoints: number): Promise<PhaseResult> {
   }
 }
 
+const printPhase = (title: string, result: PhaseResult, baseline: number) => {
+  console.log(title);
+  console.log(
+    `  transitions committed       : ${fmt(result.committedPerSecond).padStart(6)} /s (${result.notOffered} not offered; at most ${result.maxBehind} waited for a statement, ${PRODUCER_IN_FLIGHT} in flight)`,
+  );
+  console.log(
+    `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${((result.deliveriesPerSecond / baseline) * 100).toFixed(0)}% of the bare client`,
+  );
+  console.log(`  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms`);
+};
+
 try {
   console.log(
-    `callbacks benchmark: ${RATE} transitions/s offered for ${DURATION} s over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`,
+    `callbacks benchmark: ${RATE} transitions/s offered for latency, ${CAPACITY_RATE}/s for capacity, ${DURATION} s each, over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`,
   );
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const rounds = new Map([1, 2].map((endpoints) => [endpoints, { ofBare: [] as number[], p50: [] as number[] }]));
@@ -259,30 +273,26 @@ try {
     const baseline = await bareClientBaseline();
     console.log(`baseline: bare client          : ${fmt(baseline).padStart(6)} POSTs/s to the same receiver (100 in flight)`);
     for (const endpoints of [1, 2]) {
-      const result = await phase(endpoints);
-      rounds.get(endpoints)!.ofBare.push(result.deliveriesPerSecond / baseline);
-      rounds.get(endpoints)!.p50.push(result.p50);
-      console.log(`${endpoints} endpoint${endpoints > 1 ? 's' : ''} per webhook:`);
-      console.log(
-        `  transitions committed       : ${fmt(result.committedPerSecond).padStart(6)} /s (${result.notOffered} not offered; at most ${result.maxBehind} waited for a statement, ${PRODUCER_IN_FLIGHT} in flight)`,
-      );
-      console.log(
-        `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${((result.deliveriesPerSecond / baseline) * 100).toFixed(0)}% of the bare client`,
-      );
-      console.log(
-        `  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms  (targets: >= 2,000 deliveries/s, p50 <= 20 ms)`,
-      );
+      const perWebhook = `${endpoints} endpoint${endpoints > 1 ? 's' : ''} per webhook`;
+      const latency = await phase(endpoints, RATE);
+      printPhase(`${perWebhook}, ${RATE} transitions/s (latency, under capacity):`, latency, baseline);
+      const capacity = await phase(endpoints, CAPACITY_RATE);
+      printPhase(`${perWebhook}, ${CAPACITY_RATE} transitions/s (capacity, above it):`, capacity, baseline);
+      rounds.get(endpoints)!.ofBare.push(capacity.deliveriesPerSecond / baseline);
+      rounds.get(endpoints)!.p50.push(latency.p50);
     }
   }
-  if (ROUNDS > 1) {
-    console.log(`median of ${ROUNDS} rounds`);
-    for (const [endpoints, { ofBare, p50 }] of rounds) {
-      const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
-      console.log(
-        `  ${endpoints} endpoint${endpoints > 1 ? 's' : ' '}: ${percent(median(ofBare))} of the bare client (rounds: ${ofBare.map(percent).join(', ')}); ` +
-          `p50 ${median(p50).toFixed(1)} ms (rounds: ${p50.map((value) => value.toFixed(1)).join(', ')})`,
-      );
-    }
+  console.log(
+    ROUNDS > 1
+      ? `median of ${ROUNDS} rounds (targets: >= 10% of the bare client, p50 <= 10 ms)`
+      : 'targets: >= 10% of the bare client, p50 <= 10 ms',
+  );
+  for (const [endpoints, { ofBare, p50 }] of rounds) {
+    const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
+    console.log(
+      `  ${endpoints} endpoint${endpoints > 1 ? 's' : ' '}: capacity ${percent(median(ofBare))} of the bare client (rounds: ${ofBare.map(percent).join(', ')}); ` +
+        `p50 at ${RATE}/s ${median(p50).toFixed(1)} ms (rounds: ${p50.map((value) => value.toFixed(1)).join(', ')})`,
+    );
   }
 } finally {
   receiver.kill('SIGTERM');
