@@ -1,4 +1,4 @@
-import { type PGlite, type Results, parse as pgliteResults } from '@electric-sql/pglite';
+import { messages as protocolMessages, type PGlite, type Results } from '@electric-sql/pglite';
 import pgUtils from 'pg/lib/utils.js';
 import { serialize } from 'pg-protocol';
 import type { StatementNamer } from './prepared.ts';
@@ -14,7 +14,8 @@ import type { StatementNamer } from './prepared.ts';
  * PGlite's own `query` makes six trips for every statement (Parse, a Describe to learn the
  * parameters' types, Bind, Describe, Execute, Sync), parses and plans it at every call, and counts
  * each string's UTF-8 length in JavaScript, twice: on the group-committed ingest statement (one
- * JSON document of about 50 deliveries) that was a third of the statement's time.
+ * JSON document of about 50 deliveries) that was a third of the statement's time. Its result reader
+ * copies every type's parser (a few hundred) into a new object per statement; `resultOf` does not.
  */
 export function createPgliteQuery(pglite: PGlite, namer: StatementNamer) {
   // Names prepared on this database's one connection.
@@ -42,7 +43,7 @@ export function createPgliteQuery(pglite: PGlite, namer: StatementNamer) {
         prepared.add(name);
         namer.ran(text, name, performance.now() - startedAt);
       }
-      return pgliteResults.parseResults(messages, pglite.parsers)[0] as Results<R>;
+      return resultOf<R>(messages, pglite.parsers);
     } catch (error) {
       if (name !== undefined) namer.forgetIfStale(text, error);
       throw error;
@@ -51,3 +52,31 @@ export function createPgliteQuery(pglite: PGlite, namer: StatementNamer) {
 }
 
 export type PgliteQuery = ReturnType<typeof createPgliteQuery>;
+
+type Message = { name: string };
+
+/** The rows (parsed by their columns' types) and the rows changed, as PGlite's `parseResults` reads one statement's. */
+function resultOf<R>(messages: Message[], parsers: PGlite['parsers']): Results<R> {
+  let fields: Results['fields'] = [];
+  const rows: Record<string, unknown>[] = [];
+  let affectedRows = 0;
+  for (const message of messages) {
+    if (message instanceof protocolMessages.RowDescriptionMessage) {
+      fields = message.fields.map(({ name, dataTypeID }) => ({ name, dataTypeID }));
+    } else if (message instanceof protocolMessages.DataRowMessage) {
+      const row: Record<string, unknown> = {};
+      message.fields.forEach((value, index) => {
+        const { name, dataTypeID } = fields[index]!;
+        const parse = parsers[dataTypeID];
+        row[name] = value === null ? null : parse ? parse(value, dataTypeID) : value;
+      });
+      rows.push(row);
+    } else if (message instanceof protocolMessages.CommandCompleteMessage) {
+      // "INSERT 0 n", "UPDATE n", "DELETE n", "MERGE n", "COPY n"; others change no rows.
+      const [command, ...counts] = message.text.split(' ');
+      if (command === 'INSERT') affectedRows += Number(counts[1]);
+      else if (['UPDATE', 'DELETE', 'MERGE', 'COPY'].includes(command!)) affectedRows += Number(counts[0]);
+    }
+  }
+  return { rows: rows as R[], fields, affectedRows };
+}
