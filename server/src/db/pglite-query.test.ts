@@ -54,6 +54,16 @@ describe('statements with parameters, on both databases', () => {
     });
   });
 
+  it('refuse a NUL in text (22021) and receive a lone surrogate as U+FFFD, prepared or not, and go on', async () => {
+    for (let i = 0; i < 3; i++) {
+      await expect(sql`select ${'a\u0000b'}::text as t`.execute(database.db)).rejects.toMatchObject({ code: '22021' });
+      const lone = await sql<{ t: string }>`select ${'a\ud800b'}::text as t`.execute(database.db);
+      expect(lone.rows[0]!.t).toBe('a\ufffdb');
+    }
+    const nested = '['.repeat(5_000) + ']'.repeat(5_000);
+    expect((await sql<{ t: string }>`select jsonb_typeof(${nested}::jsonb) as t`.execute(database.db)).rows[0]!.t).toBe('array');
+  });
+
   it('keep a transaction that a failed statement aborted aborted, until it rolls back', async () => {
     await database.db.connection().execute(async (connection) => {
       await sql`begin`.execute(connection);

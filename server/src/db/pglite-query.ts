@@ -54,6 +54,8 @@ export function createPgliteQuery(pglite: PGlite, namer: StatementNamer) {
 export type PgliteQuery = ReturnType<typeof createPgliteQuery>;
 
 type Message = { name: string };
+/** Commands whose tag ends with the rows they changed ("UPDATE n"); INSERT's is "INSERT 0 n". */
+const COUNTING_COMMANDS = new Set(['UPDATE', 'DELETE', 'MERGE', 'COPY']);
 
 /** The rows (parsed by their columns' types) and the rows changed, as PGlite's `parseResults` reads one statement's. */
 function resultOf<R>(messages: Message[], parsers: PGlite['parsers']): Results<R> {
@@ -72,10 +74,9 @@ function resultOf<R>(messages: Message[], parsers: PGlite['parsers']): Results<R
       });
       rows.push(row);
     } else if (message instanceof protocolMessages.CommandCompleteMessage) {
-      // "INSERT 0 n", "UPDATE n", "DELETE n", "MERGE n", "COPY n"; others change no rows.
-      const [command, ...counts] = message.text.split(' ');
+      const [command = '', ...counts] = message.text.split(' ');
       if (command === 'INSERT') affectedRows += Number(counts[1]);
-      else if (['UPDATE', 'DELETE', 'MERGE', 'COPY'].includes(command!)) affectedRows += Number(counts[0]);
+      else if (COUNTING_COMMANDS.has(command)) affectedRows += Number(counts[0]);
     }
   }
   return { rows: rows as R[], fields, affectedRows };
