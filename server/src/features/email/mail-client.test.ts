@@ -80,11 +80,13 @@ describe('mail provider client', () => {
     await expect(unreachable('re_full_key').listDomains()).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
   });
 
-  it("refuses an API answer that redirects as the provider's answer; one that breaks off is retried, then unreachable", async () => {
+  it("refuses an API answer that redirects or is not JSON as the provider's answer; one that breaks off is retried, then unreachable", async () => {
     const attempts = new Map<string, number>();
     const api = createServer((request, response) => {
       attempts.set(request.url!, (attempts.get(request.url!) ?? 0) + 1);
       if (request.url === '/emails/moved') return void response.writeHead(302, { location: '/emails/other' }).end();
+      if (request.url === '/emails/page')
+        return void response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
       response.writeHead(200, { 'content-type': 'application/json' }).write('{"id":');
       setTimeout(() => response.destroy(), 20);
     });
@@ -99,6 +101,8 @@ describe('mail provider client', () => {
       await expect(apiClient.getEmail('moved')).rejects.toMatchObject({ status: 302, providerName: 'http_302' });
       expect(attempts.get('/emails/moved')).toBe(1);
       expect(attempts.has('/emails/other')).toBe(false);
+      await expect(apiClient.getEmail('page')).rejects.toMatchObject({ status: 200, providerName: 'invalid_answer' });
+      expect(attempts.get('/emails/page')).toBe(1);
       await expect(apiClient.getEmail('broken')).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
       expect(attempts.get('/emails/broken')).toBe(2);
     } finally {

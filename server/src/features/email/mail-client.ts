@@ -123,6 +123,15 @@ function errorOf(status: number, text: string): MailProviderError {
   return new MailProviderError(status, typeof body.name === 'string' ? body.name : `http_${status}`, message);
 }
 
+/** A success answer's JSON; one that is not JSON (a proxy's page, say) is the provider's failure, not the caller's. */
+function answerOf<T>(status: number, text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new MailProviderError(status, 'invalid_answer', `The mail provider answered ${status} with something other than JSON`);
+  }
+}
+
 const headerOf = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value) ?? null;
 
 export function createMailClient(options: MailClientOptions) {
@@ -171,7 +180,7 @@ export function createMailClient(options: MailClientOptions) {
         throw new MailProviderError(0, 'unreachable', `The mail provider could not be reached: ${reason}`);
       }
       // A redirect is the provider's answer too (its API does not redirect): refused as one, not followed.
-      if (status >= 200 && status < 300) return JSON.parse(text) as T;
+      if (status >= 200 && status < 300) return answerOf<T>(status, text);
       if (isTransient(status) && attempt < options.retries) {
         const wait = retryAfterMs(retryAfter, now()) ?? backoffMs(attempt + 1);
         if (wait <= MAX_RETRY_AFTER_MS) {

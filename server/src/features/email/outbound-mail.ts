@@ -68,7 +68,7 @@ export function createOutboundMail(deps: {
     // The provider's Message-ID (it may replace ours; replies may quote only that one): asked now,
     // and if the provider does not know it yet (it may not, just after the send), by a job later.
     const providerMessageId = await api.getEmail(providerEmailId).then(
-      (email) => (email.message_id ? (normalizeMessageId(email.message_id) ?? null) : null),
+      (email) => (email?.message_id ? (normalizeMessageId(email.message_id) ?? null) : null),
       () => null,
     );
     const sent = await outboundRepo.markSent(deps.db, message.id, { providerEmailId, providerMessageId });
