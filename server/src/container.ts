@@ -145,6 +145,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     /** Migrates the database and starts the job queue; with `workers`, this process runs jobs too. */
     async start({ workers }: { workers: boolean }) {
       await database.migrate();
+      database.maintenance?.start(logger);
       await jobs.start();
       if (workers) {
         await bus.listenForWork();

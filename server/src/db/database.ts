@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { ConstructorOptions, Db as JobsDb } from 'pg-boss';
 import { migrationProvider } from './migrations/index.ts';
 import { PGliteDialect, PGliteLock } from './pglite-dialect.ts';
+import { createPgliteMaintenance, type PgliteMaintenance } from './pglite-maintenance.ts';
 import { createPgliteQuery } from './pglite-query.ts';
 import { createStatementNamer, preparingPool } from './prepared.ts';
 import type { DB } from './schema.ts';
@@ -20,6 +21,8 @@ export interface Database {
   readonly listenInProcess?: (channel: string, handler: (payload: string) => void) => Promise<void>;
   /** How pg-boss reaches this same database. */
   readonly jobsOptions: ConstructorOptions;
+  /** PGlite only: vacuums and analyzes its tables, as autovacuum does on a PostgreSQL server (closed with it). */
+  readonly maintenance?: PgliteMaintenance;
   migrate(): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -127,7 +130,9 @@ export function databaseOnPglite(pglite: PGlite): Database {
       }),
   };
   const jobsOptions: ConstructorOptions = { db: jobsDb, backend: 'pglite' };
+  const maintenance = createPgliteMaintenance({ pglite, lock });
   const database = withCommon('pglite', db, jobsOptions, async () => {
+    await maintenance.stop();
     await db.destroy();
     await pglite.close();
   });
@@ -135,5 +140,5 @@ export function databaseOnPglite(pglite: PGlite): Database {
   const listenInProcess = async (channel: string, handler: (payload: string) => void) => {
     await lock.run(() => pglite.listen(channel, handler));
   };
-  return { ...database, listenInProcess };
+  return { ...database, listenInProcess, maintenance };
 }

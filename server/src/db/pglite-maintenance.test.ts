@@ -1,0 +1,126 @@
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../../test/helpers/eventually.ts';
+import { createTestDatabase } from '../../test/helpers/test-database.ts';
+import type { Database } from './database.ts';
+import { PGliteLock } from './pglite-dialect.ts';
+import { createPgliteMaintenance } from './pglite-maintenance.ts';
+
+interface TableStats {
+  n_dead_tup: number;
+  vacuumed: boolean;
+  analyzed: boolean;
+}
+
+/** The table's counters, flushed first (a backend sends its own counters at most once a second otherwise). */
+async function statsOf(pglite: PGlite, table: string): Promise<TableStats> {
+  await pglite.query('select pg_stat_force_next_flush()');
+  const { rows } = await pglite.query<TableStats>(
+    `select n_dead_tup, last_vacuum is not null as vacuumed, last_analyze is not null as analyzed
+     from pg_stat_user_tables where relname = $1`,
+    [table],
+  );
+  return rows[0]!;
+}
+
+describe.skipIf(process.env.TEST_DB === 'postgres')(
+  'the embedded database is vacuumed and analyzed (PGlite has no autovacuum)',
+  () => {
+    let pglite: PGlite | undefined;
+    afterEach(async () => {
+      await pglite?.close();
+      pglite = undefined;
+    });
+
+    async function churned(): Promise<PGlite> {
+      pglite = await PGlite.create();
+      await pglite.exec(`
+      create table churned (id int primary key, status text);
+      insert into churned select n, 'queued' from generate_series(1, 2000) n;
+      update churned set status = 'done';
+      create table quiet (id int primary key);
+      insert into quiet values (1);`);
+      await pglite.query('select pg_stat_force_next_flush()');
+      return pglite;
+    }
+
+    it('vacuums and analyzes a table past autovacuum thresholds, and leaves a quiet one alone', async () => {
+      const db = await churned();
+      // Nothing here would ever do it: PGlite runs no autovacuum of its own.
+      expect(await statsOf(db, 'churned')).toEqual({ n_dead_tup: 2000, vacuumed: false, analyzed: false });
+      const maintenance = createPgliteMaintenance({ pglite: db, lock: new PGliteLock() });
+
+      const done = await maintenance.runOnce();
+
+      expect(done.map(({ table, vacuumed, analyzed }) => ({ table, vacuumed, analyzed }))).toEqual([
+        { table: 'public.churned', vacuumed: true, analyzed: true },
+      ]);
+      expect(await statsOf(db, 'churned')).toEqual({ n_dead_tup: 0, vacuumed: true, analyzed: true });
+      expect(await statsOf(db, 'quiet')).toMatchObject({ vacuumed: false, analyzed: false });
+      // Once done, a table is not due again until it changes again.
+      await db.query('select pg_stat_force_next_flush()');
+      expect(await maintenance.runOnce()).toEqual([]);
+    });
+
+    it('takes its turn on the connection: a transaction opened before a vacuum is waited for, not joined', async () => {
+      const db = await churned();
+      // Right after the maintenance looked at the tables, someone opens a transaction for a while.
+      class InterleavedLock extends PGliteLock {
+        looked = false;
+        override async run<T>(fn: () => Promise<T>): Promise<T> {
+          const result = await super.run(fn);
+          if (!this.looked) {
+            this.looked = true;
+            const release = await this.acquire();
+            await db.query('begin');
+            setTimeout(() => void db.query('commit').then(release), 50);
+          }
+          return result;
+        }
+      }
+      const maintenance = createPgliteMaintenance({ pglite: db, lock: new InterleavedLock() });
+
+      // Inside that transaction the vacuum would fail ("VACUUM cannot run inside a transaction block").
+      expect(await maintenance.runOnce()).toEqual([expect.objectContaining({ table: 'public.churned', vacuumed: true })]);
+    });
+
+    it('runs every interval once started, until stopped', async () => {
+      const db = await churned();
+      const maintenance = createPgliteMaintenance({ pglite: db, lock: new PGliteLock(), intervalMs: 20 });
+      const warnings: string[] = [];
+      maintenance.start(pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }));
+
+      await eventually('the churned table vacuumed', async () => ((await statsOf(db, 'churned')).vacuumed ? true : undefined));
+      await maintenance.stop();
+      expect(warnings).toEqual([]);
+      await db.exec(`update churned set status = 'queued'`);
+      const after = await statsOf(db, 'churned');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await statsOf(db, 'churned')).toEqual(after);
+      expect(after.n_dead_tup).toBe(2000);
+    });
+  },
+);
+
+describe('which database gets it', () => {
+  let database: Database | undefined;
+  afterEach(() => database?.close());
+
+  it('the embedded one only: a PostgreSQL server runs its own autovacuum', async () => {
+    database = await createTestDatabase();
+    if (database.kind === 'postgres') {
+      expect(database.maintenance).toBeUndefined();
+      return;
+    }
+    // The migrations' own table (a row per migration), updated 3 times over: past both thresholds.
+    for (let round = 0; round < 3; round++) await sql`update kysely_migration set name = name`.execute(database.db);
+    await sql`select pg_stat_force_next_flush()`.execute(database.db);
+    const done = await database.maintenance!.runOnce();
+    expect(done).toContainEqual(expect.objectContaining({ table: 'public.kysely_migration', vacuumed: true, analyzed: true }));
+    const { rows } = await sql<{ dead: number }>`
+      select n_dead_tup as dead from pg_stat_user_tables where relname = 'kysely_migration'`.execute(database.db);
+    expect(rows[0]!.dead).toBe(0);
+  });
+});
