@@ -15,15 +15,14 @@ const SLOW_TABLE_MS = 1000;
 
 /**
  * The tables that are due, by autovacuum's default rules (PostgreSQL 17): vacuum past 50 dead rows +
- * 20% of the table, or a transaction id age of 200 million (freezing); analyze past 50 changed rows +
- * 10% of the table. Not autovacuum's rule for inserts alone (1,000 + 20%): it marks pages all-visible
- * for index-only scans, and here it would hold the event loop for a whole table's new pages (840 ms
- * for 300,000 deliveries stored in a minute of bench:ingest).
+ * 20% of the table, 1,000 inserted rows + 20% (their pages marked all-visible, for index-only scans),
+ * or a transaction id age of 200 million; analyze past 50 changed rows + 10% of the table.
  */
 const DUE_TABLES = `
   select * from (
     select format('%I.%I', s.schemaname, s.relname) as name, s.n_dead_tup as dead,
-      (s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0) or age(c.relfrozenxid) > 200000000) as vacuum,
+      (s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0) or s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0)
+        or age(c.relfrozenxid) > 200000000) as vacuum,
       s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0) as analyze
     from pg_stat_user_tables s join pg_class c on c.oid = s.relid
   ) t
@@ -46,8 +45,8 @@ export interface MaintainedTable {
  *
  * A statement on PGlite holds the event loop while it runs, so tables are done one at a time, each
  * taking its turn on the connection like any other statement: a vacuum of a 200,000-row table with a
- * fifth of it dead took about 220 ms, with 500 dead rows about 35 ms; an analyze of the 300,000
- * deliveries that a minute of bench:ingest stores, about 70 ms.
+ * fifth of it dead took about 220 ms, with 500 dead rows about 35 ms; both of the 200,000 deliveries
+ * that a minute of bench:ingest stores, 110 ms.
  */
 export function createPgliteMaintenance(deps: { pglite: PGlite; lock: PGliteLock; intervalMs?: number }) {
   const intervalMs = deps.intervalMs ?? INTERVAL_MS;
