@@ -21,8 +21,8 @@ const SLOW_TABLE_MS = 1000;
 const DUE_TABLES = `
   select * from (
     select format('%I.%I', s.schemaname, s.relname) as name, s.n_dead_tup as dead,
-      (s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0) or s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0)
-        or age(c.relfrozenxid) > 200000000) as vacuum,
+      ($1::boolean or s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
+        or s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0) or age(c.relfrozenxid) > 200000000) as vacuum,
       s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0) as analyze
     from pg_stat_user_tables s join pg_class c on c.oid = s.relid
   ) t
@@ -54,8 +54,11 @@ export function createPgliteMaintenance(deps: { pglite: PGlite; lock: PGliteLock
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
-  async function runOnce(): Promise<MaintainedTable[]> {
-    const due = await deps.lock.run(() => deps.pglite.query<{ name: string; vacuum: boolean; analyze: boolean }>(DUE_TABLES));
+  /** `everyTable`: vacuums every table, whatever its counters say. */
+  async function runOnce(options: { everyTable?: boolean } = {}): Promise<MaintainedTable[]> {
+    const due = await deps.lock.run(() =>
+      deps.pglite.query<{ name: string; vacuum: boolean; analyze: boolean }>(DUE_TABLES, [options.everyTable ?? false]),
+    );
     const done: MaintainedTable[] = [];
     for (const { name, vacuum, analyze } of due.rows) {
       if (stopped) break;
@@ -80,10 +83,14 @@ export function createPgliteMaintenance(deps: { pglite: PGlite; lock: PGliteLock
 
     /** Looks at the tables every minute from now until stop(); logs what it did (info for a slow table). */
     start(logger: Logger) {
+      // PGlite's counters start at zero in every process (they do not survive a restart): the dead
+      // rows left before it are counted nowhere, so the first run vacuums every table.
+      let first = true;
       const next = () => {
         timer = setTimeout(() => {
-          running = runOnce()
+          running = runOnce({ everyTable: first })
             .then((tables) => {
+              first = false;
               if (tables.length === 0) return;
               // A statement on PGlite holds the event loop: a long one is worth an operator's notice.
               const slowest = Math.max(...tables.map((table) => table.ms));

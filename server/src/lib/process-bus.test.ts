@@ -39,10 +39,18 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
   it('signals reach the processes that run workers; invalidations reach every process', async () => {
     const serve = bus();
     const worker = bus();
-    const servingOnly = listen(bus());
+    const servingOnlyBus = bus();
+    const servingOnly = listen(servingOnlyBus);
     const working = listen(worker);
     await worker.listenForWork();
     const local = listen(serve);
+    // A bus listens once it has connected, and its own publish waits for that: a NOTIFY sent before
+    // would never reach it. Once each has heard one sent after all connected, nothing earlier is on
+    // its way (a connection receives notifications in commit order), and each starts from nothing.
+    for (const connecting of [serve, worker, servingOnlyBus]) await connecting.publish(BUS_TOPICS.session, 'connecting');
+    await serve.publish(BUS_TOPICS.session, 'connected');
+    for (const listener of [servingOnly, working, local]) await listener.until('session:connected');
+    for (const listener of [servingOnly, working, local]) listener.heard.length = 0;
 
     serve.signal(BUS_TOPICS.actionRuns);
     await serve.publish(BUS_TOPICS.session, 'after-the-signal');
