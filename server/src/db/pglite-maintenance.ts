@@ -29,6 +29,16 @@ const DUE_TABLES = `
   where "vacuum" or "analyze"
   order by dead desc`;
 
+/** Runs `task` once after `ms`; the function returned cancels it. */
+export type Schedule = (task: () => void, ms: number) => () => void;
+
+/** A timer that does not keep the process alive. */
+const afterTimeout: Schedule = (task, ms) => {
+  const timer = setTimeout(task, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
 export interface MaintainedTable {
   table: string;
   vacuumed: boolean;
@@ -48,9 +58,9 @@ export interface MaintainedTable {
  * fifth of it dead took about 220 ms, with 500 dead rows about 35 ms; both of the 200,000 deliveries
  * that a minute of bench:ingest stores, 110 ms.
  */
-export function createPgliteMaintenance(deps: { pglite: PGlite; lock: PGliteLock; intervalMs?: number }) {
-  const intervalMs = deps.intervalMs ?? INTERVAL_MS;
-  let timer: NodeJS.Timeout | undefined;
+export function createPgliteMaintenance(deps: { pglite: PGlite; lock: PGliteLock; schedule?: Schedule }) {
+  const schedule = deps.schedule ?? afterTimeout;
+  let cancel: (() => void) | undefined;
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
@@ -83,34 +93,36 @@ export function createPgliteMaintenance(deps: { pglite: PGlite; lock: PGliteLock
 
     /** Looks at the tables every minute from now until stop(); logs what it did (info for a slow table). */
     start(logger: Logger) {
+      if (stopped || cancel) return;
       // PGlite's counters start at zero in every process (they do not survive a restart): the dead
       // rows left before it are counted nowhere, so the first run vacuums every table.
-      let first = true;
-      const next = () => {
-        timer = setTimeout(() => {
-          running = runOnce({ everyTable: first })
-            .then((tables) => {
-              first = false;
-              if (tables.length === 0) return;
-              // A statement on PGlite holds the event loop: a long one is worth an operator's notice.
-              const slowest = Math.max(...tables.map((table) => table.ms));
-              const level = slowest >= SLOW_TABLE_MS ? 'info' : 'debug';
-              logger[level]({ tables }, 'embedded database vacuumed and analyzed');
-            })
-            .catch((error: unknown) => logger.warn({ err: error }, 'could not vacuum the embedded database'))
-            .finally(() => {
-              if (!stopped) next();
-            });
-        }, intervalMs);
-        timer.unref();
+      let everyTable = true;
+      const runAndLog = async () => {
+        try {
+          const tables = await runOnce({ everyTable });
+          everyTable = false;
+          if (tables.length === 0) return;
+          // A statement on PGlite holds the event loop: a long one is worth an operator's notice.
+          const level = Math.max(...tables.map((table) => table.ms)) >= SLOW_TABLE_MS ? 'info' : 'debug';
+          logger[level]({ tables }, 'embedded database vacuumed and analyzed');
+        } catch (error) {
+          logger.warn({ err: error }, 'could not vacuum the embedded database');
+        }
       };
-      if (!stopped && !timer) next();
+      const next = () => {
+        cancel = schedule(() => {
+          running = runAndLog().then(() => {
+            if (!stopped) next();
+          });
+        }, INTERVAL_MS);
+      };
+      next();
     },
 
     /** Starts nothing more; waits for a run under way (the database closes after it). */
     async stop() {
       stopped = true;
-      clearTimeout(timer);
+      cancel?.();
       await running;
     },
   };
