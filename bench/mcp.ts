@@ -86,7 +86,7 @@ try {
   const viaMcp = await measure(IDEMPOTENT ? 'MCP idempotent' : 'MCP tool', 'bench__echo');
   const added = percentile(viaMcp.latency.toCompleted, 50) - percentile(builtIn.latency.toCompleted, 50);
   const ratio = viaMcp.capacity.throughput / builtIn.capacity.throughput;
-  console.log(`p50 added by the MCP call at ${LATENCY_RATE}/s: ${added} ms (target < 5 ms)`);
+  console.log(`p50 added by the MCP call at ${LATENCY_RATE}/s: ${added.toFixed(1)} ms (target < 5 ms)`);
   console.log(`throughput, MCP / built-in at ${RATE}/s offered: ${ratio.toFixed(2)} (target >= 0.70)`);
   console.log(
     `MCP server: ${mcp.calls()} calls over ${mcp.sessions()} sessions (one per org's server per process, opened on first use)`,

@@ -60,7 +60,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     jobs,
     tracing: createTracing(config.tracing, metrics),
     announce: () => bus.signal(BUS_TOPICS.callbacks),
-    wakeRunners: () => bus.signal(BUS_TOPICS.actionRuns),
+    wakeRunners: (sent) => bus.signal(BUS_TOPICS.actionRuns, sent),
   };
   const { db, clock, box } = shared;
   const rateLimiters = createRateLimiters({ redisUrl: config.rateLimit.redisUrl });

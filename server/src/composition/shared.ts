@@ -5,7 +5,7 @@ import type { JobRunner } from '../jobs/job-runner.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { ProcessBus } from '../lib/process-bus.ts';
+import type { CommitNotice, ProcessBus } from '../lib/process-bus.ts';
 import type { Tracing } from '../lib/tracing.ts';
 
 /** What every part of the composition root is built on: one of each per process. */
@@ -23,6 +23,6 @@ export interface Shared {
   tracing: Tracing;
   /** After a transition that may have written callbacks commits: the dispatchers wake up. */
   announce: () => void;
-  /** After runnable actions commit: the run dispatchers of every process claim them. */
-  wakeRunners: () => void;
+  /** After runnable actions commit: the run dispatchers claim them (`sent`: the commit told other processes). */
+  wakeRunners: (sent?: CommitNotice) => void;
 }

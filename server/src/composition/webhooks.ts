@@ -9,6 +9,7 @@ import { createLedgerService } from '../features/ledger/ledger.service.ts';
 import { createSendTest } from '../features/webhooks/send-test.ts';
 import { createWebhooksService } from '../features/webhooks/webhooks.service.ts';
 import { createGuardedHttpAgents } from '../lib/http-client.ts';
+import { BUS_TOPICS } from '../lib/process-bus.ts';
 import type { RateLimiters } from '../lib/rate-limit.ts';
 import type { Shared } from './shared.ts';
 
@@ -44,6 +45,7 @@ export function composeWebhooks(shared: Shared, rateLimiters: RateLimiters) {
   const writer = createDeliveryWriter({
     db,
     wakeRunners,
+    runnersNotice: () => bus.commitNotice(BUS_TOPICS.actionRuns),
     metrics,
     clock,
     maxInFlight: database.kind === 'pglite' ? 1 : config.ingestWriteConcurrency,

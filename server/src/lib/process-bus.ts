@@ -56,13 +56,32 @@ export interface ProcessBus {
   /**
    * A wake-up, where one is as good as many: this process's subscribers hear it at once; other
    * processes within SIGNAL_WINDOW_MS, a burst of signals travelling as one NOTIFY (each costs the
-   * database a serialized commit step).
+   * database a serialized commit step). Other processes are not told of work that a subscriber here
+   * takes (its handler returns true) nor, with `sent`, of work whose own commit told them.
    */
-  signal(topic: BusTopic): void;
+  signal(topic: BusTopic, sent?: CommitNotice): void;
+  /**
+   * For a statement about to commit work of `topic`, in a process that runs no workers (a serve):
+   * the NOTIFY to send in that statement (`pg_notify(channel, payload)`), so that the workers hear of
+   * the work as it commits, not a round trip and a commit of their own later. Pass it to `signal` after
+   * the commit. Undefined where `signal` alone is right: this process runs workers (they may take the
+   * work themselves), has no PostgreSQL, or a NOTIFY went within the window (one follows at its end).
+   */
+  commitNotice(topic: BusTopic): CommitNotice | undefined;
   /** This process runs workers: from now on it hears the signals of other processes too. */
   listenForWork(): Promise<void>;
-  subscribe(topic: BusTopic, handler: (key: string) => void): void;
+  /**
+   * `handler` hears the topic's messages. For a signal it returns true when this process takes the
+   * work now (it runs that worker, started, with room): other processes are then not woken for it.
+   */
+  subscribe(topic: BusTopic, handler: (key: string) => unknown): void;
   close(): Promise<void>;
+}
+
+/** A NOTIFY for a statement to send as it commits. */
+export interface CommitNotice {
+  channel: string;
+  payload: string;
 }
 
 export function createProcessBus(options: {
@@ -71,10 +90,13 @@ export function createProcessBus(options: {
   listenInProcess?: (channel: string, handler: (payload: string) => void) => Promise<void>;
   logger: Logger;
 }): ProcessBus {
-  const handlers = new Map<string, Array<(key: string) => void>>();
+  const handlers = new Map<string, Array<(key: string) => unknown>>();
   const origin = randomUUID();
-  const deliver = (topic: string, key: string) => {
-    for (const handler of handlers.get(topic) ?? []) handler(key);
+  /** True when a subscriber here takes the work (a signal). */
+  const deliver = (topic: string, key: string): boolean => {
+    let taken = false;
+    for (const handler of handlers.get(topic) ?? []) taken = handler(key) === true || taken;
+    return taken;
   };
   const onMessage = (payload: string | undefined) => {
     try {
@@ -126,11 +148,12 @@ export function createProcessBus(options: {
         .catch((error: unknown) => options.logger.warn({ err: error }, 'could not listen to the embedded database'));
   // Signals: the first goes at once; those within the window after it go as one NOTIFY at its end.
   const signalWindows = new Map<string, { timer?: NodeJS.Timeout; again: boolean }>();
+  const payloadOf = (topic: string, key: string) => JSON.stringify({ o: origin, t: topic, k: key });
   /** Tells the other processes (this one has been told already). */
   const send = async (channel: string, topic: string, key: string) => {
     if (!publisher) return;
     await ready;
-    await publisher.query('select pg_notify($1, $2)', [channel, JSON.stringify({ o: origin, t: topic, k: key })]);
+    await publisher.query('select pg_notify($1, $2)', [channel, payloadOf(topic, key)]);
   };
   const notify = (topic: string) =>
     void send(WORK_CHANNEL, topic, '').catch((error: unknown) =>
@@ -155,15 +178,21 @@ export function createProcessBus(options: {
       deliver(topic, key);
       await send(CHANNEL, topic, key);
     },
-    signal(topic) {
-      deliver(topic, '');
-      if (!publisher || closed) return;
+    signal(topic, sent) {
+      if (deliver(topic, '') || !publisher || closed) return;
       const open = signalWindows.get(topic);
-      if (open) open.again = true;
+      if (sent) {
+        // A NOTIFY went with the commit: signals within the window after it go as one at its end.
+        if (!open) openWindow(topic);
+      } else if (open) open.again = true;
       else {
         notify(topic);
         openWindow(topic);
       }
+    },
+    commitNotice(topic) {
+      if (hearsWork || !publisher || closed || signalWindows.has(topic)) return undefined;
+      return { channel: WORK_CHANNEL, payload: payloadOf(topic, '') };
     },
     async listenForWork() {
       hearsWork = true;

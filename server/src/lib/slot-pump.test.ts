@@ -107,4 +107,35 @@ describe('slot pump', () => {
     expect(work.takes).toEqual([[1], [2]]);
     await pump.stop(0);
   });
+
+  it('says whether it takes the work it is woken for: not before it starts, nor while it is behind', async () => {
+    const work = queue();
+    const finishRuns: Array<() => void> = [];
+    const pump = createSlotPump({
+      concurrency: 2,
+      pollMs: 60_000,
+      take: work.take,
+      run: () => new Promise<void>((resolve) => finishRuns.push(resolve)),
+      onTakeError: () => {},
+    });
+    expect(pump.wake()).toBe(false);
+    pump.start();
+    await vi.advanceTimersByTimeAsync(0);
+    work.commit(3);
+    expect(pump.wake()).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    // Its take came back full (2 of 3): more may be waiting, so others should be told of new work.
+    expect(work.takes).toEqual([[], [1, 2]]);
+    expect(pump.wake()).toBe(false);
+    // A freed slot takes the third at once; that take was not full, so it is not behind any more.
+    finishRuns.shift()!();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(work.takes.at(-1)).toEqual([3]);
+    finishRuns.shift()!();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(pump.wake()).toBe(true);
+    for (const finish of finishRuns) finish();
+    await pump.stop(0);
+    expect(pump.wake()).toBe(false);
+  });
 });

@@ -68,17 +68,18 @@ export function createSlotPump<T>(deps: {
       });
   }
 
-  function wake(): void {
-    if (!deps.gatherMs) {
-      pump();
-      return;
+  /** True when it takes the work now: it is started, has a free slot, and its last take did not come back full. */
+  function wake(): boolean {
+    const takes = started && !behind && running.size < deps.concurrency;
+    if (!deps.gatherMs) pump();
+    else if (started && !gathering) {
+      gathering = setTimeout(() => {
+        gathering = undefined;
+        pump();
+      }, deps.gatherMs);
+      gathering.unref();
     }
-    if (gathering || !started) return;
-    gathering = setTimeout(() => {
-      gathering = undefined;
-      pump();
-    }, deps.gatherMs);
-    gathering.unref();
+    return takes;
   }
 
   return {
@@ -91,7 +92,7 @@ export function createSlotPump<T>(deps: {
       pump();
     },
 
-    /** Take now (after `gatherMs`): work was committed. */
+    /** Take now (after `gatherMs`): work was committed. Says whether this process takes it (ProcessBus.subscribe). */
     wake,
 
     /** Takes nothing more; waits up to `timeoutMs` for the running items; returns those still running. */

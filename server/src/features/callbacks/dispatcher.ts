@@ -194,7 +194,12 @@ export function createCallbackDispatcher(deps: {
     });
   }
 
-  deps.bus.subscribe(BUS_TOPICS.callbacks, () => void pump());
+  // This process takes the callbacks when it has room for more (ProcessBus.subscribe).
+  deps.bus.subscribe(BUS_TOPICS.callbacks, () => {
+    const takes = running && inFlight < options.concurrency;
+    void pump();
+    return takes;
+  });
 
   return {
     start(): void {

@@ -4,6 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Decision, Ingress, Outcome } from './delivery-pipeline.ts';
 import { requestToolApprovals } from './payload.ts';
 import { insertQueuedActions } from '../actions/actions.repo.ts';
+import type { CommitNotice } from '../../lib/process-bus.ts';
 
 /** One delivery outcome to store; `existing` for a stored row being retried or replayed. */
 export interface DeliveryWrite {
@@ -27,14 +28,14 @@ const claimKey = (webhookId: string, messageId: string) => `${webhookId} ${messa
 const externalKey = (webhookId: string, externalId: string) => `${webhookId} ${externalId}`;
 
 /**
- * New deliveries, any number, in one statement: the
- * wh-id claims (the first claim of a (webhook, id) wins; any other, in this batch or before, is a
- * replay), the actions (idempotent on (webhook, externalId): a conflict means the action exists
- * already, and a duplicate adds no delivery row) and the delivery rows. One statement is one round
- * trip whatever the batch size, and the database decides replays and duplicates (ON CONFLICT), so
- * they hold across batches and processes.
+ * New deliveries, any number, in one statement: the wh-id claims (the first claim of a (webhook, id)
+ * wins; any other, in this batch or before, is a replay), the actions (idempotent on (webhook,
+ * externalId): a conflict means the action exists already, and a duplicate adds no delivery row), the
+ * delivery rows, and with `notice` the NOTIFY that wakes other processes' run dispatchers. One statement
+ * is one round trip whatever the batch size, and the database decides replays and duplicates (ON
+ * CONFLICT), so they hold across batches and processes.
  */
-export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[]): Promise<Stored> {
+export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[], notice?: CommitNotice): Promise<Stored> {
   const input = items.map(({ ingress, decision, nextAttemptAt }, idx) => ({
     idx,
     event_id: ingress.eventId,
@@ -100,8 +101,9 @@ export async function insertNewDeliveries(trx: Kysely<DB>, items: DeliveryWrite[
       select event_id, org_id, webhook_id, action_id, status, reason, next_attempt_at,
         payload->>'eventType', payload->>'externalId', payload, raw_body, headers, verification_scheme, source_ip, message_id
       from fresh where status <> 'accepted' or action_id in (select id from created)
-    )
-    select i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
+    ) -- the notice goes as the statement commits, if it created actions (an uncorrelated subquery: run once)
+    select ${notice ? sql`(select pg_notify(${notice.channel}, ${notice.payload}) from created limit 1)` : sql`null`} as notified,
+      i.idx, i.idx in (select idx from fresh) as fresh, c.id is not null as created,
       case when i.status = 'accepted' and c.id is null then coalesce(
         (select w.action_id from input w join created wc on wc.id = w.action_id where w.webhook_id = i.webhook_id
           and w.payload->>'externalId' = i.payload->>'externalId'),

@@ -6,6 +6,7 @@ import type { Outcome } from './delivery-pipeline.ts';
 import { insertNewDeliveries, updateStoredDelivery, type DeliveryWrite, type WriteResult } from './delivery-store.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { createGroupCommit } from '../../lib/group-commit.ts';
+import type { CommitNotice } from '../../lib/process-bus.ts';
 
 const MAX_BATCH = 200;
 
@@ -20,8 +21,10 @@ const MAX_BATCH = 200;
  */
 export function createDeliveryWriter(deps: {
   db: Kysely<DB>;
-  /** New actions were committed: the run dispatchers of every process claim them now. */
-  wakeRunners: () => void;
+  /** New actions were committed: the run dispatchers claim them now (`sent`: their statement told other processes). */
+  wakeRunners: (sent?: CommitNotice) => void;
+  /** The NOTIFY that tells other processes' run dispatchers, for a statement to send as it commits (ProcessBus.commitNotice). */
+  runnersNotice: () => CommitNotice | undefined;
   maxInFlight: number;
   metrics: Pick<Metrics, 'ingestBatchSize' | 'ingestBatchDuration'>;
   clock: Clock;
@@ -29,12 +32,13 @@ export function createDeliveryWriter(deps: {
   /** Returns each item's result; wakes the run dispatchers when it created actions. */
   async function writeBatch(items: DeliveryWrite[]): Promise<WriteResult[]> {
     const [first] = items;
+    const notice = first!.existing ? undefined : deps.runnersNotice();
     const stored = first!.existing
       ? await deps.db.transaction().execute((trx) => updateStoredDelivery(trx, { ...first!, existing: first!.existing! }))
-      : await insertNewDeliveries(deps.db, items);
+      : await insertNewDeliveries(deps.db, items, notice);
     // (An action's first lifecycle state, queued by this delivery, is the action row itself: the
     // ledger derives it from created_at and delivery_id.)
-    if (stored.createdActionIds.length > 0) deps.wakeRunners();
+    if (stored.createdActionIds.length > 0) deps.wakeRunners(notice);
     return stored.results;
   }
 
