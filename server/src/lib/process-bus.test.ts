@@ -40,6 +40,18 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     await drop?.();
   });
 
+  /**
+   * A bus listens once it has connected, and its own publish waits for that: a NOTIFY sent before
+   * would never reach it. Once each has heard one sent after all connected, nothing earlier is on its
+   * way (a connection receives notifications in commit order), and each starts from nothing.
+   */
+  async function connected(...pairs: Array<[ProcessBus, ReturnType<typeof listen>]>) {
+    for (const [connecting] of pairs) await connecting.publish(BUS_TOPICS.session, 'connecting');
+    await pairs[0]![0].publish(BUS_TOPICS.session, 'connected');
+    for (const [, listener] of pairs) await listener.until('session:connected');
+    for (const [, listener] of pairs) listener.heard.length = 0;
+  }
+
   it('signals reach the processes that run workers; invalidations reach every process', async () => {
     const serve = bus();
     const worker = bus();
@@ -48,13 +60,7 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     const working = listen(worker);
     await worker.listenForWork();
     const local = listen(serve);
-    // A bus listens once it has connected, and its own publish waits for that: a NOTIFY sent before
-    // would never reach it. Once each has heard one sent after all connected, nothing earlier is on
-    // its way (a connection receives notifications in commit order), and each starts from nothing.
-    for (const connecting of [serve, worker, servingOnlyBus]) await connecting.publish(BUS_TOPICS.session, 'connecting');
-    await serve.publish(BUS_TOPICS.session, 'connected');
-    for (const listener of [servingOnly, working, local]) await listener.until('session:connected');
-    for (const listener of [servingOnly, working, local]) listener.heard.length = 0;
+    await connected([serve, local], [worker, working], [servingOnlyBus, servingOnly]);
 
     serve.signal(BUS_TOPICS.actionRuns);
     await serve.publish(BUS_TOPICS.session, 'after-the-signal');
@@ -66,14 +72,6 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     expect(working.heard).toEqual(['action-runs:', 'session:after-the-signal']);
     expect(servingOnly.heard).toEqual(['session:after-the-signal']);
   });
-
-  /** Buses that have each heard a message sent after all connected: nothing earlier is on its way, and they start from nothing. */
-  async function connected(...pairs: Array<[ProcessBus, ReturnType<typeof listen>]>) {
-    for (const [connecting] of pairs) await connecting.publish(BUS_TOPICS.session, 'connecting');
-    await pairs[0]![0].publish(BUS_TOPICS.session, 'connected');
-    for (const [, listener] of pairs) await listener.until('session:connected');
-    for (const [, listener] of pairs) listener.heard.length = 0;
-  }
 
   it('a signal whose work a subscriber here takes wakes no other process', async () => {
     const [taking, busy, other] = [bus(), bus(), bus()];
