@@ -87,6 +87,33 @@ describe('loadConfig', () => {
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
 
+  it('reads OTEL_TRACES_SAMPLER and its ratio as the OpenTelemetry specification does: a bad one is a notice and the default', () => {
+    const key = { ENCRYPTION_MASTER_KEY: 'k'.repeat(32) };
+    const sampled = (env: Record<string, string>) => {
+      const config = loadConfig({ ...key, ...env });
+      return { sampler: config.tracing.sampler, notices: config.notices };
+    };
+    expect(sampled({})).toEqual({ sampler: { name: 'parentbased_always_on', ratio: 1 }, notices: [] });
+    expect(sampled({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio', OTEL_TRACES_SAMPLER_ARG: '0.25' })).toEqual({
+      sampler: { name: 'parentbased_traceidratio', ratio: 0.25 },
+      notices: [],
+    });
+    expect(sampled({ OTEL_TRACES_SAMPLER: 'traceidratio' }).sampler).toEqual({ name: 'traceidratio', ratio: 1 });
+    // An argument of another sampler is not its business.
+    expect(sampled({ OTEL_TRACES_SAMPLER: 'always_off', OTEL_TRACES_SAMPLER_ARG: 'x' })).toEqual({
+      sampler: { name: 'always_off', ratio: 1 },
+      notices: [],
+    });
+    const unknown = sampled({ OTEL_TRACES_SAMPLER: 'jaeger_remote' });
+    expect(unknown.sampler).toEqual({ name: 'parentbased_always_on', ratio: 1 });
+    expect(unknown.notices.join()).toMatch(/OTEL_TRACES_SAMPLER=jaeger_remote is not one of .*parentbased_always_on/);
+    for (const ratio of ['1.5', '-0.1', 'half', 'NaN', ' ']) {
+      const bad = sampled({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio });
+      expect(bad.sampler).toEqual({ name: 'traceidratio', ratio: 1 });
+      expect(bad.notices.join()).toMatch(/OTEL_TRACES_SAMPLER_ARG=.* is not a ratio from 0 to 1/);
+    }
+  });
+
   it('turns on an OAuth provider only with both client id and secret', () => {
     const key = { ENCRYPTION_MASTER_KEY: 'k'.repeat(32) };
     expect(loadConfig({ ...key, CODEHOST_CLIENT_ID: 'id' }).codehost).toBeNull();

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { developmentMasterKey, otlpHeadersEnv, parseTrustProxy, toolModulePaths, tracesUrl } from './lib/config-values.ts';
+import { developmentMasterKey, otlpHeadersEnv, parseTrustProxy, toolModulePaths, tracingConfig } from './lib/config-values.ts';
 import { modelPricesEnv, type ModelPrices } from './lib/model-prices.ts';
 
 /** The only reader of process.env: one schema, one frozen typed config. */
@@ -139,6 +139,9 @@ const envSchema = z.object({
   OTEL_SERVICE_NAME: z.string().max(200).default('agent-platform'),
   /** Prompts, answers, tool arguments and results in spans: off, since they may hold personal data. */
   OTEL_RECORD_CONTENT: booleanFlag.default(false),
+  /** The spec's samplers; an unknown one or a bad ratio is a notice and the default (config-values.ts). */
+  OTEL_TRACES_SAMPLER: optionalString,
+  OTEL_TRACES_SAMPLER_ARG: optionalString,
   OTEL_BSP_MAX_QUEUE_SIZE: positiveInt.max(1_000_000).default(2048),
   OTEL_BSP_SCHEDULE_DELAY: positiveInt.max(600_000).default(5000),
   OTEL_BSP_EXPORT_TIMEOUT: positiveInt.max(600_000).default(10_000),
@@ -284,15 +287,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       renderThreads: e.DOCUMENT_RENDER_THREADS ?? Math.min(4, Math.max(1, availableParallelism() - 1)),
     },
     toolModules: toolModulePaths(e.TOOL_MODULES, env.INIT_CWD ?? process.cwd()),
-    tracing: {
-      tracesUrl: e.OTEL_SDK_DISABLED ? null : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
-      headers: e.OTEL_EXPORTER_OTLP_HEADERS ?? {},
-      serviceName: e.OTEL_SERVICE_NAME,
-      recordContent: e.OTEL_RECORD_CONTENT,
-      maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
-      scheduledDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
-      exportTimeoutMs: e.OTEL_BSP_EXPORT_TIMEOUT,
-    },
+    tracing: tracingConfig(e, notices),
     notices: Object.freeze(notices),
   });
 }

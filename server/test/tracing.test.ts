@@ -185,6 +185,36 @@ describe('traces', () => {
     expect(spans.run.parentSpanId).toBe(spans.ingest.spanId);
   });
 
+  it("a sender's trace that is not sampled records no span in either process, and its callbacks carry it on", async () => {
+    const setup = await setupWebhook(serve);
+    await addCallback(serve, setup, { url: receiver.url('/unsampled') });
+    model.script(() => ({ text: 'done' }));
+    const traceId = randomBytes(16).toString('hex');
+    const response = await postEvent(
+      serve,
+      setup,
+      { eventType: 'order.created', externalId: 'unsampled-1' },
+      { headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` } },
+    );
+    const { actionId } = await response.json();
+    await waitForAction(serve, auth(setup), actionId, ['completed']);
+    const completed = await eventually('the completed callback', () =>
+      receiver.forAction(actionId).find((callback) => callback.event.type === 'action.completed'),
+    );
+    // The trace goes on, unsampled: the receiver may continue it as the sender decided.
+    expect(String(completed.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+
+    // A sampled action after it: once its spans are exported, the first action's would have been.
+    const next = await postEvent(serve, setup, { eventType: 'order.created', externalId: 'sampled-2' });
+    const nextId = (await next.json()).actionId;
+    await waitForAction(serve, auth(setup), nextId, ['completed']);
+    await eventually('the next action exported, to its last callback', () => {
+      const run = otlp.spans.find((span) => span.name === 'action.run' && span.attributes['agent_platform.action.id'] === nextId);
+      return otlp.spans.find((span) => span.name === 'callback action.completed' && span.traceId === run?.traceId);
+    });
+    expect(otlp.spans.filter((span) => span.traceId === traceId)).toEqual([]);
+  });
+
   it("an email's action starts its trace at the provider's notification", async () => {
     model.script(() => ({ text: 'Noted.' }));
     const org = await setUpEmailOrg(serve, provider);

@@ -15,10 +15,15 @@ import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
   BatchSpanProcessor,
+  ParentBasedSampler,
   type ReadableSpan,
+  type Sampler,
   type SpanExporter,
   type SpanProcessor,
+  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
@@ -31,9 +36,33 @@ export interface TracingConfig {
   serviceName: string;
   /** Prompts, answers, tool arguments and results in span attributes (OTEL_RECORD_CONTENT). */
   recordContent: boolean;
+  /** Which traces are recorded and exported (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG). */
+  sampler: TracesSampler;
   maxQueueSize: number;
   scheduledDelayMs: number;
   exportTimeoutMs: number;
+}
+
+export interface TracesSampler {
+  name:
+    | 'always_on'
+    | 'always_off'
+    | 'traceidratio'
+    | 'parentbased_always_on'
+    | 'parentbased_always_off'
+    | 'parentbased_traceidratio';
+  /** For the ratio samplers: the share of new traces recorded. */
+  ratio: number;
+}
+
+/** The SDK's sampler for a configured one: a `parentbased_` one follows the caller's decision (a `traceparent`'s flag). */
+function samplerOf({ name, ratio }: TracesSampler): Sampler {
+  const root = name.endsWith('always_on')
+    ? new AlwaysOnSampler()
+    : name.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : new TraceIdRatioBasedSampler(ratio);
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
 }
 
 const propagator = new W3CTraceContextPropagator();
@@ -94,6 +123,7 @@ export function createTracing(config: TracingConfig, metrics: Pick<Metrics, 'spa
         'service.instance.id': randomUUID(),
       }),
       spanProcessors: [bounded],
+      sampler: samplerOf(config.sampler),
     });
     tracer = provider.getTracer('agent-platform');
   }
