@@ -38,6 +38,8 @@ export interface ContainerOptions {
 /** The composition root: the process's shared parts, then each area's services (composition/), then the job handlers. */
 export async function createContainer(config: Config, options: ContainerOptions = {}) {
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
+  // What the configuration fell back on (a generated development key, an unknown sampler), in every kind of process.
+  for (const notice of config.notices) logger.warn(notice);
   const database =
     options.database ??
     (await openDatabase({

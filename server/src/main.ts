@@ -95,7 +95,6 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
   reportUnhandledRejections(container);
   const { promise: started, resolve: startedWith } = Promise.withResolvers<{ app?: HttpApp }>();
   onShutdown(container, started, hooks);
-  for (const notice of config.notices) container.logger.warn(notice);
   await container.start({ workers: config.runWorkers });
   const app = await buildApp(container);
   hooks.started?.(container);

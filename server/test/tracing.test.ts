@@ -11,6 +11,7 @@ import { postEvent, setupWebhook } from './helpers/webhooks.ts';
 import { type FakeMailProvider, setUpEmailOrg } from './helpers/email.ts';
 import { startFakeMailProvider } from './helpers/fake-mail-provider.ts';
 import { freePort, startLoopbackServer } from './helpers/http.ts';
+import { captureLog } from './helpers/log-capture.ts';
 
 /**
  * OpenTelemetry: one trace per action, from the webhook request (continuing the sender's
@@ -235,6 +236,22 @@ describe('traces', () => {
     });
     expect(notification).toMatchObject({ service: 'ap-serve', kind: 2, parentSpanId: '' });
     expect(run).toMatchObject({ service: 'ap-worker', traceId: notification.traceId, parentSpanId: notification.spanId });
+  });
+});
+
+describe('a sampler the service does not have', () => {
+  it('is a warning in the log of every kind of process, and traces are sampled by the default', async () => {
+    const log = captureLog({ level: 'warn' });
+    const app = await startTestApp(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'jaeger_remote' },
+      { logger: log.logger, shareDatabaseWith: serve },
+    );
+    try {
+      expect(app.container.config.tracing.sampler).toEqual({ name: 'parentbased_always_on', ratio: 1 });
+      expect(log.text()).toMatch(/OTEL_TRACES_SAMPLER=jaeger_remote is not one of/);
+    } finally {
+      await app.close();
+    }
   });
 });
 
