@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { randomToken } from './crypto.ts';
-import type { TracesSampler, TracingConfig } from './tracing.ts';
+import { TRACES_SAMPLERS, type TracesSampler, type TracingConfig } from './tracing.ts';
 
 /** Values of the configuration that take more than a schema to read (config.ts reads the environment). */
 export function parseTrustProxy(value: string | undefined): boolean | number | string[] {
@@ -62,15 +62,6 @@ export function tracesUrl(tracesEndpoint: string | undefined, endpoint: string |
   return endpoint ? `${endpoint.replace(/\/+$/, '')}/v1/traces` : null;
 }
 
-const SAMPLERS: ReadonlyArray<TracesSampler['name']> = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-];
-
 /**
  * OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as the SDK environment specification reads them:
  * names in any case; a sampler this service does not have, or a ratio outside 0..1, is reported (a
@@ -78,10 +69,10 @@ const SAMPLERS: ReadonlyArray<TracesSampler['name']> = [
  */
 export function tracesSampler(name: string | undefined, arg: string | undefined, notices: string[]): TracesSampler {
   const wanted = name?.trim().toLowerCase() ?? 'parentbased_always_on';
-  const known = SAMPLERS.find((sampler) => sampler === wanted);
-  if (!known)
-    notices.push(`OTEL_TRACES_SAMPLER=${name} is not one of ${SAMPLERS.join(', ')}: traces are sampled by parentbased_always_on`);
+  const known = TRACES_SAMPLERS.find((sampler) => sampler === wanted);
   const sampler = known ?? 'parentbased_always_on';
+  const choices = TRACES_SAMPLERS.join(', ');
+  if (!known) notices.push(`OTEL_TRACES_SAMPLER=${name} is not one of ${choices}: traces are sampled by ${sampler}`);
   if (arg === undefined || !sampler.endsWith('traceidratio')) return { name: sampler, ratio: 1 };
   const ratio = Number(arg.trim());
   if (arg.trim() !== '' && ratio >= 0 && ratio <= 1) return { name: sampler, ratio };

@@ -43,14 +43,18 @@ export interface TracingConfig {
   exportTimeoutMs: number;
 }
 
+/** The samplers of the OpenTelemetry SDK environment specification that this service has. */
+export const TRACES_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
 export interface TracesSampler {
-  name:
-    | 'always_on'
-    | 'always_off'
-    | 'traceidratio'
-    | 'parentbased_always_on'
-    | 'parentbased_always_off'
-    | 'parentbased_traceidratio';
+  name: (typeof TRACES_SAMPLERS)[number];
   /** For the ratio samplers: the share of new traces recorded. */
   ratio: number;
 }
