@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../test/helpers/actions.ts';
@@ -49,6 +50,25 @@ describe('job runner', () => {
 
   it('validates payloads against the registry', async () => {
     await expect(app.container.jobs.enqueue('auth.password-reset', { email: 42 } as never)).rejects.toThrow();
+  });
+
+  it('runs a job that comes due later by the poll of every queue (nothing wakes its worker then)', async () => {
+    const worker = await startTestApp({ JOB_POLL_SECONDS: '0.2' });
+    try {
+      // Enqueued not yet due: the wake-up of the enqueue fetches nothing; only the poll can find it later.
+      const jobId = await worker.container.jobs.enqueue(
+        'email.lookup-message-id',
+        { messageRowId: randomUUID() },
+        { startAfter: new Date(Date.now() + 600) },
+      );
+      const stateOf = async () =>
+        (await sql<{ state: string }>`select state from pgboss.job where id = ${jobId}`.execute(worker.container.db)).rows[0]
+          ?.state;
+      expect(await stateOf()).toBe('created');
+      await expect.poll(stateOf, { timeout: 10_000 }).toBe('completed');
+    } finally {
+      await worker.close();
+    }
   });
 });
 

@@ -49,7 +49,31 @@ export function createJobRunner(deps: {
   // One mechanism for every queue: this process's workers hear the signal at once, other processes' within the bus's window.
   const wake = (queue: QueueName) => deps.bus.signal(jobsTopic(queue));
   let started = false;
+  let poller: NodeJS.Timeout | undefined;
+  let polling = false;
   boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
+
+  /**
+   * The fallback for jobs nobody woke a worker for (a retry or a delayed job come due, a lost wake-up):
+   * one statement for every queue this process works, on pg-boss's index of waiting jobs, and a fetch
+   * only where jobs are due. Each queue polling on its own cost as many statements and wake-ups.
+   */
+  async function pollDueQueues(): Promise<void> {
+    if (polling || pumps.size === 0) return;
+    polling = true;
+    try {
+      const { rows } = await boss.getDb().executeSql(
+        `select distinct name from ${schema}.job
+           where name = any($1) and state < 'active' and not blocked and start_after <= ${schema}.job_now()`,
+        [[...pumps.keys()]],
+      );
+      for (const { name } of rows as Array<{ name: QueueName }>) pumps.get(name)?.wake();
+    } catch (error) {
+      deps.logger.error({ err: error }, 'could not look for due jobs');
+    } finally {
+      polling = false;
+    }
+  }
 
   return {
     async start() {
@@ -92,7 +116,6 @@ export function createJobRunner(deps: {
             boss,
             name,
             concurrency: options.concurrency?.[name] ?? 1,
-            pollMs: deps.pollMs,
             run,
             logger: deps.logger,
           }),
@@ -101,6 +124,8 @@ export function createJobRunner(deps: {
         const cron = (jobQueues[name] as { cron?: string }).cron;
         if (cron) await boss.schedule(name, cron, {}, { tz: 'UTC' });
       }
+      poller ??= setInterval(pollDueQueues, deps.pollMs);
+      poller.unref();
     },
 
     async enqueue(queue, payload, options = {}) {
@@ -139,6 +164,8 @@ export function createJobRunner(deps: {
 
     async stop() {
       if (!started) return;
+      clearInterval(poller);
+      poller = undefined;
       // Jobs still running may enqueue (a run handing its action over): the queue stays open for them.
       await Promise.all([...pumps.values()].map((pump) => pump.stop(10_000)));
       pumps.clear();

@@ -43,7 +43,7 @@ describe('queue pump', () => {
     await boss.createQueue(name);
     const ids = await Promise.all(Array.from({ length: 7 }, (_, i) => boss.send(name, { key: `k${i}` })));
     const handler = controlledHandler();
-    const pump = createQueuePump({ boss, name, concurrency: 3, pollMs: 60_000, run: handler.run, logger });
+    const pump = createQueuePump({ boss, name, concurrency: 3, run: handler.run, logger });
     try {
       for (let finished = 0; finished < 7; finished++) {
         const key = await eventually('a running job', async () => handler.running.keys().next().value);
@@ -61,7 +61,7 @@ describe('queue pump', () => {
     const name = 'pump-wake';
     await boss.createQueue(name);
     const handler = controlledHandler();
-    const pump = createQueuePump({ boss, name, concurrency: 1, pollMs: 60_000, run: handler.run, logger });
+    const pump = createQueuePump({ boss, name, concurrency: 1, run: handler.run, logger });
     try {
       await boss.send(name, { key: 'first' });
       pump.wake();
@@ -85,7 +85,7 @@ describe('queue pump', () => {
     await boss.createQueue(name, { retryLimit: 1, retryDelay: 60 });
     const failing = await boss.send(name, { key: 'failing', fail: true });
     const handler = controlledHandler();
-    const pump = createQueuePump({ boss, name, concurrency: 2, pollMs: 60_000, run: handler.run, logger });
+    const pump = createQueuePump({ boss, name, concurrency: 2, run: handler.run, logger });
     await eventually('the failure recorded for a retry', async () =>
       (await state(name, failing!)) === 'retry' ? true : undefined,
     );

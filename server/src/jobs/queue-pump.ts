@@ -11,12 +11,12 @@ export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount'>;
  * pg-boss's own workers fetch one job each and fetch again after every job, so each job cost two
  * fetches, and N workers racing over one queue's index cost more. The pump instead fetches as many
  * jobs as it has free slots, in one statement (lib/slot-pump.ts), and completes finished jobs together.
+ * It fetches when woken: by a wake-up for its queue, or by the job runner's poll finding jobs due.
  */
 export function createQueuePump(deps: {
   boss: Pick<PgBoss, 'fetch' | 'complete' | 'fail'>;
   name: string;
   concurrency: number;
-  pollMs: number;
   /** Runs a job; `onHandBack` registers what to undo if the job is handed back unfinished (JobMeta). */
   run: (job: FetchedJob, onHandBack: (release: () => Promise<void>) => void) => Promise<void>;
   logger: Logger;
@@ -59,7 +59,7 @@ export function createQueuePump(deps: {
 
   const slots = createSlotPump<FetchedJob>({
     concurrency: deps.concurrency,
-    pollMs: deps.pollMs,
+    // No poll of its own: the job runner polls every queue in one statement and wakes this pump.
     take: async (free) => (await boss.fetch(name, { batchSize: free })) as FetchedJob[],
     run,
     onTakeError: (error) => deps.logger.error({ err: error, queue: name }, 'job fetch failed'),

@@ -1,6 +1,7 @@
 /**
  * Takes work into up to `concurrency` slots: as many items as there are free slots, in one `take`,
- * when woken (new work committed; a slot freed while the last take came back full) or at its poll.
+ * when woken (new work committed; a slot freed while the last take came back full) or at its poll
+ * (none without `pollMs`: then whoever wakes it polls for it).
  * A wake-up during a take makes it take once more after. With `gatherMs`, a wake-up takes that long
  * after it came, together with whatever else was committed meanwhile: work that comes at a low rate is
  * then taken and run together, sharing the database's commits and the process's wake-ups, for that
@@ -9,7 +10,8 @@
  */
 export function createSlotPump<T>(deps: {
   concurrency: number;
-  pollMs: number;
+  /** How often it takes unwoken (work nobody signalled: a retry come due, a lost wake-up); never without it. */
+  pollMs?: number;
   /** How long a wake-up waits, gathering others, before it takes (0 or none: it takes at once). */
   gatherMs?: number;
   /** At most `free` items, now claimed for this process. */
@@ -87,8 +89,10 @@ export function createSlotPump<T>(deps: {
     start(): void {
       if (started) return;
       started = true;
-      timer = setInterval(pump, deps.pollMs);
-      timer.unref();
+      if (deps.pollMs) {
+        timer = setInterval(pump, deps.pollMs);
+        timer.unref();
+      }
       pump();
     },
 

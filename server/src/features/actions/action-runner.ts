@@ -136,11 +136,17 @@ export function createActionRunner(
       } finally {
         span?.end();
         clearInterval(renew);
-        controller.abort();
+        controller.abort(RUN_ENDED);
       }
     },
   };
 }
+
+/**
+ * Why what still listens to an ended run's signal is aborted: one reason for every run (a DOMException
+ * made per run cost its stack trace each time).
+ */
+const RUN_ENDED = new DOMException('The action run ended', 'AbortError');
 
 export type ActionRunner = ReturnType<typeof createActionRunner>;
 

@@ -21,7 +21,8 @@ export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ i
 
 /**
  * The insert of an action that answers a received email (queued, of the inbox's agent's live version,
- * with the assignment's approval rules), unexecuted: the inbound path makes it part of its one statement.
+ * with the assignment's approval rules), unexecuted: the inbound path makes it part of its one
+ * statement, built once as a template (each field is bound as a value; data and rules are JSON text).
  */
 export function emailActionInsert(
   creator: QueryCreator<DB>,
@@ -34,15 +35,22 @@ export function emailActionInsert(
     emailMessageId: string;
     instructions: string;
     traceParent: string | null;
-    data: Record<string, unknown>;
-    approvalRules: Record<string, string>;
+    data: string;
+    approvalRules: string;
   },
 ) {
   return creator.insertInto('actions').values((eb) => ({
-    ...action,
+    id: action.id,
+    orgId: action.orgId,
+    deliveryId: action.deliveryId,
+    agentId: action.agentId,
     agentVersion: eb.selectFrom('agents').select('liveVersion').where('id', '=', action.agentId),
-    data: JSON.stringify(action.data),
-    approvalRules: JSON.stringify(action.approvalRules),
+    runAsUserId: action.runAsUserId,
+    emailMessageId: action.emailMessageId,
+    instructions: action.instructions,
+    traceParent: action.traceParent,
+    data: action.data,
+    approvalRules: action.approvalRules,
     source: 'email',
     status: 'queued',
     eventType: 'email.received',

@@ -1,51 +1,15 @@
-import {
-  type InsertQueryBuilder,
-  type InsertResult,
-  type Insertable,
-  type Kysely,
-  type QueryCreator,
-  sql,
-  type UpdateObject,
-} from 'kysely';
+import { type Insertable, type Kysely, type QueryCreator, sql } from 'kysely';
 import type { EmailAttachmentsTable, EmailMessageRow, EmailMessagesTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { queryTemplate, valuesOf } from '../../db/query-template.ts';
-import type { WebhookDeliveriesTable } from '../../db/webhook-schema.ts';
 
 /** Whether the address is one of ours: any org's inbox or sender (mail between two agents here is a loop too). */
 const ownAddress = (address: string) =>
   sql<boolean>`(exists (select 1 from email_inboxes where email_address = ${address})
     or exists (select 1 from email_integrations where lower(from_email) = ${address}))`;
 
-/** A received email's row in the ledger (a delivery of source `email`): with its action, or skipped with the reason. */
-interface LedgerRow {
-  id: string;
-  orgId: string;
-  actionId: string | null;
-  reason: string | null;
-  providerEmailId: string;
-  payload: string;
-  headers: string;
-}
-
-const ledgerRowValues = (row: LedgerRow): Insertable<WebhookDeliveriesTable> => ({
-  id: row.id,
-  orgId: row.orgId,
-  webhookId: null,
-  actionId: row.actionId,
-  status: row.actionId ? 'accepted' : 'skipped',
-  reason: row.reason,
-  replayable: false,
-  eventType: 'email.received',
-  externalId: row.providerEmailId,
-  payload: row.payload,
-  headers: row.headers,
-  verificationScheme: 'wh',
-  source: 'email',
-});
-
 /** A statement that begins by creating the message's thread, or by making it the newest. */
-const withThread = (
+export const withThread = (
   db: Kysely<DB>,
   row: { orgId: string; threadId: string },
   thread: { newTitle: string } | 'existing',
@@ -154,42 +118,6 @@ export const emailMessagesRepo = {
     thread === 'existing'
       ? insertMessageInto.existing.only(db, row)
       : insertMessageInto.new.only(db, { ...row, newTitle: thread.newTitle }),
-
-  /**
-   * A received email in one statement, atomic without a transaction: its thread (created, or made
-   * the newest), the message, its attachments, its ledger row, the action that answers it (when one
-   * does) and its notification's end. The foreign keys between these rows are checked at the
-   * statement's end, when all of them are there.
-   */
-  storeReceived: async (
-    db: Kysely<DB>,
-    parts: {
-      message: Insertable<EmailMessagesTable> & { orgId: string; threadId: string };
-      thread: { newTitle: string } | 'existing';
-      attachments: Insertable<EmailAttachmentsTable>[];
-      ledger: LedgerRow;
-      action?: (creator: QueryCreator<DB>) => InsertQueryBuilder<DB, 'actions', InsertResult>;
-      notification: { id: string; settled: UpdateObject<DB, 'emailNotifications'> };
-    },
-  ): Promise<void> => {
-    let statement = withThread(db, parts.message, parts.thread).with('message', (q) =>
-      q.insertInto('emailMessages').values(parts.message),
-    ) as unknown as QueryCreator<DB>;
-    if (parts.attachments.length > 0)
-      statement = statement.with('attachments', (q) =>
-        q.insertInto('emailAttachments').values(parts.attachments),
-      ) as unknown as QueryCreator<DB>;
-    statement = statement.with('ledger', (q) =>
-      q.insertInto('webhookDeliveries').values(ledgerRowValues(parts.ledger)),
-    ) as unknown as QueryCreator<DB>;
-    if (parts.action) statement = statement.with('action', parts.action) as unknown as QueryCreator<DB>;
-    await statement
-      .updateTable('emailNotifications')
-      .set(parts.notification.settled)
-      .where('id', '=', parts.notification.id)
-      .where('status', '=', 'received')
-      .execute();
-  },
 
   insertAttachments: async (db: Kysely<DB>, rows: Insertable<EmailAttachmentsTable>[]) => {
     if (rows.length > 0) await db.insertInto('emailAttachments').values(rows).execute();

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, QueryCreator } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { EmailInboxRow, EmailMessageRow, EmailNotificationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { emailActionInsert } from '../actions/actions.repo.ts';
 import { addressOf } from './email-content.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { type FetchedEmail, fetchReceivedEmail, type InboundLimits } from './inbound-fetch.ts';
 import { autoReplyRefusal } from './loop-guards.ts';
 import type { MailClient } from './mail-client.ts';
 import { type MailNotification, recipientsOf } from './notification-payload.ts';
-import { notificationsRepo, settledValues } from './notifications.repo.ts';
+import { notificationsRepo } from './notifications.repo.ts';
+import { type AnsweringAction, type ReceivedEmailParts, storeReceived } from './received-store.repo.ts';
 
 type Inbox = Pick<EmailInboxRow, 'id' | 'orgId' | 'emailAddress' | 'displayName'>;
 type Responder = Awaited<ReturnType<typeof emailMessagesRepo.autoResponders>>[number];
@@ -139,24 +139,21 @@ export function createInboundEmail(deps: {
     inbox: Inbox,
     email: FetchedEmail,
     responder: Responder,
-    stored: { actionId: string; deliveryId: string; known: string | undefined; message: ReturnType<typeof receivedMessageRow> },
-  ) {
+    stored: { actionId: string; known: string | undefined; message: ReturnType<typeof receivedMessageRow> },
+  ): Promise<AnsweringAction> {
     const from = addressOf(email.from) ?? email.from;
     const { message } = stored;
     return {
       id: stored.actionId,
-      orgId: inbox.orgId,
-      deliveryId: stored.deliveryId,
       agentId: responder.agentId,
       runAsUserId: responder.runAsUserId!,
-      emailMessageId: message.id,
       traceParent: notification.traceParent,
       instructions: [
         `An email arrived at the inbox ${inbox.displayName} <${inbox.emailAddress}>. Answer its newest message ` +
           `with sendEmail, to ${from}:`,
         'your reply goes out in the same thread, with its threading headers and a "Re:" subject.',
       ].join(' '),
-      data: {
+      data: JSON.stringify({
         inbox: inbox.emailAddress,
         threadId: message.threadId,
         subject: email.subject,
@@ -166,14 +163,14 @@ export function createInboundEmail(deps: {
           { ...message, toAddresses: email.to, ccAddresses: email.cc, createdAt: deps.clock.now() },
           email.attachments,
         ),
-      },
-      approvalRules: responder.approvalRules ?? { sendEmail: 'allow' },
+      }),
+      approvalRules: JSON.stringify(responder.approvalRules ?? { sendEmail: 'allow' }),
     };
   }
 
   /**
    * Reads first (its thread, whether a feature takes it, who answers it), then stores it all in one
-   * statement (emailMessagesRepo.storeReceived); in a transaction only with what a feature that
+   * statement (storeReceived); in a transaction only with what a feature that
    * takes the message writes.
    */
   async function store(notification: EmailNotificationRow, payload: MailNotification, inbox: Inbox, email: FetchedEmail) {
@@ -196,36 +193,26 @@ export function createInboundEmail(deps: {
       decision.refusal ?? `answered by ${decision.responder.agentName} (action ${actionId})`,
     );
     const action =
-      decision.responder &&
-      (await answeringAction(notification, inbox, email, decision.responder, { actionId, deliveryId, known, message }));
-    const parts = {
+      decision.responder && (await answeringAction(notification, inbox, email, decision.responder, { actionId, known, message }));
+    const parts: ReceivedEmailParts = {
       message,
-      thread: known ? ('existing' as const) : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
-      attachments: email.attachments.map((attachment, position) => ({
-        id: randomUUID(),
-        orgId,
-        messageId: message.id,
-        position,
-        ...attachment,
-      })),
+      thread: known ? 'existing' : { newTitle: (email.subject || '(no subject)').slice(0, 200) },
+      attachments: email.attachments.map((attachment, position) => ({ id: randomUUID(), position, ...attachment })),
       ledger: {
         id: deliveryId,
-        orgId,
-        actionId: action ? actionId : null,
         reason: decision.refusal ?? null,
-        providerEmailId: payload.data.email_id,
         payload: JSON.stringify(payload),
         headers: JSON.stringify(notification.headers),
       },
-      action: action && ((creator: QueryCreator<DB>) => emailActionInsert(creator, action)),
-      notification: { id: notification.id, settled: settledValues({ status: 'processed', reason: decision.refusal ?? null }) },
+      action,
+      notification: { id: notification.id, reason: decision.refusal ?? null },
     };
     if (claimed) {
       await db.transaction().execute(async (trx) => {
-        await emailMessagesRepo.storeReceived(trx, parts);
+        await storeReceived(trx, parts);
         await claimed.take(trx, message.id);
       });
-    } else await emailMessagesRepo.storeReceived(db, parts);
+    } else await storeReceived(db, parts);
     if (action) deps.wakeRunners();
   }
 
