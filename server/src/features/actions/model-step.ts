@@ -3,6 +3,7 @@ import type { ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { withApprovalDecision } from './approval-policy.ts';
 import { inputJsonSchema, type ToolDefinition } from '../agents/tool-registry.ts';
 import type { TokenUsage } from '../../lib/model-prices.ts';
+import { deadline } from '../../lib/deadline.ts';
 
 /** One tool of a run: its definition and the mode its calls get. */
 export interface ToolPlan {
@@ -63,7 +64,7 @@ export async function callModel(options: {
   maxRetries: number;
   signal: AbortSignal;
 }): Promise<ModelStep> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const limit = deadline(options.timeoutMs);
   let result: Awaited<ReturnType<typeof generateText>>;
   try {
     result = await generateText({
@@ -72,14 +73,16 @@ export async function callModel(options: {
       messages: options.messages,
       tools: options.tools,
       maxRetries: options.maxRetries,
-      abortSignal: AbortSignal.any([options.signal, timeout]),
+      abortSignal: AbortSignal.any([options.signal, limit.signal]),
     });
   } catch (error) {
-    if (timeout.aborted)
+    if (limit.expired)
       throw new ModelCallError(`The model did not answer within ${options.timeoutMs / 1000} s`, { cause: error });
     throw new ModelCallError(`The model call failed: ${error instanceof Error ? error.message : String(error)}`, {
       cause: error,
     });
+  } finally {
+    limit.clear();
   }
   const calls: ProposedCall[] = [];
   for (const part of result.content) {

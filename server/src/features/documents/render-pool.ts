@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { deadline } from '../../lib/deadline.ts';
 import { DocumentTooComplexError } from './markdown-pdf.ts';
 
 export interface RenderPoolOptions {
@@ -25,15 +26,15 @@ export function createRenderPool(options: RenderPoolOptions) {
     async render(title: string, markdown: string, signal?: AbortSignal): Promise<Buffer> {
       // The deadline is the render's: a thread's start (loading the PDF library) does not count.
       await pool.run(null, signal ? { signal } : {});
-      const deadline = AbortSignal.timeout(options.timeoutMs);
+      const limit = deadline(options.timeoutMs);
       try {
         const pdf: Uint8Array = await pool.run(
           { title, markdown },
-          { signal: signal ? AbortSignal.any([signal, deadline]) : deadline },
+          { signal: signal ? AbortSignal.any([signal, limit.signal]) : limit.signal },
         );
         return Buffer.from(pdf.buffer, pdf.byteOffset, pdf.byteLength);
       } catch (error) {
-        if (deadline.aborted)
+        if (limit.expired)
           throw new DocumentTooComplexError(
             `The document took longer than ${seconds} s to render and was stopped: make it shorter or simpler`,
           );
@@ -41,6 +42,8 @@ export function createRenderPool(options: RenderPoolOptions) {
         // Errors cross the thread boundary as plain errors: keep the worker's message.
         if (error instanceof Error && error.name === 'DocumentTooComplexError') throw new DocumentTooComplexError(error.message);
         throw error;
+      } finally {
+        limit.clear();
       }
     },
 

@@ -87,13 +87,14 @@ describe('mail provider client', () => {
       if (request.url === '/emails/moved') return void response.writeHead(302, { location: '/emails/other' }).end();
       if (request.url === '/emails/page')
         return void response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
+      if (request.url === '/emails/stalled') return; // never answers
       response.writeHead(200, { 'content-type': 'application/json' }).write('{"id":');
       setTimeout(() => response.destroy(), 20);
     });
     await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
     const apiClient = createMailClient({
       baseUrl: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
-      timeoutMs: 2_000,
+      timeoutMs: 300,
       retries: 1,
       backoffMs: () => 10,
     })('re_full_key');
@@ -105,6 +106,12 @@ describe('mail provider client', () => {
       expect(attempts.get('/emails/page')).toBe(1);
       await expect(apiClient.getEmail('broken')).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
       expect(attempts.get('/emails/broken')).toBe(2);
+      await expect(apiClient.getEmail('stalled')).rejects.toMatchObject({
+        status: 0,
+        providerName: 'unreachable',
+        message: 'The mail provider could not be reached: no answer within 0.3 s',
+      });
+      expect(attempts.get('/emails/stalled')).toBe(2);
     } finally {
       api.closeAllConnections();
       await new Promise((resolve) => api.close(resolve));

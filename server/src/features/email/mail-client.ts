@@ -1,5 +1,6 @@
 import { type Dispatcher, request } from 'undici';
 import { readBounded } from '../../lib/bounded-body.ts';
+import { deadline } from '../../lib/deadline.ts';
 
 /**
  * The `mail` provider's HTTP API (Resend's), typed from its documented shapes: one client per org's
@@ -151,6 +152,7 @@ export function createMailClient(options: MailClientOptions) {
       let status: number;
       let retryAfter: string | null;
       let text: string;
+      const limit = deadline(options.timeoutMs);
       try {
         const answer = await request(`${baseUrl}${path}`, {
           method: method as Dispatcher.HttpMethod,
@@ -162,7 +164,7 @@ export function createMailClient(options: MailClientOptions) {
             ...headers,
           },
           body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(options.timeoutMs),
+          signal: limit.signal,
         });
         status = answer.statusCode;
         retryAfter = headerOf(answer.headers['retry-after']);
@@ -173,11 +175,12 @@ export function createMailClient(options: MailClientOptions) {
           await sleep(backoffMs(attempt + 1));
           continue;
         }
-        const reason =
-          error instanceof Error && error.name === 'TimeoutError'
-            ? `no answer within ${options.timeoutMs / 1000} s`
-            : String((error as Error)?.message ?? error);
+        const reason = limit.expired
+          ? `no answer within ${options.timeoutMs / 1000} s`
+          : String((error as Error)?.message ?? error);
         throw new MailProviderError(0, 'unreachable', `The mail provider could not be reached: ${reason}`);
+      } finally {
+        limit.clear();
       }
       // A redirect is the provider's answer too (its API does not redirect): refused as one, not followed.
       if (status >= 200 && status < 300) return answerOf<T>(status, text);
@@ -239,9 +242,18 @@ export type MailClientForKey = ReturnType<MailClient>;
 export async function downloadAttachment(url: string, options: { maxBytes: number; timeoutMs: number }): Promise<Uint8Array> {
   if (!/^https?:\/\//i.test(url))
     throw new MailProviderError(0, 'invalid_download_url', 'The attachment link is not an http(s) URL');
+  const limit = deadline(options.timeoutMs);
+  try {
+    return await download(url, options.maxBytes, limit.signal);
+  } finally {
+    limit.clear();
+  }
+}
+
+async function download(url: string, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
   let answer: Dispatcher.ResponseData;
   try {
-    answer = await request(url, { headers: { 'user-agent': USER_AGENT }, signal: AbortSignal.timeout(options.timeoutMs) });
+    answer = await request(url, { headers: { 'user-agent': USER_AGENT }, signal });
   } catch (error) {
     throw new MailProviderError(
       0,
@@ -254,13 +266,13 @@ export async function downloadAttachment(url: string, options: { maxBytes: numbe
     await body.dump();
     throw new MailProviderError(statusCode, `http_${statusCode}`, `The attachment download answered ${statusCode}`);
   }
-  const tooLarge = () => new AttachmentTooLargeError(`The attachment is over the limit of ${options.maxBytes} bytes`);
-  if (Number(headers['content-length'] ?? 0) > options.maxBytes) {
+  const tooLarge = () => new AttachmentTooLargeError(`The attachment is over the limit of ${maxBytes} bytes`);
+  if (Number(headers['content-length'] ?? 0) > maxBytes) {
     body.destroy();
     throw tooLarge();
   }
   try {
-    return await readBounded(body, options.maxBytes, tooLarge);
+    return await readBounded(body, maxBytes, tooLarge);
   } catch (error) {
     if (error instanceof AttachmentTooLargeError) throw error;
     throw new MailProviderError(0, 'unreachable', `The attachment download broke off: ${(error as Error)?.message ?? error}`);
