@@ -4,7 +4,6 @@ import https from 'node:https';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
-import { deadline } from './deadline.ts';
 
 /**
  * Outbound HTTP to URLs that users give us (callback endpoints): only public unicast addresses, checked
@@ -94,24 +93,10 @@ export interface OutboundResponse {
 const MAX_READ_BYTES = 64 * 1024;
 
 /** One POST; a 3xx is returned as it is (never followed). Throws on network errors and the deadline. */
-export async function postOnce(
+export function postOnce(
   agents: GuardedHttpAgents,
   url: string,
   request: { headers: Record<string, string>; body: string; timeoutMs: number; keepBodyBytes: number },
-): Promise<OutboundResponse> {
-  const limit = deadline(request.timeoutMs);
-  try {
-    return await post(agents, url, request, limit.signal);
-  } finally {
-    limit.clear();
-  }
-}
-
-function post(
-  agents: GuardedHttpAgents,
-  url: string,
-  request: { headers: Record<string, string>; body: string; timeoutMs: number; keepBodyBytes: number },
-  signal: AbortSignal,
 ): Promise<OutboundResponse> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
@@ -123,7 +108,7 @@ function post(
         method: 'POST',
         agent: target.protocol === 'https:' ? agents.https : agents.http,
         headers: { ...request.headers, 'content-length': String(body.length) },
-        signal,
+        signal: AbortSignal.timeout(request.timeoutMs),
       },
       (res) => {
         const kept: Buffer[] = [];

@@ -1,15 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-const EVENT_LOOP_SAMPLE_MS = 100;
-
 /** Prometheus metrics of one process, served at GET /metrics. */
 export function createMetrics() {
   const registry = new Registry();
-  // The event loop's delay is sampled by a timer at this resolution, which wakes the process each
-  // time: prom-client's default of 10 ms woke every idle process 100 times a second, and cost a busy
-  // one a wake-up between its bursts of work (docs/benchmarks.md). At 100 ms a block of the loop
-  // still shows in the percentiles, which is what operators read them for.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+  collectDefaultMetrics({ register: registry });
   const httpRequests = new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests by route and status',
