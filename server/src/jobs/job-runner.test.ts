@@ -56,10 +56,11 @@ describe('job runner', () => {
     const worker = await startTestApp({ JOB_POLL_SECONDS: '0.2' });
     try {
       // Enqueued not yet due: the wake-up of the enqueue fetches nothing; only the poll can find it later.
+      const dueAt = new Date(worker.container.clock.now().getTime() + 1500);
       const jobId = await worker.container.jobs.enqueue(
         'email.lookup-message-id',
         { messageRowId: randomUUID() },
-        { startAfter: new Date(Date.now() + 600) },
+        { startAfter: dueAt },
       );
       const stateOf = async () =>
         (await sql<{ state: string }>`select state from pgboss.job where id = ${jobId}`.execute(worker.container.db)).rows[0]

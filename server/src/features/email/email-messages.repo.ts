@@ -57,8 +57,8 @@ const routeOfReceived = queryTemplate((db, args: { orgId: string; addresses: str
     .where('x.orgId', '=', args.orgId),
 );
 
-/** The columns a message is inserted with (thread-mail's outbound messages); the others take their defaults. */
-const messageColumns = [
+/** The columns every stored message is inserted with, received or sent. */
+export const threadMessageColumns = [
   'id',
   'orgId',
   'threadId',
@@ -73,9 +73,10 @@ const messageColumns = [
   'textBody',
   'htmlBody',
   'status',
-  'actionId',
-  'toolCallId',
 ] as const;
+
+/** The columns a message is inserted with (thread-mail's outbound messages); the others take their defaults. */
+const messageColumns = [...threadMessageColumns, 'actionId', 'toolCallId'] as const;
 type MessageInsert = Required<Pick<Insertable<EmailMessagesTable>, (typeof messageColumns)[number]>> & {
   orgId: string;
   threadId: string;

@@ -3,30 +3,17 @@ import type { EmailAttachmentsTable } from '../../db/email-schema.ts';
 import { queryTemplate, valuesOf } from '../../db/query-template.ts';
 import type { DB } from '../../db/schema.ts';
 import { emailActionInsert } from '../actions/actions.repo.ts';
-import { withThread } from './email-messages.repo.ts';
+import { threadMessageColumns, withThread } from './email-messages.repo.ts';
 import { settledValues } from './notifications.repo.ts';
 
 /** The received message's columns, as inbound stores them. */
 const messageColumns = [
-  'id',
-  'orgId',
-  'threadId',
-  'inboxId',
-  'direction',
+  ...threadMessageColumns,
   'providerEmailId',
-  'messageId',
-  'inReplyTo',
-  'referenceIds',
-  'fromAddress',
-  'toAddresses',
   'ccAddresses',
-  'subject',
   'sentAt',
-  'textBody',
-  'htmlBody',
   'headers',
   'authentication',
-  'status',
   'statusDetail',
 ] as const;
 const attachmentColumns = [
@@ -74,6 +61,40 @@ type StoreArgs = Record<string, unknown>;
 const attachmentKey = (index: number, column: string) => `attachment${index}.${column}`;
 const actionKeys = ['actionId', 'agentId', 'runAsUserId', 'instructions', 'traceParent', 'actionData', 'approvalRules'] as const;
 
+/** The ledger row of the received email (a delivery of source `email`): accepted with its action, or skipped. */
+const ledgerValues = (args: StoreArgs, message: ReceivedMessage, answered: boolean) => ({
+  id: args.deliveryId as string,
+  orgId: message.orgId,
+  webhookId: null,
+  actionId: answered ? (args.actionId as string) : null,
+  status: answered ? ('accepted' as const) : ('skipped' as const),
+  reason: args.ledgerReason as string | null,
+  replayable: false,
+  eventType: 'email.received',
+  externalId: message.providerEmailId as string,
+  payload: args.payload as string,
+  headers: args.ledgerHeaders as string,
+  verificationScheme: 'wh' as const,
+  source: 'email' as const,
+});
+
+/** The answering action's values, from the statement's arguments. */
+function answeringActionValues(args: StoreArgs, message: ReceivedMessage) {
+  const action = valuesOf(args, actionKeys);
+  return {
+    id: action.actionId as string,
+    orgId: message.orgId,
+    deliveryId: args.deliveryId as string,
+    agentId: action.agentId as string,
+    runAsUserId: action.runAsUserId as string,
+    emailMessageId: message.id,
+    instructions: action.instructions as string,
+    traceParent: action.traceParent as string | null,
+    data: action.actionData as string,
+    approvalRules: action.approvalRules as string,
+  };
+}
+
 /** One statement per shape (new or existing thread, how many attachments, with or without an action). */
 function storeStatement(shape: { newThread: boolean; attachments: number; action: boolean }) {
   return queryTemplate((db: Kysely<DB>, args: StoreArgs) => {
@@ -91,39 +112,9 @@ function storeStatement(shape: { newThread: boolean; attachments: number; action
       statement = statement.with('attachments', (q) => q.insertInto('emailAttachments').values(rows as never));
     }
     statement = statement.with('ledger', (q) =>
-      q.insertInto('webhookDeliveries').values({
-        id: args.deliveryId as string,
-        orgId: message.orgId,
-        webhookId: null,
-        actionId: shape.action ? (args.actionId as string) : null,
-        status: shape.action ? 'accepted' : 'skipped',
-        reason: args.ledgerReason as string | null,
-        replayable: false,
-        eventType: 'email.received',
-        externalId: message.providerEmailId as string,
-        payload: args.payload as string,
-        headers: args.ledgerHeaders as string,
-        verificationScheme: 'wh',
-        source: 'email',
-      }),
+      q.insertInto('webhookDeliveries').values(ledgerValues(args, message, shape.action)),
     );
-    if (shape.action) {
-      const action = valuesOf(args, actionKeys);
-      statement = statement.with('action', (q) =>
-        emailActionInsert(q, {
-          id: action.actionId as string,
-          orgId: message.orgId,
-          deliveryId: args.deliveryId as string,
-          agentId: action.agentId as string,
-          runAsUserId: action.runAsUserId as string,
-          emailMessageId: message.id,
-          instructions: action.instructions as string,
-          traceParent: action.traceParent as string | null,
-          data: action.actionData as string,
-          approvalRules: action.approvalRules as string,
-        }),
-      );
-    }
+    if (shape.action) statement = statement.with('action', (q) => emailActionInsert(q, answeringActionValues(args, message)));
     return statement
       .updateTable('emailNotifications')
       .set(settledValues({ status: 'processed', reason: args.notificationReason as string | null }))
