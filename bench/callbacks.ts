@@ -10,7 +10,7 @@
  * The baseline and the phases run BENCH_ROUNDS (3) times, in turns; each round is printed, then the
  * medians of the rounds (one run on a shared 2-core machine swings by a quarter).
  *
- *   npm run bench:callbacks    # BENCH_RATE=1200 and BENCH_CAPACITY_RATE=4000 transitions/s for BENCH_DURATION=10 s
+ *   npm run bench:callbacks    # BENCH_ENDPOINTS=1,2, BENCH_RATE=1200 and BENCH_CAPACITY_RATE=4000 transitions/s for BENCH_DURATION=10 s
  */
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -25,6 +25,7 @@ import { writeActions } from '../server/src/features/actions/action-writes.ts';
 import { callbackEndpointInput } from '../server/src/features/callbacks/callbacks.schemas.ts';
 import { BUS_TOPICS, createProcessBus } from '../server/src/lib/process-bus.ts';
 import { pino } from 'pino';
+import { cpuPerRequest, cpuSnapshot, processesCpuSeconds, type CpuPerRequest } from './lib/cpu-usage.ts';
 import { benchDatabase, fmt, freePort, postgresReachable, startService } from './lib/harness.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 1200);
@@ -32,6 +33,8 @@ const CAPACITY_RATE = Number(process.env.BENCH_CAPACITY_RATE ?? 4000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const PRODUCER_IN_FLIGHT = Number(process.env.BENCH_PRODUCER_IN_FLIGHT ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** Endpoints per webhook, one measured pair of phases each (`BENCH_ENDPOINTS=2` for the two-endpoint phases alone). */
+const ENDPOINT_COUNTS = (process.env.BENCH_ENDPOINTS ?? '1,2').split(',').map(Number);
 const ORGS = 20;
 const WEBHOOKS_PER_ORG = 5;
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
@@ -108,6 +111,10 @@ interface PhaseResult {
   maxBehind: number;
   p50: number;
   p99: number;
+  /** Per delivery, from the first commit to the last receipt: the server (its dispatcher), PostgreSQL, and the machine left idle. */
+  cpu: CpuPerRequest | undefined;
+  /** Per delivery, the CPU of this process (the producer) and the receiver, which share the machine with the service. */
+  loadUs: number;
 }
 
 /** One measured run on a fresh database and server: transitions at `rate`, `endpoints` endpoints per webhook. */
@@ -191,6 +198,9 @@ async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
           inFlight--;
         }
       };
+      const loadPids = [process.pid, receiver.pid!];
+      const cpuBefore = cpuSnapshot(service.pid);
+      const loadBefore = processesCpuSeconds(loadPids);
       const begin = now();
       const pending: Array<Promise<void>> = [];
       while (now() - begin < DURATION * 1000) {
@@ -211,6 +221,8 @@ async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
         await new Promise((resolve) => setTimeout(resolve, 250));
         arrivals = await receiverReport();
       }
+      const cpuAfter = cpuSnapshot(service.pid);
+      const loadAfter = processesCpuSeconds(loadPids);
       const deliveries = await producer.db
         .selectFrom('callbackDeliveries')
         .select(['id', 'actionId', 'status', 'attemptCount', 'lastError'])
@@ -240,6 +252,8 @@ async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
         maxBehind,
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
+        cpu: cpuBefore && cpuAfter ? cpuPerRequest(cpuBefore, cpuAfter, latencies.length) : undefined,
+        loadUs: Math.round(((loadAfter - loadBefore) * 1e6) / latencies.length),
       };
     } finally {
       await bus.close();
@@ -260,6 +274,10 @@ const printPhase = (title: string, result: PhaseResult, baseline: number) => {
     `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${((result.deliveriesPerSecond / baseline) * 100).toFixed(0)}% of the bare client`,
   );
   console.log(`  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms`);
+  if (result.cpu)
+    console.log(
+      `  CPU per delivery            : server ${result.cpu.serverUs} us, PostgreSQL ${result.cpu.postgresUs} us (with the transition's commit), producer and receiver ${result.loadUs} us; machine ${result.cpu.idlePercent}% idle`,
+    );
 };
 
 try {
@@ -267,12 +285,12 @@ try {
     `callbacks benchmark: ${RATE} transitions/s offered for latency, ${CAPACITY_RATE}/s for capacity, ${DURATION} s each, over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`,
   );
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  const rounds = new Map([1, 2].map((endpoints) => [endpoints, { ofBare: [] as number[], p50: [] as number[] }]));
+  const rounds = new Map(ENDPOINT_COUNTS.map((endpoints) => [endpoints, { ofBare: [] as number[], p50: [] as number[] }]));
   for (let round = 1; round <= ROUNDS; round++) {
     if (ROUNDS > 1) console.log(`round ${round}:`);
     const baseline = await bareClientBaseline();
     console.log(`baseline: bare client          : ${fmt(baseline).padStart(6)} POSTs/s to the same receiver (100 in flight)`);
-    for (const endpoints of [1, 2]) {
+    for (const endpoints of ENDPOINT_COUNTS) {
       const perWebhook = `${endpoints} endpoint${endpoints > 1 ? 's' : ''} per webhook`;
       const latency = await phase(endpoints, RATE);
       printPhase(`${perWebhook}, ${RATE} transitions/s (latency, under capacity):`, latency, baseline);

@@ -25,6 +25,7 @@ import * as sentBack from './0023_sent_back.ts';
 import * as minApprovals from './0024_min_approvals.ts';
 import * as slack from './0025_slack.ts';
 import * as notificationQueue from './0026_notification_queue.ts';
+import * as callbackClaim from './0027_callback_claim.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '0024_min_approvals': minApprovals,
   '0025_slack': slack,
   '0026_notification_queue': notificationQueue,
+  '0027_callback_claim': callbackClaim,
 };
 
 export const migrationProvider: MigrationProvider = {

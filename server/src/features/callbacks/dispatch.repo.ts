@@ -29,9 +29,6 @@ export interface AttemptRecord {
 }
 
 /** How long a claimed delivery is ours before another dispatcher may take it (we died mid-attempt). */
-/** Endpoint ids as a subquery (one jsonb parameter, whatever their number). */
-const skippedIds = (ids: string[]) => sql`select value::uuid from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)`;
-
 export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 15_000;
 
 export const dispatchRepo = {
@@ -40,42 +37,26 @@ export const dispatchRepo = {
    * counting the attempt. A delivery is due only when no earlier callback of the same action to the
    * same endpoint is still pending: that is what keeps each action's callbacks in lifecycle order,
    * also across dispatcher processes (the earlier row is either locked by its claimer, or committed).
-   * `skipEndpoints` are endpoints this dispatcher already has enough attempts in flight to.
+   * `skipEndpoints` are endpoints this dispatcher already has enough attempts in flight to. The
+   * statement is the function `claim_due_callbacks` (migration 0027), whose plan is fixed.
    */
   claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number, skipEndpoints: string[] = []): Promise<ClaimedCallback[]> =>
-    (
-      await sql<ClaimedCallback>`
-      with due as (
-        select d.id from callback_deliveries d
-        join callback_endpoints ep on ep.id = d.endpoint_id and ep.enabled
-        where d.status = 'pending' and d.next_attempt_at <= now()
-          ${skipEndpoints.length > 0 ? sql`and not (d.endpoint_id = any (${skippedIds(skipEndpoints)}))` : sql``}
-          and not exists (
-            select 1 from callback_deliveries e
-            where e.action_id = d.action_id and e.endpoint_id = d.endpoint_id and e.status = 'pending' and e.seq < d.seq
-          )
-        order by d.next_attempt_at
-        limit ${limit}
-        for update of d skip locked
-      )
-      update callback_deliveries d
-      set attempt_count = d.attempt_count + 1, next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond',
-        updated_at = now()
-      from due, callback_endpoints ep
-      where d.id = due.id and ep.id = d.endpoint_id
-      returning d.id, d.payload::text as body, d.attempt_count, ep.id as endpoint_id, ep.url, ep.secret_encrypted,
-        ep.previous_secret_encrypted,
-        ep.previous_secret_expires_at, d.trace_parent, d.event_type`.execute(db)
-    ).rows,
+    (await sql<ClaimedCallback>`select * from claim_due_callbacks(${limit}, ${leaseMs}, ${skipEndpoints}::uuid[])`.execute(db))
+      .rows,
 
   /**
    * Records finished attempts in one statement: the attempt rows, each delivery's new state (a
    * delivery disabled meanwhile keeps its `failed`), and each endpoint's health. Returns the
-   * endpoints that have now been failing for `disableAfterMs` (to be disabled).
+   * endpoints that have now been failing for `disableAfterMs` (to be disabled). Rows are found by
+   * their keys (`= any`), and the status test is written so that it cannot match the due index:
+   * otherwise, where statistics are missing or old, PostgreSQL read every pending delivery (and every
+   * endpoint) for each batch, a hash join or a bitmap AND with the due index whose cost grew with the
+   * backlog (docs/benchmarks.md).
    */
-  record: async (db: Kysely<DB>, attempts: AttemptRecord[], disableAfterMs: number): Promise<string[]> =>
-    (
-      await sql<{ id: string }>`
+  record: async (db: Kysely<DB>, attempts: AttemptRecord[], disableAfterMs: number): Promise<string[]> => {
+    const deliveryIds = attempts.map((attempt) => attempt.deliveryId);
+    const endpointIds = [...new Set(attempts.map((attempt) => attempt.endpointId))];
+    const { rows } = await sql<{ id: string }>`
       with input as (
         select * from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as r(
           "deliveryId" uuid, "endpointId" uuid, "attemptedAt" timestamptz, "durationMs" int, "statusCode" int,
@@ -90,17 +71,18 @@ export const dispatchRepo = {
               else d.next_attempt_at end,
             last_attempt_at = i."attemptedAt", last_status_code = i."statusCode", last_error = i.error, updated_at = now()
         from input i
-        where d.id = i."deliveryId" and d.status = 'pending'
+        where d.id = any (${deliveryIds}::uuid[]) and d.id = i."deliveryId"
+          and coalesce(d.status = 'pending', false)
       ), health as (
         select "endpointId" as id, bool_or(status = 'succeeded') as ok from input group by "endpointId"
       ), marked as (
         update callback_endpoints ep set failing_since = case when h.ok then null else now() end
         from health h
-        where ep.id = h.id and (h.ok = (ep.failing_since is not null))
+        where ep.id = any (${endpointIds}::uuid[]) and ep.id = h.id and (h.ok = (ep.failing_since is not null))
       )
       select ep.id from callback_endpoints ep join health h on h.id = ep.id
-      where not h.ok and ep.enabled and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`.execute(
-        db,
-      )
-    ).rows.map((row) => row.id),
+      where ep.id = any (${endpointIds}::uuid[]) and not h.ok and ep.enabled
+        and ep.failing_since <= now() - ${disableAfterMs}::bigint * interval '1 millisecond'`.execute(db);
+    return rows.map((row) => row.id);
+  },
 };

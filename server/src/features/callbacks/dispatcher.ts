@@ -7,7 +7,7 @@ import type { Metrics } from '../../lib/metrics.ts';
 import { callbackEndpointsRepo } from './callbacks.repo.ts';
 import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedCallback } from './dispatch.repo.ts';
 import { judgeAttempt } from './retry-policy.ts';
-import { createSignerCache, signedHeaders } from './signing.ts';
+import { createSecretCache, signedHeaders } from './signing.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { SpanKind, type Tracing } from '../../lib/tracing.ts';
 
@@ -52,7 +52,7 @@ export function createCallbackDispatcher(deps: {
   options: DispatcherOptions;
 }) {
   const { db, options } = deps;
-  const signer = createSignerCache(deps.decrypt);
+  const secretOf = createSecretCache(deps.decrypt);
   const leaseMs = claimLeaseMs(options.timeoutMs);
   const finished: AttemptRecord[] = [];
   /** Endpoints that answered 410 since the last flush: disabled with it. */
@@ -97,9 +97,9 @@ export function createCallbackDispatcher(deps: {
     const attemptedAt = deps.clock.now();
     const started = performance.now();
     const { body } = callback;
-    const signers = [signer(callback.secretEncrypted)];
+    const secrets = [secretOf(callback.secretEncrypted)];
     if (callback.previousSecretEncrypted && callback.previousSecretExpiresAt && callback.previousSecretExpiresAt > attemptedAt) {
-      signers.push(signer(callback.previousSecretEncrypted));
+      secrets.push(secretOf(callback.previousSecretEncrypted));
     }
     let statusCode: number | null = null;
     let retryAfter: string | undefined;
@@ -123,7 +123,7 @@ export function createCallbackDispatcher(deps: {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'AgentPlatform-Callbacks/1',
-          ...signedHeaders(callback.id, attemptedAt, body, signers),
+          ...signedHeaders(callback.id, attemptedAt, body, secrets),
           ...(traceparent && { traceparent }),
         },
         body,

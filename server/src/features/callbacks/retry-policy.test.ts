@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createGuardedHttpAgents, isPublicAddress, postOnce } from '../../lib/http-client.ts';
 import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
@@ -100,6 +102,36 @@ describe('the outbound agents at connect time', () => {
       }
     } finally {
       agents.destroy();
+    }
+  });
+});
+
+describe('postOnce', () => {
+  const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+
+  it('gives up at its deadline, before the answer or in the middle of its body; a call that ends leaves no timer', async () => {
+    const server = createServer((req, res) => {
+      if (req.url === '/stall-body') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('the start');
+      } else if (req.url === '/ok') res.end('fine');
+      // '/silent': never answers.
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const agents = createGuardedHttpAgents({ allowPrivateNetworks: true });
+    const post = (path: string) =>
+      postOnce(agents, `${base}${path}`, { headers: {}, body: '{}', timeoutMs: 300, keepBodyBytes: 100 });
+    try {
+      await expect(post('/silent')).rejects.toThrow('timed out after 0.3 s');
+      await expect(post('/stall-body')).rejects.toThrow('timed out after 0.3 s');
+      const before = timers();
+      await expect(post('/ok')).resolves.toMatchObject({ status: 200, body: 'fine' });
+      expect(timers()).toBe(before);
+    } finally {
+      agents.destroy();
+      server.closeAllConnections();
+      server.close();
     }
   });
 });
