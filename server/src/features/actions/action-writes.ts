@@ -100,13 +100,13 @@ type Rows = ReturnType<typeof rowsOf>;
 const json = (value: unknown) => JSON.stringify(value) ?? null;
 
 /**
- * The first array of each unnest, behind a scalar subquery, where the planner cannot count it: it then
+ * The first array of each unnest (ids), behind a scalar subquery, where the planner cannot count it: it then
  * takes every unnest for 10 rows with or without the values. Counted, a small batch's custom plan
  * always looked cheaper than the generic one, and PostgreSQL planned the prepared statement at every
  * call (999 custom plans in 999 runs, about 0.5 ms each: docs/benchmarks.md). Large batches are
  * planned per call (PLANNED_PER_CALL) as before, at the tables' sizes of the moment.
  */
-const uncounted = (values: unknown[], type: string) => sql`(select ${values}::${sql.raw(type)}[])`;
+const uncountedIds = (ids: string[]) => sql`(select ${ids}::uuid[])`;
 
 /** The conversation: threads opened, linked to their actions, and their messages. */
 const conversationParts = ({ threads, links, messages }: Rows) => [
@@ -114,29 +114,20 @@ const conversationParts = ({ threads, links, messages }: Rows) => [
     sql`new_threads as (
       insert into threads (id, org_id, user_id, channel, title)
       select id, org_id, user_id, 'webhook', title
-      from unnest(${uncounted(
-        threads.map((t) => t.id),
-        'uuid',
-      )}, ${threads.map((t) => t.orgId)}::uuid[],
+      from unnest(${uncountedIds(threads.map((t) => t.id))}, ${threads.map((t) => t.orgId)}::uuid[],
         ${threads.map((t) => t.userId)}::uuid[], ${threads.map((t) => t.title)}::text[]) as t(id, org_id, user_id, title)
     )`,
   links.length > 0 &&
     sql`linked as (
       update actions a set thread_id = l.thread_id
-      from unnest(${uncounted(
-        links.map((t) => t.actionId),
-        'uuid',
-      )}, ${links.map((t) => t.id)}::uuid[]) as l(id, thread_id)
+      from unnest(${uncountedIds(links.map((t) => t.actionId))}, ${links.map((t) => t.id)}::uuid[]) as l(id, thread_id)
       where a.id = l.id and a.thread_id is null
       returning a.id
     )`,
   messages.length > 0 &&
     sql`new_messages as (
       insert into thread_messages (id, thread_id, seq, role, content, action_id)
-      select * from unnest(${uncounted(
-        messages.map((m) => m.id),
-        'uuid',
-      )}, ${messages.map((m) => m.threadId)}::uuid[],
+      select * from unnest(${uncountedIds(messages.map((m) => m.id))}, ${messages.map((m) => m.threadId)}::uuid[],
         ${messages.map((m) => m.seq)}::int[], ${messages.map((m) => m.role)}::text[],
         ${messages.map((m) => m.content)}::jsonb[], ${messages.map((m) => m.actionId ?? null)}::uuid[])
     )`,
@@ -148,10 +139,7 @@ const callParts = ({ calls, usage, started, finished }: Rows) => [
     sql`new_calls as (
       insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
         expires_at, completed_at, mode_source, started_at, staged_reason)
-      select * from unnest(${uncounted(
-        calls.map((c) => c.id),
-        'uuid',
-      )}, ${calls.map((c) => c.orgId)}::uuid[],
+      select * from unnest(${uncountedIds(calls.map((c) => c.id))}, ${calls.map((c) => c.orgId)}::uuid[],
         ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[],
           ${calls.map((c) => c.toolName)}::text[],
         ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
@@ -164,10 +152,7 @@ const callParts = ({ calls, usage, started, finished }: Rows) => [
     sql`new_model_calls as (
       insert into model_calls (id, org_id, action_id, agent_id, user_id, provider, model, input_tokens, output_tokens,
         cached_input_tokens, cost_usd, duration_ms, created_at)
-      select * from unnest(${uncounted(
-        usage.map((u) => u.id),
-        'uuid',
-      )}, ${usage.map((u) => u.orgId)}::uuid[],
+      select * from unnest(${uncountedIds(usage.map((u) => u.id))}, ${usage.map((u) => u.orgId)}::uuid[],
         ${usage.map((u) => u.actionId ?? null)}::uuid[], ${usage.map((u) => u.agentId ?? null)}::uuid[],
         ${usage.map((u) => u.userId ?? null)}::uuid[], ${usage.map((u) => u.provider)}::text[],
           ${usage.map((u) => u.model)}::text[],
@@ -178,19 +163,14 @@ const callParts = ({ calls, usage, started, finished }: Rows) => [
   started.length > 0 &&
     sql`started_calls as (
       update tool_calls c set started_at = s.started_at
-      from unnest(${uncounted(
-        started.map((s) => s.id),
-        'uuid',
-      )}, ${started.map((s) => s.startedAt)}::timestamptz[]) as s(id, started_at)
+      from unnest(${uncountedIds(started.map((s) => s.id))}, ${started.map((s) => s.startedAt)}::timestamptz[])
+        as s(id, started_at)
       where c.id = s.id and c.status = 'ready'
     )`,
   finished.length > 0 &&
     sql`finished_calls as (
       update tool_calls c set status = f.status, output = f.output, completed_at = f.completed_at
-      from unnest(${uncounted(
-        finished.map((f) => f.id),
-        'uuid',
-      )}, ${finished.map((f) => f.status)}::text[],
+      from unnest(${uncountedIds(finished.map((f) => f.id))}, ${finished.map((f) => f.status)}::text[],
         ${finished.map((f) => json(f.output))}::jsonb[], ${finished.map((f) => f.completedAt)}::timestamptz[])
         as f(id, status, output, completed_at)
       where c.id = f.id and c.status = 'ready'
@@ -201,10 +181,7 @@ const callParts = ({ calls, usage, started, finished }: Rows) => [
 const transitionParts = ({ steps }: Rows) => [
   steps.length > 0 &&
     sql`step as (
-      select * from unnest(${uncounted(
-        steps.map((s) => s.actionId),
-        'uuid',
-      )}, ${steps.map((s) => s.from)}::text[],
+      select * from unnest(${uncountedIds(steps.map((s) => s.actionId))}, ${steps.map((s) => s.from)}::text[],
         ${steps.map((s) => s.to)}::text[], ${steps.map((s) => approvalStateOf(s.to) ?? null)}::text[],
         ${steps.map((s) => s.changes?.result !== undefined)}::bool[], ${steps.map((s) => s.changes?.result ?? null)}::jsonb[],
         ${steps.map((s) => s.changes?.error !== undefined)}::bool[], ${steps.map((s) => s.changes?.error ?? null)}::text[],
