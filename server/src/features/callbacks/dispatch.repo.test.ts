@@ -57,7 +57,7 @@ const succeeded = (claimed: ClaimedCallback[]): AttemptRecord[] =>
   claimed.map((callback) => ({
     deliveryId: callback.id,
     endpointId: callback.endpointId,
-    attemptedAt: new Date(),
+    attemptedAt: app.container.clock.now(),
     durationMs: 3,
     statusCode: 200,
     error: null,
