@@ -26,6 +26,7 @@ import * as minApprovals from './0024_min_approvals.ts';
 import * as slack from './0025_slack.ts';
 import * as notificationQueue from './0026_notification_queue.ts';
 import * as callbackClaim from './0027_callback_claim.ts';
+import * as watchedCheck from './0028_watched_check.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '0025_slack': slack,
   '0026_notification_queue': notificationQueue,
   '0027_callback_claim': callbackClaim,
+  '0028_watched_check': watchedCheck,
 };
 
 export const migrationProvider: MigrationProvider = {
