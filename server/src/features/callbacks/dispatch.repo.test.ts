@@ -113,6 +113,26 @@ describe('claiming due callbacks', () => {
     expect(await claim(10)).toEqual([]);
   });
 
+  it("commits without waiting for the flush, in the claim's own transaction only", async () => {
+    const { setup, endpoints } = await webhookWithEndpoints(1);
+    const id = await outbox(setup, await actionOf(setup), endpoints[0]!, 5);
+    const others = (await db.selectFrom('callbackEndpoints').select('id').where('id', '<>', endpoints[0]!).execute()).map(
+      (row) => row.id,
+    );
+    const setting = async (on: Kysely<DB>) =>
+      (await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(on)).rows[0]!.value;
+    await db.connection().execute(async (connection) => {
+      const before = await setting(connection);
+      await connection.transaction().execute(async (trx) => {
+        expect((await dispatchRepo.claimDue(trx, 1, LEASE_MS, others)).map((callback) => callback.id)).toEqual([id]);
+        expect(await setting(trx)).toBe('off');
+      });
+      // The next statement on the connection (a transition, say) waits for its flush as before.
+      expect(await setting(connection)).toBe(before);
+      expect(before).not.toBe('off');
+    });
+  });
+
   it('finds the oldest due among thousands, and records a batch of them', async () => {
     const { setup, endpoints, claim } = await webhookWithEndpoints(1);
     // Action bulk-n's callback has been due for n seconds.
