@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addCallback } from '../../../test/helpers/callbacks.ts';
+import { expectCommitWithoutFlush } from '../../../test/helpers/flushless.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -53,6 +54,21 @@ const completed = (actionId: string, text: string): ActionWrite['transition'] =>
   to: 'completed',
   cause: 'the agent finished',
   changes: { result: JSON.stringify({ text }), error: null, leaseExpiresAt: null },
+});
+
+describe('claimRunnable', () => {
+  it('takes queued actions, committing without waiting for the flush, in its own transaction only', async () => {
+    const response = await postEvent(app, setup, { eventType: 'order.created', externalId: randomUUID() });
+    const { actionId } = await response.json();
+    const claimed = await expectCommitWithoutFlush(app.container.db, (trx) => claimRunnable(trx, 100, 60_000));
+    expect(claimed).toContain(actionId);
+    const { status } = await app.container.db
+      .selectFrom('actions')
+      .select('status')
+      .where('id', '=', actionId)
+      .executeTakeFirstOrThrow();
+    expect(status).toBe('running');
+  });
 });
 
 describe('writeActions', () => {

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { commitWithoutFlush } from '../../db/flushless-commit.ts';
 import type { ActionStatus, DB } from '../../db/schema.ts';
 
 /**
@@ -53,7 +54,9 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
  * oldest first (-> running, recorded), and running ones whose runner's lease lapsed (it died) or was
  * given up (its process stopped), taken over without a new event. Rows another process is taking are
  * skipped, not waited for. Leases are on the database's clock, so processes on different machines
- * agree. The actions table is the run queue: no job is written, fetched or completed per action.
+ * agree. The actions table is the run queue: no job is written, fetched or completed per action. It
+ * commits without waiting for the flush: a claim a crash of the database loses is an action taken
+ * again, as when its runner dies.
  */
 export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
   // Prepared (db/prepared.ts: planned again as the table grows). The taken rows are updated by their keys
@@ -86,6 +89,6 @@ export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: numb
         else 'resumed after approval' end
       from claimed where previous <> 'running'
     )
-    select id from claimed`.execute(db);
+    select id from claimed where ${commitWithoutFlush}`.execute(db);
   return result.rows.map((row) => row.id);
 }

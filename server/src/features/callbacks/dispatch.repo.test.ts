@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addCallback } from '../../../test/helpers/callbacks.ts';
+import { expectCommitWithoutFlush } from '../../../test/helpers/flushless.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 import type { DB } from '../../db/schema.ts';
@@ -119,18 +120,8 @@ describe('claiming due callbacks', () => {
     const others = (await db.selectFrom('callbackEndpoints').select('id').where('id', '<>', endpoints[0]!).execute()).map(
       (row) => row.id,
     );
-    const setting = async (on: Kysely<DB>) =>
-      (await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(on)).rows[0]!.value;
-    await db.connection().execute(async (connection) => {
-      const before = await setting(connection);
-      await connection.transaction().execute(async (trx) => {
-        expect((await dispatchRepo.claimDue(trx, 1, LEASE_MS, others)).map((callback) => callback.id)).toEqual([id]);
-        expect(await setting(trx)).toBe('off');
-      });
-      // The next statement on the connection (a transition, say) waits for its flush as before.
-      expect(await setting(connection)).toBe(before);
-      expect(before).not.toBe('off');
-    });
+    const claimed = await expectCommitWithoutFlush(db, (trx) => dispatchRepo.claimDue(trx, 1, LEASE_MS, others));
+    expect(claimed.map((callback) => callback.id)).toEqual([id]);
   });
 
   it('finds the oldest due among thousands, and records a batch of them', async () => {

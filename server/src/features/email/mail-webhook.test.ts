@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
+import { expectCommitWithoutFlush } from '../../../test/helpers/flushless.ts';
 import { postSignedNotification, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { notificationsRepo } from './notifications.repo.ts';
 
 let app: TestApp;
 let provider: FakeMailProvider;
@@ -237,6 +239,20 @@ describe('POST /webhooks/mail', () => {
       } finally {
         await working.close();
       }
+    } finally {
+      await serving.close();
+    }
+  });
+
+  it("is taken by a worker's claim, which commits without waiting for the flush in its own transaction only", async () => {
+    const serving = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }, { workers: false });
+    try {
+      const org = await setUpEmailOrg(serving, provider, { autoRespond: false });
+      const acknowledged = await (await org.notify((await inboundTo(org, 'Claimed')).event)).json();
+      const claimed = await expectCommitWithoutFlush(serving.container.db, (trx) =>
+        notificationsRepo.claimReady(trx, 10, 60_000),
+      );
+      expect(claimed.map((row) => [row.id, row.attempts])).toEqual([[acknowledged.notificationId, 1]]);
     } finally {
       await serving.close();
     }

@@ -1,5 +1,6 @@
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import type { EmailNotificationRow, EmailNotificationStatus } from '../../db/email-schema.ts';
+import { commitWithoutFlush } from '../../db/flushless-commit.ts';
 import type { DB } from '../../db/schema.ts';
 
 /** An org that may have sent a notification, with the secret that proves it. */
@@ -93,6 +94,7 @@ export const notificationsRepo = {
    * live lease holds (new, waiting for a retry, or held by a worker that died or gave them back), the
    * longest-ready first. Rows another process is taking are skipped, not waited for. Prepared: the
    * taken rows are updated by their keys, so that its generic plan is index scans (the ready index).
+   * It commits without waiting for the flush: a claim a crash loses is a notification taken again.
    */
   claimReady: async (db: Kysely<DB>, limit: number, leaseMs: number): Promise<EmailNotificationRow[]> =>
     (
@@ -104,6 +106,7 @@ export const notificationsRepo = {
           where status = 'received' and greatest(lease_expires_at, retry_at, received_at) <= now()
           order by greatest(lease_expires_at, retry_at, received_at)
           limit ${limit} for update skip locked))
+          and ${commitWithoutFlush}
         returning *`.execute(db)
     ).rows,
 
