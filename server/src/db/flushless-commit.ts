@@ -7,7 +7,6 @@ import { sql } from 'kysely';
  * database that loses one means the work is taken and done again, as when the process that took it
  * dies. The work's outcome is written by a commit that does wait, and that flushes the claim with it
  * (the WAL is written in order). A commit that waits cost about 0.2 ms of PostgreSQL's CPU here, and as
- * long again before the work could start (docs/benchmarks.md). The dispatcher's claim does the same in
- * its function (migration 0029).
+ * long again before the work could start (docs/benchmarks.md).
  */
 export const commitWithoutFlush = sql<boolean>`(select set_config('synchronous_commit', 'off', true)) is not null`;

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { commitWithoutFlush } from '../../db/flushless-commit.ts';
 import type { CallbackDeliveryStatus, DB } from '../../db/schema.ts';
 
 export interface ClaimedCallback {
@@ -38,12 +39,14 @@ export const dispatchRepo = {
    * same endpoint is still pending: that is what keeps each action's callbacks in lifecycle order,
    * also across dispatcher processes (the earlier row is either locked by its claimer, or committed).
    * `skipEndpoints` are endpoints this dispatcher already has enough attempts in flight to. The
-   * statement is the function `claim_due_callbacks` (migrations 0027 and 0029), whose plan is fixed; it
-   * commits without waiting for the flush (a lost claim is a callback sent again).
+   * statement is the function `claim_due_callbacks` (migration 0027), whose plan is fixed; it commits
+   * without waiting for the flush (a lost claim is a callback sent again, as when a dispatcher dies mid-attempt).
    */
   claimDue: async (db: Kysely<DB>, limit: number, leaseMs: number, skipEndpoints: string[] = []): Promise<ClaimedCallback[]> =>
-    (await sql<ClaimedCallback>`select * from claim_due_callbacks(${limit}, ${leaseMs}, ${skipEndpoints}::uuid[])`.execute(db))
-      .rows,
+    (
+      await sql<ClaimedCallback>`select * from claim_due_callbacks(${limit}, ${leaseMs}, ${skipEndpoints}::uuid[])
+        where ${commitWithoutFlush}`.execute(db)
+    ).rows,
 
   /**
    * Records finished attempts in one statement: the attempt rows, each delivery's new state (a
