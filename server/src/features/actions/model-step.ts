@@ -74,6 +74,10 @@ export async function callModel(options: {
       tools: options.tools,
       maxRetries: options.maxRetries,
       abortSignal: AbortSignal.any([options.signal, limit.signal]),
+      // The service traces its model calls itself (run-tracing.ts) and registers no telemetry
+      // integration with the SDK, whose own telemetry (a tracing channel and its events, built at each
+      // call) only cost CPU: about 0.05 ms a call (docs/benchmarks.md).
+      telemetry: { isEnabled: false },
     });
   } catch (error) {
     if (limit.expired)
