@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { createSecretBox } from '../../lib/crypto.ts';
 import { createModelResolver } from '../agents/model-provider.ts';
-import { callModel, modelTools, type ToolPlan } from './model-step.ts';
+import { callModel, ModelCallError, modelTools, type ToolPlan } from './model-step.ts';
 
 /** The AI SDK's own telemetry: the tracing channel it publishes each call on when anyone listens. */
 const SDK_TELEMETRY_CHANNEL = 'ai:telemetry';
@@ -76,6 +76,26 @@ describe('callModel', () => {
     const step = await askModel();
     expect(step.calls).toEqual([{ toolCallId: 'call_1', toolName: 'lookup', input: { order: 42 }, invalid: false }]);
     expect(step.usage).toEqual({ inputTokens: 12, outputTokens: 3, cachedInputTokens: 0 });
+  });
+
+  it('marks a call it cannot take as invalid (arguments that are not JSON, a tool the run does not have) instead of failing', async () => {
+    model.script(() => ({
+      toolCalls: [
+        { id: 'call_bad', name: 'lookup', arguments: '{"order": 4' },
+        { id: 'call_unknown', name: 'refund', arguments: {} },
+      ],
+    }));
+    const step = await askModel();
+    expect(step.calls).toEqual([
+      expect.objectContaining({ toolCallId: 'call_bad', toolName: 'lookup', invalid: true }),
+      expect.objectContaining({ toolCallId: 'call_unknown', toolName: 'refund', invalid: true }),
+    ]);
+  });
+
+  it('fails a call the provider refuses as a ModelCallError with its message', async () => {
+    model.script(() => ({ error: { status: 400, message: 'context length exceeded' } }));
+    await expect(askModel()).rejects.toThrow(ModelCallError);
+    await expect(askModel()).rejects.toThrow(/context length exceeded/);
   });
 
   it("leaves the SDK's own telemetry off: the service traces its model calls itself", async () => {
