@@ -1,4 +1,7 @@
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
@@ -45,6 +48,37 @@ export async function startEchoMcpServer(options: { idempotent?: boolean } = {})
       for (const transport of sessions.values()) await transport.close().catch(() => {});
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The same server in a process of its own (lib/mcp-echo-process.ts), so that its answers do not wait
+ * for the benchmark's client and model, and its CPU is counted apart.
+ */
+export async function forkEchoMcpServer(options: { idempotent?: boolean } = {}) {
+  const child = fork(join(import.meta.dirname, 'mcp-echo-process.ts'), {
+    env: { ...process.env, BENCH_MCP_IDEMPOTENT: options.idempotent ? '1' : '0' },
+  });
+  const [{ url }] = (await Promise.race([
+    once(child, 'message'),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`the MCP server's process exited (${code}) before it listened`);
+    }),
+  ])) as [{ url: string }];
+  return {
+    url,
+    pid: child.pid!,
+    /** The tool calls it answered and the sessions it holds, so far. */
+    async counts(): Promise<{ calls: number; sessions: number }> {
+      const answer = once(child, 'message') as Promise<[{ calls: number; sessions: number }]>;
+      child.send({ report: true });
+      return (await answer)[0];
+    },
+    async close(): Promise<void> {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
     },
   };
 }
