@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { isPublicAddress } from './http-client.ts';
+import { createRequestFetch } from './request-fetch.ts';
 
 /**
  * fetch for URLs that users give us (MCP servers), with the guard the callbacks' agents have: only
@@ -56,6 +57,22 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     },
     keepAliveTimeout: 30_000,
   });
+  // On undici's request API, as the model calls are (the WHATWG fetch algorithm cost the service more
+  // CPU than the rest of an MCP call); what it does not take (an OAuth token request's form body)
+  // through fetch itself, on the same guarded agent and bound.
+  const direct = createRequestFetch({
+    dispatcher: agent,
+    maxResponseBytes: options.maxResponseBytes,
+    tooLarge: () => new ResponseTooLarge(options.maxResponseBytes),
+    fallback: async (input, init) =>
+      bounded(
+        (await undiciFetch(input as Parameters<typeof undiciFetch>[0], {
+          ...(init as Parameters<typeof undiciFetch>[1]),
+          dispatcher: agent,
+        })) as unknown as Response,
+        options.maxResponseBytes,
+      ),
+  });
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundRefused(`${url.protocol} URLs are not fetched`);
@@ -64,16 +81,12 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     if (!options.allowPrivateNetworks && isIP(host) && !isPublicAddress(host)) {
       throw new OutboundRefused(`${host} is not a public address`);
     }
-    const response = (await undiciFetch(url, {
-      ...(init as Parameters<typeof undiciFetch>[1]),
-      redirect: 'manual',
-      dispatcher: agent,
-    })) as unknown as Response;
+    const response = await direct(input, { ...init, redirect: 'manual' });
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel();
       throw new OutboundRefused(`redirect to ${response.headers.get('location') ?? '(no location)'} not followed`);
     }
-    return bounded(response, options.maxResponseBytes);
+    return response;
   };
   return Object.assign(guarded, { close: () => agent.close() });
 }

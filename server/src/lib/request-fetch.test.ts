@@ -40,6 +40,12 @@ describe('the request fetch', () => {
         return response.end();
       }
       if (request.url === '/large') return sendJson(response, 200, { text: 'x'.repeat(2_000) });
+      if (request.url === '/large-stream') {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(`data: ${'x'.repeat(600)}\n\n`);
+        setTimeout(() => response.end(`data: ${'y'.repeat(600)}\n\n`), 20);
+        return;
+      }
       sendJson(response, 404, { error: 'not found' });
     });
   });
@@ -116,6 +122,16 @@ describe('the request fetch', () => {
     const bounded = createRequestFetch({ maxResponseBytes: 1_000 });
     await expect(bounded(`${server.url}/large`)).rejects.toThrow(TypeError);
     expect((await modelFetch(`${server.url}/large`)).status).toBe(200);
+  });
+
+  it('fails an event stream once it passes the bound, with what was read before handed over', async () => {
+    const bounded = createRequestFetch({ maxResponseBytes: 1_000, tooLarge: () => new RangeError('over the bound') });
+    const reader = (await bounded(`${server.url}/large-stream`)).body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toMatch(/^data: x{600}/);
+    await expect(reader.read()).rejects.toThrow('over the bound');
+    const whole = await (await modelFetch(`${server.url}/large-stream`)).text();
+    expect(whole).toHaveLength(2 * 608);
   });
 
   it('refuses a connection the network refuses, as fetch does', async () => {

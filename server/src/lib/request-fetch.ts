@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import { type Dispatcher, getGlobalDispatcher, interceptors, request } from 'undici';
-import { readBounded } from './bounded-body.ts';
+import { readableBounded, readBounded } from './bounded-body.ts';
 
 /**
  * fetch for the service's calls to the APIs it is configured with (the model providers, through the
@@ -8,16 +7,30 @@ import { readBounded } from './bounded-body.ts';
  * HTTP without what fetch adds to each call (web streams for its request and response, chains of
  * abort signals, a DOMException per abort). Those were most of the CPU a model call cost the service
  * (docs/benchmarks.md). A JSON answer is read whole and handed back as a Response over its bytes; an
- * event stream is streamed. Redirects are handled as fetch handles them: `follow` (the default)
- * follows up to 20, `error` fails on one, `manual` returns it. A request this one does not take the
- * same way (a Request object, a body that is not a string) goes to the global fetch.
+ * event stream is streamed; either is bounded by `maxResponseBytes`. Redirects are handled as fetch
+ * handles them: `follow` (the default) follows up to 20, `error` fails on one, `manual` returns it. A
+ * request this one does not take the same way (a Request object, a body that is not a string) goes
+ * to `fallback`.
  */
-export function createRequestFetch(options: { dispatcher?: Dispatcher; maxResponseBytes?: number } = {}): typeof fetch {
+export function createRequestFetch(
+  options: {
+    dispatcher?: Dispatcher;
+    /** A body longer than this, read whole or streamed, fails its read with `tooLarge()` (the connection is cut). */
+    maxResponseBytes?: number;
+    tooLarge?: () => Error;
+    /** Where a request this one does not take goes: the global fetch. */
+    fallback?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  } = {},
+): typeof fetch {
   const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
+  const tooLarge =
+    options.tooLarge ??
+    (() => new TypeError('fetch failed', { cause: new Error(`the response was larger than ${maxResponseBytes} bytes`) }));
+  const fallback = options.fallback ?? fetch;
   const direct = options.dispatcher ?? getGlobalDispatcher();
   const following = direct.compose(interceptors.redirect({ maxRedirections: 20, throwOnMaxRedirect: true }));
   const requestFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    if (input instanceof Request || (init?.body != null && typeof init.body !== 'string')) return fetch(input, init);
+    if (input instanceof Request || (init?.body != null && typeof init.body !== 'string')) return fallback(input, init);
     const redirect = init?.redirect ?? 'follow';
     const { statusCode, headers, body } = await request(String(input), {
       method: (init?.method ?? 'GET') as Dispatcher.HttpMethod,
@@ -40,10 +53,8 @@ export function createRequestFetch(options: { dispatcher?: Dispatcher; maxRespon
       return new Response(null, { status: statusCode, headers: responseHeaders });
     }
     const streamed = responseHeaders.get('content-type')?.startsWith('text/event-stream');
-    const tooLarge = () =>
-      new TypeError('fetch failed', { cause: new Error(`the response was larger than ${maxResponseBytes} bytes`) });
     const content = streamed
-      ? (Readable.toWeb(body) as ReadableStream<Uint8Array>)
+      ? readableBounded(body, maxResponseBytes, tooLarge)
       : await readBounded(body, maxResponseBytes, tooLarge);
     return new Response(content as BodyInit, { status: statusCode, headers: responseHeaders });
   };
