@@ -18,7 +18,7 @@ export function createRequestFetch(
     /** A body longer than this, read whole or streamed, fails its read with `tooLarge()` (the connection is cut). */
     maxResponseBytes?: number;
     tooLarge?: () => Error;
-    /** Where a request this one does not take goes: the global fetch. */
+    /** Where a request this one does not take goes (the global fetch unless given). */
     fallback?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   } = {},
 ): typeof fetch {
