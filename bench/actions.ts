@@ -13,7 +13,7 @@
  *   npm run bench:actions                  # BENCH_RATE=600 events/s for BENCH_DURATION=10 s
  */
 import pg from 'pg';
-import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
 import { actionPhase, databaseWork, ECHO_TOOL_ENV, percentile, startEchoModel, workPerAction } from './lib/action-load.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
@@ -93,7 +93,6 @@ async function measure(label: string, extraEnv: Record<string, string>) {
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const pct = (value: number) => `${(100 * value).toFixed(1)}%`;
 
 try {

@@ -26,7 +26,7 @@ import { callbackEndpointInput } from '../server/src/features/callbacks/callback
 import { BUS_TOPICS, createProcessBus } from '../server/src/lib/process-bus.ts';
 import { pino } from 'pino';
 import { cpuPerRequest, cpuSnapshot, processesCpuSeconds, type CpuPerRequest } from './lib/cpu-usage.ts';
-import { benchDatabase, fmt, freePort, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, freePort, postgresReachable, startService } from './lib/harness.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 1200);
 const CAPACITY_RATE = Number(process.env.BENCH_CAPACITY_RATE ?? 4000);
@@ -284,7 +284,6 @@ try {
   console.log(
     `callbacks benchmark: ${RATE} transitions/s offered for latency, ${CAPACITY_RATE}/s for capacity, ${DURATION} s each, over ${ORGS * WEBHOOKS_PER_ORG} webhooks in ${ORGS} orgs, on PostgreSQL, node ${process.version}`,
   );
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const rounds = new Map(ENDPOINT_COUNTS.map((endpoints) => [endpoints, { ofBare: [] as number[], p50: [] as number[] }]));
   for (let round = 1; round <= ROUNDS; round++) {
     if (ROUNDS > 1) console.log(`round ${round}:`);

@@ -25,7 +25,7 @@ import { agentInput } from '../server/src/features/agents/agents.schemas.ts';
 import { postSignedNotification, startFakeMailProvider } from '../server/test/helpers/fake-mail-provider.ts';
 import { calledTools, eventData, startFakeModel } from '../server/test/helpers/fake-model.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
-import { benchDatabase, fmt, postgresReachable, startBareServer, startService, startWorker } from './lib/harness.ts';
+import { benchDatabase, fmt, median, postgresReachable, startBareServer, startService, startWorker } from './lib/harness.ts';
 
 const ACK_RATE = Number(process.env.BENCH_ACK_RATE ?? 200);
 const REPLY_RATE = Number(process.env.BENCH_REPLY_RATE ?? 50);
@@ -262,7 +262,6 @@ for (let n = 1; n <= RUNS; n++) {
   runs.push(await run());
 }
 if (RUNS > 1) {
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const line = (name: string, values: number[], target: string) =>
     console.log(
       `${name.padEnd(22)}: ${median(values).toFixed(1)} ms (runs: ${values.map((value) => value.toFixed(1)).join(', ')}; ${target})`,

@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { signingHeaders } from '../server/src/features/ingest/verification.ts';
-import { benchDatabase, fmt, postgresReachable, startBareServer, startService, sentNow } from './lib/harness.ts';
+import { benchDatabase, fmt, median, postgresReachable, startBareServer, startService, sentNow } from './lib/harness.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';
 import { wrkLoad, type PreparedRequest } from './lib/wrk.ts';
@@ -130,7 +130,6 @@ async function bareRate(): Promise<number> {
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
 const ratios = new Map(kinds.map((kind) => [kind, { ofBare: [] as number[], ofPgbench: [] as number[] }]));
 for (let round = 1; round <= ROUNDS; round++) {

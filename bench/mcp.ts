@@ -15,7 +15,7 @@ import { startFakeModel, toolResults } from '../server/test/helpers/fake-model.t
 import pg from 'pg';
 import { actionPhase, ECHO_TOOL_ENV, percentile, type ActionPhase } from './lib/action-load.ts';
 import { cpuPerRequest, cpuSnapshot, processesCpuSeconds } from './lib/cpu-usage.ts';
-import { benchDatabase, fmt, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, postgresReachable, startService } from './lib/harness.ts';
 import { forkEchoMcpServer } from './lib/mcp-echo-server.ts';
 import { seedWebhooks } from './lib/seed.ts';
 
@@ -99,8 +99,6 @@ async function measure(label: string, tool: string): Promise<{ latency: ActionPh
     await database.drop();
   }
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 try {
   console.log(

@@ -153,3 +153,6 @@ function stopChild(child: ChildProcess): Promise<void> {
 export const sentNow = () => ({ nowSeconds: Math.floor(Date.now() / 1000) });
 
 export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+/** The middle value (of an odd count; the upper middle of an even one): a round's figure that one swing does not move. */
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
