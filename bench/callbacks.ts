@@ -26,7 +26,7 @@ import { callbackEndpointInput } from '../server/src/features/callbacks/callback
 import { BUS_TOPICS, createProcessBus } from '../server/src/lib/process-bus.ts';
 import { pino } from 'pino';
 import { cpuPerRequest, cpuSnapshot, processesCpuSeconds, type CpuPerRequest } from './lib/cpu-usage.ts';
-import { benchDatabase, fmt, median, freePort, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, freePort, ownChild, postgresReachable, startService } from './lib/harness.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 1200);
 const CAPACITY_RATE = Number(process.env.BENCH_CAPACITY_RATE ?? 4000);
@@ -49,9 +49,9 @@ if (!(await postgresReachable())) {
 
 const receiverPort = await freePort();
 const receiverUrl = `http://127.0.0.1:${receiverPort}/callbacks`;
-const receiver = fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), {
-  env: { ...process.env, PORT: String(receiverPort) },
-});
+const receiver = ownChild(
+  fork(join(import.meta.dirname, 'lib', 'callback-receiver.ts'), { env: { ...process.env, PORT: String(receiverPort) } }),
+);
 await new Promise((resolve) => receiver.once('message', resolve));
 /** What the receiver has seen (and, with `reset`, forget it). */
 const receiverReport = (reset = false) =>

@@ -23,3 +23,5 @@ const server = createServer((request, response) => {
 });
 server.listen(Number(process.env.PORT), '127.0.0.1', () => process.send?.('ready'));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
+// The benchmark that forked it is gone (even SIGKILLed): nothing will ask it anything again.
+process.on('disconnect', () => process.exit(0));

@@ -19,3 +19,5 @@ process.on('message', (message: { report?: boolean; reset?: boolean }) => {
   if (message.reset) arrivals.clear();
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
+// The benchmark that forked it is gone (even SIGKILLed): nothing will ask it anything again.
+process.on('disconnect', () => process.exit(0));

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../server/test/helpers/http.ts';
+import { ownChild } from './harness.ts';
 
 const CLI = join(import.meta.dirname, '..', '..', 'server', 'src', 'cli.ts');
 
@@ -49,14 +50,16 @@ export async function startDeployment(options: {
 
   async function start(process_: DeployedProcess): Promise<void> {
     const port = process_.url ? new URL(process_.url).port : undefined;
-    const child = spawn(globalThis.process.execPath, [CLI, process_.kind], {
-      env: {
-        ...options.env,
-        RUN_WORKERS: 'false',
-        ...(port ? { PORT: port, API_HOST: process_.url! } : {}),
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = ownChild(
+      spawn(globalThis.process.execPath, [CLI, process_.kind], {
+        env: {
+          ...options.env,
+          RUN_WORKERS: 'false',
+          ...(port ? { PORT: port, API_HOST: process_.url! } : {}),
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      }),
+    );
     child.stderr!.on('data', (chunk: Buffer) => log.write(`[${process_.name}] ${chunk}`));
     child.once('exit', () => (process_.up = false));
     process_.child = child;

@@ -9,6 +9,40 @@ import pg from 'pg';
 export const ROOT = join(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'server', 'src', 'cli.ts');
 
+/**
+ * What a running benchmark started: its processes and databases. A benchmark stopped by a signal
+ * (a timeout, `kill`) stops them and drops them before it exits, so that no server it started goes on
+ * polling beside the next benchmark, and no database of it is left behind. Ctrl-C reaches the child
+ * processes anyway (the terminal signals the whole group); a signal sent to the benchmark alone does not.
+ */
+const children = new Set<ChildProcess>();
+const databaseDrops = new Set<() => Promise<void>>();
+/** How long a stopped benchmark waits for its databases to be dropped before it exits anyway. */
+const TEARDOWN_MS = 10_000;
+
+/** Registers a process that the benchmark started: it is stopped with the benchmark. */
+export function ownChild<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGTERM');
+});
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
+  process.once(signal, () => {
+    for (const child of children) child.kill('SIGTERM');
+    const drops = Promise.allSettled([...databaseDrops].map((drop) => drop()));
+    const timeout = new Promise((resolve) => setTimeout(resolve, TEARDOWN_MS).unref());
+    void Promise.race([drops, timeout]).then(() => process.exit(code));
+  });
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -42,8 +76,15 @@ export async function benchDatabase(
   adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
 ): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ap-bench-'));
+  const owned = (drop: () => Promise<void>) => {
+    databaseDrops.add(drop);
+    return async () => {
+      databaseDrops.delete(drop);
+      await drop();
+    };
+  };
   if (kind === 'pglite')
-    return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+    return { env: { DATA_DIR: dataDir }, drop: owned(async () => rmSync(dataDir, { recursive: true, force: true })) };
   const name = `ap_bench_${Date.now().toString(36)}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -53,13 +94,13 @@ export async function benchDatabase(
   url.pathname = `/${name}`;
   return {
     env: { DATA_DIR: dataDir, DATABASE_URL: url.href },
-    async drop() {
+    drop: owned(async () => {
       const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();
       await client.query(`drop database if exists ${name} with (force)`);
       await client.end();
       rmSync(dataDir, { recursive: true, force: true });
-    },
+    }),
   };
 }
 
@@ -80,10 +121,9 @@ export async function postgresReachable(): Promise<boolean> {
 
 export function runCli(env: Record<string, string>, ...args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = ownChild(
+      spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] }),
+    );
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cli ${args.join(' ')} failed: ${stderr}`))));
@@ -96,10 +136,12 @@ export async function startService(
 ): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', PORT: String(port), API_HOST: url, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = ownChild(
+    spawn(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', PORT: String(port), API_HOST: url, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
+  );
   const deadline = Date.now() + 60_000;
   while (
     !(await fetch(`${url}/readyz`).then(
@@ -115,10 +157,12 @@ export async function startService(
 
 /** A `worker` process (jobs only, no HTTP), once it says it runs. */
 export async function startWorker(env: Record<string, string>): Promise<{ pid: number; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, 'worker'], {
-    env: { ...process.env, NODE_ENV: 'development', ...env, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = ownChild(
+    spawn(process.execPath, [CLI, 'worker'], {
+      env: { ...process.env, NODE_ENV: 'development', ...env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     let output = '';
     const onData = (chunk: Buffer) => {
@@ -136,7 +180,7 @@ export async function startWorker(env: Record<string, string>): Promise<{ pid: n
 
 export async function startBareServer(): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = fork(join(import.meta.dirname, 'bare-server.ts'), { env: { ...process.env, PORT: String(port) } });
+  const child = ownChild(fork(join(import.meta.dirname, 'bare-server.ts'), { env: { ...process.env, PORT: String(port) } }));
   await new Promise((resolve) => child.once('message', resolve));
   return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

@@ -8,3 +8,5 @@ process.on('message', (message: { report?: boolean }) => {
   if (message.report) process.send?.({ calls: server.calls(), sessions: server.sessions() });
 });
 process.on('SIGTERM', () => void server.close().then(() => process.exit(0)));
+// The benchmark that forked it is gone (even SIGKILLed): nothing will ask it anything again.
+process.on('disconnect', () => process.exit(0));

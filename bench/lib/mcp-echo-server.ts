@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { ownChild } from './harness.ts';
 
 /**
  * The MCP benchmark's server on loopback, built with the official server SDK (session-based): one
@@ -57,9 +58,11 @@ export async function startEchoMcpServer(options: { idempotent?: boolean } = {})
  * for the benchmark's client and model, and its CPU is counted apart.
  */
 export async function forkEchoMcpServer(options: { idempotent?: boolean } = {}) {
-  const child = fork(join(import.meta.dirname, 'mcp-echo-process.ts'), {
-    env: { ...process.env, BENCH_MCP_IDEMPOTENT: options.idempotent ? '1' : '0' },
-  });
+  const child = ownChild(
+    fork(join(import.meta.dirname, 'mcp-echo-process.ts'), {
+      env: { ...process.env, BENCH_MCP_IDEMPOTENT: options.idempotent ? '1' : '0' },
+    }),
+  );
   const [{ url }] = (await Promise.race([
     once(child, 'message'),
     once(child, 'exit').then(([code]) => {
