@@ -4,7 +4,7 @@ import { type Insertable, type Kysely, type RawBuilder, sql } from 'kysely';
 // own statement (callbacks never import actions).
 import { CALLBACK_EVENT_OF, callbackDetails, OUTBOX_CTE } from '../callbacks/outbox.ts';
 import type { DB, ModelCallsTable, ThreadMessagesTable, ToolCallsTable } from '../../db/schema.ts';
-import { PLANNED_PER_CALL } from '../../db/prepared.ts';
+import { PLANNED_PER_CALL, uncountedIds } from '../../db/prepared.ts';
 import { approvalStateOf, canTransition, IllegalTransitionError, type Transition } from './lifecycle.ts';
 import type { Message } from './run-context.ts';
 
@@ -98,15 +98,6 @@ function rowsOf(writes: ActionWrite[]) {
 type Rows = ReturnType<typeof rowsOf>;
 
 const json = (value: unknown) => JSON.stringify(value) ?? null;
-
-/**
- * The first array of each unnest (ids), behind a scalar subquery, where the planner cannot count it: it then
- * takes every unnest for 10 rows with or without the values. Counted, a small batch's custom plan
- * always looked cheaper than the generic one, and PostgreSQL planned the prepared statement at every
- * call (999 custom plans in 999 runs, about 0.5 ms each: docs/benchmarks.md). Large batches are
- * planned per call (PLANNED_PER_CALL) as before, at the tables' sizes of the moment.
- */
-const uncountedIds = (ids: string[]) => sql`(select ${ids}::uuid[])`;
 
 /** The conversation: threads opened, linked to their actions, and their messages. */
 const conversationParts = ({ threads, links, messages }: Rows) => [

@@ -1,4 +1,5 @@
 import { type Kysely, type QueryCreator, type RawBuilder, sql } from 'kysely';
+import { uncountedIds } from '../../db/prepared.ts';
 import { queryTemplate } from '../../db/query-template.ts';
 import type { DB, ModelProvider } from '../../db/schema.ts';
 
@@ -118,7 +119,8 @@ const runContexts = queryTemplate((db, args: { actionIds: string[]; defaultProvi
           .select('c.apiKeyEncrypted')
           .as('orgApiKeyEncrypted'),
     ])
-    .where((eb) => eb('a.id', '=', eb.fn.any(eb.val(args.actionIds)))),
+    // Uncounted, so that the statement keeps its generic plan instead of being planned at every load.
+    .where((eb) => eb('a.id', '=', eb.fn.any(uncountedIds(args.actionIds)))),
 );
 
 /** Actions as the runtime and the ledger read them. */
