@@ -27,16 +27,20 @@ export function ownChild<T extends ChildProcess>(child: T): T {
   return child;
 }
 
-process.once('exit', () => {
+/** Tells every process still running to stop (once: a process told is no longer the benchmark's to stop). */
+const stopChildren = () => {
   for (const child of children) child.kill('SIGTERM');
-});
+  children.clear();
+};
+process.once('exit', stopChildren);
 for (const [signal, code] of [
   ['SIGINT', 130],
   ['SIGTERM', 143],
   ['SIGHUP', 129],
 ] as const) {
   process.once(signal, () => {
-    for (const child of children) child.kill('SIGTERM');
+    // The processes first: told to stop, they let go of the databases dropped next (by force if not yet).
+    stopChildren();
     const drops = Promise.allSettled([...databaseDrops].map((drop) => drop()));
     const timeout = new Promise((resolve) => setTimeout(resolve, TEARDOWN_MS).unref());
     void Promise.race([drops, timeout]).then(() => process.exit(code));
