@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendJson, startLoopbackServer } from '../../test/helpers/http.ts';
+import { sendEvents, sendJson, startLoopbackServer } from '../../test/helpers/http.ts';
 import { createGuardedFetch, OutboundRefused, ResponseTooLarge } from './guarded-fetch.ts';
 
 /** The errors an error carries, itself first. */
@@ -17,12 +17,8 @@ describe('the guarded fetch (URLs that users give: MCP servers)', () => {
       seen.push({ method: request.method!, url: request.url!, headers: request.headers, body });
       if (request.url === '/mcp')
         return sendJson(response, 200, { jsonrpc: '2.0', id: 1, result: {} }, { 'mcp-session-id': 's-1' });
-      if (request.url === '/events') {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write('event: message\ndata: {"id":1}\n\n');
-        setTimeout(() => response.end('event: message\ndata: {"id":2}\n\n'), 50);
-        return;
-      }
+      if (request.url === '/events')
+        return sendEvents(response, 'event: message\ndata: {"id":1}\n\n', 'event: message\ndata: {"id":2}\n\n', 50);
       if (request.url === '/open-events') {
         response.writeHead(200, { 'content-type': 'text/event-stream' });
         response.write('event: message\ndata: {"id":1}\n\n');
@@ -30,12 +26,8 @@ describe('the guarded fetch (URLs that users give: MCP servers)', () => {
         return;
       }
       if (request.url === '/large') return sendJson(response, 200, { text: 'x'.repeat(2_000) });
-      if (request.url === '/large-events') {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write(`data: ${'x'.repeat(600)}\n\n`);
-        setTimeout(() => response.end(`data: ${'y'.repeat(600)}\n\n`), 20);
-        return;
-      }
+      if (request.url === '/large-events')
+        return sendEvents(response, `data: ${'x'.repeat(600)}\n\n`, `data: ${'y'.repeat(600)}\n\n`);
       if (request.url === '/moved') {
         response.writeHead(307, { location: '/mcp' });
         return response.end();

@@ -1,7 +1,7 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendJson, startLoopbackServer } from '../../test/helpers/http.ts';
+import { sendEvents, sendJson, startLoopbackServer } from '../../test/helpers/http.ts';
 import { createRequestFetch } from './request-fetch.ts';
 
 describe('the request fetch', () => {
@@ -28,24 +28,15 @@ describe('the request fetch', () => {
         response.writeHead(204);
         return response.end();
       }
-      if (request.url === '/stream') {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write('data: one\n\n');
-        setTimeout(() => response.end('data: two\n\n'), 20);
-        return;
-      }
+      if (request.url === '/stream') return sendEvents(response, 'data: one\n\n', 'data: two\n\n');
       if (request.url === '/slow') return setTimeout(() => sendJson(response, 200, {}), 5_000);
       if (request.url === '/moved') {
         response.writeHead(302, { location: '/v1/chat/completions' });
         return response.end();
       }
       if (request.url === '/large') return sendJson(response, 200, { text: 'x'.repeat(2_000) });
-      if (request.url === '/large-stream') {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write(`data: ${'x'.repeat(600)}\n\n`);
-        setTimeout(() => response.end(`data: ${'y'.repeat(600)}\n\n`), 20);
-        return;
-      }
+      if (request.url === '/large-stream')
+        return sendEvents(response, `data: ${'x'.repeat(600)}\n\n`, `data: ${'y'.repeat(600)}\n\n`);
       sendJson(response, 404, { error: 'not found' });
     });
   });

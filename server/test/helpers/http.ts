@@ -57,6 +57,13 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(JSON.stringify(body));
 }
 
+/** An event stream in two writes, the second `gapMs` later and ending it: a reader sees them arrive apart. */
+export function sendEvents(response: ServerResponse, first: string, last: string, gapMs = 20) {
+  response.writeHead(200, { 'content-type': 'text/event-stream' });
+  response.write(first);
+  setTimeout(() => response.end(last), gapMs);
+}
+
 /** The name=value pairs of every Set-Cookie header of a response. */
 export function setCookies(response: { headers: Headers }): Map<string, { value: string; attributes: string }> {
   const cookies = new Map<string, { value: string; attributes: string }>();

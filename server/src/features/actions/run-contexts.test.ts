@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fillActions, plansOf } from '../../../test/helpers/plans.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 import { actionsRepo } from './actions.repo.ts';
@@ -38,32 +38,20 @@ describe('actionsRepo.runContexts', () => {
   });
 
   it("runs on a plan made once (the prepared statement's generic plan), not on one planned at every read", async () => {
-    // On a table of some size (on a tiny one any plan costs about the same, and the generic one is taken).
-    await sql`insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id)
-      select gen_random_uuid(), ${setup.tenant.org.id}, ${setup.webhook.id}, gen_random_uuid(), 'completed', 'order.created',
-        'filler-' || n
-      from generate_series(1, 5000) as n`.execute(app.container.db);
+    await fillActions(app.container.db, setup, 5000);
     const ids = await queuedActions(4);
-    const plans = (connection: typeof app.container.db) =>
-      sql<{ generic: number; custom: number }>`
-        select coalesce(sum(generic_plans), 0)::int as generic, coalesce(sum(custom_plans), 0)::int as custom
-        from pg_prepared_statements where statement like '%as "denied_tools"%'`
-        .execute(connection)
-        .then((result) => result.rows[0]!);
-    const { before, after, read } = await app.container.db.connection().execute(async (connection) => {
-      const before = await plans(connection);
-      const read: string[] = [];
+    const read: string[] = [];
+    const plans = await plansOf(app.container.db, 'as "denied_tools"', async (connection) => {
       // Reads of one to four actions, as a runner's claims take them.
       for (let round = 0; round < 3; round++)
         for (let count = 1; count <= ids.length; count++) {
           const rows = await actionsRepo.runContexts(connection, ids.slice(0, count), 'openai-compatible');
           read.push(...rows.map((row) => row.id));
         }
-      return { before, after: await plans(connection), read };
     });
     expect(read).toHaveLength(3 * (1 + 2 + 3 + 4));
     // PostgreSQL plans a prepared statement's first five runs with their values; the later ones use the generic plan.
-    expect(after.custom - before.custom).toBeLessThanOrEqual(5);
-    expect(after.generic - before.generic).toBeGreaterThanOrEqual(7);
+    expect(plans.custom).toBeLessThanOrEqual(5);
+    expect(plans.generic).toBeGreaterThanOrEqual(7);
   });
 });
