@@ -171,6 +171,8 @@ export async function createContainer(config: Config, options: ContainerOptions 
 
     async close() {
       draining = true;
+      // Another worker process hears the signals of new work from now on, while this one drains.
+      await bus.stopWork();
       await writer.drain();
       await runDispatcher.stop(10_000);
       await experiments.dispatcher.stop(10_000);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { createEventLoopLoad } from './event-loop-load.ts';
+import { createWorkTurn, type WorkTurn } from './work-turn.ts';
 
 const CHANNEL = 'agent_platform_invalidate';
 /**
@@ -8,6 +10,10 @@ const CHANNEL = 'agent_platform_invalidate';
  * with RUN_WORKERS=false) does not listen to them, so is not woken by every commit of every process.
  */
 const WORK_CHANNEL = 'agent_platform_work';
+/** The signals of TURN_TOPICS travel here, heard by the one process that holds the work turn (lib/work-turn.ts). */
+const TURN_CHANNEL = 'agent_platform_work_turn';
+/** The turn's advisory lock key: "ap_t", then the turn (one so far). */
+const TURN_LOCK_KEY: [number, number] = [0x61705f74, 1];
 /** Signals within this window of one another reach other processes as one NOTIFY. */
 const SIGNAL_WINDOW_MS = 5;
 /** The key a handler receives when messages may have been missed: drop everything. */
@@ -41,6 +47,13 @@ export const BUS_TOPICS = {
    */
   orgEvents: 'org-events',
 } as const;
+/**
+ * Signals that wake one worker process, not all: the one that holds the work turn, which takes the
+ * work or, when it cannot (its slots are full, it is stopping, its event loop is busy), relays the
+ * signal to every worker. Every worker that heard an action run's signal claimed once, and all but one
+ * found nothing: a wake-up and a statement each, for nothing.
+ */
+const TURN_TOPICS: ReadonlySet<string> = new Set([BUS_TOPICS.actionRuns]);
 /** Jobs of a queue were committed: its workers in every process fetch now, not at their next poll (a signal). */
 export const jobsTopic = (queue: string) => `jobs:${queue}` as const;
 export type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS] | ReturnType<typeof jobsTopic>;
@@ -57,7 +70,8 @@ export interface ProcessBus {
    * A wake-up, where one is as good as many: this process's subscribers hear it at once; other
    * processes within SIGNAL_WINDOW_MS, a burst of signals travelling as one NOTIFY (each costs the
    * database a serialized commit step). Other processes are not told of work that a subscriber here
-   * takes (its handler returns true) nor, with `sent`, of work whose own commit told them.
+   * takes (its handler returns true) nor, with `sent`, of work whose own commit told them. A signal
+   * of TURN_TOPICS goes to the process that holds the work turn, or from that process to every worker.
    */
   signal(topic: BusTopic, sent?: CommitNotice): void;
   /**
@@ -68,8 +82,15 @@ export interface ProcessBus {
    * work themselves), has no PostgreSQL, or a NOTIFY went within the window (one follows at its end).
    */
   commitNotice(topic: BusTopic): CommitNotice | undefined;
-  /** This process runs workers: from now on it hears the signals of other processes too. */
+  /**
+   * This process runs workers: from now on it hears the signals of other processes too, and waits in
+   * line for the work turn (TURN_TOPICS' signals).
+   */
   listenForWork(): Promise<void>;
+  /** This process takes no more work (it is stopping): the work turn passes to the next in line now. */
+  stopWork(): Promise<void>;
+  /** Whether this process holds the work turn now. */
+  readonly holdsWorkTurn: boolean;
   /**
    * `handler` hears the topic's messages. For a signal it returns true when this process takes the
    * work now (it runs that worker, started, with room): other processes are then not woken for it.
@@ -88,8 +109,11 @@ export function createProcessBus(options: {
   postgresUrl?: string;
   /** The embedded database's own LISTEN (PGlite): its triggers' messages reach this process's subscribers. */
   listenInProcess?: (channel: string, handler: (payload: string) => void) => Promise<void>;
+  /** Whether this process's event loop is too busy to keep its turn's work to itself (lib/event-loop-load.ts). */
+  loopBusy?: () => boolean;
   logger: Logger;
 }): ProcessBus {
+  const loopBusy = options.loopBusy ?? createEventLoopLoad({ windowMs: 250, busyShare: 0.8 }).busy;
   const handlers = new Map<string, Array<(key: string) => unknown>>();
   const origin = randomUUID();
   /** True when a subscriber here takes the work (a signal). */
@@ -98,13 +122,22 @@ export function createProcessBus(options: {
     for (const handler of handlers.get(topic) ?? []) taken = handler(key) === true || taken;
     return taken;
   };
-  const onMessage = (payload: string | undefined) => {
+  const parse = (payload: string | undefined) => {
     try {
-      const { o, t, k } = JSON.parse(payload ?? '') as { o: string; t: string; k: string };
-      if (o !== origin) deliver(t, k);
+      const message = JSON.parse(payload ?? '') as { o: string; t: string; k: string };
+      return message.o === origin ? undefined : message;
     } catch {
-      // not ours
+      return undefined; // not ours
     }
+  };
+  const onMessage = (payload: string | undefined) => {
+    const message = parse(payload);
+    if (message) deliver(message.t, message.k);
+  };
+  /** A signal to the turn's holder (this process): work it cannot take now goes to every worker. */
+  const onTurnMessage = (payload: string | undefined) => {
+    const message = parse(payload);
+    if (message && (!deliver(message.t, message.k) || loopBusy())) tellOthers(message.t);
   };
   const deliverAll = () => {
     for (const topic of handlers.keys()) deliver(topic, INVALIDATE_ALL);
@@ -115,6 +148,7 @@ export function createProcessBus(options: {
   let retryTimer: NodeJS.Timeout | undefined;
   let publisher: pg.Pool | undefined;
   let hearsWork = false;
+  let turn: WorkTurn | undefined;
 
   async function connect(attempt = 0): Promise<void> {
     if (closed || !options.postgresUrl) return;
@@ -155,8 +189,10 @@ export function createProcessBus(options: {
     await ready;
     await publisher.query('select pg_notify($1, $2)', [channel, payloadOf(topic, key)]);
   };
+  /** Where other processes hear a signal: the turn's holder, unless this process is it (then every worker). */
+  const channelOf = (topic: string) => (TURN_TOPICS.has(topic) && !turn?.holding ? TURN_CHANNEL : WORK_CHANNEL);
   const notify = (topic: string) =>
-    void send(WORK_CHANNEL, topic, '').catch((error: unknown) =>
+    void send(channelOf(topic), topic, '').catch((error: unknown) =>
       options.logger.warn({ err: error, topic }, 'could not signal other processes'),
     );
   const openWindow = (topic: string) => {
@@ -170,6 +206,19 @@ export function createProcessBus(options: {
       }
     }, SIGNAL_WINDOW_MS);
   };
+  /** Tells the other processes of work this one does not take, a burst within the window as one NOTIFY. */
+  function tellOthers(topic: string, sent?: CommitNotice): void {
+    if (!publisher || closed) return;
+    const open = signalWindows.get(topic);
+    if (sent) {
+      // A NOTIFY went with the commit: signals within the window after it go as one at its end.
+      if (!open) openWindow(topic);
+    } else if (open) open.again = true;
+    else {
+      notify(topic);
+      openWindow(topic);
+    }
+  }
   if (options.postgresUrl) publisher = new pg.Pool({ connectionString: options.postgresUrl, max: 1 });
   publisher?.on('error', () => {});
 
@@ -179,23 +228,28 @@ export function createProcessBus(options: {
       await send(CHANNEL, topic, key);
     },
     signal(topic, sent) {
-      if (deliver(topic, '') || !publisher || closed) return;
-      const open = signalWindows.get(topic);
-      if (sent) {
-        // A NOTIFY went with the commit: signals within the window after it go as one at its end.
-        if (!open) openWindow(topic);
-      } else if (open) open.again = true;
-      else {
-        notify(topic);
-        openWindow(topic);
-      }
+      if (!deliver(topic, '')) tellOthers(topic, sent);
     },
     commitNotice(topic) {
       if (hearsWork || !publisher || closed || signalWindows.has(topic)) return undefined;
-      return { channel: WORK_CHANNEL, payload: payloadOf(topic, '') };
+      return { channel: channelOf(topic), payload: payloadOf(topic, '') };
     },
     async listenForWork() {
       hearsWork = true;
+      if (options.postgresUrl && !turn && !closed) {
+        turn = createWorkTurn({
+          postgresUrl: options.postgresUrl,
+          channel: TURN_CHANNEL,
+          lockKey: TURN_LOCK_KEY,
+          onMessage: onTurnMessage,
+          // Signals sent while nobody held the turn reached nobody: its work is claimed now.
+          onTurn: () => {
+            for (const topic of TURN_TOPICS) deliver(topic, '');
+          },
+          logger: options.logger,
+        });
+        turn.start();
+      }
       await ready;
       // A lost connection is not fatal here: the reconnect listens to both channels.
       await client
@@ -205,8 +259,15 @@ export function createProcessBus(options: {
     subscribe(topic, handler) {
       handlers.set(topic, [...(handlers.get(topic) ?? []), handler]);
     },
+    async stopWork() {
+      await turn?.stop();
+    },
+    get holdsWorkTurn() {
+      return turn?.holding ?? false;
+    },
     async close() {
       closed = true;
+      await turn?.stop();
       clearTimeout(retryTimer);
       for (const { timer } of signalWindows.values()) clearTimeout(timer);
       await ready;

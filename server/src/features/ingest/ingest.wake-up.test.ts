@@ -21,6 +21,7 @@ describe.runIf(onPostgres)('a serve wakes the workers of other processes with th
       heard.push({ channel, processId, topic: t, key: k });
     });
     await listener.query('listen agent_platform_work');
+    await listener.query('listen agent_platform_work_turn');
     await listener.query('listen agent_platform_invalidate');
   });
   afterAll(async () => {
@@ -38,8 +39,9 @@ describe.runIf(onPostgres)('a serve wakes the workers of other processes with th
     await serve.container.bus.publish(BUS_TOPICS.session, 'marker');
     const marker = await eventually('the marker', () => heard.find((message) => message.key === 'marker'));
 
-    const wakeUps = heard.filter((message) => message.channel === 'agent_platform_work');
-    expect(wakeUps).toEqual([expect.objectContaining({ topic: BUS_TOPICS.actionRuns })]);
+    // To the worker process that holds the work turn alone (lib/work-turn.ts), not to every worker.
+    const wakeUps = heard.filter((message) => message.channel.startsWith('agent_platform_work'));
+    expect(wakeUps).toEqual([expect.objectContaining({ channel: 'agent_platform_work_turn', topic: BUS_TOPICS.actionRuns })]);
     // Sent by the connection that stored the action, not by the bus's own.
     expect(wakeUps[0]!.processId).not.toBe(marker.processId);
   });

@@ -1,0 +1,136 @@
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connected, listen } from '../../test/helpers/bus.ts';
+import { eventually } from '../../test/helpers/eventually.ts';
+import { createTestDatabaseUrl } from '../../test/helpers/test-database.ts';
+import { createEventLoopLoad } from './event-loop-load.ts';
+import { BUS_TOPICS, createProcessBus, type ProcessBus } from './process-bus.ts';
+
+const onPostgres = process.env.TEST_DB === 'postgres';
+
+describe.runIf(onPostgres)('the work turn: one worker process hears an action run signal (PostgreSQL)', () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  let buses: ProcessBus[] = [];
+  const bus = (options: { loopBusy?: () => boolean } = {}) => {
+    const created = createProcessBus({ postgresUrl: url, logger: pino({ level: 'silent' }), ...options });
+    buses.push(created);
+    return created;
+  };
+  /** A worker process's bus that holds the turn (the first in line) or waits for it. */
+  async function worker(takes: boolean, options: { holds: boolean; loopBusy?: () => boolean }) {
+    const created = bus(options);
+    const heard = listen(created, takes);
+    await created.listenForWork();
+    if (options.holds) await eventually('the worker holds the turn', () => created.holdsWorkTurn || undefined);
+    return [created, heard] as const;
+  }
+  beforeAll(async () => {
+    ({ url, drop } = await createTestDatabaseUrl());
+  });
+  // Each test's workers give the turn up, for the next test's.
+  afterEach(async () => {
+    await Promise.all(buses.map((created) => created.close()));
+    buses = [];
+  });
+  afterAll(async () => {
+    await drop?.();
+  });
+
+  it("a serve's signal and its commit notice wake the holder alone", async () => {
+    const serve = bus();
+    const serveHeard = listen(serve);
+    const [holder, holderHeard] = await worker(true, { holds: true });
+    const [waiting, waitingHeard] = await worker(true, { holds: false });
+    await connected([serve, serveHeard], [holder, holderHeard], [waiting, waitingHeard]);
+
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const notice = serve.commitNotice(BUS_TOPICS.actionRuns)!;
+      await client.query('select pg_notify($1, $2)', [notice.channel, notice.payload]);
+      await holderHeard.until('action-runs:');
+    } finally {
+      await client.end();
+    }
+    serve.signal(BUS_TOPICS.actionRuns);
+    await holderHeard.until('action-runs:', 2);
+    // Had the holder told the others, that NOTIFY would have gone before this one, on the same connection.
+    await holder.publish(BUS_TOPICS.session, 'after');
+    await waitingHeard.until('session:after');
+    expect(waitingHeard.heard).toEqual(['session:after']);
+    expect(waiting.holdsWorkTurn).toBe(false);
+    expect(serve.holdsWorkTurn).toBe(false);
+  });
+
+  it("a worker's signal of work it does not take goes to the holder", async () => {
+    const [holder, holderHeard] = await worker(true, { holds: true });
+    const [full, fullHeard] = await worker(false, { holds: false });
+    await connected([holder, holderHeard], [full, fullHeard]);
+
+    full.signal(BUS_TOPICS.actionRuns);
+    await holderHeard.until('action-runs:');
+    expect(fullHeard.heard).toEqual(['action-runs:']);
+  });
+
+  it.each([
+    { why: 'its slots are full', takes: false, busy: false },
+    { why: 'its event loop is busy', takes: true, busy: true },
+  ])('the holder tells every worker of the work when $why', async ({ takes, busy }) => {
+    const serve = bus();
+    const serveHeard = listen(serve);
+    const [holder, holderHeard] = await worker(takes, { holds: true, loopBusy: () => busy });
+    const [other, otherHeard] = await worker(true, { holds: false });
+    await connected([serve, serveHeard], [holder, holderHeard], [other, otherHeard]);
+
+    serve.signal(BUS_TOPICS.actionRuns);
+    await otherHeard.until('action-runs:');
+    expect(holderHeard.heard).toEqual(['action-runs:']);
+    expect(other.holdsWorkTurn).toBe(false);
+  });
+
+  it('the turn passes to the next in line when its holder stops or its connection ends, and the next claims at once', async () => {
+    const serve = bus();
+    const serveHeard = listen(serve);
+    const [first, firstHeard] = await worker(true, { holds: true });
+    const [second, secondHeard] = await worker(true, { holds: false });
+    await connected([serve, serveHeard], [first, firstHeard], [second, secondHeard]);
+
+    await first.stopWork();
+    await eventually('the second holds the turn', () => second.holdsWorkTurn || undefined);
+    // What was signalled while nobody held the turn reached nobody: the new holder claims on getting it.
+    await secondHeard.until('action-runs:');
+    expect(first.holdsWorkTurn).toBe(false);
+
+    const [third, thirdHeard] = await worker(true, { holds: false });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      // The holder's process dies: its connection ends, and the lock passes on with it.
+      const { rows } = await admin.query<{ pid: number }>(
+        `select pid from pg_locks where locktype = 'advisory' and objsubid = 2 and granted
+           and database = (select oid from pg_database where datname = current_database())`,
+      );
+      expect(rows).toHaveLength(1);
+      await admin.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+    } finally {
+      await admin.end();
+    }
+    await eventually('the third holds the turn', () => third.holdsWorkTurn || undefined);
+    await thirdHeard.until('action-runs:');
+    serve.signal(BUS_TOPICS.actionRuns);
+    await thirdHeard.until('action-runs:', 2);
+    expect(firstHeard.heard.filter((message) => message === 'action-runs:')).toEqual([]);
+  });
+});
+
+describe('the event loop load', () => {
+  it('counts a loop that ran through its window as busy, and one that waited as not', async () => {
+    const load = createEventLoopLoad({ windowMs: 50, busyShare: 0.8 });
+    expect(load.busy()).toBe(false); // the first question starts the first measure
+    for (const end = performance.now() + 60; performance.now() < end; ); // runs, never waiting
+    expect(load.busy()).toBe(true);
+    await eventually('the loop counts as idle again', () => (load.busy() ? undefined : true));
+  });
+});

@@ -1,0 +1,30 @@
+import { BUS_TOPICS, type ProcessBus } from '../../src/lib/process-bus.ts';
+
+/** What a bus's subscribers heard, in order, and a way to wait for a message; `takes`: its signals' work is taken here. */
+export function listen(bus: ProcessBus, takes = false) {
+  const heard: string[] = [];
+  for (const topic of [BUS_TOPICS.callbacks, BUS_TOPICS.actionRuns, BUS_TOPICS.session])
+    bus.subscribe(topic, (key) => {
+      heard.push(`${topic}:${key}`);
+      return takes;
+    });
+  const until = async (message: string, times = 1) => {
+    for (const deadline = performance.now() + 10_000; heard.filter((item) => item === message).length < times; ) {
+      if (performance.now() > deadline) throw new Error(`never heard ${message} (${times}x); heard ${heard.join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+  return { heard, until };
+}
+
+/**
+ * A bus listens once it has connected, and its own publish waits for that: a NOTIFY sent before
+ * would never reach it. Once each has heard one sent after all connected, nothing earlier is on its
+ * way (a connection receives notifications in commit order), and each starts from nothing.
+ */
+export async function connected(...pairs: Array<[ProcessBus, ReturnType<typeof listen>]>) {
+  for (const [connecting] of pairs) await connecting.publish(BUS_TOPICS.session, 'connecting');
+  await pairs[0]![0].publish(BUS_TOPICS.session, 'connected');
+  for (const [, listener] of pairs) await listener.until('session:connected');
+  for (const [, listener] of pairs) listener.heard.length = 0;
+}
