@@ -1,7 +1,10 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-/** A waiter asks again this often, so that a waiter whose process died leaves the line within it. */
+/**
+ * A waiter asks again this often, so that the backend of a waiter whose process died (it notices only
+ * when it answers) leaves the line within it.
+ */
 const WAIT_ROUND = '10s';
 
 /**
@@ -34,7 +37,8 @@ export function createWorkTurn(options: {
         await next.query('select pg_advisory_lock($1, $2)', options.lockKey);
         return;
       } catch (error) {
-        // lock_not_available: the round ended with the turn still held; the waiter keeps its place.
+        // lock_not_available: the round ended with the turn still held; it waits again, at the back
+        // of the line (which waiter comes next does not matter).
         if ((error as { code?: string }).code !== '55P03') throw error;
       }
     }
