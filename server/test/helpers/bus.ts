@@ -19,12 +19,18 @@ export function listen(bus: ProcessBus, takes = false) {
 
 /**
  * A bus listens once it has connected, and its own publish waits for that: a NOTIFY sent before
- * would never reach it. Once each has heard one sent after all connected, nothing earlier is on its
- * way (a connection receives notifications in commit order), and each starts from nothing.
+ * would never reach it. Once each has heard, through the database, one sent after all connected,
+ * nothing earlier is on its way (a connection receives notifications in commit order), and each
+ * starts from nothing. A bus hears its own messages at once, not through the database: so two
+ * markers from two buses, and each bus waits for both.
  */
 export async function connected(...pairs: Array<[ProcessBus, ReturnType<typeof listen>]>) {
   for (const [connecting] of pairs) await connecting.publish(BUS_TOPICS.session, 'connecting');
   await pairs[0]![0].publish(BUS_TOPICS.session, 'connected');
-  for (const [, listener] of pairs) await listener.until('session:connected');
+  await pairs.at(-1)![0].publish(BUS_TOPICS.session, 'connected-too');
+  for (const [, listener] of pairs) {
+    await listener.until('session:connected');
+    await listener.until('session:connected-too');
+  }
   for (const [, listener] of pairs) listener.heard.length = 0;
 }
