@@ -1,7 +1,7 @@
 import pg from 'pg';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connected, listen } from '../../test/helpers/bus.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connected, listen, turnTaken } from '../../test/helpers/bus.ts';
 import { createTestDatabaseUrl } from '../../test/helpers/test-database.ts';
 import { BUS_TOPICS, createProcessBus, type ProcessBus } from './process-bus.ts';
 
@@ -10,7 +10,7 @@ const onPostgres = process.env.TEST_DB === 'postgres';
 describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
   let url: string;
   let drop: () => Promise<void>;
-  const buses: ProcessBus[] = [];
+  let buses: ProcessBus[] = [];
   const bus = () => {
     const created = createProcessBus({ postgresUrl: url, logger: pino({ level: 'silent' }) });
     buses.push(created);
@@ -19,8 +19,12 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
   beforeAll(async () => {
     ({ url, drop } = await createTestDatabaseUrl());
   });
-  afterAll(async () => {
+  // Each test's workers give the work turn up, for the next test's.
+  afterEach(async () => {
     await Promise.all(buses.map((created) => created.close()));
+    buses = [];
+  });
+  afterAll(async () => {
     await drop?.();
   });
 
@@ -31,6 +35,7 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     const servingOnly = listen(servingOnlyBus);
     const working = listen(worker);
     await worker.listenForWork();
+    await turnTaken(worker);
     const local = listen(serve);
     await connected([serve, local], [worker, working], [servingOnlyBus, servingOnly]);
 
@@ -51,6 +56,7 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     const busyHeard = listen(busy, false);
     const otherHeard = listen(other);
     for (const worker of [taking, busy, other]) await worker.listenForWork();
+    await turnTaken(taking, busy, other);
     await connected([taking, takingHeard], [busy, busyHeard], [other, otherHeard]);
 
     taking.signal(BUS_TOPICS.callbacks);
@@ -70,6 +76,7 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     const serveHeard = listen(serve);
     const workerHeard = listen(worker);
     await worker.listenForWork();
+    await turnTaken(worker);
     await connected([serve, serveHeard], [worker, workerHeard]);
     // A process that runs workers signals after the commit instead: its own may take the work.
     expect(worker.commitNotice(BUS_TOPICS.callbacks)).toBeUndefined();

@@ -1,4 +1,5 @@
 import { BUS_TOPICS, type ProcessBus } from '../../src/lib/process-bus.ts';
+import { eventually } from './eventually.ts';
 
 /** What a bus's subscribers heard, in order, and a way to wait for a message; `takes`: its signals' work is taken here. */
 export function listen(bus: ProcessBus, takes = false) {
@@ -33,4 +34,13 @@ export async function connected(...pairs: Array<[ProcessBus, ReturnType<typeof l
     await listener.until('session:connected-too');
   }
   for (const [, listener] of pairs) listener.heard.length = 0;
+}
+
+/**
+ * Worker buses started (listenForWork): waits until one holds the work turn, which it gets
+ * asynchronously and announces to its own subscribers (an action-runs signal), so that what a test
+ * counts as heard starts after that.
+ */
+export async function turnTaken(...workers: ProcessBus[]) {
+  await eventually('a worker to hold the work turn', () => (workers.some((bus) => bus.holdsWorkTurn) ? true : undefined));
 }
