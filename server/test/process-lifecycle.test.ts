@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from './helpers/eventually.ts';
 import { freePort } from './helpers/http.ts';
-import { killServerProcess, serverProcessEnvironment, startServerProcess, waitForReady } from './helpers/server-process.ts';
+import {
+  killServerProcess,
+  serverProcessEnvironment,
+  startServerProcess,
+  startWorkerProcess,
+  waitForReady,
+} from './helpers/server-process.ts';
 
 const CLI = join(import.meta.dirname, '../src/cli.ts');
 const REPO = join(import.meta.dirname, '../..');
@@ -86,13 +92,10 @@ describe("a server's accept queue", () => {
 
 describe('a worker process', () => {
   it('runs at WORKER_NICENESS, below the serve processes it shares a machine with', { timeout: 90_000 }, async () => {
-    const environment = await serverProcessEnvironment({ WORKER_NICENESS: '7', LOG_LEVEL: 'info' });
+    const environment = await serverProcessEnvironment({ WORKER_NICENESS: '7' });
     cleanups.push(environment.cleanup);
-    const worker = spawn(process.execPath, [CLI, 'worker'], { env: environment.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const worker = await startWorkerProcess(environment.env);
     cleanups.push(() => killServerProcess(worker));
-    let output = '';
-    worker.stdout!.on('data', (chunk) => (output += chunk));
-    await eventually('the worker to run', async () => (output.includes('Agent Platform worker running') ? true : undefined));
     expect(getPriority(worker.pid!)).toBe(7);
   });
 });

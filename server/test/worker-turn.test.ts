@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './helpers/eventually.ts';
@@ -12,9 +11,9 @@ import {
   postSignedEvent,
   serverProcessEnvironment,
   startServerProcess,
+  startWorkerProcess,
 } from './helpers/server-process.ts';
 
-const CLI = join(import.meta.dirname, '../src/cli.ts');
 const onPostgres = process.env.TEST_DB === 'postgres';
 // A serve and two workers, on 2 cores beside the rest of the suite.
 const TIMEOUT_MS = 120_000;
@@ -33,22 +32,6 @@ afterAll(async () => {
   await model?.close();
 });
 
-/** A `worker` process whose database connections name it (PGAPPNAME), so that the turn's holder can be told. */
-async function startWorker(name: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, 'worker'], {
-    env: { ...environment.env, PGAPPNAME: name, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  processes.push(child);
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  await eventually('the worker to run', () => {
-    if (child.exitCode !== null) throw new Error(`worker exited ${child.exitCode}: ${output}`);
-    return output.includes('Agent Platform worker running') ? true : undefined;
-  });
-  return child;
-}
-
 describe.runIf(onPostgres)('the work turn between worker processes', () => {
   it(
     'the worker that holds the turn runs what the serve signals; when it is killed, the next one takes the turn and the work',
@@ -57,8 +40,10 @@ describe.runIf(onPostgres)('the work turn between worker processes', () => {
       const base = `http://127.0.0.1:${port}`;
       const serve = await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
       processes.push(serve);
-      const first = await startWorker('worker-first');
-      await startWorker('worker-second');
+      // Each worker's database connections name it (PGAPPNAME), so that the turn's holder can be told.
+      const first = await startWorkerProcess({ ...environment.env, PGAPPNAME: 'worker-first' });
+      processes.push(first);
+      processes.push(await startWorkerProcess({ ...environment.env, PGAPPNAME: 'worker-second' }));
       const api = await apiClient(base, environment.createAdmin());
       const webhook = await createWebhookThroughApi(api, { tools: [] });
       const admin = new pg.Client({ connectionString: environment.env.DATABASE_URL });

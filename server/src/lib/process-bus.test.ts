@@ -1,32 +1,12 @@
 import pg from 'pg';
-import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connected, listen, turnTaken } from '../../test/helpers/bus.ts';
-import { createTestDatabaseUrl } from '../../test/helpers/test-database.ts';
-import { BUS_TOPICS, createProcessBus, type ProcessBus } from './process-bus.ts';
+import { describe, expect, it } from 'vitest';
+import { busesOnTestDatabase, connected, listen, turnTaken } from '../../test/helpers/bus.ts';
+import { BUS_TOPICS } from './process-bus.ts';
 
 const onPostgres = process.env.TEST_DB === 'postgres';
 
 describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
-  let url: string;
-  let drop: () => Promise<void>;
-  let buses: ProcessBus[] = [];
-  const bus = () => {
-    const created = createProcessBus({ postgresUrl: url, logger: pino({ level: 'silent' }) });
-    buses.push(created);
-    return created;
-  };
-  beforeAll(async () => {
-    ({ url, drop } = await createTestDatabaseUrl());
-  });
-  // Each test's workers give the work turn up, for the next test's.
-  afterEach(async () => {
-    await Promise.all(buses.map((created) => created.close()));
-    buses = [];
-  });
-  afterAll(async () => {
-    await drop?.();
-  });
+  const { url, bus } = busesOnTestDatabase();
 
   it('signals reach the processes that run workers; invalidations reach every process', async () => {
     const serve = bus();
@@ -81,7 +61,7 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     // A process that runs workers signals after the commit instead: its own may take the work.
     expect(worker.commitNotice(BUS_TOPICS.callbacks)).toBeUndefined();
 
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: url() });
     await client.connect();
     try {
       const rolledBack = serve.commitNotice(BUS_TOPICS.callbacks)!;

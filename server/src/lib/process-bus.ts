@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { createEventLoopLoad } from './event-loop-load.ts';
+import { createSignalWindows } from './signal-windows.ts';
 import { createWorkTurn, type WorkTurn } from './work-turn.ts';
 
 const CHANNEL = 'agent_platform_invalidate';
@@ -14,8 +15,6 @@ const WORK_CHANNEL = 'agent_platform_work';
 const TURN_CHANNEL = 'agent_platform_work_turn';
 /** The turn's advisory lock key: "ap_t", then the turn (one so far). */
 const TURN_LOCK_KEY: [number, number] = [0x61705f74, 1];
-/** Signals within this window of one another reach other processes as one NOTIFY. */
-const SIGNAL_WINDOW_MS = 5;
 /** The key a handler receives when messages may have been missed: drop everything. */
 export const INVALIDATE_ALL = '*';
 
@@ -68,8 +67,8 @@ export interface ProcessBus {
   publish(topic: BusTopic, key: string): Promise<void>;
   /**
    * A wake-up, where one is as good as many: this process's subscribers hear it at once; other
-   * processes within SIGNAL_WINDOW_MS, a burst of signals travelling as one NOTIFY (each costs the
-   * database a serialized commit step). Other processes are not told of work that a subscriber here
+   * processes within a few milliseconds, a burst of signals travelling as one NOTIFY
+   * (lib/signal-windows.ts; each costs the database a serialized commit step). Other processes are not told of work that a subscriber here
    * takes (its handler returns true) nor, with `sent`, of work whose own commit told them. A signal
    * of TURN_TOPICS goes to the process that holds the work turn, or from that process to every worker.
    */
@@ -122,13 +121,16 @@ export function createProcessBus(options: {
     for (const handler of handlers.get(topic) ?? []) taken = handler(key) === true || taken;
     return taken;
   };
+  /** Another process's message; undefined for this process's own, and for anything not a bus message. */
   const parse = (payload: string | undefined) => {
+    let message: { o?: unknown; t?: unknown; k?: unknown } | null;
     try {
-      const message = JSON.parse(payload ?? '') as { o: string; t: string; k: string };
-      return message.o === origin ? undefined : message;
+      message = JSON.parse(payload ?? '');
     } catch {
-      return undefined; // not ours
+      return undefined;
     }
+    if (typeof message?.t !== 'string' || typeof message.k !== 'string' || message.o === origin) return undefined;
+    return { t: message.t, k: message.k };
   };
   const onMessage = (payload: string | undefined) => {
     const message = parse(payload);
@@ -180,8 +182,6 @@ export function createProcessBus(options: {
     : options
         .listenInProcess?.(CHANNEL, onMessage)
         .catch((error: unknown) => options.logger.warn({ err: error }, 'could not listen to the embedded database'));
-  // Signals: the first goes at once; those within the window after it go as one NOTIFY at its end.
-  const signalWindows = new Map<string, { timer?: NodeJS.Timeout; again: boolean }>();
   const payloadOf = (topic: string, key: string) => JSON.stringify({ o: origin, t: topic, k: key });
   /** Tells the other processes (this one has been told already). */
   const send = async (channel: string, topic: string, key: string) => {
@@ -195,29 +195,10 @@ export function createProcessBus(options: {
     void send(channelOf(topic), topic, '').catch((error: unknown) =>
       options.logger.warn({ err: error, topic }, 'could not signal other processes'),
     );
-  const openWindow = (topic: string) => {
-    const window: { timer?: NodeJS.Timeout; again: boolean } = { again: false };
-    signalWindows.set(topic, window);
-    window.timer = setTimeout(() => {
-      signalWindows.delete(topic);
-      if (window.again && !closed) {
-        notify(topic);
-        openWindow(topic);
-      }
-    }, SIGNAL_WINDOW_MS);
-  };
+  const signalWindows = createSignalWindows(notify);
   /** Tells the other processes of work this one does not take, a burst within the window as one NOTIFY. */
   function tellOthers(topic: string, sent?: CommitNotice): void {
-    if (!publisher || closed) return;
-    const open = signalWindows.get(topic);
-    if (sent) {
-      // A NOTIFY went with the commit: signals within the window after it go as one at its end.
-      if (!open) openWindow(topic);
-    } else if (open) open.again = true;
-    else {
-      notify(topic);
-      openWindow(topic);
-    }
+    if (publisher && !closed) signalWindows.tell(topic, sent !== undefined);
   }
   if (options.postgresUrl) publisher = new pg.Pool({ connectionString: options.postgresUrl, max: 1 });
   publisher?.on('error', () => {});
@@ -231,7 +212,7 @@ export function createProcessBus(options: {
       if (!deliver(topic, '')) tellOthers(topic, sent);
     },
     commitNotice(topic) {
-      if (hearsWork || !publisher || closed || signalWindows.has(topic)) return undefined;
+      if (hearsWork || !publisher || closed || signalWindows.isOpen(topic)) return undefined;
       return { channel: channelOf(topic), payload: payloadOf(topic, '') };
     },
     async listenForWork() {
@@ -269,7 +250,7 @@ export function createProcessBus(options: {
       closed = true;
       await turn?.stop();
       clearTimeout(retryTimer);
-      for (const { timer } of signalWindows.values()) clearTimeout(timer);
+      signalWindows.close();
       await ready;
       const current = client;
       client = undefined;

@@ -1,24 +1,15 @@
 import pg from 'pg';
-import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connected, listen } from '../../test/helpers/bus.ts';
+import { describe, expect, it } from 'vitest';
+import { busesOnTestDatabase, connected, listen } from '../../test/helpers/bus.ts';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { createTestDatabaseUrl } from '../../test/helpers/test-database.ts';
 import { createEventLoopLoad } from './event-loop-load.ts';
-import { BUS_TOPICS, createProcessBus, type ProcessBus } from './process-bus.ts';
+import { BUS_TOPICS } from './process-bus.ts';
 
 const onPostgres = process.env.TEST_DB === 'postgres';
 
 describe.runIf(onPostgres)('the work turn: one worker process hears an action run signal (PostgreSQL)', () => {
-  let url: string;
-  let drop: () => Promise<void>;
-  let buses: ProcessBus[] = [];
   // A holder relays what comes while its event loop is busy: not in these tests unless they say so.
-  const bus = (options: { loopBusy?: () => boolean } = {}) => {
-    const created = createProcessBus({ postgresUrl: url, logger: pino({ level: 'silent' }), loopBusy: () => false, ...options });
-    buses.push(created);
-    return created;
-  };
+  const { url, bus } = busesOnTestDatabase({ loopBusy: () => false });
   /** A worker process's bus that holds the turn (the first in line) or waits for it. */
   async function worker(takes: boolean, options: { holds: boolean; loopBusy?: () => boolean }) {
     const created = bus(options);
@@ -27,17 +18,6 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
     if (options.holds) await eventually('the worker holds the turn', () => created.holdsWorkTurn || undefined);
     return [created, heard] as const;
   }
-  beforeAll(async () => {
-    ({ url, drop } = await createTestDatabaseUrl());
-  });
-  // Each test's workers give the turn up, for the next test's.
-  afterEach(async () => {
-    await Promise.all(buses.map((created) => created.close()));
-    buses = [];
-  });
-  afterAll(async () => {
-    await drop?.();
-  });
 
   it("a serve's signal and its commit notice wake the holder alone", async () => {
     const serve = bus();
@@ -46,7 +26,7 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
     const [waiting, waitingHeard] = await worker(true, { holds: false });
     await connected([serve, serveHeard], [holder, holderHeard], [waiting, waitingHeard]);
 
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: url() });
     await client.connect();
     try {
       const notice = serve.commitNotice(BUS_TOPICS.actionRuns)!;
@@ -91,6 +71,41 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
     expect(other.holdsWorkTurn).toBe(false);
   });
 
+  it("what is not a bus message on the turn's channel wakes nobody and is not relayed", async () => {
+    const serve = bus();
+    const serveHeard = listen(serve);
+    // A holder that takes nothing relays whatever it is given.
+    const [holder, holderHeard] = await worker(false, { holds: true });
+    const [other, otherHeard] = await worker(true, { holds: false });
+    await connected([serve, serveHeard], [holder, holderHeard], [other, otherHeard]);
+
+    const client = new pg.Client({ connectionString: url() });
+    await client.connect();
+    try {
+      for (const payload of [
+        '',
+        'not json',
+        'null',
+        '"action-runs"',
+        '42',
+        '[]',
+        '{}',
+        '{"t":"action-runs","k":7}',
+        '{"t":{},"k":""}',
+      ])
+        await client.query(`select pg_notify('agent_platform_work_turn', $1)`, [payload]);
+    } finally {
+      await client.end();
+    }
+    serve.signal(BUS_TOPICS.actionRuns);
+    await otherHeard.until('action-runs:');
+    await holder.publish(BUS_TOPICS.session, 'after');
+    await otherHeard.until('session:after');
+    // The one real signal, heard by the holder and relayed once; nothing of the rest.
+    expect(holderHeard.heard).toEqual(['action-runs:', 'session:after']);
+    expect(otherHeard.heard).toEqual(['action-runs:', 'session:after']);
+  });
+
   it('the turn passes to the next in line when its holder stops or its connection ends, and the next claims at once', async () => {
     const serve = bus();
     const serveHeard = listen(serve);
@@ -105,7 +120,7 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
     expect(first.holdsWorkTurn).toBe(false);
 
     const [third, thirdHeard] = await worker(true, { holds: false });
-    const admin = new pg.Client({ connectionString: url });
+    const admin = new pg.Client({ connectionString: url() });
     await admin.connect();
     try {
       // The holder's process dies: its connection ends, and the lock passes on with it.

@@ -1,5 +1,39 @@
-import { BUS_TOPICS, type ProcessBus } from '../../src/lib/process-bus.ts';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { BUS_TOPICS, createProcessBus, type ProcessBus } from '../../src/lib/process-bus.ts';
 import { eventually } from './eventually.ts';
+import { createTestDatabaseUrl } from './test-database.ts';
+
+type BusOptions = Pick<Parameters<typeof createProcessBus>[0], 'loopBusy'>;
+
+/**
+ * For a describe block: a PostgreSQL database for its buses (as for processes of one deployment),
+ * and `bus()` to make one. Each test's buses close after it, so that its workers give the work turn
+ * up for the next test's.
+ */
+export function busesOnTestDatabase(defaults: BusOptions = {}) {
+  let url = '';
+  let drop: (() => Promise<void>) | undefined;
+  let buses: ProcessBus[] = [];
+  beforeAll(async () => {
+    ({ url, drop } = await createTestDatabaseUrl());
+  });
+  afterEach(async () => {
+    await Promise.all(buses.map((created) => created.close()));
+    buses = [];
+  });
+  afterAll(async () => {
+    await drop?.();
+  });
+  return {
+    url: () => url,
+    bus(options: BusOptions = {}): ProcessBus {
+      const created = createProcessBus({ postgresUrl: url, logger: pino({ level: 'silent' }), ...defaults, ...options });
+      buses.push(created);
+      return created;
+    },
+  };
+}
 
 /** What a bus's subscribers heard, in order, and a way to wait for a message; `takes`: its signals' work is taken here. */
 export function listen(bus: ProcessBus, takes = false) {

@@ -62,6 +62,22 @@ export async function startServerProcess(env: Record<string, string>, port: numb
   return server;
 }
 
+/** Starts `worker` (jobs only, no HTTP) and waits until it says it runs; fails at once if it exits. */
+export async function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
+  const worker = spawn(process.execPath, [CLI, 'worker'], {
+    env: { ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  worker.stdout!.on('data', (chunk) => (output += chunk));
+  worker.stderr!.on('data', (chunk) => (output += chunk));
+  await eventually('the worker to run', () => {
+    if (worker.exitCode !== null) throw new Error(`worker exited with ${worker.exitCode}: ${output}`);
+    return output.includes('Agent Platform worker running') ? true : undefined;
+  });
+  return worker;
+}
+
 /** Waits until a started server process answers /readyz; fails at once if it exits. */
 export async function waitForReady(baseUrl: string, server: ChildProcess): Promise<void> {
   await eventually(
