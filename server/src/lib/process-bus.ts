@@ -68,9 +68,10 @@ export interface ProcessBus {
   /**
    * A wake-up, where one is as good as many: this process's subscribers hear it at once; other
    * processes within a few milliseconds, a burst of signals travelling as one NOTIFY
-   * (lib/signal-windows.ts; each costs the database a serialized commit step). Other processes are not told of work that a subscriber here
-   * takes (its handler returns true) nor, with `sent`, of work whose own commit told them. A signal
-   * of TURN_TOPICS goes to the process that holds the work turn, or from that process to every worker.
+   * (lib/signal-windows.ts; each costs the database a serialized commit step). Other processes are
+   * not told of work that a subscriber here takes (its handler returns true) nor, with `sent`, of
+   * work whose own commit told them. A signal of TURN_TOPICS goes to the process that holds the work
+   * turn, or from that process to every worker.
    */
   signal(topic: BusTopic, sent?: CommitNotice): void;
   /**
