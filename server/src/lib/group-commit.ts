@@ -3,7 +3,8 @@
  * one statement whatever their number, with at most `maxInFlight` batches at once (one on PGlite,
  * whose single connection runs one at a time anyway, so batches grow instead). A write resolves once
  * its batch has committed. A batch that fails is written again item by item, so that one bad item
- * fails only its own write. The ingest writer and the action runs' writer share it.
+ * fails only its own write. The ingest writer and the action runs' writer share it, and so do reads
+ * made by many at once (the routes of the received emails a claim took).
  */
 export function createGroupCommit<I, R>(deps: {
   maxInFlight: number;

@@ -1,10 +1,10 @@
-import { type Insertable, type Kysely, type QueryCreator, sql } from 'kysely';
+import { type Insertable, type Kysely, type QueryCreator, type RawBuilder, sql } from 'kysely';
 import type { EmailAttachmentsTable, EmailMessageRow, EmailMessagesTable } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import { queryTemplate, valuesOf } from '../../db/query-template.ts';
 
 /** Whether the address is one of ours: any org's inbox or sender (mail between two agents here is a loop too). */
-const ownAddress = (address: string) =>
+export const ownAddress = (address: string | RawBuilder<unknown>) =>
   sql<boolean>`(exists (select 1 from email_inboxes where email_address = ${address})
     or exists (select 1 from email_integrations where lower(from_email) = ${address}))`;
 
@@ -21,41 +21,6 @@ export const withThread = (
           .insertInto('threads')
           .values({ id: row.threadId, orgId: row.orgId, userId: null, channel: 'email', title: thread.newTitle }),
       )) as unknown as QueryCreator<DB>;
-
-const autoResponders = queryTemplate((db, args: { inboxId: string; from: string }) =>
-  db
-    .selectFrom('emailInboxAgents as a')
-    .innerJoin('agents as g', 'g.id', 'a.agentId')
-    .leftJoin('users as u', 'u.id', 'a.assignedByUserId')
-    .select(['a.agentId', 'g.name as agentName', 'a.approvalRules', 'u.id as runAsUserId'])
-    .select(ownAddress(args.from).as('fromOwnAddress'))
-    .where('a.inboxId', '=', args.inboxId)
-    .where('a.autoRespond', '=', true)
-    .orderBy('a.isPrimary', 'desc')
-    .orderBy('a.createdAt'),
-);
-
-const routeOfReceived = queryTemplate((db, args: { orgId: string; addresses: string[]; providerEmailId: string }) =>
-  db
-    .selectFrom('emailIntegrations as x')
-    .leftJoin('emailInboxes as i', (join) =>
-      join.onRef('i.orgId', '=', 'x.orgId').on((eb) => eb('i.emailAddress', '=', eb.fn.any(eb.val(args.addresses)))),
-    )
-    .select(['x.apiKeyEncrypted', 'i.id as inboxId', 'i.emailAddress', 'i.displayName'])
-    .select((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('emailMessages as m')
-            .select('m.id')
-            .where('m.providerEmailId', '=', args.providerEmailId)
-            .where('m.orgId', '=', args.orgId)
-            .where('m.direction', '=', 'inbound'),
-        )
-        .as('stored'),
-    )
-    .where('x.orgId', '=', args.orgId),
-);
 
 /** The columns every stored message is inserted with, received or sent. */
 export const threadMessageColumns = [
@@ -124,23 +89,6 @@ export const emailMessagesRepo = {
     if (rows.length > 0) await db.insertInto('emailAttachments').values(rows).execute();
   },
 
-  /**
-   * Where a received email goes, in one read: the org's integration key (no integration: undefined),
-   * its inboxes at the recipients' addresses, and whether the email was stored already.
-   */
-  routeOfReceived: async (db: Kysely<DB>, orgId: string, addresses: string[], providerEmailId: string) => {
-    const rows = await routeOfReceived.rows(db, { orgId, addresses, providerEmailId });
-    const [first] = rows;
-    if (!first) return undefined;
-    return {
-      apiKeyEncrypted: first.apiKeyEncrypted,
-      inboxes: rows.flatMap(({ inboxId, emailAddress, displayName }) =>
-        inboxId && emailAddress && displayName ? [{ id: inboxId, orgId, emailAddress, displayName }] : [],
-      ),
-      stored: Boolean(first.stored),
-    };
-  },
-
   /** The newest `limit` messages of a thread, oldest first. */
   lastOfThread: async (db: Kysely<DB>, threadId: string, limit: number) =>
     (
@@ -194,12 +142,6 @@ export const emailMessagesRepo = {
   /** Whether the address is one of ours. */
   isOwnAddress: async (db: Kysely<DB>, address: string): Promise<boolean> =>
     (await db.selectNoFrom(ownAddress(address).as('own')).executeTakeFirstOrThrow()).own,
-
-  /**
-   * The inbox's agents that answer automatically, primary first, with whether their assigner still
-   * exists, and whether the sender `from` is one of our own addresses.
-   */
-  autoResponders: (db: Kysely<DB>, inboxId: string, from: string) => autoResponders.rows(db, { inboxId, from }),
 
   inboxesAt: (db: Kysely<DB>, orgId: string, addresses: string[]) =>
     addresses.length === 0

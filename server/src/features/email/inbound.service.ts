@@ -4,6 +4,7 @@ import type { EmailInboxRow, EmailMessageRow, EmailNotificationRow } from '../..
 import type { DB } from '../../db/schema.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { createGroupCommit } from '../../lib/group-commit.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { addressOf } from './email-content.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
@@ -12,10 +13,10 @@ import { autoReplyRefusal } from './loop-guards.ts';
 import type { MailClient } from './mail-client.ts';
 import { type MailNotification, recipientsOf } from './notification-payload.ts';
 import { notificationsRepo } from './notifications.repo.ts';
+import { type AutoResponder, type ReceivedEmailRef, type ReceivedRoute, routesOfReceived } from './received-route.repo.ts';
 import { type AnsweringAction, type ReceivedEmailParts, storeReceived } from './received-store.repo.ts';
 
 type Inbox = Pick<EmailInboxRow, 'id' | 'orgId' | 'emailAddress' | 'displayName'>;
-type Responder = Awaited<ReturnType<typeof emailMessagesRepo.autoResponders>>[number];
 type TranscriptMessage = Pick<
   EmailMessageRow,
   'id' | 'direction' | 'fromAddress' | 'toAddresses' | 'ccAddresses' | 'subject' | 'sentAt' | 'createdAt' | 'textBody'
@@ -89,14 +90,28 @@ export function createInboundEmail(deps: {
 }) {
   const { db } = deps;
 
+  /**
+   * The routes of the emails being processed are read together: the notifications a claim took start
+   * at once, and their reads, made in the same turn of the event loop, go in one statement.
+   */
+  const routes = createGroupCommit<ReceivedEmailRef, ReceivedRoute>({
+    maxInFlight: 2,
+    maxBatch: 200,
+    writeBatch: (emails) => routesOfReceived(db, emails),
+    writeAlone: async (email) => (await routesOfReceived(db, [email]))[0],
+  });
+
   /** Why the message gets no automatic answer, or the agent that answers it (a new thread had no replies yet). */
-  async function answererOf(trx: Kysely<DB>, inbox: Inbox, known: string | undefined, email: FetchedEmail) {
-    const from = addressOf(email.from) ?? '';
-    const responders = await emailMessagesRepo.autoResponders(trx, inbox.id, from);
+  async function answererOf(route: NonNullable<ReceivedRoute>, known: string | undefined, email: FetchedEmail) {
+    const { responders } = route;
     if (responders.length === 0) return { refusal: 'no agent of the inbox answers automatically (autoRespond)' };
-    const guard = autoReplyRefusal({ headers: email.headers, from, fromOwnAddress: responders[0]!.fromOwnAddress });
+    const from = addressOf(email.from) ?? '';
+    // The route read whether the notification's sender is ours; the fetched email's decides, when it differs.
+    const { sender } = route;
+    const fromOwnAddress = from === sender.address ? sender.own : await emailMessagesRepo.isOwnAddress(db, from);
+    const guard = autoReplyRefusal({ headers: email.headers, from, fromOwnAddress });
     if (guard) return { refusal: `not answered automatically: ${guard}` };
-    const recent = known ? await emailMessagesRepo.autoRepliesWithinHour(trx, known) : 0;
+    const recent = known ? await emailMessagesRepo.autoRepliesWithinHour(db, known) : 0;
     if (recent >= deps.limits.autoRepliesPerThreadPerHour) {
       return { refusal: `not answered automatically: the thread had ${recent} automatic replies within the hour (the limit)` };
     }
@@ -138,7 +153,7 @@ export function createInboundEmail(deps: {
     notification: EmailNotificationRow,
     inbox: Inbox,
     email: FetchedEmail,
-    responder: Responder,
+    responder: AutoResponder,
     stored: { actionId: string; known: string | undefined; message: ReturnType<typeof receivedMessageRow> },
   ): Promise<AnsweringAction> {
     const from = addressOf(email.from) ?? email.from;
@@ -169,11 +184,17 @@ export function createInboundEmail(deps: {
   }
 
   /**
-   * Reads first (its thread, whether a feature takes it, who answers it), then stores it all in one
-   * statement (storeReceived); in a transaction only with what a feature that
+   * Reads first (its thread, whether a feature takes it; who may answer it came with its route), then
+   * stores it all in one statement (storeReceived); in a transaction only with what a feature that
    * takes the message writes.
    */
-  async function store(notification: EmailNotificationRow, payload: MailNotification, inbox: Inbox, email: FetchedEmail) {
+  async function store(
+    notification: EmailNotificationRow,
+    payload: MailNotification,
+    route: NonNullable<ReceivedRoute> & { inbox: Inbox },
+    email: FetchedEmail,
+  ) {
+    const { inbox } = route;
     const orgId = inbox.orgId;
     const known = await emailMessagesRepo.threadOf(db, orgId, [
       ...(email.inReplyTo ? [email.inReplyTo] : []),
@@ -183,7 +204,7 @@ export function createInboundEmail(deps: {
       orgId,
       ids: [...(email.inReplyTo ? [email.inReplyTo] : []), ...email.references.toReversed()],
     });
-    const decision = claimed ? { refusal: claimed.detail, responder: undefined } : await answererOf(db, inbox, known, email);
+    const decision = claimed ? { refusal: claimed.detail, responder: undefined } : await answererOf(route, known, email);
     const [actionId, deliveryId] = [randomUUID(), randomUUID()];
     const message = receivedMessageRow(
       { id: randomUUID(), threadId: known ?? randomUUID() },
@@ -223,16 +244,18 @@ export function createInboundEmail(deps: {
       options: { lastAttempt: boolean },
     ): Promise<void> {
       const orgId = notification.orgId!;
-      const recipients = recipientsOf(payload.data);
-      const route = await emailMessagesRepo.routeOfReceived(db, orgId, recipients, payload.data.email_id);
+      const route = await routes.write({
+        orgId,
+        recipients: recipientsOf(payload.data),
+        providerEmailId: payload.data.email_id,
+        from: addressOf(payload.data.from) ?? '',
+      });
       if (!route)
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'ignored',
           reason: 'the email integration was removed',
         }));
-      const inbox = recipients
-        .map((address) => route.inboxes.find((candidate) => candidate.emailAddress === address))
-        .find(Boolean);
+      const { inbox } = route;
       if (!inbox)
         return void (await notificationsRepo.settle(db, notification.id, {
           status: 'ignored',
@@ -247,7 +270,7 @@ export function createInboundEmail(deps: {
       const api = deps.mail(deps.box.decrypt(route.apiKeyEncrypted));
       const email = await fetchReceivedEmail(api, payload.data.email_id, deps.limits, options.lastAttempt);
       try {
-        await store(notification, payload, inbox, email);
+        await store(notification, payload, { ...route, inbox }, email);
       } catch (error) {
         // Another worker stored the same email meanwhile (its lease lapsed while this one worked).
         if (!isUniqueViolation(error, 'email_messages_provider_email')) throw error;
