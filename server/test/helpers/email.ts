@@ -1,9 +1,33 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import { createTenant } from './factories.ts';
-import { type FakeWebhook, postSignedNotification, type startFakeMailProvider } from './fake-mail-provider.ts';
+import { type FakeWebhook, postSignedNotification, startFakeMailProvider } from './fake-mail-provider.ts';
+import { type FakeModel, useAppWithModel } from './model-app.ts';
 import type { TestApp } from './test-app.ts';
 
 export type FakeMailProvider = Awaited<ReturnType<typeof startFakeMailProvider>>;
+
+/**
+ * A test app whose model and mail provider are loopback fakes, for the whole file: the provider is
+ * started first and closed after the app, and a failed call to it is not retried (MAIL_API_RETRIES 0),
+ * so that a test sees it at once. `env` adds to that.
+ */
+export function useAppWithMailProvider(
+  env: Record<string, string>,
+  use: (started: { app: TestApp; model: FakeModel; provider: FakeMailProvider }) => void,
+): void {
+  let provider: FakeMailProvider | undefined;
+  beforeAll(async () => {
+    provider = await startFakeMailProvider();
+  });
+  useAppWithModel(
+    () => ({ MAIL_API_URL: provider!.url, MAIL_API_RETRIES: '0', ...env }),
+    (started) => use({ ...started, provider: provider! }),
+  );
+  afterAll(async () => {
+    await provider?.close();
+  });
+}
 
 /**
  * A fresh tenant with everything inbound email needs, made through the API: an integration whose

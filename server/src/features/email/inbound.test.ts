@@ -1,32 +1,22 @@
 import { createTenant } from '../../../test/helpers/factories.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
-import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { type ChatRequest, calledTools, eventData } from '../../../test/helpers/fake-model.ts';
 import type { FakeModel } from '../../../test/helpers/model-app.ts';
-import { useAppWithModel } from '../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-beforeAll(async () => {
-  provider = await startFakeMailProvider();
-});
-useAppWithModel(
-  () => ({
-    MAIL_API_URL: provider.url,
-    MAIL_API_RETRIES: '0',
+useAppWithMailProvider(
+  {
     EMAIL_MAX_ATTACHMENT_BYTES: '4096',
     EMAIL_AUTO_REPLIES_PER_THREAD_PER_HOUR: '3',
-  }),
-  (started) => ({ app, model } = started),
+  },
+  (started) => ({ app, model, provider } = started),
 );
-afterAll(async () => {
-  await provider?.close();
-});
 
 /** The agent answers each email with sendEmail to its sender, then says it is done. */
 const replyToSender =

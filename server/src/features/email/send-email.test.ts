@@ -1,28 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
-import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { type ChatRequest, eventData, toolResults } from '../../../test/helpers/fake-model.ts';
-import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { FakeModel } from '../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-beforeAll(async () => {
-  provider = await startFakeMailProvider();
-});
-useAppWithModel(
-  () => ({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0', EMAIL_MAX_RECIPIENTS: '2' }),
-  (started) => ({ app, model } = started),
-);
-afterAll(async () => {
-  await provider?.close();
-});
+useAppWithMailProvider({ EMAIL_MAX_RECIPIENTS: '2' }, (started) => ({ app, model, provider } = started));
 
 /**
  * The model does what the event says: `data.document` first makes a PDF, then `data.send` is sent

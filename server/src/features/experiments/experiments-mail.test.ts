@@ -1,25 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
-import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { type ChatRequest, calledTools, eventData } from '../../../test/helpers/fake-model.ts';
-import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { FakeModel } from '../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-beforeAll(async () => {
-  provider = await startFakeMailProvider();
-});
-useAppWithModel(
-  () => ({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }),
-  (started) => ({ app, model } = started),
-);
-afterAll(async () => {
-  await provider?.close();
-});
+useAppWithMailProvider({}, (started) => ({ app, model, provider } = started));
 
 /** Answers the sender; "Sign as Ana." in the instructions signs the answer. */
 function answer(request: ChatRequest) {

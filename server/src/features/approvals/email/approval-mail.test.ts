@@ -1,28 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
-import { type FakeMailProvider, setUpEmailOrg } from '../../../../test/helpers/email.ts';
+import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../../test/helpers/email.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import { createUser, signIn } from '../../../../test/helpers/factories.ts';
-import { type SentEmail, startFakeMailProvider } from '../../../../test/helpers/fake-mail-provider.ts';
+import type { SentEmail } from '../../../../test/helpers/fake-mail-provider.ts';
 import { documentThenText } from '../../../../test/helpers/fake-model.ts';
-import { type FakeModel, useAppWithModel } from '../../../../test/helpers/model-app.ts';
+import type { FakeModel } from '../../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../../test/helpers/test-app.ts';
 import type { WebhookSetup } from '../../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-beforeAll(async () => {
-  provider = await startFakeMailProvider();
-});
-useAppWithModel(
-  () => ({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }),
-  (started) => ({ app, model } = started),
-);
-afterAll(async () => {
-  await provider?.close();
-});
+useAppWithMailProvider({}, (started) => ({ app, model, provider } = started));
 
 /** An org with an email integration, two admins, and a webhook whose rule asks before generateDocument and notifies by email. */
 async function approvalOrg(rule: Record<string, unknown> = {}) {
