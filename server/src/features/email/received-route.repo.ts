@@ -55,7 +55,20 @@ interface RouteRow {
  */
 export async function routesOfReceived(db: Kysely<DB>, emails: ReceivedEmailRef[]): Promise<ReceivedRoute[]> {
   const recipients = emails.flatMap((email, position) => email.recipients.map((address) => ({ position, address })));
+  const orgIds = uncountedIds(emails.map((email) => email.orgId));
   const { rows } = await sql<RouteRow>`
+    with received as (
+      select * from unnest(${orgIds}, ${emails.map((email) => email.providerEmailId)}::text[],
+        ${emails.map((email) => email.from)}::text[]) with ordinality as r(org_id, provider_email_id, from_address, position)
+    ),
+    first_inbox as (
+      select distinct on (t.position) t.position, i.id, i.email_address, i.display_name
+      from unnest(${recipients.map((recipient) => recipient.position + 1)}::int[],
+        ${recipients.map((recipient) => recipient.address)}::text[]) with ordinality as t(position, address, rank)
+      join received r on r.position = t.position
+      join email_inboxes i on i.org_id = r.org_id and i.email_address = t.address
+      order by t.position, t.rank
+    )
     select r.position, x.api_key_encrypted, i.id as inbox_id, i.email_address, i.display_name,
       exists (select 1 from email_messages m
         where m.provider_email_id = r.provider_email_id and m.org_id = r.org_id and m.direction = 'inbound') as stored,
@@ -65,16 +78,9 @@ export async function routesOfReceived(db: Kysely<DB>, emails: ReceivedEmailRef[
           'runAsUserId', u.id) order by a.is_primary desc, a.created_at)
         from email_inbox_agents a join agents g on g.id = a.agent_id left join users u on u.id = a.assigned_by_user_id
         where a.inbox_id = i.id and a.auto_respond), '[]') as responders
-    from unnest(${uncountedIds(emails.map((email) => email.orgId))}, ${emails.map((email) => email.providerEmailId)}::text[],
-      ${emails.map((email) => email.from)}::text[]) with ordinality as r(org_id, provider_email_id, from_address, position)
+    from received r
     join email_integrations x on x.org_id = r.org_id
-    left join lateral (
-      select i.id, i.email_address, i.display_name
-      from unnest(${recipients.map((recipient) => recipient.position + 1)}::int[],
-        ${recipients.map((recipient) => recipient.address)}::text[]) with ordinality as t(position, address, rank)
-      join email_inboxes i on i.org_id = r.org_id and i.email_address = t.address
-      where t.position = r.position
-      order by t.rank limit 1) i on true`.execute(db);
+    left join first_inbox i on i.position = r.position`.execute(db);
   const routes: ReceivedRoute[] = emails.map(() => undefined);
   for (const row of rows) {
     const { orgId, from } = emails[Number(row.position) - 1]!;

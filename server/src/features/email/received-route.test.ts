@@ -1,27 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/email.ts';
+import { describe, expect, it } from 'vitest';
+import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { createTenant } from '../../../test/helpers/factories.ts';
-import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { type ChatRequest, calledTools, eventData } from '../../../test/helpers/fake-model.ts';
-import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { FakeModel } from '../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { routesOfReceived } from './received-route.repo.ts';
 
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-beforeAll(async () => {
-  provider = await startFakeMailProvider();
-});
-useAppWithModel(
-  () => ({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' }),
-  (started) => ({ app, model } = started),
-);
-afterAll(async () => {
-  await provider?.close();
-});
+useAppWithMailProvider({}, (started) => ({ app, model, provider } = started));
 
 const replyToSender = (request: ChatRequest) =>
   calledTools(request)
@@ -62,6 +52,14 @@ describe('the routes of received emails', () => {
     expect(routes[3]).toMatchObject({ stored: true, inbox: undefined, responders: [], sender: { own: true } });
     expect(routes[4]).toMatchObject({ stored: false, inbox: undefined, sender: { own: false } });
     expect(await routesOfReceived(db, [])).toEqual([]);
+
+    // Values that mean something in an array literal travel as themselves, each in its own place.
+    const odd = await routesOfReceived(db, [
+      { orgId: org.org.id, recipients: ['"},{', org.inbox.emailAddress], providerEmailId: 'NULL', from: 'a"b\\c,{d}' },
+      { orgId: org.org.id, recipients: [org.inbox.emailAddress], providerEmailId: stored.id, from: '' },
+    ]);
+    expect(odd[0]).toMatchObject({ stored: false, inbox: { id: org.inbox.id }, sender: { address: 'a"b\\c,{d}', own: false } });
+    expect(odd[1]).toMatchObject({ stored: true, inbox: { id: org.inbox.id }, sender: { address: '', own: false } });
   });
 
   it('decides by the fetched email’s sender when the notification names another', async () => {
