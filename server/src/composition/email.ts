@@ -2,6 +2,7 @@ import { createDeliveryEvents } from '../features/email/delivery-events.service.
 import { createEmailIntegrationService } from '../features/email/email-integration.service.ts';
 import { createEmailThreadsService } from '../features/email/email-threads.service.ts';
 import { createInboundEmail, type InboundReplyHook } from '../features/email/inbound.service.ts';
+import { createInboxRoutes } from '../features/email/inbox-routes.ts';
 import { createInboxesService } from '../features/email/inboxes.service.ts';
 import { createMailClient } from '../features/email/mail-client.ts';
 import { createMailWebhookIntake } from '../features/email/mail-webhook.service.ts';
@@ -18,7 +19,7 @@ export function composeEmail(
   deps: { replyHook: InboundReplyHook },
 ) {
   const mail = createMailClient({ ...config.mailApi, now: () => clock.now().getTime() });
-  const emailIntegration = createEmailIntegrationService({ db, box, clock, logger, mail });
+  const emailIntegration = createEmailIntegrationService({ db, box, bus, clock, logger, mail });
   const deliveryEvents = createDeliveryEvents({ db, box, mail, clock });
   const notifications = createNotificationProcessor({
     db,
@@ -46,17 +47,18 @@ export function composeEmail(
   });
   const services = {
     emailIntegration,
-    inboxes: createInboxesService({ db, integration: emailIntegration }),
+    inboxes: createInboxesService({ db, bus, integration: emailIntegration }),
     mailWebhook: createMailWebhookIntake({
       db,
       box,
       clock,
       logger,
+      inboxRoutes: createInboxRoutes({ db, box, bus, clock }),
       wakeWorkers: () => bus.signal(BUS_TOPICS.emailNotifications),
     }),
     emailThreads: createEmailThreadsService({ db }),
   };
-  const threadMail = createThreadMail({ db, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
+  const threadMail = createThreadMail({ db, bus, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
   const sendEmailTool = createSendEmail({
     db,
     threadMail,

@@ -28,6 +28,11 @@ export const BUS_TOPICS = {
   actionRule: 'action-rule',
   /** An org's MCP servers changed (key: the org's id): its tools are read again. */
   mcpServers: 'mcp-servers',
+  /**
+   * An inbox (key: `inbox <address>`) or an org's mail integration (key: `org <id>`) changed: the mail
+   * intake's routes are read again.
+   */
+  inboxRoutes: 'inbox-routes',
   /** An org's or one of its agents' budget changed (key: the org's id): its budgets are read again. */
   budgets: 'budgets',
   /** Callbacks are due now: the dispatchers look (a signal, no key). */

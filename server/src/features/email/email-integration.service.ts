@@ -4,9 +4,11 @@ import type { EmailIntegrationRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
+import type { ProcessBus } from '../../lib/process-bus.ts';
 import { AppError, domainNotVerified, emailNotConfigured, notFound } from '../../lib/errors.ts';
 import { domainOf } from './email-content.ts';
 import type { ConnectionTest, EmailIntegrationInput, PublicEmailIntegration } from './email-integration.schemas.ts';
+import { inboxRoutesChanged } from './inbox-routes.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { type MailClient, type MailDomain, MailProviderError } from './mail-client.ts';
 
@@ -104,6 +106,7 @@ const VERIFIED_DOMAIN_TTL_MS = 5 * 60_000;
 export function createEmailIntegrationService(deps: {
   db: Kysely<DB>;
   box: SecretBox;
+  bus: Pick<ProcessBus, 'publish'>;
   mail: MailClient;
   clock: Clock;
   logger: Logger;
@@ -152,6 +155,7 @@ export function createEmailIntegrationService(deps: {
         domainReceiving: null,
         domainCheckedAt: null,
       });
+      await inboxRoutesChanged.integration(deps.bus, orgId);
       const domains = await domainsWith(input.apiKey);
       if (typeof domains === 'string')
         deps.logger.info({ orgId, problem: domains }, 'email integration saved; its domain could not be checked');
@@ -188,6 +192,7 @@ export function createEmailIntegrationService(deps: {
     async remove(orgId: string): Promise<void> {
       forgetVerified(orgId);
       if (!(await emailIntegrationRepo.remove(deps.db, orgId))) throw notFound('Email integration');
+      await inboxRoutesChanged.integration(deps.bus, orgId);
     },
 
     /** The connection test, of `input` before it is saved, or else of the saved integration (whose domain status it updates). */

@@ -30,8 +30,8 @@ export const inboxesRepo = {
       .returningAll()
       .executeTakeFirst(),
 
-  remove: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
-    (await db.deleteFrom('emailInboxes').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
+  remove: (db: Kysely<DB>, orgId: string, id: string): Promise<{ emailAddress: string } | undefined> =>
+    db.deleteFrom('emailInboxes').where('orgId', '=', orgId).where('id', '=', id).returning('emailAddress').executeTakeFirst(),
 
   /** The agents of these inboxes, primary first. */
   agentsOf: (db: Kysely<DB>, inboxIds: string[]): Promise<EmailInboxAgentRow[]> =>

@@ -4,8 +4,10 @@ import type { EmailInboxAgentRow, EmailInboxRow } from '../../db/email-schema.ts
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import type { ProcessBus } from '../../lib/process-bus.ts';
 import { agentsRepo } from '../agents/agents.repo.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
+import { inboxRoutesChanged } from './inbox-routes.ts';
 import type { AssignmentInput, InboxInput, PublicInbox } from './inboxes.schemas.ts';
 import { inboxesRepo } from './inboxes.repo.ts';
 
@@ -21,6 +23,7 @@ const toAssignment = (row: EmailInboxAgentRow) => ({
 /** An org's inboxes (addresses on verified domains, unique across orgs) and the agents that answer them. */
 export function createInboxesService(deps: {
   db: Kysely<DB>;
+  bus: Pick<ProcessBus, 'publish'>;
   integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'>;
 }) {
   const { db } = deps;
@@ -51,6 +54,7 @@ export function createInboxesService(deps: {
       await deps.integration.requireVerifiedDomain(orgId, input.emailAddress);
       try {
         const row = await inboxesRepo.insert(db, { id: randomUUID(), orgId, ...input });
+        await inboxRoutesChanged.inbox(deps.bus, row.emailAddress);
         return (await withAgents([row]))[0]!;
       } catch (error) {
         if (isUniqueViolation(error)) throw new AppError('conflict', `An inbox for ${input.emailAddress} already exists`);
@@ -69,7 +73,9 @@ export function createInboxesService(deps: {
     },
 
     async remove(orgId: string, inboxId: string): Promise<void> {
-      if (!(await inboxesRepo.remove(db, orgId, inboxId))) throw notFound('Inbox');
+      const removed = await inboxesRepo.remove(db, orgId, inboxId);
+      if (!removed) throw notFound('Inbox');
+      await inboxRoutesChanged.inbox(deps.bus, removed.emailAddress);
     },
 
     /** Assigns an org's agent; as primary, it takes the place of the previous primary. */

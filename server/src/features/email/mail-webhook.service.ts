@@ -9,7 +9,8 @@ import { AppError } from '../../lib/errors.ts';
 import { jsonShapeProblem, unstorableText } from '../../lib/json-input.ts';
 import { anySignatureMatches, checkTimestamp, signStandardWebhook } from '../../lib/standard-webhooks.ts';
 import { notificationSchema, recipientsOf, TAG_ORG, uuidTag } from './notification-payload.ts';
-import { type CandidateOrg, notificationsRepo } from './notifications.repo.ts';
+import type { InboxRoute, InboxRoutes } from './inbox-routes.ts';
+import { notificationsRepo } from './notifications.repo.ts';
 
 export type IntakeResult =
   | { status: 'accepted' | 'duplicate'; notificationId: string }
@@ -30,16 +31,19 @@ export function createMailWebhookIntake(deps: {
   db: Kysely<DB>;
   box: SecretBox;
   clock: Clock;
+  /** The org of an inbox address and its secret (kept, and dropped when an inbox or integration changes). */
+  inboxRoutes: InboxRoutes;
   /** Called once stored notifications have committed: the workers of every process claim them now. */
   wakeWorkers: () => void;
   logger: Logger;
 }) {
   const { db } = deps;
 
-  function candidatesOf(type: unknown, data: Record<string, unknown>): Promise<CandidateOrg[]> {
-    if (type === 'email.received') return notificationsRepo.orgsOfInboxes(db, recipientsOf(data));
-    if (typeof data.email_id !== 'string' || data.email_id.length > 200) return Promise.resolve([]);
-    return notificationsRepo.orgsOfSentEmail(db, data.email_id, uuidTag({ data }, TAG_ORG));
+  async function candidatesOf(type: unknown, data: Record<string, unknown>): Promise<InboxRoute[]> {
+    if (type === 'email.received') return deps.inboxRoutes.orgsOf(recipientsOf(data));
+    if (typeof data.email_id !== 'string' || data.email_id.length > 200) return [];
+    const orgs = await notificationsRepo.orgsOfSentEmail(db, data.email_id, uuidTag({ data }, TAG_ORG));
+    return orgs.map(({ orgId, webhookSecretEncrypted }) => ({ orgId, webhookSecret: deps.box.decrypt(webhookSecretEncrypted) }));
   }
 
   return {
@@ -85,10 +89,7 @@ export function createMailWebhookIntake(deps: {
       }
 
       const verified = candidates.filter((candidate) =>
-        anySignatureMatches(
-          [signStandardWebhook(deps.box.decrypt(candidate.webhookSecretEncrypted), id, seconds, raw).slice(3)],
-          signature,
-        ),
+        anySignatureMatches([signStandardWebhook(candidate.webhookSecret, id, seconds, raw).slice(3)], signature),
       );
       if (verified.length === 0) throw new AppError('signature_invalid', 'The signature does not match');
       const unstorable = unstorableText(body);

@@ -28,17 +28,17 @@ export const settledValues = (outcome: SettleOutcome): UpdateObject<DB, 'emailNo
 
 /** The provider's notifications: stored once per (org, svix-id) before they are answered; the workers claim them from here. */
 export const notificationsRepo = {
-  /** The orgs with an inbox at one of these addresses (and an integration to verify with). */
-  orgsOfInboxes: (db: Kysely<DB>, addresses: string[]): Promise<CandidateOrg[]> =>
-    addresses.length === 0
-      ? Promise.resolve([])
-      : db
-          .selectFrom('emailInboxes as i')
-          .innerJoin('emailIntegrations as x', 'x.orgId', 'i.orgId')
-          .select(['x.orgId', 'x.webhookSecretEncrypted'])
-          .distinct()
-          .where('i.emailAddress', 'in', addresses)
-          .execute(),
+  /** The inboxes at these addresses whose org has an integration (to verify with): the org and its secret. */
+  inboxOrgs: (
+    db: Kysely<DB>,
+    addresses: string[],
+  ): Promise<Array<{ emailAddress: string; orgId: string; webhookSecretEncrypted: string }>> =>
+    db
+      .selectFrom('emailInboxes as i')
+      .innerJoin('emailIntegrations as x', 'x.orgId', 'i.orgId')
+      .select(['i.emailAddress', 'x.orgId', 'x.webhookSecretEncrypted'])
+      .where('i.emailAddress', 'in', addresses)
+      .execute(),
 
   /** The org that sent this email (by the provider's id, or by our org tag on it when the id is not stored yet). */
   orgsOfSentEmail: (db: Kysely<DB>, providerEmailId: string, taggedOrgId: string | undefined): Promise<CandidateOrg[]> =>

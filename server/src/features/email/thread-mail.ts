@@ -3,10 +3,12 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { EmailIntegrationRow, EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
+import type { ProcessBus } from '../../lib/process-bus.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { mailbox, newMessageId, referencesAfter, replySubject } from './email-content.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
+import { inboxRoutesChanged } from './inbox-routes.ts';
 import { inboxesRepo } from './inboxes.repo.ts';
 import { autoReplyRefusal } from './loop-guards.ts';
 import { MailProviderError } from './mail-client.ts';
@@ -41,7 +43,12 @@ export type SendOutcome = { sent: true; message: EmailMessageRow } | { sent: fal
  * features ask of email before they send: the org's integration, the suppression list, the inbox
  * that receives replies, and whether a received message was sent automatically.
  */
-export function createThreadMail(deps: { db: Kysely<DB>; deliver: OutboundMail; logger: Logger }) {
+export function createThreadMail(deps: {
+  db: Kysely<DB>;
+  bus: Pick<ProcessBus, 'publish'>;
+  deliver: OutboundMail;
+  logger: Logger;
+}) {
   const { db } = deps;
 
   /**
@@ -131,6 +138,7 @@ export function createThreadMail(deps: { db: Kysely<DB>; deliver: OutboundMail; 
       if ((await emailMessagesRepo.inboxesAt(db, orgId, [lower])).length > 0) return;
       try {
         await inboxesRepo.insert(db, { id: randomUUID(), orgId, emailAddress: lower, displayName });
+        await inboxRoutesChanged.inbox(deps.bus, lower);
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
         deps.logger.warn({ orgId }, `the inbox ${lower} exists already (made meanwhile, or by another org)`);

@@ -3,7 +3,8 @@ import type { Kysely } from 'kysely';
 import type { ActionRuleRow, DB, WebhookRow } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { BUS_TOPICS, INVALIDATE_ALL, type ProcessBus } from '../../lib/process-bus.ts';
+import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
+import { createReloadingCache } from '../../lib/reloading-cache.ts';
 import { actionRulesRepo } from '../agents/agents.repo.ts';
 import { orgsRepo } from '../orgs/orgs.repo.ts';
 import { eventFilterMatcher } from './payload.ts';
@@ -33,66 +34,12 @@ function blockListOf(entries: string[]): BlockList | null {
 }
 
 /**
- * Webhook configs and action rules cached for ingest (a few seconds at most), dropped at once in
- * every process when the console changes them. Unknown identifiers are cached too, briefly, so a
- * flood of bad URLs costs no queries.
- *
- * An entry past its lifetime is still answered while one reload of it runs (for at most another
- * lifetime): entries loaded together expire together, and their requests should not all wait on
- * the database at that moment. Concurrent loads of one key share one query.
+ * Webhook configs and action rules cached for ingest (a few seconds at most, lib/reloading-cache.ts),
+ * dropped at once in every process when the console changes them. Unknown identifiers are cached
+ * too, briefly, so a flood of bad URLs costs no queries.
  */
 export function createIngestCache(deps: { db: Kysely<DB>; box: SecretBox; bus: ProcessBus; clock: Clock; ttlMs?: number }) {
-  const ttlMs = deps.ttlMs ?? 30_000;
-  // Bumped by every invalidation: a load that began before one neither stores nor is shared after it.
-  let generation = 0;
-
-  function createCache<T>() {
-    const entries = new Map<string, { value: T | null; freshUntil: number; staleUntil: number }>();
-    const loads = new Map<string, { generation: number; promise: Promise<T | null> }>();
-
-    function reload(key: string, load: () => Promise<T | null>): Promise<T | null> {
-      const running = loads.get(key);
-      if (running?.generation === generation) return running.promise;
-      const startedAt = generation;
-      const promise = load()
-        .then((value) => {
-          if (generation === startedAt) {
-            if (entries.size > 10_000) entries.delete(entries.keys().next().value!);
-            const lifetime = value ? ttlMs : Math.min(ttlMs, 5_000);
-            const now = deps.clock.now().getTime();
-            entries.set(key, { value, freshUntil: now + lifetime, staleUntil: now + 2 * lifetime });
-          }
-          return value;
-        })
-        .finally(() => {
-          if (loads.get(key)?.promise === promise) loads.delete(key);
-        });
-      loads.set(key, { generation: startedAt, promise });
-      return promise;
-    }
-
-    return {
-      async get(key: string, load: () => Promise<T | null>): Promise<T | null> {
-        const hit = entries.get(key);
-        const now = deps.clock.now().getTime();
-        if (hit && hit.freshUntil > now) return hit.value;
-        const reloaded = reload(key, load);
-        if (!hit || hit.staleUntil <= now) return reloaded;
-        // A failed reload leaves the entry as it is; a request after its stale time waits for a load.
-        reloaded.catch(() => undefined);
-        return hit.value;
-      },
-
-      /** Drops what a console change made stale: its own key, the keys `isStale` picks, or every one. */
-      invalidate(changed: string, isStale?: (key: string) => boolean): void {
-        generation++;
-        if (changed === INVALIDATE_ALL) entries.clear();
-        else if (!isStale) entries.delete(changed);
-        else for (const key of entries.keys()) if (isStale(key)) entries.delete(key);
-      },
-    };
-  }
-
+  const createCache = <T>() => createReloadingCache<T>({ clock: deps.clock, ttlMs: deps.ttlMs ?? 30_000 });
   const webhooks = createCache<IngestWebhook>();
   const rules = createCache<ActionRuleRow>();
   const members = createCache<true>();
