@@ -35,9 +35,11 @@ export function composeApprovals(
     clock,
     metrics,
     tools: deps.tools,
-    // A decision on a call shown in Slack, on any channel, updates its message (after the commit, by a job).
+    // A decision on a call shown in Slack, on any channel, updates its message (by a job, woken once the decision commits).
     afterDecision: async (trx, call) => {
-      if (await slackRepo.shown(trx, call.id)) await jobs.enqueue('approvals.slack-update', { actionId: call.actionId }, { trx });
+      if (!(await slackRepo.shown(trx, call.id))) return undefined;
+      await jobs.enqueue('approvals.slack-update', { actionId: call.actionId }, { trx });
+      return () => jobs.notify('approvals.slack-update');
     },
   });
   const slackOf = slackIntegration.open;

@@ -5,7 +5,7 @@ import type { JobRunner } from '../../jobs/job-runner.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { TokenUsage } from '../../lib/model-prices.ts';
 import type { RunWriter } from './run-writer.ts';
-import { approvalDeadline, type Call, type Run, toRow } from './run-context.ts';
+import { approvalDeadline, notifiesApprovers, type Call, type Run, toRow } from './run-context.ts';
 
 /**
  * The approval a run over its budget waits for, named like a tool so that every approval channel
@@ -31,7 +31,13 @@ export const expectedUsage = (instructions: string, run: Run): TokenUsage => ({
  * approvals. Stored with the conversation so far (a run paused before its first step opens it).
  */
 export async function pauseForBudget(
-  deps: { db: Kysely<DB>; clock: Clock; jobs: Pick<JobRunner, 'enqueue'>; store: RunWriter['store']; announce: () => void },
+  deps: {
+    db: Kysely<DB>;
+    clock: Clock;
+    jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+    store: RunWriter['store'];
+    announce: () => void;
+  },
   run: Run,
   refusal: { reason: string; details: Record<string, unknown> },
 ): Promise<void> {
@@ -81,10 +87,10 @@ export async function pauseForBudget(
       trx,
     );
     await deps.jobs.enqueue('approvals.expire', { toolCallRowId: call.id }, { trx, startAfter: call.expiresAt! });
-    if (context.notify && context.notify.length > 0)
-      await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
+    if (notifiesApprovers(run)) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
     return written;
   });
   run.calls.set(call.toolCallId, call);
   if (callbacks > 0) deps.announce();
+  if (notifiesApprovers(run)) deps.jobs.notify('approvals.notify');
 }

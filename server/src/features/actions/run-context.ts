@@ -81,6 +81,9 @@ export const DENIED_BY_PREFERENCE = {
   reason: 'The user has chosen to always deny this tool; it was not run.',
 };
 
+/** Whether the action's rule tells approvers (by email, in Slack) when it starts to wait: an `approvals.notify` job. */
+export const notifiesApprovers = (run: Run) => (run.context.notify?.length ?? 0) > 0;
+
 /** When a call staged now expires: the rule's approval deadline (a day without a rule). */
 export const approvalDeadline = (context: RunContext, now: Date) =>
   new Date(now.getTime() + (context.approvalTimeoutSeconds ?? 86_400) * 1000);

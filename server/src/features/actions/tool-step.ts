@@ -5,7 +5,7 @@ import { messageRow, transition } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { decisionData, withReviewerNote } from './call-decision.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
-import { approvalDeadline, type Call, callOf, INTERRUPTED, type Message, type Run } from './run-context.ts';
+import { approvalDeadline, type Call, callOf, INTERRUPTED, type Message, notifiesApprovers, type Run } from './run-context.ts';
 import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import type { RunEffects } from './run-effects.ts';
@@ -15,7 +15,7 @@ import { endToolSpan, type RunTracing, startToolSpan } from './run-tracing.ts';
 export function createToolStep(deps: {
   db: Kysely<DB>;
   clock: Clock;
-  jobs: Pick<JobRunner, 'enqueue'>;
+  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
   store: RunWriter['store'];
   /** Runs a call (a live run's tool, or an experiment's stand-in). */
   execute: RunEffects['execute'];
@@ -120,7 +120,7 @@ export function createToolStep(deps: {
     trx: Kysely<DB>,
     run: Run,
     step: Step,
-  ): Promise<{ verdict: 'continue' | 'stop' | 'again'; callbacks: number }> {
+  ): Promise<{ verdict: 'continue' | 'stop' | 'again'; callbacks: number; paused?: boolean }> {
     const { context } = run;
     await actionsRepo.lock(trx, context.id);
     const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => step.toolCallIds.includes(row.toolCallId));
@@ -144,7 +144,7 @@ export function createToolStep(deps: {
     }
     if (current.some((call) => call.status === 'ready')) return { verdict: 'again', callbacks: 0 };
     const staged = current.filter((call) => call.status === 'staged');
-    if (staged.length > 0) return { verdict: 'stop', callbacks: await pause(trx, run, staged) };
+    if (staged.length > 0) return { verdict: 'stop', callbacks: await pause(trx, run, staged), paused: true };
     await store(run, { actionId: context.id, messages: [step.messageRow()] }, trx);
     step.close();
     return { verdict: 'continue', callbacks: 0 };
@@ -172,8 +172,7 @@ export function createToolStep(deps: {
       },
       changes: { leaseExpiresAt: null },
     });
-    if (context.notify && context.notify.length > 0)
-      await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
+    if (notifiesApprovers(run)) await deps.jobs.enqueue('approvals.notify', { actionId: context.id }, { trx });
     return callbacks;
   }
 
@@ -194,8 +193,10 @@ export function createToolStep(deps: {
         step.close();
         return 'continue';
       }
-      const { verdict, callbacks } = await db.transaction().execute((trx) => decideStep(trx, run, step));
+      const { verdict, callbacks, paused } = await db.transaction().execute((trx) => decideStep(trx, run, step));
       if (callbacks > 0) deps.announce();
+      // Enqueued in the transaction: the job's workers are woken now that it has committed, not at their poll.
+      if (paused && notifiesApprovers(run)) deps.jobs.notify('approvals.notify');
       if (verdict !== 'again') return verdict;
     }
   };

@@ -65,8 +65,11 @@ export function createApprovalsService(deps: {
   metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
   /** The tools, for the schema that edited arguments must meet. */
   tools: Pick<ToolRegistry, 'forOrg'>;
-  /** In the decision's transaction, once it is made (a channel that shows the call updates it: Slack). */
-  afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<void>;
+  /**
+   * In the decision's transaction, once it is made (a channel that shows the call updates it: Slack).
+   * What it returns is called after the commit (to wake the workers of what it enqueued).
+   */
+  afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<(() => void) | undefined>;
 }) {
   /** Why this person may not decide the call now: decided already, the channel's own check, or not an approver. */
   async function refusalToDecide(
@@ -159,8 +162,8 @@ export function createApprovalsService(deps: {
         const approval = { userId, channel, externalId: decider.externalId ?? null, reason, at: now };
         count = await countApproval(trx, call, approval, decision.arguments, rule);
         if (!count.complete) {
-          if (!count.counted) await deps.afterDecision?.(trx, call);
-          return { kind: 'counted' as const, call, rule, count };
+          const afterCommit = count.counted ? undefined : await deps.afterDecision?.(trx, call);
+          return { kind: 'counted' as const, call, rule, count, afterCommit };
         }
       }
       const decided = (await approvalsRepo.decide(trx, call.id, {
@@ -171,11 +174,11 @@ export function createApprovalsService(deps: {
         reason,
         at: now,
       }))!;
-      await deps.afterDecision?.(trx, decided);
+      const afterCommit = await deps.afterDecision?.(trx, decided);
       // While the runner is still settling the step (status running), it reads this decision itself.
       const moved =
         action.status === 'pending_approval' ? await moveAction(trx, decided, decision, now) : { resumed: false, callbacks: 0 };
-      return { kind: 'decided' as const, decided, rule, ...moved };
+      return { kind: 'decided' as const, decided, rule, ...moved, afterCommit };
     });
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
@@ -183,6 +186,7 @@ export function createApprovalsService(deps: {
       if (channel) await recordRefusals(orgId, [call.id], { ...decider, channel }, refusal);
       throw new AppError(code, refusal);
     }
+    outcome.afterCommit?.();
     const row = outcome.kind === 'counted' ? (await toolCallsRepo.findById(deps.db, outcome.call.id))! : outcome.decided;
     const standing = (await approvalsRepo.currentApprovals(deps.db, row.id)).map(standingApproval);
     const result = { ...row, approvalsRequired: outcome.rule.minApprovals, approvals: standing };
