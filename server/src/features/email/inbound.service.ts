@@ -43,7 +43,15 @@ export interface InboundReplyHook {
   claim(
     db: Kysely<DB>,
     message: { orgId: string; ids: string[] },
-  ): Promise<{ detail: string; take(trx: Kysely<DB>, messageRowId: string): Promise<void> } | undefined>;
+  ): Promise<
+    | {
+        detail: string;
+        take(trx: Kysely<DB>, messageRowId: string): Promise<void>;
+        /** After the transaction that took it committed: what `take` wrote may be acted on now. */
+        taken(): void;
+      }
+    | undefined
+  >;
 }
 
 /** The received message's row as it is stored, with what users see of its answer (`statusDetail`). */
@@ -233,6 +241,7 @@ export function createInboundEmail(deps: {
         await storeReceived(trx, parts);
         await claimed.take(trx, message.id);
       });
+      claimed.taken();
     } else await storeReceived(db, parts);
     if (action) deps.wakeRunners();
   }
