@@ -153,7 +153,8 @@ export function createApprovalsService(deps: {
       const rule = await decisionRuleOf(trx, orgId, actionId);
       if (!call || !rule) throw notFound('Tool call');
       const refused = await refusalOf(trx, call, rule, decider, decision, guard);
-      if (refused) return { kind: 'refused' as const, call, ...refused };
+      const runnable = action.status === 'approved' || action.status === 'queued';
+      if (refused) return { kind: 'refused' as const, call, runnable, ...refused };
       const now = deps.clock.now();
       const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
       // An approval counts towards the rule's minApprovals; the call runs once they are all in.
@@ -182,6 +183,9 @@ export function createApprovalsService(deps: {
     });
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
+      // The decision that came first woke the runners, whose claim skips locked rows: it may have run while
+      // this transaction held the action's lock, and the action would wait for the poll.
+      if (outcome.runnable) deps.wakeRunners();
       // A person who came too late is on the record too (another decided first, a link used twice).
       if (channel) await recordRefusals(orgId, [call.id], { ...decider, channel }, refusal);
       throw new AppError(code, refusal);

@@ -9,7 +9,8 @@ import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.
 
 let app: TestApp;
 let model: FakeModel;
-useAppWithModel({}, (started) => {
+// Polling off: an action must be woken once a decision commits, whoever else holds its lock then.
+useAppWithModel({ JOB_POLL_SECONDS: '600' }, (started) => {
   ({ app, model } = started);
 });
 
