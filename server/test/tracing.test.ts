@@ -6,7 +6,7 @@ import { addCallback, approveStaged, auth } from './helpers/callbacks.ts';
 import { eventually } from './helpers/eventually.ts';
 import { documentThenText, startFakeModel } from './helpers/fake-model.ts';
 import { startOtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.ts';
-import { startTestApp, type TestApp } from './helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, startTestApp, type TestApp } from './helpers/test-app.ts';
 import { postEvent, setupWebhook } from './helpers/webhooks.ts';
 import { type FakeMailProvider, setUpEmailOrg } from './helpers/email.ts';
 import { startFakeMailProvider } from './helpers/fake-mail-provider.ts';
@@ -36,6 +36,7 @@ beforeAll(async () => {
     CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
     OTEL_BSP_SCHEDULE_DELAY: '50',
+    ...POLL_FOR_DUE_WORK, // on PGlite, the worker container hears no signal of the serve's
   };
   serve = await startTestApp({ ...env, OTEL_SERVICE_NAME: 'ap-serve' }, { workers: false });
   worker = await startTestApp({ ...env, OTEL_SERVICE_NAME: 'ap-worker' }, { shareDatabaseWith: serve });

@@ -7,6 +7,12 @@ import { createTestDatabase } from './test-database.ts';
 
 export const TEST_APP_HOST = 'http://app.test';
 
+/**
+ * For the tests of work that comes due at a time (a deadline, a retry's backoff, a lapsed lease), or of
+ * containers sharing one PGlite database (whose work signals stay in their container): the poll finds it.
+ */
+export const POLL_FOR_DUE_WORK = { JOB_POLL_SECONDS: '2' } as const;
+
 /** A fetch Response whose JSON body tests read freely (assertions check its shape). */
 export type TestResponse = Omit<Response, 'json'> & { json(): Promise<any> };
 
@@ -57,6 +63,9 @@ export async function startTestApp(
     PORT: String(port),
     // bcrypt at cost 12 takes a quarter of a second per hash on this machine; tests need no strength.
     PASSWORD_HASH_COST: '4',
+    // Work starts when its commit wakes a worker, never by the poll: a wake-up missing fails the test
+    // instead of costing 2 s. Tests of work that comes due at a time poll (POLL_FOR_DUE_WORK).
+    JOB_POLL_SECONDS: '600',
     ...env,
   });
   const clock = new TestClock();

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
-import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 import { MAX_TAKEOVERS } from './action-runner.ts';
 import { claimRunnable } from './lifecycle.ts';
@@ -38,7 +38,7 @@ describe('an action claimed by a worker that died', () => {
     // While the lease holds, nobody else may claim it.
     expect(await claimRunnable(serving.container.db, 10, 1000)).toEqual([]);
 
-    worker = await startTestApp({ ...model.env }, { shareDatabaseWith: serving });
+    worker = await startTestApp({ ...model.env, ...POLL_FOR_DUE_WORK }, { shareDatabaseWith: serving });
     const row = await waitForAction(serving, auth, actionId, ['completed', 'failed'], 30_000);
     expect(row.status).toBe('completed');
     expect(model.requests).toHaveLength(1);
@@ -72,7 +72,7 @@ describe('an action claimed by a worker that died', () => {
       .set({ status: 'running', takeovers: MAX_TAKEOVERS, leaseExpiresAt: sql<Date>`now() - interval '1 minute'` })
       .where('id', '=', actionId)
       .execute();
-    worker = await startTestApp({ ...model.env }, { shareDatabaseWith: serving });
+    worker = await startTestApp({ ...model.env, ...POLL_FOR_DUE_WORK }, { shareDatabaseWith: serving });
     const row = await waitForAction(serving, auth, actionId, ['completed', 'failed'], 30_000);
     expect(row.status).toBe('failed');
     expect(row.execution.error).toMatch(/cut short 6 times \(its worker process died while running it each time\)/);

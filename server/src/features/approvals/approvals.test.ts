@@ -4,13 +4,19 @@ import { waitForAction } from '../../../test/helpers/actions.ts';
 import { documentThenText } from '../../../test/helpers/fake-model.ts';
 import { addCallback, auth, runEvent as postAndRun } from '../../../test/helpers/callbacks.ts';
 import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
-import { TEST_APP_HOST, type TestApp } from '../../../test/helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, TEST_APP_HOST, type TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
 useAppWithModel(
-  { MODEL_TIMEOUT_SECONDS: '3', MODEL_MAX_RETRIES: '1', ACTION_MAX_STEPS: '4', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' },
+  {
+    MODEL_TIMEOUT_SECONDS: '3',
+    MODEL_MAX_RETRIES: '1',
+    ACTION_MAX_STEPS: '4',
+    CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...POLL_FOR_DUE_WORK, // the deadline's job
+  },
   (started) => {
     ({ app, model } = started);
   },

@@ -9,8 +9,7 @@ import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.
 
 let app: TestApp;
 let model: FakeModel;
-// Polling off: an action must be woken once a decision commits, whoever else holds its lock then.
-useAppWithModel({ JOB_POLL_SECONDS: '600' }, (started) => {
+useAppWithModel({}, (started) => {
   ({ app, model } = started);
 });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { DEFAULT_PASSWORD, createUser, signIn, uniqueEmail } from '../../../test/helpers/factories.ts';
 import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
-import { TEST_APP_HOST, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, TEST_APP_HOST, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { RESET_TOKEN_LIFETIME_MS } from './password-reset.service.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
 
@@ -10,7 +10,8 @@ let app: TestApp;
 let mail: Awaited<ReturnType<typeof startFakeMailProvider>>;
 beforeAll(async () => {
   mail = await startFakeMailProvider();
-  app = await startTestApp({ MAIL_API_KEY: mail.apiKey, MAIL_API_URL: mail.url, TRUST_PROXY: 'true' });
+  // The poll: a failed mail's retry.
+  app = await startTestApp({ MAIL_API_KEY: mail.apiKey, MAIL_API_URL: mail.url, TRUST_PROXY: 'true', ...POLL_FOR_DUE_WORK });
 });
 afterAll(async () => {
   await app?.close();

@@ -11,7 +11,7 @@ import {
   startCallbackStack,
 } from '../../../test/helpers/callbacks.ts';
 import { documentThenText } from '../../../test/helpers/fake-model.ts';
-import type { TestApp } from '../../../test/helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, type TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
 
 let stack: Awaited<ReturnType<typeof startCallbackStack>>;
@@ -23,6 +23,7 @@ beforeAll(async () => {
     MODEL_MAX_RETRIES: '0',
     CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
     CALLBACK_RETRY_SCHEDULE: '1,1,1',
+    ...POLL_FOR_DUE_WORK, // an approval's deadline
   });
   ({ app, model, receiver } = stack);
 });

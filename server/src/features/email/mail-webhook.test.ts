@@ -4,14 +4,19 @@ import { type FakeMailProvider, setUpEmailOrg } from '../../../test/helpers/emai
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { expectCommitWithoutFlush } from '../../../test/helpers/flushless.ts';
 import { postSignedNotification, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
-import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { notificationsRepo } from './notifications.repo.ts';
 
 let app: TestApp;
 let provider: FakeMailProvider;
 beforeAll(async () => {
   provider = await startFakeMailProvider();
-  app = await startTestApp({ MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0', EMAIL_WEBHOOK_MAX_BYTES: '20000' });
+  app = await startTestApp({
+    MAIL_API_URL: provider.url,
+    MAIL_API_RETRIES: '0',
+    EMAIL_WEBHOOK_MAX_BYTES: '20000',
+    ...POLL_FOR_DUE_WORK, // retries after a backoff
+  });
 });
 afterAll(async () => {
   await app?.close();

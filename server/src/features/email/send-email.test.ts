@@ -6,13 +6,14 @@ import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '..
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { type ChatRequest, eventData, toolResults } from '../../../test/helpers/fake-model.ts';
 import type { FakeModel } from '../../../test/helpers/model-app.ts';
-import type { TestApp } from '../../../test/helpers/test-app.ts';
+import { POLL_FOR_DUE_WORK, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-useAppWithMailProvider({ EMAIL_MAX_RECIPIENTS: '2' }, (started) => ({ app, model, provider } = started));
+// The poll: the later lookup of a sent email's Message-ID.
+useAppWithMailProvider({ EMAIL_MAX_RECIPIENTS: '2', ...POLL_FOR_DUE_WORK }, (started) => ({ app, model, provider } = started));
 
 /**
  * The model does what the event says: `data.document` first makes a PDF, then `data.send` is sent

@@ -13,8 +13,7 @@ import type { WebhookSetup } from '../../../../test/helpers/webhooks.ts';
 let app: TestApp;
 let model: FakeModel;
 let provider: FakeMailProvider;
-// Polling off: each job must be woken when its transaction commits (an approval's emails, a reply's reading).
-useAppWithMailProvider({ JOB_POLL_SECONDS: '600' }, (started) => ({ app, model, provider } = started));
+useAppWithMailProvider({}, (started) => ({ app, model, provider } = started));
 
 /** An org with an email integration, two admins, and a webhook whose rule asks before generateDocument and notifies by email. */
 async function approvalOrg(rule: Record<string, unknown> = {}) {

@@ -28,9 +28,9 @@ afterAll(async () => {
   await slack?.close();
   await orders?.close();
 });
-// Jobs are not polled for (600 s): a message is posted and updated because its job's workers are woken.
+// Jobs are not polled for (the test apps' default): a message is posted and updated because its job's workers are woken.
 useAppWithModel(
-  () => ({ SLACK_API_URL: slack.url, MCP_ALLOW_PRIVATE_NETWORKS: 'true', JOB_POLL_SECONDS: '600' }),
+  () => ({ SLACK_API_URL: slack.url, MCP_ALLOW_PRIVATE_NETWORKS: 'true' }),
   (started) => ({ app, model } = started),
 );
 
