@@ -37,9 +37,7 @@ export function composeApprovals(
     tools: deps.tools,
     // A decision on a call shown in Slack, on any channel, updates its message (by a job, woken once the decision commits).
     afterDecision: async (trx, call) => {
-      if (!(await slackRepo.shown(trx, call.id))) return undefined;
-      await jobs.enqueue('approvals.slack-update', { actionId: call.actionId }, { trx });
-      return () => jobs.notify('approvals.slack-update');
+      if (await slackRepo.shown(trx, call.id)) await jobs.enqueue('approvals.slack-update', { actionId: call.actionId }, { trx });
     },
   });
   const slackOf = slackIntegration.open;

@@ -6,6 +6,7 @@ import { uniqueEmail } from '../../test/helpers/factories.ts';
 import { startFakeModel } from '../../test/helpers/fake-model.ts';
 import { postEvent, setupWebhook } from '../../test/helpers/webhooks.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
+import { transaction } from '../db/after-commit.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -26,26 +27,32 @@ describe('job runner', () => {
   it('enqueues inside a transaction: the job exists only if the transaction commits', async () => {
     const committed = uniqueEmail('commit');
     const rolledBack = uniqueEmail('rollback');
-    await app.container.db.transaction().execute(async (trx) => {
+    await transaction(app.container.db, async (trx) => {
       await app.container.jobs.enqueue(
         'auth.password-reset',
         { email: committed, requestedAt: new Date().toISOString() },
         { trx },
       );
     });
-    await app.container.db
-      .transaction()
-      .execute(async (trx) => {
-        await app.container.jobs.enqueue(
-          'auth.password-reset',
-          { email: rolledBack, requestedAt: new Date().toISOString() },
-          { trx },
-        );
-        throw new Error('roll back');
-      })
-      .catch(() => {});
+    await transaction(app.container.db, async (trx) => {
+      await app.container.jobs.enqueue(
+        'auth.password-reset',
+        { email: rolledBack, requestedAt: new Date().toISOString() },
+        { trx },
+      );
+      throw new Error('roll back');
+    }).catch(() => {});
     expect(await queuedFor(committed)).toBe(1);
     expect(await queuedFor(rolledBack)).toBe(0);
+  });
+
+  it('refuses a job due now in a transaction that would wake nobody when it commits; the transaction rolls back', async () => {
+    const email = uniqueEmail('unwoken');
+    const enqueued = app.container.db.transaction().execute(async (trx) => {
+      await app.container.jobs.enqueue('auth.password-reset', { email, requestedAt: new Date().toISOString() }, { trx });
+    });
+    await expect(enqueued).rejects.toThrow(/wakes nobody/);
+    expect(await queuedFor(email)).toBe(0);
   });
 
   it('validates payloads against the registry', async () => {

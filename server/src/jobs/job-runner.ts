@@ -6,14 +6,17 @@ import { jobQueues, type JobHandlers, type JobMeta, type JobPayload, type QueueN
 import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
 import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
+import { afterCommit } from '../db/after-commit.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
   /** Starts a worker per queue (up to its concurrency in jobs at once); a process that only serves HTTP never calls this. */
   work(handlers: JobHandlers, options?: { concurrency?: Partial<Record<QueueName, number>> }): Promise<void>;
-  /** Makes the workers of a queue, in every process, fetch now: a transaction that enqueued jobs of it has committed. */
-  notify(queue: QueueName): void;
-  /** Enqueues a job; with `trx`, the job commits or rolls back with that transaction. */
+  /**
+   * Enqueues a job, and wakes the queue's workers in every process once it is visible. With `trx`, the
+   * job commits or rolls back with that transaction, which must be opened by db/after-commit.ts's
+   * `transaction` (unless the job is for later: `startAfter`), so that its workers are woken when it commits.
+   */
   enqueue<Q extends QueueName>(
     queue: Q,
     payload: JobPayload<Q>,
@@ -133,12 +136,12 @@ export function createJobRunner(deps: {
       const data = jobQueues[queue].payload.parse(payload);
       const db: Db | undefined = options.trx ? fromKysely(options.trx) : undefined;
       const id = await boss.send(queue, data, { ...jobQueues[queue].options, db, startAfter: options.startAfter });
-      // Wake a local worker now instead of at its next poll (only after the job is visible).
+      // Workers fetch now instead of at their next poll, once the job is visible (a job for later: its poll).
       if (!options.trx) wake(queue);
+      else if (!options.startAfter && !afterCommit(options.trx, () => wake(queue)))
+        throw new Error(`A job of ${queue} enqueued in a transaction that wakes nobody when it commits`);
       return id;
     },
-
-    notify: wake,
 
     async ping() {
       if (!started) throw new Error('the job queue is not started');

@@ -29,7 +29,7 @@ import { storableText } from '../../lib/json-input.ts';
 export function createActionRunner(
   deps: ModelTurnDeps & {
     db: Kysely<DB>;
-    jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+    jobs: Pick<JobRunner, 'enqueue'>;
     /** Runnable actions were committed (or a lease given up): the run dispatchers of every process claim now. */
     wakeRunners: () => void;
     tools: ToolRegistry;

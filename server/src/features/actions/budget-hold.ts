@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.ts';
 import type { TokenUsage } from '../../lib/model-prices.ts';
 import type { RunWriter } from './run-writer.ts';
 import { approvalDeadline, notifiesApprovers, type Call, type Run, toRow } from './run-context.ts';
+import { transaction } from '../../db/after-commit.ts';
 
 /**
  * The approval a run over its budget waits for, named like a tool so that every approval channel
@@ -34,7 +35,7 @@ export async function pauseForBudget(
   deps: {
     db: Kysely<DB>;
     clock: Clock;
-    jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+    jobs: Pick<JobRunner, 'enqueue'>;
     store: RunWriter['store'];
     announce: () => void;
   },
@@ -57,7 +58,7 @@ export async function pauseForBudget(
     startedAt: null,
     stagedReason: refusal.reason,
   };
-  const { callbacks } = await deps.db.transaction().execute(async (trx) => {
+  const { callbacks } = await transaction(deps.db, async (trx) => {
     const written = await deps.store(
       run,
       {
@@ -92,5 +93,4 @@ export async function pauseForBudget(
   });
   run.calls.set(call.toolCallId, call);
   if (callbacks > 0) deps.announce();
-  if (notifiesApprovers(run)) deps.jobs.notify('approvals.notify');
 }

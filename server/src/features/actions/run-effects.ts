@@ -36,7 +36,7 @@ export interface RunEffects {
 export function liveEffects(deps: {
   db: Kysely<DB>;
   clock: Clock;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
   writer: Pick<RunWriter, 'store' | 'finish'>;
   announce: () => void;
 }): RunEffects {

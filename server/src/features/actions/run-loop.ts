@@ -21,7 +21,7 @@ import { createToolStep } from './tool-step.ts';
 export function createRunLoop(
   deps: ModelTurnDeps & {
     db: Kysely<DB>;
-    jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+    jobs: Pick<JobRunner, 'enqueue'>;
     tools: Pick<ToolRegistry, 'forOrg'>;
     effects: RunEffects;
     /** Aborted when the process stops: a run hands its action over at the next safe point. */

@@ -10,12 +10,13 @@ import type { RunWriter } from './run-writer.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import type { RunEffects } from './run-effects.ts';
 import { endToolSpan, type RunTracing, startToolSpan } from './run-tracing.ts';
+import { transaction } from '../../db/after-commit.ts';
 
 /** The part of a run after a model step that called tools: running them, or waiting for their approval. */
 export function createToolStep(deps: {
   db: Kysely<DB>;
   clock: Clock;
-  jobs: Pick<JobRunner, 'enqueue' | 'notify'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
   store: RunWriter['store'];
   /** Runs a call (a live run's tool, or an experiment's stand-in). */
   execute: RunEffects['execute'];
@@ -120,7 +121,7 @@ export function createToolStep(deps: {
     trx: Kysely<DB>,
     run: Run,
     step: Step,
-  ): Promise<{ verdict: 'continue' | 'stop' | 'again'; callbacks: number; paused?: boolean }> {
+  ): Promise<{ verdict: 'continue' | 'stop' | 'again'; callbacks: number }> {
     const { context } = run;
     await actionsRepo.lock(trx, context.id);
     const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => step.toolCallIds.includes(row.toolCallId));
@@ -144,7 +145,7 @@ export function createToolStep(deps: {
     }
     if (current.some((call) => call.status === 'ready')) return { verdict: 'again', callbacks: 0 };
     const staged = current.filter((call) => call.status === 'staged');
-    if (staged.length > 0) return { verdict: 'stop', callbacks: await pause(trx, run, staged), paused: true };
+    if (staged.length > 0) return { verdict: 'stop', callbacks: await pause(trx, run, staged) };
     await store(run, { actionId: context.id, messages: [step.messageRow()] }, trx);
     step.close();
     return { verdict: 'continue', callbacks: 0 };
@@ -193,10 +194,8 @@ export function createToolStep(deps: {
         step.close();
         return 'continue';
       }
-      const { verdict, callbacks, paused } = await db.transaction().execute((trx) => decideStep(trx, run, step));
+      const { verdict, callbacks } = await transaction(db, (trx) => decideStep(trx, run, step));
       if (callbacks > 0) deps.announce();
-      // Enqueued in the transaction: the job's workers are woken now that it has committed, not at their poll.
-      if (paused && notifiesApprovers(run)) deps.jobs.notify('approvals.notify');
       if (verdict !== 'again') return verdict;
     }
   };

@@ -14,6 +14,7 @@ import { approvalsRepo } from './approvals.repo.ts';
 import { type DecisionRule, decisionRuleOf, isApprover } from './approvers.repo.ts';
 import { checkEditedArguments } from './edited-arguments.ts';
 import { type ApprovalCount, callChanges, countApproval, type Decision, moveAction } from './decision-steps.ts';
+import { transaction } from '../../db/after-commit.ts';
 
 export type { Decision } from './decision-steps.ts';
 
@@ -65,11 +66,8 @@ export function createApprovalsService(deps: {
   metrics: Pick<Metrics, 'approvalDecisions' | 'approvalDecisionSeconds'>;
   /** The tools, for the schema that edited arguments must meet. */
   tools: Pick<ToolRegistry, 'forOrg'>;
-  /**
-   * In the decision's transaction, once it is made (a channel that shows the call updates it: Slack).
-   * What it returns is called after the commit (to wake the workers of what it enqueued).
-   */
-  afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<(() => void) | undefined>;
+  /** In the decision's transaction, once it is made (a channel that shows the call updates it: Slack). */
+  afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<void>;
 }) {
   /** Why this person may not decide the call now: decided already, the channel's own check, or not an approver. */
   async function refusalToDecide(
@@ -146,7 +144,7 @@ export function createApprovalsService(deps: {
     guard?: DecisionGuard,
   ): Promise<DecidedCall> {
     const { userId, channel } = decider;
-    const outcome = await deps.db.transaction().execute(async (trx) => {
+    const outcome = await transaction(deps.db, async (trx) => {
       const action = await actionsRepo.lock(trx, actionId);
       if (!action || action.orgId !== orgId) throw notFound('Action');
       const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
@@ -163,8 +161,8 @@ export function createApprovalsService(deps: {
         const approval = { userId, channel, externalId: decider.externalId ?? null, reason, at: now };
         count = await countApproval(trx, call, approval, decision.arguments, rule);
         if (!count.complete) {
-          const afterCommit = count.counted ? undefined : await deps.afterDecision?.(trx, call);
-          return { kind: 'counted' as const, call, rule, count, afterCommit };
+          if (!count.counted) await deps.afterDecision?.(trx, call);
+          return { kind: 'counted' as const, call, rule, count };
         }
       }
       const decided = (await approvalsRepo.decide(trx, call.id, {
@@ -175,11 +173,11 @@ export function createApprovalsService(deps: {
         reason,
         at: now,
       }))!;
-      const afterCommit = await deps.afterDecision?.(trx, decided);
+      await deps.afterDecision?.(trx, decided);
       // While the runner is still settling the step (status running), it reads this decision itself.
       const moved =
         action.status === 'pending_approval' ? await moveAction(trx, decided, decision, now) : { resumed: false, callbacks: 0 };
-      return { kind: 'decided' as const, decided, rule, ...moved, afterCommit };
+      return { kind: 'decided' as const, decided, rule, ...moved };
     });
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
@@ -190,7 +188,6 @@ export function createApprovalsService(deps: {
       if (channel) await recordRefusals(orgId, [call.id], { ...decider, channel }, refusal);
       throw new AppError(code, refusal);
     }
-    outcome.afterCommit?.();
     const row = outcome.kind === 'counted' ? (await toolCallsRepo.findById(deps.db, outcome.call.id))! : outcome.decided;
     const standing = (await approvalsRepo.currentApprovals(deps.db, row.id)).map(standingApproval);
     const result = { ...row, approvalsRequired: outcome.rule.minApprovals, approvals: standing };

@@ -15,6 +15,7 @@ import { type MailNotification, recipientsOf } from './notification-payload.ts';
 import { notificationsRepo } from './notifications.repo.ts';
 import { type AutoResponder, type ReceivedEmailRef, type ReceivedRoute, routesOfReceived } from './received-route.repo.ts';
 import { type AnsweringAction, type ReceivedEmailParts, storeReceived } from './received-store.repo.ts';
+import { transaction } from '../../db/after-commit.ts';
 
 type Inbox = Pick<EmailInboxRow, 'id' | 'orgId' | 'emailAddress' | 'displayName'>;
 type TranscriptMessage = Pick<
@@ -43,15 +44,7 @@ export interface InboundReplyHook {
   claim(
     db: Kysely<DB>,
     message: { orgId: string; ids: string[] },
-  ): Promise<
-    | {
-        detail: string;
-        take(trx: Kysely<DB>, messageRowId: string): Promise<void>;
-        /** After the transaction that took it committed: what `take` wrote may be acted on now. */
-        taken(): void;
-      }
-    | undefined
-  >;
+  ): Promise<{ detail: string; take(trx: Kysely<DB>, messageRowId: string): Promise<void> } | undefined>;
 }
 
 /** The received message's row as it is stored, with what users see of its answer (`statusDetail`). */
@@ -237,11 +230,10 @@ export function createInboundEmail(deps: {
       notification: { id: notification.id, reason: decision.refusal ?? null },
     };
     if (claimed) {
-      await db.transaction().execute(async (trx) => {
+      await transaction(db, async (trx) => {
         await storeReceived(trx, parts);
         await claimed.take(trx, message.id);
       });
-      claimed.taken();
     } else await storeReceived(db, parts);
     if (action) deps.wakeRunners();
   }

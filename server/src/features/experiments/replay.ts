@@ -23,11 +23,8 @@ export const NOT_EXECUTED =
 export class ExperimentBudgetReached extends Error {}
 
 /** A replay writes nothing a live run writes: no step, no job, no transition, no callback. */
-const NO_JOBS: Pick<JobRunner, 'enqueue' | 'notify'> = {
+const NO_JOBS: Pick<JobRunner, 'enqueue'> = {
   enqueue: () => Promise.reject(new Error('an experiment enqueues no job')),
-  notify: () => {
-    throw new Error('an experiment enqueues no job');
-  },
 };
 const NOTHING_WRITTEN: ActionWriteResult = { moved: true, callbacks: 0, linked: true };
 

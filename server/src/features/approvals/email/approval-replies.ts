@@ -183,7 +183,7 @@ export type ApprovalReplies = ReturnType<typeof createApprovalReplies>;
  * The inbound path's hook (it is composed before the approvals it decides): a received message that
  * answers one of our approval emails is taken, in the transaction that stores it, for the reply job.
  */
-export function createApprovalReplyClaims(deps: { jobs: Pick<JobRunner, 'enqueue' | 'notify'> }): InboundReplyHook {
+export function createApprovalReplyClaims(deps: { jobs: Pick<JobRunner, 'enqueue'> }): InboundReplyHook {
   return {
     async claim(db, message) {
       if (!(await approvalMailRepo.repliedTo(db, message.orgId, message.ids))) return undefined;
@@ -193,8 +193,6 @@ export function createApprovalReplyClaims(deps: { jobs: Pick<JobRunner, 'enqueue
           await approvalMailRepo.replyWaits(trx, message.orgId, messageRowId);
           await deps.jobs.enqueue('approvals.reply', { messageRowId }, { trx });
         },
-        // A job enqueued in a transaction wakes nobody: the reply would wait for the next poll.
-        taken: () => deps.jobs.notify('approvals.reply'),
       };
     },
   };
