@@ -135,6 +135,50 @@ export function createApprovalsService(deps: {
       });
   }
 
+  /** What a decision finds and writes under the action's lock: refused, one approval of several counted, or decided. */
+  async function decideLocked(
+    trx: Kysely<DB>,
+    ref: { orgId: string; actionId: string; toolCallId: string },
+    decider: Decider,
+    decision: Decision,
+    guard: DecisionGuard | undefined,
+  ) {
+    const { orgId, actionId, toolCallId } = ref;
+    const { userId, channel } = decider;
+    const action = await actionsRepo.lock(trx, actionId);
+    if (!action || action.orgId !== orgId) throw notFound('Action');
+    const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
+    const rule = await decisionRuleOf(trx, orgId, actionId);
+    if (!call || !rule) throw notFound('Tool call');
+    const refused = await refusalOf(trx, call, rule, decider, decision, guard);
+    if (refused) return { kind: 'refused' as const, call, runnable: ['approved', 'queued'].includes(action.status), ...refused };
+    const now = deps.clock.now();
+    const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
+    // An approval counts towards the rule's minApprovals; the call runs once they are all in.
+    let count: ApprovalCount | undefined;
+    if (decision.kind === 'approve' && channel) {
+      const approval = { userId, channel, externalId: decider.externalId ?? null, reason, at: now };
+      count = await countApproval(trx, call, approval, decision.arguments, rule);
+      if (!count.complete) {
+        if (!count.counted) await deps.afterDecision?.(trx, call);
+        return { kind: 'counted' as const, call, rule, count };
+      }
+    }
+    const decided = (await approvalsRepo.decide(trx, call.id, {
+      ...callChanges(call, decision, count?.approvedInput),
+      userId,
+      channel,
+      externalId: decider.externalId ?? null,
+      reason,
+      at: now,
+    }))!;
+    await deps.afterDecision?.(trx, decided);
+    // While the runner is still settling the step (status running), it reads this decision itself.
+    const moved =
+      action.status === 'pending_approval' ? await moveAction(trx, decided, decision, now) : { resumed: false, callbacks: 0 };
+    return { kind: 'decided' as const, decided, rule, ...moved };
+  }
+
   async function decide(
     orgId: string,
     actionId: string,
@@ -143,42 +187,9 @@ export function createApprovalsService(deps: {
     decision: Decision,
     guard?: DecisionGuard,
   ): Promise<DecidedCall> {
-    const { userId, channel } = decider;
-    const outcome = await transaction(deps.db, async (trx) => {
-      const action = await actionsRepo.lock(trx, actionId);
-      if (!action || action.orgId !== orgId) throw notFound('Action');
-      const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
-      const rule = await decisionRuleOf(trx, orgId, actionId);
-      if (!call || !rule) throw notFound('Tool call');
-      const refused = await refusalOf(trx, call, rule, decider, decision, guard);
-      const runnable = action.status === 'approved' || action.status === 'queued';
-      if (refused) return { kind: 'refused' as const, call, runnable, ...refused };
-      const now = deps.clock.now();
-      const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
-      // An approval counts towards the rule's minApprovals; the call runs once they are all in.
-      let count: ApprovalCount | undefined;
-      if (decision.kind === 'approve' && channel) {
-        const approval = { userId, channel, externalId: decider.externalId ?? null, reason, at: now };
-        count = await countApproval(trx, call, approval, decision.arguments, rule);
-        if (!count.complete) {
-          if (!count.counted) await deps.afterDecision?.(trx, call);
-          return { kind: 'counted' as const, call, rule, count };
-        }
-      }
-      const decided = (await approvalsRepo.decide(trx, call.id, {
-        ...callChanges(call, decision, count?.approvedInput),
-        userId,
-        channel,
-        externalId: decider.externalId ?? null,
-        reason,
-        at: now,
-      }))!;
-      await deps.afterDecision?.(trx, decided);
-      // While the runner is still settling the step (status running), it reads this decision itself.
-      const moved =
-        action.status === 'pending_approval' ? await moveAction(trx, decided, decision, now) : { resumed: false, callbacks: 0 };
-      return { kind: 'decided' as const, decided, rule, ...moved };
-    });
+    const { channel } = decider;
+    const ref = { orgId, actionId, toolCallId };
+    const outcome = await transaction(deps.db, (trx) => decideLocked(trx, ref, decider, decision, guard));
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
       // The decision that came first woke the runners, whose claim skips locked rows: it may have run while
