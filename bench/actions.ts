@@ -9,6 +9,9 @@
  * (OTLP/HTTP to a collector on loopback that takes every export), and tracing's cost is printed.
  * That pair and pgbench run BENCH_ROUNDS (3) times in turns, and the last lines are the medians of
  * the rounds' figures: one round on this shared machine swings by a quarter either way.
+ * BENCH_CALIBRATE=1 adds a third run to each round, tracing off again on a fresh database, and prints
+ * its difference from the first as tracing's cost is printed: what the machine alone makes of two runs
+ * of the same code in that round, beside what tracing seems to cost.
  *
  *   npm run bench:actions                  # BENCH_RATE=600 events/s for BENCH_DURATION=10 s
  */
@@ -26,6 +29,7 @@ const RATE = Number(process.env.BENCH_RATE ?? 600);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CALIBRATE = process.env.BENCH_CALIBRATE === '1';
 const MASTER_KEY = 'bench-master-key-0123456789abcdef0123456789';
 
 if (!(await postgresReachable())) {
@@ -99,7 +103,7 @@ try {
   console.log(
     `actions benchmark: ${RATE} events/s for ${DURATION} s (after ${WARMUP} s of warm-up) over 500 webhooks, model answering at once, one allow tool call per action, ${ROUNDS} rounds, node ${process.version}`,
   );
-  const rounds: Array<{ share: number; tracingCost: number; tracingCpu: number }> = [];
+  const rounds: Array<{ share: number; tracingCost: number; tracingCpu: number; swing: number; swingCpu: number }> = [];
   for (let round = 1; round <= ROUNDS; round++) {
     console.log(`\n-- round ${round} of ${ROUNDS}`);
     const off = await measure('tracing off', {});
@@ -111,17 +115,26 @@ try {
     console.log(
       `spans exported        : ${sink.spans() - spansBefore} (warm-up included; ${sink.requests()} export requests so far)`,
     );
+    const again = CALIBRATE
+      ? await measure('tracing off again (calibration: the same code and load as the first)', {})
+      : undefined;
     // The database's own capacity on this machine now: single-row inserts, as in bench:ingest.
     const tps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
     const result = {
       share: off.throughput / tps,
       tracingCost: (off.throughput - on.throughput) / off.throughput,
       tracingCpu: (on.cpuUs - off.cpuUs) / off.cpuUs,
+      swing: again ? (off.throughput - again.throughput) / off.throughput : NaN,
+      swingCpu: again ? (again.cpuUs - off.cpuUs) / off.cpuUs : NaN,
     };
     rounds.push(result);
     console.log(
       `tracing on vs off     : ${fmt(on.throughput)} vs ${fmt(off.throughput)} actions/s: tracing costs ${pct(result.tracingCost)} of throughput, ${pct(result.tracingCpu)} of CPU per action (server + PostgreSQL)`,
     );
+    if (again)
+      console.log(
+        `tracing off, again    : ${fmt(again.throughput)} vs ${fmt(off.throughput)} actions/s: the same code differs by ${pct(result.swing)} of throughput, ${pct(result.swingCpu)} of CPU per action, as tracing's cost is reckoned`,
+      );
     console.log(
       `pgbench (same round)  : ${fmt(tps).padStart(6)} single-row inserts/s; actions completed (tracing off) = ${(100 * result.share).toFixed(2)}% of it`,
     );
@@ -132,6 +145,9 @@ try {
   console.log(`actions / pgbench     : ${list('share', (value) => `${(100 * value).toFixed(2)}%`)}; target >= 4.5%`);
   console.log(`tracing, throughput   : costs ${list('tracingCost', pct)}; target < 10%`);
   console.log(`tracing, CPU/action   : costs ${list('tracingCpu', pct)}; target < 10%`);
+  if (CALIBRATE) {
+    console.log(`tracing off, again    : throughput ${list('swing', pct)}; CPU/action ${list('swingCpu', pct)}`);
+  }
   console.log(`model requests        : ${model.requestCount()} (warm-up included)`);
 } finally {
   await sink.close();
