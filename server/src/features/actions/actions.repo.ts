@@ -134,12 +134,13 @@ export const actionsRepo = {
       .orderBy('id')
       .execute(),
 
-  /** Locks the action row for the rest of the transaction: runner and deciders take turns. */
-  lock: (trx: Kysely<DB>, actionId: string) =>
+  /** Locks the org's action row for the rest of the transaction: runner and deciders take turns. */
+  lock: (trx: Kysely<DB>, orgId: string, actionId: string) =>
     trx
       .selectFrom('actions')
       .select(['id', 'orgId', 'status', 'threadId', 'leaseExpiresAt', 'runAsUserId'])
       .where('id', '=', actionId)
+      .where('orgId', '=', orgId)
       .forUpdate()
       .executeTakeFirst(),
 

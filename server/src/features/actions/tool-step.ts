@@ -123,7 +123,7 @@ export function createToolStep(deps: {
     step: Step,
   ): Promise<{ verdict: 'continue' | 'stop' | 'again'; callbacks: number }> {
     const { context } = run;
-    await actionsRepo.lock(trx, context.id);
+    await actionsRepo.lock(trx, context.orgId, context.id);
     const rows = (await toolCallsRepo.forAction(trx, context.id)).filter((row) => step.toolCallIds.includes(row.toolCallId));
     for (const row of rows) {
       const { status, approval, output, input, edited } = callOf(row);

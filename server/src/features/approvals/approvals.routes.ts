@@ -17,7 +17,8 @@ import {
   rejectBody,
   respondBody,
 } from './approvals.schemas.ts';
-import type { ApprovalsService, Decider, DecidedCall } from './approvals.service.ts';
+import type { ApprovalsService, Decider } from './approvals.service.ts';
+import type { DecidedCall } from './standing-approvals.ts';
 
 /** The signed-in person, and the channel: the console signs in with its cookie, API clients with a bearer token. */
 const deciderOf = (request: FastifyRequest): Decider => ({

@@ -14,6 +14,7 @@ import { approvalsRepo } from './approvals.repo.ts';
 import { type DecisionRule, decisionRuleOf, isApprover } from './approvers.repo.ts';
 import { checkEditedArguments } from './edited-arguments.ts';
 import { type ApprovalCount, callChanges, countApproval, type Decision, moveAction } from './decision-steps.ts';
+import { type DecidedCall, standingApproval } from './standing-approvals.ts';
 import { transaction } from '../../db/after-commit.ts';
 
 export type { Decision } from './decision-steps.ts';
@@ -38,17 +39,6 @@ export interface Decider {
   /** The person as the channel knows them (a Slack user id). */
   externalId?: string | null;
 }
-
-/** An approval that counts towards the call's `minApprovals` (none superseded by a later edit). */
-export const standingApproval = (row: {
-  userId: string | null;
-  channel: DecisionChannel;
-  arguments: unknown;
-  createdAt: Date;
-}) => ({ approverId: row.userId, channel: row.channel, at: row.createdAt, argumentsEdited: row.arguments != null });
-
-/** A call after a decision: its row, how many approvals it needs and those that stand. */
-export type DecidedCall = ToolCallRow & { approvalsRequired: number; approvals: ReturnType<typeof standingApproval>[] };
 
 /**
  * Human decisions on staged tool calls, and their deadline: the one place that says who may decide
@@ -135,23 +125,25 @@ export function createApprovalsService(deps: {
       });
   }
 
-  /** What a decision finds and writes under the action's lock: refused, one approval of several counted, or decided. */
+  /** What a decision finds and writes under the action's lock (`locked`: was it runnable): refused, counted or decided. */
   async function decideLocked(
     trx: Kysely<DB>,
     ref: { orgId: string; actionId: string; toolCallId: string },
     decider: Decider,
     decision: Decision,
     guard: DecisionGuard | undefined,
+    locked: { runnable: boolean },
   ) {
     const { orgId, actionId, toolCallId } = ref;
     const { userId, channel } = decider;
-    const action = await actionsRepo.lock(trx, actionId);
-    if (!action || action.orgId !== orgId) throw notFound('Action');
+    const action = await actionsRepo.lock(trx, orgId, actionId);
+    if (!action) throw notFound('Action');
+    locked.runnable = action.status === 'approved' || action.status === 'queued';
     const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
     const rule = await decisionRuleOf(trx, orgId, actionId);
     if (!call || !rule) throw notFound('Tool call');
     const refused = await refusalOf(trx, call, rule, decider, decision, guard);
-    if (refused) return { kind: 'refused' as const, call, runnable: ['approved', 'queued'].includes(action.status), ...refused };
+    if (refused) return { kind: 'refused' as const, call, ...refused };
     const now = deps.clock.now();
     const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
     // An approval counts towards the rule's minApprovals; the call runs once they are all in.
@@ -189,12 +181,14 @@ export function createApprovalsService(deps: {
   ): Promise<DecidedCall> {
     const { channel } = decider;
     const ref = { orgId, actionId, toolCallId };
-    const outcome = await transaction(deps.db, (trx) => decideLocked(trx, ref, decider, decision, guard));
+    const locked = { runnable: false };
+    const deciding = transaction(deps.db, (trx) => decideLocked(trx, ref, decider, decision, guard, locked));
+    const outcome = await deciding.finally(() => {
+      // A runners' claim that ran while this held a runnable action's lock skipped it: it would wait for the poll.
+      if (locked.runnable) deps.wakeRunners();
+    });
     if (outcome.kind === 'refused') {
       const { call, refusal, code } = outcome;
-      // The decision that came first woke the runners, whose claim skips locked rows: it may have run while
-      // this transaction held the action's lock, and the action would wait for the poll.
-      if (outcome.runnable) deps.wakeRunners();
       // A person who came too late is on the record too (another decided first, a link used twice).
       if (channel) await recordRefusals(orgId, [call.id], { ...decider, channel }, refusal);
       throw new AppError(code, refusal);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../test/helpers/callbacks.ts';
-import { createUser, signIn } from '../../../test/helpers/factories.ts';
+import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
 import { documentThenText } from '../../../test/helpers/fake-model.ts';
 import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
@@ -105,5 +105,30 @@ describe("who decides: the rule's approvers, on every channel", () => {
     expect(call.refusedAttempts).toEqual([
       expect.objectContaining({ channel: 'api', userId: winner === secondId ? setup.tenant.admin.id : secondId }),
     ]);
+  });
+
+  // The runners' claim skips locked rows. A decision that comes to nothing still locks the action, and
+  // the runners' claim after the approval can come while it does: without a wake-up of its own at the
+  // end, the action waited for the poll (off in these tests: the wait fails them).
+  it('decisions that come to nothing beside the one that approves: the action runs at once', async () => {
+    const { setup, actionId, toolCallId } = await waitingUnder(async () => null);
+    const slug = setup.tenant.org.slug;
+    const stranger = await createTenant(app);
+    // Another org's admin naming this action under their own org (not theirs: they lock nothing of it), and
+    // this org's admin naming a tool call the action does not have, each again and again while it is approved.
+    const attempts = [
+      { path: `/orgs/${stranger.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, token: stranger.token },
+      { path: `/orgs/${slug}/actions/${actionId}/tool-calls/call_missing/approve`, token: setup.tenant.token },
+    ];
+    const statuses: number[] = [];
+    const streams = [...attempts, ...attempts].map(async ({ path, token }) => {
+      for (let i = 0; i < 25; i++) statuses.push((await app.request('POST', path, { token, body: {} })).status);
+    });
+    const approved = await decide(setup, actionId, toolCallId, 'approve', setup.tenant.token);
+    expect(approved.status).toBe(200);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    await Promise.all(streams);
+    expect(statuses).toEqual(Array(100).fill(404));
   });
 });

@@ -6,7 +6,7 @@ import { actionsRepo } from '../actions/actions.repo.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
 import { approvalsRepo } from '../approvals/approvals.repo.ts';
 import { decisionRuleOf } from '../approvals/approvers.repo.ts';
-import { standingApproval } from '../approvals/approvals.service.ts';
+import { standingApproval } from '../approvals/standing-approvals.ts';
 import { threadsRepo } from '../threads/threads.repo.ts';
 import { usageRepo } from '../usage/usage.repo.ts';
 import type { CallbacksService } from '../callbacks/callbacks.service.ts';
