@@ -124,11 +124,11 @@ describe("who decides: the rule's approvers, on every channel", () => {
     const streams = [...attempts, ...attempts].map(async ({ path, token }) => {
       for (let i = 0; i < 25; i++) statuses.push((await app.request('POST', path, { token, body: {} })).status);
     });
-    const approved = await decide(setup, actionId, toolCallId, 'approve', setup.tenant.token);
+    // Awaited together, so that no stream's failure is left unhandled while the test waits on another.
+    const [approved] = await Promise.all([decide(setup, actionId, toolCallId, 'approve', setup.tenant.token), ...streams]);
     expect(approved.status).toBe(200);
+    expect(statuses).toEqual(Array(100).fill(404));
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
-    await Promise.all(streams);
-    expect(statuses).toEqual(Array(100).fill(404));
   });
 });
