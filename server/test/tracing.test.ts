@@ -240,6 +240,48 @@ describe('traces', () => {
   });
 });
 
+describe('OTEL_RECORD_CONTENT=true', () => {
+  it("puts the prompts, the answers, and the tools' arguments and results on the recorded spans", async () => {
+    const app = await startTestApp({
+      ...model.env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      OTEL_RECORD_CONTENT: 'true',
+    });
+    try {
+      const setup = await setupWebhook(app);
+      model.script(documentThenText({ title: 'Recorded', content: 'recorded-body-2718' }));
+      const response = await postEvent(app, setup, {
+        eventType: 'order.created',
+        instructions: 'recorded-instructions-1414',
+        data: { note: 'recorded-data-1618' },
+      });
+      const { actionId } = await response.json();
+      await waitForAction(app, auth(setup), actionId, ['completed']);
+      const spans = await eventually('the run, exported with its model and tool calls', () => {
+        const run = otlp.spans.find(
+          (span) => span.name === 'action.run' && span.attributes['agent_platform.action.id'] === actionId,
+        );
+        const trace = otlp.spans.filter((span) => span.traceId === run?.traceId);
+        return named(trace, 'chat scripted-model').length === 2 && named(trace, 'execute_tool generateDocument').length === 1
+          ? trace
+          : undefined;
+      });
+      const [first, second] = named(spans, 'chat scripted-model');
+      expect(first!.attributes['gen_ai.system_instructions']).toBe('Help.'); // the agent's instructions
+      expect(String(first!.attributes['gen_ai.input.messages'])).toContain('recorded-instructions-1414');
+      expect(String(first!.attributes['gen_ai.input.messages'])).toContain('recorded-data-1618');
+      expect(String(first!.attributes['gen_ai.output.messages'])).toContain('generateDocument');
+      expect(String(second!.attributes['gen_ai.output.messages'])).toContain('Made ');
+      const [tool] = named(spans, 'execute_tool generateDocument');
+      expect(String(tool!.attributes['gen_ai.tool.call.arguments'])).toContain('recorded-body-2718');
+      expect(tool!.attributes['gen_ai.tool.call.result']).toEqual(expect.any(String));
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('a sampler the service does not have', () => {
   it('is a warning in the log of every kind of process, and traces are sampled by the default', async () => {
     const log = captureLog({ level: 'warn' });

@@ -134,32 +134,38 @@ export function createTracing(config: TracingConfig, metrics: Pick<Metrics, 'spa
 
   /** A context carrying this span as the parent of others. */
   const contextOf = (span: Span): Context => trace.setSpan(ROOT_CONTEXT, span);
+  const continuing = (traceparent: string | null | undefined): Context =>
+    traceparent ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT;
 
   return {
     enabled: provider !== undefined,
     recordContent: config.recordContent,
     tracer,
 
-    /** Starts a span under `parent` (a context, a span, a stored traceparent; none: a new trace). */
+    /**
+     * Starts a span under `parent` (a context, a span, a stored traceparent; none: a new trace). Its
+     * attributes are set once it has started, so that a span the sampler drops never has them checked:
+     * given to `startSpan`, the SDK checks and copies them twice (once for the sampler, whichever it
+     * is; none offered here reads them), recorded or not.
+     */
     start(
       name: string,
       parent: Context | Span | string | null | undefined,
       options: { kind?: SpanKind; attributes?: Attributes; startTime?: Date } = {},
-    ) {
+    ): Span {
       const context =
-        parent === null || parent === undefined
-          ? ROOT_CONTEXT
-          : typeof parent === 'string'
-            ? propagator.extract(ROOT_CONTEXT, { traceparent: parent }, defaultTextMapGetter)
-            : 'spanContext' in parent
-              ? contextOf(parent)
-              : parent;
-      return tracer.startSpan(
-        name,
-        { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, startTime: options.startTime },
-        context,
-      );
+        parent === null || parent === undefined || typeof parent === 'string'
+          ? continuing(parent)
+          : 'spanContext' in parent
+            ? contextOf(parent)
+            : parent;
+      const span = tracer.startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime }, context);
+      if (options.attributes && span.isRecording()) span.setAttributes(options.attributes);
+      return span;
     },
+
+    /** The context a stored `traceparent` continues (none: a new trace), for spans that share it. */
+    continuing,
 
     /** The context a request's `traceparent` header continues (none: a new trace). */
     fromHeaders: (headers: Record<string, string | string[] | undefined>): Context =>

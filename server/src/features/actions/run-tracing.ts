@@ -3,9 +3,13 @@ import { type Span, SpanKind, type Tracing } from '../../lib/tracing.ts';
 import type { ModelStep } from './model-step.ts';
 import type { Call, Message, Run, RunContext } from './run-context.ts';
 
-export type RunTracing = Pick<Tracing, 'start' | 'fail' | 'recordContent'>;
+export type RunTracing = Pick<Tracing, 'start' | 'continuing' | 'fail' | 'recordContent'>;
 
-/** Content goes into attributes only when OTEL_RECORD_CONTENT allows it, cut to a size collectors take. */
+/**
+ * Content goes into attributes only when OTEL_RECORD_CONTENT allows it and the span is recorded (its
+ * text is made for nothing on a span the sampler dropped), cut to a size collectors take.
+ */
+const recordsContent = (tracing: RunTracing, span: Span) => tracing.recordContent && span.isRecording();
 const content = (value: unknown) => {
   const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   return text.length > 16_000 ? `${text.slice(0, 16_000)}…` : text;
@@ -17,7 +21,7 @@ const content = (value: unknown) => {
  * after. Names and attributes follow the OpenTelemetry GenAI conventions where they apply.
  */
 export function startRunSpans(tracing: RunTracing, context: RunContext, calls: ToolCallRow[] | null, now: Date): Span {
-  const parent = context.traceParent;
+  const parent = tracing.continuing(context.traceParent); // parsed once for the run's spans
   if (!context.threadId) tracing.start('action.queue_wait', parent, { startTime: context.createdAt }).end(now);
   for (const call of calls ?? []) {
     // Decided by a person since the last run: the wait, from staging to the decision.
@@ -64,7 +68,7 @@ export function startModelSpan(
       'gen_ai.agent.name': run.context.agentName ?? '',
     },
   });
-  if (tracing.recordContent) {
+  if (recordsContent(tracing, span)) {
     span.setAttribute('gen_ai.system_instructions', content(call.instructions));
     span.setAttribute('gen_ai.input.messages', content(run.messages satisfies Message[]));
   }
@@ -87,7 +91,7 @@ export function endModelSpan(
       'agent_platform.tool_calls': step.calls.length,
       ...(costUsd !== null && { 'agent_platform.cost_usd': costUsd }),
     });
-    if (tracing.recordContent) span.setAttribute('gen_ai.output.messages', content([step.assistant]));
+    if (recordsContent(tracing, span)) span.setAttribute('gen_ai.output.messages', content([step.assistant]));
   }
   span.end();
 }
@@ -103,13 +107,13 @@ export function startToolSpan(tracing: RunTracing, run: Run, call: Call): Span {
       'agent_platform.tool.approval': call.approval,
     },
   });
-  if (tracing.recordContent) span.setAttribute('gen_ai.tool.call.arguments', content(call.input));
+  if (recordsContent(tracing, span)) span.setAttribute('gen_ai.tool.call.arguments', content(call.input));
   return span;
 }
 
 export function endToolSpan(tracing: RunTracing, span: Span, call: Call) {
   span.setAttribute('agent_platform.tool.status', call.status);
   if (call.status === 'failed') tracing.fail(span, new Error('the tool call failed'));
-  if (tracing.recordContent) span.setAttribute('gen_ai.tool.call.result', content(call.output));
+  if (recordsContent(tracing, span)) span.setAttribute('gen_ai.tool.call.result', content(call.output));
   span.end();
 }
