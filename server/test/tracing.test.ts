@@ -25,12 +25,14 @@ let receiver: Awaited<ReturnType<typeof startCallbackReceiver>>;
 let provider: FakeMailProvider;
 let serve: TestApp;
 let worker: TestApp;
+/** What every traced app here is started with: the loopback model, mail provider and collector. */
+let env: Record<string, string>;
 beforeAll(async () => {
   model = await startFakeModel();
   otlp = await startOtlpReceiver();
   receiver = await startCallbackReceiver();
   provider = await startFakeMailProvider();
-  const env = {
+  env = {
     ...model.env,
     MAIL_API_URL: provider.url,
     CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -242,15 +244,19 @@ describe('traces', () => {
 
 describe('OTEL_RECORD_CONTENT=true', () => {
   it("puts the prompts, the answers, and the tools' arguments and results on the recorded spans", async () => {
-    const app = await startTestApp({
-      ...model.env,
-      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-      OTEL_BSP_SCHEDULE_DELAY: '50',
-      OTEL_RECORD_CONTENT: 'true',
-    });
+    const app = await startTestApp({ ...env, OTEL_RECORD_CONTENT: 'true' }); // a database of its own, its own runners
     try {
       const setup = await setupWebhook(app);
       model.script(documentThenText({ title: 'Recorded', content: 'recorded-body-2718' }));
+      // First an action whose sender did not sample its trace: its content goes nowhere.
+      const unsampledTrace = randomBytes(16).toString('hex');
+      const unsampled = await postEvent(
+        app,
+        setup,
+        { eventType: 'order.created', externalId: 'unsampled-content', data: { note: 'unsampled-data-3141' } },
+        { headers: { traceparent: `00-${unsampledTrace}-${randomBytes(8).toString('hex')}-00` } },
+      );
+      await waitForAction(app, auth(setup), (await unsampled.json()).actionId, ['completed']);
       const response = await postEvent(app, setup, {
         eventType: 'order.created',
         instructions: 'recorded-instructions-1414',
@@ -276,6 +282,9 @@ describe('OTEL_RECORD_CONTENT=true', () => {
       const [tool] = named(spans, 'execute_tool generateDocument');
       expect(String(tool!.attributes['gen_ai.tool.call.arguments'])).toContain('recorded-body-2718');
       expect(tool!.attributes['gen_ai.tool.call.result']).toEqual(expect.any(String));
+      // Exported after the unsampled action's spans would have been: none were, nor its content.
+      expect(otlp.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([]);
+      expect(JSON.stringify(otlp.spans.map((span) => span.attributes))).not.toContain('unsampled-data-3141');
     } finally {
       await app.close();
     }
