@@ -101,13 +101,22 @@ describe('traces', () => {
     expect(new Set(rest.map((span) => span.service))).toEqual(new Set(['ap-worker']));
     const runs = named(spans, 'action.run');
     expect(runs).toHaveLength(2); // until the approval, and after it
-    for (const span of [...runs, ...named(spans, 'action.queue_wait'), ...named(spans, 'approval.wait generateDocument')])
+    for (const span of [...runs, ...named(spans, 'approval.wait generateDocument')])
       expect(span.parentSpanId).toBe(ingest!.spanId);
-    expect(named(spans, 'action.queue_wait')).toHaveLength(1);
-    expect(runs[0]!.attributes).toMatchObject({
-      'agent_platform.action.id': actionId,
-      'agent_platform.event.type': 'order.created',
-    });
+    for (const run of runs)
+      expect(run.attributes).toMatchObject({
+        'agent_platform.action.id': actionId,
+        'agent_platform.agent.id': setup.agentId,
+        'gen_ai.agent.name': 'Helper',
+        'agent_platform.event.type': 'order.created',
+      });
+    // The first run carries the wait in the queue, from the action's creation to the run's start.
+    const queueWait = runs[0]!.attributes['agent_platform.action.queue_wait_ms'];
+    expect(queueWait).toBeTypeOf('number');
+    expect(queueWait).toBeGreaterThanOrEqual(0);
+    // (stored times are to the millisecond)
+    expect(queueWait).toBeLessThanOrEqual(Number(runs[0]!.startNs - ingest!.startNs) / 1e6 + 1);
+    expect(runs[1]!.attributes).not.toHaveProperty('agent_platform.action.queue_wait_ms');
 
     const chats = named(spans, 'chat scripted-model');
     for (const chat of chats) {
@@ -217,6 +226,36 @@ describe('traces', () => {
       return otlp.spans.find((span) => span.name === 'callback action.completed' && span.traceId === run?.traceId);
     });
     expect(otlp.spans.filter((span) => span.traceId === traceId)).toEqual([]);
+  });
+
+  it("an experiment's replay is a trace of its own, naming the action, the agent and the version replayed", async () => {
+    model.script(() => ({ text: 'Done.' }));
+    const setup = await setupWebhook(serve);
+    const { actionId } = await (await postEvent(serve, setup, { eventType: 'order.created' })).json();
+    await waitForAction(serve, auth(setup), actionId, ['completed']);
+    const agents = `/orgs/${setup.tenant.org.slug}/agents/${setup.agentId}`;
+    const { token } = setup.tenant;
+    const draft = await serve.request('POST', `${agents}/versions`, { token, body: { instructions: 'Help more.' } });
+    const { version } = (await draft.json()).version;
+    expect((await serve.request('POST', `${agents}/experiments`, { token, body: { version, limit: 1 } })).status).toBe(202);
+
+    const replay = await eventually('the replay traced', () =>
+      otlp.spans.find((span) => span.name === 'experiment.replay' && span.attributes['agent_platform.action.id'] === actionId),
+    );
+    expect(replay).toMatchObject({
+      service: 'ap-worker',
+      parentSpanId: '',
+      attributes: {
+        'agent_platform.agent.id': setup.agentId,
+        'gen_ai.agent.name': 'Helper',
+        'agent_platform.agent.version': version,
+      },
+    });
+    const [chat] = await eventually('its model call', () => {
+      const chats = otlp.spans.filter((span) => span.name === 'chat scripted-model' && span.parentSpanId === replay.spanId);
+      return chats.length > 0 ? chats : undefined;
+    });
+    expect(chat!.traceId).toBe(replay.traceId);
   });
 
   it("an email's action starts its trace at the provider's notification", async () => {

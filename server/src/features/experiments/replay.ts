@@ -137,6 +137,8 @@ export function createReplayer(deps: ModelTurnDeps & { db: Kysely<DB>; tools: Pi
       attributes: {
         'agent_platform.experiment.id': claim.experimentId,
         'agent_platform.action.id': claim.actionId,
+        'agent_platform.agent.id': context.agentId ?? '',
+        'gen_ai.agent.name': context.agentName ?? '',
         'agent_platform.agent.version': claim.version,
       },
     });
