@@ -19,8 +19,9 @@ const content = (value: unknown) => {
  * The spans of a run of an action, in the action's trace (its traceparent, from the ingest request or
  * the email notification): the run, and human decisions it resumes after. Names and attributes follow
  * the OpenTelemetry GenAI conventions where they apply. The first run carries the action's wait in the
- * queue as an attribute: a span of its own for it cost a sixth of a trace's CPU, and the waterfall
- * shows the wait as the gap before the run anyway.
+ * queue as an attribute, not as a span of its own: the waterfall shows the wait as the gap before the
+ * run, and a span fewer per action (with the chat spans' repeated attributes) made a trace about a
+ * fifth cheaper (docs/benchmarks.md). The database's clock and this process's may differ a little.
  */
 export function startRunSpans(tracing: RunTracing, context: RunContext, calls: ToolCallRow[] | null, now: Date): Span {
   const parent = tracing.continuing(context.traceParent); // parsed once for the run's spans
@@ -49,7 +50,9 @@ export function startRunSpans(tracing: RunTracing, context: RunContext, calls: T
       'agent_platform.event.type': context.eventType,
       'agent_platform.action.source': context.source,
       'agent_platform.action.takeovers': context.takeovers,
-      ...(!context.threadId && { 'agent_platform.action.queue_wait_ms': now.getTime() - context.createdAt.getTime() }),
+      ...(!context.threadId && {
+        'agent_platform.action.queue_wait_ms': Math.max(0, now.getTime() - context.createdAt.getTime()),
+      }),
     },
   });
 }
