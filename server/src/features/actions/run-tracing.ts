@@ -15,13 +15,19 @@ const content = (value: unknown) => {
   return text.length > 16_000 ? `${text.slice(0, 16_000)}…` : text;
 };
 
+/** The agent a run (or an experiment's replay) is of: its chat spans leave it to this parent. */
+export const agentAttributes = (context: Pick<RunContext, 'agentId' | 'agentName'>) => ({
+  'agent_platform.agent.id': context.agentId ?? '',
+  'gen_ai.agent.name': context.agentName ?? '',
+});
+
 /**
  * The spans of a run of an action, in the action's trace (its traceparent, from the ingest request or
  * the email notification): the run, and human decisions it resumes after. Names and attributes follow
  * the OpenTelemetry GenAI conventions where they apply. The first run carries the action's wait in the
  * queue as an attribute, not as a span of its own: the waterfall shows the wait as the gap before the
  * run, and a span fewer per action (with the chat spans' repeated attributes) made a trace about a
- * fifth cheaper (docs/benchmarks.md). The database's clock and this process's may differ a little.
+ * fifth cheaper (docs/benchmarks.md).
  */
 export function startRunSpans(tracing: RunTracing, context: RunContext, calls: ToolCallRow[] | null, now: Date): Span {
   const parent = tracing.continuing(context.traceParent); // parsed once for the run's spans
@@ -45,11 +51,11 @@ export function startRunSpans(tracing: RunTracing, context: RunContext, calls: T
     attributes: {
       'agent_platform.action.id': context.id,
       'agent_platform.org.id': context.orgId,
-      'agent_platform.agent.id': context.agentId ?? '',
-      'gen_ai.agent.name': context.agentName ?? '',
+      ...agentAttributes(context),
       'agent_platform.event.type': context.eventType,
       'agent_platform.action.source': context.source,
       'agent_platform.action.takeovers': context.takeovers,
+      // Never below 0: the database's clock (the creation) may run a little ahead of this process's.
       ...(!context.threadId && {
         'agent_platform.action.queue_wait_ms': Math.max(0, now.getTime() - context.createdAt.getTime()),
       }),

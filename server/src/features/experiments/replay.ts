@@ -8,6 +8,7 @@ import type { ModelTurnDeps } from '../actions/model-turn.ts';
 import type { Run } from '../actions/run-context.ts';
 import type { RunEffects, ToolOutcome } from '../actions/run-effects.ts';
 import { createRunLoop } from '../actions/run-loop.ts';
+import { agentAttributes } from '../actions/run-tracing.ts';
 import { runToolCall } from '../actions/tool-execution.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { type ReplayedAs, type RunRecord, whyWaits } from './experiment-record.ts';
@@ -137,8 +138,7 @@ export function createReplayer(deps: ModelTurnDeps & { db: Kysely<DB>; tools: Pi
       attributes: {
         'agent_platform.experiment.id': claim.experimentId,
         'agent_platform.action.id': claim.actionId,
-        'agent_platform.agent.id': context.agentId ?? '',
-        'gen_ai.agent.name': context.agentName ?? '',
+        ...agentAttributes(context),
         'agent_platform.agent.version': claim.version,
       },
     });
