@@ -182,11 +182,11 @@ export async function startWorker(env: Record<string, string>): Promise<{ pid: n
   return { pid: child.pid!, stop: () => stopChild(child) };
 }
 
-export async function startBareServer(): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startBareServer(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const child = ownChild(fork(join(import.meta.dirname, 'bare-server.ts'), { env: { ...process.env, PORT: String(port) } }));
   await new Promise((resolve) => child.once('message', resolve));
-  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => stopChild(child) };
 }
 
 function stopChild(child: ChildProcess): Promise<void> {
