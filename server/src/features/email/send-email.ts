@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
@@ -26,7 +26,7 @@ const pdfName = (title: string) => `${title.replace(/[\\/:*?"<>|\r\n]/g, '_').sl
 /** The provider keeps an idempotency key 24 h and takes at most 256 characters: the call's own id, per action. */
 const idempotencyKeyOf = (context: ToolContext) => {
   const key = `${context.actionId}/${context.toolCallId}`;
-  return key.length <= 256 ? key : `${context.actionId}/${createHash('sha256').update(context.toolCallId).digest('base64url')}`;
+  return key.length <= 256 ? key : `${context.actionId}/${hash('sha256', context.toolCallId, 'base64url')}`;
 };
 
 /**

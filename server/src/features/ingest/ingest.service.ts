@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
@@ -206,7 +206,7 @@ export function createIngestService(deps: {
           headers,
           sourceIp: request.ip,
           messageId,
-          bodyDigest: messageId && createHash('sha256').update(rawBody).digest('base64url'),
+          bodyDigest: messageId && hash('sha256', rawBody, 'base64url'),
           traceParent: request.traceParent,
         },
         decision,

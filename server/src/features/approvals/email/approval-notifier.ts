@@ -1,7 +1,8 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { EmailIntegrationRow } from '../../../db/email-schema.ts';
 import type { DB } from '../../../db/schema.ts';
+import { sha256Hex } from '../../../lib/crypto.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
 import type { ThreadMail } from '../../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
@@ -10,7 +11,7 @@ import { whyItWaits } from '../why-it-waits.ts';
 
 /** A link's token: 256 random bits, base64url. Only its SHA-256 is stored. */
 export const newLinkToken = () => randomBytes(32).toString('base64url');
-export const hashLinkToken = (token: string) => createHash('sha256').update(token).digest('hex');
+export const hashLinkToken = sha256Hex;
 
 /**
  * `approvals.notify`: when an action starts to wait and its rule notifies by email, each approver gets
