@@ -24,21 +24,27 @@ const PASSWORD = 'benchmark password';
 type Kind = 'postgres' | 'pglite';
 
 /** `load` with the CPU it took: the server's and PostgreSQL's per request, this process's (the client), the machine's idle share. */
-async function measuredLoad(serverPid: number, options: Parameters<typeof load>[0]) {
+async function measuredLoad(serverPid: number, options: Parameters<typeof load>[0] & { duration: number }) {
   const before = cpuSnapshot(serverPid);
   const clientBefore = process.cpuUsage();
   const result = await load(options);
   const after = cpuSnapshot(serverPid);
   const client = process.cpuUsage(clientBefore);
-  const requests = result.requestsPerSecond * (options.duration as number);
+  const requests = result.requestsPerSecond * options.duration;
   const cpu = before && after ? cpuPerRequest(before, after, requests) : undefined;
   return { ...result, cpu, clientUs: Math.round((client.user + client.system) / requests) };
 }
 
-const cpuLine = (cpu: Awaited<ReturnType<typeof measuredLoad>>, server: string) =>
-  cpu.cpu
-    ? `  CPU per request: ${server} ${cpu.cpu.serverUs} µs, the client ${cpu.clientUs} µs; machine idle ${cpu.cpu.idlePercent}% of ${availableParallelism()} cores`
-    : undefined;
+/** Where a measured load's CPU went, as printed under it; nothing where /proc is missing. */
+function printCpu({ cpu, clientUs }: Awaited<ReturnType<typeof measuredLoad>>, server: string, withPostgres = false): void {
+  if (!cpu) return;
+  // GET /auth/me is served from the session cache: PostgreSQL's share is what else the machine's database did.
+  const postgres = withPostgres ? `; PostgreSQL ${cpu.postgresUs} µs` : '';
+  console.log(
+    `  CPU per request: ${server} ${cpu.serverUs} µs, the client ${clientUs} µs; ` +
+      `machine idle ${cpu.idlePercent}% of ${availableParallelism()} cores${postgres}`,
+  );
+}
 
 async function benchDatabaseKind(kind: Kind, bareRps: number): Promise<{ ofBare: number; healthP99: number }> {
   const database = await benchDatabase(kind);
@@ -62,9 +68,7 @@ async function benchDatabaseKind(kind: Kind, bareRps: number): Promise<{ ofBare:
         `GET /auth/me (${kind.padEnd(8)}) : ${fmt(answered.requestsPerSecond).padStart(7)} req/s  p50 ${answered.p50} ms  p99 ${answered.p99} ms  ` +
           `non-2xx ${answered.non2xx}  => ${(ofBare * 100).toFixed(0)}% of bare (target >= 40%)`,
       );
-      // The session is served from the service's cache: PostgreSQL's share is what else the machine's database did.
-      const line = cpuLine(answered, 'server');
-      if (line) console.log(`${line}${kind === 'postgres' ? `; PostgreSQL ${answered.cpu!.postgresUs} µs` : ''}`);
+      printCpu(answered, 'server', kind === 'postgres');
 
       const loginBody = JSON.stringify({ email: 'bench@example.com', password: PASSWORD });
       const [logins, health] = await Promise.all([
@@ -100,8 +104,7 @@ async function bareRate(): Promise<number> {
     console.log(
       `bare node http        : ${fmt(baseline.requestsPerSecond).padStart(7)} req/s  p50 ${baseline.p50} ms  p99 ${baseline.p99} ms  (baseline)`,
     );
-    const line = cpuLine(baseline, 'bare server');
-    if (line) console.log(line);
+    printCpu(baseline, 'bare server');
     return baseline.requestsPerSecond;
   } finally {
     await bare.stop();
