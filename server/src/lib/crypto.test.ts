@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createSecretBox, randomToken, timingSafeEqualString } from './crypto.ts';
+import { createSecretBox, randomToken, sha256Hex, timingSafeEqualString } from './crypto.ts';
 
 describe('secret box (AES-256-GCM)', () => {
   const box = createSecretBox('a-master-key-of-at-least-32-characters');
@@ -43,5 +44,12 @@ describe('tokens and comparisons', () => {
     expect(timingSafeEqualString('abc', 'abd')).toBe(false);
     expect(timingSafeEqualString('abc', 'abcd')).toBe(false);
     expect(timingSafeEqualString('', '')).toBe(true);
+  });
+
+  it('hashes tokens to the SHA-256 hex digest of their UTF-8 bytes, as sessions stored before were hashed', () => {
+    // FIPS 180-2's test vector, the empty string's, and a non-ASCII token (UTF-8 encoded, not Latin-1).
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(sha256Hex('é')).toBe(createHash('sha256').update(Buffer.from('é', 'utf8')).digest('hex'));
   });
 });
