@@ -2,7 +2,9 @@
  * Action benchmark: signed events at a fixed rate over 500 webhooks in 50 orgs (per-webhook limits
  * on), each run by an agent whose scripted model answers at once: one `allow` tool call, then a
  * closing text. Reports actions completed per second and the latency from posting the event to the
- * action's completion (its completion time as stored by the server), on PostgreSQL.
+ * action's completion (its completion time as stored by the server), on PostgreSQL, with the CPU per
+ * action of each process and what the server's runtime did (its collections by kind, its event loop's
+ * delay, from its own /metrics).
  *
  * The first BENCH_WARMUP seconds (5) warm the process up (JIT, connections, prepared statements) and
  * are reported apart. The same load runs twice, each on a fresh database: with tracing off, then on
@@ -22,6 +24,7 @@ import { actionPhase, databaseWork, ECHO_TOOL_ENV, percentile, startEchoModel, w
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
 import { startSpanSink } from './lib/span-sink.ts';
+import { describeRuntime, runtimeSnapshot } from './lib/server-runtime.ts';
 
 // Above the capacity target (2.5% of pgbench: about 500/s on a 2-core machine doing 20,000 inserts/s):
 // completions can only show the capacity when more is offered.
@@ -62,11 +65,13 @@ async function measure(label: string, extraEnv: Record<string, string>) {
         `warm-up (not counted) : ${fmt(warm.throughput).padStart(6)} actions/s  p50 ${percentile(warm.toCompleted, 50)} ms  p99 ${percentile(warm.toCompleted, 99)} ms  (${warm.completed} completed)`,
       );
       const workBefore = await databaseWork(db);
+      const runtimeBefore = await runtimeSnapshot(service.url);
       const cpuBefore = cpuSnapshot(service.pid);
       const ownBefore = process.cpuUsage();
       const result = await phase(DURATION);
       const cpuAfter = cpuSnapshot(service.pid);
       const own = process.cpuUsage(ownBefore);
+      const runtimeAfter = await runtimeSnapshot(service.url);
       await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
       const work = workPerAction(workBefore, await databaseWork(db), result.completed);
       console.log(
@@ -87,6 +92,7 @@ async function measure(label: string, extraEnv: Record<string, string>) {
           `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms, this benchmark's process ${((own.user + own.system) / 1000 / result.completed).toFixed(2)} ms (the client, the model and the collector); machine idle ${cpu.idlePercent}%`,
         );
       }
+      console.log(`server runtime        : ${describeRuntime(runtimeBefore, runtimeAfter, result.completed)}`);
       return { throughput: result.throughput, cpuUs: cpu ? cpu.serverUs + cpu.postgresUs : NaN };
     } finally {
       await db.end();
