@@ -13,25 +13,35 @@ export interface RuntimeSnapshot {
   heapUsedMb: number;
 }
 
-const sample = (text: string, name: string, labels = ''): number => {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}${labels} `));
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
-};
+/** Each sample of a Prometheus text exposition by its name and labels as written (`name{labels}`). */
+function samplesOf(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return samples;
+}
 
 export async function runtimeSnapshot(serviceUrl: string): Promise<RuntimeSnapshot> {
-  const text = await (await fetch(`${serviceUrl}/metrics`)).text();
+  const response = await fetch(`${serviceUrl}/metrics`);
+  if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
+  const samples = samplesOf(await response.text());
+  const sample = (name: string) => samples.get(name) ?? Number.NaN;
   const gcSeconds: Record<string, number> = {};
   const gcCount: Record<string, number> = {};
   for (const kind of ['minor', 'major', 'incremental']) {
-    gcSeconds[kind] = sample(text, 'nodejs_gc_duration_seconds_sum', `{kind="${kind}"}`) || 0;
-    gcCount[kind] = sample(text, 'nodejs_gc_duration_seconds_count', `{kind="${kind}"}`) || 0;
+    // A kind that has not run yet has no sample.
+    gcSeconds[kind] = samples.get(`nodejs_gc_duration_seconds_sum{kind="${kind}"}`) ?? 0;
+    gcCount[kind] = samples.get(`nodejs_gc_duration_seconds_count{kind="${kind}"}`) ?? 0;
   }
   return {
     gcSeconds,
     gcCount,
-    loopDelayMeanMs: sample(text, 'nodejs_eventloop_lag_mean_seconds') * 1000,
-    loopDelayP99Ms: sample(text, 'nodejs_eventloop_lag_p99_seconds') * 1000,
-    heapUsedMb: sample(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
+    loopDelayMeanMs: sample('nodejs_eventloop_lag_mean_seconds') * 1000,
+    loopDelayP99Ms: sample('nodejs_eventloop_lag_p99_seconds') * 1000,
+    heapUsedMb: sample('nodejs_heap_size_used_bytes') / 2 ** 20,
   };
 }
 
