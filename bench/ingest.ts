@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { signingHeaders } from '../server/src/features/ingest/verification.ts';
 import { benchDatabase, fmt, median, postgresReachable, startBareServer, startService, sentNow } from './lib/harness.ts';
+import { metricSamples } from './lib/service-metrics.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';
 import { wrkLoad, type PreparedRequest } from './lib/wrk.ts';
@@ -52,8 +53,8 @@ function signedRequests(webhooks: SeededWebhook[], count: number): PreparedReque
 
 /** Where the time goes: the writer's transactions, from the service's own metrics. */
 async function batchSummary(url: string): Promise<string> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const value = (name: string) => Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1] ?? NaN);
+  const samples = await metricSamples(url);
+  const value = (name: string) => samples.get(name) ?? Number.NaN;
   const batches = value('webhook_ingest_batch_size_count');
   return `${fmt(batches)} transactions, ${(value('webhook_ingest_batch_size_sum') / batches).toFixed(1)} deliveries each, ${((value('webhook_ingest_batch_duration_seconds_sum') / batches) * 1000).toFixed(1)} ms each (mean, warm-up included)`;
 }

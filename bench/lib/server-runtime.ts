@@ -1,10 +1,12 @@
+import { metricSamples } from './service-metrics.ts';
+
 /**
  * What a server's runtime did during a measured load, read from its own /metrics (prom-client's
  * default metrics): garbage collection by kind, and the event loop's delay. Reading /metrics resets
  * the event-loop delay histogram, so the reading taken at the start leaves the end's to the load alone.
  */
 export interface RuntimeSnapshot {
-  /** Seconds spent in each kind of collection since the process started (minor, major, incremental, weakcb). */
+  /** Seconds spent in each kind of collection since the process started (minor, major, incremental). */
   gcSeconds: Record<string, number>;
   gcCount: Record<string, number>;
   /** Since the previous reading. */
@@ -13,21 +15,8 @@ export interface RuntimeSnapshot {
   heapUsedMb: number;
 }
 
-/** Each sample of a Prometheus text exposition by its name and labels as written (`name{labels}`). */
-function samplesOf(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const space = line.lastIndexOf(' ');
-    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return samples;
-}
-
 export async function runtimeSnapshot(serviceUrl: string): Promise<RuntimeSnapshot> {
-  const response = await fetch(`${serviceUrl}/metrics`);
-  if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
-  const samples = samplesOf(await response.text());
+  const samples = await metricSamples(serviceUrl);
   const sample = (name: string) => samples.get(name) ?? Number.NaN;
   const gcSeconds: Record<string, number> = {};
   const gcCount: Record<string, number> = {};
