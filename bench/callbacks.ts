@@ -26,7 +26,7 @@ import { callbackEndpointInput } from '../server/src/features/callbacks/callback
 import { BUS_TOPICS, createProcessBus } from '../server/src/lib/process-bus.ts';
 import { pino } from 'pino';
 import { cpuPerRequest, cpuSnapshot, processesCpuSeconds, type CpuPerRequest } from './lib/cpu-usage.ts';
-import { benchDatabase, fmt, median, freePort, ownChild, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, freePort, percent, ownChild, postgresReachable, startService } from './lib/harness.ts';
 
 const RATE = Number(process.env.BENCH_RATE ?? 1200);
 const CAPACITY_RATE = Number(process.env.BENCH_CAPACITY_RATE ?? 4000);
@@ -271,7 +271,7 @@ const printPhase = (title: string, result: PhaseResult, baseline: number) => {
     `  transitions committed       : ${fmt(result.committedPerSecond).padStart(6)} /s (${result.notOffered} not offered; at most ${result.maxBehind} waited for a statement, ${PRODUCER_IN_FLIGHT} in flight)`,
   );
   console.log(
-    `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${((result.deliveriesPerSecond / baseline) * 100).toFixed(0)}% of the bare client`,
+    `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${percent(result.deliveriesPerSecond / baseline)} of the bare client`,
   );
   console.log(`  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms`);
   if (result.cpu)
@@ -305,7 +305,6 @@ try {
       : 'targets: >= 10% of the bare client, p50 <= 10 ms',
   );
   for (const [endpoints, { ofBare, p50 }] of rounds) {
-    const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
     console.log(
       `  ${endpoints} endpoint${endpoints > 1 ? 's' : ' '}: capacity ${percent(median(ofBare))} of the bare client (rounds: ${ofBare.map(percent).join(', ')}); ` +
         `p50 at ${RATE}/s ${median(p50).toFixed(1)} ms (rounds: ${p50.map((value) => value.toFixed(1)).join(', ')})`,

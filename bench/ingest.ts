@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { signingHeaders } from '../server/src/features/ingest/verification.ts';
-import { benchDatabase, fmt, median, postgresReachable, startBareServer, startService, sentNow } from './lib/harness.ts';
+import { benchDatabase, fmt, median, percent, postgresReachable, startBareServer, startService, sentNow } from './lib/harness.ts';
 import { metricSamples } from './lib/service-metrics.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
 import { seedWebhooks, type SeededWebhook } from './lib/seed.ts';
@@ -79,10 +79,10 @@ async function benchIngest(kind: 'postgres' | 'pglite', bareRps: number, pgbench
       const accepted = result.requestsPerSecond;
       const parts = [
         `ingest (${kind.padEnd(8)}) : ${fmt(accepted).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  non-2xx ${result.non2xx}  errors ${result.errors}`,
-        `${((accepted / bareRps) * 100).toFixed(0)}% of bare`,
+        `${percent(accepted / bareRps)} of bare`,
       ];
       if (pgbenchTps !== undefined)
-        parts.push(`${((accepted / pgbenchTps) * 100).toFixed(0)}% of pgbench${kind === 'postgres' ? ' (target >= 35%)' : ''}`);
+        parts.push(`${percent(accepted / pgbenchTps)} of pgbench${kind === 'postgres' ? ' (target >= 35%)' : ''}`);
       parts.push(kind === 'postgres' ? 'targets: >= 5,000 req/s, p99 <= 50 ms' : 'target: >= 1,000 req/s');
       console.log(parts.join('  |  '));
       console.log(`  group commit: ${await batchSummary(service.url)}`);
@@ -131,7 +131,6 @@ async function bareRate(): Promise<number> {
   }
 }
 
-const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
 const ratios = new Map(kinds.map((kind) => [kind, { ofBare: [] as number[], ofPgbench: [] as number[] }]));
 for (let round = 1; round <= ROUNDS; round++) {
   if (ROUNDS > 1) console.log(`round ${round}:`);

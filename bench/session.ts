@@ -13,7 +13,17 @@
  *   BENCH_DB=pglite npm run bench:session     # one database only
  */
 import { availableParallelism } from 'node:os';
-import { benchDatabase, fmt, load, median, postgresReachable, runCli, startBareServer, startService } from './lib/harness.ts';
+import {
+  benchDatabase,
+  fmt,
+  load,
+  median,
+  percent,
+  postgresReachable,
+  runCli,
+  startBareServer,
+  startService,
+} from './lib/harness.ts';
 import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -66,7 +76,7 @@ async function benchDatabaseKind(kind: Kind, bareRps: number): Promise<{ ofBare:
       const ofBare = answered.requestsPerSecond / bareRps;
       console.log(
         `GET /auth/me (${kind.padEnd(8)}) : ${fmt(answered.requestsPerSecond).padStart(7)} req/s  p50 ${answered.p50} ms  p99 ${answered.p99} ms  ` +
-          `non-2xx ${answered.non2xx}  => ${(ofBare * 100).toFixed(0)}% of bare (target >= 40%)`,
+          `non-2xx ${answered.non2xx}  => ${percent(ofBare)} of bare (target >= 40%)`,
       );
       printCpu(answered, 'server', kind === 'postgres');
 
@@ -130,7 +140,6 @@ for (let round = 1; round <= ROUNDS; round++) {
   }
 }
 if (ROUNDS > 1) {
-  const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
   console.log(`median of ${ROUNDS} rounds`);
   for (const [kind, { ofBare, healthP99 }] of rounds)
     console.log(
