@@ -256,10 +256,11 @@ describe('experiments', () => {
       systemOf(request).includes('Slowly.') ? { text: 'late', delayMs: 3000 } : followInstructions(request),
     );
     await api(made).post(`/agents/${made.agentId}/versions`, { instructions: 'Slowly.' });
+    // Counted before the start: its replays may reach the model before the start's answer reaches here.
+    const asked = model.requests.length;
     const { experiment } = await (
       await api(made).post(`/agents/${made.agentId}/experiments`, { version: 3, actionIds: recorded })
     ).json();
-    const asked = model.requests.length;
     await eventually('replays waiting on the model', () =>
       model.requests.slice(asked).some((request) => systemOf(request).includes('Slowly.')) ? true : undefined,
     );
