@@ -107,19 +107,37 @@ async function measure(label: string, extraEnv: Record<string, string>) {
 /** A run's CPU per action, the server's and PostgreSQL's. */
 const cpuUs = (run: { serverUs: number; postgresUs: number }) => run.serverUs + run.postgresUs;
 const micros = (value: number) => `${value >= 0 ? '+' : ''}${Math.round(value)} µs`;
+/** Actions per second as a share of pgbench's inserts: a small share, so to a hundredth. */
+const ofPgbench = (share: number) => `${(100 * share).toFixed(2)}%`;
+
+type MeasuredRun = Awaited<ReturnType<typeof measure>>;
+
+/** A round's figures: capacity against pgbench, tracing's cost, and (calibrated) the same code's swing. */
+function roundFigures(off: MeasuredRun, on: MeasuredRun, again: MeasuredRun | undefined, tps: number) {
+  // What tracing adds per action in µs: the figure that holds from one machine state to the next,
+  // where its share moves with what the rest of the action costs. Against the mean of the round's
+  // tracing-off runs when there are two.
+  const offRuns = again ? [off, again] : [off];
+  const offMean = (key: 'serverUs' | 'postgresUs') => offRuns.reduce((sum, run) => sum + run[key], 0) / offRuns.length;
+  const addedServerUs = on.serverUs - offMean('serverUs');
+  const addedPostgresUs = on.postgresUs - offMean('postgresUs');
+  return {
+    share: off.throughput / tps,
+    tracingCost: (off.throughput - on.throughput) / off.throughput,
+    tracingCpu: (cpuUs(on) - cpuUs(off)) / cpuUs(off),
+    tracingUs: addedServerUs + addedPostgresUs,
+    addedServerUs,
+    addedPostgresUs,
+    swing: again ? (off.throughput - again.throughput) / off.throughput : NaN,
+    swingCpu: again ? (cpuUs(again) - cpuUs(off)) / cpuUs(off) : NaN,
+  };
+}
 
 try {
   console.log(
     `actions benchmark: ${RATE} events/s for ${DURATION} s (after ${WARMUP} s of warm-up) over 500 webhooks, model answering at once, one allow tool call per action, ${ROUNDS} rounds, node ${process.version}`,
   );
-  const rounds: Array<{
-    share: number;
-    tracingCost: number;
-    tracingCpu: number;
-    tracingUs: number;
-    swing: number;
-    swingCpu: number;
-  }> = [];
+  const rounds: Array<ReturnType<typeof roundFigures>> = [];
   for (let round = 1; round <= ROUNDS; round++) {
     console.log(`\n-- round ${round} of ${ROUNDS}`);
     const off = await measure('tracing off', {});
@@ -136,39 +154,26 @@ try {
       : undefined;
     // The database's own capacity on this machine now: single-row inserts, as in bench:ingest.
     const tps = await pgbenchInsertTps(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-    // What tracing adds per action in µs: the figure that holds from one machine state to the next,
-    // where its share moves with what the rest of the action costs. Against the mean of the round's
-    // tracing-off runs when there are two.
-    const offRuns = again ? [off, again] : [off];
-    const offMean = (key: 'serverUs' | 'postgresUs') => offRuns.reduce((sum, run) => sum + run[key], 0) / offRuns.length;
-    const added = { server: on.serverUs - offMean('serverUs'), postgres: on.postgresUs - offMean('postgresUs') };
-    const result = {
-      share: off.throughput / tps,
-      tracingCost: (off.throughput - on.throughput) / off.throughput,
-      tracingCpu: (cpuUs(on) - cpuUs(off)) / cpuUs(off),
-      tracingUs: added.server + added.postgres,
-      swing: again ? (off.throughput - again.throughput) / off.throughput : NaN,
-      swingCpu: again ? (cpuUs(again) - cpuUs(off)) / cpuUs(off) : NaN,
-    };
+    const result = roundFigures(off, on, again, tps);
     rounds.push(result);
     console.log(
       `tracing on vs off     : ${fmt(on.throughput)} vs ${fmt(off.throughput)} actions/s: tracing costs ${percent(result.tracingCost)} of throughput, ${percent(result.tracingCpu)} of CPU per action (server + PostgreSQL)`,
     );
     console.log(
-      `tracing's CPU         : ${micros(result.tracingUs)} per action (server ${micros(added.server)}, PostgreSQL ${micros(added.postgres)}) above ${again ? "the mean of the round's two tracing-off runs" : 'the tracing-off run'}`,
+      `tracing's CPU         : ${micros(result.tracingUs)} per action (server ${micros(result.addedServerUs)}, PostgreSQL ${micros(result.addedPostgresUs)}) above ${again ? "the mean of the round's two tracing-off runs" : 'the tracing-off run'}`,
     );
     if (again)
       console.log(
         `tracing off, again    : ${fmt(again.throughput)} vs ${fmt(off.throughput)} actions/s: the same code differs by ${percent(result.swing)} of throughput, ${percent(result.swingCpu)} of CPU per action, as tracing's cost is reckoned`,
       );
     console.log(
-      `pgbench (same round)  : ${fmt(tps).padStart(6)} single-row inserts/s; actions completed (tracing off) = ${(100 * result.share).toFixed(2)}% of it`,
+      `pgbench (same round)  : ${fmt(tps).padStart(6)} single-row inserts/s; actions completed (tracing off) = ${ofPgbench(result.share)} of it`,
     );
   }
   const list = (key: keyof (typeof rounds)[number], format: (value: number) => string) =>
     `${format(median(rounds.map((round) => round[key])))} (rounds: ${rounds.map((round) => format(round[key])).join(', ')})`;
   console.log(`\nmedian of ${ROUNDS} rounds`);
-  console.log(`actions / pgbench     : ${list('share', (value) => `${(100 * value).toFixed(2)}%`)}; target >= 4.5%`);
+  console.log(`actions / pgbench     : ${list('share', ofPgbench)}; target >= 4.5%`);
   console.log(`tracing, throughput   : costs ${list('tracingCost', percent)}; target < 10%`);
   console.log(`tracing, CPU/action   : costs ${list('tracingCpu', percent)}; target < 10%`);
   console.log(`tracing's CPU         : ${list('tracingUs', micros)} per action (server + PostgreSQL)`);

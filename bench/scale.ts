@@ -26,7 +26,7 @@ import {
 } from './lib/action-load.ts';
 import { cpuPerRequest, cpuSnapshot, processesCpuSeconds } from './lib/cpu-usage.ts';
 import { startDeployment } from './lib/deployment.ts';
-import { benchDatabase, fmt, median, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, percent, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
 
 // Under one process's capacity on a small machine: the comparison is of latency at the same load.
@@ -115,7 +115,7 @@ function report(label: string, { result, commits, rowsWritten, postgresCpuMs, se
   );
   console.log(`  ingest -> running   : p50 ${percentile(result.toRunning, 50)} ms  p99 ${percentile(result.toRunning, 99)} ms`);
   console.log(
-    `  ingest -> completed : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  max ${result.toCompleted.at(-1)} ms; over 1 s: ${slow} (${((100 * slow) / Math.max(1, result.completed)).toFixed(1)}%)`,
+    `  ingest -> completed : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  max ${result.toCompleted.at(-1)} ms; over 1 s: ${slow} (${percent(slow / Math.max(1, result.completed))})`,
   );
   console.log(
     `  database per action : ${commits.toFixed(1)} commits, ${rowsWritten.toFixed(1)} rows written, ${postgresCpuMs.toFixed(2)} ms of PostgreSQL CPU, ${serviceCpuMs.toFixed(2)} ms of the service's; machine idle ${Math.round(idlePercent)}%`,
