@@ -19,7 +19,7 @@
  *   npm run bench:actions                  # BENCH_RATE=1500 events/s for BENCH_DURATION=10 s
  */
 import pg from 'pg';
-import { benchDatabase, fmt, median, percent, postgresReachable, startService } from './lib/harness.ts';
+import { benchDatabase, fmt, median, percent, percentTo, postgresReachable, startService } from './lib/harness.ts';
 import { seedWebhooks } from './lib/seed.ts';
 import { actionPhase, databaseWork, ECHO_TOOL_ENV, percentile, startEchoModel, workPerAction } from './lib/action-load.ts';
 import { pgbenchInsertTps } from './lib/pgbench.ts';
@@ -108,7 +108,7 @@ async function measure(label: string, extraEnv: Record<string, string>) {
 const cpuUs = (run: { serverUs: number; postgresUs: number }) => run.serverUs + run.postgresUs;
 const micros = (value: number) => `${value >= 0 ? '+' : ''}${Math.round(value)} µs`;
 /** Actions per second as a share of pgbench's inserts: a small share, so to a hundredth. */
-const ofPgbench = (share: number) => `${(100 * share).toFixed(2)}%`;
+const ofPgbench = percentTo(2);
 
 type MeasuredRun = Awaited<ReturnType<typeof measure>>;
 

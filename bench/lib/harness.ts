@@ -201,8 +201,13 @@ function stopChild(child: ChildProcess): Promise<void> {
 export const sentNow = () => ({ nowSeconds: Math.floor(Date.now() / 1000) });
 
 export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+/** A ratio as a percentage to `digits` decimals. */
+export const percentTo =
+  (digits: number) =>
+  (ratio: number): string =>
+    `${(100 * ratio).toFixed(digits)}%`;
 /** A ratio as a percentage to a tenth: to the whole percent, 29.6% of pgbench would read as a met 30%. */
-export const percent = (ratio: number) => `${(100 * ratio).toFixed(1)}%`;
+export const percent = percentTo(1);
 
 /** The middle value (of an odd count; the upper middle of an even one): a round's figure that one swing does not move. */
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
