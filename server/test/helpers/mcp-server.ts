@@ -38,6 +38,8 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
   /** While set, calls of the recording tools wait for it, before their side effect or after it (a test holds a call in flight). */
   let hold: { released: Promise<void>; afterEffect: boolean } | undefined;
   const requests = { total: 0, initialize: 0 };
+  /** How many of the next tools/call requests have their connection reset once read, before any tool runs. */
+  let callsToReset = 0;
 
   const record = async (tool: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined) => {
     const held = hold;
@@ -169,6 +171,19 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
       }
       await mcpServer().connect(transport);
     }
+    if (callsToReset > 0 && req.method === 'POST') {
+      // Read here to see what it is; a connection closed as the request arrives, as a server closes an idle kept-alive one.
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      if (body?.method === 'tools/call' && callsToReset > 0) {
+        callsToReset--;
+        req.socket.destroy();
+        return;
+      }
+      await transport.handleRequest(req, res, body);
+      return;
+    }
     await transport.handleRequest(req, res);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -190,6 +205,10 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
       removed.add(name);
       for (const transport of sessions.values()) void transport.close();
       sessions.clear();
+    },
+    /** The next `count` tools/call requests are read and their connection reset, before any tool runs (nothing is done). */
+    resetNextCalls(count: number) {
+      callsToReset = count;
     },
     /** Holds the recording tools' calls, before their side effect (or after it), until the returned release is called. */
     holdCalls(options: { afterEffect?: boolean } = {}): () => void {

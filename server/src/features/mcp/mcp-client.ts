@@ -165,6 +165,13 @@ function isNetworkError(error: unknown): boolean {
   return false;
 }
 
+/** The error and its causes, outermost first. */
+export function causesOf(error: unknown): Error[] {
+  const chain: Error[] = [];
+  for (let cause = error; cause instanceof Error && chain.length < 10; cause = cause.cause) chain.push(cause);
+  return chain;
+}
+
 /** The error's words with its causes', which carry what the network or the server said. */
 export function describe(error: unknown): string {
   const parts: string[] = [];

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { GuardedFetch } from '../../lib/guarded-fetch.ts';
-import { connectMcp, describe, mcpError, type McpConnection, type McpEndpoint } from './mcp-client.ts';
+import { causesOf, connectMcp, describe, mcpError, type McpConnection, type McpEndpoint } from './mcp-client.ts';
 
 /** A server as the connections know it: its id, a version that changes with its settings, how to reach it. */
 export interface McpTarget {
@@ -12,6 +12,15 @@ export interface McpTarget {
 
 /** Sessions idle this long are closed. */
 const IDLE_MS = 5 * 60_000;
+
+/**
+ * The connection was reset or closed under the request, before any answer: most often a kept-alive
+ * one that the server had just closed.
+ */
+const LOST_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+const connectionLost = (error: unknown) =>
+  causesOf(error).some((cause) => LOST_CONNECTION.has((cause as NodeJS.ErrnoException).code ?? ''));
 
 /**
  * The MCP sessions of this process: one per server, opened on first use and shared by the calls of
@@ -61,13 +70,15 @@ export function createMcpConnections(deps: { fetch: GuardedFetch; connectTimeout
 
     /**
      * One tools/call on the server's shared session. A session the server no longer knows (404: it
-     * restarted) never reached the tool: the call is sent once more on a new session. Any other
-     * failure is the call's: it is not repeated here.
+     * restarted) never reached the tool: the call is sent once more on a new session. A repeatable
+     * call (read-only or idempotent, by the server's word) whose connection was lost before it
+     * answered is sent once more too, as HTTP clients resend an idempotent request on a kept-alive
+     * connection the server closed under it. Any other failure is the call's: it is not repeated here.
      */
     async callTool(
       target: McpTarget,
       request: Parameters<McpConnection['callTool']>[0],
-      options: { timeoutMs: number; signal: AbortSignal },
+      options: { timeoutMs: number; signal: AbortSignal; repeatable: boolean },
     ): Promise<CallToolResult> {
       for (let attempt = 0; ; attempt++) {
         const session = sessionFor(target);
@@ -82,7 +93,7 @@ export function createMcpConnections(deps: { fetch: GuardedFetch; connectTimeout
         } catch (error) {
           const sessionGone = (error as { status?: number }).status === 404 || /session not found/i.test(describe(error));
           if (sessionGone || /connection closed/i.test(describe(error))) drop(target.id, session);
-          if (sessionGone && attempt === 0) continue;
+          if (attempt === 0 && (sessionGone || (options.repeatable && connectionLost(error)))) continue;
           throw error;
         }
       }

@@ -260,4 +260,24 @@ describe('MCP tools in a run', () => {
     // Creating the server opened one session of its own (the listing); the runs shared one more.
     expect(orders.requests.initialize - before).toBeLessThanOrEqual(1);
   });
+
+  it('a connection reset before the server answered: a read-only call is sent once more and runs once; a destructive one is not', async () => {
+    const made = await setup({ orders__lookup_order: 'allow', orders__refund_order: 'allow' });
+    orders.resetNextCalls(1);
+    model.script(callThenReport('orders__lookup_order', { orderId: 'R-1' }));
+    const looked = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
+    const [lookup] = looked.execution.toolCalls;
+    expect(lookup).toMatchObject({ status: 'completed', output: { value: { orderId: 'R-1', status: 'shipped' } } });
+    expect(effectsOf(lookup.toolCallId)).toHaveLength(1);
+
+    // A refund may have been done when its connection is lost: it is not sent again, and the model is told so.
+    orders.resetNextCalls(1);
+    model.script(callThenReport('orders__refund_order', { orderId: 'R-2', amount: 5 }));
+    const refunded = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
+    const [refund] = refunded.execution.toolCalls;
+    expect(refund.status).toBe('failed');
+    expect(JSON.stringify(refund.output)).toMatch(/failed before it answered \(.*\); it may or may not have done it/);
+    expect(effectsOf(refund.toolCallId)).toEqual([]);
+    orders.resetNextCalls(0);
+  });
 });

@@ -5,7 +5,7 @@ import type { ListedMcpTool, McpServerRow } from '../../db/schema.ts';
 import { TOOL_NAME } from '../agents/agents.schemas.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
 import { OutboundRefused, ResponseTooLarge } from '../../lib/guarded-fetch.ts';
-import { describe, mcpFailure } from './mcp-client.ts';
+import { causesOf, describe, mcpFailure } from './mcp-client.ts';
 import type { McpConnections, McpTarget } from './mcp-connections.ts';
 
 /** How agents name a server's tool: the server's name, two underscores, the tool's name. */
@@ -86,7 +86,7 @@ export function toolDefinitions(
           result = await deps.connections.callTool(
             target,
             { name: tool.name, arguments: input, toolCallId: context.toolCallId },
-            { timeoutMs: deps.callTimeoutMs, signal: context.signal },
+            { timeoutMs: deps.callTimeoutMs, signal: context.signal, repeatable: isRepeatable(tool) },
           );
         } catch (error) {
           throw new Error(callFailure(error, server.name, deps.callTimeoutMs));
@@ -103,13 +103,6 @@ export function toolDefinitions(
 
 /** Network failures in which the request never reached the server: nothing can have been done. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/** The error and its causes, outermost first. */
-function causesOf(error: unknown): Error[] {
-  const chain: Error[] = [];
-  for (let cause = error; cause instanceof Error && chain.length < 10; cause = cause.cause) chain.push(cause);
-  return chain;
-}
 
 const SESSION_FAILURE: Partial<Record<string, string>> = {
   mcp_unauthorized: 'refused the credentials',
