@@ -143,27 +143,23 @@ export function mcpFailure(error: unknown): 'mcp_unauthorized' | 'mcp_unreachabl
 }
 
 /** The OAuth flow failed: the authorization server refused the client, or is not the one the credentials are for. */
-function isAuthorizationError(error: unknown): boolean {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    if (cause instanceof OAuthError || cause instanceof IssuerMismatchError || cause instanceof AuthorizationServerMismatchError)
-      return true;
-  }
-  return false;
-}
+const isAuthorizationError = (error: unknown) =>
+  causesOf(error).some(
+    (cause) =>
+      cause instanceof OAuthError || cause instanceof IssuerMismatchError || cause instanceof AuthorizationServerMismatchError,
+  );
 
 const isAuthCode = (code: SdkErrorCode) =>
   code === SdkErrorCode.ClientHttpAuthentication || code === SdkErrorCode.ClientHttpForbidden;
 
 /** Refused by our guard, or the network failed (refused, unresolvable, reset, timed out). */
-function isNetworkError(error: unknown): boolean {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+const isNetworkError = (error: unknown) =>
+  causesOf(error).some((cause) => {
     if (cause instanceof OutboundRefused) return true;
     const code = (cause as NodeJS.ErrnoException).code;
     if (code && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code) && code !== 'UND_ERR_RESPONSE_STATUS_CODE') return true;
-    if (cause.name === 'TimeoutError' || cause.name === 'ConnectTimeoutError') return true;
-  }
-  return false;
-}
+    return cause.name === 'TimeoutError' || cause.name === 'ConnectTimeoutError';
+  });
 
 /** The error and its causes, outermost first. */
 export function causesOf(error: unknown): Error[] {

@@ -91,8 +91,9 @@ export function createMcpConnections(deps: { fetch: GuardedFetch; connectTimeout
         try {
           return await connection.callTool(request, options);
         } catch (error) {
-          const sessionGone = (error as { status?: number }).status === 404 || /session not found/i.test(describe(error));
-          if (sessionGone || /connection closed/i.test(describe(error))) drop(target.id, session);
+          const words = describe(error);
+          const sessionGone = (error as { status?: number }).status === 404 || /session not found/i.test(words);
+          if (sessionGone || /connection closed/i.test(words)) drop(target.id, session);
           if (attempt === 0 && (sessionGone || (options.repeatable && connectionLost(error)))) continue;
           throw error;
         }
