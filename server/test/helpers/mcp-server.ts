@@ -210,6 +210,8 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
     resetNextCalls(count: number) {
       callsToReset = count;
     },
+    /** How many of those are still to come. */
+    callsToReset: () => callsToReset,
     /** Holds the recording tools' calls, before their side effect (or after it), until the returned release is called. */
     holdCalls(options: { afterEffect?: boolean } = {}): () => void {
       let release!: () => void;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
 import { approveStaged, auth, runEvent } from '../../../test/helpers/callbacks.ts';
 import { calledTools, type ChatRequest, toolResults } from '../../../test/helpers/fake-model.ts';
@@ -14,6 +14,7 @@ beforeAll(async () => {
   orders = await startTestMcpServer();
 });
 afterAll(async () => orders?.close());
+afterEach(() => orders.resetNextCalls(0));
 useAppWithModel(
   { MCP_ALLOW_PRIVATE_NETWORKS: 'true', MCP_CALL_TIMEOUT_SECONDS: '1', MCP_MAX_RESULT_BYTES: '2000' },
   (started) => {
@@ -278,6 +279,15 @@ describe('MCP tools in a run', () => {
     expect(refund.status).toBe('failed');
     expect(JSON.stringify(refund.output)).toMatch(/failed before it answered \(.*\); it may or may not have done it/);
     expect(effectsOf(refund.toolCallId)).toEqual([]);
-    orders.resetNextCalls(0);
+
+    // Sent once more, once: a read-only call whose second connection is lost too fails, and may have been done.
+    orders.resetNextCalls(3);
+    model.script(callThenReport('orders__lookup_order', { orderId: 'R-3' }));
+    const lost = await waitForAction(app, auth(made), await runEvent(app, made), ['completed', 'failed']);
+    const [twice] = lost.execution.toolCalls;
+    expect(twice.status).toBe('failed');
+    expect(JSON.stringify(twice.output)).toMatch(/failed before it answered \(.*\); it may or may not have done it/);
+    expect(effectsOf(twice.toolCallId)).toEqual([]);
+    expect(orders.callsToReset()).toBe(1);
   });
 });
