@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed, onTestFinished } from 'vitest';
 import { freePort, setCookies } from '../test/helpers/http.ts';
 import { eventually } from '../test/helpers/eventually.ts';
 import { waitForReady } from '../test/helpers/server-process.ts';
@@ -79,103 +79,105 @@ describe('agent-platform CLI', () => {
       let output = '';
       server.stdout!.on('data', (chunk) => (output += chunk));
       server.stderr!.on('data', (chunk) => (output += chunk));
-      try {
-        await waitForReady(baseUrl, server);
-        // The hint follows the start-up line; a state to wait for, not a moment.
-        await eventually('the first-admin hint', () => (output.includes('No users yet.') ? true : undefined), 10_000);
-        // On PostgreSQL the CLI opens the database itself, so the hint names DATABASE_URL.
-        expect(output).toMatch(
-          env.DATABASE_URL
-            ? /No users yet\. Create the first organization and its admin: DATABASE_URL=\S+ npm run cli -- orgs create --slug acme/
-            : /No users yet\. Create the first organization and its admin: npm run cli -- orgs create --slug acme/,
-        );
-        expect(output).toContain('--role Admin --org acme');
-
-        // On PGlite the command is carried out by the server through its socket (nothing said on stderr);
-        // on PostgreSQL the CLI writes to the database the server reads.
-        const org = cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme Inc');
-        expect(org.stdout, org.stderr).toMatch(/Created organization acme/);
-        expect(org.stderr).toBe('');
-        if (!env.DATABASE_URL) {
-          // A second process on the same PGlite directory is refused with a reason, not a crash.
-          const second = cli('serve');
-          expect(second.status).toBe(1);
-          expect(second.stderr).toMatch(/Another agent-platform process is serving from/);
-        }
-        const created = cli(
-          'users',
-          'create',
-          '--email',
-          'admin@acme.example',
-          '--password',
-          'a long password',
-          '--role',
-          'Admin',
-          '--org',
-          'acme',
-          '--first-name',
-          'Ada',
-        );
-        expect(created.status, created.stderr).toBe(0);
-        expect(created.stdout).toMatch(/Created Admin admin@acme.example/);
-        const duplicate = cli(
-          'users',
-          'create',
-          '--email',
-          'admin@acme.example',
-          '--password',
-          'a long password',
-          '--role',
-          'Admin',
-        );
-        expect(duplicate.status).toBe(1);
-        expect(duplicate.stderr).toMatch(/already exists/);
-        expect(
-          cli('users', 'create', '--email', 'g@acme.example', '--password', 'a long password', '--role', 'Guest', '--org', 'nope')
-            .status,
-        ).toBe(1);
-        expect(
-          cli('users', 'set-password', '--email', 'admin@acme.example', '--password', 'an even longer password').status,
-        ).toBe(0);
-
-        const login = await fetch(`${baseUrl}/auth/login/credentials`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' }),
-        });
-        expect(login.status).toBe(200);
-        const token = setCookies(login).get('session')!.value;
-        const members = await fetch(`${baseUrl}/orgs/acme/members`, { headers: { authorization: `Bearer ${token}` } });
-        expect(((await members.json()) as { members: Array<{ email: string }> }).members[0]!.email).toBe('admin@acme.example');
-
-        // A request whose body is still arriving when SIGTERM comes is answered before the process exits.
-        const body = JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' });
-        const inFlight = new Promise<number>((resolve, reject) => {
-          const req = httpRequest(
-            `${baseUrl}/auth/login/credentials`,
-            { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-            (res) => {
-              res.resume();
-              resolve(res.statusCode!);
-            },
-          );
-          req.on('error', reject);
-          req.write(body.slice(0, 10));
-          setTimeout(() => {
-            server.kill('SIGTERM');
-            setTimeout(() => req.end(body.slice(10)), 300);
-          }, 300);
-        });
-        expect(await inFlight).toBe(200);
-        const exitCode = await new Promise<number | null>((resolve) =>
-          server.exitCode !== null ? resolve(server.exitCode) : server.once('exit', resolve),
-        );
-        expect(exitCode).toBe(0);
-        expect(output).toContain('shutting down');
-        expect(output).not.toContain('an even longer password');
-      } finally {
+      // Also when the test times out, which leaves its awaits pending: a server left running would keep
+      // reconnecting to the database that afterAll drops.
+      onTestFinished(() => {
         if (server.exitCode === null) server.kill('SIGKILL');
+      });
+      onTestFailed(() => console.error(`The server's output:\n${output}`));
+      await waitForReady(baseUrl, server);
+      // The hint follows the start-up line; a state to wait for, not a moment.
+      await eventually('the first-admin hint', () => (output.includes('No users yet.') ? true : undefined), 10_000);
+      // On PostgreSQL the CLI opens the database itself, so the hint names DATABASE_URL.
+      expect(output).toMatch(
+        env.DATABASE_URL
+          ? /No users yet\. Create the first organization and its admin: DATABASE_URL=\S+ npm run cli -- orgs create --slug acme/
+          : /No users yet\. Create the first organization and its admin: npm run cli -- orgs create --slug acme/,
+      );
+      expect(output).toContain('--role Admin --org acme');
+
+      // On PGlite the command is carried out by the server through its socket (nothing said on stderr);
+      // on PostgreSQL the CLI writes to the database the server reads.
+      const org = cli('orgs', 'create', '--slug', 'acme', '--name', 'Acme Inc');
+      expect(org.stdout, org.stderr).toMatch(/Created organization acme/);
+      expect(org.stderr).toBe('');
+      if (!env.DATABASE_URL) {
+        // A second process on the same PGlite directory is refused with a reason, not a crash.
+        const second = cli('serve');
+        expect(second.status).toBe(1);
+        expect(second.stderr).toMatch(/Another agent-platform process is serving from/);
       }
+      const created = cli(
+        'users',
+        'create',
+        '--email',
+        'admin@acme.example',
+        '--password',
+        'a long password',
+        '--role',
+        'Admin',
+        '--org',
+        'acme',
+        '--first-name',
+        'Ada',
+      );
+      expect(created.status, created.stderr).toBe(0);
+      expect(created.stdout).toMatch(/Created Admin admin@acme.example/);
+      const duplicate = cli(
+        'users',
+        'create',
+        '--email',
+        'admin@acme.example',
+        '--password',
+        'a long password',
+        '--role',
+        'Admin',
+      );
+      expect(duplicate.status).toBe(1);
+      expect(duplicate.stderr).toMatch(/already exists/);
+      expect(
+        cli('users', 'create', '--email', 'g@acme.example', '--password', 'a long password', '--role', 'Guest', '--org', 'nope')
+          .status,
+      ).toBe(1);
+      expect(cli('users', 'set-password', '--email', 'admin@acme.example', '--password', 'an even longer password').status).toBe(
+        0,
+      );
+
+      const login = await fetch(`${baseUrl}/auth/login/credentials`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' }),
+      });
+      expect(login.status).toBe(200);
+      const token = setCookies(login).get('session')!.value;
+      const members = await fetch(`${baseUrl}/orgs/acme/members`, { headers: { authorization: `Bearer ${token}` } });
+      expect(((await members.json()) as { members: Array<{ email: string }> }).members[0]!.email).toBe('admin@acme.example');
+
+      // A request whose body is still arriving when SIGTERM comes is answered before the process exits.
+      const body = JSON.stringify({ email: 'admin@acme.example', password: 'an even longer password' });
+      const inFlight = new Promise<number>((resolve, reject) => {
+        const req = httpRequest(
+          `${baseUrl}/auth/login/credentials`,
+          { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.on('error', reject);
+        req.write(body.slice(0, 10));
+        setTimeout(() => {
+          server.kill('SIGTERM');
+          setTimeout(() => req.end(body.slice(10)), 300);
+        }, 300);
+      });
+      expect(await inFlight).toBe(200);
+      const exitCode = await new Promise<number | null>((resolve) =>
+        server.exitCode !== null ? resolve(server.exitCode) : server.once('exit', resolve),
+      );
+      expect(exitCode).toBe(0);
+      expect(output).toContain('shutting down');
+      expect(output).not.toContain('an even longer password');
     },
     CLI_TEST_TIMEOUT_MS,
   );

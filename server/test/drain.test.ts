@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { signingHeaders } from '../src/features/ingest/verification.ts';
 import { eventually } from './helpers/eventually.ts';
 import { startFakeModel, toolResults } from './helpers/fake-model.ts';
@@ -28,6 +28,12 @@ afterAll(async () => {
   await model?.close();
 });
 
+/** Kills the process when the test ends, also when it times out with its awaits still pending. */
+const killAfterTest = (child: ChildProcess) =>
+  onTestFinished(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
 const exitOf = (child: ChildProcess) =>
   new Promise<number | null>((resolve) =>
     child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
@@ -53,54 +59,51 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const server = await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
-    try {
-      const api = await apiClient(base, environment.createAdmin());
-      const webhook = await createWebhookThroughApi(api, { tools: [] }, { rateLimitPerMinute: 1000 });
-      const path = new URL(webhook.url).pathname;
-      const answers = new Map<number | string, number>();
-      const acknowledged: string[] = [];
-      let sequence = 0;
-      let draining = false;
-      const sender = async () => {
-        for (;;) {
-          const body = JSON.stringify({ eventType: 'order.created', externalId: `drain-${sequence++}` });
-          try {
-            const response = await fetch(`${base}${path}`, {
-              method: 'POST',
-              headers: {
-                'content-type': 'application/json',
-                ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
-              },
-              body,
-            });
-            answers.set(response.status, (answers.get(response.status) ?? 0) + 1);
-            if (response.status === 200) acknowledged.push(((await response.json()) as { actionId: string }).actionId);
-          } catch {
-            // the server stopped accepting: the load stops too
-            if (draining) return;
-          }
+    killAfterTest(server);
+    const api = await apiClient(base, environment.createAdmin());
+    const webhook = await createWebhookThroughApi(api, { tools: [] }, { rateLimitPerMinute: 1000 });
+    const path = new URL(webhook.url).pathname;
+    const answers = new Map<number | string, number>();
+    const acknowledged: string[] = [];
+    let sequence = 0;
+    let draining = false;
+    const sender = async () => {
+      for (;;) {
+        const body = JSON.stringify({ eventType: 'order.created', externalId: `drain-${sequence++}` });
+        try {
+          const response = await fetch(`${base}${path}`, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+            },
+            body,
+          });
+          answers.set(response.status, (answers.get(response.status) ?? 0) + 1);
+          if (response.status === 200) acknowledged.push(((await response.json()) as { actionId: string }).actionId);
+        } catch {
+          // the server stopped accepting: the load stops too
+          if (draining) return;
         }
-      };
-      const senders = Array.from({ length: 16 }, sender);
-      await eventually('100 acknowledged events', () => (acknowledged.length >= 100 ? true : undefined));
-      draining = true;
-      server.kill('SIGTERM');
-      expect(await exitOf(server)).toBe(0);
-      await Promise.all(senders);
-      // Answered while draining: 200 (read before the stop) or 503 not_ready (a kept-alive connection afterwards); never a 500.
-      expect([...answers.keys()].filter((status) => status !== 200 && status !== 503)).toEqual([]);
-      const db = new pg.Client({ connectionString: environment.env.DATABASE_URL });
-      await db.connect();
-      try {
-        const { rows } = await db.query<{ n: number }>('select count(*)::int as n from actions where id = any($1::uuid[])', [
-          acknowledged,
-        ]);
-        expect(rows[0]!.n).toBe(acknowledged.length);
-      } finally {
-        await db.end();
       }
+    };
+    const senders = Array.from({ length: 16 }, sender);
+    await eventually('100 acknowledged events', () => (acknowledged.length >= 100 ? true : undefined));
+    draining = true;
+    server.kill('SIGTERM');
+    expect(await exitOf(server)).toBe(0);
+    await Promise.all(senders);
+    // Answered while draining: 200 (read before the stop) or 503 not_ready (a kept-alive connection afterwards); never a 500.
+    expect([...answers.keys()].filter((status) => status !== 200 && status !== 503)).toEqual([]);
+    const db = new pg.Client({ connectionString: environment.env.DATABASE_URL });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ n: number }>('select count(*)::int as n from actions where id = any($1::uuid[])', [
+        acknowledged,
+      ]);
+      expect(rows[0]!.n).toBe(acknowledged.length);
     } finally {
-      if (server.exitCode === null) server.kill('SIGKILL');
+      await db.end();
     }
   });
 
@@ -108,48 +111,45 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const server = await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
+    killAfterTest(server);
     const first = startWorker(environment.env);
-    let second: ReturnType<typeof startWorker> | undefined;
-    try {
-      const api = await apiClient(base, { email: 'ops@acme.example', password: 'a long password' });
-      const webhook = await createWebhookThroughApi(api, {
-        tools: ['generateDocument'],
-        approvalRules: { generateDocument: 'allow' },
-      });
-      // This action's first model call never answers in time; every later one (and the other tests' actions) at once.
-      let calls = 0;
-      model.script((request) => {
-        if (!request.messages.some((message) => message.role === 'user' && message.content?.includes('handover')))
-          return { text: 'ok' };
-        calls++;
-        if (toolResults(request).length > 0) return { text: 'filed' };
-        return calls === 1
-          ? { text: 'never delivered', delayMs: 120_000 }
-          : { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Report', content: 'body' } }] };
-      });
-      const body = JSON.stringify({ eventType: 'report.due', externalId: 'handover', data: { label: 'handover' } });
-      const posted = await fetch(`${base}${new URL(webhook.url).pathname}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
-        },
-        body,
-      });
-      const { actionId } = (await posted.json()) as { actionId: string };
-      await eventually('the first worker to be waiting for the model', () => (calls >= 1 ? true : undefined));
-      second = startWorker(environment.env);
-      first.child.kill('SIGTERM');
-      expect(await exitOf(first.child), first.output()).toBe(0);
-      expect(first.output()).toContain('handed over to another worker');
-      const done = await eventually('the action to be completed by the second worker', async () => {
-        const action = await api('GET', `/orgs/acme/ledger/${actionId}`);
-        return action.status === 'completed' ? action : undefined;
-      });
-      expect(done.status).toBe('completed');
-    } finally {
-      for (const child of [first.child, second?.child]) if (child && child.exitCode === null) child.kill('SIGKILL');
-      if (server.exitCode === null) server.kill('SIGKILL');
-    }
+    killAfterTest(first.child);
+    const api = await apiClient(base, { email: 'ops@acme.example', password: 'a long password' });
+    const webhook = await createWebhookThroughApi(api, {
+      tools: ['generateDocument'],
+      approvalRules: { generateDocument: 'allow' },
+    });
+    // This action's first model call never answers in time; every later one (and the other tests' actions) at once.
+    let calls = 0;
+    model.script((request) => {
+      if (!request.messages.some((message) => message.role === 'user' && message.content?.includes('handover')))
+        return { text: 'ok' };
+      calls++;
+      if (toolResults(request).length > 0) return { text: 'filed' };
+      return calls === 1
+        ? { text: 'never delivered', delayMs: 120_000 }
+        : { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Report', content: 'body' } }] };
+    });
+    const body = JSON.stringify({ eventType: 'report.due', externalId: 'handover', data: { label: 'handover' } });
+    const posted = await fetch(`${base}${new URL(webhook.url).pathname}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
+      },
+      body,
+    });
+    const { actionId } = (await posted.json()) as { actionId: string };
+    await eventually('the first worker to be waiting for the model', () => (calls >= 1 ? true : undefined));
+    const second = startWorker(environment.env);
+    killAfterTest(second.child);
+    first.child.kill('SIGTERM');
+    expect(await exitOf(first.child), first.output()).toBe(0);
+    expect(first.output()).toContain('handed over to another worker');
+    const done = await eventually('the action to be completed by the second worker', async () => {
+      const action = await api('GET', `/orgs/acme/ledger/${actionId}`);
+      return action.status === 'completed' ? action : undefined;
+    });
+    expect(done.status).toBe('completed');
   });
 });

@@ -25,8 +25,10 @@ export async function startFakeSlack() {
   const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[] }>();
   const knownChannels = new Set(['C0APPROVALS']);
   let sequence = 0;
+  /** A held chat.postMessage: the message is in the channel, its answer not yet sent. */
+  const holds: Array<{ held: () => void; release: Promise<void> }> = [];
 
-  const server = await startLoopbackServer((request, response, body) => {
+  const server = await startLoopbackServer(async (request, response, body) => {
     const method = request.url?.replace(/^\/api\//, '') ?? '';
     const given = request.headers.authorization?.replace(/^Bearer /, '') ?? '';
     const args: Record<string, any> = request.headers['content-type']?.includes('application/json')
@@ -45,6 +47,11 @@ export async function startFakeSlack() {
         if (!knownChannels.has(args.channel)) return fail('channel_not_found');
         const ts = `1700000000.${String(++sequence).padStart(6, '0')}`;
         messages.set(ts, { channel: args.channel, ts, text: args.text, blocks: args.blocks ?? [] });
+        const hold = holds.shift();
+        if (hold) {
+          hold.held();
+          await hold.release;
+        }
         return ok({ channel: args.channel, ts, message: { text: args.text } });
       }
       case 'chat.update': {
@@ -82,6 +89,14 @@ export async function startFakeSlack() {
       return user;
     },
     callsOf: (method: string) => calls.filter((call) => call.method === method),
+    /** The next chat.postMessage posts its message, then waits for `release` to answer. */
+    holdNextPost() {
+      let release!: () => void;
+      let held!: () => void;
+      const isHeld = new Promise<void>((resolve) => (held = resolve));
+      holds.push({ held, release: new Promise<void>((resolve) => (release = resolve)) });
+      return { held: isHeld, release: () => release() };
+    },
     close: server.close,
   };
 }

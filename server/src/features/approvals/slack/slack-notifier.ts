@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { transaction } from '../../../db/after-commit.ts';
 import type { DB } from '../../../db/schema.ts';
+import type { JobRunner } from '../../../jobs/job-runner.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
 import { BUDGET_APPROVAL } from '../../actions/budget-hold.ts';
 import { approvalMailRepo } from '../email/approval-mail.repo.ts';
@@ -23,6 +25,7 @@ export function createSlackNotifier(deps: {
   db: Kysely<DB>;
   slackOf: (orgId: string) => Promise<OrgSlack | undefined>;
   metrics: Pick<Metrics, 'approvalNotifications'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
 }) {
   const { db } = deps;
 
@@ -42,9 +45,10 @@ export function createSlackNotifier(deps: {
     action: Action,
     calls: MessageCall[] | Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>,
     approvers: string[],
+    reader: Kysely<DB> = db,
   ) {
     const approvals = await slackRepo.standingApprovals(
-      db,
+      reader,
       calls.map((call) => call.id),
     );
     return approvalMessage({
@@ -108,10 +112,20 @@ export function createSlackNotifier(deps: {
         db,
         due.map((call) => ({ id: randomUUID(), orgId: action.orgId, actionId, toolCallId: call.id, address: channel })),
       );
-      const message = await messageOf(action, due, await approverNames(client, action));
+      const approvers = await approverNames(client, action);
+      const message = await messageOf(action, due, approvers);
       try {
         const posted = await client.postMessage({ channel, ...message });
-        await slackRepo.settle(db, ids, { status: 'sent', reason: null, ts: posted.ts, channel: posted.channel });
+        // Under the action's lock, which a decision holds until it commits: a decision that committed
+        // before found no message to update, so the record is compared with the message here; a later
+        // one finds the message and updates it itself.
+        await transaction(db, async (trx) => {
+          await slackRepo.lockAction(trx, actionId);
+          await slackRepo.settle(trx, ids, { status: 'sent', reason: null, ts: posted.ts, channel: posted.channel });
+          const calls = (await slackRepo.messageCalls(trx, actionId)).filter((call) => call.slackTs === posted.ts);
+          if (JSON.stringify(await messageOf(action, calls, approvers, trx)) !== JSON.stringify(message))
+            await deps.jobs.enqueue('approvals.slack-update', { actionId }, { trx });
+        });
         deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'sent' }, due.length);
       } catch (error) {
         if (!(error instanceof SlackApiError)) throw error;

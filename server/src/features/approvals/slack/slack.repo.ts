@@ -48,6 +48,10 @@ export const slackRepo = {
       .where('toolCallId', 'in', toolCallIds)
       .execute(),
 
+  /** Holds the action's row until the transaction ends: a decision, which locks it for update, waits meanwhile. */
+  lockAction: (db: Kysely<DB>, actionId: string) =>
+    db.selectFrom('actions').select('id').where('id', '=', actionId).forShare().executeTakeFirst(),
+
   /** Whether a call is shown in a Slack message (then a decision on it updates that message). */
   shown: async (db: Kysely<DB>, toolCallRowId: string): Promise<boolean> =>
     (await db

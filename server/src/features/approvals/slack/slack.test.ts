@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitingToolCall } from '../../../../test/helpers/refunds.ts';
 import { loggerOptions } from '../../../lib/logger.ts';
@@ -301,6 +302,41 @@ describe('approvals in Slack', () => {
     await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
     expect(JSON.stringify(message.blocks)).toContain(`Rejected by ${waiting.setup.tenant.admin.email} in the console`);
     expect(JSON.stringify(message.blocks)).toContain('Wrong order');
+  });
+
+  it('a decision made while the message is being posted updates it once it is posted', async () => {
+    const posting = slack.holdNextPost();
+    const waiting = await waitingRefund();
+    await posting.held; // in the channel, with its buttons; the service has not heard back yet
+    const message = await messageOf(waiting.actionId);
+    expect(buttonsOf(message)).toHaveLength(4);
+    const { org, token } = waiting.setup.tenant;
+    const rejected = await app.request(
+      'POST',
+      `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/reject`,
+      { cookie: token, headers: { origin: TEST_APP_HOST }, body: { reason: 'Too late for the message' } },
+    );
+    expect(await rejected.json()).toMatchObject({ status: 'rejected', channel: 'console' });
+    posting.release();
+    await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
+    expect(JSON.stringify(message.blocks)).toContain('Too late for the message');
+  });
+
+  it('a message posted with nothing decided meanwhile is not updated', async () => {
+    const waiting = await waitingRefund();
+    const message = await messageOf(waiting.actionId);
+    // Its job compares the message with the record after posting it, and asks for an update when they differ.
+    const jobsOf = async (name: string) =>
+      (
+        await sql<{ state: string }>`select state from pgboss.job
+          where name = ${name} and data->>'actionId' = ${waiting.actionId}`.execute(app.container.db)
+      ).rows;
+    await eventually(
+      'the notification job to complete',
+      async () => (await jobsOf('approvals.notify'))[0]?.state === 'completed' || undefined,
+    );
+    expect(await jobsOf('approvals.slack-update')).toEqual([]);
+    expect(slack.callsOf('chat.update').filter((call) => call.args.ts === message.ts)).toEqual([]);
   });
 
   it('bad input on the interaction route is a 4xx, never a 500', async () => {
