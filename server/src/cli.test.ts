@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed, onTestFinished } from 'vitest';
 import { freePort, setCookies } from '../test/helpers/http.ts';
 import { eventually } from '../test/helpers/eventually.ts';
-import { waitForReady } from '../test/helpers/server-process.ts';
+import { killServerProcess, waitForReady } from '../test/helpers/server-process.ts';
 import { createTestDatabaseUrl } from '../test/helpers/test-database.ts';
 
 const CLI = join(import.meta.dirname, 'cli.ts');
@@ -81,9 +81,7 @@ describe('agent-platform CLI', () => {
       server.stderr!.on('data', (chunk) => (output += chunk));
       // Also when the test times out, which leaves its awaits pending: a server left running would keep
       // reconnecting to the database that afterAll drops.
-      onTestFinished(() => {
-        if (server.exitCode === null) server.kill('SIGKILL');
-      });
+      onTestFinished(() => killServerProcess(server));
       onTestFailed(() => console.error(`The server's output:\n${output}`));
       await waitForReady(baseUrl, server);
       // The hint follows the start-up line; a state to wait for, not a moment.

@@ -6,7 +6,13 @@ import { signingHeaders } from '../src/features/ingest/verification.ts';
 import { eventually } from './helpers/eventually.ts';
 import { startFakeModel, toolResults } from './helpers/fake-model.ts';
 import { freePort } from './helpers/http.ts';
-import { apiClient, createWebhookThroughApi, serverProcessEnvironment, startServerProcess } from './helpers/server-process.ts';
+import {
+  apiClient,
+  createWebhookThroughApi,
+  killServerProcess,
+  serverProcessEnvironment,
+  startServerProcess,
+} from './helpers/server-process.ts';
 
 const CLI = join(import.meta.dirname, '../src/cli.ts');
 const onPostgres = process.env.TEST_DB === 'postgres';
@@ -29,10 +35,7 @@ afterAll(async () => {
 });
 
 /** Kills the process when the test ends, also when it times out with its awaits still pending. */
-const killAfterTest = (child: ChildProcess) =>
-  onTestFinished(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
+const killAfterTest = (child: ChildProcess) => onTestFinished(() => killServerProcess(child));
 
 const exitOf = (child: ChildProcess) =>
   new Promise<number | null>((resolve) =>

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { sendJson, startLoopbackServer } from './http.ts';
+import { type AnswerHold, answerHold } from './answer-hold.ts';
 
 /** Where the account's webhook posts, and the secret it signs with (`whsec_` + base64). */
 export interface FakeWebhook {
@@ -125,15 +126,14 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     };
   };
   /** Answers held back until released: a test kills the server while it waits for them. */
-  const holds: Array<{ kind: 'send' | 'fetch-received'; held: () => void; release: Promise<void> }> = [];
+  const holds: Array<{ kind: 'send' | 'fetch-received'; answer: AnswerHold }> = [];
   let downloadFailures = 0;
   let unknownMessageIds = 0;
   const holdIf = async (kind: 'send' | 'fetch-received') => {
     const hold = holds.find((candidate) => candidate.kind === kind);
     if (!hold) return;
     holds.splice(holds.indexOf(hold), 1);
-    hold.held();
-    await hold.release;
+    await hold.answer.hold();
   };
   const server = await startLoopbackServer(async (request, response, body) => {
     // A signed download URL: no API key, as the provider's storage links.
@@ -343,13 +343,9 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
      * until `release` is called; `held` resolves once a request is being held.
      */
     holdNext(kind: 'send' | 'fetch-received') {
-      let release!: () => void;
-      let held!: () => void;
-      const isHeld = new Promise<void>((resolve) => {
-        held = resolve;
-      });
-      holds.push({ kind, held, release: new Promise<void>((resolve) => (release = resolve)) });
-      return { held: isHeld, release: () => release() };
+      const answer = answerHold();
+      holds.push({ kind, answer });
+      return answer.control;
     },
     /** Another API key of the account, with its domains (or a sending-only key). */
     addKey(key: string, account: { restricted?: boolean; domains?: FakeDomain[] } = {}) {

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { type AnswerHold, answerHold } from './answer-hold.ts';
 import { sendJson, startLoopbackServer } from './http.ts';
 
 /**
@@ -25,8 +26,8 @@ export async function startFakeSlack() {
   const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[] }>();
   const knownChannels = new Set(['C0APPROVALS']);
   let sequence = 0;
-  /** A held chat.postMessage: the message is in the channel, its answer not yet sent. */
-  const holds: Array<{ held: () => void; release: Promise<void> }> = [];
+  /** Held chat.postMessage answers: the message is in the channel, its answer not yet sent. */
+  const holds: AnswerHold[] = [];
 
   const server = await startLoopbackServer(async (request, response, body) => {
     const method = request.url?.replace(/^\/api\//, '') ?? '';
@@ -47,11 +48,7 @@ export async function startFakeSlack() {
         if (!knownChannels.has(args.channel)) return fail('channel_not_found');
         const ts = `1700000000.${String(++sequence).padStart(6, '0')}`;
         messages.set(ts, { channel: args.channel, ts, text: args.text, blocks: args.blocks ?? [] });
-        const hold = holds.shift();
-        if (hold) {
-          hold.held();
-          await hold.release;
-        }
+        await holds.shift()?.hold();
         return ok({ channel: args.channel, ts, message: { text: args.text } });
       }
       case 'chat.update': {
@@ -91,11 +88,9 @@ export async function startFakeSlack() {
     callsOf: (method: string) => calls.filter((call) => call.method === method),
     /** The next chat.postMessage posts its message, then waits for `release` to answer. */
     holdNextPost() {
-      let release!: () => void;
-      let held!: () => void;
-      const isHeld = new Promise<void>((resolve) => (held = resolve));
-      holds.push({ held, release: new Promise<void>((resolve) => (release = resolve)) });
-      return { held: isHeld, release: () => release() };
+      const answer = answerHold();
+      holds.push(answer);
+      return answer.control;
     },
     close: server.close,
   };

@@ -69,6 +69,16 @@ const messageOf = (actionId: string) =>
   eventually('the Slack message', async () =>
     [...slack.messages.values()].find((message) => JSON.stringify(message.blocks).includes(actionId)),
   );
+/** Rejects the waiting call as the console does: signed in with its cookie, sending its origin. */
+const rejectInConsole = async (waiting: Waiting, reason: string) => {
+  const { org, token } = waiting.setup.tenant;
+  const rejected = await app.request(
+    'POST',
+    `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/reject`,
+    { cookie: token, headers: { origin: TEST_APP_HOST }, body: { reason } },
+  );
+  return rejected.json();
+};
 const buttonsOf = (message: { blocks: any[] }) =>
   message.blocks.filter((block) => block.type === 'actions').flatMap((block) => block.elements);
 const now = () => Math.floor(app.clock.now().getTime() / 1000);
@@ -291,14 +301,7 @@ describe('approvals in Slack', () => {
   it('a decision in the console updates the Slack message', async () => {
     const waiting = await waitingRefund();
     const message = await messageOf(waiting.actionId);
-    const { org, token } = waiting.setup.tenant;
-    const rejected = await app.request(
-      'POST',
-      `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/reject`,
-      // The console signs in with its cookie (and sends its origin).
-      { cookie: token, headers: { origin: TEST_APP_HOST }, body: { reason: 'Wrong order' } },
-    );
-    expect(await rejected.json()).toMatchObject({ status: 'rejected', channel: 'console' });
+    expect(await rejectInConsole(waiting, 'Wrong order')).toMatchObject({ status: 'rejected', channel: 'console' });
     await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
     expect(JSON.stringify(message.blocks)).toContain(`Rejected by ${waiting.setup.tenant.admin.email} in the console`);
     expect(JSON.stringify(message.blocks)).toContain('Wrong order');
@@ -310,13 +313,8 @@ describe('approvals in Slack', () => {
     await posting.held; // in the channel, with its buttons; the service has not heard back yet
     const message = await messageOf(waiting.actionId);
     expect(buttonsOf(message)).toHaveLength(4);
-    const { org, token } = waiting.setup.tenant;
-    const rejected = await app.request(
-      'POST',
-      `/orgs/${org.slug}/actions/${waiting.actionId}/tool-calls/${waiting.toolCallId}/reject`,
-      { cookie: token, headers: { origin: TEST_APP_HOST }, body: { reason: 'Too late for the message' } },
-    );
-    expect(await rejected.json()).toMatchObject({ status: 'rejected', channel: 'console' });
+    const rejected = await rejectInConsole(waiting, 'Too late for the message');
+    expect(rejected).toMatchObject({ status: 'rejected', channel: 'console' });
     posting.release();
     await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
     expect(JSON.stringify(message.blocks)).toContain('Too late for the message');
