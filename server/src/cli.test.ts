@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { freePort, setCookies } from '../test/helpers/http.ts';
 import { eventually } from '../test/helpers/eventually.ts';
-import { killServerProcess, waitForReady } from '../test/helpers/server-process.ts';
+import { endsWithTest, waitForReady } from '../test/helpers/server-process.ts';
 import { createTestDatabaseUrl } from '../test/helpers/test-database.ts';
 
 const CLI = join(import.meta.dirname, 'cli.ts');
@@ -72,16 +72,15 @@ describe('agent-platform CLI', () => {
     async () => {
       const port = await freePort();
       const baseUrl = `http://127.0.0.1:${port}`;
-      const server = spawn(process.execPath, [CLI, 'serve'], {
-        env: { ...env, PORT: String(port), API_HOST: baseUrl },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const server = endsWithTest(
+        spawn(process.execPath, [CLI, 'serve'], {
+          env: { ...env, PORT: String(port), API_HOST: baseUrl },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }),
+      );
       let output = '';
       server.stdout!.on('data', (chunk) => (output += chunk));
       server.stderr!.on('data', (chunk) => (output += chunk));
-      // Also when the test times out, which leaves its awaits pending: a server left running would keep
-      // reconnecting to the database that afterAll drops.
-      onTestFinished(() => killServerProcess(server));
       onTestFailed(() => console.error(`The server's output:\n${output}`));
       await waitForReady(baseUrl, server);
       // The hint follows the start-up line; a state to wait for, not a moment.

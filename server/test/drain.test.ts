@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signingHeaders } from '../src/features/ingest/verification.ts';
 import { eventually } from './helpers/eventually.ts';
 import { startFakeModel, toolResults } from './helpers/fake-model.ts';
@@ -9,7 +9,7 @@ import { freePort } from './helpers/http.ts';
 import {
   apiClient,
   createWebhookThroughApi,
-  killServerProcess,
+  endsWithTest,
   serverProcessEnvironment,
   startServerProcess,
 } from './helpers/server-process.ts';
@@ -34,19 +34,18 @@ afterAll(async () => {
   await model?.close();
 });
 
-/** Kills the process when the test ends, also when it times out with its awaits still pending. */
-const killAfterTest = (child: ChildProcess) => onTestFinished(() => killServerProcess(child));
-
 const exitOf = (child: ChildProcess) =>
   new Promise<number | null>((resolve) =>
     child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
   );
 
 function startWorker(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [CLI, 'worker'], {
-    env: { ...env, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = endsWithTest(
+    spawn(process.execPath, [CLI, 'worker'], {
+      env: { ...env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
@@ -62,7 +61,6 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const server = await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
-    killAfterTest(server);
     const api = await apiClient(base, environment.createAdmin());
     const webhook = await createWebhookThroughApi(api, { tools: [] }, { rateLimitPerMinute: 1000 });
     const path = new URL(webhook.url).pathname;
@@ -113,10 +111,8 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
   it('a worker hands its running action over at once: the model call is abandoned, another worker finishes it', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const server = await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
-    killAfterTest(server);
+    await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
     const first = startWorker(environment.env);
-    killAfterTest(first.child);
     const api = await apiClient(base, { email: 'ops@acme.example', password: 'a long password' });
     const webhook = await createWebhookThroughApi(api, {
       tools: ['generateDocument'],
@@ -144,8 +140,7 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
     });
     const { actionId } = (await posted.json()) as { actionId: string };
     await eventually('the first worker to be waiting for the model', () => (calls >= 1 ? true : undefined));
-    const second = startWorker(environment.env);
-    killAfterTest(second.child);
+    startWorker(environment.env); // the worker that takes the action over
     first.child.kill('SIGTERM');
     expect(await exitOf(first.child), first.output()).toBe(0);
     expect(first.output()).toContain('handed over to another worker');

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './helpers/eventually.ts';
@@ -20,14 +19,12 @@ const TIMEOUT_MS = 120_000;
 
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
-const processes: ChildProcess[] = [];
 beforeAll(async () => {
   model = await startFakeModel();
   // No poll in the test's time: an action runs only because a worker heard of it (or claimed on getting the turn).
   environment = await serverProcessEnvironment({ ...model.env, JOB_POLL_SECONDS: '3600' });
 });
 afterAll(async () => {
-  for (const child of processes) await killServerProcess(child);
   await environment?.cleanup();
   await model?.close();
 });
@@ -38,12 +35,10 @@ describe.runIf(onPostgres)('the work turn between worker processes', () => {
     async () => {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const serve = await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
-      processes.push(serve);
+      await startServerProcess({ ...environment.env, RUN_WORKERS: 'false' }, port);
       // Each worker's database connections name it (PGAPPNAME), so that the turn's holder can be told.
       const first = await startWorkerProcess({ ...environment.env, PGAPPNAME: 'worker-first' });
-      processes.push(first);
-      processes.push(await startWorkerProcess({ ...environment.env, PGAPPNAME: 'worker-second' }));
+      await startWorkerProcess({ ...environment.env, PGAPPNAME: 'worker-second' });
       const api = await apiClient(base, environment.createAdmin());
       const webhook = await createWebhookThroughApi(api, { tools: [] });
       const admin = new pg.Client({ connectionString: environment.env.DATABASE_URL });

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished, TestRunner } from 'vitest';
 import { eventually } from './eventually.ts';
 import { signingHeaders } from '../../src/features/ingest/verification.ts';
 import { setCookies } from './http.ts';
@@ -52,22 +53,36 @@ export async function serverProcessEnvironment(extra: Record<string, string> = {
   };
 }
 
-/** Starts `serve` on the port and waits until it is ready. */
+/**
+ * A process started inside a test is killed when that test ends, also when it times out with its
+ * awaits still pending: a `finally` is not reached then, and the process would outlive the database
+ * that afterAll drops. One started in a beforeAll is the file's, which ends it in its afterAll.
+ */
+export function endsWithTest<T extends ChildProcess>(child: T): T {
+  if (TestRunner.getCurrentTest()) onTestFinished(() => killServerProcess(child));
+  return child;
+}
+
+/** Starts `serve` on the port and waits until it is ready; started in a test, it ends with the test. */
 export async function startServerProcess(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const server = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...env, PORT: String(port), API_HOST: `http://127.0.0.1:${port}` },
-    stdio: 'ignore',
-  });
+  const server = endsWithTest(
+    spawn(process.execPath, [CLI, 'serve'], {
+      env: { ...env, PORT: String(port), API_HOST: `http://127.0.0.1:${port}` },
+      stdio: 'ignore',
+    }),
+  );
   await waitForReady(`http://127.0.0.1:${port}`, server);
   return server;
 }
 
-/** Starts `worker` (jobs only, no HTTP) and waits until it says it runs; fails at once if it exits. */
+/** Starts `worker` (jobs only, no HTTP) and waits until it says it runs; fails at once if it exits. Ends with its test. */
 export async function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const worker = spawn(process.execPath, [CLI, 'worker'], {
-    env: { ...env, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const worker = endsWithTest(
+    spawn(process.execPath, [CLI, 'worker'], {
+      env: { ...env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let output = '';
   worker.stdout!.on('data', (chunk) => (output += chunk));
   worker.stderr!.on('data', (chunk) => (output += chunk));

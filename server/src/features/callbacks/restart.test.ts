@@ -36,51 +36,47 @@ describe('callbacks across a SIGKILL', () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     let server = await startServerProcess(environment.env, port);
-    try {
-      const credentials = environment.createAdmin();
-      let api = await apiClient(base, credentials);
-      const webhook = await createWebhookThroughApi(api, { tools: [] });
-      await api('POST', `/orgs/acme/webhooks/${webhook.webhook.id}/callbacks`, { url: receiver.url('/restart') });
-      receiver.answer(() => ({ status: 503 }));
+    const credentials = environment.createAdmin();
+    let api = await apiClient(base, credentials);
+    const webhook = await createWebhookThroughApi(api, { tools: [] });
+    await api('POST', `/orgs/acme/webhooks/${webhook.webhook.id}/callbacks`, { url: receiver.url('/restart') });
+    receiver.answer(() => ({ status: 503 }));
 
-      const actionIds: string[] = [];
-      for (let index = 0; index < 5; index++) {
-        actionIds.push(await postSignedEvent(base, webhook, { eventType: 'step', externalId: `restart-${index}`, data: {} }));
-      }
-      // Every delivery has a recorded failed attempt and waits for its retry.
-      for (const actionId of actionIds) {
-        await eventually(`a recorded failed attempt for ${actionId}`, async () => {
-          const [delivery] = (await api('GET', `/orgs/acme/ledger/${actionId}`)).callbacks ?? [];
-          return delivery?.status === 'pending' && delivery.attempts.length === 1 ? true : undefined;
-        });
-      }
+    const actionIds: string[] = [];
+    for (let index = 0; index < 5; index++) {
+      actionIds.push(await postSignedEvent(base, webhook, { eventType: 'step', externalId: `restart-${index}`, data: {} }));
+    }
+    // Every delivery has a recorded failed attempt and waits for its retry.
+    for (const actionId of actionIds) {
+      await eventually(`a recorded failed attempt for ${actionId}`, async () => {
+        const [delivery] = (await api('GET', `/orgs/acme/ledger/${actionId}`)).callbacks ?? [];
+        return delivery?.status === 'pending' && delivery.attempts.length === 1 ? true : undefined;
+      });
+    }
 
-      await killServerProcess(server);
-      receiver.answer(() => ({}));
-      server = await startServerProcess(environment.env, port);
-      api = await apiClient(base, credentials);
+    await killServerProcess(server);
+    receiver.answer(() => ({}));
+    server = await startServerProcess(environment.env, port);
+    api = await apiClient(base, credentials);
 
-      for (const actionId of actionIds) {
-        const delivered = await eventually(
-          `the callback of ${actionId}`,
-          async () => {
-            const row = await api('GET', `/orgs/acme/ledger/${actionId}`);
-            return row.callbacks?.[0]?.status === 'succeeded' ? row.callbacks[0] : undefined;
-          },
-          30_000,
-        );
-        // However many retries failed before the kill (the machine decides), the attempts are 503s
-        // then one 200, each recorded, all with the same webhook-id.
-        const codes = delivered.attempts.map((attempt: { statusCode: number }) => attempt.statusCode);
-        expect(delivered).toMatchObject({ eventType: 'action.completed', attemptCount: codes.length });
-        expect(codes).toEqual([...codes.slice(0, -1).map(() => 503), 200]);
-        expect(codes.length).toBeGreaterThanOrEqual(2);
-        const arrivals = receiver.forAction(actionId);
-        expect(arrivals.map((callback) => callback.status)).toEqual(codes);
-        expect(new Set(arrivals.map((callback) => callback.headers['webhook-id'])).size).toBe(1);
-      }
-    } finally {
-      await killServerProcess(server);
+    for (const actionId of actionIds) {
+      const delivered = await eventually(
+        `the callback of ${actionId}`,
+        async () => {
+          const row = await api('GET', `/orgs/acme/ledger/${actionId}`);
+          return row.callbacks?.[0]?.status === 'succeeded' ? row.callbacks[0] : undefined;
+        },
+        30_000,
+      );
+      // However many retries failed before the kill (the machine decides), the attempts are 503s
+      // then one 200, each recorded, all with the same webhook-id.
+      const codes = delivered.attempts.map((attempt: { statusCode: number }) => attempt.statusCode);
+      expect(delivered).toMatchObject({ eventType: 'action.completed', attemptCount: codes.length });
+      expect(codes).toEqual([...codes.slice(0, -1).map(() => 503), 200]);
+      expect(codes.length).toBeGreaterThanOrEqual(2);
+      const arrivals = receiver.forAction(actionId);
+      expect(arrivals.map((callback) => callback.status)).toEqual(codes);
+      expect(new Set(arrivals.map((callback) => callback.headers['webhook-id'])).size).toBe(1);
     }
   }, 120_000);
 });
