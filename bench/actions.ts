@@ -90,11 +90,16 @@ async function measure(label: string, extraEnv: Record<string, string>) {
       const cpu = cpuBefore && cpuAfter ? cpuPerRequest(cpuBefore, cpuAfter, result.completed) : undefined;
       if (cpu) {
         console.log(
-          `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms, PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms, this benchmark's process ${((own.user + own.system) / 1000 / result.completed).toFixed(2)} ms (the client, the model and the collector); machine idle ${cpu.idlePercent}%`,
+          `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms (main thread ${(cpu.serverMainThreadUs / 1000).toFixed(2)}, V8's and libuv's threads ${((cpu.serverUs - cpu.serverMainThreadUs) / 1000).toFixed(2)}), PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms, this benchmark's process ${((own.user + own.system) / 1000 / result.completed).toFixed(2)} ms (the client, the model and the collector); machine idle ${cpu.idlePercent}%`,
         );
       }
       console.log(`server runtime        : ${describeRuntime(runtimeBefore, runtimeAfter, result.completed)}`);
-      return { throughput: result.throughput, serverUs: cpu?.serverUs ?? NaN, postgresUs: cpu?.postgresUs ?? NaN };
+      return {
+        throughput: result.throughput,
+        serverUs: cpu?.serverUs ?? NaN,
+        serverMainThreadUs: cpu?.serverMainThreadUs ?? NaN,
+        postgresUs: cpu?.postgresUs ?? NaN,
+      };
     } finally {
       await db.end();
       await service.stop();
@@ -118,8 +123,10 @@ function roundFigures(off: MeasuredRun, on: MeasuredRun, again: MeasuredRun | un
   // where its share moves with what the rest of the action costs. Against the mean of the round's
   // tracing-off runs when there are two.
   const offRuns = again ? [off, again] : [off];
-  const offMean = (key: 'serverUs' | 'postgresUs') => offRuns.reduce((sum, run) => sum + run[key], 0) / offRuns.length;
+  const offMean = (key: 'serverUs' | 'serverMainThreadUs' | 'postgresUs') =>
+    offRuns.reduce((sum, run) => sum + run[key], 0) / offRuns.length;
   const addedServerUs = on.serverUs - offMean('serverUs');
+  const addedMainThreadUs = on.serverMainThreadUs - offMean('serverMainThreadUs');
   const addedPostgresUs = on.postgresUs - offMean('postgresUs');
   return {
     share: off.throughput / tps,
@@ -127,6 +134,7 @@ function roundFigures(off: MeasuredRun, on: MeasuredRun, again: MeasuredRun | un
     tracingCpu: (cpuUs(on) - cpuUs(off)) / cpuUs(off),
     tracingUs: addedServerUs + addedPostgresUs,
     addedServerUs,
+    addedMainThreadUs,
     addedPostgresUs,
     swing: again ? (off.throughput - again.throughput) / off.throughput : NaN,
     swingCpu: again ? (cpuUs(again) - cpuUs(off)) / cpuUs(off) : NaN,
@@ -160,7 +168,7 @@ try {
       `tracing on vs off     : ${fmt(on.throughput)} vs ${fmt(off.throughput)} actions/s: tracing costs ${percent(result.tracingCost)} of throughput, ${percent(result.tracingCpu)} of CPU per action (server + PostgreSQL)`,
     );
     console.log(
-      `tracing's CPU         : ${micros(result.tracingUs)} per action (server ${micros(result.addedServerUs)}, PostgreSQL ${micros(result.addedPostgresUs)}) above ${again ? "the mean of the round's two tracing-off runs" : 'the tracing-off run'}`,
+      `tracing's CPU         : ${micros(result.tracingUs)} per action (server ${micros(result.addedServerUs)}, of it the main thread ${micros(result.addedMainThreadUs)}; PostgreSQL ${micros(result.addedPostgresUs)}) above ${again ? "the mean of the round's two tracing-off runs" : 'the tracing-off run'}`,
     );
     if (again)
       console.log(
@@ -177,6 +185,9 @@ try {
   console.log(`tracing, throughput   : costs ${list('tracingCost', percent)}; target < 10%`);
   console.log(`tracing, CPU/action   : costs ${list('tracingCpu', percent)}; target < 10%`);
   console.log(`tracing's CPU         : ${list('tracingUs', micros)} per action (server + PostgreSQL)`);
+  console.log(
+    `  the main thread's    : ${list('addedMainThreadUs', micros)} per action (the server's JavaScript and its pauses)`,
+  );
   if (CALIBRATE) {
     console.log(`tracing off, again    : throughput ${list('swing', percent)}; CPU/action ${list('swingCpu', percent)}`);
   }

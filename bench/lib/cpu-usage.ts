@@ -3,6 +3,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Cumulative CPU seconds, read from /proc (Linux). */
 export interface CpuSnapshot {
   server: number;
+  /** The server's main thread alone (JavaScript, the collector's pauses); the rest is V8's and libuv's helper threads. */
+  serverMainThread: number;
   postgres: number;
   machineBusy: number;
   machineTotal: number;
@@ -11,6 +13,7 @@ export interface CpuSnapshot {
 /** Where a load's CPU went: per request, in microseconds, and the share of the machine left idle. */
 export interface CpuPerRequest {
   serverUs: number;
+  serverMainThreadUs: number;
   postgresUs: number;
   idlePercent: number;
 }
@@ -19,12 +22,12 @@ export interface CpuPerRequest {
 const TICK_SECONDS = 0.01;
 
 /**
- * utime + stime of a process (all its threads), and cutime + cstime (its children that exited and were
- * waited for), or undefined once it is gone.
+ * utime + stime of a process (all its threads) or of one of its threads, and cutime + cstime (its
+ * children that exited and were waited for), or undefined once it is gone.
  */
-function processSeconds(pid: string): { command: string; seconds: number; exitedChildren: number } | undefined {
+function processSeconds(pid: string, thread?: string): { command: string; seconds: number; exitedChildren: number } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(thread ? `/proc/${pid}/task/${thread}/stat` : `/proc/${pid}/stat`, 'utf8');
     const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return {
@@ -64,6 +67,8 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot | undefined {
   }
   return {
     server: processSeconds(String(serverPid))?.seconds ?? 0,
+    // The main thread's id is the process's.
+    serverMainThread: processSeconds(String(serverPid), String(serverPid))?.seconds ?? 0,
     postgres,
     machineBusy: (user + nice + system + irq + softirq + steal) * TICK_SECONDS,
     machineTotal: (user + nice + system + idle + iowait + irq + softirq + steal) * TICK_SECONDS,
@@ -75,6 +80,7 @@ export function cpuPerRequest(before: CpuSnapshot, after: CpuSnapshot, requests:
   const total = after.machineTotal - before.machineTotal;
   return {
     serverUs: perRequest(after.server - before.server),
+    serverMainThreadUs: perRequest(after.serverMainThread - before.serverMainThread),
     postgresUs: perRequest(after.postgres - before.postgres),
     idlePercent: Math.round(100 * (1 - (after.machineBusy - before.machineBusy) / total)),
   };
