@@ -104,7 +104,7 @@ describe('agent-platform CLI', () => {
         expect(second.status).toBe(1);
         expect(second.stderr).toMatch(/Another agent-platform process is serving from/);
       }
-      const created = cli(
+      const createAdmin = [
         'users',
         'create',
         '--email',
@@ -113,23 +113,11 @@ describe('agent-platform CLI', () => {
         'a long password',
         '--role',
         'Admin',
-        '--org',
-        'acme',
-        '--first-name',
-        'Ada',
-      );
+      ];
+      const created = cli(...createAdmin, '--org', 'acme', '--first-name', 'Ada');
       expect(created.status, created.stderr).toBe(0);
       expect(created.stdout).toMatch(/Created Admin admin@acme.example/);
-      const duplicate = cli(
-        'users',
-        'create',
-        '--email',
-        'admin@acme.example',
-        '--password',
-        'a long password',
-        '--role',
-        'Admin',
-      );
+      const duplicate = cli(...createAdmin);
       expect(duplicate.status).toBe(1);
       expect(duplicate.stderr).toMatch(/already exists/);
       expect(

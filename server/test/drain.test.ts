@@ -10,6 +10,7 @@ import {
   apiClient,
   createWebhookThroughApi,
   endsWithTest,
+  postSignedEvent,
   serverProcessEnvironment,
   startServerProcess,
 } from './helpers/server-process.ts';
@@ -129,16 +130,11 @@ describe.runIf(onPostgres)('SIGTERM drains a process without losing what it ackn
         ? { text: 'never delivered', delayMs: 120_000 }
         : { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Report', content: 'body' } }] };
     });
-    const body = JSON.stringify({ eventType: 'report.due', externalId: 'handover', data: { label: 'handover' } });
-    const posted = await fetch(`${base}${new URL(webhook.url).pathname}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...signingHeaders('wh', webhook.secret, body, { nowSeconds: Math.floor(Date.now() / 1000) }),
-      },
-      body,
+    const actionId = await postSignedEvent(base, webhook, {
+      eventType: 'report.due',
+      externalId: 'handover',
+      data: { label: 'handover' },
     });
-    const { actionId } = (await posted.json()) as { actionId: string };
     await eventually('the first worker to be waiting for the model', () => (calls >= 1 ? true : undefined));
     startWorker(environment.env); // the worker that takes the action over
     first.child.kill('SIGTERM');
