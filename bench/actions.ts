@@ -75,31 +75,10 @@ async function measure(label: string, extraEnv: Record<string, string>) {
       const runtimeAfter = await runtimeSnapshot(service.url);
       await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics collector catches up
       const work = workPerAction(workBefore, await databaseWork(db), result.completed);
-      console.log(
-        `offered               : ${fmt(result.offered).padStart(6)} events/s (${result.sent} sent, ${result.failures} not accepted)`,
-      );
-      console.log(
-        `actions completed     : ${fmt(result.throughput).padStart(6)} actions/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished)`,
-      );
-      console.log(
-        `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s; p50 < 100 ms under capacity, e.g. BENCH_RATE=220)`,
-      );
-      console.log(
-        `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,
-      );
-      const cpu = cpuBefore && cpuAfter ? cpuPerRequest(cpuBefore, cpuAfter, result.completed) : undefined;
-      if (cpu) {
-        console.log(
-          `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms (main thread ${(cpu.serverMainThreadUs / 1000).toFixed(2)}, V8's and libuv's threads ${((cpu.serverUs - cpu.serverMainThreadUs) / 1000).toFixed(2)}), PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms, this benchmark's process ${((own.user + own.system) / 1000 / result.completed).toFixed(2)} ms (the client, the model and the collector); machine idle ${cpu.idlePercent}%`,
-        );
-      }
-      console.log(`server runtime        : ${describeRuntime(runtimeBefore, runtimeAfter, result.completed)}`);
-      return {
-        throughput: result.throughput,
-        serverUs: cpu?.serverUs ?? NaN,
-        serverMainThreadUs: cpu?.serverMainThreadUs ?? NaN,
-        postgresUs: cpu?.postgresUs ?? NaN,
-      };
+      return reportPhase(result, work, cpuBefore && cpuAfter ? cpuPerRequest(cpuBefore, cpuAfter, result.completed) : undefined, {
+        benchmarkUs: (own.user + own.system) / result.completed,
+        runtime: describeRuntime(runtimeBefore, runtimeAfter, result.completed),
+      });
     } finally {
       await db.end();
       await service.stop();
@@ -107,6 +86,42 @@ async function measure(label: string, extraEnv: Record<string, string>) {
   } finally {
     await database.drop();
   }
+}
+
+/**
+ * Prints a measured phase (what was offered and done, the database's work, where the CPU went, the
+ * server's runtime) and returns the figures a round compares.
+ */
+function reportPhase(
+  result: Awaited<ReturnType<typeof actionPhase>>,
+  work: ReturnType<typeof workPerAction>,
+  cpu: ReturnType<typeof cpuPerRequest> | undefined,
+  beside: { benchmarkUs: number; runtime: string },
+) {
+  console.log(
+    `offered               : ${fmt(result.offered).padStart(6)} events/s (${result.sent} sent, ${result.failures} not accepted)`,
+  );
+  console.log(
+    `actions completed     : ${fmt(result.throughput).padStart(6)} actions/s (${result.completed} completed, ${result.failed} failed, ${result.unfinished} unfinished)`,
+  );
+  console.log(
+    `ingest -> completed   : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  (targets: >= 200 actions/s; p50 < 100 ms under capacity, e.g. BENCH_RATE=220)`,
+  );
+  console.log(
+    `database per action   : ${work.commits.toFixed(1)} commits, ${work.rowsWritten.toFixed(1)} rows written (all sessions: the runs, the queue, the ingest batches, the readers)`,
+  );
+  if (cpu) {
+    console.log(
+      `CPU per action        : server ${(cpu.serverUs / 1000).toFixed(2)} ms (main thread ${(cpu.serverMainThreadUs / 1000).toFixed(2)}, V8's and libuv's threads ${((cpu.serverUs - cpu.serverMainThreadUs) / 1000).toFixed(2)}), PostgreSQL ${(cpu.postgresUs / 1000).toFixed(2)} ms, this benchmark's process ${(beside.benchmarkUs / 1000).toFixed(2)} ms (the client, the model and the collector); machine idle ${cpu.idlePercent}%`,
+    );
+  }
+  console.log(`server runtime        : ${beside.runtime}`);
+  return {
+    throughput: result.throughput,
+    serverUs: cpu?.serverUs ?? NaN,
+    serverMainThreadUs: cpu?.serverMainThreadUs ?? NaN,
+    postgresUs: cpu?.postgresUs ?? NaN,
+  };
 }
 
 /** A run's CPU per action, the server's and PostgreSQL's. */
