@@ -75,3 +75,24 @@ describe('the code base', () => {
     expect(long).toEqual([]);
   });
 });
+
+describe('the install', () => {
+  // npm 12 skips a dependency's install script unless package.json's allowScripts names it: unnamed,
+  // the node@24 devDependency would install no Node, and `npm start` would run on the machine's.
+  it("names every dependency whose install script must run in package.json's allowScripts", () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      allowScripts?: Record<string, boolean>;
+    };
+    const lockfile = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; hasInstallScript?: boolean; link?: boolean }>;
+    };
+    const allowed = manifest.allowScripts ?? {};
+    const withScripts = Object.entries(lockfile.packages).filter(([, entry]) => entry.hasInstallScript && !entry.link);
+    const unreviewed = withScripts.flatMap(([path, { version }]) => {
+      const packageName = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+      return allowed[packageName] === true || allowed[`${packageName}@${version}`] === true ? [] : [`${packageName}@${version}`];
+    });
+    expect(withScripts.length).toBeGreaterThan(0); // the node@24 devDependency has one
+    expect(unreviewed).toEqual([]);
+  });
+});
