@@ -1499,6 +1499,8 @@ export interface components {
             at: string;
             /** @description Whether the arguments approved were a person's edit, not the model's */
             argumentsEdited: boolean;
+            /** @description What the approver wrote with the approval (why an edit, say); null: nothing */
+            reason: string | null;
         };
         Approval: {
             toolCallId: string;
@@ -6135,6 +6137,8 @@ export interface operations {
                                     at: string;
                                     /** @description Whether the arguments approved were a person's edit, not the model's */
                                     argumentsEdited: boolean;
+                                    /** @description What the approver wrote with the approval (why an edit, say); null: nothing */
+                                    reason: string | null;
                                     superseded: boolean;
                                 }[];
                                 /** @description Attempts to decide that changed nothing (decided already, and later a used link or the wrong sender) */

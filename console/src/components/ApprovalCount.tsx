@@ -1,10 +1,13 @@
 import { Stack, Text } from '@mantine/core';
+import { Fragment } from 'react';
 import { UserName } from './UserName';
 
 interface Approval {
   approverId: string | null;
   at: string;
   argumentsEdited: boolean;
+  /** What the approver wrote with it. */
+  reason?: string | null;
   /** The ledger's: an approver after it changed the arguments, and the approvals started again. */
   superseded?: boolean;
 }
@@ -19,16 +22,18 @@ export function ApprovalCount({ org, required, approvals }: { org: string; requi
         {standing.length} of {required} approvals
       </Text>
       {approvals.map((approval) => (
-        <Text
-          key={`${approval.approverId}-${approval.at}`}
-          size="xs"
-          c="dimmed"
-          td={approval.superseded ? 'line-through' : undefined}
-        >
-          approved by <UserName org={org} userId={approval.approverId} />
-          {approval.argumentsEdited ? ' (edited)' : ''}
-          {approval.superseded ? ', before another approver changed the arguments' : ''}
-        </Text>
+        <Fragment key={`${approval.approverId}-${approval.at}`}>
+          <Text size="xs" c="dimmed" td={approval.superseded ? 'line-through' : undefined}>
+            approved by <UserName org={org} userId={approval.approverId} />
+            {approval.argumentsEdited ? ' (edited)' : ''}
+            {approval.superseded ? ', before another approver changed the arguments' : ''}
+          </Text>
+          {approval.reason && (
+            <Text size="xs" c="dimmed" fs="italic" pl="xs" lineClamp={3} title={approval.reason}>
+              “{approval.reason}”
+            </Text>
+          )}
+        </Fragment>
       ))}
     </Stack>
   );

@@ -41,13 +41,14 @@ export function EditAndApprove(props: {
   const schema = flatSchema(tools?.find((tool) => tool.name === toolName)?.inputSchema);
   const [text, setText] = useState(() => prettyJson(props.input));
   const [fields, setFields] = useState<Record<string, unknown>>(() => ({ ...(props.input as Record<string, unknown>) }));
+  const [reason, setReason] = useState('');
   const parsed = schema ? { value: argumentsOf(schema, fields) } : parseArguments(text);
   const approve = useMutation({
     mutationFn: (args: Record<string, unknown>) =>
       unwrap(
         api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/approve', {
           params: { path: { org, actionId, toolCallId } },
-          body: { arguments: args },
+          body: { arguments: args, ...(reason.trim() && { reason: reason.trim() }) },
         }),
       ),
     onSuccess: (call) => {
@@ -86,6 +87,15 @@ export function EditAndApprove(props: {
             data-autofocus
           />
         )}
+        <Textarea
+          label="Why (optional)"
+          description="Kept in the ledger with your approval, for the other approvers and the record"
+          autosize
+          minRows={2}
+          maxLength={2000}
+          value={reason}
+          onChange={(event) => setReason(event.currentTarget.value)}
+        />
         <FormError error={approve.error} />
         <Group justify="flex-end">
           <Button variant="default" onClick={props.onClose}>

@@ -81,6 +81,7 @@ describe('the console: deciding', () => {
       await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
       await dialog.getByRole('alert').filter({ hasText: 'body/arguments/content' }).waitFor();
       await dialog.getByLabel('content').fill('# Edited');
+      await dialog.getByLabel('Why (optional)').fill('The order is 42, not 41');
       await page.mouse.move(600, 10); // not hovering the button just clicked
       await expectAccessible(page, 'edit-and-approve');
       await capture(page, 'edit-and-approve');
@@ -91,11 +92,13 @@ describe('the console: deciding', () => {
     expect(done.execution.toolCalls[0]).toMatchObject({
       approvedInput: { title: 'Order 42 (edited)', content: '# Edited' },
       channel: 'console',
+      reason: 'The order is 42, not 41',
     });
-    await step(page, 'the ledger shows what the model proposed and what ran', async () => {
+    await step(page, 'the ledger shows what the model proposed, what ran and why', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/ledger/${actionId}`);
       const edited = page.getByRole('group', { name: 'Edited input of generateDocument' });
       await edited.getByText('title: "Order 42" → "Order 42 (edited)"').waitFor();
+      await page.getByText('The order is 42, not 41').waitFor();
       await capture(page, 'ledger-edited-call');
     });
     operator.expectNoProblems();
@@ -128,7 +131,7 @@ describe('the console: deciding', () => {
     await operator.close();
   }, 120_000);
 
-  it('two approvals: the rule form asks for 2; one admin approves ("1 of 2 approvals"), the other runs the call', async () => {
+  it('two approvals: the rule form asks for 2; one admin edits and says why ("1 of 2 approvals"), the other sees it and runs the call', async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
     const { org, admin } = setup.tenant;
     const second = await createUser(app, { role: 'Admin', org: org.slug });
@@ -162,7 +165,12 @@ describe('the console: deciding', () => {
       const { page } = first;
       await page.goto(`${app.baseUrl}/o/${org.slug}/approvals`);
       const row = page.getByRole('table', { name: 'Pending approvals' }).getByRole('row').filter({ hasText: 'generateDocument' });
-      await row.getByRole('button', { name: 'Approve generateDocument' }).click();
+      await row.getByRole('button', { name: 'Edit the arguments of generateDocument' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Edit and approve generateDocument' });
+      await dialog.getByLabel('title').fill('Order 42, approved');
+      await dialog.getByLabel('Why (optional)').fill('Say that it is approved');
+      await dialog.getByRole('button', { name: 'Approve with these arguments' }).click();
+      await dialog.waitFor({ state: 'hidden' });
       await row.getByText('1 of 2 approvals').waitFor();
       await row.getByRole('button', { name: 'You approved generateDocument' }).waitFor();
       expect(await row.getByRole('button', { name: 'You approved generateDocument' }).isDisabled()).toBe(true);
@@ -176,14 +184,20 @@ describe('the console: deciding', () => {
       const { page } = other;
       const approvals = page.getByRole('group', { name: 'Approvals' });
       await approvals.getByText('1 of 2 approvals').waitFor();
-      await approvals.getByText(`approved by ${admin.email}`).waitFor();
+      await approvals.getByText(`approved by ${admin.email} (edited)`).waitFor();
+      await approvals.getByText('“Say that it is approved”').waitFor();
       await page.getByRole('button', { name: 'Approve generateDocument' }).click();
       await approvals.getByText('2 of 2 approvals').waitFor();
       await capture(page, 'two-of-two-approvals');
     });
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
-    expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', channel: 'console', approverId: second.id });
+    expect(done.execution.toolCalls[0]).toMatchObject({
+      approval: 'approved',
+      channel: 'console',
+      approverId: second.id,
+      approvedInput: { title: 'Order 42, approved' },
+    });
     expect(done.execution.toolCalls[0].approvals.map((given: { approverId: string }) => given.approverId)).toEqual([
       admin.id,
       second.id,

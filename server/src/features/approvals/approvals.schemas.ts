@@ -32,6 +32,7 @@ export const approvalRecordSchema = z
     channel: z.enum(DECISION_CHANNELS),
     at: z.date(),
     argumentsEdited: z.boolean().describe("Whether the arguments approved were a person's edit, not the model's"),
+    reason: z.string().nullable().describe('What the approver wrote with the approval (why an edit, say); null: nothing'),
   })
   .meta({ id: 'ApprovalRecord' });
 

@@ -73,7 +73,7 @@ describe('minApprovals', () => {
     expect(await once.json()).toMatchObject({
       status: 'pending',
       approvalsRequired: 2,
-      approvals: [{ approverId: waiting.ids[0], channel: 'api', argumentsEdited: false }],
+      approvals: [{ approverId: waiting.ids[0], channel: 'api', argumentsEdited: false, reason: null }],
     });
     // Again by the same person: still one approval.
     const again = await decide(waiting, 'approve', first!);
@@ -93,8 +93,8 @@ describe('minApprovals', () => {
     expect(done.status).toBe('completed');
     expect(refunds(waiting.toolCallId)).toEqual([{ orderId: 'A-1', amount: 250 }]);
     expect(done.execution.toolCalls[0].approvals).toEqual([
-      expect.objectContaining({ approverId: waiting.ids[0], superseded: false }),
-      expect.objectContaining({ approverId: waiting.ids[1], superseded: false }),
+      expect.objectContaining({ approverId: waiting.ids[0], superseded: false, reason: null }),
+      expect.objectContaining({ approverId: waiting.ids[1], superseded: false, reason: 'checked the order' }),
     ]);
     // A third approval comes too late.
     expect((await decide(waiting, 'approve', waiting.tokens[2]!)).status).toBe(409);
@@ -115,12 +115,15 @@ describe('minApprovals', () => {
     const [first, second, third] = waiting.tokens;
     const edited = { orderId: 'A-1', amount: 200 };
     // The first approves with an edit; the second, with the same edit: that is two approvals of it.
-    const firstEdit = await decide(waiting, 'approve', first!, { arguments: edited });
+    const firstEdit = await decide(waiting, 'approve', first!, { arguments: edited, reason: 'the customer asked for 200' });
     expect(await firstEdit.json()).toMatchObject({
       status: 'pending',
       approvedInput: edited,
-      approvals: [{ argumentsEdited: true }],
+      approvals: [{ argumentsEdited: true, reason: 'the customer asked for 200' }],
     });
+    // The next approver sees why the arguments changed, before deciding.
+    const inbox = await (await app.request('GET', `/orgs/${waiting.setup.tenant.org.slug}/approvals`, { token: second })).json();
+    expect(inbox.approvals[0].approvals).toEqual([expect.objectContaining({ reason: 'the customer asked for 200' })]);
     // A second approver's other edit starts again: their approval is the only one of 180.
     const other = await decide(waiting, 'approve', second!, { arguments: { orderId: 'A-1', amount: 180 } });
     expect(await other.json()).toMatchObject({
@@ -138,6 +141,8 @@ describe('minApprovals', () => {
     const [call] = done.execution.toolCalls;
     expect(call).toMatchObject({ input: { orderId: 'A-1', amount: 250 }, approvedInput: { orderId: 'A-1', amount: 180 } });
     expect(call.approvals.map((approval: { superseded: boolean }) => approval.superseded)).toEqual([true, false, false]);
+    // A superseded approval keeps what its approver wrote.
+    expect(call.approvals[0]).toMatchObject({ approverId: waiting.ids[0], reason: 'the customer asked for 200' });
   });
 
   it('a rule cannot ask for more approvals than it has approvers, nor more than 5', async () => {

@@ -5,8 +5,15 @@ export const standingApproval = (row: {
   userId: string | null;
   channel: DecisionChannel;
   arguments: unknown;
+  reason: string | null;
   createdAt: Date;
-}) => ({ approverId: row.userId, channel: row.channel, at: row.createdAt, argumentsEdited: row.arguments != null });
+}) => ({
+  approverId: row.userId,
+  channel: row.channel,
+  at: row.createdAt,
+  argumentsEdited: row.arguments != null,
+  reason: row.reason,
+});
 
 /** A call after a decision: its row, how many approvals it needs and those that stand. */
 export type DecidedCall = ToolCallRow & { approvalsRequired: number; approvals: ReturnType<typeof standingApproval>[] };
