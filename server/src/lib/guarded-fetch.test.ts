@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendEvents, sendJson, startLoopbackServer } from '../../test/helpers/http.ts';
-import { createGuardedFetch, OutboundRefused, ResponseTooLarge } from './guarded-fetch.ts';
+import { OutboundRefused } from './address-guard.ts';
+import { createGuardedFetch, ResponseTooLarge } from './guarded-fetch.ts';
 
 /** The errors an error carries, itself first. */
 const causes = (error: unknown): unknown[] => (error instanceof Error ? [error, ...causes(error.cause)] : []);
@@ -106,5 +107,11 @@ describe('the guarded fetch (URLs that users give: MCP servers)', () => {
     expect(causes(resolved).some((cause) => cause instanceof OutboundRefused)).toBe(true);
     await expect(publicOnly('file:///etc/passwd')).rejects.toThrow(new OutboundRefused('file: URLs are not fetched'));
     expect(seen.length).toBe(before);
+  });
+
+  it('with private networks allowed, still refuses a cloud metadata service', async () => {
+    for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fd00:ec2::254]/', 'http://[::ffff:a9fe:a9fe]/']) {
+      await expect(loopback(url), url).rejects.toThrow(/is a cloud metadata address, never called/);
+    }
   });
 });

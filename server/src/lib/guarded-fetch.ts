@@ -1,17 +1,14 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { isIP } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { isPublicAddress } from './http-client.ts';
+import { type AddressGuard, guardedLookup, OutboundRefused, refusedUrlAddress } from './address-guard.ts';
 import { createRequestFetch } from './request-fetch.ts';
 
 /**
- * fetch for URLs that users give us (MCP servers), with the guard the callbacks' agents have: only
- * public unicast addresses (checked when the connection is made, whatever the name resolved to
+ * fetch for URLs that users give us (MCP servers), with the address guard the callbacks' agents
+ * have (address-guard.ts: checked when the connection is made, whatever the name resolved to
  * before), no redirects, a connect timeout, kept-alive connections, and a bound on how much of one
  * response is read.
  */
-export interface GuardedFetchOptions {
-  allowPrivateNetworks: boolean;
+export interface GuardedFetchOptions extends AddressGuard {
   connectTimeoutMs: number;
   /** A response body longer than this fails the read (the connection is cut). */
   maxResponseBytes: number;
@@ -20,10 +17,6 @@ export interface GuardedFetchOptions {
 export type GuardedFetch = ((input: string | URL | Request, init?: RequestInit) => Promise<Response>) & {
   close(): Promise<void>;
 };
-
-export class OutboundRefused extends Error {
-  override name = 'OutboundRefused';
-}
 
 /** The server answered with more than the bound: the request was sent, and its answer not read. */
 export class ResponseTooLarge extends Error {
@@ -35,25 +28,11 @@ export class ResponseTooLarge extends Error {
   }
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/** dns.lookup that fails for any address that is not public. */
-function publicOnlyLookup(hostname: string, options: { all?: boolean }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const blocked = addresses.find(({ address }) => !isPublicAddress(address));
-    if (blocked)
-      return callback(new OutboundRefused(`${hostname} resolves to ${blocked.address}, which is not a public address`), []);
-    if (options.all) return callback(null, addresses);
-    callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
-}
-
 export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   const agent = new Agent({
     connect: {
       timeout: options.connectTimeoutMs,
-      ...(options.allowPrivateNetworks ? {} : { lookup: publicOnlyLookup }),
+      lookup: guardedLookup(options),
     },
     keepAliveTimeout: 30_000,
   });
@@ -76,11 +55,9 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundRefused(`${url.protocol} URLs are not fetched`);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
     // An address in the URL is connected to without a lookup: it is checked here.
-    if (!options.allowPrivateNetworks && isIP(host) && !isPublicAddress(host)) {
-      throw new OutboundRefused(`${host} is not a public address`);
-    }
+    const refused = refusedUrlAddress(url, options);
+    if (refused) throw refused;
     const response = await direct(input, { ...init, redirect: 'manual' });
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel();

@@ -1,80 +1,38 @@
-import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
-import ipaddr from 'ipaddr.js';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { type AddressGuard, guardedLookup, refusedUrlAddress } from './address-guard.ts';
 
 /**
- * Outbound HTTP to URLs that users give us (callback endpoints): only public unicast addresses, checked
- * when the URL is configured and again when a connection is made (a name may resolve elsewhere by
- * then), never following redirects, with a deadline and a bounded response.
+ * Outbound HTTP to URLs that users give us (callback endpoints), through the address guard
+ * (address-guard.ts) when a connection is made, never following redirects, with a deadline and a
+ * bounded response.
  */
-
-/**
- * IPv6 that ipaddr.js ranks unicast but that is not public, refused whole. Forms that carry an IPv4
- * address: IPv4-compatible ::/96 (deprecated since RFC 4291; Node writes `[::127.0.0.1]` as
- * `[::7f00:1]`), NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16 and Teredo 2001::/32
- * (IPv4-mapped ::ffff:0:0/96 is checked as the IPv4 address it maps). And site-local fec0::/10:
- * deprecated (RFC 3879) but still routed inside some networks, as private as unique-local fc00::/7.
- */
-const NOT_PUBLIC_IPV6 = ['::/96', '64:ff9b::/96', '64:ff9b:1::/48', '2002::/16', '2001::/32', 'fec0::/10'];
-const notPublicIpv6 = NOT_PUBLIC_IPV6.map((cidr) => ipaddr.parseCIDR(cidr));
-
-/** Public unicast only: not loopback, private, link-local (cloud metadata), unique-local, CGNAT, reserved, IPv4 inside IPv6... */
-export function isPublicAddress(address: string): boolean {
-  try {
-    const parsed = ipaddr.process(address);
-    if (parsed.range() !== 'unicast') return false;
-    return !(parsed.kind() === 'ipv6' && notPublicIpv6.some((cidr) => parsed.match(cidr)));
-  } catch {
-    return false;
-  }
-}
-
-/** Why the URL may not be called, or null when it may. Names are resolved: every address must be public. */
-export async function outboundUrlProblem(raw: string, options: { allowPrivateNetworks: boolean }): Promise<string | null> {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'not a valid URL';
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL';
-  // Port 0 reaches nothing (connecting to it fails in ways that read as other faults).
-  if (url.port === '0') return 'port 0 is not a port a server listens on';
-  if (options.allowPrivateNetworks) return null;
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) return isPublicAddress(host) ? null : `${host} is not a public address`;
-  let addresses: Array<{ address: string }>;
-  try {
-    addresses = await lookup(host, { all: true, verbatim: true });
-  } catch {
-    return `${host} does not resolve`;
-  }
-  const blocked = addresses.find(({ address }) => !isPublicAddress(address));
-  return blocked ? `${host} resolves to ${blocked.address}, which is not a public address` : null;
-}
 
 export interface GuardedHttpAgents {
   http: http.Agent;
   https: https.Agent;
+  guard: AddressGuard;
   destroy(): void;
 }
 
 /** Keep-alive agents that refuse, at connect time, any address outboundUrlProblem would refuse. */
-export function createGuardedHttpAgents(options: { allowPrivateNetworks: boolean; maxSockets?: number }): GuardedHttpAgents {
+export function createGuardedHttpAgents(options: AddressGuard & { maxSockets?: number }): GuardedHttpAgents {
+  const guard = { allowPrivateNetworks: options.allowPrivateNetworks };
   const common = {
     keepAlive: true,
     maxSockets: options.maxSockets ?? 256,
+    // The library refuses what is not unicast (unless private networks are allowed); the guard's
+    // lookup refuses the rest (IPv4 inside IPv6, site-local, metadata services). An address written
+    // in the URL has no lookup: postOnce checks it.
     allowPrivateIPAddress: options.allowPrivateNetworks,
     allowMetaIPAddress: options.allowPrivateNetworks,
-    // The agents refuse what is not unicast; isPublicAddress's extra refusals are added here.
-    denyIPAddressList: options.allowPrivateNetworks ? [] : NOT_PUBLIC_IPV6,
+    lookup: guardedLookup(guard),
   };
   const agents = { http: new RequestFilteringHttpAgent(common), https: new RequestFilteringHttpsAgent(common) };
   return {
     ...agents,
+    guard,
     destroy: () => {
       agents.http.destroy();
       agents.https.destroy();
@@ -100,6 +58,8 @@ export function postOnce(
 ): Promise<OutboundResponse> {
   return new Promise((outcome, failure) => {
     const target = new URL(url);
+    const refused = refusedUrlAddress(target, agents.guard);
+    if (refused) return failure(refused);
     const transport = target.protocol === 'https:' ? https : http;
     const body = Buffer.from(request.body);
     // The deadline is a timer that destroys the request, cleared when the call ends. Not lib/deadline's

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { CallbackEndpointRow, DB } from '../../db/schema.ts';
 import { newSigningSecret, PREVIOUS_SECRET_GRACE_MS, type SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { outboundUrlProblem } from '../../lib/http-client.ts';
+import { outboundUrlProblem } from '../../lib/address-guard.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { callbacksRepo, callbackEndpointsRepo, type ListedCallback } from './callbacks.repo.ts';
 import type { CallbackDeliveryStatus } from '../../db/schema.ts';

@@ -122,6 +122,36 @@ describe('lifecycle callbacks', () => {
     });
   });
 
+  it('with CALLBACK_ALLOW_PRIVATE_NETWORKS, still never go to a cloud metadata service', async () => {
+    const setup = await setupWebhook(app);
+    const { token, org } = setup.tenant;
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://[fd00:ec2::254]/',
+      'http://[::ffff:169.254.169.254]/',
+    ]) {
+      const response = await app.request('POST', `/orgs/${org.slug}/webhooks/${setup.webhook.id}/callbacks`, {
+        token,
+        body: { url },
+      });
+      expect(response.status, url).toBe(400);
+      expect((await response.json()).error).toMatch(/is a cloud metadata address, never called/);
+    }
+    // Pointed there after it was configured: the attempt is refused before it connects.
+    const endpoint = await addCallback(app, setup, { url: receiver.url('/meta') });
+    await app.container.db
+      .updateTable('callbackEndpoints')
+      .set({ url: 'http://169.254.169.254/latest/meta-data' })
+      .where('id', '=', endpoint.id)
+      .execute();
+    const actionId = await runEvent(app, setup);
+    const attempt = await eventually('a refused attempt', async () => {
+      const row = await (await app.request('GET', `/orgs/${org.slug}/ledger/${actionId}`, { token })).json();
+      return row.callbacks?.[0]?.attempts?.[0];
+    });
+    expect(attempt).toMatchObject({ statusCode: null, error: '169.254.169.254 is a cloud metadata address, never called' });
+  });
+
   it('announce an expired approval', async () => {
     model.script(documentThenText({ title: 'Order', content: '# Order' }));
     const setup = await setupWebhook(app, {}, { ...ask, approvalTimeoutSeconds: 1 });

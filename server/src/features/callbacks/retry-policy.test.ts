@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createGuardedHttpAgents, isPublicAddress, postOnce } from '../../lib/http-client.ts';
+import { createGuardedHttpAgents, postOnce } from '../../lib/http-client.ts';
 import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -54,54 +54,44 @@ describe('the retry schedule', () => {
   });
 });
 
-describe('public addresses', () => {
-  it.each([
-    ['93.184.215.14', true],
-    ['2606:2800:21f:cb07:6820:80da:af6b:8b2c', true],
-    ['127.0.0.1', false],
-    ['10.0.0.1', false],
-    ['172.16.5.4', false],
-    ['192.168.0.1', false],
-    ['169.254.169.254', false],
-    ['100.64.0.1', false],
-    ['0.0.0.0', false],
-    ['::1', false],
-    ['::', false],
-    ['fe80::1', false],
-    ['fd00:ec2::254', false],
-    ['fec0::1', false],
-    ['feff:ffff::1', false],
-    ['::ffff:127.0.0.1', false],
-    ['::ffff:10.0.0.1', false],
-    // IPv6 that carries an IPv4 address: compatible (as Node's URL writes [::127.0.0.1]), mapped, NAT64, 6to4, Teredo.
-    ['::7f00:1', false],
-    ['::a9fe:a9fe', false],
-    ['::a00:1', false],
-    ['::808:808', false],
-    ['::ffff:a9fe:a9fe', false],
-    ['64:ff9b::a00:1', false],
-    ['64:ff9b:1::a00:1', false],
-    ['2002:a00:1::', false],
-    ['2002:7f00:1::1', false],
-    ['2001:0:4136:e378:8000:63bf:f5ff:fffe', false],
-    ['not an address', false],
-  ])('%s public: %s', (address, expected) => {
-    expect(isPublicAddress(address)).toBe(expected);
-  });
-});
-
 describe('the outbound agents at connect time', () => {
-  it('refuse IPv4-compatible IPv6 (as Node writes [::127.0.0.1]) before connecting', async () => {
+  const post = (agents: ReturnType<typeof createGuardedHttpAgents>, url: string) =>
+    postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 });
+
+  it('refuse IPv4-compatible IPv6 (as Node writes [::127.0.0.1]), and private addresses behind a name, before connecting', async () => {
     const agents = createGuardedHttpAgents({ allowPrivateNetworks: false });
     try {
-      for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x']) {
-        await expect(
-          postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 }),
-          url,
-        ).rejects.toThrow(/is not allowed/);
+      for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x', 'http://127.0.0.1:9/x']) {
+        await expect(post(agents, url), url).rejects.toThrow(/is not a public address/);
+      }
+      await expect(post(agents, 'http://localhost:9/x')).rejects.toThrow(
+        /localhost resolves to .*, which is not a public address/,
+      );
+    } finally {
+      agents.destroy();
+    }
+  });
+
+  it('with private networks allowed, reach loopback but never a cloud metadata service', async () => {
+    const server = createServer((_req, res) => res.end('fine'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const agents = createGuardedHttpAgents({ allowPrivateNetworks: true });
+    try {
+      await expect(post(agents, `http://localhost:${port}/x`)).resolves.toMatchObject({ status: 200, body: 'fine' });
+      for (const url of [
+        'http://169.254.169.254/latest/meta-data',
+        'http://169.254.170.2/v2/credentials',
+        'http://[fd00:ec2::254]/latest/meta-data',
+        'http://[::ffff:169.254.169.254]/latest/meta-data',
+        'http://100.100.100.200/latest/meta-data',
+        'http://[fe80::1]/x',
+      ]) {
+        await expect(post(agents, url), url).rejects.toThrow(/is a cloud metadata address, never called/);
       }
     } finally {
       agents.destroy();
+      server.close();
     }
   });
 });

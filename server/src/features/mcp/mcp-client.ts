@@ -14,7 +14,8 @@ import {
 import { z } from 'zod';
 import type { McpServerInfo } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
-import { type GuardedFetch, OutboundRefused } from '../../lib/guarded-fetch.ts';
+import { OutboundRefused } from '../../lib/address-guard.ts';
+import type { GuardedFetch } from '../../lib/guarded-fetch.ts';
 
 /** How to reach one server: its URL, the headers sent on every request, or OAuth client credentials. */
 export interface McpEndpoint {

@@ -9,7 +9,8 @@ import {
 } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../lib/errors.ts';
-import { OutboundRefused, ResponseTooLarge } from '../../lib/guarded-fetch.ts';
+import { OutboundRefused } from '../../lib/address-guard.ts';
+import { ResponseTooLarge } from '../../lib/guarded-fetch.ts';
 import { mcpFailure } from './mcp-client.ts';
 import { callFailure } from './mcp-tools.ts';
 

@@ -4,7 +4,7 @@ import type { DB, ListedMcpTool, McpServerInfo, McpServerRow } from '../../db/sc
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { outboundUrlProblem } from '../../lib/http-client.ts';
+import { outboundUrlProblem } from '../../lib/address-guard.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import { endpointOf } from './mcp-catalog.ts';
 import type { McpEndpoint } from './mcp-client.ts';

@@ -214,6 +214,28 @@ describe('MCP servers', () => {
     }
   });
 
+  it('with MCP_ALLOW_PRIVATE_NETWORKS, still refuses a cloud metadata service, when saved and again when connecting', async () => {
+    const { call } = await tenant();
+    for (const url of ['http://169.254.169.254/mcp', 'http://[fd00:ec2::254]/mcp', 'http://100.100.100.200/mcp']) {
+      const response = await call('POST', '', { name: 'metadata', url });
+      expect(response.status, url).toBe(400);
+      expect(await response.json()).toMatchObject({
+        code: 'validation_failed',
+        error: expect.stringMatching(/is a cloud metadata address/),
+      });
+    }
+    // Saved on a private address, then the URL is pointed at the metadata service: the connection refuses it.
+    const saved = await (await call('POST', '', { name: 'internal', url: orders.url })).json();
+    await app.container.db
+      .updateTable('mcpServers')
+      .set({ url: 'http://169.254.169.254/mcp' })
+      .where('id', '=', saved.id)
+      .execute();
+    const refreshed = await call('POST', `/${saved.id}/refresh`);
+    expect(refreshed.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(await refreshed.json())).toMatch(/cloud metadata address/);
+  });
+
   it('keeps each org to its own servers: another org can neither see, change nor use them', async () => {
     const mine = await tenant();
     const theirs = await tenant();

@@ -4,7 +4,8 @@ import { storableJson } from '../../lib/json-input.ts';
 import type { ListedMcpTool, McpServerRow } from '../../db/schema.ts';
 import { TOOL_NAME } from '../agents/agents.schemas.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
-import { OutboundRefused, ResponseTooLarge } from '../../lib/guarded-fetch.ts';
+import { OutboundRefused } from '../../lib/address-guard.ts';
+import { ResponseTooLarge } from '../../lib/guarded-fetch.ts';
 import { causesOf, describe, mcpFailure } from './mcp-client.ts';
 import type { McpConnections, McpTarget } from './mcp-connections.ts';
 
