@@ -27,6 +27,8 @@ async function statsOf(pglite: PGlite, table: string): Promise<TableStats> {
 
 describe.skipIf(process.env.TEST_DB === 'postgres')(
   'the embedded database is vacuumed and analyzed (PGlite has no autovacuum)',
+  // Each test creates a PGlite of its own (initdb in WebAssembly): 40 s on a slow, loaded 2-core machine.
+  { timeout: 120_000 },
   () => {
     let pglite: PGlite | undefined;
     afterEach(async () => {
