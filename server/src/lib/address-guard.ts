@@ -56,6 +56,8 @@ export function isPublicAddress(address: string): boolean {
 }
 
 export function isMetadataAddress(address: string): boolean {
+  // Dotted IPv4 (as URLs and lookups give it) without parsing: a callback's delivery checks its address each time.
+  if (isIP(address) === 4) return address.startsWith('169.254.') || address === '100.100.100.200';
   try {
     const parsed = ipaddr.process(address);
     return metadataRanges.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits));
