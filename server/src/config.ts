@@ -107,9 +107,9 @@ const envSchema = z.object({
   WORKER_NICENESS: z.coerce.number().int().min(0).max(19).default(10),
   /** A `worker`'s main pool: PostgreSQL runs its statements at full priority, so few at once leave cores to the serves. */
   WORKER_DATABASE_POOL_SIZE: positiveInt.max(500).default(3),
-  /** Lets callback URLs reach loopback and private networks (tests, self-hosting), never metadata services; off by default (SSRF guard). */
+  /** Lets callback URLs reach loopback and private networks (tests, self-hosting), never metadata services; off by default. */
   CALLBACK_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
-  /** MCP servers on private or loopback addresses (an org's own network; never metadata services): off unless the operator allows it. */
+  /** MCP servers on private or loopback addresses (an org's own network; never metadata services): off unless allowed. */
   MCP_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
   MCP_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
   /** One tools/call, from request to result; past it the call fails and the model is told. */
