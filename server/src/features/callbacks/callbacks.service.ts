@@ -36,7 +36,9 @@ export function createCallbacksService(deps: {
 
   async function checkUrl(url: string): Promise<void> {
     const problem = await outboundUrlProblem(url, { allowPrivateNetworks: deps.allowPrivateNetworks });
-    if (problem) throw new AppError('validation_failed', `body/url: ${problem}; callbacks go only to public addresses`);
+    if (!problem) return;
+    const why = deps.allowPrivateNetworks ? '' : '; callbacks go only to public addresses';
+    throw new AppError('validation_failed', `body/url: ${problem}${why}`);
   }
 
   async function requireEndpoint(orgId: string, webhookId: string, id: string): Promise<CallbackEndpointRow> {

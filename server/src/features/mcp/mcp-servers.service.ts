@@ -48,10 +48,8 @@ export function createMcpServersService(deps: {
   async function list(name: string, endpoint: McpEndpoint): Promise<{ serverInfo: McpServerInfo; tools: ListedMcpTool[] }> {
     const problem = await outboundUrlProblem(endpoint.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
     if (problem) {
-      throw new AppError(
-        'validation_failed',
-        `body/url: ${problem}; MCP servers must be on public addresses (MCP_ALLOW_PRIVATE_NETWORKS)`,
-      );
+      const why = deps.allowPrivateNetworks ? '' : '; MCP servers must be on public addresses (MCP_ALLOW_PRIVATE_NETWORKS)';
+      throw new AppError('validation_failed', `body/url: ${problem}${why}`);
     }
     return deps.connections.once(endpoint, async (connection) => ({
       serverInfo: connection.serverInfo,
