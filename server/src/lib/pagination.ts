@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 import { isAcceptedInstant } from './instants.ts';
+import { wholeNumber } from './whole-number.ts';
 
 /** Keyset pagination over (createdAt desc, id desc): stable while rows are added. */
 export interface Cursor {
@@ -9,7 +10,7 @@ export interface Cursor {
 }
 
 export const paginationQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: wholeNumber().min(1).max(200).default(50),
   cursor: z.string().max(200).optional(),
 });
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MODEL_PROVIDERS } from '../../db/schema.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
+import { wholeNumber } from '../../lib/whole-number.ts';
 import { agentInput, agentParams, changeNoteSchema } from './agents.schemas.ts';
 import { BEHAVIOUR_FIELDS } from './agent-behaviour.ts';
 
@@ -51,7 +52,7 @@ export const versionDiffSchema = z.object({
   ),
 });
 
-const versionNumber = z.coerce.number().int().min(1).max(2_147_483_647);
+const versionNumber = wholeNumber().min(1).max(2_147_483_647);
 export const versionParams = agentParams.extend({ version: versionNumber });
 export const diffQuery = z.object({ against: versionNumber.describe('The version to compare with') });
 export const versionsQuery = paginationQuery;

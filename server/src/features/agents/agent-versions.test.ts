@@ -192,9 +192,10 @@ describe('agent versions', () => {
     const cases: Array<[() => Promise<any>, number, RegExp]> = [
       [() => agents.get('/versions/9'), 404, /no version 9/],
       [() => agents.get('/versions/0'), 400, /version/],
-      [() => agents.get('/versions/abc'), 400, /version/],
+      [() => agents.get('/versions/abc'), 400, /^params\/version: expected a whole number$/],
       [() => agents.get('/versions/2/diff?against=9'), 404, /no version 9/],
-      [() => agents.get('/versions/2/diff'), 400, /against/],
+      [() => agents.get('/versions/2/diff'), 400, /^querystring\/against: expected a whole number$/],
+      [() => agents.get('/versions/2/diff?against=1.5'), 400, /^querystring\/against: expected a whole number$/],
       [() => agents.get('/versions?cursor=bm9wZQ'), 400, /cursor/],
       [() => agents.post('/versions/9/publish'), 404, /no version 9/],
       [() => agents.post('/versions', { tools: ['nope'] }), 400, /unknown tool "nope"/],

@@ -80,6 +80,24 @@ describe('approve with edits', () => {
     const approvedEvent = done.lifecycleEvents.find((event: { status: string }) => event.status === 'approved');
     expect(approvedEvent.data).toMatchObject({ argumentsEdited: true, channel: 'api' });
   });
+
+  it("counts the model's own arguments, sent through an edit, as no edit", async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
+    const { org, token } = setup.tenant;
+    const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
+    const approved = await app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, {
+      token,
+      body: { arguments: { amount: 250, orderId: 'A-1' }, reason: 'looked at it' },
+    });
+    const answer = await approved.json();
+    expect(approved.status, JSON.stringify(answer)).toBe(200);
+    expect(answer.approvals).toEqual([expect.objectContaining({ argumentsEdited: false, reason: 'looked at it' })]);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.execution.toolCalls[0]).toMatchObject({ approvedInput: null, approval: 'approved' });
+    expect(done.execution.result.text).not.toContain('A reviewer changed the arguments');
+    const approvedEvent = done.lifecycleEvents.find((event: { status: string }) => event.status === 'approved');
+    expect(approvedEvent.data).toMatchObject({ argumentsEdited: false });
+  });
 });
 
 describe('send back with guidance', () => {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { paginationQuery } from '../../lib/pagination.ts';
+import { wholeNumber } from '../../lib/whole-number.ts';
 import type { SessionMiddlewares } from '../auth/middlewares.ts';
 import type { ThreadsService } from './threads.service.ts';
 import { errorSchema, sessionSecurity } from '../../lib/http-schemas.ts';
@@ -52,7 +53,7 @@ export function threadsRoutes(deps: { threads: ThreadsService; middlewares: Sess
           security: sessionSecurity,
           params: z.object({ threadId: z.uuid() }),
           querystring: z.object({
-            limit: z.coerce.number().int().min(1).max(500).default(100),
+            limit: wholeNumber().min(1).max(500).default(100),
             cursor: z.string().max(20).optional(),
           }),
           response: {

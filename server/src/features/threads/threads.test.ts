@@ -61,5 +61,7 @@ describe('GET /api/threads', () => {
       expect(response.status).toBe(400);
       expect((await response.json()).code).toBe('validation_failed');
     }
+    const notANumber = await (await app.request('GET', '/api/threads?limit=abc', { token })).json();
+    expect(notANumber.error).toBe('querystring/limit: expected a whole number');
   });
 });
