@@ -6,7 +6,8 @@ import { sendJson, startLoopbackServer } from './http.ts';
  * Slack's Web API as its public docs describe it, on loopback: `POST /api/<method>` with a bearer
  * token, a form-encoded or JSON body, and HTTP 200 `{ ok: true, ... }` or `{ ok: false, error }`.
  * Only the methods approvals use: auth.test, chat.postMessage, chat.update, chat.postEphemeral,
- * users.info, users.lookupByEmail, views.open. One workspace, with its users by email.
+ * users.info, users.lookupByEmail, views.open (with the trigger ids it issued, and Block Kit's limits
+ * on a modal). One workspace, with its users by email.
  */
 export interface SlackCall {
   method: string;
@@ -19,6 +20,20 @@ export interface FakeSlackUser {
   email: string | null;
 }
 
+/** What Block Kit's documented limits refuse in a modal (Slack answers `invalid_arguments`), or undefined. */
+function viewProblem(view: Record<string, any>): string | undefined {
+  const blocks: Array<Record<string, any>> = view.blocks ?? [];
+  if (view.type !== 'modal' || !view.title?.text || view.title.text.length > 24) return 'title';
+  if (view.submit && view.submit.text.length > 24) return 'submit';
+  if (String(view.private_metadata ?? '').length > 3000 || blocks.length > 100) return 'size';
+  const inputs = blocks.filter((block) => block.type === 'input');
+  if (inputs.length > 0 && !view.submit) return 'an input block needs a submit button';
+  for (const { element } of inputs)
+    if (element?.type === 'plain_text_input' && ((element.max_length ?? 0) > 3000 || (element.min_length ?? 0) > 3000))
+      return 'plain_text_input length';
+  return undefined;
+}
+
 export async function startFakeSlack() {
   const token = `xoxb-${randomBytes(12).toString('hex')}`;
   const calls: SlackCall[] = [];
@@ -26,6 +41,8 @@ export async function startFakeSlack() {
   const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[] }>();
   const knownChannels = new Set(['C0APPROVALS']);
   let sequence = 0;
+  /** Trigger ids given with interactions: each opens one modal, within 3 seconds of its issue. */
+  const triggers = new Map<string, { issuedAt: number; used: boolean }>();
   /** Held chat.postMessage answers: the message is in the channel, its answer not yet sent. */
   const holds: AnswerHold[] = [];
 
@@ -67,8 +84,15 @@ export async function startFakeSlack() {
         const user = users.find((candidate) => candidate.email === args.email);
         return user ? ok({ user: { id: user.id, profile: { email: user.email } } }) : fail('users_not_found');
       }
-      case 'views.open':
-        return args.trigger_id && args.view ? ok({ view: { id: `V${++sequence}`, ...args.view } }) : fail('invalid_arguments');
+      case 'views.open': {
+        const trigger = triggers.get(args.trigger_id);
+        if (!trigger) return fail('invalid_trigger_id');
+        if (trigger.used) return fail('exchanged_trigger_id');
+        if (Date.now() - trigger.issuedAt > 3000) return fail('expired_trigger_id');
+        if (!args.view || viewProblem(args.view) !== undefined) return fail('invalid_arguments');
+        trigger.used = true;
+        return ok({ view: { id: `V${++sequence}`, ...args.view } });
+      }
       default:
         return fail('unknown_method');
     }
@@ -86,6 +110,12 @@ export async function startFakeSlack() {
       return user;
     },
     callsOf: (method: string) => calls.filter((call) => call.method === method),
+    /** A trigger id as Slack puts in an interaction's payload: it opens one modal within 3 seconds. */
+    issueTrigger() {
+      const id = `${++sequence}.${randomBytes(6).toString('hex')}`;
+      triggers.set(id, { issuedAt: Date.now(), used: false });
+      return id;
+    },
     /** The next chat.postMessage posts its message, then waits for `release` to answer. */
     holdNextPost() {
       const answer = answerHold();

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../../db/schema.ts';
 import type { Clock } from '../../../lib/clock.ts';
 import { AppError } from '../../../lib/errors.ts';
+import { standingApprovers } from '../standing-approvals.ts';
 import type { ApprovalsService } from '../approvals.service.ts';
 import { approvalMailRepo, type LinkRow } from './approval-mail.repo.ts';
 import { hashLinkToken } from './approval-notifier.ts';
@@ -12,7 +13,9 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 /** What opening or using a link shows: the decision to confirm, its outcome, or why there is none. */
 export type LinkPage =
   | { kind: 'unknown' }
-  | { kind: 'open' | 'used' | 'expired' | 'decided'; link: LinkRow }
+  /** Open: with the approvals given so far (minApprovals over 1), who gave them and why, for this approver to read. */
+  | { kind: 'open'; link: LinkRow; approvals: Array<{ email: string | null; reason: string | null }> }
+  | { kind: 'used' | 'expired' | 'decided'; link: LinkRow }
   | { kind: 'refused'; link: LinkRow; reason: string }
   /** Decided; an approval that is not the last one needed leaves the call waiting for the others (`waitsFor`). */
   | { kind: 'done'; link: LinkRow; waitsFor: number };
@@ -28,11 +31,12 @@ export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approv
     return TOKEN.test(token) ? approvalMailRepo.linkByHash(deps.db, hashLinkToken(token)) : undefined;
   }
 
-  function stateOf(link: LinkRow): LinkPage {
+  async function stateOf(link: LinkRow): Promise<LinkPage> {
     if (link.status !== 'staged') return { kind: 'decided', link };
     if (link.usedAt) return { kind: 'used', link };
     if (link.expiresAt <= deps.clock.now()) return { kind: 'expired', link };
-    return { kind: 'open', link };
+    const approvals = await standingApprovers(deps.db, [link.callRowId]);
+    return { kind: 'open', link, approvals: approvals.map(({ email, reason }) => ({ email, reason })) };
   }
 
   return {

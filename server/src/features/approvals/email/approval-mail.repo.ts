@@ -137,6 +137,7 @@ export const approvalMailRepo = {
         'l.decision',
         'l.expiresAt',
         'l.usedAt',
+        'l.toolCallId as callRowId',
         'c.actionId',
         'c.toolCallId',
         'c.toolName',

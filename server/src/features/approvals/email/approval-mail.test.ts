@@ -279,6 +279,10 @@ describe('approvals by email', () => {
     expect(JSON.stringify(done.execution.conversation)).toContain(
       'A reviewer sent this call back without running it: no PDF, answer in two lines',
     );
+    // The link of the same email, opened after: it says what was decided, in words.
+    const late = await open(linksOf(email).approve);
+    expect(late.status).toBe(409);
+    expect(await late.text()).toContain(`It was sent back by ${org.admin.email} by an email reply at `);
   });
 
   it("minApprovals 2: the first approval by link does not spend the other approver's link, which runs the call", async () => {
@@ -312,6 +316,27 @@ describe('approvals by email', () => {
       org.admin.id,
       second.id,
     ]);
+  });
+
+  it("minApprovals 2: after an edit with a reason, the other approver's link shows the edit, who approved it and why", async () => {
+    const { org, second, setup } = await approvalOrg({ minApprovals: 2 });
+    const actionId = await waitingAction(setup);
+    const other = await emailTo(second.email, actionId);
+    const { toolCallId } = (await ledger(setup, actionId)).execution.toolCalls[0];
+    const edited = await org.api('POST', `/actions/${actionId}/tool-calls/${toolCallId}/approve`, {
+      arguments: { title: 'Order 42 <final>', content: '# Order 42' },
+      reason: 'The title needs <final> & the date',
+    });
+    expect(edited.status).toBe(200);
+    const page = await (await open(linksOf(other).approve)).text();
+    expect(page).toContain('<td class="name">Edited</td>');
+    expect(page).toContain('Order 42 &lt;final&gt;');
+    expect(page).toContain(
+      `<td class="name">Approved by</td><td class="value">${org.admin.email}: “The title needs &lt;final&gt; &amp; the date”</td>`,
+    );
+    expect((await use(linksOf(other).approve)).status).toBe(200);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', approvedInput: { title: 'Order 42 <final>' } });
   });
 
   it('replies that decide nothing: another sender, failed authentication, an unclear first line, an auto-reply; then the approver approves', async () => {

@@ -1,17 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
+import { CHANNEL_WORDS } from '../channel-words.ts';
 import { escapeHtml, formatUtc, readableArguments } from './approval-email.ts';
 import type { LinkPage } from './approval-links.service.ts';
 import type { LinkRow } from './approval-mail.repo.ts';
 
 type PageStatus = 200 | 403 | 404 | 409 | 410;
-
-const CHANNEL_WORDS: Record<string, string> = {
-  console: 'in the console',
-  api: 'through the API',
-  email_link: 'by an email link',
-  email_reply: 'by an email reply',
-};
 
 /**
  * The page a link opens, and what using it answers: served by the service itself, no session, no
@@ -58,7 +52,8 @@ export function renderDecisionPage(
 const row = (name: string, value: string) =>
   `<tr><td class="name">${escapeHtml(name)}</td><td class="value">${escapeHtml(value)}</td></tr>`;
 
-function summary(link: LinkRow): string {
+/** The call; on an open link, the approvals given so far too (who, and why: an edit's reason is for the next approver). */
+function summary(link: LinkRow, approvals: Array<{ email: string | null; reason: string | null }> = []): string {
   return `<table>${[
     row('Agent', link.agentName ?? 'An agent'),
     row('Event', link.eventType),
@@ -66,6 +61,7 @@ function summary(link: LinkRow): string {
     // An approver before you edited the arguments: those are what an approval approves now.
     ...(link.approvedInput == null ? [] : [row('Edited', "an approver changed the model's arguments to these")]),
     ...readableArguments(link.approvedInput ?? link.input).map(([name, value]) => row(name, value)),
+    ...approvals.map(({ email, reason }) => row('Approved by', `${email ?? 'someone'}${reason ? `: “${reason}”` : ''}`)),
   ].join('')}</table>`;
 }
 
@@ -75,7 +71,7 @@ function decidedLine(link: LinkRow): string {
   const who = link.decidedByEmail ? ` by ${link.decidedByEmail}` : '';
   const how = link.decisionChannel ? ` ${CHANNEL_WORDS[link.decisionChannel]}` : '';
   const when = link.decidedAt ? ` at ${formatUtc(link.decidedAt)}` : '';
-  return `It was ${link.approval}${who}${how}${when}.`;
+  return `It was ${link.approval.replace('_', ' ')}${who}${how}${when}.`;
 }
 
 function content(page: LinkPage, formAction: string): { status: PageStatus; title: string; body: string } {
@@ -99,7 +95,7 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
         status: 200,
         title: approve ? 'Approve this tool call?' : 'Reject this tool call?',
         body:
-          summary(page.link) +
+          summary(page.link, page.approvals) +
           note(
             `Decide by ${formatUtc(page.link.expiresAt)}. You are deciding as ${page.link.approverEmail}. Nothing ` +
               `happens until you press the button.`,

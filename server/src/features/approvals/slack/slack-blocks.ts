@@ -1,4 +1,5 @@
 import type { DecisionChannel, ToolCallApproval } from '../../../db/schema.ts';
+import { CHANNEL_WORDS } from '../channel-words.ts';
 import { formatUtc, readableArguments } from '../email/approval-email.ts';
 import type { Block } from './slack-client.ts';
 
@@ -29,8 +30,8 @@ export interface SlackCallView {
   reason: string | null;
   decidedAt: Date | null;
   approvalsRequired: number;
-  /** Who approved so far (a Slack mention or an email). */
-  approvedBy: string[];
+  /** The approvals so far: who (a Slack mention or an email), and why when they said. */
+  approvals: Array<{ by: string; reason: string | null }>;
   /** A run over its budget only asks to go on: nothing to edit or send back. */
   editable: boolean;
 }
@@ -46,13 +47,6 @@ export interface SlackMessageView {
   calls: SlackCallView[];
 }
 
-const CHANNEL_WORDS: Record<DecisionChannel, string> = {
-  console: 'in the console',
-  api: 'through the API',
-  email_link: 'by an email link',
-  email_reply: 'by an email reply',
-  slack: 'in Slack',
-};
 const DONE: Partial<Record<ToolCallApproval, string>> = {
   approved: ':white_check_mark: Approved',
   rejected: ':no_entry: Rejected',
@@ -72,6 +66,17 @@ export function decisionLine(call: Pick<SlackCallView, 'approval' | 'decidedBy' 
   return `${done}${who}${how}${when}${reason}`;
 }
 
+/** "1 of 2 approvals: <@U1> (“the customer asked for 200”)": each approver's why, for the next one to read. */
+function approvalCount(call: SlackCallView): string {
+  const each = call.approvals.map(
+    ({ by, reason }) => `${by}${reason ? ` (“${escapeMrkdwn(reason.length > 300 ? `${reason.slice(0, 299)}…` : reason)}”)` : ''}`,
+  );
+  return `${call.approvals.length} of ${call.approvalsRequired} approvals${each.length > 0 ? `: ${each.join(', ')}` : ''}`.slice(
+    0,
+    3000,
+  );
+}
+
 function callBlocks(actionId: string, call: SlackCallView): Block[] {
   const args = readableArguments(call.input).map(([name, value]) => `• ${escapeMrkdwn(name)}: ${escapeMrkdwn(value)}`);
   const text = [
@@ -81,8 +86,7 @@ function callBlocks(actionId: string, call: SlackCallView): Block[] {
     ...(call.expiresAt ? [`_Decide by:_ ${formatUtc(call.expiresAt)}`] : []),
   ].join('\n');
   const blocks: Block[] = [{ type: 'section', text: { type: 'mrkdwn', text: text.slice(0, 3000) } }];
-  const by = call.approvedBy.length > 0 ? `: ${call.approvedBy.join(', ')}` : '';
-  const count = call.approvalsRequired > 1 ? `${call.approvedBy.length} of ${call.approvalsRequired} approvals${by}` : null;
+  const count = call.approvalsRequired > 1 ? approvalCount(call) : null;
   if (call.approval !== 'pending') {
     blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: decisionLine(call).slice(0, 3000) }] });
     return blocks;

@@ -24,6 +24,8 @@ function toPublic(row: SlackIntegrationRow | undefined, interactivityUrl: string
 /** An org's connected Slack app, opened for use: its client, channel and signing secret. */
 export interface OrgSlack {
   client: SlackClient;
+  /** The workspace the bot token is of (auth.test's team_id when it was saved): Slack's user ids are its own. */
+  teamId: string;
   channel: string;
   signingSecret: string;
 }
@@ -46,6 +48,7 @@ export function createSlackIntegrationService(deps: {
     if (!row) return undefined;
     return {
       client: deps.slack(deps.box.decrypt(row.botToken)),
+      teamId: row.teamId,
       channel: row.channel,
       signingSecret: deps.box.decrypt(row.signingSecret),
     };

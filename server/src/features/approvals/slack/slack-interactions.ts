@@ -9,7 +9,7 @@ import { AppError, notFound } from '../../../lib/errors.ts';
 import { inputJsonSchema, type ToolRegistry } from '../../agents/tool-registry.ts';
 import type { ApprovalsService, Decider } from '../approvals.service.ts';
 import { decisionLine, SLACK_ACTIONS, type SlackAction } from './slack-blocks.ts';
-import type { Block } from './slack-client.ts';
+import { type Block, SlackApiError } from './slack-client.ts';
 import type { OrgSlack } from './slack-integration.service.ts';
 import { slackIntegrationRepo } from './slack-integration.repo.ts';
 import { editedArguments, editModal, flatSchemaOf, type ModalMetadata, wordsModal } from './slack-modals.ts';
@@ -119,11 +119,35 @@ export function createSlackInteractions(deps: {
       throw new AppError('message_replayed', 'This interaction was taken already');
   }
 
-  /** The Slack user as a member of the org, by the email Slack reports for them. */
-  async function deciderOf(orgId: string, slack: OrgSlack, slackUser: string): Promise<Decider & { channel: 'slack' }> {
-    const email = await slack.client.userEmail(slackUser).catch(() => null);
-    const member = email ? await memberByEmail(deps.db, orgId, email) : undefined;
-    return { userId: member?.id ?? null, channel: 'slack', externalId: slackUser };
+  /**
+   * The Slack user as a member of the org, by the email Slack reports for them; or why they are none
+   * (`notMember`). When Slack could not say who they are, `slackError` is set: that is no attempt of theirs.
+   */
+  async function deciderOf(
+    orgId: string,
+    slack: OrgSlack,
+    slackUser: string,
+  ): Promise<{ decider: Decider & { channel: 'slack' }; notMember?: string; slackError?: string }> {
+    const decider = { userId: null, channel: 'slack' as const, externalId: slackUser };
+    let email: string | null;
+    try {
+      email = await slack.client.userEmail(slackUser);
+    } catch (error) {
+      if (!(error instanceof SlackApiError)) throw error;
+      const notMember = `Slack did not say who you are (${error.slackError}); nothing was decided. Try again.`;
+      return { decider, notMember, slackError: error.slackError };
+    }
+    // users.info shows no email without the users:read.email scope: a setup fault, said as one.
+    if (!email)
+      return {
+        decider,
+        notMember:
+          'You may not decide this: Slack shows this app no email for your account (its bot needs the users:read.email scope)',
+      };
+    const member = await memberByEmail(deps.db, orgId, email);
+    if (!member)
+      return { decider, notMember: "You may not decide this: no member of the organization has your Slack account's email" };
+    return { decider: { ...decider, userId: member.id } };
   }
 
   const ephemeral = (slack: OrgSlack, channel: string | undefined, user: string, text: string) =>
@@ -133,13 +157,12 @@ export function createSlackInteractions(deps: {
   async function clicked(orgId: string, slack: OrgSlack, payload: BlockActions): Promise<void> {
     const { kind, a: actionId, t: toolCallId } = buttonOf(payload);
     const ref = { orgId, actionId, toolCallId };
-    const decider = await deciderOf(orgId, slack, payload.user.id);
+    const { decider, notMember, slackError } = await deciderOf(orgId, slack, payload.user.id);
     const say = (text: string) => ephemeral(slack, payload.channel?.id, payload.user.id, text);
-    if (!decider.userId) {
-      const { call } = await deps.approvals.beforeDeciding(ref, { ...decider, userId: null });
-      const refusal = 'You may not decide this: your Slack account is not a member of the organization (by its email)';
-      if (call) await deps.approvals.recordRefusals(orgId, [call.id], decider, refusal);
-      return say(refusal);
+    if (notMember) {
+      const { call } = slackError ? { call: undefined } : await deps.approvals.beforeDeciding(ref, decider);
+      if (call) await deps.approvals.recordRefusals(orgId, [call.id], decider, notMember);
+      return say(notMember);
     }
     const checked = await deps.approvals.beforeDeciding(ref, decider);
     const { call } = checked;
@@ -163,6 +186,11 @@ export function createSlackInteractions(deps: {
       await slack.client.openView(payload.trigger_id, view);
     } catch (error) {
       if (error instanceof AppError && REFUSALS.has(error.code)) return say(`Nothing was decided: ${error.message}`);
+      // The modal did not open (an expired trigger, a refused view): the clicker would see nothing happen.
+      if (error instanceof SlackApiError) {
+        deps.logger.warn({ orgId, slackError: error.slackError }, 'Slack did not open a modal');
+        return say(`Slack did not open the form (${error.slackError}); nothing was decided. Try again, or use the console.`);
+      }
       throw error;
     }
   }
@@ -193,13 +221,12 @@ export function createSlackInteractions(deps: {
     }
     const { a: actionId, t: toolCallId } = callOf(JSON.stringify({ a: metadata.a, t: metadata.t }));
     const { values } = payload.view.state;
-    const decider = await deciderOf(orgId, slack, payload.user.id);
+    const { decider, notMember } = await deciderOf(orgId, slack, payload.user.id);
     const ref = { orgId, actionId, toolCallId };
     const words = values.words?.value?.value?.trim() ?? '';
     const firstBlock = Object.keys(values)[0] ?? 'words';
     const errors = (block: string, message: string) => ({ answer: { response_action: 'errors', errors: { [block]: message } } });
-    if (!decider.userId)
-      return errors(firstBlock, 'You may not decide this: your Slack account is not a member of the organization');
+    if (notMember) return errors(firstBlock, notMember.slice(0, 150));
     try {
       if (metadata.kind === 'reject') await deps.approvals.decideWith(ref, decider, { kind: 'reject', reason: words || null });
       else if (metadata.kind === 'send_back') {
@@ -209,9 +236,10 @@ export function createSlackInteractions(deps: {
         const checked = await deps.approvals.beforeDeciding(ref, decider);
         if (checked.refusal !== undefined) return errors(firstBlock, checked.refusal.slice(0, 150));
         const schema = await schemaOf(orgId, checked.call.toolName);
-        const edited = editedArguments(values, schema);
+        const edited = editedArguments(values, schema, checked.call.approvedInput ?? checked.call.input);
         if ('errors' in edited) return { answer: { response_action: 'errors', errors: edited.errors } };
-        await deps.approvals.decideWith(ref, decider, { kind: 'approve', arguments: edited.arguments });
+        const reason = values.why?.value?.value?.trim().slice(0, 2000) || null;
+        await deps.approvals.decideWith(ref, decider, { kind: 'approve', arguments: edited.arguments, reason });
       }
     } catch (error) {
       if (!(error instanceof AppError && REFUSALS.has(error.code))) throw error;

@@ -36,14 +36,15 @@ const input = (blockId: string, label: string, element: Record<string, unknown>,
   element: { type: 'plain_text_input', action_id: 'value', ...element },
 });
 
-function modal(metadata: ModalMetadata, title: string, submit: string, blocks: Block[]): Block {
+/** A modal; one without a submit button (`submit` null) can only be closed. */
+function modal(metadata: ModalMetadata, title: string, submit: string | null, blocks: Block[]): Block {
   return {
     type: 'modal',
     callback_id: metadata.kind,
     private_metadata: JSON.stringify(metadata),
     title: text(title),
-    submit: text(submit),
-    close: text('Cancel'),
+    ...(submit && { submit: text(submit) }),
+    close: text(submit ? 'Cancel' : 'Close'),
     blocks,
   };
 }
@@ -63,41 +64,69 @@ export function wordsModal(metadata: ModalMetadata, toolName: string): Block {
 }
 
 const shown = (value: unknown) => (typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value));
+/** The most a Slack text input holds: a longer value cannot be shown in one whole, so it is not edited there. */
+export const SLACK_FIELD_MAX = 3000;
+const fitsAField = (value: unknown) => shown(value).length <= SLACK_FIELD_MAX;
+const note = (words: string) => ({ type: 'context', elements: [{ type: 'mrkdwn', text: words.slice(0, 3000) }] });
+const named = (name: string) => `\`${name.replace(/[&<>`]/g, '')}\``;
 
-/** Edit and approve: one field per argument of a flat schema, filled with what an approval approves now; JSON otherwise. */
+/**
+ * Edit and approve: one field per argument of a flat schema, filled with what an approval approves now; JSON otherwise.
+ * A value too long for a Slack field, and an argument the schema does not name, are kept as they are
+ * (a value cut to fit would run cut); arguments too long as JSON can only be approved as they are here.
+ */
 export function editModal(metadata: ModalMetadata, toolName: string, args: unknown, schema: FlatSchema | undefined): Block {
   const given = (args ?? {}) as Record<string, unknown>;
-  const blocks: Block[] = schema
-    ? schema.map((field) => {
-        const value = shown(given[field.name]);
-        return input(
-          `arg:${field.name}`.slice(0, 255),
-          `${field.name} (${field.type})`,
-          value ? { initial_value: value.slice(0, 3000) } : {},
-          !field.required,
-        );
-      })
-    : [
-        input('arguments', 'Arguments (JSON)', {
-          multiline: true,
-          initial_value: JSON.stringify(args ?? {}, null, 2).slice(0, 3000),
-        }),
-      ];
-  return modal(metadata, 'Edit and approve', 'Approve', [
-    { type: 'section', text: { type: 'mrkdwn', text: `*${toolName.replace(/[&<>]/g, '')}*: the call runs with these` } },
-    ...blocks,
-  ]);
+  const head = {
+    type: 'section',
+    text: { type: 'mrkdwn', text: `*${toolName.replace(/[&<>]/g, '')}*: the call runs with these` },
+  };
+  const why = input('why', 'Why (optional)', { multiline: true, max_length: 2000 }, true);
+  if (!schema) {
+    const json = JSON.stringify(given, null, 2);
+    if (json.length > SLACK_FIELD_MAX)
+      return modal(metadata, 'Edit and approve', null, [
+        head,
+        note(
+          `These arguments are ${json.length.toLocaleString('en-US')} characters of JSON, more than a Slack field holds: ` +
+            'edit them in the console, or approve them as they are with Approve.',
+        ),
+      ]);
+    return modal(metadata, 'Edit and approve', 'Approve', [
+      head,
+      input('arguments', 'Arguments (JSON)', { multiline: true, initial_value: json }),
+      why,
+    ]);
+  }
+  const blocks: Block[] = schema.map((field) => {
+    const value = shown(given[field.name]);
+    if (!fitsAField(given[field.name]))
+      return note(
+        `${named(field.name)}: ${value.length.toLocaleString('en-US')} characters, more than a Slack field holds: kept as it is`,
+      );
+    return input(
+      `arg:${field.name}`.slice(0, 255),
+      `${field.name} (${field.type})`,
+      value ? { initial_value: value } : {},
+      !field.required,
+    );
+  });
+  const unnamed = Object.keys(given).filter((name) => !schema.some((field) => field.name === name));
+  if (unnamed.length > 0) blocks.push(note(`Kept as they are (not in the tool's schema): ${unnamed.map(named).join(', ')}`));
+  return modal(metadata, 'Edit and approve', 'Approve', [head, ...blocks, why]);
 }
 
 type StateValues = Record<string, Record<string, { value?: string | null }>>;
 
 /**
  * The arguments an edit modal was submitted with, or the field errors to show in it. Fields are read by
- * the schema's types; the approvals service then checks them against the tool's schema and the rules.
+ * the schema's types; what the modal did not offer to edit (`current`'s too long or unnamed values) is
+ * kept. The approvals service then checks them against the tool's schema and the rules.
  */
 export function editedArguments(
   values: StateValues,
   schema: FlatSchema | undefined,
+  current: unknown,
 ): { arguments: Record<string, unknown> } | { errors: Record<string, string> } {
   if (!schema) {
     const raw = values.arguments?.value?.value ?? '';
@@ -110,9 +139,13 @@ export function editedArguments(
     }
     return { errors: { arguments: 'The arguments are a JSON object: { "name": value, ... }' } };
   }
-  const args: Record<string, unknown> = {};
+  const given = (current ?? {}) as Record<string, unknown>;
+  const inModal = schema.filter((field) => fitsAField(given[field.name]));
+  const args: Record<string, unknown> = Object.fromEntries(
+    Object.entries(given).filter(([name]) => !inModal.some((field) => field.name === name)),
+  );
   const errors: Record<string, string> = {};
-  for (const field of schema) {
+  for (const field of inModal) {
     const raw = values[`arg:${field.name}`]?.value?.value ?? '';
     if (raw === '') continue;
     if (field.type === 'string') args[field.name] = raw;

@@ -3,12 +3,15 @@ import type { Kysely } from 'kysely';
 import { transaction } from '../../../db/after-commit.ts';
 import type { DB } from '../../../db/schema.ts';
 import type { JobRunner } from '../../../jobs/job-runner.ts';
+import type { Clock } from '../../../lib/clock.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
+import { createReloadingCache } from '../../../lib/reloading-cache.ts';
 import { BUDGET_APPROVAL } from '../../actions/budget-hold.ts';
+import { standingApprovers } from '../standing-approvals.ts';
 import { approvalMailRepo } from '../email/approval-mail.repo.ts';
 import { whyItWaits } from '../why-it-waits.ts';
 import { approvalMessage, type SlackCallView } from './slack-blocks.ts';
-import { SlackApiError, type SlackClient } from './slack-client.ts';
+import { SlackApiError } from './slack-client.ts';
 import type { OrgSlack } from './slack-integration.service.ts';
 import { slackRepo } from './slack.repo.ts';
 
@@ -23,19 +26,24 @@ type MessageCall = Awaited<ReturnType<typeof slackRepo.messageCalls>>[number];
  */
 export function createSlackNotifier(deps: {
   db: Kysely<DB>;
+  clock: Clock;
   slackOf: (orgId: string) => Promise<OrgSlack | undefined>;
   metrics: Pick<Metrics, 'approvalNotifications'>;
   jobs: Pick<JobRunner, 'enqueue'>;
 }) {
   const { db } = deps;
+  // Each message names up to 20 approvers and is rebuilt after every decision, and Slack allows
+  // users.lookupByEmail about 50 times a minute (Tier 3): a workspace's user ids are kept a while.
+  const slackIds = createReloadingCache<string>({ clock: deps.clock, ttlMs: 10 * 60_000, missTtlMs: 60_000 });
 
   /** The approvers as Slack shows them: a mention when the workspace knows their email, the email otherwise. */
-  async function approverNames(client: SlackClient, action: Action): Promise<string[]> {
+  async function approverNames(slack: OrgSlack, action: Action): Promise<string[]> {
     const approvers = await approvalMailRepo.approvers(db, action.orgId, action.approvers ?? null);
     const names: string[] = [];
-    for (const approver of approvers.slice(0, 20)) {
-      const id = await client.userIdByEmail(approver.email).catch(() => null);
-      names.push(id ? `<@${id}>` : approver.email);
+    for (const { email } of approvers.slice(0, 20)) {
+      const key = `${slack.teamId}:${email.toLowerCase()}`;
+      const id = await slackIds.get(key, () => slack.client.userIdByEmail(email)).catch(() => null);
+      names.push(id ? `<@${id}>` : email);
     }
     return names;
   }
@@ -47,7 +55,7 @@ export function createSlackNotifier(deps: {
     approvers: string[],
     reader: Kysely<DB> = db,
   ) {
-    const approvals = await slackRepo.standingApprovals(
+    const approvals = await standingApprovers(
       reader,
       calls.map((call) => call.id),
     );
@@ -76,9 +84,12 @@ export function createSlackNotifier(deps: {
           reason: decided?.decisionReason ?? null,
           decidedAt: decided?.decidedAt ?? null,
           approvalsRequired: action.minApprovals ?? 1,
-          approvedBy: approvals
+          approvals: approvals
             .filter((approval) => approval.toolCallId === call.id)
-            .map((approval) => (approval.externalUserId ? `<@${approval.externalUserId}>` : (approval.email ?? 'someone'))),
+            .map((approval) => ({
+              by: approval.externalUserId ? `<@${approval.externalUserId}>` : (approval.email ?? 'someone'),
+              reason: approval.reason,
+            })),
           editable: call.toolName !== BUDGET_APPROVAL,
         };
       }),
@@ -112,7 +123,7 @@ export function createSlackNotifier(deps: {
         db,
         due.map((call) => ({ id: randomUUID(), orgId: action.orgId, actionId, toolCallId: call.id, address: channel })),
       );
-      const approvers = await approverNames(client, action);
+      const approvers = await approverNames(slack, action);
       const message = await messageOf(action, due, approvers);
       try {
         const posted = await client.postMessage({ channel, ...message });
@@ -142,7 +153,7 @@ export function createSlackNotifier(deps: {
       const slack = await deps.slackOf(action.orgId);
       const calls = await slackRepo.messageCalls(db, actionId);
       if (!slack || calls.length === 0) return;
-      const approvers = await approverNames(slack.client, action);
+      const approvers = await approverNames(slack, action);
       for (const ts of new Set(calls.map((call) => call.slackTs!))) {
         const inMessage = calls.filter((call) => call.slackTs === ts);
         const message = await messageOf(action, inMessage, approvers);

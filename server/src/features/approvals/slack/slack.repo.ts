@@ -94,19 +94,6 @@ export const slackRepo = {
       .orderBy('c.requestedAt')
       .orderBy('c.id')
       .execute(),
-
-  /** The members' approvals that stand, per call, with their Slack user id when they approved in Slack. */
-  standingApprovals: (db: Kysely<DB>, toolCallRowIds: string[]) =>
-    toolCallRowIds.length === 0
-      ? Promise.resolve([])
-      : db
-          .selectFrom('toolCallApprovals as a')
-          .leftJoin('users as u', 'u.id', 'a.userId')
-          .select(['a.toolCallId', 'a.externalUserId', 'u.email'])
-          .where('a.toolCallId', 'in', toolCallRowIds)
-          .where('a.supersededAt', 'is', null)
-          .orderBy('a.createdAt')
-          .execute(),
 };
 
 /** A member of the org by email (any case): who a Slack user is to the service. */

@@ -1,74 +1,22 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitingToolCall } from '../../../../test/helpers/refunds.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loggerOptions } from '../../../lib/logger.ts';
 import { captureLog } from '../../../../test/helpers/log-capture.ts';
-import { startTestApp, TEST_APP_HOST } from '../../../../test/helpers/test-app.ts';
-import { setupWebhook as setupOn } from '../../../../test/helpers/webhooks.ts';
+import { startTestApp, TEST_APP_HOST, type TestApp } from '../../../../test/helpers/test-app.ts';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth } from '../../../../test/helpers/callbacks.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
-import { createUser, signIn } from '../../../../test/helpers/factories.ts';
-import { type ChatRequest, calledTools, toolResults } from '../../../../test/helpers/fake-model.ts';
-import { type FakeSlack, postInteraction, startFakeSlack } from '../../../../test/helpers/fake-slack.ts';
-import { startTestMcpServer, type TestMcpServer } from '../../../../test/helpers/mcp-server.ts';
-import { type FakeModel, useAppWithModel } from '../../../../test/helpers/model-app.ts';
-import type { TestApp } from '../../../../test/helpers/test-app.ts';
-import { setupWebhook, type WebhookSetup } from '../../../../test/helpers/webhooks.ts';
+import { signIn } from '../../../../test/helpers/factories.ts';
+import { type FakeSlack, postInteraction } from '../../../../test/helpers/fake-slack.ts';
+import { SIGNING_SECRET, useSlackApprovals, type Waiting } from '../../../../test/helpers/slack-approvals.ts';
+import { setupWebhook } from '../../../../test/helpers/webhooks.ts';
 
+const slackApprovals = useSlackApprovals();
+const { waitingRefund, twoApprovals, messageOf, buttonsOf, click, submit, refunds, openedView, now } = slackApprovals;
 let app: TestApp;
-let model: FakeModel;
 let slack: FakeSlack;
-let orders: TestMcpServer;
-const SIGNING_SECRET = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
-beforeAll(async () => {
-  slack = await startFakeSlack();
-  orders = await startTestMcpServer();
-});
-afterAll(async () => {
-  await slack?.close();
-  await orders?.close();
-});
-// Jobs are not polled for (the test apps' default): a message is posted and updated because its job's workers are woken.
-useAppWithModel(
-  () => ({ SLACK_API_URL: slack.url, MCP_ALLOW_PRIVATE_NETWORKS: 'true' }),
-  (started) => ({ app, model } = started),
-);
+beforeAll(() => ({ app, slack } = slackApprovals.started));
 
-/** Proposes a refund of 250; then says what the tool (or the reviewer) answered. */
-const refund = (request: ChatRequest) =>
-  calledTools(request)
-    ? { text: `Result: ${JSON.stringify(toolResults(request).at(-1)!.content)}` }
-    : { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: 'A-1', amount: 250 } }] };
-
-interface Waiting {
-  setup: WebhookSetup;
-  actionId: string;
-  toolCallId: string;
-  /** The admin's Slack user id (the workspace knows their email). */
-  adminSlackId: string;
-  url: string;
-}
-
-/** An org with its Slack app connected, and a refund waiting under a rule that notifies in Slack. */
-async function waitingRefund(): Promise<Waiting> {
-  const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' }, notify: ['slack'] });
-  const { org, token, admin } = setup.tenant;
-  const adminSlackId = slack.addUser(admin.email).id;
-  const connected = await app.request('PUT', `/orgs/${org.slug}/slack`, {
-    token,
-    body: { botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' },
-  });
-  expect(connected.status).toBe(200);
-  const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
-  return { setup, actionId, toolCallId, adminSlackId, url: `${app.baseUrl}/webhooks/slack/${org.slug}` };
-}
-
-/** The message posted for the action, once it is there. */
-const messageOf = (actionId: string) =>
-  eventually('the Slack message', async () =>
-    [...slack.messages.values()].find((message) => JSON.stringify(message.blocks).includes(actionId)),
-  );
 /** Rejects the waiting call as the console does: signed in with its cookie, sending its origin. */
 const rejectInConsole = async (waiting: Waiting, reason: string) => {
   const { org, token } = waiting.setup.tenant;
@@ -79,44 +27,6 @@ const rejectInConsole = async (waiting: Waiting, reason: string) => {
   );
   return rejected.json();
 };
-const buttonsOf = (message: { blocks: any[] }) =>
-  message.blocks.filter((block) => block.type === 'actions').flatMap((block) => block.elements);
-const now = () => Math.floor(app.clock.now().getTime() / 1000);
-const click = (waiting: Waiting, user: string, actionId: string, value: string) =>
-  postInteraction(
-    waiting.url,
-    SIGNING_SECRET,
-    {
-      type: 'block_actions',
-      user: { id: user },
-      trigger_id: `trigger-${Math.random()}`,
-      channel: { id: 'C0APPROVALS' },
-      actions: [{ action_id: actionId, value }],
-    },
-    { timestamp: now() },
-  );
-const submit = (waiting: Waiting, user: string, view: any, values: Record<string, string>) =>
-  postInteraction(
-    waiting.url,
-    SIGNING_SECRET,
-    {
-      type: 'view_submission',
-      user: { id: user },
-      view: {
-        callback_id: view.callback_id,
-        private_metadata: view.private_metadata,
-        state: {
-          values: Object.fromEntries(Object.entries(values).map(([block, value]) => [block, { value: { value } }])),
-        },
-      },
-    },
-    { timestamp: now() },
-  );
-const refunds = (toolCallId: string) =>
-  orders.sideEffects.filter((effect) => effect.toolCallId === toolCallId).map((effect) => effect.arguments);
-/** The modal the last views.open opened. */
-const lastView = () => slack.callsOf('views.open').at(-1)!.args.view;
-
 describe('approvals in Slack', () => {
   it('connects an app only with a token Slack accepts, and never shows its secrets', async () => {
     const setup = await setupWebhook(app);
@@ -187,6 +97,9 @@ describe('approvals in Slack', () => {
     // The message says who decided, and has no buttons left.
     await eventually('the message updated', async () => buttonsOf(message).length === 0 || undefined);
     expect(JSON.stringify(message.blocks)).toContain(`Approved by ${waiting.setup.tenant.admin.email} in Slack`);
+    // Posted and rebuilt, the message asked Slack who the approver is once (users.lookupByEmail is rate-limited).
+    const lookups = slack.callsOf('users.lookupByEmail').filter((call) => call.args.email === waiting.setup.tenant.admin.email);
+    expect(lookups).toHaveLength(1);
     // A second click on the decided call changes nothing and says who decided.
     await click(waiting, waiting.adminSlackId, 'approve', value);
     await eventually('an ephemeral answer', async () =>
@@ -201,7 +114,7 @@ describe('approvals in Slack', () => {
     const waiting = await waitingRefund();
     const value = buttonsOf(await messageOf(waiting.actionId))[1].value as string;
     await click(waiting, waiting.adminSlackId, 'edit', value);
-    const view = await eventually('the edit modal', async () => slack.callsOf('views.open').at(-1)?.args.view);
+    const view = await openedView('edit', waiting.actionId);
     expect(view.callback_id).toBe('edit');
     const fields = view.blocks.filter((block: any) => block.type === 'input');
     expect(Object.fromEntries(fields.map((block: any) => [block.block_id, block.element.initial_value]))).toEqual({
@@ -223,9 +136,7 @@ describe('approvals in Slack', () => {
     const sentBack = await waitingRefund();
     const [, , sendBack] = buttonsOf(await messageOf(sentBack.actionId));
     await click(sentBack, sentBack.adminSlackId, 'send_back', sendBack.value);
-    const view = await eventually('the send back modal', async () =>
-      lastView()?.callback_id === 'send_back' ? lastView() : undefined,
-    );
+    const view = await openedView('send_back', sentBack.actionId);
     expect(await (await submit(sentBack, sentBack.adminSlackId, view, { words: '' })).json()).toMatchObject({
       response_action: 'errors',
     });
@@ -238,9 +149,7 @@ describe('approvals in Slack', () => {
     const rejected = await waitingRefund();
     const reject = buttonsOf(await messageOf(rejected.actionId))[3];
     await click(rejected, rejected.adminSlackId, 'reject', reject.value);
-    const rejectView = await eventually('the reject modal', async () =>
-      lastView()?.callback_id === 'reject' && lastView().private_metadata.includes(rejected.actionId) ? lastView() : undefined,
-    );
+    const rejectView = await openedView('reject', rejected.actionId);
     await submit(rejected, rejected.adminSlackId, rejectView, { words: 'Not this customer.' });
     const ended = await waitForAction(app, auth(rejected.setup), rejected.actionId, ['rejected', 'completed']);
     expect(ended.status).toBe('rejected');
@@ -358,14 +267,10 @@ describe('approvals in Slack', () => {
 
   it('with minApprovals 2, a Slack approval counts as one: the message says "1 of 2 approvals" and keeps its buttons', async () => {
     const waiting = await waitingRefund();
-    const { org, token } = waiting.setup.tenant;
-    const second = await createUser(app, { role: 'Admin', org: org.slug });
-    const patched = await app.request('PATCH', `/orgs/${org.slug}/action-rules/${waiting.setup.ruleId}`, {
-      token,
-      body: { minApprovals: 2 },
-    });
+    const { org } = waiting.setup.tenant;
+    const { second, rule } = await twoApprovals(waiting);
     // A PATCH changes what it names only: the rule still posts in Slack.
-    expect(await patched.json()).toMatchObject({ minApprovals: 2, notify: ['slack'] });
+    expect(rule).toMatchObject({ minApprovals: 2, notify: ['slack'] });
     const message = await messageOf(waiting.actionId);
     await click(waiting, waiting.adminSlackId, 'approve', buttonsOf(message)[0].value);
     await eventually(
@@ -391,7 +296,7 @@ describe('approvals in Slack', () => {
     const log = captureLog(loggerOptions('debug'));
     const logged = await startTestApp({ SLACK_API_URL: slack.url }, { logger: log.logger });
     try {
-      const setup = await setupOn(logged);
+      const setup = await setupWebhook(logged);
       const { org, token } = setup.tenant;
       for (const botToken of ['xoxb-refused-token-1234', slack.token])
         await logged.request('PUT', `/orgs/${org.slug}/slack`, {
