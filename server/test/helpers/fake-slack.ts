@@ -41,6 +41,8 @@ export async function startFakeSlack() {
   const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[] }>();
   const knownChannels = new Set(['C0APPROVALS']);
   let sequence = 0;
+  /** The scopes the app's bot token was granted (an install with fewer: `grantScopes`). */
+  let scopes = ['chat:write', 'users:read', 'users:read.email', 'channels:read'];
   /** Trigger ids given with interactions: each opens one modal, within 3 seconds of its issue. */
   const triggers = new Map<string, { issuedAt: number; used: boolean }>();
   /** Held chat.postMessage answers: the message is in the channel, its answer not yet sent. */
@@ -55,8 +57,10 @@ export async function startFakeSlack() {
     // The client sends arrays and objects form-encoded as JSON strings.
     for (const key of ['blocks', 'view']) if (typeof args[key] === 'string') args[key] = JSON.parse(args[key]);
     calls.push({ method, token: given, args });
-    const ok = (fields: Record<string, unknown> = {}) => sendJson(response, 200, { ok: true, ...fields });
-    const fail = (error: string) => sendJson(response, 200, { ok: false, error });
+    // Slack lists the token's scopes with every answer.
+    const scopeHeader: Record<string, string> = given === token ? { 'x-oauth-scopes': scopes.join(',') } : {};
+    const ok = (fields: Record<string, unknown> = {}) => sendJson(response, 200, { ok: true, ...fields }, scopeHeader);
+    const fail = (error: string) => sendJson(response, 200, { ok: false, error }, scopeHeader);
     if (given !== token) return fail('invalid_auth');
     switch (method) {
       case 'auth.test':
@@ -110,6 +114,10 @@ export async function startFakeSlack() {
       return user;
     },
     callsOf: (method: string) => calls.filter((call) => call.method === method),
+    /** The app reinstalled with these bot scopes. */
+    grantScopes(granted: string[]) {
+      scopes = granted;
+    },
     /** A trigger id as Slack puts in an interaction's payload: it opens one modal within 3 seconds. */
     issueTrigger() {
       const id = `${++sequence}.${randomBytes(6).toString('hex')}`;

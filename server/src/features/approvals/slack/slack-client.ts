@@ -7,16 +7,34 @@ export type Block = Record<string, unknown>;
 /** What Slack's Web API said when it refused a call: its own error (`invalid_auth`, `channel_not_found`, ...). */
 export class SlackApiError extends Error {
   readonly slackError: string;
-  constructor(slackError: string, message = `Slack answered ${slackError}`) {
+  /** With `missing_scope`: the scopes the token lacks. */
+  readonly neededScopes?: string[];
+  constructor(slackError: string, message = `Slack answered ${slackError}`, neededScopes?: string[]) {
     super(message);
     this.name = 'SlackApiError';
     this.slackError = slackError;
+    if (neededScopes) this.neededScopes = neededScopes;
   }
 }
 
+/** What approvals need of the app's bot: to post and update messages, and to know who clicked by their email. */
+const REQUIRED_SCOPES = ['chat:write', 'users:read', 'users:read.email'] as const;
+
+/**
+ * A token without the scopes approvals need, as Slack names that refusal (`missing_scope`). Slack
+ * lists a token's scopes with every answer; a proxy that drops the list leaves nothing to check.
+ */
+export function missingScopes(scopes: string[] | null): SlackApiError | undefined {
+  const missing = scopes ? REQUIRED_SCOPES.filter((scope) => !scopes.includes(scope)) : [];
+  return missing.length === 0 ? undefined : new SlackApiError('missing_scope', undefined, missing);
+}
+
 /** A Slack refusal as the API's error: 422 `slack_refused`, with Slack's own error named. */
-export const slackRefused = (error: SlackApiError, what: string) =>
-  new AppError('slack_refused', `${what}: ${error.slackError}`, { details: { slackError: error.slackError } });
+export function slackRefused(error: SlackApiError, what: string): AppError {
+  const needed = error.neededScopes;
+  const fix = needed ? ` (the bot needs ${needed.join(', ')}: add them to the app's bot token scopes and reinstall it)` : '';
+  return new AppError('slack_refused', `${what}: ${error.slackError}${fix}`, { details: { slackError: error.slackError } });
+}
 
 /**
  * The methods of Slack's Web API that approvals use, through the official client, for one org's bot
@@ -24,7 +42,8 @@ export const slackRefused = (error: SlackApiError, what: string) =>
  * Retry-After; anything Slack refuses becomes a SlackApiError with Slack's own error code.
  */
 export interface SlackClient {
-  authTest(): Promise<{ teamId: string; team: string | null; botUserId: string | null }>;
+  /** The token's workspace and bot; `scopes`: what Slack says it was granted (X-OAuth-Scopes), null when not said. */
+  authTest(): Promise<{ teamId: string; team: string | null; botUserId: string | null; scopes: string[] | null }>;
   postMessage(message: { channel: string; text: string; blocks: Block[] }): Promise<{ channel: string; ts: string }>;
   update(message: { channel: string; ts: string; text: string; blocks: Block[] }): Promise<void>;
   postEphemeral(message: { channel: string; user: string; text: string }): Promise<void>;
@@ -65,7 +84,8 @@ export function createSlackClients(options: { baseUrl: string; timeoutMs: number
       authTest: () =>
         call(async () => {
           const answer = await web.auth.test();
-          return { teamId: answer.team_id ?? '', team: answer.team ?? null, botUserId: answer.user_id ?? null };
+          const scopes = answer.response_metadata?.scopes ?? null;
+          return { teamId: answer.team_id ?? '', team: answer.team ?? null, botUserId: answer.user_id ?? null, scopes };
         }),
       postMessage: (message) =>
         call(async () => {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../../db/schema.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { notFound } from '../../../lib/errors.ts';
-import { SlackApiError, type SlackClient, type SlackClients, slackRefused } from './slack-client.ts';
+import { missingScopes, SlackApiError, type SlackClient, type SlackClients, slackRefused } from './slack-client.ts';
 import type { PublicSlackIntegration, SlackIntegrationInput } from './slack-integration.schemas.ts';
 import { type SlackIntegrationRow, slackIntegrationRepo } from './slack-integration.repo.ts';
 
@@ -67,6 +67,9 @@ export function createSlackIntegrationService(deps: {
         if (error instanceof SlackApiError) throw slackRefused(error, 'Slack refused the bot token');
         throw error;
       }
+      // A bot that cannot post, or cannot tell who clicked, would refuse every decision: said now, not at the first click.
+      const lacking = missingScopes(team.scopes);
+      if (lacking) throw slackRefused(lacking, 'The bot token cannot be used for approvals');
       const row = await slackIntegrationRepo.upsert(deps.db, {
         orgId: org.id,
         botToken: deps.box.encrypt(input.botToken),
@@ -89,6 +92,8 @@ export function createSlackIntegrationService(deps: {
       if (!slack) throw notFound('Slack integration');
       try {
         const team = await slack.client.authTest();
+        const lacking = missingScopes(team.scopes);
+        if (lacking) throw slackRefused(lacking, 'The bot token cannot be used for approvals');
         const text = 'Agent Platform is connected: approval messages will come to this channel.';
         const posted = await slack.client.postMessage({ channel: slack.channel, text, blocks: [] });
         return { ok: true as const, team: team.team, channel: posted.channel, ts: posted.ts };

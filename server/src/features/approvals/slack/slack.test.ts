@@ -70,6 +70,36 @@ describe('approvals in Slack', () => {
     expect((await app.request('DELETE', `/orgs/${org.slug}/slack`, { token })).status).toBe(404);
   });
 
+  it('refuses a bot token without the scopes approvals need, when it is saved and when it is tested', async () => {
+    const setup = await setupWebhook(app);
+    const { org, token } = setup.tenant;
+    const put = () =>
+      app.request('PUT', `/orgs/${org.slug}/slack`, {
+        token,
+        body: { botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' },
+      });
+    expect((await put()).status).toBe(200);
+    const needed = "missing_scope (the bot needs users:read.email: add them to the app's bot token scopes and reinstall it)";
+    try {
+      slack.grantScopes(['chat:write', 'users:read']);
+      const posts = slack.callsOf('chat.postMessage').length;
+      const tested = await app.request('POST', `/orgs/${org.slug}/slack/test`, { token });
+      expect(tested.status).toBe(422);
+      expect(await tested.json()).toMatchObject({
+        code: 'slack_refused',
+        error: `The bot token cannot be used for approvals: ${needed}`,
+      });
+      expect(slack.callsOf('chat.postMessage')).toHaveLength(posts);
+      await app.request('DELETE', `/orgs/${org.slug}/slack`, { token });
+      const refused = await put();
+      expect(refused.status).toBe(422);
+      expect((await refused.json()).error).toBe(`The bot token cannot be used for approvals: ${needed}`);
+      expect((await (await app.request('GET', `/orgs/${org.slug}/slack`, { token })).json()).configured).toBe(false);
+    } finally {
+      slack.grantScopes(['chat:write', 'users:read', 'users:read.email']);
+    }
+  });
+
   it('posts one message with four buttons; Approve by the approver runs it once and updates the message', async () => {
     const waiting = await waitingRefund();
     const message = await messageOf(waiting.actionId);
