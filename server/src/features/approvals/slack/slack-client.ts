@@ -32,7 +32,10 @@ export function missingScopes(scopes: string[] | null): SlackApiError | undefine
 /** A Slack refusal as the API's error: 422 `slack_refused`, with Slack's own error named. */
 export function slackRefused(error: SlackApiError, what: string): AppError {
   const needed = error.neededScopes;
-  const fix = needed ? ` (the bot needs ${needed.join(', ')}: add them to the app's bot token scopes and reinstall it)` : '';
+  const them = needed?.length === 1 ? 'it' : 'them';
+  const fix = needed
+    ? ` (the bot needs ${needed.join(', ')}: add ${them} to the app's bot token scopes and reinstall the app)`
+    : '';
   return new AppError('slack_refused', `${what}: ${error.slackError}${fix}`, { details: { slackError: error.slackError } });
 }
 

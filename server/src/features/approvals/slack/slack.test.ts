@@ -79,7 +79,7 @@ describe('approvals in Slack', () => {
         body: { botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' },
       });
     expect((await put()).status).toBe(200);
-    const needed = "missing_scope (the bot needs users:read.email: add them to the app's bot token scopes and reinstall it)";
+    const needed = "missing_scope (the bot needs users:read.email: add it to the app's bot token scopes and reinstall the app)";
     try {
       slack.grantScopes(['chat:write', 'users:read']);
       const posts = slack.callsOf('chat.postMessage').length;
