@@ -94,8 +94,11 @@ export function createApprovalsService(deps: {
   ) {
     const refused = await refusalToDecide(trx, call, rule, decider, guard);
     if (refused) return refused;
-    if (decision.kind === 'send_back' && call.toolName === BUDGET_APPROVAL)
-      throw new AppError('validation_failed', 'A run over its budget is approved or rejected; there is no call to send back');
+    const edited = decision.kind === 'approve' && decision.arguments !== undefined;
+    if (call.toolName === BUDGET_APPROVAL && (edited || decision.kind === 'send_back')) {
+      const what = edited ? 'it has no arguments to edit' : 'there is no call to send back';
+      throw new AppError('validation_failed', `A run over its budget is approved or rejected as it stands; ${what}`);
+    }
     // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
     if (decision.kind === 'approve' && decision.arguments) {
       const tool = (await deps.tools.forOrg(call.orgId)).get(call.toolName);

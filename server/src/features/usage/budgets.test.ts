@@ -111,10 +111,29 @@ describe('budgets', () => {
     expect(pending!.data).toMatchObject({ status: 'pending_approval', toolCall: { toolName: 'continueOverBudget' } });
 
     // Approved without more budget: the held call goes ahead once; the next one pauses again.
-    const approve = (toolCallId: string) =>
-      app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, {
+    const decide = (toolCallId: string, how = 'approve', body?: unknown) =>
+      app.request('POST', `/orgs/${setup.tenant.org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${how}`, {
         token: setup.tenant.token,
+        body,
       });
+    const approve = (toolCallId: string) => decide(toolCallId);
+    // It is a question of going on, not a call: nothing to edit, nothing to send back.
+    for (const [how, body, message] of [
+      [
+        'approve',
+        { arguments: { tokens: 1000 } },
+        'A run over its budget is approved or rejected as it stands; it has no arguments to edit',
+      ],
+      [
+        'respond',
+        { message: 'spend less' },
+        'A run over its budget is approved or rejected as it stands; there is no call to send back',
+      ],
+    ] as const) {
+      const refused = await decide(hold.toolCallId, how, body);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({ code: 'validation_failed', error: message });
+    }
     expect((await approve(hold.toolCallId)).status).toBe(200);
     const again = await eventually('the second pause', async () => {
       const next = await pendingBudgetCall(setup, actionId);
