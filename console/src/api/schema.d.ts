@@ -897,7 +897,7 @@ export interface paths {
         /** An approval email's link: what it decides, and a button to confirm (opening it decides nothing) */
         get: operations["viewApprovalLink"];
         put?: never;
-        /** Decides as the link's approver, once: approves or rejects (with an optional reason) its tool call */
+        /** Decides as the link's approver, once: approves or rejects its tool call, with an optional reason (why) */
         post: operations["useApprovalLink"];
         delete?: never;
         options?: never;

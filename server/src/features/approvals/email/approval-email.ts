@@ -77,6 +77,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       ? [['Approvals', `${input.minApprovals} different approvers must approve each call; one rejection rejects it`] as const]
       : []),
   ] as const;
+  const everyCall = many ? ' (it decides every call listed here)' : '';
   const text = [
     `Hello ${input.approverName},`,
     '',
@@ -93,8 +94,8 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       `   Reject: ${call.rejectUrl}`,
       '',
     ]),
-    `Or reply to this email with "approve", "reject" and a reason, or "send back:" and what the agent should do ` +
-      `instead (the call is not run; the agent goes on), on the first line${many ? ' (it decides every call listed here)' : ''}.`,
+    'Or reply to this email with "approve" or "reject" (a reason may follow either), or "send back:" and what the ' +
+      `agent should do instead (the call is not run; the agent goes on), on the first line${everyCall}.`,
     `Each link works once, only for you, until the deadline. The console: ${input.consoleUrl}`,
   ].join('\n');
 
@@ -120,9 +121,9 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         `${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
         '</div>',
     ),
-    '<p style="color:#555">Or reply with <strong>approve</strong>, <strong>reject</strong> and a reason, or ' +
+    '<p style="color:#555">Or reply with <strong>approve</strong> or <strong>reject</strong> (a reason may follow either), or ' +
       '<strong>send back:</strong> and what the agent should do instead (the call is not run; the agent goes on), on the ' +
-      `first line${many ? ' (it decides every call listed here)' : ''}. ` +
+      `first line${everyCall}. ` +
       'Each link works once, only for you, until the deadline.</p>',
     `<p style="color:#555"><a href="${escapeHtml(input.consoleUrl)}">Open the console</a></p>`,
     '</div>',

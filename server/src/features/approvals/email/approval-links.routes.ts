@@ -46,7 +46,7 @@ export function approvalLinksRoutes(deps: { links: ApprovalLinks }): FastifyPlug
         schema: {
           ...common,
           operationId: 'useApprovalLink',
-          summary: "Decides as the link's approver, once: approves or rejects (with an optional reason) its tool call",
+          summary: "Decides as the link's approver, once: approves or rejects its tool call, with an optional reason (why)",
           consumes: ['application/x-www-form-urlencoded', 'application/json'],
           body: z
             .object({

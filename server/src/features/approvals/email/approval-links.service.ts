@@ -54,7 +54,7 @@ export function createApprovalLinks(deps: { db: Kysely<DB>; clock: Clock; approv
         const call = await deps.approvals.decideWith(
           link,
           { userId: link.userId, channel: 'email_link' },
-          link.decision === 'approve' ? { kind: 'approve' } : { kind: 'reject', reason },
+          { kind: link.decision, reason },
           async (trx) => {
             if (!(await approvalMailRepo.useLink(trx, link.id, at))) return 'This link was used already';
             if (link.expiresAt <= at) return 'This link expired at the deadline of the call';

@@ -292,19 +292,22 @@ describe('approvals by email', () => {
     const other = await emailTo(second.email, actionId);
     expect(first.text).toContain('Approvals: 2 different approvers must approve each call; one rejection rejects it');
 
-    const approved = await use(linksOf(first).approve);
+    expect(await (await open(linksOf(first).approve)).text()).toContain('<label for="reason">Why (optional)</label>');
+    const approved = await use(linksOf(first).approve, { reason: 'Checked the order: it is 42' });
     expect(approved.status).toBe(200);
     expect(await approved.text()).toContain('The call runs once 1 more approver approves it');
     expect((await ledger(setup, actionId)).execution.toolCalls[0]).toMatchObject({
       status: 'staged',
       approvalsRequired: 2,
-      approvals: [{ approverId: org.admin.id, channel: 'email_link', superseded: false }],
+      approvals: [{ approverId: org.admin.id, channel: 'email_link', superseded: false, reason: 'Checked the order: it is 42' }],
     });
     // The first approver's link is spent; the other approver's still opens and decides.
     expect((await use(linksOf(first).approve)).status).toBe(409);
     const page = await open(linksOf(other).approve);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain(`You are deciding as ${second.email}`);
+    const shown = await page.text();
+    expect(shown).toContain(`You are deciding as ${second.email}`);
+    expect(shown).toContain(`${org.admin.email}: “Checked the order: it is 42”`);
     const last = await use(linksOf(other).approve);
     expect(last.status).toBe(200);
     expect(await last.text()).toContain('The call runs and the agent goes on.');
@@ -384,10 +387,15 @@ describe('approvals by email', () => {
     // No answer to the auto-reply (loop guard).
     expect(provider.sent.some((sent) => sent.headers?.['In-Reply-To'] === automatic)).toBe(false);
 
-    await reply(org, email, { from: org.admin.email, text: 'APPROVED, thanks' });
+    await reply(org, email, { from: org.admin.email, text: 'APPROVED, the customer confirmed' });
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed', 'rejected']);
     expect(done.status).toBe('completed');
-    expect(done.execution.toolCalls[0]).toMatchObject({ channel: 'email_reply', approverId: org.admin.id });
+    // The words after "approved" are the approval's why, as on every channel.
+    expect(done.execution.toolCalls[0]).toMatchObject({
+      channel: 'email_reply',
+      approverId: org.admin.id,
+      approvals: [expect.objectContaining({ channel: 'email_reply', reason: 'the customer confirmed' })],
+    });
   });
 
   it('a link of a member removed from the org, and a link past the deadline, decide nothing and are recorded', async () => {

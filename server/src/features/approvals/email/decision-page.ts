@@ -87,10 +87,10 @@ function content(page: LinkPage, formAction: string): { status: PageStatus; titl
       };
     case 'open': {
       const approve = page.link.decision === 'approve';
-      const reason = approve
-        ? ''
-        : `<label for="reason">Reason (optional)</label><textarea id="reason" name="reason" ` +
-          `maxlength="${MAX_DECISION_REASON_CHARS}"></textarea>`;
+      // Why, with either: an approval's is for the approvers after this one, a rejection's for the record.
+      const reason =
+        `<label for="reason">${approve ? 'Why (optional)' : 'Reason (optional)'}</label><textarea id="reason" name="reason" ` +
+        `maxlength="${MAX_DECISION_REASON_CHARS}"></textarea>`;
       return {
         status: 200,
         title: approve ? 'Approve this tool call?' : 'Reject this tool call?',

@@ -4,9 +4,14 @@ import { authenticationFailure, readReplyDecision } from './reply-reading.ts';
 
 describe('readReplyDecision', () => {
   it.each([
-    ['approve', 'approve', { kind: 'approve' }],
-    ['approved, in any case', 'APPROVED', { kind: 'approve' }],
-    ['approve after blank lines and a quote', '\r\n> reject\n\n  Approve  \nthanks', { kind: 'approve' }],
+    ['approve', 'approve', { kind: 'approve', reason: null }],
+    ['approved, in any case', 'APPROVED', { kind: 'approve', reason: null }],
+    ['approve after blank lines and a quote', '\r\n> reject\n\n  Approve  \nthanks', { kind: 'approve', reason: null }],
+    [
+      'approve with why, after punctuation',
+      'Approve: the customer confirmed by phone',
+      { kind: 'approve', reason: 'the customer confirmed by phone' },
+    ],
     ['reject without a reason', 'reject', { kind: 'reject', reason: null }],
     [
       'rejected with a reason after punctuation',

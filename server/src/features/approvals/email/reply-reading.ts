@@ -2,7 +2,8 @@
 import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 
 export type ReplyDecision =
-  | { kind: 'approve' }
+  /** `reason`: the words after it (why), kept with the approval as on every channel. */
+  | { kind: 'approve'; reason: string | null }
   | { kind: 'reject'; reason: string | null }
   /** Not run: the agent gets the message and goes on. */
   | { kind: 'send_back'; reason: string }
@@ -17,8 +18,8 @@ const rest = (line: string, keyword: string) =>
     .slice(0, MAX_DECISION_REASON_CHARS);
 
 /**
- * The first line that is not quoted (`>`) and not empty decides: it starts with `approve`, `reject`
- * (any case; it may be followed by a reason) or `send back` followed by what the agent should do
+ * The first line that is not quoted (`>`) and not empty decides: it starts with `approve` or `reject`
+ * (any case; either may be followed by a reason) or `send back` followed by what the agent should do
  * instead. A line naming two of them, a send back without a message, or anything else, is unclear.
  */
 export function readReplyDecision(text: string): ReplyDecision {
@@ -33,9 +34,9 @@ export function readReplyDecision(text: string): ReplyDecision {
     const message = rest(first, sendBack[0]);
     return message ? { kind: 'send_back', reason: message } : { kind: 'unclear', firstLine: first.slice(0, 200) };
   }
-  const approve = /^approved?\b/i.test(first);
+  const approve = /^approved?\b/i.exec(first);
   const reject = /^reject(ed)?\b/i.exec(first);
-  if (approve && !/\breject/i.test(first)) return { kind: 'approve' };
+  if (approve && !/\breject/i.test(first)) return { kind: 'approve', reason: rest(first, approve[0]) || null };
   if (reject && !/\bapprove/i.test(first)) {
     const reason = rest(first, reject[0]);
     return { kind: 'reject', reason: reason || null };
