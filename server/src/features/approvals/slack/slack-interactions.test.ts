@@ -88,6 +88,28 @@ describe('approve with edits in Slack', () => {
   });
 });
 
+describe('bad text in a modal', () => {
+  it('a NUL, a lone surrogate or deep nesting in what a modal sends is a 400 that decides nothing', async () => {
+    const waiting = await waitingRefund();
+    await click(waiting, waiting.adminSlackId, 'edit', buttonsOf(await messageOf(waiting.actionId))[1].value);
+    const view = await openedView('edit', waiting.actionId);
+    let deep: unknown = 'x';
+    for (let level = 0; level < 80; level++) deep = [deep];
+    const sent: Array<Record<string, string>> = [
+      { 'arg:orderId': 'A-1\u0000', 'arg:amount': '200' },
+      { 'arg:orderId': 'A-1', 'arg:amount': '200', why: 'because \ud800' },
+      { 'arg:orderId': 'A-1', 'arg:amount': '200', why: deep as string },
+    ];
+    for (const values of sent) {
+      const refused = await submit(waiting, waiting.adminSlackId, view, values);
+      expect(refused.status, JSON.stringify(values).slice(0, 80)).toBe(400);
+      expect(await refused.json()).toMatchObject({ code: 'invalid_payload', error: expect.stringMatching(/^payload\./) });
+    }
+    const still = await waitForAction(app, auth(waiting.setup), waiting.actionId, ['pending_approval']);
+    expect(still.execution.toolCalls[0]).toMatchObject({ status: 'staged', approvals: [] });
+  });
+});
+
 describe('who clicked, when Slack cannot say', () => {
   it('a workspace user Slack shows no email for is told the app lacks users:read.email; the attempt is recorded', async () => {
     const waiting = await waitingRefund();

@@ -6,6 +6,7 @@ import { usersRepo } from '../../users/users.repo.ts';
 import type { Clock } from '../../../lib/clock.ts';
 import { timingSafeEqualString } from '../../../lib/crypto.ts';
 import { AppError, notFound } from '../../../lib/errors.ts';
+import { unstorableText } from '../../../lib/json-input.ts';
 import { inputJsonSchema, type ToolRegistry } from '../../agents/tool-registry.ts';
 import type { ApprovalsService, Decider } from '../approvals.service.ts';
 import { decisionLine, SLACK_ACTIONS, type SlackAction } from './slack-blocks.ts';
@@ -63,6 +64,9 @@ function parsePayload(rawBody: string): Payload {
     view?: { private_metadata?: unknown };
   } | null;
   if (typeof given?.user?.id !== 'string') throw invalid('payload.user.id is missing');
+  // The route reads the body raw (for its signature), so the one rule for input text is applied here.
+  const unstorable = unstorableText(payload, 'payload');
+  if (unstorable) throw invalid(unstorable);
   if (given.type === 'block_actions' && Array.isArray(given.actions) && typeof given.trigger_id === 'string')
     return given as unknown as BlockActions;
   if (given.type === 'view_submission' && typeof given.view?.private_metadata === 'string')
