@@ -83,11 +83,8 @@ export async function outboundUrlProblem(raw: string, guard: AddressGuard): Prom
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL';
   // Port 0 reaches nothing (connecting to it fails in ways that read as other faults).
   if (url.port === '0') return 'port 0 is not a port a server listens on';
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) {
-    const refused = refusedAddressKind(host, guard);
-    return refused && `${host} is ${refused}`;
-  }
+  const host = hostOf(url);
+  if (isIP(host)) return refusedUrlAddress(url, guard)?.message ?? null;
   let addresses: Array<{ address: string }>;
   try {
     addresses = await lookup(host, { all: true, verbatim: true });
@@ -102,9 +99,12 @@ export async function outboundUrlProblem(raw: string, guard: AddressGuard): Prom
   return null;
 }
 
+/** A URL's host as a lookup or an address check takes it: an IPv6 address without its brackets. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
+
 /** The address written in a URL that the guard refuses (connected to without a lookup), as an error; else null. */
 export function refusedUrlAddress(url: URL, guard: AddressGuard): OutboundRefused | null {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = hostOf(url);
   const refused = isIP(host) ? refusedAddressKind(host, guard) : null;
   return refused ? new OutboundRefused(`${host} is ${refused}`) : null;
 }
