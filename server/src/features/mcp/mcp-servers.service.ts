@@ -45,11 +45,21 @@ export function createMcpServersService(deps: {
 }) {
   const { db, box } = deps;
 
-  async function list(name: string, endpoint: McpEndpoint): Promise<{ serverInfo: McpServerInfo; tools: ListedMcpTool[] }> {
+  /**
+   * Connects and lists the tools. A URL the guard refuses is the request's fault when the request gave
+   * it (`body/url`); a saved one (a refresh, a change that keeps the URL) was allowed when it was saved,
+   * so the server is now unreachable: its name resolves elsewhere, or the deployment's rule changed.
+   */
+  async function list(
+    name: string,
+    endpoint: McpEndpoint,
+    urlFrom: 'body' | 'saved' = 'body',
+  ): Promise<{ serverInfo: McpServerInfo; tools: ListedMcpTool[] }> {
     const problem = await outboundUrlProblem(endpoint.url, { allowPrivateNetworks: deps.allowPrivateNetworks });
     if (problem) {
       const why = deps.allowPrivateNetworks ? '' : '; MCP servers must be on public addresses (MCP_ALLOW_PRIVATE_NETWORKS)';
-      throw new AppError('validation_failed', `body/url: ${problem}${why}`);
+      if (urlFrom === 'body') throw new AppError('validation_failed', `body/url: ${problem}${why}`);
+      throw new AppError('mcp_unreachable', `The MCP server at ${endpoint.url} could not be reached: ${problem}${why}`);
     }
     return deps.connections.once(endpoint, async (connection) => ({
       serverInfo: connection.serverInfo,
@@ -166,7 +176,7 @@ export function createMcpServersService(deps: {
         auth: patch.auth === undefined ? savedAuth : patch.auth,
       };
       if (patch.name) await requireFreeName(orgId, patch.name, id);
-      const { serverInfo, tools } = await list(merged.name, endpointFor(merged));
+      const { serverInfo, tools } = await list(merged.name, endpointFor(merged), patch.url ? 'body' : 'saved');
       try {
         const updated = await db.transaction().execute(async (trx) => {
           if (merged.name !== row.name) await requireToolsUnnamed(trx, orgId, row.name, 'renamed');
@@ -184,7 +194,7 @@ export function createMcpServersService(deps: {
     /** Lists the server's tools again (a tool it no longer has is no longer offered). */
     async refresh(orgId: string, id: string) {
       const row = await requireServer(orgId, id);
-      const { serverInfo, tools } = await list(row.name, endpointOf(row, box));
+      const { serverInfo, tools } = await list(row.name, endpointOf(row, box), 'saved');
       // Deleted while its tools were listed: nothing to update.
       const updated = await mcpServersRepo.update(db, orgId, id, listed(serverInfo, tools));
       if (!updated) throw notFound('MCP server');

@@ -231,9 +231,23 @@ describe('MCP servers', () => {
       .set({ url: 'http://169.254.169.254/mcp' })
       .where('id', '=', saved.id)
       .execute();
+    // The request named no URL: the saved server is unreachable, not the request's body invalid.
+    const unreachable = {
+      code: 'mcp_unreachable',
+      error:
+        'The MCP server at http://169.254.169.254/mcp could not be reached: 169.254.169.254 is a cloud metadata address, never called',
+    };
     const refreshed = await call('POST', `/${saved.id}/refresh`);
-    expect(refreshed.status).toBeGreaterThanOrEqual(400);
-    expect(JSON.stringify(await refreshed.json())).toMatch(/cloud metadata address/);
+    expect(refreshed.status).toBe(422);
+    expect(await refreshed.json()).toEqual(unreachable);
+    const renamed = await call('PATCH', `/${saved.id}`, { name: 'renamed' });
+    expect(renamed.status).toBe(422);
+    expect(await renamed.json()).toEqual(unreachable);
+    // A URL the request gives is the body's.
+    const pointed = await call('PATCH', `/${saved.id}`, { url: 'http://100.100.100.200/mcp' });
+    expect(pointed.status).toBe(400);
+    expect((await pointed.json()).error).toBe('body/url: 100.100.100.200 is a cloud metadata address, never called');
+    expect((await (await call('GET', `/${saved.id}`)).json()).name).toBe('internal');
   });
 
   it('keeps each org to its own servers: another org can neither see, change nor use them', async () => {
