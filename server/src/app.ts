@@ -36,12 +36,12 @@ const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
 function toAppError(error: FastifyError): AppError | undefined {
   if (error instanceof AppError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
-    const problems = error.validation.map((issue) => `${error.validationContext}${issue.instancePath || ''}: ${issue.message}`);
+    // The body itself (an unknown key, not an object) has the path "/": named "body", not "body/".
+    const pathOf = (issue: { instancePath: string }) =>
+      `${error.validationContext}${issue.instancePath === '/' ? '' : issue.instancePath}`;
+    const problems = error.validation.map((issue) => `${pathOf(issue)}: ${issue.message}`);
     return new AppError('validation_failed', problems.join('; '), {
-      details: error.validation.map((issue) => ({
-        path: `${error.validationContext}${issue.instancePath}`,
-        message: issue.message,
-      })),
+      details: error.validation.map((issue) => ({ path: pathOf(issue), message: issue.message })),
     });
   }
   const mapped = error.code ? FASTIFY_ERROR_CODES[error.code] : undefined;
