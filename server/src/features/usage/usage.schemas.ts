@@ -26,7 +26,11 @@ const totals = {
 };
 export const usageTotalsSchema = z.object(totals);
 
-const dateOrTime = z.union([z.iso.date(), z.iso.datetime({ offset: true })]).transform((value) => new Date(value));
+const dateOrTime = z
+  .union([z.iso.date(), z.iso.datetime({ offset: true })], {
+    error: 'expected an ISO date (2026-11-01) or a date-time with its offset (2026-11-01T09:30:00Z)',
+  })
+  .transform((value) => new Date(value));
 export const usageQuery = z.object({
   from: dateOrTime.optional().describe('Start (inclusive): an ISO date (UTC midnight) or date-time; default 30 days before `to`'),
   to: dateOrTime.optional().describe('End (exclusive): an ISO date or date-time; default now'),

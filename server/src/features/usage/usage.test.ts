@@ -186,7 +186,10 @@ describe('usage', () => {
     const stranger = await setupWebhook(app);
     expect((await app.request('GET', `/orgs/${org}/usage`)).status).toBe(401);
     expect((await app.request('GET', `/orgs/${org}/usage`, { token: await signIn(app, member) })).status).toBe(403);
-    expect([403, 404]).toContain((await app.request('GET', `/orgs/${org}/usage`, { token: stranger.tenant.token })).status);
+    const strangers = await app.request('GET', `/orgs/${org}/usage`, { token: stranger.tenant.token });
+    // Another org's admin is told nothing of this org, not even that it exists.
+    expect(strangers.status).toBe(404);
+    expect(await strangers.json()).toEqual({ code: 'not_found', error: 'Organization not found' });
     for (const query of [
       'groupBy=week',
       'from=yesterday',
@@ -201,6 +204,10 @@ describe('usage', () => {
       expect(response.status, query).toBe(400);
       expect(await response.json(), query).toMatchObject({ code: 'validation_failed', error: expect.any(String) });
     }
+    const undated = await app.request('GET', `/orgs/${org}/usage?from=2026-01-01T00:00:00`, { token });
+    expect((await undated.json()).error).toBe(
+      'querystring/from: expected an ISO date (2026-11-01) or a date-time with its offset (2026-11-01T09:30:00Z)',
+    );
     const empty = await usageOf(token, org, 'groupBy=model');
     expect(empty).toMatchObject({ groupBy: 'model', groups: [], totals: { calls: 0, totalTokens: 0, costUsd: null } });
   });
