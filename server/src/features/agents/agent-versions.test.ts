@@ -202,6 +202,9 @@ describe('agent versions', () => {
       [() => agents.post('/versions', { instructions: 'x', name: 'not a behaviour field' }), 400, /name/],
       [() => agents.post('/versions', { provider: 'bogus' }), 400, /provider/],
       [() => agents.post('/versions', { instructions: 'x'.repeat(50_001) }), 400, /instructions/],
+      // A problem with the body as a whole is the body's, not a field's named "".
+      [() => agents.patch({}), 400, /^body: nothing to change$/],
+      [() => agents.patch([]), 400, /^body: Invalid input: expected object, received array$/],
       [
         () =>
           app.request('GET', `/orgs/${made.tenant.org.slug}/agents/${crypto.randomUUID()}/versions`, {
