@@ -4162,6 +4162,11 @@ export interface operations {
                              * @description The member who made it (null: made before versions were kept, or since removed)
                              */
                             createdBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)
+                             */
+                            lastPublishedAt: string | null;
                         }[];
                         nextCursor: string | null;
                     };
@@ -4256,6 +4261,11 @@ export interface operations {
                              * @description The member who made it (null: made before versions were kept, or since removed)
                              */
                             createdBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)
+                             */
+                            lastPublishedAt: string | null;
                         };
                     };
                 };
@@ -4334,6 +4344,11 @@ export interface operations {
                          * @description The member who made it (null: made before versions were kept, or since removed)
                          */
                         createdBy: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)
+                         */
+                        lastPublishedAt: string | null;
                     };
                 };
             };

@@ -116,6 +116,11 @@ describe('the console: versions and experiments', () => {
       await page.getByRole('button', { name: 'Roll back to version 2' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Roll back' }).click();
       await page.getByText('live: version 2').waitFor();
+      // Rolled back from, version 3 is no draft: it says when it went live.
+      const rolledBack = page.getByRole('table', { name: 'Versions' }).getByRole('row').filter({ hasText: 'v3' });
+      await rolledBack.getByText(/^was live from /).waitFor();
+      expect(await rolledBack.getByText('draft', { exact: true }).count()).toBe(0);
+      await capture(page, 'agent-rolled-back');
     });
     const agent = await (await app.request('GET', `/orgs/${org.slug}/agents/${made.agentId}`, { token })).json();
     expect(agent).toMatchObject({ liveVersion: 2, instructions: 'Refund what the customer asks.' });

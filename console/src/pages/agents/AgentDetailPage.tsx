@@ -9,6 +9,7 @@ import { agentQuery, keys } from '../../lib/queries';
 import { AgentForm, type AgentValues, agentValues, toAgentBody, toDraftBody } from './AgentForm';
 import { ExperimentsSection } from './ExperimentsSection';
 import { VersionsSection } from './VersionsSection';
+import { counted } from '../../lib/format';
 
 /** One agent: edit it (publish at once, or save a draft), its versions, and experiments of them on past actions. */
 export function AgentDetailPage() {
@@ -52,7 +53,8 @@ export function AgentDetailPage() {
               live: version {data.liveVersion}
             </Badge>
             <Text size="sm" c="dimmed">
-              {data.provider ? `${data.provider} ${data.model ?? ''}` : "the server's default model"} · {data.tools.length} tools
+              {data.provider ? `${data.provider} ${data.model ?? ''}` : "the server's default model"} ·{' '}
+              {counted(data.tools.length, 'tool')}
             </Text>
           </Group>
         </Stack>

@@ -72,7 +72,12 @@ export function VersionsSection(props: {
                       live
                     </Badge>
                   )}
-                  {!item.live && item.version > liveVersion && <Badge variant="outline">draft</Badge>}
+                  {!item.live && item.lastPublishedAt === null && <Badge variant="outline">draft</Badge>}
+                  {!item.live && item.lastPublishedAt !== null && (
+                    <Text size="xs" c="dimmed">
+                      was live from {formatTime(item.lastPublishedAt)}
+                    </Text>
+                  )}
                 </Group>
               </Table.Td>
               <Table.Td>{formatTime(item.createdAt)}</Table.Td>

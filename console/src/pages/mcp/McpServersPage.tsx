@@ -6,7 +6,7 @@ import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { EmptyState } from '../../components/FormParts';
 import { QueryError } from '../../components/RouteError';
-import { formatTime } from '../../lib/format';
+import { counted, formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
 import { McpServerForm } from './McpServerForm';
@@ -32,7 +32,7 @@ export function McpServersPage() {
   const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
   const refresh = useMutation({
     mutationFn: (id: string) => unwrap(api.POST('/orgs/{org}/mcp-servers/{id}/refresh', { params: { path: { org, id } } })),
-    onSuccess: (server) => changed(`${server.name}: ${server.tools.length} tools listed`),
+    onSuccess: (server) => changed(`${server.name}: ${counted(server.tools.length, 'tool')} listed`),
     onError: failed('Not refreshed'),
   });
   const remove = useMutation({

@@ -28,6 +28,14 @@ function versionsOf(db: Kysely<DB>, orgId: string, agentId: string) {
     .selectFrom('agentVersions as v')
     .innerJoin('agents as g', 'g.id', 'v.agentId')
     .select(VERSION_COLUMNS)
+    .select((eb) =>
+      eb
+        .selectFrom('agentPublications as p')
+        .select((p) => p.fn.max('p.publishedAt').as('at'))
+        .whereRef('p.agentId', '=', 'v.agentId')
+        .whereRef('p.version', '=', 'v.version')
+        .as('lastPublishedAt'),
+    )
     .where('v.orgId', '=', orgId)
     .where('v.agentId', '=', agentId);
 }

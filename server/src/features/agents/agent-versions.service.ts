@@ -17,6 +17,7 @@ const toVersion = (row: VersionRow) => ({
   changeNote: row.changeNote,
   createdAt: row.createdAt,
   createdBy: row.createdByUserId,
+  lastPublishedAt: row.lastPublishedAt,
 });
 
 /** Every line of `from` and `to`, each marked kept, removed or added, in order. */

@@ -87,6 +87,7 @@ describe('agent versions', () => {
       tools: ['orders__refund_order'],
       changeNote: 'bigger refunds',
       createdBy: made.tenant.admin.id,
+      lastPublishedAt: null,
     });
     expect(await (await agents.get('')).json()).toMatchObject({ liveVersion: 2, instructions: 'Refund 30.' });
 
@@ -152,6 +153,16 @@ describe('agent versions', () => {
       [2, 1, made.tenant.admin.id],
       [1, null, made.tenant.admin.id],
     ]);
+    // Each version says when it was last made live: a draft never was; version 3 was, and was rolled back from.
+    const lastPublished = Object.fromEntries(publications.toReversed().map((p: any) => [p.version, p.publishedAt]));
+    const all = await (await agents.get('/versions')).json();
+    expect(all.versions.map((v: any) => [v.version, v.live, v.lastPublishedAt])).toEqual([
+      [4, false, null],
+      [3, false, lastPublished[3]],
+      [2, true, lastPublished[2]],
+      [1, false, lastPublished[1]],
+    ]);
+    expect(lastPublished[2]).toBe(publications[0].publishedAt);
   });
 
   it('an action paused for approval keeps its version when another is published, and so do its callbacks', async () => {
