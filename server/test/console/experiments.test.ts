@@ -91,6 +91,10 @@ describe('the console: versions and experiments', () => {
       await page.waitForURL('**/experiments/**');
       await page.getByText('2 of 2 actions').waitFor();
       await page.getByText('1 changed · 1 same · 0 failed').waitFor();
+      // Counted in words: the loopback model has no price, and neither side's runs waited for an approval.
+      const sides = page.getByText(/^\d+ tokens · cost unknown · 0 approvals$/);
+      await sides.first().waitFor();
+      expect(await sides.count()).toBe(2);
       const results = page.getByRole('table', { name: 'Results' });
       await results.getByRole('row').filter({ hasText: 'changed' }).getByRole('button').click();
       const comparison = page.getByRole('region', { name: 'Comparison' });
@@ -110,6 +114,7 @@ describe('the console: versions and experiments', () => {
       // The replayed action's ledger row: the version it ran with, and the one live now.
       await page.getByRole('region', { name: 'Comparison' }).getByRole('link').first().click();
       await page.getByText('version 2 (version 3 is live now)').waitFor();
+      await page.getByText(/^\d+ calls?, \d+ tokens, cost unknown$/).waitFor();
       await page.goBack();
       await page.getByRole('link', { name: 'Refunder' }).click();
       await page.getByText('live: version 3').waitFor();

@@ -7,7 +7,7 @@ import { api, unwrap } from '../../api/client';
 import { AnchorLink } from '../../components/links';
 import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
-import { usd } from '../../lib/format';
+import { counted, usd } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
 import { unfinished } from './ExperimentsSection';
 import { ResultComparison } from './ResultComparison';
@@ -113,8 +113,8 @@ export function ExperimentPage() {
               {side === 'baseline' ? 'The original runs' : `Version ${item.version}`}
             </Text>
             <Text>
-              {summary[side].inputTokens + summary[side].outputTokens} tokens · cost {usd(summary[side].costUsd)} ·{' '}
-              {summary[side].approvalsNeeded} approvals
+              {counted(summary[side].inputTokens + summary[side].outputTokens, 'token')} · cost {usd(summary[side].costUsd)} ·{' '}
+              {counted(summary[side].approvalsNeeded, 'approval')}
             </Text>
           </Card>
         ))}

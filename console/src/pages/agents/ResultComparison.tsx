@@ -2,7 +2,7 @@ import { Alert, Badge, Card, Group, List, SimpleGrid, Stack, Text, Title } from 
 import { JsonBlock } from '../../components/JsonBlock';
 import { StatusBadge } from '../../components/StatusBadge';
 import { AnchorLink } from '../../components/links';
-import { usd } from '../../lib/format';
+import { counted, usd } from '../../lib/format';
 import type { Answer } from '../../api/client';
 
 export type ExperimentResult = Answer<'/orgs/{org}/experiments/{experimentId}', 'get'>['results'][number];
@@ -66,7 +66,8 @@ export function ResultComparison({ org, result, version }: { org: string; result
               <Stack gap="xs">
                 <Text fw={600}>{side === 'baseline' ? 'Original run' : `Version ${version}`}</Text>
                 <Text size="sm" c="dimmed">
-                  {run.status} · {run.steps} steps · {run.inputTokens + run.outputTokens} tokens · cost {usd(run.costUsd)}
+                  {run.status} · {counted(run.steps, 'step')} · {counted(run.inputTokens + run.outputTokens, 'token')} · cost{' '}
+                  {usd(run.costUsd)}
                 </Text>
                 {run.toolCalls.map((call, index) => (
                   <Card

@@ -102,7 +102,7 @@ export function LedgerDetailPage() {
           {execution && (
             <Field label="Model usage">
               {`${counted(execution.usage.calls, 'call')}, ${counted(execution.usage.totalTokens, 'token')}, `}
-              {usd(execution.usage.costUsd)}
+              {execution.usage.costUsd === null ? 'cost unknown' : usd(execution.usage.costUsd)}
               {execution.usage.unpricedCalls > 0 && execution.usage.costUsd !== null
                 ? ` (+${execution.usage.unpricedCalls} unpriced)`
                 : ''}
