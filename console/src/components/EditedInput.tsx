@@ -18,7 +18,7 @@ export function EditedInput({ toolName, proposed, approved }: { toolName: string
           {key}: {JSON.stringify(before[key])} → {JSON.stringify(after[key])}
         </Text>
       ))}
-      <JsonBlock value={approved} maxHeight={160} label={`Approved input of ${toolName}`} />
+      <JsonBlock value={approved} maxHeight={160} label={`Approved input of ${toolName}`} wrap />
     </Stack>
   );
 }
@@ -27,7 +27,7 @@ export function EditedInput({ toolName, proposed, approved }: { toolName: string
 export function CallInput(props: { toolName: string; input: unknown; approvedInput: unknown; maxHeight: number }) {
   const { toolName, input, approvedInput } = props;
   return approvedInput === null || approvedInput === undefined ? (
-    <JsonBlock value={input} maxHeight={props.maxHeight} label={`Input of ${toolName}`} />
+    <JsonBlock value={input} maxHeight={props.maxHeight} label={`Input of ${toolName}`} wrap />
   ) : (
     <EditedInput toolName={toolName} proposed={input} approved={approvedInput} />
   );

@@ -47,6 +47,12 @@ describe('the console: deciding', () => {
       await navigation.getByText('Approvals').click();
       const row = page.getByRole('table', { name: 'Pending approvals' }).getByRole('row').filter({ hasText: 'generateDocument' });
       await row.waitFor();
+      // Every character of the arguments is in view: a long line wraps, none hides past the column's edge.
+      const input = row.getByLabel('Input of generateDocument');
+      expect(await input.evaluate((block) => [block.scrollWidth <= block.clientWidth, block.textContent])).toEqual([
+        true,
+        expect.stringContaining('| A-1 | 2 |'),
+      ]);
       await page.mouse.move(600, 10); // not hovering the link just clicked
       await expectAccessible(page, 'guest-approvals');
       await capture(page, 'guest-approvals');

@@ -113,8 +113,11 @@ export function ExperimentPage() {
               {side === 'baseline' ? 'The original runs' : `Version ${item.version}`}
             </Text>
             <Text>
-              {counted(summary[side].inputTokens + summary[side].outputTokens, 'token')} · cost {usd(summary[side].costUsd)} ·{' '}
-              {counted(summary[side].approvalsNeeded, 'approval')}
+              {[
+                counted(summary[side].inputTokens + summary[side].outputTokens, 'token'),
+                `cost ${usd(summary[side].costUsd)}`,
+                counted(summary[side].approvalsNeeded, 'approval'),
+              ].join(' · ')}
             </Text>
           </Card>
         ))}

@@ -67,7 +67,7 @@ export function ApprovalsPage() {
                     </Text>
                     <WhyWaits modeSource={approval.modeSource} stagedReason={approval.stagedReason} />
                   </Table.Td>
-                  <Table.Td maw={240}>
+                  <Table.Td miw={260} maw={360}>
                     <CallInput
                       toolName={approval.toolName}
                       input={approval.input}

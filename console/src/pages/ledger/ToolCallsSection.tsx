@@ -54,7 +54,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                 <Table.Td>
                   <StatusBadge status={call.status} />
                 </Table.Td>
-                <Table.Td maw={320}>
+                <Table.Td miw={240} maw={320}>
                   <CallInput toolName={call.toolName} input={call.input} approvedInput={call.approvedInput} maxHeight={160} />
                 </Table.Td>
                 <Table.Td maw={320}>
