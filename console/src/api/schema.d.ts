@@ -4164,7 +4164,7 @@ export interface operations {
                             createdBy: string | null;
                             /**
                              * Format: date-time
-                             * @description When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)
+                             * @description When it was last made live (null: never published, a draft)
                              */
                             lastPublishedAt: string | null;
                         }[];
@@ -4263,7 +4263,7 @@ export interface operations {
                             createdBy: string | null;
                             /**
                              * Format: date-time
-                             * @description When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)
+                             * @description When it was last made live (null: never published, a draft)
                              */
                             lastPublishedAt: string | null;
                         };
@@ -4346,7 +4346,7 @@ export interface operations {
                         createdBy: string | null;
                         /**
                          * Format: date-time
-                         * @description When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)
+                         * @description When it was last made live (null: never published, a draft)
                          */
                         lastPublishedAt: string | null;
                     };

@@ -5,11 +5,11 @@ import { useParams } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
+import { counted } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
 import { AgentForm, type AgentValues, agentValues, toAgentBody, toDraftBody } from './AgentForm';
 import { ExperimentsSection } from './ExperimentsSection';
 import { VersionsSection } from './VersionsSection';
-import { counted } from '../../lib/format';
 
 /** One agent: edit it (publish at once, or save a draft), its versions, and experiments of them on past actions. */
 export function AgentDetailPage() {

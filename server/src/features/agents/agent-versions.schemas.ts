@@ -26,10 +26,7 @@ export const versionSchema = z.object({
   changeNote: z.string().nullable(),
   createdAt: z.date(),
   createdBy: z.uuid().nullable().describe('The member who made it (null: made before versions were kept, or since removed)'),
-  lastPublishedAt: z
-    .date()
-    .nullable()
-    .describe('When it was last made live (null: never published, a draft; a past date on a version not live: rolled back from)'),
+  lastPublishedAt: z.date().nullable().describe('When it was last made live (null: never published, a draft)'),
 });
 
 export const publicationSchema = z.object({
