@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../helpers/actions.ts';
-import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { capture, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
 import { auth, runEvent } from '../helpers/callbacks.ts';
 import { DEFAULT_PASSWORD } from '../helpers/factories.ts';
 import { startFakeModel } from '../helpers/fake-model.ts';
@@ -67,5 +67,34 @@ describe('the console: usage', () => {
       await page.goto(`${app.baseUrl}/o/${org}/ledger/${ids[0]}`);
       await page.getByText('1 call, 150,000 tokens, $0.81').waitFor();
     });
+  }, 90_000);
+
+  it('charts tokens when no call in the range has a price: a cost chart would be empty axes', async () => {
+    const setup = await setupWebhook(app);
+    const { token, org } = auth(setup);
+    const unpriced = await app.request('PATCH', `/orgs/${org}/agents/${setup.agentId}`, {
+      token,
+      body: { provider: 'openai-compatible', model: 'unpriced-model' },
+    });
+    expect(unpriced.status).toBe(200);
+    await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed']);
+
+    const visitor = await openConsole(browser);
+    const { page } = visitor;
+    await signInToConsole(page, app.baseUrl, setup.tenant.admin.email);
+    await page.waitForURL('**/ledger');
+    await step(page, 'the usage page charts tokens, and Cost cannot be chosen', async () => {
+      await page.goto(`${app.baseUrl}/o/${org}/usage`);
+      await page.getByText('Not counted: 1 call to models without a price').waitFor();
+      await page.getByText('Tokens per day (UTC)').waitFor();
+      await page.getByText('Tokens per agent').waitFor();
+      expect(await page.getByText('Cost (USD) per day (UTC)').count()).toBe(0);
+      expect(await page.getByRole('radiogroup', { name: 'Measure' }).getByRole('radio', { name: 'Cost' }).isDisabled()).toBe(
+        true,
+      );
+      await capture(page, 'usage-unpriced');
+    });
+    visitor.expectNoProblems();
+    await visitor.close();
   }, 90_000);
 });

@@ -57,10 +57,13 @@ function Stat({ label, value, note }: { label: string; value: string; note?: str
 export function UsagePage() {
   const org = useOrgSlug();
   const [days, setDays] = useState('30');
-  const [measure, setMeasure] = useState<Measure>('cost');
+  const [chosen, setMeasure] = useState<Measure>('cost');
   const perDay = useUsage(org, Number(days), 'day');
   const perAgent = useUsage(org, Number(days), 'agent');
   const totals = perDay.data?.totals;
+  // No call in the range has a price: a cost chart would be empty axes, so the tokens are charted.
+  const nothingPriced = totals !== undefined && totals.calls > 0 && totals.costUsd === null;
+  const measure: Measure = nothingPriced ? 'tokens' : chosen;
   const label = measure === 'cost' ? 'Cost (USD)' : 'Tokens';
   const format = measure === 'cost' ? (value: number) => usd(value) : tokens;
   return (
@@ -75,7 +78,7 @@ export function UsagePage() {
             value={measure}
             onChange={(value) => setMeasure(value as Measure)}
             data={[
-              { value: 'cost', label: 'Cost' },
+              { value: 'cost', label: 'Cost', disabled: nothingPriced },
               { value: 'tokens', label: 'Tokens' },
             ]}
           />
