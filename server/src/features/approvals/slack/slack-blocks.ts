@@ -6,10 +6,9 @@ import type { Block } from './slack-client.ts';
 /** Slack's mrkdwn treats these three as control characters: every value from a model or a sender is escaped. */
 export const escapeMrkdwn = (text: string) =>
   text.replace(/[&<>]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[char]!);
-const plain = (text: string, max = 150) => ({
-  type: 'plain_text',
-  text: text.length > max ? `${text.slice(0, max - 1)}…` : text,
-});
+/** At most `max` characters: a longer text ends in an ellipsis (Slack refuses a block over its limit). */
+export const clipped = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+const plain = (text: string, max = 150) => ({ type: 'plain_text', text: clipped(text, max) });
 
 /** The four buttons' action ids; a button's value names the call (`{ a: actionId, t: toolCallId }`). */
 export const SLACK_ACTIONS = ['approve', 'edit', 'send_back', 'reject'] as const;
@@ -68,13 +67,9 @@ export function decisionLine(call: Pick<SlackCallView, 'approval' | 'decidedBy' 
 
 /** "1 of 2 approvals: <@U1> (“the customer asked for 200”)": each approver's why, for the next one to read. */
 function approvalCount(call: SlackCallView): string {
-  const each = call.approvals.map(
-    ({ by, reason }) => `${by}${reason ? ` (“${escapeMrkdwn(reason.length > 300 ? `${reason.slice(0, 299)}…` : reason)}”)` : ''}`,
-  );
-  return `${call.approvals.length} of ${call.approvalsRequired} approvals${each.length > 0 ? `: ${each.join(', ')}` : ''}`.slice(
-    0,
-    3000,
-  );
+  const each = call.approvals.map(({ by, reason }) => `${by}${reason ? ` (“${escapeMrkdwn(clipped(reason, 300))}”)` : ''}`);
+  const count = `${call.approvals.length} of ${call.approvalsRequired} approvals`;
+  return clipped(each.length > 0 ? `${count}: ${each.join(', ')}` : count, 3000);
 }
 
 function callBlocks(actionId: string, call: SlackCallView): Block[] {

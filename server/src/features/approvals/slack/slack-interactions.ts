@@ -8,7 +8,7 @@ import { timingSafeEqualString } from '../../../lib/crypto.ts';
 import { AppError, notFound } from '../../../lib/errors.ts';
 import { unstorableText } from '../../../lib/json-input.ts';
 import { inputJsonSchema, type ToolRegistry } from '../../agents/tool-registry.ts';
-import type { ApprovalsService, Decider } from '../approvals.service.ts';
+import { type ApprovalsService, type Decider, MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 import { decisionLine, SLACK_ACTIONS, type SlackAction } from './slack-blocks.ts';
 import { type Block, SlackApiError } from './slack-client.ts';
 import type { OrgSlack } from './slack-integration.service.ts';
@@ -227,7 +227,9 @@ export function createSlackInteractions(deps: {
     const { values } = payload.view.state;
     const { decider, notMember } = await deciderOf(orgId, slack, payload.user.id);
     const ref = { orgId, actionId, toolCallId };
-    const words = values.words?.value?.value?.trim() ?? '';
+    // What a person typed, trimmed and held to the bound every channel's reason has.
+    const typed = (block: string) => values[block]?.value?.value?.trim().slice(0, MAX_DECISION_REASON_CHARS) ?? '';
+    const words = typed('words');
     const firstBlock = Object.keys(values)[0] ?? 'words';
     const errors = (block: string, message: string) => ({ answer: { response_action: 'errors', errors: { [block]: message } } });
     if (notMember) return errors(firstBlock, notMember.slice(0, 150));
@@ -235,15 +237,18 @@ export function createSlackInteractions(deps: {
       if (metadata.kind === 'reject') await deps.approvals.decideWith(ref, decider, { kind: 'reject', reason: words || null });
       else if (metadata.kind === 'send_back') {
         if (!words) return errors('words', 'Say what the agent should do instead');
-        await deps.approvals.decideWith(ref, decider, { kind: 'send_back', reason: words.slice(0, 2000) });
+        await deps.approvals.decideWith(ref, decider, { kind: 'send_back', reason: words });
       } else {
         const checked = await deps.approvals.beforeDeciding(ref, decider);
         if (checked.refusal !== undefined) return errors(firstBlock, checked.refusal.slice(0, 150));
         const schema = await schemaOf(orgId, checked.call.toolName);
         const edited = editedArguments(values, schema, checked.call.approvedInput ?? checked.call.input);
         if ('errors' in edited) return { answer: { response_action: 'errors', errors: edited.errors } };
-        const reason = values.why?.value?.value?.trim().slice(0, 2000) || null;
-        await deps.approvals.decideWith(ref, decider, { kind: 'approve', arguments: edited.arguments, reason });
+        await deps.approvals.decideWith(ref, decider, {
+          kind: 'approve',
+          arguments: edited.arguments,
+          reason: typed('why') || null,
+        });
       }
     } catch (error) {
       if (!(error instanceof AppError && REFUSALS.has(error.code))) throw error;

@@ -1,3 +1,5 @@
+import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
+import { clipped } from './slack-blocks.ts';
 import type { Block } from './slack-client.ts';
 
 /** What a modal decides: the call, and the message it came from (to update it once decided). */
@@ -24,10 +26,7 @@ export function flatSchemaOf(schema: Record<string, unknown> | undefined): FlatS
   return flat && fields.every((field) => ['string', 'number', 'integer', 'boolean'].includes(field.type)) ? fields : undefined;
 }
 
-const text = (value: string, max = 24) => ({
-  type: 'plain_text',
-  text: value.length > max ? `${value.slice(0, max - 1)}…` : value,
-});
+const text = (value: string, max = 24) => ({ type: 'plain_text', text: clipped(value, max) });
 const input = (blockId: string, label: string, element: Record<string, unknown>, optional = false) => ({
   type: 'input',
   block_id: blockId,
@@ -57,7 +56,7 @@ export function wordsModal(metadata: ModalMetadata, toolName: string): Block {
     input(
       'words',
       rejecting ? 'Reason' : 'What the agent should do instead',
-      { multiline: true, max_length: 2000, ...(rejecting ? {} : { min_length: 1 }) },
+      { multiline: true, max_length: MAX_DECISION_REASON_CHARS, ...(rejecting ? {} : { min_length: 1 }) },
       rejecting,
     ),
   ]);
@@ -81,7 +80,7 @@ export function editModal(metadata: ModalMetadata, toolName: string, args: unkno
     type: 'section',
     text: { type: 'mrkdwn', text: `*${toolName.replace(/[&<>]/g, '')}*: the call runs with these` },
   };
-  const why = input('why', 'Why (optional)', { multiline: true, max_length: 2000 }, true);
+  const why = input('why', 'Why (optional)', { multiline: true, max_length: MAX_DECISION_REASON_CHARS }, true);
   if (!schema) {
     const json = JSON.stringify(given, null, 2);
     if (json.length > SLACK_FIELD_MAX)
