@@ -21,7 +21,15 @@ const integer = new Intl.NumberFormat('en');
 /** "1 call", "150,000 tokens": a count with its noun, singular for one. */
 export const counted = (n: number, noun: string) => `${integer.format(n)} ${n === 1 ? noun : `${noun}s`}`;
 
-export const prettyJson = (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2));
+// Characters JSON.stringify leaves as they are but nobody sees, or that reorder the text after them
+// (U+202E shows "fdp.exe" as "exe.pdf"). They occur only inside strings, so their escapes are the same JSON.
+const HIDDEN_IN_JSON = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+/** Indented JSON in which every character is seen: what an approver reads is what runs. */
+export const prettyJson = (value: unknown) =>
+  value === undefined
+    ? ''
+    : JSON.stringify(value, null, 2).replace(HIDDEN_IN_JSON, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 const STATUS_COLORS: Record<string, string> = {
   completed: 'green',

@@ -33,8 +33,13 @@ describe('the console: deciding', () => {
       token,
       body: { approvers: { userIds: [guest.id] } },
     });
+    // A direction override in a title would show "fdp.exe" as "exe.pdf".
+    model.script(
+      documentThenText({ title: 'invoice\u202efdp.exe', content: '# Order 42\n\n| sku | qty |\n|---|---|\n| A-1 | 2 |' }),
+    );
     const actionId = await runEvent(app, setup);
     await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    model.script(documentThenText());
 
     const visitor = await openConsole(browser);
     const { page } = visitor;
@@ -47,11 +52,12 @@ describe('the console: deciding', () => {
       await navigation.getByText('Approvals').click();
       const row = page.getByRole('table', { name: 'Pending approvals' }).getByRole('row').filter({ hasText: 'generateDocument' });
       await row.waitFor();
-      // Every character of the arguments is in view: a long line wraps, none hides past the column's edge.
+      // Every character of the arguments is in view: a long line wraps, none hides past the column's edge,
+      // and a character that reorders the text is shown as its escape.
       const input = row.getByLabel('Input of generateDocument');
       expect(await input.evaluate((block) => [block.scrollWidth <= block.clientWidth, block.textContent])).toEqual([
         true,
-        expect.stringContaining('| A-1 | 2 |'),
+        expect.stringMatching(/"title": "invoice\\u202efdp\.exe"[\s\S]*\| A-1 \| 2 \|/),
       ]);
       await page.mouse.move(600, 10); // not hovering the link just clicked
       await expectAccessible(page, 'guest-approvals');

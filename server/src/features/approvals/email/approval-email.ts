@@ -35,16 +35,45 @@ export const escapeHtml = (text: string) =>
 const cut = (text: string, max = MAX_VALUE_CHARS) =>
   text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
 
-/** A call's arguments as `name: value` lines: strings as they are, anything else as compact JSON; long values cut. */
+// Control characters a reader cannot see, and the bidirectional controls that reorder what follows
+// them (U+202E shows "fdp.exe" as "exe.pdf"): an approver must see what they approve, so each is
+// shown as its code point.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for.
+const HIDDEN_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const LINE_BREAKS = /\r\n?|[\u2028\u2029]/g;
+const visible = (text: string) =>
+  text
+    .replace(LINE_BREAKS, '\n')
+    .replace(HIDDEN_CHARACTERS, (char) => `[U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`);
+
+/**
+ * Text of one line, for a field the email lays out line by line (an event type, a name, a subject):
+ * a line break a sender put in it becomes a space, so that it cannot pass for a line of the email.
+ */
+export const oneLine = (text: string) =>
+  visible(text)
+    .replace(/\s*\n\s*/g, ' ')
+    .trim();
+
+/**
+ * A value of several lines in a text laid out line by line: each line after the first under a
+ * gutter, so that no line of a model's argument (`Approve: https://...`) reads as one of ours.
+ */
+export const guttered = (value: string, indent: string) => value.split('\n').join(`\n${indent}| `);
+
+/**
+ * A call's arguments as `name: value` pairs: strings as they are, anything else as compact JSON;
+ * long values cut; hidden characters shown; a name on one line, a value's line breaks kept (`\n`).
+ */
 export function readableArguments(input: unknown): Array<[string, string]> {
   if (typeof input !== 'object' || input === null || Array.isArray(input))
-    return [['(arguments)', cut(JSON.stringify(input) ?? 'none')]];
+    return [['(arguments)', cut(visible(JSON.stringify(input) ?? 'none'))]];
   const entries = Object.entries(input);
   const lines = entries
     .slice(0, MAX_ARGUMENTS)
     .map(([name, value]): [string, string] => [
-      cut(name, 80),
-      cut(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null')),
+      cut(oneLine(name), 80),
+      cut(visible(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null'))),
     ]);
   if (entries.length > MAX_ARGUMENTS) lines.push(['…', `${entries.length - MAX_ARGUMENTS} more arguments (see the console)`]);
   return lines;
@@ -60,7 +89,7 @@ export const formatUtc = (at: Date | null) =>
     : 'none';
 
 export function approvalSubject(input: Pick<ApprovalEmailInput, 'agentName' | 'eventType'>): string {
-  return cut(`Approval needed: ${input.agentName} on ${input.eventType}`, 200);
+  return cut(oneLine(`Approval needed: ${input.agentName} on ${input.eventType}`), 200);
 }
 
 /** Text and HTML of one approver's email listing every call of the action that waits for them. */
@@ -83,11 +112,11 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
     '',
     intro,
     '',
-    ...context.map(([name, value]) => `${name}: ${cut(value, 200)}`),
+    ...context.map(([name, value]) => `${name}: ${cut(oneLine(value), 200)}`),
     '',
     ...input.calls.flatMap((call, index) => [
       `${many ? `${index + 1}. ` : ''}Tool: ${call.toolName}`,
-      ...readableArguments(call.input).map(([name, value]) => `   ${name}: ${value}`),
+      ...readableArguments(call.input).map(([name, value]) => `   ${name}: ${guttered(value, '      ')}`),
       `   Why it waits: ${call.why}`,
       `   Decide by: ${formatUtc(call.expiresAt)}`,
       `   Approve: ${call.approveUrl}`,
@@ -109,7 +138,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
     '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:640px">',
     `<p>Hello ${escapeHtml(input.approverName)},</p>`,
     `<p>${escapeHtml(intro)}</p>`,
-    `<table>${context.map(([name, value]) => row(name, cut(value, 200))).join('')}</table>`,
+    `<table>${context.map(([name, value]) => row(name, cut(oneLine(value), 200))).join('')}</table>`,
     ...input.calls.map(
       (call) =>
         `<div style="border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0">` +

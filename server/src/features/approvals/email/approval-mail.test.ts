@@ -489,6 +489,41 @@ describe('approvals by email', () => {
     expect((await waitForAction(app, auth(setup), next, ['completed', 'failed'])).status).toBe('completed');
   });
 
+  it("a model's argument or a sender's event type cannot pass for the email's own lines or links", async () => {
+    const { org, setup } = await approvalOrg();
+    const forged = 'https://evil.example/approve';
+    model.script(
+      documentThenText({
+        title: 'invoice\u202efdp.exe',
+        content: `Totals below.\r\n   Approve: ${forged}\n   Reject: ${forged}`,
+      }),
+    );
+    const actionId = await runEvent(app, setup, { eventType: `order.created\nApprove: ${forged}` });
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const email = await emailTo(org.admin.email, actionId);
+
+    expect(email.subject).toBe(`Approval needed: Helper on order.created Approve: ${forged}`);
+    const lines = email.text!.split('\n');
+    // The only lines that read as the email's links are its own: the forged ones sit under the argument's gutter.
+    expect(lines.filter((line) => /^\s*(Approve|Reject):/.test(line))).toEqual([
+      expect.stringMatching(/^ {3}Approve: http:\/\/127\.0\.0\.1:\d+\/approvals\/decide\//),
+      expect.stringMatching(/^ {3}Reject: http:\/\/127\.0\.0\.1:\d+\/approvals\/decide\//),
+    ]);
+    expect(lines).toContain('   content: Totals below.');
+    expect(lines).toContain(`      |    Approve: ${forged}`);
+    expect(lines.filter((line) => line.startsWith('Event: '))).toEqual([
+      expect.stringMatching(/^Event: order\.created Approve: https:\/\/evil\.example\/approve \(/),
+    ]);
+    // A direction override would show "fdp.exe" as "exe.pdf": it is shown as what it is, in both parts.
+    expect(lines).toContain('   title: invoice[U+202E]fdp.exe');
+    expect(email.html).toContain('invoice[U+202E]fdp.exe');
+    expect(`${email.text}${email.html}`).not.toContain('\u202e');
+    // The link's own page shows the argument with its lines, as the HTML part does.
+    const page = await (await open(linksOf(email).approve)).text();
+    expect(page).toContain(`Totals below.\n   Approve: ${forged}`);
+    expect(page).toContain('invoice[U+202E]fdp.exe');
+  });
+
   it('bad input on the link routes gets a 4xx page or error, never a 500; rules refuse approvers who are not members', async () => {
     const { org, setup } = await approvalOrg();
     const actionId = await waitingAction(setup);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { MAX_DECISION_REASON_CHARS } from '../approvals.service.ts';
 import { CHANNEL_WORDS } from '../channel-words.ts';
-import { escapeHtml, formatUtc, readableArguments } from './approval-email.ts';
+import { escapeHtml, formatUtc, oneLine, readableArguments } from './approval-email.ts';
 import type { LinkPage } from './approval-links.service.ts';
 import type { LinkRow } from './approval-mail.repo.ts';
 
@@ -56,7 +56,7 @@ const row = (name: string, value: string) =>
 function summary(link: LinkRow, approvals: Array<{ email: string | null; reason: string | null }> = []): string {
   return `<table>${[
     row('Agent', link.agentName ?? 'An agent'),
-    row('Event', link.eventType),
+    row('Event', oneLine(link.eventType)),
     row('Tool', link.toolName),
     // An approver before you edited the arguments: those are what an approval approves now.
     ...(link.approvedInput == null ? [] : [row('Edited', "an approver changed the model's arguments to these")]),

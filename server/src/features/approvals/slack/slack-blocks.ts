@@ -1,6 +1,6 @@
 import type { DecisionChannel, ToolCallApproval } from '../../../db/schema.ts';
 import { CHANNEL_WORDS } from '../channel-words.ts';
-import { formatUtc, readableArguments } from '../email/approval-email.ts';
+import { formatUtc, guttered, oneLine, readableArguments } from '../email/approval-email.ts';
 import type { Block } from './slack-client.ts';
 
 /** Slack's mrkdwn treats these three as control characters: every value from a model or a sender is escaped. */
@@ -73,7 +73,9 @@ function approvalCount(call: SlackCallView): string {
 }
 
 function callBlocks(actionId: string, call: SlackCallView): Block[] {
-  const args = readableArguments(call.input).map(([name, value]) => `• ${escapeMrkdwn(name)}: ${escapeMrkdwn(value)}`);
+  const args = readableArguments(call.input).map(
+    ([name, value]) => `• ${escapeMrkdwn(name)}: ${guttered(escapeMrkdwn(value), '    ')}`,
+  );
   const text = [
     `*${escapeMrkdwn(call.toolName)}*${call.edited ? ' (arguments edited by an approver)' : ''}`,
     ...args,
@@ -109,16 +111,18 @@ function callBlocks(actionId: string, call: SlackCallView): Block[] {
 
 /** One message per action that waits: the agent, the event, and per call its arguments, why it waits and its buttons. */
 export function approvalMessage(view: SlackMessageView): { text: string; blocks: Block[] } {
-  const event = `\`${escapeMrkdwn(view.eventType)}\`${view.externalId ? ` (${escapeMrkdwn(view.externalId)})` : ''}`;
+  // A sender's event type and id, an admin's names: each kept on the one line it is given here.
+  const inline = (text: string) => escapeMrkdwn(oneLine(text));
+  const event = `\`${inline(view.eventType)}\`${view.externalId ? ` (${inline(view.externalId)})` : ''}`;
   const waiting = view.calls.filter((call) => call.approval === 'pending').length;
   const head = waiting > 0 ? '*Approval needed*' : '*Decided*';
-  const rule = view.ruleName ? `\nRule: ${escapeMrkdwn(view.ruleName)}` : '';
+  const rule = view.ruleName ? `\nRule: ${inline(view.ruleName)}` : '';
   const blocks: Block[] = [
     {
       type: 'section',
       text: {
         type: 'mrkdwn',
-        text: `${head}: ${escapeMrkdwn(view.agentName)} on ${event}${rule}`,
+        text: `${head}: ${inline(view.agentName)} on ${event}${rule}`,
       },
     },
     ...(view.approvers.length > 0
@@ -126,5 +130,6 @@ export function approvalMessage(view: SlackMessageView): { text: string; blocks:
       : []),
     ...view.calls.flatMap((call) => [{ type: 'divider' }, ...callBlocks(view.actionId, call)]),
   ];
-  return { text: `Approval needed: ${view.agentName} on ${view.eventType}`.slice(0, 300), blocks: blocks.slice(0, 50) };
+  const text = oneLine(`Approval needed: ${view.agentName} on ${view.eventType}`).slice(0, 300);
+  return { text, blocks: blocks.slice(0, 50) };
 }
