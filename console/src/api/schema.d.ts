@@ -10814,6 +10814,8 @@ export interface operations {
                             subject: string;
                             /** Format: uuid */
                             inboxId: string | null;
+                            /** @description The From of its first message: the customer who wrote, or our sender */
+                            startedBy: string | null;
                             messageCount: number;
                             /** Format: date-time */
                             createdAt: string;

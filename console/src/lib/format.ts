@@ -21,6 +21,14 @@ const integer = new Intl.NumberFormat('en');
 /** "1 call", "150,000 tokens": a count with its noun, singular for one. */
 export const counted = (n: number, noun: string) => `${integer.format(n)} ${n === 1 ? noun : `${noun}s`}`;
 
+const oneDecimal = new Intl.NumberFormat('en', { maximumFractionDigits: 1 });
+/** "13 bytes", "4 KB", "2.5 MB": a size as a person reads it (13 bytes is not "1 KB"). */
+export function fileSize(bytes: number): string {
+  if (bytes < 1024) return counted(bytes, 'byte');
+  if (bytes < 1024 * 1024) return `${integer.format(Math.round(bytes / 1024))} KB`;
+  return `${oneDecimal.format(bytes / (1024 * 1024))} MB`;
+}
+
 // Characters JSON.stringify leaves as they are but nobody sees, or that reorder the text after them
 // (U+202E shows "fdp.exe" as "exe.pdf"). They occur only inside strings, so their escapes are the same JSON.
 const HIDDEN_IN_JSON = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;

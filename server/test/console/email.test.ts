@@ -42,6 +42,7 @@ describe('the console: email', () => {
       text: 'Where is my parcel?',
       html: '<p>Where is <b>my parcel</b>?</p><img src="https://tracker.test/open.gif"><script>parent.alert(1)</script>',
       headers: { 'Message-ID': '<bob-1@customer.test>' },
+      attachments: [{ filename: 'label.pdf', contentType: 'application/pdf', content: Buffer.alloc(300, 1) }],
     });
     expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
     await provider.waitFor(customer);
@@ -61,12 +62,19 @@ describe('the console: email', () => {
     await step(page, 'open the thread', async () => {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Email' }).click();
       await page.getByRole('link', { name: 'Where is my parcel?' }).waitFor();
+      // Who wrote: the customer's From, as the first message has it.
+      await page
+        .getByRole('row', { name: /Where is my parcel\?/ })
+        .getByText(`Bob <${customer}>`)
+        .waitFor();
       await capture(page, 'email-threads');
       await page.getByRole('link', { name: 'Where is my parcel?' }).click();
       await page.locator('[data-message-id]').nth(1).waitFor();
       const frame = page.locator('iframe').first();
       expect(await frame.getAttribute('sandbox')).toBe('');
       await page.frameLocator('iframe').first().getByText('my parcel').waitFor();
+      // Its attachment with its size as stored: 300 bytes, not "1 KB".
+      await page.getByRole('link', { name: 'label.pdf (300 bytes)' }).waitFor();
       await capture(page, 'email-thread');
     });
     expect(outside).toEqual([]);

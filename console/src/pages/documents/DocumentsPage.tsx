@@ -3,11 +3,9 @@ import { Anchor, Stack, Table, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
-import { formatTime } from '../../lib/format';
+import { fileSize, formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
-
-const kilobytes = (bytes: number) => `${Math.max(1, Math.round(bytes / 1024))} KB`;
 
 /** The PDFs agents wrote (generateDocument); each opens in the browser's own viewer. */
 export function DocumentsPage() {
@@ -43,7 +41,7 @@ export function DocumentsPage() {
                     {document.title}
                   </Anchor>
                 </Table.Td>
-                <Table.Td>{kilobytes(document.sizeBytes)}</Table.Td>
+                <Table.Td>{fileSize(document.sizeBytes)}</Table.Td>
                 <Table.Td>{formatTime(document.createdAt)}</Table.Td>
               </Table.Tr>
             ))}

@@ -5,11 +5,9 @@ import { api, unwrap } from '../../api/client';
 import { AnchorLink } from '../../components/links';
 import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
-import { formatTime } from '../../lib/format';
+import { fileSize, formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
-
-const kilobytes = (bytes: number) => `${Math.max(1, Math.round(bytes / 1024))} KB`;
 
 /**
  * One thread, oldest message first. A message's HTML (sanitized when it was stored) shows in a
@@ -79,7 +77,7 @@ export function EmailThreadPage() {
                       size="sm"
                       href={`/orgs/${encodeURIComponent(org)}/email/attachments/${attachment.id}`}
                     >
-                      {attachment.filename} ({kilobytes(attachment.sizeBytes)})
+                      {attachment.filename} ({fileSize(attachment.sizeBytes)})
                     </Anchor>
                   ) : (
                     <Text key={attachment.id} size="sm" c="dimmed">

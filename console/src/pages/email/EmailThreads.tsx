@@ -26,6 +26,7 @@ export function EmailThreads({ org }: { org: string }) {
           <Table.Thead>
             <Table.Tr>
               <Table.Th>Subject</Table.Th>
+              <Table.Th>Started by</Table.Th>
               <Table.Th>Messages</Table.Th>
               <Table.Th>Last activity</Table.Th>
             </Table.Tr>
@@ -38,6 +39,7 @@ export function EmailThreads({ org }: { org: string }) {
                     {thread.subject || '(no subject)'}
                   </AnchorLink>
                 </Table.Td>
+                <Table.Td>{thread.startedBy}</Table.Td>
                 <Table.Td>{thread.messageCount}</Table.Td>
                 <Table.Td>{formatTime(thread.updatedAt)}</Table.Td>
               </Table.Tr>

@@ -29,6 +29,15 @@ export const emailThreadsRepo = {
             .orderBy('m.createdAt')
             .limit(1)
             .as('inboxId'),
+        (eb) =>
+          eb
+            .selectFrom('emailMessages as m')
+            .whereRef('m.threadId', '=', 't.id')
+            .select('m.fromAddress')
+            .orderBy('m.createdAt')
+            .orderBy('m.id')
+            .limit(1)
+            .as('startedBy'),
       ])
       .where('t.orgId', '=', orgId)
       .where('t.channel', '=', 'email')

@@ -11,6 +11,7 @@ const threadSummary = z.object({
   id: z.uuid(),
   subject: z.string(),
   inboxId: z.uuid().nullable(),
+  startedBy: z.string().nullable().describe('The From of its first message: the customer who wrote, or our sender'),
   messageCount: z.int(),
   createdAt: z.date(),
   updatedAt: z.date(),
@@ -90,7 +91,9 @@ export function emailThreadsRoutes(deps: { threads: EmailThreadsService; orgAcce
           summary: 'An email thread with its messages, oldest first',
           params: orgParams.extend({ threadId: z.uuid() }),
           response: {
-            200: threadSummary.omit({ inboxId: true, messageCount: true }).extend({ messages: z.array(messageSchema) }),
+            200: threadSummary
+              .omit({ inboxId: true, startedBy: true, messageCount: true })
+              .extend({ messages: z.array(messageSchema) }),
             ...errors,
           },
         },

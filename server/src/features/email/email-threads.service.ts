@@ -34,7 +34,12 @@ export function createEmailThreadsService(deps: { db: Kysely<DB> }) {
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       return {
-        threads: page.map((row) => ({ ...row, messageCount: Number(row.messageCount ?? 0), inboxId: row.inboxId ?? null })),
+        threads: page.map((row) => ({
+          ...row,
+          messageCount: Number(row.messageCount ?? 0),
+          inboxId: row.inboxId ?? null,
+          startedBy: row.startedBy ?? null,
+        })),
         nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.updatedAt, id: last.id }) : null,
       };
     },

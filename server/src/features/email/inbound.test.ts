@@ -72,7 +72,14 @@ describe('inbound email', () => {
     ]);
 
     const { threads } = await (await org.api('GET', '/email/threads')).json();
-    expect(threads).toEqual([expect.objectContaining({ subject: 'Order help', inboxId: org.inbox.id, messageCount: 2 })]);
+    expect(threads).toEqual([
+      expect.objectContaining({
+        subject: 'Order help',
+        inboxId: org.inbox.id,
+        startedBy: `Alice <${customer}>`,
+        messageCount: 2,
+      }),
+    ]);
     const thread = await eventually('the reply stored as sent', async () => {
       const body = await (await org.api('GET', `/email/threads/${threads[0].id}`)).json();
       return body.messages[1]?.status === 'sent' ? body : undefined;
