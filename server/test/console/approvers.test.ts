@@ -111,6 +111,12 @@ describe('the console: deciding', () => {
       const edited = page.getByRole('group', { name: 'Edited input of generateDocument' });
       await edited.getByText('title: "Order 42" → "Order 42 (edited)"').waitFor();
       await page.getByText('The order is 42, not 41').waitFor();
+      // What the tool returned shows whole too: the document's id wraps within its column.
+      const output = page.getByLabel('Output of generateDocument');
+      expect(await output.evaluate((block) => [block.scrollWidth <= block.clientWidth, block.textContent])).toEqual([
+        true,
+        expect.stringMatching(/"documentId": "[0-9a-f-]{36}"/),
+      ]);
       await capture(page, 'ledger-edited-call');
     });
     operator.expectNoProblems();

@@ -57,11 +57,11 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                 <Table.Td miw={240} maw={320}>
                   <CallInput toolName={call.toolName} input={call.input} approvedInput={call.approvedInput} maxHeight={160} />
                 </Table.Td>
-                <Table.Td maw={320}>
+                <Table.Td miw={200} maw={320}>
                   {call.output === null ? (
                     '—'
                   ) : (
-                    <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} />
+                    <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} wrap />
                   )}
                 </Table.Td>
                 <Table.Td>
