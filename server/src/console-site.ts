@@ -49,7 +49,20 @@ const pagePolicy = (nonce: string) =>
 export function createConsoleSite(distDir = CONSOLE_DIST) {
   const indexFile = join(distDir, 'index.html');
   if (!existsSync(indexFile)) return undefined;
-  const template = readFileSync(indexFile, 'utf8');
+  let template = readFileSync(indexFile, 'utf8');
+  /**
+   * The page as built now, read at each page load (a small file; pages are few beside API calls): a
+   * build while the server runs replaces the hashed assets the page names, and a page kept from
+   * before would load none of them. While a build has it missing, the last one read.
+   */
+  const currentTemplate = () => {
+    try {
+      template = readFileSync(indexFile, 'utf8');
+    } catch {
+      // being rebuilt: the next page load reads it
+    }
+    return template;
+  };
 
   const assets: FastifyPluginAsync = async (app) => {
     await app.register(fastifyStatic, {
@@ -78,7 +91,7 @@ export function createConsoleSite(distDir = CONSOLE_DIST) {
         .header('content-security-policy', pagePolicy(nonce))
         .header('cache-control', 'no-store')
         .type('text/html; charset=utf-8')
-        .send(template.replaceAll(NONCE_PLACEHOLDER, nonce));
+        .send(currentTemplate().replaceAll(NONCE_PLACEHOLDER, nonce));
     },
   };
 }
