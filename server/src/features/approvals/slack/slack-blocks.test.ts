@@ -44,4 +44,18 @@ describe('the Slack approval message', () => {
       '_Decide by:_ 2026-12-01 10:00:00 UTC',
     ]);
   });
+
+  it('says "Decided" in its text, as in its blocks, once no call waits', () => {
+    const decided = approvalMessage({
+      actionId: '00000000-0000-4000-8000-000000000000',
+      agentName: 'Helper',
+      eventType: 'order.created',
+      externalId: null,
+      ruleName: null,
+      approvers: [],
+      calls: [{ ...call({ title: 'Quote' }), approval: 'approved', decidedBy: 'ann@walk.test', channel: 'slack' }],
+    });
+    expect(decided.text).toBe('Decided: Helper on order.created');
+    expect(sections(decided)[0]).toBe('*Decided*: Helper on `order.created`');
+  });
 });

@@ -115,7 +115,8 @@ export function approvalMessage(view: SlackMessageView): { text: string; blocks:
   const inline = (text: string) => escapeMrkdwn(oneLine(text));
   const event = `\`${inline(view.eventType)}\`${view.externalId ? ` (${inline(view.externalId)})` : ''}`;
   const waiting = view.calls.filter((call) => call.approval === 'pending').length;
-  const head = waiting > 0 ? '*Approval needed*' : '*Decided*';
+  const state = waiting > 0 ? 'Approval needed' : 'Decided';
+  const head = `*${state}*`;
   const rule = view.ruleName ? `\nRule: ${inline(view.ruleName)}` : '';
   const blocks: Block[] = [
     {
@@ -130,6 +131,7 @@ export function approvalMessage(view: SlackMessageView): { text: string; blocks:
       : []),
     ...view.calls.flatMap((call) => [{ type: 'divider' }, ...callBlocks(view.actionId, call)]),
   ];
-  const text = oneLine(`Approval needed: ${view.agentName} on ${view.eventType}`).slice(0, 300);
+  // What notifications and screen readers read of the message: it says what the blocks say.
+  const text = oneLine(`${state}: ${view.agentName} on ${view.eventType}`).slice(0, 300);
   return { text, blocks: blocks.slice(0, 50) };
 }
