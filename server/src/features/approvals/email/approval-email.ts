@@ -14,6 +14,8 @@ export interface CallToDecide {
   expiresAt: Date | null;
   approveUrl: string;
   rejectUrl: string;
+  /** Whether a reply may send it back (a run over its budget is only approved or rejected). */
+  canSendBack: boolean;
 }
 
 export interface ApprovalEmailInput {
@@ -107,6 +109,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       : []),
   ] as const;
   const everyCall = many ? ' (it decides every call listed here)' : '';
+  const sendBack = input.calls.every((call) => call.canSendBack);
   const text = [
     `Hello ${input.approverName},`,
     '',
@@ -123,8 +126,9 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       `   Reject: ${call.rejectUrl}`,
       '',
     ]),
-    'Or reply to this email with "approve" or "reject" (a reason may follow either), or "send back:" and what the ' +
-      `agent should do instead (the call is not run; the agent goes on), on the first line${everyCall}.`,
+    'Or reply to this email with "approve" or "reject" (a reason may follow either)' +
+      (sendBack ? ', or "send back:" and what the agent should do instead (the call is not run; the agent goes on),' : '') +
+      ` on the first line${everyCall}.`,
     `Each link works once, only for you, until the deadline. The console: ${input.consoleUrl}`,
   ].join('\n');
 
@@ -150,9 +154,11 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         `${button(call.approveUrl, 'Approve', '#1a7f37')}${button(call.rejectUrl, 'Reject', '#b42318')}</p>` +
         '</div>',
     ),
-    '<p style="color:#555">Or reply with <strong>approve</strong> or <strong>reject</strong> (a reason may follow either), or ' +
-      '<strong>send back:</strong> and what the agent should do instead (the call is not run; the agent goes on), on the ' +
-      `first line${everyCall}. ` +
+    '<p style="color:#555">Or reply with <strong>approve</strong> or <strong>reject</strong> (a reason may follow either)' +
+      (sendBack
+        ? ', or <strong>send back:</strong> and what the agent should do instead (the call is not run; the agent goes on),'
+        : '') +
+      ` on the first line${everyCall}. ` +
       'Each link works once, only for you, until the deadline.</p>',
     `<p style="color:#555"><a href="${escapeHtml(input.consoleUrl)}">Open the console</a></p>`,
     '</div>',

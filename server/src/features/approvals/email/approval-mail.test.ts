@@ -197,7 +197,9 @@ describe('approvals by email', () => {
       },
       ...(mail.authentication ? { authentication: mail.authentication } : {}),
     });
-    expect((await org.notify(provider.receivedEvent(received.id))).status).toBe(200);
+    // Signed at the server's now, as the provider's clock and ours agree (a test before may have moved ours).
+    const timestamp = Math.floor(app.clock.now().getTime() / 1000);
+    expect((await org.notify(provider.receivedEvent(received.id), { timestamp })).status).toBe(200);
     return received.messageId;
   }
   /**
@@ -522,6 +524,44 @@ describe('approvals by email', () => {
     const page = await (await open(linksOf(email).approve)).text();
     expect(page).toContain(`Totals below.\n   Approve: ${forged}`);
     expect(page).toContain('invoice[U+202E]fdp.exe');
+  });
+
+  it('a run over its budget: the email offers approve and reject only; a reply "send back" decides nothing and is answered', async () => {
+    const { org, setup } = await approvalOrg();
+    const budget = { period: 'day', maxTokens: 0, onExceed: 'pause' };
+    expect((await org.api('PUT', '/budget', { budget })).status).toBe(200);
+    model.script(documentThenText());
+    const actionId = await runEvent(app, setup);
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    const email = await emailTo(org.admin.email, actionId);
+    expect(email.text).toContain('Tool: continueOverBudget');
+    expect(email.text).toContain(
+      'Or reply to this email with "approve" or "reject" (a reason may follow either) on the first line.',
+    );
+    expect(`${email.text}${email.html}`).not.toMatch(/send back/i);
+    await sent(setup, actionId);
+
+    const sentBack = await reply(org, email, { from: org.admin.email, text: 'Send back: use fewer tokens' });
+    expect((await answerTo(sentBack)).text).toBe(
+      'Your reply decided nothing: continueOverBudget: A run over its budget is approved or rejected as it stands; ' +
+        'there is no call to send back.',
+    );
+    const waiting = await eventually('the refused reply on the record', async () => {
+      const row = await ledger(setup, actionId);
+      return row.execution.toolCalls[0].refusedAttempts.length > 0 ? row : undefined;
+    });
+    expect(waiting.status).toBe('pending_approval');
+    expect(waiting.execution.toolCalls[0].refusedAttempts).toEqual([
+      expect.objectContaining({
+        channel: 'email_reply',
+        reason:
+          'A reply that decides what this call cannot take (A run over its budget is approved or rejected as it stands; ' +
+          'there is no call to send back)',
+      }),
+    ]);
+    // The approver can still decide: a reject ends the action.
+    await reply(org, email, { from: org.admin.email, text: 'Reject: not today' });
+    expect((await waitForAction(app, auth(setup), actionId, ['rejected', 'completed', 'failed'])).status).toBe('rejected');
   });
 
   it('bad input on the link routes gets a 4xx page or error, never a 500; rules refuse approvers who are not members', async () => {

@@ -4,6 +4,7 @@ import type { EmailIntegrationRow } from '../../../db/email-schema.ts';
 import type { DB } from '../../../db/schema.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
+import { BUDGET_APPROVAL } from '../../actions/budget-hold.ts';
 import type { ThreadMail } from '../../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
@@ -100,6 +101,7 @@ export function createApprovalNotifier(deps: {
         expiresAt: call.expiresAt,
         approveUrl: url(approve),
         rejectUrl: url(reject),
+        canSendBack: call.toolName !== BUDGET_APPROVAL,
       })),
     });
     const urls = links.flatMap(({ approve, reject }) => [url(approve), url(reject)]);

@@ -136,9 +136,18 @@ export function createApprovalReplies(deps: {
         const count = now.status === 'staged' ? ` (${now.approvals.length} of ${now.approvalsRequired} approvals)` : '';
         decided.push(`${call.toolName} ${DONE[decision.kind]}${count}`);
       } catch (error) {
-        const refusal = ['already_decided', 'not_an_approver', 'not_found'] as const;
+        // validation_failed: a decision this call cannot take (a run over its budget is not sent back).
+        const refusal = ['already_decided', 'not_an_approver', 'not_found', 'validation_failed'] as const;
         if (!(error instanceof AppError && (refusal as readonly string[]).includes(error.code))) throw error;
         refused.push(`${call.toolName}: ${error.message}`);
+        // The others are on the call's record already: the approvals feature records who came too late.
+        if (error.code === 'validation_failed')
+          await deps.approvals.recordRefusals(
+            message.orgId,
+            [call.id],
+            { channel: 'email_reply', userId: approver.id },
+            `A reply that decides what this call cannot take (${error.message})`,
+          );
       }
     }
     return { decided, refused };
@@ -162,7 +171,8 @@ export function createApprovalReplies(deps: {
       return refusal.outcome;
     }
     const { decided, refused } = await decideAll(message, target, judged.approver, judged.decision);
-    if (refused.length > 0) await answer(message, sender, `Your reply did not decide everything: ${refused.join('; ')}.`);
+    const some = decided.length > 0 ? 'did not decide everything' : 'decided nothing';
+    if (refused.length > 0) await answer(message, sender, `Your reply ${some}: ${refused.join('; ')}.`);
     return `read as a decision: ${[...decided, ...refused].join('; ') || 'nothing left to decide'}`;
   }
 
