@@ -140,7 +140,7 @@ export function createApprovalReplies(deps: {
         const refusal = ['already_decided', 'not_an_approver', 'not_found', 'validation_failed'] as const;
         if (!(error instanceof AppError && (refusal as readonly string[]).includes(error.code))) throw error;
         refused.push(`${call.toolName}: ${error.message}`);
-        // The others are on the call's record already: the approvals feature records who came too late.
+        // A late or unauthorised decision is on the call's record already (the approvals feature records those).
         if (error.code === 'validation_failed')
           await deps.approvals.recordRefusals(
             message.orgId,
