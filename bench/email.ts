@@ -93,6 +93,7 @@ async function seedInboxes(env: Record<string, string>) {
         isPrimary: true,
         autoRespond: true,
         approvalRules: null,
+        notify: [],
       });
       seeded.push({ address: inbox.emailAddress, secret });
     }

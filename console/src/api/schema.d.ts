@@ -1921,6 +1921,7 @@ export interface components {
             approvalRules: {
                 [key: string]: "allow" | "ask" | "agent";
             } | null;
+            notify: ("email" | "slack")[];
             /** Format: uuid */
             assignedByUserId: string | null;
             /** Format: date-time */
@@ -10621,6 +10622,11 @@ export interface operations {
                     approvalRules?: {
                         [key: string]: "allow" | "ask" | "agent";
                     } | null;
+                    /**
+                     * @description How the org's admins (who decide an inbox's calls) are told that one of its actions waits: `["email"]`, `["slack"]` or both (default: nobody is told; the console shows it)
+                     * @default []
+                     */
+                    notify?: ("email" | "slack")[];
                 };
             };
         };

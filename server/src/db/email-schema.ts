@@ -1,5 +1,6 @@
 import type { ColumnType, Selectable } from 'kysely';
 import type { ApprovalMode, CreatedAt, UpdatedAt } from './schema.ts';
+import type { NotifyColumn } from './approval-schema.ts';
 
 /** The email side's tables (the rest are in schema.ts, which lists them all in DB). */
 export interface EmailIntegrationsTable {
@@ -38,6 +39,8 @@ export interface EmailInboxAgentsTable {
   autoRespond: boolean;
   /** Approval modes per tool for this inbox's actions; null: sendEmail `allow` for an auto-response, every other tool `ask`. */
   approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null, string | null>;
+  /** How the approvers are told that one of this inbox's actions waits (email, Slack), as an action rule's notify. */
+  notify: NotifyColumn;
   /** The user an auto-response runs as. */
   assignedByUserId: string | null;
   createdAt: CreatedAt;

@@ -21,6 +21,7 @@ import type {
   SlackIntegrationsTable,
   SlackInteractionsSeenTable,
   ApproversColumn,
+  NotifyChannel,
   NotifyColumn,
 } from './approval-schema.ts';
 import type { BudgetColumn, BudgetSpendTable, ModelCallsTable } from './usage-schema.ts';
@@ -172,6 +173,8 @@ export interface ActionsTable {
   emailMessageId: string | null;
   /** The approval rules it was created with, when it has no action rule (an inbox assignment's). */
   approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null | undefined, string | null>;
+  /** How its approvers are told it waits, when it has no action rule (an inbox assignment's); null: the rule's. */
+  notify: ColumnType<NotifyChannel[] | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
   /** Where the action's trace continues (W3C traceparent), when tracing is on. */

@@ -96,14 +96,24 @@ describe('the console: email', () => {
       await page.getByText('Email integration saved').waitFor();
     });
 
+    const quoter = await (await org.api('POST', '/agents', { name: 'Quoter', instructions: 'Quote.', tools: [] })).json();
     await step(page, 'inboxes and suppressions', async () => {
       await page.getByRole('tab', { name: 'Inboxes' }).click();
       await page.getByText(org.inbox.emailAddress).waitFor();
+      // A second agent, whose waiting calls email the admins.
+      await page.getByLabel('Assign an agent').first().click();
+      await page.getByRole('option', { name: 'Quoter' }).click();
+      await page.getByLabel('Answers every email').uncheck();
+      await page.getByLabel('Email the admins when a call waits').check();
+      await page.getByRole('button', { name: 'Assign' }).click();
+      await page.getByText('emails the admins').waitFor();
       await capture(page, 'email-inboxes');
       await page.getByRole('tab', { name: 'Suppressions' }).click();
       await page.getByText('No suppressed addresses.').waitFor();
       await capture(page, 'email-suppressions');
     });
+    const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
+    expect(agents).toContainEqual(expect.objectContaining({ agentId: quoter.id, autoRespond: false, notify: ['email'] }));
     operator.expectNoProblems();
     await operator.close();
   }, 90_000);

@@ -38,7 +38,12 @@ export function useAppWithMailProvider(
 export async function setUpEmailOrg(
   app: TestApp,
   provider: FakeMailProvider,
-  options: { autoRespond?: boolean; agentTools?: string[]; approvalRules?: Record<string, string> } = {},
+  options: {
+    autoRespond?: boolean;
+    agentTools?: string[];
+    approvalRules?: Record<string, string>;
+    notify?: Array<'email' | 'slack'>;
+  } = {},
 ) {
   const tenant = await createTenant(app);
   const { token, org } = tenant;
@@ -66,6 +71,7 @@ export async function setUpEmailOrg(
       isPrimary: true,
       autoRespond: true,
       ...(options.approvalRules ? { approvalRules: options.approvalRules } : {}),
+      ...(options.notify ? { notify: options.notify } : {}),
     });
     if (assigned.status !== 201) throw new Error(`agent not assigned: ${assigned.status} ${await assigned.text()}`);
   }

@@ -30,7 +30,7 @@ export function Inboxes({ org }: { org: string }) {
     onSettled: refresh,
   });
   const assign = useMutation({
-    mutationFn: (input: { inboxId: string; agentId: string; isPrimary: boolean; autoRespond: boolean }) =>
+    mutationFn: (input: { inboxId: string } & Assignment) =>
       unwrap(
         api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', {
           params: { path: { org, inboxId: input.inboxId } },
@@ -82,7 +82,7 @@ export function Inboxes({ org }: { org: string }) {
             .filter((agent) => !inbox.agents.some((assigned) => assigned.agentId === agent.id))
             .map((agent) => ({ value: agent.id, label: agent.name }))}
           agentName={agentName}
-          onAssign={(agentId, isPrimary, autoRespond) => assign.mutate({ inboxId: inbox.id, agentId, isPrimary, autoRespond })}
+          onAssign={(assignment) => assign.mutate({ inboxId: inbox.id, ...assignment })}
           onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
         />
       ))}
@@ -90,22 +90,40 @@ export function Inboxes({ org }: { org: string }) {
   );
 }
 
+type Channel = 'email' | 'slack';
+/** An agent assigned to an inbox, as the form sends it. */
+interface Assignment {
+  agentId: string;
+  isPrimary: boolean;
+  autoRespond: boolean;
+  notify: Channel[];
+}
+
 interface InboxCardProps {
   inbox: {
     id: string;
     emailAddress: string;
     displayName: string;
-    agents: { agentId: string; isPrimary: boolean; autoRespond: boolean }[];
+    agents: { agentId: string; isPrimary: boolean; autoRespond: boolean; notify: Channel[] }[];
   };
   agentOptions: { value: string; label: string }[];
   agentName: (id: string) => string;
-  onAssign: (agentId: string, isPrimary: boolean, autoRespond: boolean) => void;
+  onAssign: (assignment: Assignment) => void;
   onUnassign: (agentId: string) => void;
 }
+
+/** How the admins are told that an action of the inbox waits (they decide an inbox's calls). */
+const NOTIFY_LABELS: Record<Channel, { option: string; badge: string }> = {
+  email: { option: 'Email the admins when a call waits', badge: 'emails the admins' },
+  slack: { option: 'Post in Slack when a call waits', badge: 'posts in Slack' },
+};
 
 function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: InboxCardProps) {
   const [agentId, setAgentId] = useState<string | null>(null);
   const [autoRespond, setAutoRespond] = useState(true);
+  const [notify, setNotify] = useState<Channel[]>([]);
+  const toggle = (channel: Channel, on: boolean) =>
+    setNotify((current) => (on ? [...current, channel] : current.filter((other) => other !== channel)));
   return (
     <Card withBorder>
       <Stack gap="xs">
@@ -125,6 +143,11 @@ function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: Inb
                 answers every email
               </Badge>
             )}
+            {assigned.notify.map((channel) => (
+              <Badge key={channel} tt="none" variant="outline">
+                {NOTIFY_LABELS[channel].badge}
+              </Badge>
+            ))}
             <Button size="compact-xs" variant="subtle" color="red" onClick={() => onUnassign(assigned.agentId)}>
               Remove
             </Button>
@@ -138,11 +161,25 @@ function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: Inb
             checked={autoRespond}
             onChange={(event) => setAutoRespond(event.currentTarget.checked)}
           />
+          {(['email', 'slack'] as const).map((channel) => (
+            <Checkbox
+              key={channel}
+              label={NOTIFY_LABELS[channel].option}
+              size="xs"
+              checked={notify.includes(channel)}
+              onChange={(event) => toggle(channel, event.currentTarget.checked)}
+            />
+          ))}
           <Button
             size="xs"
             variant="default"
             disabled={!agentId}
-            onClick={() => agentId && onAssign(agentId, inbox.agents.length === 0, autoRespond)}
+            onClick={() => {
+              if (!agentId) return;
+              onAssign({ agentId, isPrimary: inbox.agents.length === 0, autoRespond, notify });
+              setAgentId(null);
+              setNotify([]);
+            }}
           >
             Assign
           </Button>

@@ -27,6 +27,7 @@ import * as slack from './0025_slack.ts';
 import * as notificationQueue from './0026_notification_queue.ts';
 import * as callbackClaim from './0027_callback_claim.ts';
 import * as watchedCheck from './0028_watched_check.ts';
+import * as inboxNotify from './0029_inbox_notify.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '0026_notification_queue': notificationQueue,
   '0027_callback_claim': callbackClaim,
   '0028_watched_check': watchedCheck,
+  '0029_inbox_notify': inboxNotify,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -38,6 +38,7 @@ export function emailActionInsert(
     traceParent: string | null;
     data: string;
     approvalRules: string;
+    notify: string;
   },
 ) {
   return creator.insertInto('actions').values((eb) => ({
@@ -52,6 +53,7 @@ export function emailActionInsert(
     traceParent: action.traceParent,
     data: action.data,
     approvalRules: action.approvalRules,
+    notify: action.notify,
     source: 'email',
     status: 'queued',
     eventType: 'email.received',
@@ -98,8 +100,8 @@ const runContexts = queryTemplate((db, args: { actionIds: string[]; defaultProvi
       // An action without a rule (an email's) carries the rules it was created with.
       (eb) => eb.fn.coalesce('r.approvalRules', 'a.approvalRules').as('approvalRules'),
       'r.approvalTimeoutSeconds',
-      // How the rule's approvers are told of a waiting call (none for an email's action).
-      'r.notify',
+      // How the approvers are told of a waiting call: the rule's, or the inbox's an email's action was created with.
+      (eb) => eb.fn.coalesce('r.notify', 'a.notify').as('notify'),
       // An email's action has no rule, so no argument rules.
       'r.argumentRules',
       'a.source',

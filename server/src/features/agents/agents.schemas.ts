@@ -59,6 +59,13 @@ export const approversSchema = z
   .refine((value) => (value.userIds?.length ?? 0) > 0 || value.role !== undefined, 'name at least one user, or the role')
   .nullable();
 
+/** How approvers are told that a call waits (an action rule's, an inbox assignment's): each channel once. */
+export const notifySchema = z
+  .array(z.enum(NOTIFY_CHANNELS))
+  .max(NOTIFY_CHANNELS.length)
+  .default([])
+  .transform((channels) => [...new Set(channels)]);
+
 export const actionRuleInput = z.object({
   name: z.string().trim().min(1).max(200),
   agentId: z.uuid().nullable().default(null),
@@ -97,12 +104,9 @@ export const actionRuleInput = z.object({
       'How many distinct approvers must approve a staged call before it runs (1 to 5); one rejection rejects it. ' +
         'An approver whose edit changes the arguments starts the approvals again',
     ),
-  notify: z
-    .array(z.enum(NOTIFY_CHANNELS))
-    .max(NOTIFY_CHANNELS.length)
-    .default([])
-    .transform((channels) => [...new Set(channels)])
-    .describe('How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)'),
+  notify: notifySchema.describe(
+    'How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)',
+  ),
 });
 export const actionRulePatch = patchSchema(actionRuleInput);
 

@@ -181,6 +181,7 @@ export function createInboundEmail(deps: {
         ),
       }),
       approvalRules: JSON.stringify(responder.approvalRules ?? { sendEmail: 'allow' }),
+      notify: JSON.stringify(responder.notify),
     };
   }
 

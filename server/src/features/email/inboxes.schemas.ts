@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { orgParams } from '../../lib/http-schemas.ts';
-import { approvalModeSchema, toolNameSchema } from '../agents/agents.schemas.ts';
+import { NOTIFY_CHANNELS } from '../../db/schema.ts';
+import { approvalModeSchema, notifySchema, toolNameSchema } from '../agents/agents.schemas.ts';
 
 export const inboxInput = z.object({
   emailAddress: z
@@ -22,6 +23,10 @@ export const assignmentInput = z.object({
     .nullable()
     .default(null)
     .describe('Approval mode per tool for this inbox; null: sendEmail `allow` for an auto-response, every other tool `ask`'),
+  notify: notifySchema.describe(
+    "How the org's admins (who decide an inbox's calls) are told that one of its actions waits: " +
+      '`["email"]`, `["slack"]` or both (default: nobody is told; the console shows it)',
+  ),
 });
 export type AssignmentInput = z.output<typeof assignmentInput>;
 
@@ -31,6 +36,7 @@ export const assignmentSchema = z
     isPrimary: z.boolean(),
     autoRespond: z.boolean(),
     approvalRules: z.record(z.string(), approvalModeSchema).nullable(),
+    notify: z.array(z.enum(NOTIFY_CHANNELS)),
     assignedByUserId: z.uuid().nullable(),
     createdAt: z.date(),
   })

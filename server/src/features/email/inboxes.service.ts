@@ -16,6 +16,7 @@ const toAssignment = (row: EmailInboxAgentRow) => ({
   isPrimary: row.isPrimary,
   autoRespond: row.autoRespond,
   approvalRules: row.approvalRules,
+  notify: row.notify,
   assignedByUserId: row.assignedByUserId,
   createdAt: row.createdAt,
 });
@@ -92,6 +93,7 @@ export function createInboxesService(deps: {
             isPrimary: input.isPrimary,
             autoRespond: input.autoRespond,
             approvalRules: input.approvalRules === null ? null : JSON.stringify(input.approvalRules),
+            notify: JSON.stringify(input.notify),
             assignedByUserId: userId,
           });
         });

@@ -42,6 +42,8 @@ export interface AnsweringAction {
   traceParent: string | null;
   data: string;
   approvalRules: string;
+  /** How the approvers are told it waits (the inbox assignment's channels), as JSON text. */
+  notify: string;
 }
 
 /** Everything one received email stores (storeReceived). */
@@ -59,7 +61,16 @@ export interface ReceivedEmailParts {
 /** What a statement's arguments are named: the message's columns, then each part's own. */
 type StoreArgs = Record<string, unknown>;
 const attachmentKey = (index: number, column: string) => `attachment${index}.${column}`;
-const actionKeys = ['actionId', 'agentId', 'runAsUserId', 'instructions', 'traceParent', 'actionData', 'approvalRules'] as const;
+const actionKeys = [
+  'actionId',
+  'agentId',
+  'runAsUserId',
+  'instructions',
+  'traceParent',
+  'actionData',
+  'approvalRules',
+  'notify',
+] as const;
 
 /** The ledger row of the received email (a delivery of source `email`): accepted with its action, or skipped. */
 const ledgerValues = (args: StoreArgs, message: ReceivedMessage, answered: boolean) => ({
@@ -92,6 +103,7 @@ function answeringActionValues(args: StoreArgs, message: ReceivedMessage) {
     traceParent: action.traceParent as string | null,
     data: action.actionData as string,
     approvalRules: action.approvalRules as string,
+    notify: action.notify as string,
   };
 }
 

@@ -20,7 +20,8 @@ export interface CallToDecide {
 
 export interface ApprovalEmailInput {
   agentName: string;
-  ruleName: string;
+  /** The action rule, or the inbox an email's action came from; null when neither is left. */
+  ruleName: string | null;
   /** How many distinct approvers must approve each call (the rule's minApprovals). */
   minApprovals: number;
   eventType: string;
@@ -101,7 +102,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
   const intro = `${input.agentName} wants to run ${what} your approval.`;
   const context = [
     ['Agent', input.agentName],
-    ['Rule', input.ruleName],
+    ...(input.ruleName === null ? [] : [['Rule', input.ruleName] as const]),
     ['Event', input.eventType + (input.externalId ? ` (${input.externalId})` : '')],
     ['Action', input.actionId],
     ...(input.minApprovals > 1

@@ -21,14 +21,19 @@ export const approvalMailRepo = {
     }));
   },
 
-  /** What an approval email says of its action, and whom its rule asks and how. */
+  /**
+   * What an approval email says of its action, and whom its rule asks and how. An email's action has no
+   * rule: its org's admins decide, one approval each, told as its inbox's assignment said when it was made.
+   */
   actionToNotify: (db: Kysely<DB>, actionId: string) =>
     db
       .selectFrom('actions as a')
-      .innerJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+      .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
       .innerJoin('organizations as o', 'o.id', 'a.orgId')
       .leftJoin('agents as g', 'g.id', 'a.agentId')
-      .select([
+      .leftJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
+      .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
+      .select((eb) => [
         'o.slug as orgSlug',
         'a.id',
         'a.orgId',
@@ -36,10 +41,11 @@ export const approvalMailRepo = {
         'a.eventType',
         'a.externalId',
         'a.createdAt',
-        'r.name as ruleName',
+        // In the email's and Slack's "Rule:" line: the rule, or the inbox the email came to.
+        sql<string | null>`coalesce(${eb.ref('r.name')}, 'inbox ' || ${eb.ref('i.emailAddress')})`.as('ruleName'),
         'r.approvers',
         'r.minApprovals',
-        'r.notify',
+        sql<NotifyChannel[]>`coalesce(${eb.ref('r.notify')}, ${eb.ref('a.notify')}, '[]'::jsonb)`.as('notify'),
         'g.name as agentName',
       ])
       .where('a.id', '=', actionId)

@@ -564,6 +564,57 @@ describe('approvals by email', () => {
     expect((await waitForAction(app, auth(setup), actionId, ['rejected', 'completed', 'failed'])).status).toBe('rejected');
   });
 
+  it("an inbox's action that waits tells the org's admins as its assignment says; a link approves it", async () => {
+    const org = await setUpEmailOrg(app, provider, { agentTools: ['generateDocument'], notify: ['email'] });
+    const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
+    expect(agents).toEqual([expect.objectContaining({ agentId: org.agentId, notify: ['email'] })]);
+    model.script(documentThenText());
+    const received = provider.receive({
+      from: 'Dana <dana@customer.test>',
+      to: [org.inbox.emailAddress],
+      subject: 'A quote, please',
+      text: 'Can you send me a quote?',
+    });
+    expect(
+      (await org.notify(provider.receivedEvent(received.id), { timestamp: Math.floor(app.clock.now().getTime() / 1000) })).status,
+    ).toBe(200);
+    const email = await eventually("an approval email about the inbox's action", async () =>
+      provider.sent.find(
+        (sent) => sent.to.includes(org.admin.email) && sent.subject === 'Approval needed: Support on email.received',
+      ),
+    );
+    // generateDocument asks by default in an inbox's action; the email names the inbox where a rule would be.
+    expect(email.text).toContain('Tool: generateDocument');
+    expect(email.text).toContain(`Rule: inbox ${org.inbox.emailAddress}`);
+    const actionId = email.text!.match(/Action: ([\w-]+)/)![1]!;
+    expect((await use(linksOf(email).approve)).status).toBe(200);
+    const auth = { token: org.token, org: org.org.slug };
+    const done = await waitForAction(app, auth, actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', channel: 'email_link', approverId: org.admin.id });
+
+    // Without notify, as before: nobody is told; the console's inbox shows the call.
+    const quiet = await setUpEmailOrg(app, provider, { agentTools: ['generateDocument'] });
+    const again = provider.receive({
+      from: 'eve@customer.test',
+      to: [quiet.inbox.emailAddress],
+      subject: 'Quote',
+      text: 'Quote?',
+    });
+    expect(
+      (await quiet.notify(provider.receivedEvent(again.id), { timestamp: Math.floor(app.clock.now().getTime() / 1000) })).status,
+    ).toBe(200);
+    const { approvals } = await eventually('the call waiting', async () => {
+      const body = await (await quiet.api('GET', '/approvals')).json();
+      return body.approvals.length > 0 ? body : undefined;
+    });
+    expect(approvals).toEqual([expect.objectContaining({ toolName: 'generateDocument' })]);
+    const row = await (
+      await app.request('GET', `/orgs/${quiet.org.slug}/ledger/${approvals[0].actionId}`, { token: quiet.token })
+    ).json();
+    expect(row.execution.toolCalls[0].notifications).toEqual([]);
+  });
+
   it('bad input on the link routes gets a 4xx page or error, never a 500; rules refuse approvers who are not members', async () => {
     const { org, setup } = await approvalOrg();
     const actionId = await waitingAction(setup);
