@@ -4,7 +4,7 @@ import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
 import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../../test/helpers/email.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import { createUser, signIn } from '../../../../test/helpers/factories.ts';
-import type { SentEmail } from '../../../../test/helpers/fake-mail-provider.ts';
+import type { FakeInbound, SentEmail } from '../../../../test/helpers/fake-mail-provider.ts';
 import { documentThenText } from '../../../../test/helpers/fake-model.ts';
 import type { FakeModel } from '../../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../../test/helpers/test-app.ts';
@@ -174,6 +174,14 @@ describe('approvals by email', () => {
   });
 
   /** A reply to an approval email as the provider receives it and tells us. */
+  /** An email the provider received, notified as the provider does: signed at the server's now (a test before may have moved it). */
+  async function deliver(org: Awaited<ReturnType<typeof setUpEmailOrg>>, email: FakeInbound) {
+    const received = provider.receive(email);
+    const timestamp = Math.floor(app.clock.now().getTime() / 1000);
+    expect((await org.notify(provider.receivedEvent(received.id), { timestamp })).status).toBe(200);
+    return received.messageId;
+  }
+
   async function reply(
     org: Awaited<ReturnType<typeof setUpEmailOrg>>,
     to: SentEmail,
@@ -184,7 +192,7 @@ describe('approvals by email', () => {
       authentication?: { spf?: string; dkim?: string; dmarc?: string };
     },
   ) {
-    const received = provider.receive({
+    return deliver(org, {
       from: mail.from,
       to: [`agents@${org.domain}`],
       subject: `Re: ${to.subject}`,
@@ -197,10 +205,6 @@ describe('approvals by email', () => {
       },
       ...(mail.authentication ? { authentication: mail.authentication } : {}),
     });
-    // Signed at the server's now, as the provider's clock and ours agree (a test before may have moved ours).
-    const timestamp = Math.floor(app.clock.now().getTime() / 1000);
-    expect((await org.notify(provider.receivedEvent(received.id), { timestamp })).status).toBe(200);
-    return received.messageId;
   }
   /**
    * Every approval email of the action recorded as sent: by then the provider's Message-ID (the one
@@ -569,15 +573,7 @@ describe('approvals by email', () => {
     const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
     expect(agents).toEqual([expect.objectContaining({ agentId: org.agentId, notify: ['email'] })]);
     model.script(documentThenText());
-    const received = provider.receive({
-      from: 'Dana <dana@customer.test>',
-      to: [org.inbox.emailAddress],
-      subject: 'A quote, please',
-      text: 'Can you send me a quote?',
-    });
-    expect(
-      (await org.notify(provider.receivedEvent(received.id), { timestamp: Math.floor(app.clock.now().getTime() / 1000) })).status,
-    ).toBe(200);
+    await deliver(org, { from: 'Dana <dana@customer.test>', to: [org.inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
     const email = await eventually("an approval email about the inbox's action", async () =>
       provider.sent.find(
         (sent) => sent.to.includes(org.admin.email) && sent.subject === 'Approval needed: Support on email.received',
@@ -595,15 +591,7 @@ describe('approvals by email', () => {
 
     // Without notify, as before: nobody is told; the console's inbox shows the call.
     const quiet = await setUpEmailOrg(app, provider, { agentTools: ['generateDocument'] });
-    const again = provider.receive({
-      from: 'eve@customer.test',
-      to: [quiet.inbox.emailAddress],
-      subject: 'Quote',
-      text: 'Quote?',
-    });
-    expect(
-      (await quiet.notify(provider.receivedEvent(again.id), { timestamp: Math.floor(app.clock.now().getTime() / 1000) })).status,
-    ).toBe(200);
+    await deliver(quiet, { from: 'eve@customer.test', to: [quiet.inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
     const { approvals } = await eventually('the call waiting', async () => {
       const body = await (await quiet.api('GET', '/approvals')).json();
       return body.approvals.length > 0 ? body : undefined;
