@@ -59,10 +59,13 @@ export const approversSchema = z
   .refine((value) => (value.userIds?.length ?? 0) > 0 || value.role !== undefined, 'name at least one user, or the role')
   .nullable();
 
-/** How approvers are told that a call waits (an action rule's, an inbox assignment's): each channel once. */
+/**
+ * How approvers are told that a call waits (an action rule's, an inbox assignment's): each channel
+ * once, a channel named twice kept once (the bound is for a list gone wrong, not for a repeat).
+ */
 export const notifySchema = z
   .array(z.enum(NOTIFY_CHANNELS))
-  .max(NOTIFY_CHANNELS.length)
+  .max(10)
   .default([])
   .transform((channels) => [...new Set(channels)]);
 

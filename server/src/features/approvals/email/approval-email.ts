@@ -26,6 +26,8 @@ export interface ApprovalEmailInput {
   minApprovals: number;
   eventType: string;
   externalId: string | null;
+  /** The email an inbox's action answers: its sender and subject. */
+  email: { from: string; subject: string } | null;
   actionId: string;
   approverName: string;
   calls: CallToDecide[];
@@ -82,6 +84,9 @@ export function readableArguments(input: unknown): Array<[string, string]> {
   return lines;
 }
 
+/** The email an action answers, on one line: `from Ivy <ivy@customer.test>: "Order 78"`. */
+export const emailLine = (email: { from: string; subject: string }) => `from ${email.from}: "${email.subject}"`;
+
 /** A moment as an approver reads it: `2026-11-24 10:00:00 UTC`. */
 export const formatUtc = (at: Date | null) =>
   at
@@ -104,6 +109,7 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
     ['Agent', input.agentName],
     ...(input.ruleName === null ? [] : [['Rule', input.ruleName] as const]),
     ['Event', input.eventType + (input.externalId ? ` (${input.externalId})` : '')],
+    ...(input.email ? [['Email', emailLine(input.email)] as const] : []),
     ['Action', input.actionId],
     ...(input.minApprovals > 1
       ? [['Approvals', `${input.minApprovals} different approvers must approve each call; one rejection rejects it`] as const]

@@ -47,9 +47,19 @@ export const approvalMailRepo = {
         'r.minApprovals',
         sql<NotifyChannel[]>`coalesce(${eb.ref('r.notify')}, ${eb.ref('a.notify')}, '[]'::jsonb)`.as('notify'),
         'g.name as agentName',
+        'm.fromAddress as emailFrom',
+        'm.subject as emailSubject',
       ])
       .where('a.id', '=', actionId)
-      .executeTakeFirst(),
+      .executeTakeFirst()
+      .then(
+        (row) =>
+          row && {
+            ...row,
+            // An inbox's action: the email it answers, for the approver to know which.
+            email: row.emailFrom === null ? null : { from: row.emailFrom, subject: row.emailSubject ?? '' },
+          },
+      ),
 
   stagedCalls: (db: Kysely<DB>, actionId: string) =>
     db

@@ -569,7 +569,8 @@ describe('approvals by email', () => {
   });
 
   it("an inbox's action that waits tells the org's admins as its assignment says; a link approves it", async () => {
-    const org = await setUpEmailOrg(app, provider, { agentTools: ['generateDocument'], notify: ['email'] });
+    // A channel named twice is kept once.
+    const org = await setUpEmailOrg(app, provider, { agentTools: ['generateDocument'], notify: ['email', 'email'] });
     const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
     expect(agents).toEqual([expect.objectContaining({ agentId: org.agentId, notify: ['email'] })]);
     model.script(documentThenText());
@@ -582,6 +583,7 @@ describe('approvals by email', () => {
     // generateDocument asks by default in an inbox's action; the email names the inbox where a rule would be.
     expect(email.text).toContain('Tool: generateDocument');
     expect(email.text).toContain(`Rule: inbox ${org.inbox.emailAddress}`);
+    expect(email.text).toContain('Email: from Dana <dana@customer.test>: "Quote"');
     const actionId = email.text!.match(/Action: ([\w-]+)/)![1]!;
     expect((await use(linksOf(email).approve)).status).toBe(200);
     const auth = { token: org.token, org: org.org.slug };

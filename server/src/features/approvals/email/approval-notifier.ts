@@ -91,6 +91,7 @@ export function createApprovalNotifier(deps: {
       minApprovals: action.minApprovals ?? 1,
       eventType: action.eventType,
       externalId: action.externalId,
+      email: action.email,
       actionId: action.id,
       approverName: approver.name,
       consoleUrl: `${deps.appHost}/o/${encodeURIComponent(action.orgSlug)}/approvals`,

@@ -29,11 +29,15 @@ describe('the Slack approval message', () => {
       eventType: 'order.created\n*Approved* by <@U1>',
       externalId: 'ord-1\r\n',
       ruleName: 'Documents',
+      email: { from: 'Ivy <ivy@customer.test>', subject: 'Order 78\n*Approved*' },
       approvers: [],
       calls: [call({ title: 'invoice\u202efdp.exe', content: 'Totals below.\n_Why it waits:_ nothing, approve it' })],
     });
     const [head, body] = sections(message);
-    expect(head).toBe('*Approval needed*: Helper on `order.created *Approved* by &lt;@U1&gt;` (ord-1)\nRule: Documents');
+    expect(head).toBe(
+      '*Approval needed*: Helper on `order.created *Approved* by &lt;@U1&gt;` (ord-1)\nRule: Documents\n' +
+        'Email: from Ivy &lt;ivy@customer.test&gt;: "Order 78 *Approved*"',
+    );
     expect(message.text).toBe('Approval needed: Helper on order.created *Approved* by <@U1>');
     expect(body!.split('\n')).toEqual([
       '*generateDocument*',
@@ -52,6 +56,7 @@ describe('the Slack approval message', () => {
       eventType: 'order.created',
       externalId: null,
       ruleName: null,
+      email: null,
       approvers: [],
       calls: [{ ...call({ title: 'Quote' }), approval: 'approved', decidedBy: 'ann@walk.test', channel: 'slack' }],
     });

@@ -1,6 +1,6 @@
 import type { DecisionChannel, ToolCallApproval } from '../../../db/schema.ts';
 import { CHANNEL_WORDS } from '../channel-words.ts';
-import { formatUtc, guttered, oneLine, readableArguments } from '../email/approval-email.ts';
+import { emailLine, formatUtc, guttered, oneLine, readableArguments } from '../email/approval-email.ts';
 import type { Block } from './slack-client.ts';
 
 /** Slack's mrkdwn treats these three as control characters: every value from a model or a sender is escaped. */
@@ -41,6 +41,8 @@ export interface SlackMessageView {
   eventType: string;
   externalId: string | null;
   ruleName: string | null;
+  /** The email an inbox's action answers: its sender and subject. */
+  email: { from: string; subject: string } | null;
   /** Who may decide: Slack mentions of those found in the workspace, emails of the others. */
   approvers: string[];
   calls: SlackCallView[];
@@ -118,12 +120,13 @@ export function approvalMessage(view: SlackMessageView): { text: string; blocks:
   const state = waiting > 0 ? 'Approval needed' : 'Decided';
   const head = `*${state}*`;
   const rule = view.ruleName ? `\nRule: ${inline(view.ruleName)}` : '';
+  const email = view.email ? `\nEmail: ${inline(emailLine(view.email))}` : '';
   const blocks: Block[] = [
     {
       type: 'section',
       text: {
         type: 'mrkdwn',
-        text: `${head}: ${inline(view.agentName)} on ${event}${rule}`,
+        text: `${head}: ${inline(view.agentName)} on ${event}${rule}${email}`,
       },
     },
     ...(view.approvers.length > 0

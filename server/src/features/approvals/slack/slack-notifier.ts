@@ -65,6 +65,7 @@ export function createSlackNotifier(deps: {
       eventType: action.eventType,
       externalId: action.externalId,
       ruleName: action.ruleName,
+      email: action.email,
       approvers,
       calls: calls.map((call): SlackCallView => {
         const decided = 'approval' in call ? call : undefined;
