@@ -3,6 +3,7 @@ import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
+import type { components } from '../../api/schema';
 import { QueryError } from '../../components/RouteError';
 import { agentsQuery, keys } from '../../lib/queries';
 
@@ -90,21 +91,17 @@ export function Inboxes({ org }: { org: string }) {
   );
 }
 
-type Channel = 'email' | 'slack';
+type AssignmentRow = components['schemas']['InboxAgentAssignment'];
+type Channel = AssignmentRow['notify'][number];
 /** An agent assigned to an inbox, as the form sends it. */
-interface Assignment {
-  agentId: string;
-  isPrimary: boolean;
-  autoRespond: boolean;
-  notify: Channel[];
-}
+type Assignment = Pick<AssignmentRow, 'agentId' | 'isPrimary' | 'autoRespond' | 'notify'>;
 
 interface InboxCardProps {
   inbox: {
     id: string;
     emailAddress: string;
     displayName: string;
-    agents: { agentId: string; isPrimary: boolean; autoRespond: boolean; notify: Channel[] }[];
+    agents: Assignment[];
   };
   agentOptions: { value: string; label: string }[];
   agentName: (id: string) => string;
