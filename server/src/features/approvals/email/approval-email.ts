@@ -100,29 +100,39 @@ export function approvalSubject(input: Pick<ApprovalEmailInput, 'agentName' | 'e
   return cut(oneLine(`Approval needed: ${input.agentName} on ${input.eventType}`), 200);
 }
 
-/** Text and HTML of one approver's email listing every call of the action that waits for them. */
-export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; html: string } {
+/** What both parts of the email say: its opening, its context lines (each on one line, cut) and how a reply decides. */
+function emailParts(input: ApprovalEmailInput) {
   const many = input.calls.length > 1;
   const what = many ? `${input.calls.length} tool calls that need` : 'a tool call that needs';
-  const intro = `${input.agentName} wants to run ${what} your approval.`;
-  const context = [
+  const approvals = `${input.minApprovals} different approvers must approve each call; one rejection rejects it`;
+  const lines: Array<[string, string] | null> = [
     ['Agent', input.agentName],
-    ...(input.ruleName === null ? [] : [['Rule', input.ruleName] as const]),
+    input.ruleName === null ? null : ['Rule', input.ruleName],
     ['Event', input.eventType + (input.externalId ? ` (${input.externalId})` : '')],
-    ...(input.email ? [['Email', emailLine(input.email)] as const] : []),
+    input.email ? ['Email', emailLine(input.email)] : null,
     ['Action', input.actionId],
-    ...(input.minApprovals > 1
-      ? [['Approvals', `${input.minApprovals} different approvers must approve each call; one rejection rejects it`] as const]
-      : []),
-  ] as const;
-  const everyCall = many ? ' (it decides every call listed here)' : '';
-  const sendBack = input.calls.every((call) => call.canSendBack);
-  const text = [
+    input.minApprovals > 1 ? ['Approvals', approvals] : null,
+  ];
+  return {
+    many,
+    intro: `${input.agentName} wants to run ${what} your approval.`,
+    context: lines.flatMap((line) => (line ? [[line[0], cut(oneLine(line[1]), 200)] as const] : [])),
+    /** A run over its budget is only approved or rejected: its email does not offer to send it back. */
+    sendBack: input.calls.every((call) => call.canSendBack),
+    everyCall: many ? ' (it decides every call listed here)' : '',
+  };
+}
+
+const SEND_BACK_HINT = 'and what the agent should do instead (the call is not run; the agent goes on),';
+
+function approvalText(input: ApprovalEmailInput, parts: ReturnType<typeof emailParts>): string {
+  const { many, sendBack, everyCall } = parts;
+  return [
     `Hello ${input.approverName},`,
     '',
-    intro,
+    parts.intro,
     '',
-    ...context.map(([name, value]) => `${name}: ${cut(oneLine(value), 200)}`),
+    ...parts.context.map(([name, value]) => `${name}: ${value}`),
     '',
     ...input.calls.flatMap((call, index) => [
       `${many ? `${index + 1}. ` : ''}Tool: ${call.toolName}`,
@@ -134,22 +144,26 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
       '',
     ]),
     'Or reply to this email with "approve" or "reject" (a reason may follow either)' +
-      (sendBack ? ', or "send back:" and what the agent should do instead (the call is not run; the agent goes on),' : '') +
+      (sendBack ? `, or "send back:" ${SEND_BACK_HINT}` : '') +
       ` on the first line${everyCall}.`,
     `Each link works once, only for you, until the deadline. The console: ${input.consoleUrl}`,
   ].join('\n');
+}
 
-  const row = (name: string, value: string) =>
-    `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td>` +
-    `<td style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
-  const button = (href: string, label: string, color: string) =>
-    `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px 16px;margin-right:8px;border-radius:4px;` +
-    `background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
-  const html = [
+const row = (name: string, value: string) =>
+  `<tr><td style="padding:2px 12px 2px 0;color:#555;vertical-align:top">${escapeHtml(name)}</td>` +
+  `<td style="padding:2px 0;white-space:pre-wrap;word-break:break-word">${escapeHtml(value)}</td></tr>`;
+const button = (href: string, label: string, color: string) =>
+  `<a href="${escapeHtml(href)}" style="display:inline-block;padding:8px 16px;margin-right:8px;border-radius:4px;` +
+  `background:${color};color:#fff;text-decoration:none;font-weight:600">${label}</a>`;
+
+function approvalHtml(input: ApprovalEmailInput, parts: ReturnType<typeof emailParts>): string {
+  const { sendBack, everyCall } = parts;
+  return [
     '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#111;max-width:640px">',
     `<p>Hello ${escapeHtml(input.approverName)},</p>`,
-    `<p>${escapeHtml(intro)}</p>`,
-    `<table>${context.map(([name, value]) => row(name, cut(oneLine(value), 200))).join('')}</table>`,
+    `<p>${escapeHtml(parts.intro)}</p>`,
+    `<table>${parts.context.map(([name, value]) => row(name, value)).join('')}</table>`,
     ...input.calls.map(
       (call) =>
         `<div style="border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0">` +
@@ -162,15 +176,18 @@ export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; 
         '</div>',
     ),
     '<p style="color:#555">Or reply with <strong>approve</strong> or <strong>reject</strong> (a reason may follow either)' +
-      (sendBack
-        ? ', or <strong>send back:</strong> and what the agent should do instead (the call is not run; the agent goes on),'
-        : '') +
+      (sendBack ? `, or <strong>send back:</strong> ${SEND_BACK_HINT}` : '') +
       ` on the first line${everyCall}. ` +
       'Each link works once, only for you, until the deadline.</p>',
     `<p style="color:#555"><a href="${escapeHtml(input.consoleUrl)}">Open the console</a></p>`,
     '</div>',
   ].join('');
-  return { text, html };
+}
+
+/** Text and HTML of one approver's email listing every call of the action that waits for them. */
+export function renderApprovalEmail(input: ApprovalEmailInput): { text: string; html: string } {
+  const parts = emailParts(input);
+  return { text: approvalText(input, parts), html: approvalHtml(input, parts) };
 }
 
 /** What the stored copy of an approval email says in place of its links: anyone who reads the thread could use them. */
