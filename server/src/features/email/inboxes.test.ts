@@ -115,6 +115,12 @@ describe('inboxes', () => {
       ['PATCH', `/${inbox.id}`, undefined],
       ['POST', `/${inbox.id}/agents`, undefined],
       ['POST', `/${inbox.id}/agents`, { agentId: 'not-a-uuid' }],
+      // How the admins are told: only the two channels, as a list.
+      ['POST', `/${inbox.id}/agents`, { agentId: crypto.randomUUID(), notify: ['sms'] }],
+      ['POST', `/${inbox.id}/agents`, { agentId: crypto.randomUUID(), notify: 'email' }],
+      ['POST', `/${inbox.id}/agents`, { agentId: crypto.randomUUID(), notify: ['email\u0000'] }],
+      ['POST', `/${inbox.id}/agents`, { agentId: crypto.randomUUID(), notify: Array(11).fill('email') }],
+      ['POST', `/${inbox.id}/agents`, { agentId: crypto.randomUUID(), notify: [['email']] }],
       ['GET', '/not-a-uuid', undefined],
       ['DELETE', `/${inbox.id}/agents/not-a-uuid`, undefined],
     ];
@@ -144,6 +150,7 @@ describe('inboxes', () => {
       isPrimary: true,
       autoRespond: true,
       approvalRules: null,
+      notify: [],
       assignedByUserId: admin.id,
     });
     const second = await call('POST', `/${inbox.id}/agents`, {
