@@ -116,11 +116,6 @@ const NOTIFY_LABELS: Record<Channel, { option: string; badge: string }> = {
 };
 
 function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: InboxCardProps) {
-  const [agentId, setAgentId] = useState<string | null>(null);
-  const [autoRespond, setAutoRespond] = useState(true);
-  const [notify, setNotify] = useState<Channel[]>([]);
-  const toggle = (channel: Channel, on: boolean) =>
-    setNotify((current) => (on ? [...current, channel] : current.filter((other) => other !== channel)));
   return (
     <Card withBorder>
       <Stack gap="xs">
@@ -150,38 +145,50 @@ function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: Inb
             </Button>
           </Group>
         ))}
-        <Group align="flex-end" gap="xs">
-          <Select label="Assign an agent" size="xs" data={agentOptions} value={agentId} onChange={setAgentId} w={220} />
-          <Checkbox
-            label="Answers every email"
-            size="xs"
-            checked={autoRespond}
-            onChange={(event) => setAutoRespond(event.currentTarget.checked)}
-          />
-          {(['email', 'slack'] as const).map((channel) => (
-            <Checkbox
-              key={channel}
-              label={NOTIFY_LABELS[channel].option}
-              size="xs"
-              checked={notify.includes(channel)}
-              onChange={(event) => toggle(channel, event.currentTarget.checked)}
-            />
-          ))}
-          <Button
-            size="xs"
-            variant="default"
-            disabled={!agentId}
-            onClick={() => {
-              if (!agentId) return;
-              onAssign({ agentId, isPrimary: inbox.agents.length === 0, autoRespond, notify });
-              setAgentId(null);
-              setNotify([]);
-            }}
-          >
-            Assign
-          </Button>
-        </Group>
+        <AssignForm agentOptions={agentOptions} firstAgent={inbox.agents.length === 0} onAssign={onAssign} />
       </Stack>
     </Card>
+  );
+}
+
+/** Another agent for the inbox: whether it answers every email, and how the admins are told that its calls wait. */
+function AssignForm(props: Pick<InboxCardProps, 'agentOptions' | 'onAssign'> & { firstAgent: boolean }) {
+  const [agentId, setAgentId] = useState<string | null>(null);
+  const [autoRespond, setAutoRespond] = useState(true);
+  const [notify, setNotify] = useState<Channel[]>([]);
+  const toggle = (channel: Channel, on: boolean) =>
+    setNotify((current) => (on ? [...current, channel] : current.filter((other) => other !== channel)));
+  return (
+    <Group align="flex-end" gap="xs">
+      <Select label="Assign an agent" size="xs" data={props.agentOptions} value={agentId} onChange={setAgentId} w={220} />
+      <Checkbox
+        label="Answers every email"
+        size="xs"
+        checked={autoRespond}
+        onChange={(event) => setAutoRespond(event.currentTarget.checked)}
+      />
+      {(['email', 'slack'] as const).map((channel) => (
+        <Checkbox
+          key={channel}
+          label={NOTIFY_LABELS[channel].option}
+          size="xs"
+          checked={notify.includes(channel)}
+          onChange={(event) => toggle(channel, event.currentTarget.checked)}
+        />
+      ))}
+      <Button
+        size="xs"
+        variant="default"
+        disabled={!agentId}
+        onClick={() => {
+          if (!agentId) return;
+          props.onAssign({ agentId, isPrimary: props.firstAgent, autoRespond, notify });
+          setAgentId(null);
+          setNotify([]);
+        }}
+      >
+        Assign
+      </Button>
+    </Group>
   );
 }
