@@ -1,6 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts';
+import { capture, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { createTenant, uniqueEmail } from '../helpers/factories.ts';
 import { startFakeCodehost } from '../helpers/fake-codehost.ts';
 import { startFakeMailProvider } from '../helpers/fake-mail-provider.ts';
@@ -88,6 +89,23 @@ describe('the console: accounts', () => {
     // The session is gone: a page behind it leads back to sign-in.
     await page.goto(`${app.baseUrl}/me`);
     await page.waitForURL('**/sign-in?redirect=*');
+    visitor.expectNoProblems();
+    await visitor.close();
+  });
+
+  it('works at another address of the server than APP_HOST: signed in at localhost, its writes are not refused as cross-site', async () => {
+    const { admin, token } = await createTenant(app);
+    const visitor = await openConsole(browser);
+    const { page } = visitor;
+    const elsewhere = app.baseUrl.replace('127.0.0.1', 'localhost');
+    await signInToConsole(page, elsewhere, admin.email);
+    await page.waitForURL('**/ledger');
+    await page.goto(`${elsewhere}/me`);
+    await page.getByLabel('Approval emails').click({ force: true });
+    await eventually('the preference, saved', async () => {
+      const me = await (await app.request('GET', '/auth/me', { token })).json();
+      return me.preferences.approvalEmails === false ? true : undefined;
+    });
     visitor.expectNoProblems();
     await visitor.close();
   });

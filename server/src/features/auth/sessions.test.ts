@@ -131,7 +131,21 @@ describe('CSRF on cookie-authenticated unsafe requests', () => {
     expect((await response.json()).code).toBe('csrf_rejected');
     const crossSite = await app.request('POST', '/auth/logout', { cookie: token, headers: { 'sec-fetch-site': 'cross-site' } });
     expect(crossSite.status).toBe(403);
+    // A foreign origin the browser calls same-site (another subdomain, another port) is still foreign.
+    const sameSite = await app.request('POST', '/auth/logout', {
+      cookie: token,
+      headers: { origin: 'http://other.app.test', 'sec-fetch-site': 'same-site' },
+    });
+    expect(sameSite.status).toBe(403);
     expect((await app.request('GET', '/auth/me', { cookie: token })).status).toBe(200);
+  });
+
+  it("lets a page of the server's own origin through at an address that is not APP_HOST (the browser attests it)", async () => {
+    const token = await signIn(app, await createUser(app));
+    const headers = { origin: 'http://localhost:3000', 'sec-fetch-site': 'same-origin' };
+    const response = await app.request('POST', '/auth/logout', { cookie: token, headers });
+    expect(response.status).toBe(200);
+    expect((await app.request('GET', '/auth/me', { cookie: token })).status).toBe(401);
   });
 
   it('lets the same request through with a header token, whatever its origin', async () => {
