@@ -4934,6 +4934,10 @@ export interface operations {
                         results: {
                             /** Format: uuid */
                             actionId: string;
+                            /** @description The original action's event type (`email.received` for an email's) */
+                            eventType: string;
+                            /** @description The original action's external id, as its sender gave it */
+                            externalId: string | null;
                             /** @enum {string} */
                             outcome: "same" | "changed" | "failed";
                             /** @description What the original run did */
@@ -4947,6 +4951,8 @@ export interface operations {
                                     approval: string | null;
                                     /** @description Baseline: how the call ended */
                                     status?: string;
+                                    /** @description Baseline: the arguments an approver edited the call to (what ran, when it was approved); `arguments` stays the model's */
+                                    approvedArguments?: unknown;
                                     /**
                                      * @description Candidate: the original call's recorded result, a stand-in (not executed), run for real (read-only), ...
                                      * @enum {string}
@@ -4972,6 +4978,8 @@ export interface operations {
                                     approval: string | null;
                                     /** @description Baseline: how the call ended */
                                     status?: string;
+                                    /** @description Baseline: the arguments an approver edited the call to (what ran, when it was approved); `arguments` stays the model's */
+                                    approvedArguments?: unknown;
                                     /**
                                      * @description Candidate: the original call's recorded result, a stand-in (not executed), run for real (read-only), ...
                                      * @enum {string}

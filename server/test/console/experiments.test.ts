@@ -64,6 +64,9 @@ describe('the console: versions and experiments', () => {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Agents' }).click();
       await page.getByRole('table', { name: 'Agents' }).getByRole('link', { name: 'Refunder' }).click();
       await page.getByText('live: version 2').waitFor();
+      const live = page.getByRole('region', { name: 'What the live version does' });
+      await live.getByText('Refund what the customer asks.').waitFor();
+      await live.getByText('orders__refund_order').waitFor();
       await page.getByRole('button', { name: 'Edit' }).click();
       const dialog = page.getByRole('dialog');
       await dialog.getByLabel('Instructions').fill('Refund what the customer asks.\nRefund at most 100.');
@@ -98,6 +101,8 @@ describe('the console: versions and experiments', () => {
       const results = page.getByRole('table', { name: 'Results' });
       await results.getByRole('row').filter({ hasText: 'changed' }).getByRole('button').click();
       const comparison = page.getByRole('region', { name: 'Comparison' });
+      // The action as its sender named it: the event type and its external id.
+      await comparison.getByRole('link', { name: /^order\.created \([\w-]+\)$/ }).waitFor();
       await comparison.getByText('orders__refund_order: /amount 250 → 100').waitFor();
       await comparison.getByRole('region', { name: 'Version 3' }).getByText('not executed', { exact: true }).waitFor();
       await page.getByRole('radiogroup', { name: 'Outcome' }).getByText('same', { exact: true }).click();

@@ -1,4 +1,4 @@
-import { Badge, Button, Group, Modal, Stack, Text, Title } from '@mantine/core';
+import { Badge, Button, Card, Code, Group, Modal, Stack, Text, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useParams } from '@tanstack/react-router';
@@ -60,6 +60,36 @@ export function AgentDetailPage() {
         </Stack>
         <Button onClick={() => setEditing(true)}>Edit</Button>
       </Group>
+      <Card withBorder aria-label="What the live version does" role="region">
+        <Stack gap="xs">
+          <Text size="sm" fw={600}>
+            Instructions
+          </Text>
+          {data.instructions ? (
+            <Text size="sm" style={{ whiteSpace: 'pre-wrap', overflowWrap: 'anywhere' }} lineClamp={12}>
+              {data.instructions}
+            </Text>
+          ) : (
+            <Text size="sm" c="dimmed">
+              None: the model gets the rule's instructions and the event alone.
+            </Text>
+          )}
+          <Text size="sm" fw={600}>
+            Tools
+          </Text>
+          {data.tools.length > 0 ? (
+            <Group gap="xs">
+              {data.tools.map((tool) => (
+                <Code key={tool}>{tool}</Code>
+              ))}
+            </Group>
+          ) : (
+            <Text size="sm" c="dimmed">
+              None: it answers in words only.
+            </Text>
+          )}
+        </Stack>
+      </Card>
       <VersionsSection org={org} agentId={id} liveVersion={data.liveVersion} onExperiment={setStarting} />
       <ExperimentsSection
         org={org}

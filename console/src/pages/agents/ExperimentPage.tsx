@@ -10,7 +10,7 @@ import { StatusBadge } from '../../components/StatusBadge';
 import { counted, usd } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
 import { unfinished } from './ExperimentsSection';
-import { ResultComparison } from './ResultComparison';
+import { actionName, ResultComparison } from './ResultComparison';
 
 const OUTCOMES = ['all', 'changed', 'same', 'failed'] as const;
 type Outcome = (typeof OUTCOMES)[number];
@@ -146,8 +146,8 @@ export function ExperimentPage() {
               bg={result.actionId === selected ? 'var(--mantine-color-blue-light)' : undefined}
             >
               <Table.Td>
-                <Button variant="subtle" size="compact-sm" ff="monospace" onClick={() => setSelected(result.actionId)}>
-                  {result.actionId.slice(0, 8)}
+                <Button variant="subtle" size="compact-sm" onClick={() => setSelected(result.actionId)}>
+                  {actionName(result)}
                 </Button>
               </Table.Td>
               <Table.Td>

@@ -1,11 +1,15 @@
 import { Alert, Badge, Card, Group, List, SimpleGrid, Stack, Text, Title } from '@mantine/core';
-import { JsonBlock } from '../../components/JsonBlock';
+import { CallInput } from '../../components/EditedInput';
 import { StatusBadge } from '../../components/StatusBadge';
 import { AnchorLink } from '../../components/links';
 import { counted, usd } from '../../lib/format';
 import type { Answer } from '../../api/client';
 
 export type ExperimentResult = Answer<'/orgs/{org}/experiments/{experimentId}', 'get'>['results'][number];
+
+/** The replayed action as its sender named it: "order.refund_requested (r-250)". */
+export const actionName = (result: Pick<ExperimentResult, 'eventType' | 'externalId'>) =>
+  result.externalId ? `${result.eventType} (${result.externalId})` : result.eventType;
 
 /** Says one difference as a person reads it. */
 function describe(difference: ExperimentResult['differences'][number]): string {
@@ -42,8 +46,8 @@ export function ResultComparison({ org, result, version }: { org: string; result
       <Group justify="space-between">
         <Title order={2} size="h3">
           Action{' '}
-          <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: result.actionId }} ff="monospace">
-            {result.actionId.slice(0, 8)}
+          <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: result.actionId }}>
+            {actionName(result)}
           </AnchorLink>
         </Title>
         <StatusBadge status={result.outcome} />
@@ -82,10 +86,15 @@ export function ResultComparison({ org, result, version }: { org: string; result
                         {call.toolName}
                       </Text>
                       <Badge variant="outline" size="sm" tt="none">
-                        {call.status ?? call.replayed?.replaceAll('_', ' ')}
+                        {(call.status ?? call.replayed)?.replaceAll('_', ' ')}
                       </Badge>
                     </Group>
-                    <JsonBlock value={call.arguments} maxHeight={160} />
+                    <CallInput
+                      toolName={call.toolName}
+                      input={call.arguments}
+                      approvedInput={call.approvedArguments}
+                      maxHeight={160}
+                    />
                     {call.approval && (
                       <Text size="xs">
                         {side === 'baseline' ? 'Waited for approval' : 'Would wait for approval'}: {call.approval}

@@ -50,6 +50,7 @@ export async function baselineOf(db: Kysely<DB>, actionId: string): Promise<{ re
         mode: call.mode,
         approval: neededApproval(call) ? whyWaits(call) : null,
         status: call.status,
+        ...(call.approvedInput !== null && call.approvedInput !== undefined && { approvedArguments: call.approvedInput }),
       })),
       approvalsNeeded: calls.filter(neededApproval).length,
       finalText: typeof result?.text === 'string' ? result.text : null,

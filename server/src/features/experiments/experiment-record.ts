@@ -14,6 +14,8 @@ export interface ComparedCall {
   approval: string | null;
   /** Baseline: how the call ended (completed, failed, rejected, denied, ...). */
   status?: string;
+  /** Baseline: the arguments an approver edited the call to; `arguments` stays what the model proposed, which is compared. */
+  approvedArguments?: unknown;
   /** Candidate: how it got its result. */
   replayed?: ReplayedAs;
 }

@@ -108,13 +108,15 @@ export const experimentsRepo = {
     query: { outcome?: ExperimentOutcome; limit: number; afterPosition?: number },
   ) =>
     db
-      .selectFrom('experimentResults')
-      .select(['actionId', 'position', 'outcome', 'baseline', 'candidate', 'differences', 'finishedAt'])
-      .where('experimentId', '=', experimentId)
-      .where('state', '=', 'done')
-      .$if(query.outcome !== undefined, (q) => q.where('outcome', '=', query.outcome!))
-      .$if(query.afterPosition !== undefined, (q) => q.where('position', '>', query.afterPosition!))
-      .orderBy('position')
+      .selectFrom('experimentResults as r')
+      .innerJoin('actions as a', 'a.id', 'r.actionId')
+      .select(['r.actionId', 'a.eventType', 'a.externalId', 'r.position', 'r.outcome', 'r.baseline', 'r.candidate'])
+      .select(['r.differences', 'r.finishedAt'])
+      .where('r.experimentId', '=', experimentId)
+      .where('r.state', '=', 'done')
+      .$if(query.outcome !== undefined, (q) => q.where('r.outcome', '=', query.outcome!))
+      .$if(query.afterPosition !== undefined, (q) => q.where('r.position', '>', query.afterPosition!))
+      .orderBy('r.position')
       .limit(query.limit + 1)
       .execute(),
 

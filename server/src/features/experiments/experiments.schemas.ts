@@ -78,6 +78,12 @@ const comparedCall = z.object({
   mode: z.string(),
   approval: z.string().nullable().describe('Why it waited (would have waited) for a person; null: it did not'),
   status: z.string().optional().describe('Baseline: how the call ended'),
+  approvedArguments: z
+    .unknown()
+    .optional()
+    .describe(
+      "Baseline: the arguments an approver edited the call to (what ran, when it was approved); `arguments` stays the model's",
+    ),
   replayed: z
     .enum(['recorded', 'not_executed', 'live', 'denied', 'no_such_tool'])
     .optional()
@@ -96,6 +102,8 @@ const runRecord = z.object({
 });
 export const experimentResultSchema = z.object({
   actionId: z.uuid(),
+  eventType: z.string().describe("The original action's event type (`email.received` for an email's)"),
+  externalId: z.string().nullable().describe("The original action's external id, as its sender gave it"),
   outcome: z.enum(EXPERIMENT_OUTCOMES),
   baseline: runRecord.describe('What the original run did'),
   candidate: runRecord.describe('What the candidate version did on the same input'),

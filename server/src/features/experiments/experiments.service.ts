@@ -111,6 +111,8 @@ export function createExperimentsService(deps: { db: Kysely<DB>; bus: ProcessBus
         summary,
         results: page.map((result) => ({
           actionId: result.actionId,
+          eventType: result.eventType,
+          externalId: result.externalId,
           // A stored result has all of these (state done).
           outcome: result.outcome!,
           baseline: result.baseline as unknown as RunRecord,

@@ -204,6 +204,35 @@ describe('experiments', () => {
     ]);
   }, 120_000);
 
+  it("keeps what an approver changed in the original run: the model's arguments are compared, the edited ones shown", async () => {
+    const made = await setup();
+    model.script(followInstructions);
+    const id = await runEvent(app, made, { externalId: 'refund-O-E', data: { order_id: 'O-E', amount: 180 } });
+    await waitForAction(app, auth(made), id, ['pending_approval']);
+    const { approvals } = await (await api(made).get('/approvals')).json();
+    const call = approvals.find((candidate: { actionId: string }) => candidate.actionId === id);
+    const edited = { orderId: 'O-E', amount: 170 };
+    const approved = await api(made).post(`/actions/${id}/tool-calls/${call.toolCallId}/approve`, { arguments: edited });
+    expect(approved.status).toBe(200);
+    await waitForAction(app, auth(made), id, ['completed']);
+
+    const started = await (await api(made).post(`/agents/${made.agentId}/experiments`, { version: 2, actionIds: [id] })).json();
+    const [result] = (await finished(made, started.experiment.id)).results;
+    expect(result).toMatchObject({ actionId: id, eventType: 'order.created', externalId: 'refund-O-E' });
+    expect(result.baseline.toolCalls[1]).toEqual({
+      toolName: 'orders__refund_order',
+      arguments: { orderId: 'O-E', amount: 180 },
+      approvedArguments: edited,
+      mode: 'ask',
+      approval: 'argument rule 1: /amount gt 150',
+      status: 'completed',
+    });
+    // The same version proposes what the model proposed then, and gets what the edited call answered.
+    expect(result.outcome).toBe('same');
+    expect(result.candidate.toolCalls[1]).toMatchObject({ arguments: { orderId: 'O-E', amount: 180 }, replayed: 'recorded' });
+    expect(result.candidate.toolCalls[1].approvedArguments).toBeUndefined();
+  });
+
   it('refuses bad input with a clear 4xx; another org sees nothing and starts nothing', async () => {
     const made = await setup();
     model.script(followInstructions);
