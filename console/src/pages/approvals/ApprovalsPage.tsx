@@ -52,9 +52,7 @@ export function ApprovalsPage() {
                 <Table.Th>Tool</Table.Th>
                 <Table.Th>Input</Table.Th>
                 <Table.Th>Action</Table.Th>
-                <Table.Th>Run as</Table.Th>
                 <Table.Th>Requested</Table.Th>
-                <Table.Th>Time left</Table.Th>
                 <Table.Th>Decision</Table.Th>
               </Table.Tr>
             </Table.Thead>
@@ -83,17 +81,17 @@ export function ApprovalsPage() {
                     ) : (
                       <Text size="sm">{approval.eventType}</Text>
                     )}
-                  </Table.Td>
-                  <Table.Td>
-                    <Text size="sm">
-                      <UserName org={org} userId={approval.runAsUserId} />
+                    <Text size="xs" c="dimmed">
+                      as <UserName org={org} userId={approval.runAsUserId} />
                     </Text>
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm">{formatTime(approval.requestedAt)}</Text>
+                    <Text size="xs" c="dimmed">
+                      {approval.expiresAt ? `expires ${relativeTime(approval.expiresAt, now)}` : 'no deadline'}
+                    </Text>
                   </Table.Td>
-                  <Table.Td>{approval.expiresAt ? relativeTime(approval.expiresAt, now) : 'no deadline'}</Table.Td>
-                  <Table.Td>
+                  <Table.Td miw={190}>
                     <ApprovalCount org={org} required={approval.approvalsRequired} approvals={approval.approvals} />
                     <ApprovalButtons
                       org={org}

@@ -19,7 +19,7 @@ function MessagePart({ part }: { part: Part }) {
         <Text size="xs" fw={600}>
           calls {part.toolName}
         </Text>
-        <JsonBlock value={part.input} maxHeight={200} label={`Call of ${part.toolName}`} />
+        <JsonBlock value={part.input} maxHeight={200} wrap label={`Call of ${part.toolName}`} />
       </Stack>
     );
   if (part.type === 'tool-result')
@@ -28,7 +28,7 @@ function MessagePart({ part }: { part: Part }) {
         <Text size="xs" fw={600}>
           {part.toolName} answered
         </Text>
-        <JsonBlock value={part.output} maxHeight={200} label={`Result of ${part.toolName}`} />
+        <JsonBlock value={part.output} maxHeight={200} wrap label={`Result of ${part.toolName}`} />
       </Stack>
     );
   return <JsonBlock value={part} maxHeight={200} />;

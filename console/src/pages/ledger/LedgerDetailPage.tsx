@@ -158,7 +158,7 @@ export function LedgerDetailPage() {
           <Title order={2} size="h4">
             {execution.error ? 'Error' : 'Result'}
           </Title>
-          <JsonBlock value={execution.error ?? execution.result} label="Result" />
+          <JsonBlock value={execution.error ?? execution.result} label="Result" wrap />
         </Stack>
       )}
       <CallbacksSection org={org} callbacks={entry.callbacks} />
