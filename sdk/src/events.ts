@@ -53,7 +53,7 @@ export interface ToolCallDecision {
   /** The person who decided (as `decidedBy`); null when the deadline decided. */
   approverId: string | null;
   /** How the decision was made; null when the deadline decided. */
-  channel: 'console' | 'api' | 'email_link' | 'email_reply' | null;
+  channel: 'console' | 'api' | 'email_link' | 'email_reply' | 'slack' | null;
   decidedAt: string | null;
   reason: string | null;
   /** What was decided; `send_back` comes with action.approved: the call was not run, its message went to the agent. */
@@ -71,7 +71,13 @@ interface Envelope<Type extends CallbackEventType, Data> {
 
 export type PendingApprovalEvent = Envelope<
   'action.pending_approval',
-  { status: 'pending_approval'; toolCall: StagedToolCall; toolCalls: StagedToolCall[] }
+  {
+    status: 'pending_approval';
+    toolCall: StagedToolCall;
+    toolCalls: StagedToolCall[];
+    /** Set when the run waits for another reason than its tool calls' modes: "budget exceeded" (a continueOverBudget call). */
+    reason?: string;
+  }
 >;
 export type ApprovedEvent = Envelope<'action.approved', { status: 'approved'; decision: ToolCallDecision }>;
 export type CompletedEvent = Envelope<'action.completed', { status: 'completed'; result: unknown }>;

@@ -11,6 +11,7 @@ import {
   type CallbackEvent,
 } from '@agent-platform/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callbackEventSchema } from '../../server/src/features/callbacks/callbacks.schemas.ts';
 import { eventually } from '../../server/test/helpers/eventually.ts';
 import { addCallback, startCallbackStack } from '../../server/test/helpers/callbacks.ts';
 import type { TestApp } from '../../server/test/helpers/test-app.ts';
@@ -166,6 +167,10 @@ describe('verifying real callbacks', () => {
     const event: CallbackEvent = constructEvent(callback!.body, callback!.headers, endpoint.secret);
     if (event.type !== 'action.completed') throw new Error(`unexpected ${event.type}`);
     expect(event.data).toMatchObject({ actionId, status: 'completed', externalId: 'sdk-callback', result: { text: 'done' } });
+    // The server's schema of its callbacks (the one its deliveries are served with) reads what it sent the same way, and
+    // every event it allows is one the SDK types: the typecheck that `npm test` runs first fails here when the SDK falls behind.
+    const served: CallbackEvent = callbackEventSchema.parse(JSON.parse(callback!.body));
+    expect(served).toEqual(event);
     const onlyWh = Object.fromEntries(
       Object.entries(callback!.headers).filter(([name]) => !name.startsWith('webhook-')),
     ) as Record<string, string>;

@@ -80,7 +80,7 @@ const decision = z.object({
   channel: z
     .enum(DECISION_CHANNELS)
     .nullable()
-    .describe('How: console, api, email_link or email_reply; null when the deadline decided'),
+    .describe('How: console, api, email_link, email_reply or slack; null when the deadline decided'),
   decidedAt: z.string().nullable(),
   reason: z.string().nullable(),
   kind: z
@@ -105,12 +105,16 @@ const envelope = <Type extends string, Status extends string, Data extends z.Zod
 export const callbackEventSchema = z
   .discriminatedUnion('type', [
     envelope('action.pending_approval', 'pending_approval', {
-      toolCall: stagedToolCall.nullable().describe('The (first) staged call'),
+      toolCall: stagedToolCall.describe('The (first) staged call'),
       toolCalls: z.array(stagedToolCall),
+      reason: z
+        .string()
+        .optional()
+        .describe('Set when the run waits for another reason than its tool calls\' modes: "budget exceeded"'),
     }),
     envelope('action.approved', 'approved', { decision }),
     envelope('action.completed', 'completed', { result: z.unknown() }),
-    envelope('action.failed', 'failed', { error: z.string().nullable() }),
+    envelope('action.failed', 'failed', { error: z.string().describe('Why it failed') }),
     envelope('action.rejected', 'rejected', { decision }),
     envelope('action.expired', 'expired', { decision }),
   ])
