@@ -1570,13 +1570,15 @@ export interface components {
                     toolName: string;
                     input: unknown;
                     expiresAt: string | null;
-                } | null;
+                };
                 toolCalls: {
                     toolCallId: string;
                     toolName: string;
                     input: unknown;
                     expiresAt: string | null;
                 }[];
+                /** @description Set when the run waits for another reason than its tool calls' modes: "budget exceeded" */
+                reason?: string;
             };
         } | {
             /** @enum {string} */
@@ -1614,7 +1616,7 @@ export interface components {
                      */
                     approverId: string | null;
                     /**
-                     * @description How: console, api, email_link or email_reply; null when the deadline decided
+                     * @description How: console, api, email_link, email_reply or slack; null when the deadline decided
                      * @enum {string|null}
                      */
                     channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
@@ -1675,7 +1677,8 @@ export interface components {
                 agentVersion?: number | null;
                 /** @enum {string} */
                 status: "failed";
-                error: string | null;
+                /** @description Why it failed */
+                error: string;
             };
         } | {
             /** @enum {string} */
@@ -1713,7 +1716,7 @@ export interface components {
                      */
                     approverId: string | null;
                     /**
-                     * @description How: console, api, email_link or email_reply; null when the deadline decided
+                     * @description How: console, api, email_link, email_reply or slack; null when the deadline decided
                      * @enum {string|null}
                      */
                     channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
@@ -1764,7 +1767,7 @@ export interface components {
                      */
                     approverId: string | null;
                     /**
-                     * @description How: console, api, email_link or email_reply; null when the deadline decided
+                     * @description How: console, api, email_link, email_reply or slack; null when the deadline decided
                      * @enum {string|null}
                      */
                     channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
