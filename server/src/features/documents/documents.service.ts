@@ -69,7 +69,8 @@ export function generateDocumentTool(documents: DocumentsService) {
     name: 'generateDocument',
     description:
       'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and ' +
-      'stores it with the organization. Returns its documentId, which sendEmail can attach.',
+      'stores it with the organization. Returns its documentId, which sendEmail can attach. Images are not included, ' +
+      'and its font has no Chinese, Japanese or Korean characters and no emoji.',
     inputSchema: generateDocumentInput,
     execute: (input, context) =>
       documents.generate(context.orgId, input, {

@@ -67,6 +67,24 @@ describe('generateDocument and documents', () => {
     ]);
   });
 
+  it('keeps the text of other scripts than Western European: Greek, Cyrillic, Central European, symbols, in body, bold and code', async () => {
+    const { org, admin } = await createTenant(app);
+    const lines = [
+      'Ελληνικά: επιστροφή χρημάτων',
+      'Русский: возврат средств',
+      'Čeština, Polski: zażółć gęślą jaźń, Türkçe: İade',
+      'Symbols: 30.00 € → 25.00 €, ≤ 100, ✓, “quotes”',
+    ];
+    const { documentId } = await app.container.services.documents.generate(
+      org.id,
+      { title: 'Возврат — Επιστροφή', content: `${lines[0]}\n\n**${lines[1]}**\n\n_${lines[2]}_\n\n\`${lines[3]}\`\n` },
+      { userId: admin.id },
+    );
+    const pdf = await app.container.services.documents.download(org.id, documentId);
+    const { text } = await new PDFParse({ data: pdf.pdf }).getText();
+    for (const expected of ['Возврат — Επιστροφή', ...lines]) expect(text).toContain(expected);
+  });
+
   it('refuses empty or oversized input', async () => {
     const { org } = await createTenant(app);
     await expect(app.container.services.documents.generate(org.id, { title: '', content: 'x' })).rejects.toThrow(/title/);

@@ -1,17 +1,24 @@
+import { createRequire } from 'node:module';
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
 
-// PDF's standard fonts, built into pdfkit: no font files to ship or read.
-const FONTS = {
-  Helvetica: { normal: 'Helvetica', bold: 'Helvetica-Bold', italics: 'Helvetica-Oblique', bolditalics: 'Helvetica-BoldOblique' },
-  Courier: { normal: 'Courier', bold: 'Courier-Bold', italics: 'Courier-Oblique', bolditalics: 'Courier-BoldOblique' },
-};
-const STANDARD_FONT_NAMES = new Set(Object.values(FONTS).flatMap((family) => Object.values(family)));
+// DejaVu, embedded (subset) in each document: PDF's standard fonts encode only Windows-1252, which
+// turned Greek, Cyrillic and the like into other characters. DejaVu covers Latin, Greek, Cyrillic,
+// Armenian, Georgian and many symbols; a character it lacks (CJK, emoji) shows as an empty box.
+const fontFile = (name: string) => createRequire(import.meta.url).resolve(`dejavu-fonts-ttf/ttf/${name}.ttf`);
+const face = (family: string) => ({
+  normal: fontFile(family),
+  bold: fontFile(`${family}-Bold`),
+  italics: fontFile(`${family}-Oblique`),
+  bolditalics: fontFile(`${family}-BoldOblique`),
+});
+const FONTS = { Sans: face('DejaVuSans'), Mono: face('DejaVuSansMono') };
+const FONT_FILES = new Set(Object.values(FONTS).flatMap((family) => Object.values(family)));
 pdfmake.setFonts(FONTS);
 // A document is built from the agent's Markdown only: no URL is fetched and no local file is read
-// (pdfmake asks this policy for font names too; only the built-in ones pass).
+// but the fonts' (pdfmake asks this policy for every file it opens).
 pdfmake.setUrlAccessPolicy(() => false);
-pdfmake.setLocalAccessPolicy((path: string) => STANDARD_FONT_NAMES.has(path));
+pdfmake.setLocalAccessPolicy((path: string) => FONT_FILES.has(path));
 
 type Inline = {
   text: string | Inline[];
@@ -61,7 +68,7 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
         runs.push(...inline((token as Tokens.Del).tokens, { ...marks, decoration: 'lineThrough' }));
         break;
       case 'codespan':
-        runs.push({ ...marks, text: breakLongWords((token as Tokens.Codespan).text), font: 'Courier' });
+        runs.push({ ...marks, text: breakLongWords((token as Tokens.Codespan).text), font: 'Mono' });
         break;
       case 'link': {
         const link = token as Tokens.Link;
@@ -154,8 +161,10 @@ function blocks(tokens: Token[]): Block[] {
       }
       case 'table': {
         const table = token as Tokens.Table;
-        const header = table.header.map((cell) => ({ text: inline(cell.tokens), bold: true, fillColor: '#eeeeee' }));
-        const rows = table.rows.map((row) => row.map((cell) => ({ text: inline(cell.tokens) })));
+        // A column's alignment from its delimiter row (`---:` right, `:---:` centre).
+        const cellOf = (cell: Tokens.TableCell) => ({ text: inline(cell.tokens), ...(cell.align && { alignment: cell.align }) });
+        const header = table.header.map((cell) => ({ ...cellOf(cell), bold: true, fillColor: '#eeeeee' }));
+        const rows = table.rows.map((row) => row.map(cellOf));
         out.push({ table: { headerRows: 1, widths: table.header.map(() => '*'), body: [header, ...rows] }, style: 'table' });
         break;
       }
@@ -201,7 +210,7 @@ async function render(title: string, markdown: string): Promise<Buffer> {
     info: { title, creator: 'Agent Platform' },
     pageSize: 'A4',
     pageMargins: [40, 48, 40, 48],
-    defaultStyle: { font: 'Helvetica', fontSize: 10.5, lineHeight: 1.25 },
+    defaultStyle: { font: 'Sans', fontSize: 10.5, lineHeight: 1.25 },
     content: [
       { text: breakLongWords(title), style: 'title' },
       ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
@@ -215,7 +224,7 @@ async function render(title: string, markdown: string): Promise<Buffer> {
       paragraph: { margin: [0, 0, 0, 6] },
       list: { margin: [0, 0, 0, 6] },
       table: { margin: [0, 4, 0, 8] },
-      code: { font: 'Courier', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
+      code: { font: 'Mono', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
       quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
     },
   };
