@@ -173,7 +173,7 @@ const transitionParts = ({ steps }: Rows) => [
   steps.length > 0 &&
     sql`step as (
       select * from unnest(${uncountedIds(steps.map((s) => s.actionId))}, ${steps.map((s) => s.from)}::text[],
-        ${steps.map((s) => s.to)}::text[], ${steps.map((s) => approvalStateOf(s.to) ?? null)}::text[],
+        ${steps.map((s) => s.to)}::text[], ${steps.map((s) => approvalStateOf(s) ?? null)}::text[],
         ${steps.map((s) => s.changes?.result !== undefined)}::bool[], ${steps.map((s) => s.changes?.result ?? null)}::jsonb[],
         ${steps.map((s) => s.changes?.error !== undefined)}::bool[], ${steps.map((s) => s.changes?.error ?? null)}::text[],
         ${steps.map((s) => s.changes?.leaseExpiresAt !== undefined)}::bool[],

@@ -28,7 +28,9 @@ const APPROVAL_STATE: Partial<Record<ActionStatus, string>> = {
   rejected: 'rejected',
   expired: 'expired',
 };
-export const approvalStateOf = (to: ActionStatus): string | undefined => APPROVAL_STATE[to];
+/** A call sent back with guidance moves the action on as `approved`, but nobody approved it: the ledger says `sent_back`. */
+export const approvalStateOf = (step: Pick<Transition, 'to' | 'data'>): string | undefined =>
+  step.to === 'approved' && step.data?.kind === 'send_back' ? 'sent_back' : APPROVAL_STATE[step.to];
 
 export interface Transition {
   actionId: string;

@@ -101,6 +101,21 @@ describe('approve with edits', () => {
 });
 
 describe('send back with guidance', () => {
+  it("leaves the ledger's approval state at sent_back, not approved, when nothing waits again", async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
+    const { org, token } = setup.tenant;
+    const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
+    const sent = await app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/respond`, {
+      token,
+      body: { message: 'No refund: the order shipped' },
+    });
+    expect(sent.status).toBe(200);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done).toMatchObject({ status: 'completed', approvalState: 'sent_back' });
+    const ledger = await (await app.request('GET', `/orgs/${org.slug}/ledger?limit=5`, { token })).json();
+    expect(ledger.rows.find((row: { actionId: string }) => row.actionId === actionId).approvalState).toBe('sent_back');
+  });
+
   it('the call does not run; the model gets the message, proposes another call that waits under the rules, and the action completes', async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
     const { org, token } = setup.tenant;
