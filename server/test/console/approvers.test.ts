@@ -166,6 +166,7 @@ describe('the console: deciding', () => {
       await capture(page, 'rule-min-approvals');
       await dialog.getByRole('button', { name: 'Save rule' }).click();
       await dialog.waitFor({ state: 'hidden' });
+      await page.getByRole('table', { name: 'Action rules' }).getByText("the org's admins; 2 approvals per call").waitFor();
     });
     const rule = await (
       await app.request('GET', `/orgs/${org.slug}/action-rules/${setup.ruleId}`, { token: setup.tenant.token })

@@ -102,6 +102,10 @@ describe('the console: MCP servers', () => {
       await capture(page, 'mcp-argument-rule');
       await ruleDialog.getByRole('button', { name: 'Save rule' }).click();
       await ruleDialog.waitFor({ state: 'hidden' });
+      // The rules table says what waits despite the tool's allow: the argument rule.
+      const rules = page.getByRole('table', { name: 'Action rules' });
+      await rules.getByText('1. orders__refund_order: /amount gt 100 → ask').waitFor();
+      await rules.getByText("decided by the org's admins").waitFor();
     });
 
     const rules = await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json();

@@ -11,6 +11,7 @@ import { AnchorLink } from '../../components/links';
 import { AgentForm, type AgentValues, agentValues, emptyAgent, toAgentBody } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
 import { emptyRule, RuleForm, type RuleValues, ruleValues, toRuleBody } from './RuleForm';
+import { RuleSummary } from './RuleSummary';
 
 type Editing = { kind: 'agent'; id?: string; initial: AgentValues } | { kind: 'rule'; id?: string; initial: RuleValues } | null;
 
@@ -134,7 +135,7 @@ export function AgentsPage() {
             <Table.Tr>
               <Table.Th>Name</Table.Th>
               <Table.Th>Agent</Table.Th>
-              <Table.Th>Approval per tool</Table.Th>
+              <Table.Th>What waits, and who decides</Table.Th>
               <Table.Th>State</Table.Th>
               <Table.Th />
             </Table.Tr>
@@ -145,11 +146,7 @@ export function AgentsPage() {
                 <Table.Td>{rule.name}</Table.Td>
                 <Table.Td>{agentName(rule.agentId)}</Table.Td>
                 <Table.Td>
-                  <Text size="sm" ff="monospace">
-                    {Object.entries(rule.approvalRules)
-                      .map(([tool, mode]) => `${tool}: ${mode}`)
-                      .join(', ') || 'every tool: ask'}
-                  </Text>
+                  <RuleSummary org={org} rule={rule} />
                 </Table.Td>
                 <Table.Td>{rule.enabled ? 'enabled' : 'disabled'}</Table.Td>
                 <Table.Td>
