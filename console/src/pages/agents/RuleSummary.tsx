@@ -17,7 +17,7 @@ export function RuleSummary({ org, rule }: { org: string; rule: Rule }) {
           .join(', ') || 'every tool: ask'}
       </Text>
       {rule.argumentRules.map((test, index) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: a rule's argument rules are numbered by position, as the ledger cites them
+        // biome-ignore lint/suspicious/noArrayIndexKey: numbered by position, as the ledger cites them
         <Text key={index} size="xs" c="dimmed" ff="monospace">
           {index + 1}. {test.tool}: {test.path || '/'} {test.op}
           {test.value === undefined ? '' : ` ${JSON.stringify(test.value)}`} → {test.mode}
