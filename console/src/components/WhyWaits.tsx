@@ -1,4 +1,5 @@
 import { Text } from '@mantine/core';
+import { describeArgumentRule } from '../lib/format';
 
 type ModeSource = { source?: string; index?: number; rule?: { path: string; op: string; value?: unknown; mode: string } } | null;
 
@@ -10,8 +11,7 @@ export function WhyWaits({ modeSource, stagedReason }: { modeSource: unknown; st
     <>
       {rule && (
         <Text size="xs" c="dimmed">
-          argument rule {(source?.index ?? 0) + 1}: {rule.path || '/'} {rule.op}
-          {rule.value === undefined ? '' : ` ${JSON.stringify(rule.value)}`} → {rule.mode}
+          argument rule {(source?.index ?? 0) + 1}: {describeArgumentRule(rule)}
         </Text>
       )}
       {source?.source === 'override' && (

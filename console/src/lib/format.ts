@@ -63,3 +63,7 @@ export const statusColor = (status: string | null | undefined) => STATUS_COLORS[
 /** US dollars as people read them: cents, or the first digits that matter below a cent; `unknown` without a price. */
 export const usd = (value: number | null) =>
   value === null ? 'unknown' : value < 0.01 && value > 0 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;
+
+/** An argument rule's test and mode as the ledger and the rules table say it: "/amount gt 100 → ask". */
+export const describeArgumentRule = (rule: { path: string; op: string; value?: unknown; mode: string }) =>
+  `${rule.path || '/'} ${rule.op}${rule.value === undefined ? '' : ` ${JSON.stringify(rule.value)}`} → ${rule.mode}`;

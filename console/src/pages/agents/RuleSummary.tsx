@@ -2,6 +2,7 @@ import { Stack, Text } from '@mantine/core';
 import { Fragment } from 'react';
 import type { Answer } from '../../api/client';
 import { UserName } from '../../components/UserName';
+import { describeArgumentRule } from '../../lib/format';
 
 type Rule = Answer<'/orgs/{org}/action-rules', 'get'>['actionRules'][number];
 
@@ -19,8 +20,7 @@ export function RuleSummary({ org, rule }: { org: string; rule: Rule }) {
       {rule.argumentRules.map((test, index) => (
         // biome-ignore lint/suspicious/noArrayIndexKey: numbered by position, as the ledger cites them
         <Text key={index} size="xs" c="dimmed" ff="monospace">
-          {index + 1}. {test.tool}: {test.path || '/'} {test.op}
-          {test.value === undefined ? '' : ` ${JSON.stringify(test.value)}`} → {test.mode}
+          {index + 1}. {test.tool}: {describeArgumentRule(test)}
         </Text>
       ))}
       <Text size="xs" c="dimmed">

@@ -5,7 +5,8 @@ import pdfmake from 'pdfmake';
 // DejaVu, embedded (subset) in each document: PDF's standard fonts encode only Windows-1252, which
 // turned Greek, Cyrillic and the like into other characters. DejaVu covers Latin, Greek, Cyrillic,
 // Armenian, Georgian and many symbols; a character it lacks (CJK, emoji) shows as an empty box.
-const fontFile = (name: string) => createRequire(import.meta.url).resolve(`dejavu-fonts-ttf/ttf/${name}.ttf`);
+const require = createRequire(import.meta.url);
+const fontFile = (name: string) => require.resolve(`dejavu-fonts-ttf/ttf/${name}.ttf`);
 const face = (family: string) => ({
   normal: fontFile(family),
   bold: fontFile(`${family}-Bold`),
