@@ -66,16 +66,19 @@ export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: numb
   // given-up leases are two plain index scans, not one bitmap scan of `is null or <= now()`: the running
   // index keeps an entry for every lease a runner renewed, and only a plain scan marks the dead ones
   // it passes, so that the next claim skips them (a bitmap scan read every such row's page, every claim).
+  // `for no key update`, the lock its update takes anyway: `for update` also skipped a row that another
+  // transaction was inserting a reference to (its foreign-key check holds `for key share` on the action:
+  // an approval email's record, a ledger event), and that action then waited for the poll.
   const result = await sql<{ id: string }>`
     with fresh as (
       select id, status, lease_expires_at from actions where status in ('queued', 'approved')
-        order by updated_at limit ${limit} for update skip locked
+        order by updated_at limit ${limit} for no key update skip locked
     ), lapsed as (
       select id, status, lease_expires_at from actions where status = 'running' and lease_expires_at <= now()
-        order by lease_expires_at limit ${limit} for update skip locked
+        order by lease_expires_at limit ${limit} for no key update skip locked
     ), given_up as (
       select id, status, lease_expires_at from actions where status = 'running' and lease_expires_at is null
-        limit ${limit} for update skip locked
+        limit ${limit} for no key update skip locked
     ), taken as (
       select * from (select * from fresh union all select * from lapsed union all select * from given_up) t limit ${limit}
     ), claimed as (

@@ -57,6 +57,39 @@ describe('an action claimed by a worker that died', () => {
     expect(takeovers).toBe(1);
   });
 
+  // Two transactions at once: PGlite runs one at a time.
+  it.runIf(process.env.TEST_DB === 'postgres')(
+    'is claimed while another transaction holds the foreign-key lock of a row it inserts that refers to it',
+    async () => {
+      await worker?.close();
+      worker = undefined;
+      const setup = await setupWebhook(serving);
+      const { actionId } = await (await postEvent(serving, setup, { eventType: 'order.created' })).json();
+      const { db } = serving.container;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked!: () => void;
+      const holding = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      // What an insert's foreign-key check takes on the action, held open (an event of it, recorded meanwhile).
+      const other = db.transaction().execute(async (trx) => {
+        await sql`select id from actions where id = ${actionId} for key share`.execute(trx);
+        locked();
+        await released;
+      });
+      await holding;
+      try {
+        expect(await claimRunnable(db, 10, 60_000)).toEqual([actionId]);
+      } finally {
+        release();
+        await other;
+      }
+    },
+  );
+
   it(`is failed, not run again, once its runs were cut short more than ${MAX_TAKEOVERS} times`, async () => {
     // No worker while the scene is set: the action stays where this test puts it.
     await worker?.close();
