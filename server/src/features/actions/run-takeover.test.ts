@@ -66,25 +66,19 @@ describe('an action claimed by a worker that died', () => {
       const setup = await setupWebhook(serving);
       const { actionId } = await (await postEvent(serving, setup, { eventType: 'order.created' })).json();
       const { db } = serving.container;
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let locked!: () => void;
-      const holding = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
+      const released = Promise.withResolvers<void>();
+      const holding = Promise.withResolvers<void>();
       // What an insert's foreign-key check takes on the action, held open (an event of it, recorded meanwhile).
       const other = db.transaction().execute(async (trx) => {
         await sql`select id from actions where id = ${actionId} for key share`.execute(trx);
-        locked();
-        await released;
+        holding.resolve();
+        await released.promise;
       });
-      await holding;
+      await holding.promise;
       try {
         expect(await claimRunnable(db, 10, 60_000)).toEqual([actionId]);
       } finally {
-        release();
+        released.resolve();
         await other;
       }
     },
