@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createSecretBox, randomToken, sha256Hex, timingSafeEqualString } from './crypto.ts';
+import { z } from 'zod';
+import { createSecretBox, randomToken, sha256Hex, timingSafeEqualString, uuidFromKey } from './crypto.ts';
 
 describe('secret box (AES-256-GCM)', () => {
   const box = createSecretBox('a-master-key-of-at-least-32-characters');
@@ -51,5 +52,13 @@ describe('tokens and comparisons', () => {
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
     expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(sha256Hex('é')).toBe(createHash('sha256').update(Buffer.from('é', 'utf8')).digest('hex'));
+  });
+
+  it('names a UUID by a key: its SHA-256 with version 8 and the RFC 9562 variant', () => {
+    // SHA-256("abc") is ba7816bf 8f01cfea 414140de ...: byte 6 (cf) becomes 8f, byte 8 (41) becomes 81.
+    expect(uuidFromKey('abc')).toBe('ba7816bf-8f01-8fea-8141-40de5dae2223');
+    expect(uuidFromKey('abc')).toBe(uuidFromKey('abc'));
+    expect(uuidFromKey('abd')).not.toBe(uuidFromKey('abc'));
+    expect(z.uuid().safeParse(uuidFromKey('any key')).success).toBe(true);
   });
 });

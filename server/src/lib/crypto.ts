@@ -15,6 +15,18 @@ export function sha256Hex(value: string): string {
   return hash('sha256', value, 'hex');
 }
 
+/**
+ * A UUID named by `key`: its SHA-256, laid out as an RFC 9562 version 8 UUID. The same key gives the
+ * same id, so a retried write of a row keyed this way finds the row it wrote before.
+ */
+export function uuidFromKey(key: string): string {
+  const bytes = hash('sha256', key, 'buffer').subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 /** Compares two secrets in time independent of where they differ and of their lengths. */
 export function timingSafeEqualString(a: string, b: string): boolean {
   const left = hash('sha256', a, 'buffer');

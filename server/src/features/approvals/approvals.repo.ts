@@ -51,9 +51,13 @@ export const approvalsRepo = {
       .returningAll()
       .executeTakeFirst(),
 
-  /** An attempt to decide that was refused, for the record. */
+  /** Records a refused attempt; the same attempt made again (its id is recorded) is not recorded twice. */
   recordAttempt: (db: Kysely<DB>, attempt: Insertable<ApprovalAttemptsTable>) =>
-    db.insertInto('approvalAttempts').values(attempt).execute(),
+    db
+      .insertInto('approvalAttempts')
+      .values(attempt)
+      .onConflict((conflict) => conflict.column('id').doNothing())
+      .execute(),
 
   /** The refused attempts on an action's calls, oldest first. */
   attemptsForAction: (db: Kysely<DB>, actionId: string) =>

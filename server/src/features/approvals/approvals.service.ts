@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { DB, DecisionChannel, ToolCallApproval, ToolCallRow, UserRole } from '../../db/schema.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
+import { uuidFromKey } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
@@ -38,6 +39,8 @@ export interface Decider {
   channel: DecisionChannel | null;
   /** The person as the channel knows them (a Slack user id). */
   externalId?: string | null;
+  /** Names an attempt that may be made again (a reply read again by a retried job): its refusals are recorded once. */
+  attemptOf?: string;
 }
 
 /**
@@ -111,14 +114,14 @@ export function createApprovalsService(deps: {
   async function recordRefusals(
     orgId: string,
     callRowIds: string[],
-    decider: { channel: DecisionChannel; userId: string | null; externalId?: string | null },
+    decider: Decider & { channel: DecisionChannel },
     reason: string,
   ) {
-    const { channel, userId } = decider;
+    const { channel, userId, attemptOf } = decider;
     const externalUserId = decider.externalId ?? null;
     for (const toolCallId of callRowIds)
       await approvalsRepo.recordAttempt(deps.db, {
-        id: randomUUID(),
+        id: attemptOf ? uuidFromKey(`${attemptOf}/${toolCallId}`) : randomUUID(),
         orgId,
         toolCallId,
         channel,

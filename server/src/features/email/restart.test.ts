@@ -1,8 +1,9 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import { postSignedNotification, startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
-import { calledTools, eventData, startFakeModel } from '../../../test/helpers/fake-model.ts';
+import { calledTools, documentThenText, eventData, startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { freePort } from '../../../test/helpers/http.ts';
 import {
   apiClient,
@@ -31,16 +32,20 @@ afterAll(async () => {
   await model?.close();
 });
 
-/** An org's email integration on the fake provider, with an inbox whose agent replies to every email. */
-async function answeringInbox(api: Awaited<ReturnType<typeof apiClient>>, base: string) {
+type Api = Awaited<ReturnType<typeof apiClient>>;
+
+/** Org acme's email integration on the fake provider, sending from agents@`domain`; its notifications' webhook. */
+async function emailIntegration(api: Api, base: string, domain: string) {
   const apiKey = `re_${randomUUID()}`;
-  provider.addKey(apiKey, { domains: [{ name: 'restart.example.com' }] });
+  provider.addKey(apiKey, { domains: [{ name: domain }] });
   const webhook = { url: `${base}/webhooks/mail`, secret: `whsec_${randomBytes(24).toString('base64')}` };
-  await api('PUT', '/orgs/acme/email/integration', {
-    apiKey,
-    fromEmail: 'agents@restart.example.com',
-    webhookSecret: webhook.secret,
-  });
+  await api('PUT', '/orgs/acme/email/integration', { apiKey, fromEmail: `agents@${domain}`, webhookSecret: webhook.secret });
+  return webhook;
+}
+
+/** An org's email integration on the fake provider, with an inbox whose agent replies to every email. */
+async function answeringInbox(api: Api, base: string) {
+  const webhook = await emailIntegration(api, base, 'restart.example.com');
   const agent = await api('POST', '/orgs/acme/agents', { name: 'Support', tools: [] });
   const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: 'help@restart.example.com', displayName: 'Help' });
   await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, { agentId: agent.id, isPrimary: true, autoRespond: true });
@@ -50,6 +55,15 @@ async function answeringInbox(api: Awaited<ReturnType<typeof apiClient>>, base: 
       : { toolCalls: [{ name: 'sendEmail', arguments: { to: eventData(request).from, subject: 'x', body: 'We are on it.' } }] },
   );
   return { webhook, inbox };
+}
+
+/** Stops the server (SIGTERM) while the provider holds an answer it waits for, lets the answer go, and starts it again. */
+async function restartWhileHeld(server: ChildProcess, held: { release(): void }, env: Record<string, string>, port: number) {
+  const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
+  server.kill('SIGTERM');
+  expect(await exited).toBe(0);
+  held.release();
+  return startServerProcess(env, port);
 }
 
 describe('email across a SIGTERM', () => {
@@ -72,11 +86,7 @@ describe('email across a SIGTERM', () => {
     const email = provider.receive({ from: 'max@customer.test', to: [inbox.emailAddress], subject: 'Stopped', text: '1' });
     expect((await postSignedNotification(webhook, provider.receivedEvent(email.id))).status).toBe(200);
     await fetching.held;
-    const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
-    server.kill('SIGTERM');
-    expect(await exited).toBe(0);
-    fetching.release();
-    server = await startServerProcess(stopping.env, port);
+    server = await restartWhileHeld(server, fetching, stopping.env, port);
     await provider.waitFor('max@customer.test', 60_000);
     expect(provider.sent.filter((sent) => sent.to.includes('max@customer.test'))).toHaveLength(1);
   }, 120_000);
@@ -137,5 +147,71 @@ describe('email across a SIGKILL', () => {
       `/orgs/acme/email/threads/${threads.find((thread: { subject: string }) => thread.subject === 'Second').id}`,
     );
     expect(lee.messages[1]).toMatchObject({ status: 'sent', providerEmailId: sentTo('lee@customer.test')[0]!.id });
+  }, 120_000);
+});
+
+describe('a reply to an approval email across a SIGTERM', () => {
+  it('read again by the retried job: its refusal is recorded once, and its answer is one message, sent once', async () => {
+    const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    onTestFinished(own.cleanup);
+    let server = await startServerProcess(own.env, port);
+    const credentials = own.createAdmin();
+    let api = await apiClient(base, credentials);
+    const webhook = await emailIntegration(api, base, 'approvals.example.com');
+    // An inbox whose agent asks before generateDocument (an inbox's default) and tells the admins by email.
+    const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
+    const inbox = await api('POST', '/orgs/acme/email/inboxes', {
+      emailAddress: 'quotes@approvals.example.com',
+      displayName: 'Q',
+    });
+    await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
+      agentId: agent.id,
+      isPrimary: true,
+      autoRespond: true,
+      notify: ['email'],
+    });
+    model.script(documentThenText());
+    const quote = provider.receive({ from: 'dana@customer.test', to: [inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
+    expect((await postSignedNotification(webhook, provider.receivedEvent(quote.id))).status).toBe(200);
+    const approval = await provider.waitFor(credentials.email, 30_000);
+    const actionId = approval.text!.match(/Action: ([\w-]+)/)![1]!;
+
+    // A reply from another address decides nothing and is answered; the server stops while the answer is sent.
+    const answering = provider.holdNext('send');
+    const messageId = `<${randomUUID()}@evil.test>`;
+    const stranger = provider.receive({
+      from: 'mallory@evil.test',
+      to: ['agents@approvals.example.com'],
+      subject: `Re: ${approval.subject}`,
+      text: 'approve',
+      headers: { 'Message-ID': messageId, 'In-Reply-To': approval.messageId, References: approval.messageId },
+    });
+    expect((await postSignedNotification(webhook, provider.receivedEvent(stranger.id))).status).toBe(200);
+    await answering.held;
+    server = await restartWhileHeld(server, answering, own.env, port);
+    api = await apiClient(base, credentials);
+
+    // The job the stop failed is retried: it reads the reply again, to the end.
+    const thread = await eventually(
+      'the reply read after the restart',
+      async () => {
+        const { threads } = await api('GET', '/orgs/acme/email/threads');
+        const found = threads.find((candidate: { subject: string }) => candidate.subject === approval.subject);
+        const read = found && (await api('GET', `/orgs/acme/email/threads/${found.id}`));
+        const reply = read?.messages.find((message: { direction: string }) => message.direction === 'inbound');
+        return reply?.statusDetail?.startsWith('not read as a decision') ? read : undefined;
+      },
+      45_000,
+    );
+    const answers = thread.messages.filter((message: { inReplyTo: string | null }) => `<${message.inReplyTo}>` === messageId);
+    expect(answers).toEqual([expect.objectContaining({ direction: 'outbound', status: 'sent' })]);
+    expect(provider.sent.filter((email) => email.to.includes('mallory@evil.test'))).toHaveLength(1);
+    const { execution } = await api('GET', `/orgs/acme/ledger/${actionId}`);
+    expect(execution.toolCalls[0].refusedAttempts).toEqual([
+      expect.objectContaining({ reason: "A reply from mallory@evil.test, not from the approver's address" }),
+    ]);
+    expect(execution.toolCalls[0].approval).toBe('pending');
   }, 120_000);
 });

@@ -182,6 +182,17 @@ export const approvalMailRepo = {
         .executeTakeFirst()
     ).numUpdatedRows > 0n,
 
+  /** The answer we sent (or began to send) to a reply: the outbound message in its thread that answers it. */
+  answerTo: (db: Kysely<DB>, reply: { orgId: string; threadId: string; messageId: string }) =>
+    db
+      .selectFrom('emailMessages')
+      .selectAll()
+      .where('orgId', '=', reply.orgId)
+      .where('threadId', '=', reply.threadId)
+      .where('direction', '=', 'outbound')
+      .where('inReplyTo', '=', reply.messageId)
+      .executeTakeFirst(),
+
   /** The approval email a reply answers (by any id it names), with its approver and the calls it listed. */
   async repliedTo(db: Kysely<DB>, orgId: string, ids: string[]) {
     if (ids.length === 0) return undefined;

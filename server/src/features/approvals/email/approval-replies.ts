@@ -25,7 +25,7 @@ const REPLY_WAITING_DETAIL = 'an answer to an approval email: to be read as a de
  */
 export function createApprovalReplies(deps: {
   db: Kysely<DB>;
-  mail: Pick<ThreadMail, 'send' | 'integrationOf' | 'suppression' | 'automatic'>;
+  mail: Pick<ThreadMail, 'send' | 'deliver' | 'integrationOf' | 'suppression' | 'automatic'>;
   approvals: Pick<ApprovalsService, 'decideWith' | 'recordRefusals'>;
 }) {
   const { db } = deps;
@@ -36,6 +36,16 @@ export function createApprovalReplies(deps: {
   async function answer(message: Message, to: string, text: string): Promise<void> {
     const integration = await deps.mail.integrationOf(message.orgId);
     if (!integration || (await deps.mail.suppression(message.orgId, to))) return;
+    const idempotencyKey = `approval-answer/${message.id}`;
+    const extras = { headers: { 'Auto-Submitted': 'auto-replied' } };
+    // A retried job finds the answer its first run stored: sent, refused, or cut off mid-send (sent
+    // again as it was, so that the provider's idempotency takes it for the same email).
+    const { messageId } = message;
+    const stored = messageId ? await approvalMailRepo.answerTo(db, { ...message, messageId }) : undefined;
+    if (stored) {
+      if (stored.status === 'sending') await deps.mail.deliver(integration, stored, idempotencyKey, extras);
+      return;
+    }
     // A refusal by the provider is on the answer's own record (failed); the reply's outcome stands.
     await deps.mail.send(
       integration,
@@ -49,7 +59,7 @@ export function createApprovalReplies(deps: {
         text,
         inboxId: message.inboxId,
       },
-      { idempotencyKey: () => `approval-answer/${message.id}`, extras: { headers: { 'Auto-Submitted': 'auto-replied' } } },
+      { idempotencyKey: () => idempotencyKey, extras },
     );
   }
 
@@ -129,7 +139,7 @@ export function createApprovalReplies(deps: {
       try {
         const now = await deps.approvals.decideWith(
           { orgId: message.orgId, actionId: target.actionId, toolCallId: call.toolCallId },
-          { userId: approver.id, channel: 'email_reply' },
+          { userId: approver.id, channel: 'email_reply', attemptOf: message.id },
           decision,
         );
         // An approval that is not the last one needed: the call waits for the other approvers.
@@ -145,7 +155,7 @@ export function createApprovalReplies(deps: {
           await deps.approvals.recordRefusals(
             message.orgId,
             [call.id],
-            { channel: 'email_reply', userId: approver.id },
+            { channel: 'email_reply', userId: approver.id, attemptOf: message.id },
             `A reply that decides what this call cannot take (${error.message})`,
           );
       }
@@ -164,7 +174,7 @@ export function createApprovalReplies(deps: {
       await deps.approvals.recordRefusals(
         message.orgId,
         target.calls.map((call) => call.id),
-        { channel: 'email_reply', userId: refusal.userId },
+        { channel: 'email_reply', userId: refusal.userId, attemptOf: message.id },
         refusal.record,
       );
       if (refusal.answer) await answer(message, sender, refusal.answer);
