@@ -15,7 +15,11 @@ export const theme = createTheme({
   components: {
     Alert: Alert.extend({ styles: { title: { color: 'var(--mantine-color-text)' } } }),
     Modal: Modal.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
-    Notification: Notification.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close notification' } } }),
+    // A titled notification's message is in gray 6, below AA on white: in the dimmed colour (gray 7) instead.
+    Notification: Notification.extend({
+      defaultProps: { closeButtonProps: { 'aria-label': 'Close notification' } },
+      styles: { description: { color: 'var(--mantine-color-dimmed)' } },
+    }),
   },
   fontFamilyMonospace: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace',
 });

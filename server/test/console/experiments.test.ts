@@ -69,6 +69,9 @@ describe('the console: versions and experiments', () => {
       await live.getByText('orders__refund_order').waitFor();
       await page.getByRole('button', { name: 'Edit' }).click();
       const dialog = page.getByRole('dialog');
+      // Saved unchanged, a draft would be the live version again: refused, and the dialog stays open.
+      await dialog.getByRole('button', { name: 'Save as draft' }).click();
+      await page.getByText('The draft changes nothing: version 2, the live one, has the same instructions').waitFor();
       await dialog.getByLabel('Instructions').fill('Refund what the customer asks.\nRefund at most 100.');
       await dialog.getByLabel('Change note').fill('cap refunds');
       await dialog.getByRole('button', { name: 'Save as draft' }).click();

@@ -92,8 +92,9 @@ export async function writeVersion(
 
 /**
  * Locks the agent and stores its next version: the live one with `changes`. Made live, it is stored
- * only when it differs from the live one (a PATCH that changes nothing makes none); a draft always
- * is. Returns the agent's version after it, or undefined when the org has no such agent.
+ * only when it differs from the live one (a PATCH that changes nothing makes none); a draft only when
+ * no version does the same (409 names the one that does). Returns the agent's version after it, or
+ * undefined when the org has no such agent.
  */
 export async function nextVersion(
   trx: Kysely<DB>,
@@ -106,5 +107,13 @@ export async function nextVersion(
   if (!live) return undefined;
   const behaviour = withChanges(live, changes);
   if (made.live && changedFields(live, behaviour).length === 0) return live.liveVersion;
+  const same = made.live ? undefined : await agentVersionsRepo.sameAs(trx, agent.agentId, behaviour);
+  if (same !== undefined)
+    throw new AppError(
+      'conflict',
+      same === live.liveVersion
+        ? `The draft changes nothing: version ${same}, the live one, has the same instructions, model and tools`
+        : `The draft changes nothing: version ${same} has the same instructions, model and tools (publish it to make it live)`,
+    );
   return writeVersion(trx, { ...agent, liveVersion: locked.liveVersion }, behaviour, made);
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { olderThan } from '../../db/keyset.ts';
 import type { DB, ModelProvider } from '../../db/schema.ts';
 import type { Cursor } from '../../lib/pagination.ts';
@@ -51,6 +51,22 @@ export const agentVersionsRepo = {
         .where('agentId', '=', agentId)
         .executeTakeFirstOrThrow()
     ).latest,
+
+  /** The newest of the agent's versions that does just what `behaviour` does, if one does. */
+  sameAs: async (trx: Kysely<DB>, agentId: string, behaviour: Behaviour): Promise<number | undefined> =>
+    (
+      await trx
+        .selectFrom('agentVersions')
+        .select('version')
+        .where('agentId', '=', agentId)
+        .where('instructions', '=', behaviour.instructions)
+        .where('provider', 'is not distinct from', behaviour.provider)
+        .where('model', 'is not distinct from', behaviour.model)
+        .where(sql<boolean>`tools = ${JSON.stringify(behaviour.tools)}::jsonb`)
+        .orderBy('version', 'desc')
+        .limit(1)
+        .executeTakeFirst()
+    )?.version,
 
   insert: (
     trx: Kysely<DB>,

@@ -32,7 +32,7 @@ export function agentVersionsRoutes(deps: { versions: AgentVersionsService; orgA
           summary: "Save a draft: the agent's next version, not live (fields left out are the live version's)",
           params: agentParams,
           body: versionInput,
-          response: { 201: z.object({ version: versionSchema }), ...errors },
+          response: { 201: z.object({ version: versionSchema }), ...errors, 409: errorSchema },
         },
         preHandler,
       },

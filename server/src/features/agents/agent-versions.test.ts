@@ -90,6 +90,20 @@ describe('agent versions', () => {
       lastPublishedAt: null,
     });
     expect(await (await agents.get('')).json()).toMatchObject({ liveVersion: 2, instructions: 'Refund 30.' });
+    // A draft that does what a version does already is none: the live one, or another draft.
+    const unchanged = await agents.post('/versions', { changeNote: 'nothing' });
+    expect({ status: unchanged.status, body: await unchanged.json() }).toEqual({
+      status: 409,
+      body: {
+        code: 'conflict',
+        error: 'The draft changes nothing: version 2, the live one, has the same instructions, model and tools',
+      },
+    });
+    const again = await agents.post('/versions', { instructions: 'Refund 50.', tools: ['orders__refund_order'] });
+    expect(again.status).toBe(409);
+    expect((await again.json()).error).toMatch(
+      /^The draft changes nothing: version 3 has the same .+ \(publish it to make it live\)$/,
+    );
 
     // A new action runs with the live version, not the draft.
     const first = await runEvent(app, made);
