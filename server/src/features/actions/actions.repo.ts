@@ -90,6 +90,8 @@ const runContexts = queryTemplate((db, args: { actionIds: string[]; defaultProvi
       'a.data',
       'a.toolApprovals',
       'g.id as agentId',
+      // The agent it was created with, also when that agent is deleted since.
+      'a.agentId as createdWithAgentId',
       'v.version as agentVersion',
       'v.instructions as agentInstructions',
       'v.provider',

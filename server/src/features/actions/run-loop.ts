@@ -45,7 +45,12 @@ export function createRunLoop(
     /** Sets a run up from its context; a new run starts its conversation, a resumed one reads it back. */
     async begin(context: RunContext, signal: AbortSignal, span: Span, calls: ToolCallRow[] | null): Promise<Run> {
       const actionId = context.id;
-      if (!context.agentId) throw new ActionFailure('The action has no agent: set one on its action rule or webhook');
+      if (!context.agentId)
+        throw new ActionFailure(
+          context.createdWithAgentId
+            ? `The action's agent (${context.createdWithAgentId}) was deleted after the action was created`
+            : 'The action has no agent: set one on its action rule or webhook',
+        );
       if (!context.runAsUserId) throw new ActionFailure('The run-as user of the action no longer exists');
       const plans = planTools(await deps.tools.forOrg(context.orgId), context);
       const run: Run = {

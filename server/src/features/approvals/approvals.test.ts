@@ -183,7 +183,7 @@ describe('approvals', () => {
     }
     expect((await decide(setup, actionId, toolCallId, 'approve')).status).toBe(200);
     const row = await waitForAction(app, auth(setup), actionId, ['failed']);
-    expect(row.execution.error).toBe('The action has no agent: set one on its action rule or webhook');
+    expect(row.execution.error).toBe(`The action's agent (${setup.agentId}) was deleted after the action was created`);
     expect(row).toMatchObject({
       webhookId: setup.webhook.id,
       execution: { agentId: setup.agentId, actionRuleId: setup.ruleId, runAsUserId: setup.tenant.admin.id },
