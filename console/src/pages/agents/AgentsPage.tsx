@@ -61,7 +61,8 @@ export function AgentsPage() {
       children: (
         <Text size="sm">
           {kind === 'agent'
-            ? 'Rules and webhooks that name it lose their agent.'
+            ? 'Rules and webhooks that name it lose their agent, and its actions not finished yet ' +
+              '(queued, or waiting for approval) fail when they next run.'
             : 'Webhooks that use it buffer their events until they get another rule.'}
         </Text>
       ),
