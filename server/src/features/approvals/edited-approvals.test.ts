@@ -25,6 +25,15 @@ const refund = (request: ChatRequest) =>
     ? { text: `Tool said: ${JSON.stringify(toolResults(request).at(-1)!.content)}` }
     : { toolCalls: [{ name: 'orders__refund_order', arguments: { orderId: 'A-1', amount: 250 } }] };
 
+/** A refund waiting for a person in a new tenant, and its admin's decision on it (`approve` or `respond`). */
+async function decideWaitingRefund(verb: 'approve' | 'respond', body: unknown) {
+  const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
+  const { org, token } = setup.tenant;
+  const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
+  const path = `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/${verb}`;
+  return { setup, actionId, decided: await app.request('POST', path, { token, body }) };
+}
+
 describe('approve with edits', () => {
   it("runs the edited arguments, never the model's; refuses invalid (400) and denied (422) edits, the call still waiting", async () => {
     const setup = await setupWebhook(
@@ -82,12 +91,13 @@ describe('approve with edits', () => {
   });
 
   it("counts the model's own arguments, sent through an edit, as no edit", async () => {
-    const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
-    const { org, token } = setup.tenant;
-    const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
-    const approved = await app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, {
-      token,
-      body: { arguments: { amount: 250, orderId: 'A-1' }, reason: 'looked at it' },
+    const {
+      setup,
+      actionId,
+      decided: approved,
+    } = await decideWaitingRefund('approve', {
+      arguments: { amount: 250, orderId: 'A-1' },
+      reason: 'looked at it',
     });
     const answer = await approved.json();
     expect(approved.status, JSON.stringify(answer)).toBe(200);
@@ -102,13 +112,8 @@ describe('approve with edits', () => {
 
 describe('send back with guidance', () => {
   it("leaves the ledger's approval state at sent_back, not approved, when nothing waits again", async () => {
-    const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
+    const { setup, actionId, decided: sent } = await decideWaitingRefund('respond', { message: 'No refund: the order shipped' });
     const { org, token } = setup.tenant;
-    const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
-    const sent = await app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/respond`, {
-      token,
-      body: { message: 'No refund: the order shipped' },
-    });
     expect(sent.status).toBe(200);
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done).toMatchObject({ status: 'completed', approvalState: 'sent_back' });
