@@ -36,7 +36,9 @@ describe('the console: usage', () => {
       token,
       body: { budget: { period: 'month', maxCostUsd: 5, onExceed: 'pause' } },
     });
-    // Two days of actions: one yesterday, two today.
+    // Two days of actions: one yesterday, two today. The budget counts this month (UTC): on the 1st,
+    // yesterday's action was last month's, and only today's two ($1.62 of $5) count.
+    const yesterdayThisMonth = new Date(app.clock.now().getTime() - DAY).getUTCMonth() === app.clock.now().getUTCMonth();
     app.clock.advance(-DAY);
     await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed']);
     app.clock.reset();
@@ -57,7 +59,7 @@ describe('the console: usage', () => {
       await perAgent.getByRole('row', { name: /Helper 3 450,000 \$2\.43/ }).waitFor();
       await page.getByText('Cost (USD) per day (UTC)').waitFor();
       expect(await page.locator('.recharts-bar-rectangle').count()).toBeGreaterThanOrEqual(3); // two days, one agent
-      await page.getByRole('progressbar', { name: 'Helper: 49% used' }).waitFor();
+      await page.getByRole('progressbar', { name: `Helper: ${yesterdayThisMonth ? 49 : 32}% used` }).waitFor();
       await capture(page, 'usage');
       await page.getByRole('radiogroup', { name: 'Measure' }).getByText('Tokens').click();
       await page.getByText('Tokens per agent').waitFor();
