@@ -24,14 +24,14 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
       orgId: string,
       input: z.input<typeof generateDocumentInput>,
       origin: { userId?: string; actionId?: string; toolCallId?: string; signal?: AbortSignal } = {},
-    ): Promise<{ documentId: string }> {
+    ): Promise<{ documentId: string } & MissingCharactersNote> {
       const parsed = generateDocumentInput.safeParse(input);
       if (!parsed.success)
         throw new AppError(
           'validation_failed',
           parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
         );
-      const pdf = await deps.renderer.render(parsed.data.title, parsed.data.content, origin.signal);
+      const { pdf, missingCharacters } = await deps.renderer.render(parsed.data.title, parsed.data.content, origin.signal);
       const document = await documentsRepo.insert(deps.db, {
         id: randomUUID(),
         orgId,
@@ -42,9 +42,8 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
         actionId: origin.actionId ?? null,
         toolCallId: (origin.actionId && origin.toolCallId) || null,
       });
-      if (document) return { documentId: document.id };
-      const existing = await documentsRepo.findByToolCall(deps.db, origin.actionId!, origin.toolCallId!);
-      return { documentId: existing!.id };
+      const documentId = document?.id ?? (await documentsRepo.findByToolCall(deps.db, origin.actionId!, origin.toolCallId!))!.id;
+      return { documentId, ...missingCharactersNote(missingCharacters) };
     },
 
     async list(orgId: string, options: { limit: number; cursor?: string }) {
@@ -63,6 +62,30 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
 
 export type DocumentsService = ReturnType<typeof createDocumentsService>;
 
+interface MissingCharactersNote {
+  /** Characters the document shows as empty boxes (its font has no glyph for them), each once. */
+  missingCharacters?: string[];
+  note?: string;
+}
+
+const MAX_LISTED = 20;
+
+/** Tells the model (and the ledger's reader) which characters did not make it into the PDF, so it can write them another way. */
+function missingCharactersNote(missing: string[]): MissingCharactersNote {
+  if (missing.length === 0) return {};
+  const listed = missing
+    .slice(0, MAX_LISTED)
+    .map((character) => `${character} (U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`);
+  const more = missing.length > MAX_LISTED ? ` and ${missing.length - MAX_LISTED} more` : '';
+  return {
+    missingCharacters: missing.slice(0, 100),
+    note:
+      "Shown as empty boxes: the document's font has no glyph for them in the face they are set in (regular, bold, " +
+      `italic or code): ${listed.join(', ')}${more}. Where they matter, write them another way (in Latin letters, ` +
+      'for example) and generate the document again.',
+  };
+}
+
 /** The generateDocument tool: Markdown in, a stored PDF's id out. */
 export function generateDocumentTool(documents: DocumentsService) {
   return defineTool({
@@ -70,7 +93,8 @@ export function generateDocumentTool(documents: DocumentsService) {
     description:
       'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and ' +
       'stores it with the organization. Returns its documentId, which sendEmail can attach. Images are not included, ' +
-      'and its font has no Chinese, Japanese or Korean characters and no emoji.',
+      'and its font has no Chinese, Japanese or Korean characters and few emoji: the result lists the characters ' +
+      'shown as empty boxes.',
     inputSchema: generateDocumentInput,
     execute: (input, context) =>
       documents.generate(context.orgId, input, {

@@ -85,6 +85,26 @@ describe('generateDocument and documents', () => {
     for (const expected of ['Возврат — Επιστροφή', ...lines]) expect(text).toContain(expected);
   });
 
+  it('tells the model which characters show as empty boxes, by the face each is set in; long code words break without boxes', async () => {
+    const { org } = await createTenant(app);
+    const longWord = 'a'.repeat(120);
+    // Arabic is in the regular face but not the italic one; U+1D5A0 is in the regular face but not the bold one.
+    const covered = `Ελληνικά, русский, عربي, 𝖠, ✓, 😀\n\n\`${longWord}\`\n\n\`\`\`\n${longWord}\n\`\`\`\n\n${longWord}\n`;
+    expect(await app.container.services.documents.generate(org.id, { title: 'Covered', content: covered })).toEqual({
+      documentId: expect.any(String),
+    });
+
+    const lacking = `Order 注文\n\n_عربي_\n\n| **𝖠** |\n|---|\n| 払い戻し |\n\n\`\`\`\n${longWord} 注\n\`\`\`\n`;
+    const result = await app.container.services.documents.generate(org.id, { title: '返金 Refund', content: lacking });
+    expect(result).toEqual({
+      documentId: expect.any(String),
+      // Each once, in order of code point: the title's and the code block's 注 alike.
+      missingCharacters: ['ب', 'ر', 'ع', 'ي', 'い', 'し', '戻', '払', '文', '注', '返', '金', '𝖠'],
+      note: expect.stringContaining('金 (U+91D1), 𝖠 (U+1D5A0). Where they matter, write them another way'),
+    });
+    expect(result.note).toMatch(/^Shown as empty boxes: .*: ب \(U\+0628\), ر \(U\+0631\)/);
+  });
+
   it('refuses empty or oversized input', async () => {
     const { org } = await createTenant(app);
     await expect(app.container.services.documents.generate(org.id, { title: '', content: 'x' })).rejects.toThrow(/title/);

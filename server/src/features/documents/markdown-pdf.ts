@@ -1,20 +1,7 @@
-import { createRequire } from 'node:module';
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
+import { type Face, FONT_FILES, FONTS, type FontName, MissingCharacters } from './fonts.ts';
 
-// DejaVu, embedded (subset) in each document: PDF's standard fonts encode only Windows-1252, which
-// turned Greek, Cyrillic and the like into other characters. DejaVu covers Latin, Greek, Cyrillic,
-// Armenian, Georgian and many symbols; a character it lacks (CJK, emoji) shows as an empty box.
-const require = createRequire(import.meta.url);
-const fontFile = (name: string) => require.resolve(`dejavu-fonts-ttf/ttf/${name}.ttf`);
-const face = (family: string) => ({
-  normal: fontFile(family),
-  bold: fontFile(`${family}-Bold`),
-  italics: fontFile(`${family}-Oblique`),
-  bolditalics: fontFile(`${family}-BoldOblique`),
-});
-const FONTS = { Sans: face('DejaVuSans'), Mono: face('DejaVuSansMono') };
-const FONT_FILES = new Set(Object.values(FONTS).flatMap((family) => Object.values(family)));
 pdfmake.setFonts(FONTS);
 // A document is built from the agent's Markdown only: no URL is fetched and no local file is read
 // but the fonts' (pdfmake asks this policy for every file it opens).
@@ -25,7 +12,7 @@ type Inline = {
   text: string | Inline[];
   bold?: boolean;
   italics?: boolean;
-  font?: string;
+  font?: FontName;
   link?: string;
   decoration?: string;
   color?: string;
@@ -48,6 +35,18 @@ const MAX_QUOTE_DEPTH = 8;
 
 const LONG_WORD = new RegExp(`\\S{${MAX_UNBROKEN}}(?=\\S)`, 'g');
 const breakLongWords = (text: string) => (text.length > MAX_UNBROKEN ? text.replace(LONG_WORD, '$&\u200B') : text);
+/**
+ * Code in the monospaced face, which has no glyph for U+200B (it would show as a box at each break
+ * opportunity that breakLongWords adds): the breaks are set in the text face, between monospaced runs.
+ */
+function monoRuns(text: string, marks: Omit<Inline, 'text'> = {}): Inline[] {
+  const runs: Inline[] = [];
+  for (const [index, part] of breakLongWords(text).split('\u200B').entries()) {
+    if (index > 0) runs.push({ ...marks, text: '\u200B', font: 'Sans' });
+    if (part) runs.push({ ...marks, text: part, font: 'Mono' });
+  }
+  return runs.length > 0 ? runs : [{ ...marks, text: '', font: 'Mono' }];
+}
 const DEEP_QUOTE = new RegExp(`^((?: {0,3}>){${MAX_QUOTE_DEPTH}})(?: {0,3}>)+`, 'gm');
 
 /** Thrown for input that cannot be laid out; its message is what the model sees. */
@@ -69,7 +68,7 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
         runs.push(...inline((token as Tokens.Del).tokens, { ...marks, decoration: 'lineThrough' }));
         break;
       case 'codespan':
-        runs.push({ ...marks, text: breakLongWords((token as Tokens.Codespan).text), font: 'Mono' });
+        runs.push(...monoRuns((token as Tokens.Codespan).text, marks));
         break;
       case 'link': {
         const link = token as Tokens.Link;
@@ -170,7 +169,7 @@ function blocks(tokens: Token[]): Block[] {
         break;
       }
       case 'code':
-        out.push(textBlock([{ text: breakLongWords((token as Tokens.Code).text) }], 'code', { preserveLeadingSpaces: true }));
+        out.push(textBlock(monoRuns((token as Tokens.Code).text), 'code', { preserveLeadingSpaces: true }));
         break;
       case 'blockquote':
         out.push({ stack: blocks((token as Tokens.Blockquote).tokens), style: 'quote' });
@@ -191,11 +190,17 @@ function blocks(tokens: Token[]): Block[] {
   return out;
 }
 
+/** A rendered document, and the characters it shows as empty boxes because their face has no glyph. */
+export interface RenderedDocument {
+  pdf: Buffer;
+  missingCharacters: string[];
+}
+
 /**
  * Renders Markdown to a PDF without a browser: marked's lexer mapped onto pdfmake. CPU-bound for
  * large input: the service calls it in a worker thread (render-pool.ts), never on the main thread.
  */
-export async function markdownToPdf(title: string, markdown: string): Promise<Buffer> {
+export async function markdownToPdf(title: string, markdown: string): Promise<RenderedDocument> {
   try {
     return await render(title, markdown);
   } catch (error) {
@@ -206,28 +211,58 @@ export async function markdownToPdf(title: string, markdown: string): Promise<Bu
   }
 }
 
-async function render(title: string, markdown: string): Promise<Buffer> {
+const STYLES: Record<string, Record<string, unknown>> = {
+  title: { fontSize: 20, bold: true, margin: [0, 0, 0, 12] },
+  h1: { fontSize: 17, bold: true, margin: [0, 10, 0, 6] },
+  h2: { fontSize: 14.5, bold: true, margin: [0, 10, 0, 5] },
+  h3: { fontSize: 12.5, bold: true, margin: [0, 8, 0, 4] },
+  h4: { fontSize: 11, bold: true, margin: [0, 6, 0, 3] },
+  paragraph: { margin: [0, 0, 0, 6] },
+  list: { margin: [0, 0, 0, 6] },
+  table: { margin: [0, 4, 0, 8] },
+  code: { font: 'Mono', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
+  quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
+};
+const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: 10.5, lineHeight: 1.25 };
+
+async function render(title: string, markdown: string): Promise<RenderedDocument> {
+  const content = [
+    { text: breakLongWords(title), style: 'title' },
+    ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
+  ];
   const definition = {
     info: { title, creator: 'Agent Platform' },
     pageSize: 'A4',
     pageMargins: [40, 48, 40, 48],
-    defaultStyle: { font: 'Sans', fontSize: 10.5, lineHeight: 1.25 },
-    content: [
-      { text: breakLongWords(title), style: 'title' },
-      ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
-    ],
-    styles: {
-      title: { fontSize: 20, bold: true, margin: [0, 0, 0, 12] },
-      h1: { fontSize: 17, bold: true, margin: [0, 10, 0, 6] },
-      h2: { fontSize: 14.5, bold: true, margin: [0, 10, 0, 5] },
-      h3: { fontSize: 12.5, bold: true, margin: [0, 8, 0, 4] },
-      h4: { fontSize: 11, bold: true, margin: [0, 6, 0, 3] },
-      paragraph: { margin: [0, 0, 0, 6] },
-      list: { margin: [0, 0, 0, 6] },
-      table: { margin: [0, 4, 0, 8] },
-      code: { font: 'Mono', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
-      quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
-    },
+    defaultStyle: DEFAULT_STYLE,
+    content,
+    styles: STYLES,
   };
-  return (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
+  const missing = new MissingCharacters();
+  checkFaces(content, { font: DEFAULT_STYLE.font, bold: false, italics: false }, missing);
+  const pdf = (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
+  return { pdf, missingCharacters: missing.list() };
+}
+
+/** Each text of the content checked against the face pdfmake sets it in: its styles' and parents' font, bold, italics. */
+function checkFaces(node: unknown, inherited: Face, missing: MissingCharacters): void {
+  if (typeof node === 'string') {
+    missing.check(node, inherited);
+    return;
+  }
+  if (Array.isArray(node)) {
+    for (const child of node) checkFaces(child, inherited, missing);
+    return;
+  }
+  if (typeof node !== 'object' || node === null) return;
+  const block = node as Record<string, unknown> & { table?: { body: unknown } };
+  let face = inherited;
+  for (const source of [...[block.style ?? []].flat().map((name) => STYLES[name as string] ?? {}), block])
+    face = {
+      font: (source.font as FontName | undefined) ?? face.font,
+      bold: (source.bold as boolean | undefined) ?? face.bold,
+      italics: (source.italics as boolean | undefined) ?? face.italics,
+    };
+  for (const children of [block.text, block.stack, block.ul, block.ol, block.table?.body])
+    if (children !== undefined) checkFaces(children, face, missing);
 }

@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina';
 import { deadline } from '../../lib/deadline.ts';
-import { DocumentTooComplexError } from './markdown-pdf.ts';
+import { DocumentTooComplexError, type RenderedDocument } from './markdown-pdf.ts';
 
 export interface RenderPoolOptions {
   /** Worker threads at most; a render waits for a free one. */
@@ -23,16 +23,17 @@ export function createRenderPool(options: RenderPoolOptions) {
   const seconds = options.timeoutMs / 1000;
 
   return {
-    async render(title: string, markdown: string, signal?: AbortSignal): Promise<Buffer> {
+    async render(title: string, markdown: string, signal?: AbortSignal): Promise<RenderedDocument> {
       // The deadline is the render's: a thread's start (loading the PDF library) does not count.
       await pool.run(null, signal ? { signal } : {});
       const limit = deadline(options.timeoutMs);
       try {
-        const pdf: Uint8Array = await pool.run(
+        const { pdf, missingCharacters }: { pdf: Uint8Array; missingCharacters: string[] } = await pool.run(
           { title, markdown },
           { signal: signal ? AbortSignal.any([signal, limit.signal]) : limit.signal },
         );
-        return Buffer.from(pdf.buffer, pdf.byteOffset, pdf.byteLength);
+        // The bytes arrive as a Uint8Array: a Buffer does not keep its class across the thread boundary.
+        return { pdf: Buffer.from(pdf.buffer, pdf.byteOffset, pdf.byteLength), missingCharacters };
       } catch (error) {
         if (limit.expired)
           throw new DocumentTooComplexError(
