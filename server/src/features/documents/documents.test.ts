@@ -1,4 +1,5 @@
 import { PDFParse } from 'pdf-parse';
+import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
@@ -103,6 +104,24 @@ describe('generateDocument and documents', () => {
       note: expect.stringContaining('金 (U+91D1), 𝖠 (U+1D5A0). Where they matter, write them another way'),
     });
     expect(result.note).toMatch(/^Shown as empty boxes: .*: ب \(U\+0628\), ر \(U\+0631\)/);
+  });
+
+  it('keeps a table inside the right margin when a cell holds a long word (a hash): each column gets its share of the page', async () => {
+    const { org } = await createTenant(app);
+    const hash = `sha256:${'f'.repeat(64)}`;
+    const { documentId } = await app.container.services.documents.generate(org.id, {
+      title: 'Checksums',
+      content: `| File | Checksum | Size | Owner | Checked |\n|---|---|---|---|---|\n| a.zip | ${hash} | 12 KB | ops | yes |\n`,
+    });
+    const { pdf } = await app.container.services.documents.download(org.id, documentId);
+    const page = await (await getDocument({ data: new Uint8Array(pdf) }).promise).getPage(1);
+    const [, , pageWidth] = page.view;
+    const items = (await page.getTextContent()).items.filter((item) => 'str' in item && item.str.trim() !== '');
+    expect(items.map((item) => ('str' in item ? item.str : ''))).toEqual(expect.arrayContaining(['Checked', 'yes']));
+    // A4 is 595 points wide, with margins of 40: no text ends past 555 (star columns all grew to the
+    // hash's width, and the last ones were set off the page).
+    for (const item of items)
+      if ('str' in item) expect(item.transform[4] + item.width).toBeLessThanOrEqual(pageWidth! - 40 + 0.5);
   });
 
   it('refuses empty or oversized input', async () => {

@@ -165,7 +165,10 @@ function blocks(tokens: Token[]): Block[] {
         const cellOf = (cell: Tokens.TableCell) => ({ text: inline(cell.tokens), ...(cell.align && { alignment: cell.align }) });
         const header = table.header.map((cell) => ({ ...cellOf(cell), bold: true, fillColor: '#eeeeee' }));
         const rows = table.rows.map((row) => row.map(cellOf));
-        out.push({ table: { headerRows: 1, widths: table.header.map(() => '*'), body: [header, ...rows] }, style: 'table' });
+        // Equal shares of the page, as percentages: star widths all grow to the widest cell's longest word
+        // (up to MAX_UNBROKEN characters), which pushed the table past the right margin.
+        const widths = table.header.map(() => `${100 / table.header.length}%`);
+        out.push({ table: { headerRows: 1, widths, body: [header, ...rows] }, style: 'table' });
         break;
       }
       case 'code':
