@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import { storableText } from '../../lib/json-input.ts';
 import { decodeCursor, toPage } from '../../lib/pagination.ts';
 import { defineTool } from '../agents/tool-registry.ts';
 import { documentsRepo } from './documents.repo.ts';
@@ -31,12 +32,15 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
           'validation_failed',
           parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
         );
-      const { pdf, missingCharacters } = await deps.renderer.render(parsed.data.title, parsed.data.content, origin.signal);
+      // The model's text as PostgreSQL can store it: NUL and unpaired surrogates become U+FFFD, drawn as �.
+      const title = storableText(parsed.data.title);
+      const content = storableText(parsed.data.content);
+      const { pdf, missingCharacters } = await deps.renderer.render(title, content, origin.signal);
       const document = await documentsRepo.insert(deps.db, {
         id: randomUUID(),
         orgId,
-        title: parsed.data.title,
-        contentMarkdown: parsed.data.content,
+        title,
+        contentMarkdown: content,
         pdf,
         createdByUserId: origin.userId ?? null,
         actionId: origin.actionId ?? null,

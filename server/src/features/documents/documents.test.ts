@@ -124,6 +124,20 @@ describe('generateDocument and documents', () => {
       if ('str' in item) expect(item.transform[4] + item.width).toBeLessThanOrEqual(pageWidth! - 40 + 0.5);
   });
 
+  it('stores and draws NUL and unpaired surrogates in the title and content as U+FFFD, never failing on them', async () => {
+    const { org } = await createTenant(app);
+    const result = await app.container.services.documents.generate(org.id, {
+      title: 'Nul\u0000 here',
+      content: 'before\u0000after, lone \uD800 and \uDC00 halves, `code\u0000`',
+    });
+    expect(result).toEqual({ documentId: expect.any(String) });
+    const { pdf, filename } = await app.container.services.documents.download(org.id, result.documentId);
+    expect(filename).toBe('Nul_ here.pdf');
+    const { text } = await new PDFParse({ data: pdf }).getText();
+    for (const expected of ['Nul\uFFFD here', 'before\uFFFDafter, lone \uFFFD and \uFFFD halves, code\uFFFD'])
+      expect(text).toContain(expected);
+  });
+
   it('refuses empty or oversized input', async () => {
     const { org } = await createTenant(app);
     await expect(app.container.services.documents.generate(org.id, { title: '', content: 'x' })).rejects.toThrow(/title/);
