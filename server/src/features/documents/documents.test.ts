@@ -114,9 +114,11 @@ describe('generateDocument and documents', () => {
       content: `| File | Checksum | Size | Owner | Checked |\n|---|---|---|---|---|\n| a.zip | ${hash} | 12 KB | ops | yes |\n`,
     });
     const { pdf } = await app.container.services.documents.download(org.id, documentId);
-    const page = await (await getDocument({ data: new Uint8Array(pdf) }).promise).getPage(1);
+    const parsed = await getDocument({ data: new Uint8Array(pdf) }).promise;
+    const page = await parsed.getPage(1);
     const [, , pageWidth] = page.view;
     const items = (await page.getTextContent()).items.filter((item) => 'str' in item && item.str.trim() !== '');
+    await parsed.destroy();
     expect(items.map((item) => ('str' in item ? item.str : ''))).toEqual(expect.arrayContaining(['Checked', 'yes']));
     // A4 is 595 points wide, with margins of 40: no text ends past 555 (star columns all grew to the
     // hash's width, and the last ones were set off the page).
