@@ -95,7 +95,8 @@ export function generateDocumentTool(documents: DocumentsService) {
   return defineTool({
     name: 'generateDocument',
     description:
-      'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes) and ' +
+      'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes; a table ' +
+      'of more than 10 columns is set in parts that repeat its first column) and ' +
       'stores it with the organization. Returns its documentId, which sendEmail can attach. Images are not included, ' +
       'and its font has no Chinese, Japanese or Korean characters and few emoji: the result lists the characters ' +
       'shown as empty boxes.',

@@ -126,6 +126,44 @@ describe('generateDocument and documents', () => {
       if ('str' in item) expect(item.transform[4] + item.width).toBeLessThanOrEqual(pageWidth! - 40 + 0.5);
   });
 
+  it('sets a table of many columns in parts of at most 10 columns that repeat the first one, so that no letters overlap', async () => {
+    const { org } = await createTenant(app);
+    const weeks = Array.from({ length: 39 }, (_, index) => `Week ${index + 1}`);
+    const row = (name: string) => `| ${name} | ${weeks.map((_, index) => `${(index * 7) % 100}`).join(' | ')} |`;
+    const content = [`| Region | ${weeks.join(' | ')} |`, `|${'---|'.repeat(40)}`, row('North'), row('South')].join('\n');
+    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Weekly totals', content });
+    const { pdf } = await app.container.services.documents.download(org.id, documentId);
+    const parsed = await getDocument({ data: new Uint8Array(pdf) }).promise;
+    const items = [];
+    for (let number = 1; number <= parsed.numPages; number++) {
+      const page = await parsed.getPage(number);
+      const content = await page.getTextContent();
+      for (const item of content.items)
+        if ('str' in item && item.str.trim() !== '')
+          items.push({ page: number, text: item.str, x: item.transform[4], y: item.transform[5], width: item.width });
+    }
+    await parsed.destroy();
+    const { text } = await new PDFParse({ data: pdf }).getText();
+    for (const label of [
+      'Columns 1–9 of 40',
+      'Columns 1 and 10–17 of 40',
+      'Columns 1 and 26–33 of 40',
+      'Columns 1 and 34–40 of 40',
+    ])
+      expect(text).toContain(label);
+    // The first column (its header and the rows' names) heads each of the five parts.
+    for (const name of ['Region', 'North', 'South']) expect(items.filter((item) => item.text === name)).toHaveLength(5);
+    // No two texts on one line overlap, and none ends past the right margin (A4: 595 points, margins of 40).
+    const lines = Map.groupBy(items, (item) => `${item.page}:${item.y.toFixed(1)}`);
+    for (const line of lines.values()) {
+      const sorted = line.toSorted((a, b) => a.x - b.x);
+      for (const [index, item] of sorted.entries()) {
+        expect(item.x + item.width).toBeLessThanOrEqual(555.5);
+        if (index > 0) expect(item.x).toBeGreaterThanOrEqual(sorted[index - 1]!.x + sorted[index - 1]!.width);
+      }
+    }
+  });
+
   it('stores and draws NUL and unpaired surrogates in the title and content as U+FFFD, never failing on them', async () => {
     const { org } = await createTenant(app);
     const result = await app.container.services.documents.generate(org.id, {

@@ -1,6 +1,7 @@
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
 import { type Face, FONT_FILES, FONTS, type FontName, MissingCharacters } from './fonts.ts';
+import { tableBlocks } from './markdown-table.ts';
 
 pdfmake.setFonts(FONTS);
 // A document is built from the agent's Markdown only: no URL is fetched and no local file is read
@@ -159,18 +160,9 @@ function blocks(tokens: Token[]): Block[] {
         );
         break;
       }
-      case 'table': {
-        const table = token as Tokens.Table;
-        // A column's alignment from its delimiter row (`---:` right, `:---:` centre).
-        const cellOf = (cell: Tokens.TableCell) => ({ text: inline(cell.tokens), ...(cell.align && { alignment: cell.align }) });
-        const header = table.header.map((cell) => ({ ...cellOf(cell), bold: true, fillColor: '#eeeeee' }));
-        const rows = table.rows.map((row) => row.map(cellOf));
-        // Equal shares of the page, as percentages: star widths all grow to the widest cell's longest word
-        // (up to MAX_UNBROKEN characters), which pushed the table past the right margin.
-        const widths = table.header.map(() => `${100 / table.header.length}%`);
-        out.push({ table: { headerRows: 1, widths, body: [header, ...rows] }, style: 'table' });
+      case 'table':
+        out.push(...tableBlocks(token as Tokens.Table, inline));
         break;
-      }
       case 'code':
         out.push(textBlock(monoRuns((token as Tokens.Code).text), 'code', { preserveLeadingSpaces: true }));
         break;
@@ -223,6 +215,7 @@ const STYLES: Record<string, Record<string, unknown>> = {
   paragraph: { margin: [0, 0, 0, 6] },
   list: { margin: [0, 0, 0, 6] },
   table: { margin: [0, 4, 0, 8] },
+  tablePart: { fontSize: 9, italics: true, color: '#555555', margin: [0, 4, 0, 0] },
   code: { font: 'Mono', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
   quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
 };

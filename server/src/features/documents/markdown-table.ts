@@ -1,0 +1,56 @@
+import type { Token, Tokens } from 'marked';
+
+/*
+ * A Markdown table as pdfmake tables that fit the page. Each column gets an equal share of the width,
+ * as a percentage: star widths all grow to the widest cell's longest word, which pushed a table past
+ * the right margin. A table of many columns is set in parts of at most MAX_COLUMNS, each repeating the
+ * first column (the rows' names, as a printed spreadsheet repeats them): in one part, 40 columns were
+ * each two letters wide, every word was broken letter by letter, and wide letters ran past the margin.
+ */
+const MAX_COLUMNS = 10;
+/** From this many columns, the table's text is set smaller so that a column still holds a short word. */
+const SMALL_FROM = 7;
+const SMALL_FONT_SIZE = 9;
+
+type Runs = (tokens: Token[]) => unknown[];
+
+/**
+ * The column indexes of each part: all of them when they fit, else column 0 and as even a share of the
+ * others as the fewest parts allow (40 columns: 0 and 8 or 9 others in each of five parts).
+ */
+function columnParts(count: number): number[][] {
+  if (count <= MAX_COLUMNS) return [[...Array(count).keys()]];
+  const partCount = Math.ceil((count - 1) / (MAX_COLUMNS - 1));
+  const perPart = Math.ceil((count - 1) / partCount);
+  const parts: number[][] = [];
+  for (let start = 1; start < count; start += perPart)
+    parts.push([0, ...Array.from({ length: Math.min(perPart, count - start) }, (_, offset) => start + offset)]);
+  return parts;
+}
+
+/** "Columns 1–9 of 25", "Columns 1 and 10–17 of 25": said above each part of a table set in parts. */
+function partLabel(columns: number[], count: number): string {
+  const first = columns[1]! + 1;
+  const last = columns.at(-1)! + 1;
+  const rest = first === last ? `${first}` : `${first}–${last}`;
+  return first === 2 ? `Columns 1–${last} of ${count}` : `Columns 1 and ${rest} of ${count}`;
+}
+
+export function tableBlocks(table: Tokens.Table, runs: Runs): Record<string, unknown>[] {
+  // A column's alignment from its delimiter row (`---:` right, `:---:` centre).
+  const cellOf = (cell: Tokens.TableCell) => ({ text: runs(cell.tokens), ...(cell.align && { alignment: cell.align }) });
+  const count = table.header.length;
+  const parts = columnParts(count);
+  return parts.flatMap((columns) => {
+    // Cells are made anew for each part: pdfmake keeps its measurements on the nodes it lays out.
+    const header = columns.map((index) => ({ ...cellOf(table.header[index]!), bold: true, fillColor: '#eeeeee' }));
+    const rows = table.rows.map((row) => columns.map((index) => cellOf(row[index]!)));
+    // Every part's columns as wide as the first part's, and its text as large: the last part may be narrower.
+    const part = {
+      table: { headerRows: 1, widths: columns.map(() => `${100 / parts[0]!.length}%`), body: [header, ...rows] },
+      style: 'table',
+      ...(count >= SMALL_FROM && { fontSize: SMALL_FONT_SIZE }),
+    };
+    return parts.length === 1 ? [part] : [{ text: partLabel(columns, count), style: 'tablePart' }, part];
+  });
+}
