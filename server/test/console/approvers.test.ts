@@ -68,6 +68,12 @@ describe('the console: deciding', () => {
     const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
     expect(done.execution.toolCalls[0]).toMatchObject({ approval: 'approved', channel: 'console', approverId: guest.id });
+    await step(page, 'the Guest finds the document, without a link to the ledger it may not read', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByText('Documents').click();
+      const table = page.getByRole('table', { name: 'Documents' });
+      await table.getByRole('link', { name: 'invoice\u202efdp.exe' }).waitFor();
+      expect(await table.getByRole('columnheader').allTextContents()).toEqual(['Title', 'Size', 'Created']);
+    });
     visitor.expectNoProblems();
     await visitor.close();
   }, 120_000);
@@ -118,6 +124,23 @@ describe('the console: deciding', () => {
         expect.stringMatching(/"documentId": "[0-9a-f-]{36}"/),
       ]);
       await capture(page, 'ledger-edited-call');
+      // The document it wrote downloads from the call: the PDF, with the title the approver gave it.
+      const href = await page.getByRole('link', { name: 'Download the document' }).getAttribute('href');
+      const pdf = await page.request.get(`${app.baseUrl}${href}`);
+      expect([pdf.status(), pdf.headers()['content-type'], pdf.headers()['content-disposition']]).toEqual([
+        200,
+        'application/pdf',
+        'attachment; filename="Order 42 (edited).pdf"',
+      ]);
+    });
+    await step(page, 'the documents page leads back to the action that wrote each document', async () => {
+      await page.getByRole('navigation', { name: 'Pages' }).getByText('Documents').click();
+      const row = page.getByRole('table', { name: 'Documents' }).getByRole('row').filter({ hasText: 'Order 42 (edited)' });
+      await row.getByRole('link', { name: 'its action' }).waitFor();
+      await capture(page, 'documents');
+      await row.getByRole('link', { name: 'its action' }).click();
+      await page.waitForURL(`**/o/${org.slug}/ledger/${actionId}`);
+      await page.getByRole('group', { name: 'Edited input of generateDocument' }).waitFor();
     });
     operator.expectNoProblems();
     await operator.close();

@@ -2,14 +2,19 @@ import { EmptyState } from '../../components/FormParts';
 import { Anchor, Stack, Table, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
+import { AnchorLink } from '../../components/links';
 import { QueryError } from '../../components/RouteError';
 import { fileSize, formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
-import { keys } from '../../lib/queries';
+import { keys, meQuery } from '../../lib/queries';
 
-/** The PDFs agents wrote (generateDocument); each opens in the browser's own viewer. */
+/**
+ * The PDFs agents wrote (generateDocument), each downloaded by its title. Admins, who see
+ * the ledger, also get the action that wrote each one.
+ */
 export function DocumentsPage() {
   const org = useOrgSlug();
+  const isAdmin = useQuery(meQuery).data?.role === 'Admin';
   const documents = useQuery({
     queryKey: [...keys.org(org), 'documents'],
     queryFn: () => unwrap(api.GET('/orgs/{org}/documents', { params: { path: { org }, query: { limit: 100 } } })),
@@ -31,6 +36,7 @@ export function DocumentsPage() {
               <Table.Th>Title</Table.Th>
               <Table.Th>Size</Table.Th>
               <Table.Th>Created</Table.Th>
+              {isAdmin && <Table.Th>Written by</Table.Th>}
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
@@ -43,6 +49,17 @@ export function DocumentsPage() {
                 </Table.Td>
                 <Table.Td>{fileSize(document.sizeBytes)}</Table.Td>
                 <Table.Td>{formatTime(document.createdAt)}</Table.Td>
+                {isAdmin && (
+                  <Table.Td>
+                    {document.actionId ? (
+                      <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: document.actionId }} size="sm">
+                        its action
+                      </AnchorLink>
+                    ) : (
+                      '—'
+                    )}
+                  </Table.Td>
+                )}
               </Table.Tr>
             ))}
           </Table.Tbody>

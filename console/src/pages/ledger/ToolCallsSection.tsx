@@ -1,4 +1,4 @@
-import { Stack, Table, Text, Title } from '@mantine/core';
+import { Anchor, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import type { ToolCall } from '../../api/client';
 import { ApprovalButtons } from '../../components/ApprovalButtons';
@@ -63,6 +63,7 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
                   ) : (
                     <JsonBlock value={call.output} maxHeight={160} label={`Output of ${call.toolName}`} wrap />
                   )}
+                  <DocumentLink org={org} call={call} />
                 </Table.Td>
                 <Table.Td>
                   <Notified notifications={call.notifications} who={who} />
@@ -106,6 +107,28 @@ export function ToolCallsSection({ org, actionId, toolCalls }: { org: string; ac
         </Table>
       )}
     </Stack>
+  );
+}
+
+type DocumentResult = { documentId?: unknown; result?: { documentId?: unknown } };
+/**
+ * The PDF a generateDocument call wrote, downloaded (an attachment, never shown on our origin). The
+ * tool's result is `{ documentId }`, or `{ note, result: { documentId } }` for a call an approver edited.
+ */
+function DocumentLink({ org, call }: { org: string; call: ToolCall }) {
+  const output = call.output as { type?: string; value?: DocumentResult } | null;
+  const value = output?.type === 'json' ? output.value : undefined;
+  const documentId = value?.documentId ?? value?.result?.documentId;
+  if (call.toolName !== 'generateDocument' || typeof documentId !== 'string') return null;
+  return (
+    <Anchor
+      size="sm"
+      href={`/orgs/${encodeURIComponent(org)}/documents/${encodeURIComponent(documentId)}`}
+      target="_blank"
+      rel="noopener"
+    >
+      Download the document
+    </Anchor>
   );
 }
 

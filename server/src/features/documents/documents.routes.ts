@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { attachmentDisposition } from '../../lib/download-filename.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import type { OrgAccess } from '../orgs/org-access.ts';
 import type { DocumentsService } from './documents.service.ts';
@@ -59,7 +60,7 @@ export function documentsRoutes(deps: { documents: DocumentsService; orgAccess: 
         // A Buffer is sent as it is: the error schemas above apply to JSON answers only.
         return reply
           .type('application/pdf')
-          .header('content-disposition', `attachment; filename="${filename}"`)
+          .header('content-disposition', attachmentDisposition(filename))
           .send(pdf as never);
       },
     );

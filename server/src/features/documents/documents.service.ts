@@ -58,8 +58,8 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
     async download(orgId: string, id: string): Promise<{ filename: string; pdf: Buffer }> {
       const document = await documentsRepo.findPdf(deps.db, orgId, id);
       if (!document) throw notFound('Document');
-      const filename = `${document.title.replace(/[^\w .-]+/g, '_').slice(0, 100) || 'document'}.pdf`;
-      return { filename, pdf: Buffer.from(document.pdf) };
+      // The route makes the name safe to save (attachmentDisposition).
+      return { filename: `${document.title.trim() || 'document'}.pdf`, pdf: Buffer.from(document.pdf) };
     },
   };
 }

@@ -172,10 +172,25 @@ describe('generateDocument and documents', () => {
     });
     expect(result).toEqual({ documentId: expect.any(String) });
     const { pdf, filename } = await app.container.services.documents.download(org.id, result.documentId);
-    expect(filename).toBe('Nul_ here.pdf');
+    expect(filename).toBe('Nul\uFFFD here.pdf');
     const { text } = await new PDFParse({ data: pdf }).getText();
     for (const expected of ['Nul\uFFFD here', 'before\uFFFDafter, lone \uFFFD and \uFFFD halves, code\uFFFD'])
       expect(text).toContain(expected);
+  });
+
+  it('is downloaded under its title in UTF-8, with no character that would disguise the saved name', async () => {
+    const { org, token } = await createTenant(app);
+    const download = async (title: string) => {
+      const { documentId } = await app.container.services.documents.generate(org.id, { title, content: 'x' });
+      const response = await app.request('GET', `/orgs/${org.slug}/documents/${documentId}`, { token });
+      expect(response.status).toBe(200);
+      return response.headers.get('content-disposition');
+    };
+    expect(await download('Rapport d’activité')).toBe(
+      'attachment; filename="Rapport d?activit?.pdf"; filename*=UTF-8\'\'Rapport%20d%E2%80%99activit%C3%A9.pdf',
+    );
+    // A right-to-left override (U+202E) would show what follows it reversed in the saved name; a slash, a folder.
+    expect(await download('invoice\u202Efdp.exe / Q3')).toBe('attachment; filename="invoice_fdp.exe _ Q3.pdf"');
   });
 
   it('refuses empty or oversized input', async () => {

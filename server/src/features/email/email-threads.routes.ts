@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { EMAIL_ATTACHMENT_STATUSES, EMAIL_DIRECTIONS, EMAIL_MESSAGE_STATUSES } from '../../db/email-schema.ts';
+import { attachmentDisposition } from '../../lib/download-filename.ts';
 import { errorSchema, orgParams, sessionSecurity } from '../../lib/http-schemas.ts';
 import { paginationQuery } from '../../lib/pagination.ts';
 import { orgOf } from '../../lib/request-context.ts';
@@ -116,11 +117,10 @@ export function emailThreadsRoutes(deps: { threads: EmailThreadsService; orgAcce
       },
       async (request, reply) => {
         const { filename, contentType, content } = await deps.threads.attachment(orgOf(request).id, request.params.attachmentId);
-        const asciiName = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
         // The sender chose the content type: it is never rendered on our origin (attachment, sandbox, nosniff).
         return reply
           .type(/^[\w.+-]+\/[\w.+-]+$/.test(contentType) ? contentType : 'application/octet-stream')
-          .header('content-disposition', `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(filename)}`)
+          .header('content-disposition', attachmentDisposition(filename))
           .header('content-security-policy', "sandbox; default-src 'none'")
           .header('x-content-type-options', 'nosniff')
           .send(content as never);
