@@ -1,6 +1,6 @@
 import { parse } from 'content-disposition';
 import { describe, expect, it } from 'vitest';
-import { attachmentDisposition } from './download-filename.ts';
+import { attachmentDisposition, pdfFileName } from './download-filename.ts';
 
 /** The name a browser saves the file as: filename* when there is one, else filename. */
 const savedAs = (name: string) => parse(attachmentDisposition(name)).parameters.filename ?? '';
@@ -12,7 +12,7 @@ describe('attachmentDisposition', () => {
       'attachment; filename="Rapport d?activit? ??.pdf"; filename*=UTF-8\'\'Rapport%20d%E2%80%99activit%C3%A9%20%E6%96%87%E6%9B%B8.pdf',
     );
     expect(savedAs('Rapport d’activité 文書.pdf')).toBe('Rapport d’activité 文書.pdf');
-    expect(attachmentDisposition('say "hi" \\ there.pdf')).toBe('attachment; filename="say \\"hi\\" _ there.pdf"');
+    expect(attachmentDisposition('say "hi" \\ there.pdf')).toBe('attachment; filename="say _hi_ _ there.pdf"');
   });
 
   it('keeps nothing a name could deceive or escape with: direction overrides, invisible and control characters, paths', () => {
@@ -21,7 +21,7 @@ describe('attachmentDisposition', () => {
     expect(savedAs('pay\u200Bpal\u2066.pdf')).toBe('pay_pal_.pdf');
     expect(savedAs('line\r\nbreak\u0000\u2028.pdf')).toBe('line__break__.pdf');
     expect(savedAs('../../etc/passwd')).toBe('.._.._etc_passwd');
-    expect(savedAs('C:\\Windows\\x.pdf')).toBe('C:_Windows_x.pdf');
+    expect(savedAs('C:\\Windows\\x?.pdf')).toBe('C__Windows_x_.pdf');
     expect(savedAs('half \uD800 a pair.pdf')).toBe('half \uFFFD a pair.pdf');
   });
 
@@ -30,6 +30,13 @@ describe('attachmentDisposition', () => {
     expect(Array.from(cut)).toHaveLength(120);
     expect(cut).toBe(`${'😀'.repeat(116)}.pdf`);
     expect(savedAs('x'.repeat(119))).toBe('x'.repeat(119));
+  });
+
+  it("names a document's PDF by its title, made safe the same way (a download, an email's attachment)", () => {
+    expect(pdfFileName('Invoice 7')).toBe('Invoice 7.pdf');
+    expect(pdfFileName(' Q3\u202E report: final ')).toBe('Q3_ report_ final.pdf');
+    expect(pdfFileName('   ')).toBe('document.pdf');
+    expect(Array.from(pdfFileName('é'.repeat(300)))).toEqual([...'é'.repeat(116), '.', 'p', 'd', 'f']);
   });
 
   it('names a file with nothing left by the fallback', () => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { DB } from '../../db/schema.ts';
+import { pdfFileName } from '../../lib/download-filename.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { storableText } from '../../lib/json-input.ts';
 import { decodeCursor, toPage } from '../../lib/pagination.ts';
@@ -58,8 +59,7 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
     async download(orgId: string, id: string): Promise<{ filename: string; pdf: Buffer }> {
       const document = await documentsRepo.findPdf(deps.db, orgId, id);
       if (!document) throw notFound('Document');
-      // The route makes the name safe to save (attachmentDisposition).
-      return { filename: `${document.title.trim() || 'document'}.pdf`, pdf: Buffer.from(document.pdf) };
+      return { filename: pdfFileName(document.title), pdf: Buffer.from(document.pdf) };
     },
   };
 }

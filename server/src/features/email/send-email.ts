@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
+import { pdfFileName } from '../../lib/download-filename.ts';
 import { defineTool, type ToolContext } from '../agents/tool-registry.ts';
 import { addressOf, renderMarkdownEmail } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
@@ -20,8 +21,6 @@ const sendEmailInput = z.object({
 });
 
 type Input = z.output<typeof sendEmailInput>;
-
-const pdfName = (title: string) => `${title.replace(/[\\/:*?"<>|\r\n]/g, '_').slice(0, 200) || 'document'}.pdf`;
 
 /** The provider keeps an idempotency key 24 h and takes at most 256 characters: the call's own id, per action. */
 const idempotencyKeyOf = (context: ToolContext) => {
@@ -96,7 +95,7 @@ export function createSendEmail(deps: {
                 messageId: message.id,
                 position,
                 documentId: document.id,
-                filename: pdfName(document.title),
+                filename: pdfFileName(document.title),
                 contentType: 'application/pdf',
                 sizeBytes: document.sizeBytes,
                 status: 'attached' as const,
@@ -159,7 +158,7 @@ export function createSendEmail(deps: {
 
     const outcome = await deps.threadMail.deliver(integration, message, idempotencyKeyOf(context), {
       attachments: documents.map((document) => ({
-        filename: pdfName(document.title),
+        filename: pdfFileName(document.title),
         content: Buffer.from(document.pdf).toString('base64'),
         content_type: 'application/pdf',
       })),
