@@ -73,6 +73,15 @@ describe('the console: email', () => {
       const frame = page.locator('iframe').first();
       expect(await frame.getAttribute('sandbox')).toBe('');
       await page.frameLocator('iframe').first().getByText('my parcel').waitFor();
+      // A long message is read whole by dragging the frame's corner: 200 pixels down, 200 pixels taller.
+      const frameBox = page.locator('[data-message-frame]').first();
+      await frameBox.scrollIntoViewIfNeeded();
+      const before = (await frameBox.boundingBox())!;
+      await page.mouse.move(before.x + before.width - 3, before.y + before.height - 3);
+      await page.mouse.down();
+      await page.mouse.move(before.x + before.width - 3, before.y + before.height + 197, { steps: 5 });
+      await page.mouse.up();
+      expect(Math.round((await frameBox.boundingBox())!.height - before.height)).toBe(200);
       // Its attachment with its size as stored: 300 bytes, not "1 KB".
       await page.getByRole('link', { name: 'label.pdf (300 bytes)' }).waitFor();
       await capture(page, 'email-thread');

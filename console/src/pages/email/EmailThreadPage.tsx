@@ -1,4 +1,4 @@
-import { Anchor, Badge, Card, Group, Stack, Text, Title } from '@mantine/core';
+import { Anchor, Badge, Box, Card, Group, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useParams } from '@tanstack/react-router';
 import { api, unwrap } from '../../api/client';
@@ -11,7 +11,8 @@ import { keys } from '../../lib/queries';
 
 /**
  * One thread, oldest message first. A message's HTML (sanitized when it was stored) shows in a
- * sandboxed frame served with its own policy: no script runs and nothing loads from elsewhere.
+ * sandboxed frame served with its own policy: no script runs and nothing loads from elsewhere. The
+ * frame can be made taller by dragging its corner.
  */
 export function EmailThreadPage() {
   const org = useOrgSlug();
@@ -61,13 +62,27 @@ export function EmailThreadPage() {
                 {message.statusDetail}
               </Text>
             )}
-            <iframe
-              title={`Message from ${message.from}`}
-              src={`/orgs/${encodeURIComponent(org)}/email/messages/${message.id}/html`}
-              sandbox=""
-              referrerPolicy="no-referrer"
-              style={{ width: '100%', minHeight: 160, border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }}
-            />
+            {/* The frame's page has an opaque origin of its own (its sandbox), so its height cannot be read
+                from here: the operator drags the corner to read a long message whole. */}
+            <Box
+              data-message-frame
+              style={{
+                resize: 'vertical',
+                overflow: 'hidden',
+                height: 240,
+                minHeight: 100,
+                border: '1px solid var(--mantine-color-gray-3)',
+                borderRadius: 4,
+              }}
+            >
+              <iframe
+                title={`Message from ${message.from}`}
+                src={`/orgs/${encodeURIComponent(org)}/email/messages/${message.id}/html`}
+                sandbox=""
+                referrerPolicy="no-referrer"
+                style={{ display: 'block', width: '100%', height: '100%', border: 0 }}
+              />
+            </Box>
             {message.attachments.length > 0 && (
               <Group gap="xs">
                 {message.attachments.map((attachment) =>
