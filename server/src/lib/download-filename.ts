@@ -32,8 +32,11 @@ export function safeFileName(name: string, fallback: string): string {
 export const pdfFileName = (title: string) => safeFileName(`${title.trim() || 'document'}.pdf`, 'document.pdf');
 
 /**
- * The Content-Disposition of a download: RFC 6266's `filename` for old clients (ASCII) and
- * `filename*` in UTF-8 (content-disposition), so that "Rapport d'activité.pdf" is saved as such.
+ * The Content-Disposition of a download: `filename*` in UTF-8 (RFC 6266, by content-disposition), so
+ * that "Rapport d'activité.pdf" is saved as such, and `filename` in ASCII for clients that read only
+ * that one (curl -J), with "_" for each other character: the package's "?" is refused in Windows names.
  */
-export const attachmentDisposition = (name: string, fallback = 'download') =>
-  create(safeFileName(name, fallback), { type: 'attachment' });
+export function attachmentDisposition(name: string, fallback = 'download'): string {
+  const safe = safeFileName(name, fallback);
+  return create(safe, { type: 'attachment', fallback: safe.replace(/[^\x20-\x7e]/g, '_') });
+}
