@@ -72,10 +72,18 @@ describe('the console: versions and experiments', () => {
       // Saved unchanged, a draft would be the live version again: refused, and the dialog stays open.
       await dialog.getByRole('button', { name: 'Save as draft' }).click();
       await page.getByText('The draft changes nothing: version 2, the live one, has the same instructions').waitFor();
+      // The refusal stays until it is mended: the draft saved next takes it away. The pointer rests on it
+      // (which holds a notification open) and the draft is saved from the keyboard, so that only the
+      // success can take it away.
+      const refused = page.getByRole('alert').filter({ hasText: 'Draft not saved' });
+      await refused.hover();
       await dialog.getByLabel('Instructions').fill('Refund what the customer asks.\nRefund at most 100.');
       await dialog.getByLabel('Change note').fill('cap refunds');
-      await dialog.getByRole('button', { name: 'Save as draft' }).click();
+      await dialog.getByRole('button', { name: 'Save as draft' }).focus();
+      await page.keyboard.press('Enter');
       await dialog.waitFor({ state: 'hidden' });
+      await page.getByText('Saved as draft: version 3, not live').waitFor();
+      await refused.waitFor({ state: 'detached' });
       const versions = page.getByRole('table', { name: 'Versions' });
       await versions.getByRole('row').filter({ hasText: 'cap refunds' }).getByText('draft').waitFor();
       await page.getByText('live: version 2').waitFor();

@@ -1,11 +1,11 @@
 import { Badge, Button, Card, Code, Group, Modal, Stack, Text, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useParams } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { counted } from '../../lib/format';
+import { pageNotices } from '../../lib/notices';
 import { agentQuery, keys } from '../../lib/queries';
 import { AgentForm, type AgentValues, agentValues, toAgentBody, toDraftBody } from './AgentForm';
 import { ExperimentsSection } from './ExperimentsSection';
@@ -18,12 +18,12 @@ export function AgentDetailPage() {
   const agent = useQuery(agentQuery(org, id));
   const [editing, setEditing] = useState(false);
   const [starting, setStarting] = useState<number | null>(null);
+  const { failed, succeeded } = pageNotices('agent');
   const saved = (message: string) => {
     setEditing(false);
-    notifications.show({ color: 'green', message });
+    succeeded(message);
     void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   };
-  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
   const publish = useMutation({
     mutationFn: (values: AgentValues) =>
       unwrap(api.PATCH('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } }, body: toAgentBody(values) })),

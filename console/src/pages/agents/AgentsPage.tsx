@@ -1,6 +1,6 @@
 import { Badge, Button, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
-import { notifications } from '@mantine/notifications';
+import { pageNotices } from '../../lib/notices';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -23,12 +23,12 @@ export function AgentsPage() {
   const rules = useQuery(rulesQuery(org));
   const [editing, setEditing] = useState<Editing>(null);
   const path = { org };
+  const { failed, succeeded } = pageNotices('agents');
   const done = (message: string) => {
     setEditing(null);
-    notifications.show({ color: 'green', message });
+    succeeded(message);
     void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   };
-  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
   const saveAgent = useMutation({
     mutationFn: ({ id, values }: { id?: string; values: AgentValues }) =>
       id

@@ -1,5 +1,5 @@
 import { Badge, Button, Card, Checkbox, Group, Select, Stack, Text, TextInput } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
+import { pageNotices } from '../../lib/notices';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -19,13 +19,14 @@ export function Inboxes({ org }: { org: string }) {
   const [address, setAddress] = useState('');
   const [displayName, setDisplayName] = useState('');
   const refresh = () => void queryClient.invalidateQueries({ queryKey });
-  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
+  const { failed, succeeded } = pageNotices('inboxes');
   const create = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/orgs/{org}/email/inboxes', { params: { path: { org } }, body: { emailAddress: address, displayName } })),
     onSuccess: () => {
       setAddress('');
       setDisplayName('');
+      succeeded();
     },
     onError: failed('Inbox not created'),
     onSettled: refresh,
@@ -38,12 +39,14 @@ export function Inboxes({ org }: { org: string }) {
           body: input,
         }),
       ),
+    onSuccess: () => succeeded(),
     onError: failed('Not assigned'),
     onSettled: refresh,
   });
   const unassign = useMutation({
     mutationFn: (input: { inboxId: string; agentId: string }) =>
       unwrap(api.DELETE('/orgs/{org}/email/inboxes/{inboxId}/agents/{agentId}', { params: { path: { org, ...input } } })),
+    onSuccess: () => succeeded(),
     onError: failed('Not removed'),
     onSettled: refresh,
   });

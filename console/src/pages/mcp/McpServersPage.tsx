@@ -1,6 +1,6 @@
 import { Badge, Button, Card, Group, Modal, Stack, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
-import { notifications } from '@mantine/notifications';
+import { pageNotices } from '../../lib/notices';
 import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -25,11 +25,11 @@ export function McpServersPage() {
   const servers = useQuery(mcpServersQuery(org));
   const [adding, setAdding] = useState(false);
   // The org's tools (agents' and rules' forms) change with its servers.
+  const { failed, succeeded } = pageNotices('mcp-servers');
   const changed = (message: string) => {
-    notifications.show({ color: 'green', message });
+    succeeded(message);
     void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   };
-  const failed = (title: string) => (error: Error) => notifications.show({ color: 'red', title, message: error.message });
   const refresh = useMutation({
     mutationFn: (id: string) => unwrap(api.POST('/orgs/{org}/mcp-servers/{id}/refresh', { params: { path: { org, id } } })),
     onSuccess: (server) => changed(`${server.name}: ${counted(server.tools.length, 'tool')} listed`),

@@ -1,0 +1,20 @@
+import { notifications } from '@mantine/notifications';
+
+/**
+ * A page's outcomes as notifications. A failure stays until the operator closes it, another failure
+ * replaces it, or a success takes it away: a red "Draft not saved" no longer stands beside the green
+ * "Saved as draft" of the attempt that followed it, and no failure closes before it is read.
+ */
+export function pageNotices(id: string) {
+  return {
+    failed: (title: string) => (error: Error) => {
+      notifications.hide(id);
+      notifications.show({ id, color: 'red', title, message: error.message, autoClose: false });
+    },
+    /** A success, said when there is something to say (a list that shows the change says it itself). */
+    succeeded: (message?: string) => {
+      notifications.hide(id);
+      if (message) notifications.show({ color: 'green', message });
+    },
+  };
+}
