@@ -15,7 +15,7 @@ const MAX_CHARACTERS = 120;
  * save and to show: nothing a name could deceive or escape with, at most MAX_CHARACTERS, its
  * extension kept when it is cut.
  */
-export function safeFileName(name: string, fallback: string): string {
+function safeFileName(name: string, fallback: string): string {
   const safe = name.toWellFormed().replace(UNSAFE, '_').trim();
   const characters = Array.from(safe);
   if (characters.length > MAX_CHARACTERS) {

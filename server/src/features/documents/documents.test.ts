@@ -32,6 +32,24 @@ const MARKDOWN = [
   '![tracker](http://169.254.169.254/latest/meta-data)',
 ].join('\n');
 
+/** Where A4's right margin is: 595 points wide, margins of 40 (and half a point for rounding). */
+const RIGHT_MARGIN = 595 - 40 + 0.5;
+
+/** Every text a PDF draws, with its page and position, as pdfjs reads them. */
+async function placedTexts(pdf: Buffer) {
+  const parsed = await getDocument({ data: new Uint8Array(pdf) }).promise;
+  const items: Array<{ page: number; text: string; x: number; y: number; width: number }> = [];
+  try {
+    for (let number = 1; number <= parsed.numPages; number++)
+      for (const item of (await (await parsed.getPage(number)).getTextContent()).items)
+        if ('str' in item && item.str.trim() !== '')
+          items.push({ page: number, text: item.str, x: item.transform[4], y: item.transform[5], width: item.width });
+  } finally {
+    await parsed.destroy();
+  }
+  return items;
+}
+
 describe('generateDocument and documents', () => {
   it('renders Markdown to a PDF whose text has the title, a table cell and a code line; members download it', async () => {
     const { org, admin, token } = await createTenant(app);
@@ -114,16 +132,11 @@ describe('generateDocument and documents', () => {
       content: `| File | Checksum | Size | Owner | Checked |\n|---|---|---|---|---|\n| a.zip | ${hash} | 12 KB | ops | yes |\n`,
     });
     const { pdf } = await app.container.services.documents.download(org.id, documentId);
-    const parsed = await getDocument({ data: new Uint8Array(pdf) }).promise;
-    const page = await parsed.getPage(1);
-    const [, , pageWidth] = page.view;
-    const items = (await page.getTextContent()).items.filter((item) => 'str' in item && item.str.trim() !== '');
-    await parsed.destroy();
-    expect(items.map((item) => ('str' in item ? item.str : ''))).toEqual(expect.arrayContaining(['Checked', 'yes']));
+    const items = await placedTexts(pdf);
+    expect(items.map((item) => item.text)).toEqual(expect.arrayContaining(['Checked', 'yes']));
     // A4 is 595 points wide, with margins of 40: no text ends past 555 (star columns all grew to the
     // hash's width, and the last ones were set off the page).
-    for (const item of items)
-      if ('str' in item) expect(item.transform[4] + item.width).toBeLessThanOrEqual(pageWidth! - 40 + 0.5);
+    for (const item of items) expect(item.x + item.width).toBeLessThanOrEqual(RIGHT_MARGIN);
   });
 
   it('sets a table of many columns in parts of at most 10 columns that repeat the first one, so that no letters overlap', async () => {
@@ -133,16 +146,7 @@ describe('generateDocument and documents', () => {
     const content = [`| Region | ${weeks.join(' | ')} |`, `|${'---|'.repeat(40)}`, row('North'), row('South')].join('\n');
     const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Weekly totals', content });
     const { pdf } = await app.container.services.documents.download(org.id, documentId);
-    const parsed = await getDocument({ data: new Uint8Array(pdf) }).promise;
-    const items = [];
-    for (let number = 1; number <= parsed.numPages; number++) {
-      const page = await parsed.getPage(number);
-      const content = await page.getTextContent();
-      for (const item of content.items)
-        if ('str' in item && item.str.trim() !== '')
-          items.push({ page: number, text: item.str, x: item.transform[4], y: item.transform[5], width: item.width });
-    }
-    await parsed.destroy();
+    const items = await placedTexts(pdf);
     const { text } = await new PDFParse({ data: pdf }).getText();
     for (const label of [
       'Columns 1–9 of 40',
@@ -153,12 +157,12 @@ describe('generateDocument and documents', () => {
       expect(text).toContain(label);
     // The first column (its header and the rows' names) heads each of the five parts.
     for (const name of ['Region', 'North', 'South']) expect(items.filter((item) => item.text === name)).toHaveLength(5);
-    // No two texts on one line overlap, and none ends past the right margin (A4: 595 points, margins of 40).
+    // No two texts on one line overlap, and none ends past the right margin.
     const lines = Map.groupBy(items, (item) => `${item.page}:${item.y.toFixed(1)}`);
     for (const line of lines.values()) {
       const sorted = line.toSorted((a, b) => a.x - b.x);
       for (const [index, item] of sorted.entries()) {
-        expect(item.x + item.width).toBeLessThanOrEqual(555.5);
+        expect(item.x + item.width).toBeLessThanOrEqual(RIGHT_MARGIN);
         if (index > 0) expect(item.x).toBeGreaterThanOrEqual(sorted[index - 1]!.x + sorted[index - 1]!.width);
       }
     }
