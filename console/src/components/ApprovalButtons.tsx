@@ -1,7 +1,6 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Button, Group, Modal, Stack, Textarea } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useForm } from 'react-hook-form';
@@ -9,6 +8,7 @@ import { z } from 'zod';
 import { api, unwrap } from '../api/client';
 import { keys, meQuery } from '../lib/queries';
 import { EditAndApprove } from './EditAndApprove';
+import { approvalNotices } from '../lib/notices';
 
 const wordsSchema = z.object({ words: z.string().trim().min(1, 'Say it, for the agent and the ledger').max(2000) });
 
@@ -45,17 +45,16 @@ export function ApprovalButtons({
   const form = useForm<z.infer<typeof wordsSchema>>({ resolver: zodResolver(wordsSchema), defaultValues: { words: '' } });
   const path = { org, actionId, toolCallId };
   const settled = () => void queryClient.invalidateQueries({ queryKey: keys.org(org) });
+  const { failed, succeeded } = approvalNotices(toolCallId);
   const approve = useMutation({
     mutationFn: () => unwrap(api.POST('/orgs/{org}/actions/{actionId}/tool-calls/{toolCallId}/approve', { params: { path } })),
     onSuccess: (call) =>
-      notifications.show({
-        color: 'green',
-        message:
-          call.status === 'pending'
-            ? `Approved ${toolName}: ${call.approvals.length} of ${call.approvalsRequired} approvals`
-            : `Approved ${toolName}`,
-      }),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not approved', message: error.message }),
+      succeeded(
+        call.status === 'pending'
+          ? `Approved ${toolName}: ${call.approvals.length} of ${call.approvalsRequired} approvals`
+          : `Approved ${toolName}`,
+      ),
+    onError: failed('Not approved'),
     onSettled: settled,
   });
   const worded = useMutation({
@@ -75,10 +74,9 @@ export function ApprovalButtons({
           ),
     onSuccess: (_, { kind }) => {
       setAsking(null);
-      notifications.show({ color: 'gray', message: `${WORDED[kind].done} ${toolName}` });
+      succeeded(`${WORDED[kind].done} ${toolName}`, 'gray');
     },
-    onError: (error, { kind }) =>
-      notifications.show({ color: 'red', title: `Not ${WORDED[kind].done.toLowerCase()}`, message: error.message }),
+    onError: (error, { kind }) => failed(`Not ${WORDED[kind].done.toLowerCase()}`)(error),
     onSettled: settled,
   });
   const busy = approve.isPending || worded.isPending;

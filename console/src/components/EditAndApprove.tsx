@@ -1,5 +1,4 @@
 import { Button, Group, Modal, Stack, Text, Textarea } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
@@ -7,6 +6,7 @@ import { prettyJson } from '../lib/format';
 import { keys, toolsQuery } from '../lib/queries';
 import { ArgumentFields, argumentsOf, flatSchema } from './ArgumentFields';
 import { FormError } from './FormParts';
+import { approvalNotices } from '../lib/notices';
 
 /** The arguments as typed: a JSON object, or why not. */
 function parseArguments(text: string): { value: Record<string, unknown> } | { problem: string } {
@@ -43,6 +43,7 @@ export function EditAndApprove(props: {
   const [fields, setFields] = useState<Record<string, unknown>>(() => ({ ...(props.input as Record<string, unknown>) }));
   const [reason, setReason] = useState('');
   const parsed = schema ? { value: argumentsOf(schema, fields) } : parseArguments(text);
+  const { succeeded } = approvalNotices(toolCallId);
   const approve = useMutation({
     mutationFn: (args: Record<string, unknown>) =>
       unwrap(
@@ -54,7 +55,7 @@ export function EditAndApprove(props: {
     onSuccess: (call) => {
       props.onClose();
       const count = call.status === 'pending' ? ` (${call.approvals.length} of ${call.approvalsRequired} approvals)` : '';
-      notifications.show({ color: 'green', message: `Approved ${toolName} with your arguments${count}` });
+      succeeded(`Approved ${toolName} with your arguments${count}`);
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
     },
   });

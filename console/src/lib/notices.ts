@@ -12,9 +12,12 @@ export function pageNotices(id: string) {
       notifications.show({ id, color: 'red', title, message: error.message, autoClose: false });
     },
     /** A success, said when there is something to say (a list that shows the change says it itself). */
-    succeeded: (message?: string) => {
+    succeeded: (message?: string, color: 'green' | 'gray' = 'green') => {
       notifications.hide(id);
-      if (message) notifications.show({ color: 'green', message });
+      if (message) notifications.show({ color, message });
     },
   };
 }
+
+/** One waiting call's decisions, from its buttons or its editor: a refusal stays until that call is decided. */
+export const approvalNotices = (toolCallId: string) => pageNotices(`approval-${toolCallId}`);

@@ -1,5 +1,4 @@
 import { Badge, Button, Card, Group, Progress, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useParams } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -11,6 +10,7 @@ import { counted, usd } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
 import { unfinished } from './ExperimentsSection';
 import { actionName, ResultComparison } from './ResultComparison';
+import { pageNotices } from '../../lib/notices';
 
 const OUTCOMES = ['all', 'changed', 'same', 'failed'] as const;
 type Outcome = (typeof OUTCOMES)[number];
@@ -34,20 +34,24 @@ export function ExperimentPage() {
   const agentId = experiment.data?.experiment.agentId;
   const agent = useQuery({ ...agentQuery(org, agentId ?? ''), enabled: agentId !== undefined });
   const refresh = () => queryClient.invalidateQueries({ queryKey: keys.org(org) });
+  const { failed, succeeded } = pageNotices('experiment');
   const cancel = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/orgs/{org}/experiments/{experimentId}/cancel', { params: { path: { org, experimentId: id } } })),
-    onSuccess: () => void refresh(),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not cancelled', message: error.message }),
+    onSuccess: () => {
+      succeeded();
+      void refresh();
+    },
+    onError: failed('Not cancelled'),
   });
   const publish = useMutation({
     mutationFn: (input: { agentId: string; version: number }) =>
       unwrap(api.POST('/orgs/{org}/agents/{agentId}/versions/{version}/publish', { params: { path: { org, ...input } } })),
     onSuccess: (published) => {
-      notifications.show({ color: 'green', message: `Version ${published.liveVersion} is live` });
+      succeeded(`Version ${published.liveVersion} is live`);
       void refresh();
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not published', message: error.message }),
+    onError: failed('Not published'),
   });
   if (experiment.error) return <QueryError error={experiment.error} />;
   if (!experiment.data) return null;

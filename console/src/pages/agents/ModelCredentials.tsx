@@ -1,11 +1,11 @@
 import { Button, Group, PasswordInput, Select, Stack, Table, Text, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
 import { PROVIDERS } from './AgentForm';
+import { pageNotices } from '../../lib/notices';
 
 type Provider = (typeof PROVIDERS)[number];
 
@@ -20,20 +20,22 @@ export function ModelCredentials({ org }: { org: string }) {
   const [provider, setProvider] = useState<Provider>('openai');
   const [apiKey, setApiKey] = useState('');
   const refresh = () => void queryClient.invalidateQueries({ queryKey });
+  const { failed, succeeded } = pageNotices('model-credentials');
   const save = useMutation({
     mutationFn: () =>
       unwrap(api.PUT('/orgs/{org}/model-credentials/{provider}', { params: { path: { org, provider } }, body: { apiKey } })),
     onSuccess: () => {
       setApiKey('');
-      notifications.show({ color: 'green', message: `Key for ${provider} saved` });
+      succeeded(`Key for ${provider} saved`);
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
+    onError: failed('Not saved'),
     onSettled: refresh,
   });
   const remove = useMutation({
     mutationFn: (name: Provider) =>
       unwrap(api.DELETE('/orgs/{org}/model-credentials/{provider}', { params: { path: { org, provider: name } } })),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not removed', message: error.message }),
+    onSuccess: () => succeeded(),
+    onError: failed('Not removed'),
     onSettled: refresh,
   });
   const rows = credentials.data?.credentials ?? [];

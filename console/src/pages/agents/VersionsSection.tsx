@@ -1,6 +1,5 @@
 import { Badge, Button, Code, Group, Select, Stack, Table, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -8,6 +7,7 @@ import { QueryError } from '../../components/RouteError';
 import { UserName } from '../../components/UserName';
 import { formatTime, prettyJson } from '../../lib/format';
 import { keys, versionsQuery } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 
 const LINE_COLORS = { add: 'var(--mantine-color-green-1)', remove: 'var(--mantine-color-red-1)', keep: undefined } as const;
 const LINE_MARKS = { add: '+ ', remove: '- ', keep: '  ' } as const;
@@ -22,16 +22,17 @@ export function VersionsSection(props: {
   const { org, agentId, liveVersion } = props;
   const queryClient = useQueryClient();
   const versions = useQuery(versionsQuery(org, agentId));
+  const { failed, succeeded } = pageNotices('agent-versions');
   const publish = useMutation({
     mutationFn: (version: number) =>
       unwrap(
         api.POST('/orgs/{org}/agents/{agentId}/versions/{version}/publish', { params: { path: { org, agentId, version } } }),
       ),
     onSuccess: (agent) => {
-      notifications.show({ color: 'green', message: `Version ${agent.liveVersion} is live` });
+      succeeded(`Version ${agent.liveVersion} is live`);
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not published', message: error.message }),
+    onError: failed('Not published'),
   });
   const confirmPublish = (version: number) =>
     modals.openConfirmModal({

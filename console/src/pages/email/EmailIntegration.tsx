@@ -1,12 +1,12 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Alert, Badge, Button, Card, Group, List, PasswordInput, SimpleGrid, Stack, Text, TextInput } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../../api/client';
 import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 
 const integrationSchema = z.object({
   apiKey: z.string().min(8, 'The provider API key').max(500),
@@ -36,15 +36,16 @@ export function EmailIntegration({ org }: { org: string }) {
     mutationFn: (values: IntegrationValues) =>
       unwrap(api.POST('/orgs/{org}/email/integration/test', { params: { path: { org } }, body: toBody(values) })),
   });
+  const { failed, succeeded } = pageNotices('email-integration');
   const save = useMutation({
     mutationFn: (values: IntegrationValues) =>
       unwrap(api.PUT('/orgs/{org}/email/integration', { params: { path: { org } }, body: toBody(values) })),
     onSuccess: () => {
       form.reset();
       test.reset();
-      notifications.show({ color: 'green', message: 'Email integration saved' });
+      succeeded('Email integration saved');
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
+    onError: failed('Not saved'),
     onSettled: () => void queryClient.invalidateQueries({ queryKey }),
   });
   const errors = form.formState.errors;

@@ -1,11 +1,11 @@
 import { EmptyState } from '../../components/FormParts';
 import { Button, Stack, Table } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 
 /** Addresses sendEmail refuses (a permanent bounce or a complaint); an Admin may take one off. */
 export function Suppressions({ org, canRemove }: { org: string; canRemove: boolean }) {
@@ -15,10 +15,12 @@ export function Suppressions({ org, canRemove }: { org: string; canRemove: boole
     queryKey,
     queryFn: () => unwrap(api.GET('/orgs/{org}/email/suppressions', { params: { path: { org }, query: { limit: 200 } } })),
   });
+  const { failed, succeeded } = pageNotices('suppressions');
   const remove = useMutation({
     mutationFn: (address: string) =>
       unwrap(api.DELETE('/orgs/{org}/email/suppressions/{address}', { params: { path: { org, address } } })),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not removed', message: error.message }),
+    onSuccess: () => succeeded(),
+    onError: failed('Not removed'),
     onSettled: () => void queryClient.invalidateQueries({ queryKey }),
   });
   if (list.error) return <QueryError error={list.error} />;

@@ -1,18 +1,19 @@
 import { Badge, Button, Card, Group, Stack, Table, Text, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, type CallbackDelivery, unwrap } from '../../api/client';
 import { StatusBadge } from '../../components/StatusBadge';
 import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 
 function ReplayCallback({ org, deliveryId }: { org: string; deliveryId: string }) {
   const queryClient = useQueryClient();
+  const { failed, succeeded } = pageNotices(`callback-replay-${deliveryId}`);
   const replay = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/orgs/{org}/callback-deliveries/{deliveryId}/replay', { params: { path: { org, deliveryId } } })),
-    onSuccess: () => notifications.show({ color: 'green', message: 'Callback queued again' }),
-    onError: (error) => notifications.show({ color: 'red', title: 'Replay refused', message: error.message }),
+    onSuccess: () => succeeded('Callback queued again'),
+    onError: failed('Replay refused'),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: keys.org(org) }),
   });
   return (

@@ -1,6 +1,5 @@
 import { AnchorLink } from '../../components/links';
 import { Button, Card, Group, SimpleGrid, Stack, Table, Text, Timeline, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useParams } from '@tanstack/react-router';
 import { api, unwrap } from '../../api/client';
@@ -15,6 +14,7 @@ import { LiveBadge } from '../OrgLayout';
 import { CallbacksSection } from './CallbacksSection';
 import { ConversationSection } from './ConversationSection';
 import { ToolCallsSection } from './ToolCallsSection';
+import { pageNotices } from '../../lib/notices';
 
 function Field({ label, children }: { label: string; children: React.ReactNode }) {
   return (
@@ -39,14 +39,15 @@ export function LedgerDetailPage() {
     queryKey: keys.ledgerRow(org, id),
     queryFn: () => unwrap(api.GET('/orgs/{org}/ledger/{id}', { params: { path: { org, id } } })),
   });
+  const { failed, succeeded } = pageNotices('ledger-entry');
   const replay = useMutation({
     mutationFn: (eventId: string) =>
       unwrap(api.POST('/orgs/{org}/deliveries/{eventId}/replay', { params: { path: { org, eventId } } })),
     onSuccess: (result) => {
-      notifications.show({ color: 'green', message: `Replayed: ${result.status}${result.reason ? ` (${result.reason})` : ''}` });
+      succeeded(`Replayed: ${result.status}${result.reason ? ` (${result.reason})` : ''}`);
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Replay refused', message: error.message }),
+    onError: failed('Replay refused'),
   });
 
   if (row.error) return <QueryError error={row.error} />;

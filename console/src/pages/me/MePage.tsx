@@ -1,11 +1,11 @@
 import { Card, Group, Stack, Switch, Table, Text, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { meQuery, orgsQuery, toolsQuery } from '../../lib/queries';
 import { ApprovalEmailsSwitch } from './ApprovalEmailsSwitch';
+import { pageNotices } from '../../lib/notices';
 
 const preferencesKey = ['me', 'tool-preferences'] as const;
 
@@ -31,6 +31,7 @@ export function MePage() {
   // Optimistic: a switch moves at once (set in the click's own render), and back if saving fails.
   const [moving, setMoving] = useState<Record<string, boolean>>({});
   const settle = (toolName: string) => setMoving(({ [toolName]: _settled, ...rest }) => rest);
+  const { failed, succeeded } = pageNotices('tool-preferences');
   const update = useMutation({
     mutationFn: ({ toolName, deny }: { toolName: string; deny: boolean }) =>
       unwrap(
@@ -39,7 +40,8 @@ export function MePage() {
           body: { preference: deny ? 'always_deny' : 'default' },
         }),
       ),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
+    onSuccess: () => succeeded(),
+    onError: failed('Not saved'),
     onSettled: async (_data, _error, variables) => {
       await queryClient.invalidateQueries({ queryKey: preferencesKey });
       settle(variables.toolName);

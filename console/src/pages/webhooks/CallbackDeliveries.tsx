@@ -1,6 +1,5 @@
 import { Button, Collapse, Group, Stack, Table, Text, TextInput } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -8,6 +7,7 @@ import { AnchorLink } from '../../components/links';
 import { StatusBadge } from '../../components/StatusBadge';
 import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 
 /** One endpoint's deliveries, newest first, with replay of one and recovery of the failed since a time. */
 export function CallbackDeliveries({ org, webhookId, callbackId }: { org: string; webhookId: string; callbackId: string }) {
@@ -25,11 +25,12 @@ export function CallbackDeliveries({ org, webhookId, callbackId }: { org: string
   });
   const [since, setSince] = useState('');
   const refresh = () => void queryClient.invalidateQueries({ queryKey });
+  const { failed, succeeded } = pageNotices(`callback-deliveries-${callbackId}`);
   const replay = useMutation({
     mutationFn: (deliveryId: string) =>
       unwrap(api.POST('/orgs/{org}/callback-deliveries/{deliveryId}/replay', { params: { path: { org, deliveryId } } })),
-    onSuccess: () => notifications.show({ color: 'green', message: 'Queued again' }),
-    onError: (error) => notifications.show({ color: 'red', title: 'Replay refused', message: error.message }),
+    onSuccess: () => succeeded('Queued again'),
+    onError: failed('Replay refused'),
     onSettled: refresh,
   });
   const recover = useMutation({
@@ -40,8 +41,8 @@ export function CallbackDeliveries({ org, webhookId, callbackId }: { org: string
           body: { since: new Date(since).toISOString() },
         }),
       ),
-    onSuccess: (result) => notifications.show({ color: 'green', message: `${result.recovered} deliveries queued again` }),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not recovered', message: error.message }),
+    onSuccess: (result) => succeeded(`${result.recovered} deliveries queued again`),
+    onError: failed('Not recovered'),
     onSettled: refresh,
   });
   return (

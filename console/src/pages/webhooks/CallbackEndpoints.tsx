@@ -2,7 +2,6 @@ import { SubmitRow, EmptyState } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Badge, Button, Card, Checkbox, Group, Stack, Switch, Text, TextInput } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Controller, useForm } from 'react-hook-form';
@@ -13,6 +12,7 @@ import { type RevealedValue, SecretReveal } from '../../components/SecretReveal'
 import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
 import { CallbackDeliveries } from './CallbackDeliveries';
+import { pageNotices } from '../../lib/notices';
 
 // Every event type the API has, in lifecycle order: this record fails type-checking when one is missing.
 const EVENT_TYPES = {
@@ -50,15 +50,17 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
     resolver: zodResolver(endpointSchema),
     defaultValues: { url: '', description: '', events: [...CALLBACK_EVENTS] },
   });
+  const { failed, succeeded } = pageNotices(`callback-endpoints-${webhookId}`);
   const create = useMutation({
     mutationFn: (body: EndpointValues) =>
       unwrap(api.POST('/orgs/{org}/webhooks/{webhookId}/callbacks', { params: { path }, body })),
     onSuccess: (result) => {
+      succeeded();
       closeAdding();
       form.reset();
       setRevealed([{ label: 'Signing secret', value: result.secret }]);
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not added', message: error.message }),
+    onError: failed('Not added'),
     onSettled: refresh,
   });
   const update = useMutation({
@@ -69,7 +71,8 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
           body: { enabled },
         }),
       ),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not changed', message: error.message }),
+    onSuccess: () => succeeded(),
+    onError: failed('Not changed'),
     onSettled: refresh,
   });
   const rotate = useMutation({
@@ -79,8 +82,11 @@ export function CallbackEndpoints({ org, webhookId }: { org: string; webhookId: 
           params: { path: { ...path, callbackId } },
         }),
       ),
-    onSuccess: (result) => setRevealed([{ label: 'Signing secret', value: result.secret }]),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not rotated', message: error.message }),
+    onSuccess: (result) => {
+      succeeded();
+      setRevealed([{ label: 'Signing secret', value: result.secret }]);
+    },
+    onError: failed('Not rotated'),
   });
   const errors = form.formState.errors;
 

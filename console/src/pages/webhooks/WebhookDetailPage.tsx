@@ -1,6 +1,5 @@
 import { Button, Code, Group, Stack, Tabs, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -13,6 +12,7 @@ import { keys } from '../../lib/queries';
 import { CallbackEndpoints } from './CallbackEndpoints';
 import { SendTest } from './SendTest';
 import { toWebhookBody, WebhookForm, type WebhookFormValues } from './WebhookForm';
+import { pageNotices } from '../../lib/notices';
 
 export function WebhookDetailPage() {
   const org = useOrgSlug();
@@ -26,25 +26,30 @@ export function WebhookDetailPage() {
     queryFn: () => unwrap(api.GET('/orgs/{org}/webhooks/{id}', { params: { path: { org, id } } })),
   });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: keys.org(org) });
+  const { failed, succeeded } = pageNotices('webhook');
   const save = useMutation({
     mutationFn: (values: WebhookFormValues) =>
       unwrap(api.PATCH('/orgs/{org}/webhooks/{id}', { params: { path: { org, id } }, body: toWebhookBody(values) })),
-    onSuccess: () => notifications.show({ color: 'green', message: 'Webhook saved' }),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not saved', message: error.message }),
+    onSuccess: () => succeeded('Webhook saved'),
+    onError: failed('Not saved'),
     onSettled: refresh,
   });
   const rotate = useMutation({
     mutationFn: () => unwrap(api.POST('/orgs/{org}/webhooks/{id}/rotate-secret', { params: { path: { org, id } } })),
-    onSuccess: (result) => setRevealed([{ label: 'Secret', value: result.secret }]),
-    onError: (error) => notifications.show({ color: 'red', title: 'Not rotated', message: error.message }),
+    onSuccess: (result) => {
+      succeeded();
+      setRevealed([{ label: 'Secret', value: result.secret }]);
+    },
+    onError: failed('Not rotated'),
   });
   const remove = useMutation({
     mutationFn: () => unwrap(api.DELETE('/orgs/{org}/webhooks/{id}', { params: { path: { org, id } } })),
     onSuccess: () => {
+      succeeded();
       refresh();
       void navigate({ to: '/o/$org/webhooks', params: { org } });
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not deleted', message: error.message }),
+    onError: failed('Not deleted'),
   });
 
   if (webhook.error) return <QueryError error={webhook.error} />;

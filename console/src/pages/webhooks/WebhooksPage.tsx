@@ -1,7 +1,6 @@
 import { EmptyState } from '../../components/FormParts';
 import { Badge, Button, Code, Group, Modal, Stack, Table, Title } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -12,6 +11,7 @@ import { type RevealedValue, SecretReveal } from '../../components/SecretReveal'
 import { useOrgSlug } from '../../lib/org';
 import { keys, rulesQuery, webhooksQuery } from '../../lib/queries';
 import { emptyWebhook, toWebhookBody, WebhookForm, type WebhookFormValues } from './WebhookForm';
+import { pageNotices } from '../../lib/notices';
 
 /** Spec 2.6: the org's action webhooks; a new one shows its URL and secret once. */
 export function WebhooksPage() {
@@ -22,10 +22,12 @@ export function WebhooksPage() {
   const { data: rules = [] } = useQuery(rulesQuery(org));
   const [creating, { open, close }] = useDisclosure(false);
   const [created, setCreated] = useState<{ id: string; values: RevealedValue[] } | null>(null);
+  const { failed, succeeded } = pageNotices('webhooks');
   const create = useMutation({
     mutationFn: (values: WebhookFormValues) =>
       unwrap(api.POST('/orgs/{org}/webhooks', { params: { path: { org } }, body: toWebhookBody(values) })),
     onSuccess: (result) => {
+      succeeded();
       close();
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
       setCreated({
@@ -36,7 +38,7 @@ export function WebhooksPage() {
         ],
       });
     },
-    onError: (error) => notifications.show({ color: 'red', title: 'Not created', message: error.message }),
+    onError: failed('Not created'),
   });
   const ruleName = (id: string | null) => rules.find((rule) => rule.id === id)?.name ?? '—';
 
