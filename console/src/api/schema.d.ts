@@ -4171,6 +4171,11 @@ export interface operations {
                              * @description When it was last made live (null: never published, a draft)
                              */
                             lastPublishedAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When another version was made live in its place, the last time it was live (null: live now, or never published)
+                             */
+                            lastReplacedAt: string | null;
                         }[];
                         nextCursor: string | null;
                     };
@@ -4270,6 +4275,11 @@ export interface operations {
                              * @description When it was last made live (null: never published, a draft)
                              */
                             lastPublishedAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When another version was made live in its place, the last time it was live (null: live now, or never published)
+                             */
+                            lastReplacedAt: string | null;
                         };
                     };
                 };
@@ -4362,6 +4372,11 @@ export interface operations {
                          * @description When it was last made live (null: never published, a draft)
                          */
                         lastPublishedAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When another version was made live in its place, the last time it was live (null: live now, or never published)
+                         */
+                        lastReplacedAt: string | null;
                     };
                 };
             };

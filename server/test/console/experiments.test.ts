@@ -137,9 +137,9 @@ describe('the console: versions and experiments', () => {
       await page.getByRole('button', { name: 'Roll back to version 2' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Roll back' }).click();
       await page.getByText('live: version 2').waitFor();
-      // Rolled back from, version 3 is no draft: it says when it went live.
+      // Rolled back from, version 3 is no draft: it says when it went live, and until when.
       const rolledBack = page.getByRole('table', { name: 'Versions' }).getByRole('row').filter({ hasText: 'v3' });
-      await rolledBack.getByText(/^was live from /).waitFor();
+      await rolledBack.getByText(/^was live from .+ to .+$/).waitFor();
       expect(await rolledBack.getByText('draft', { exact: true }).count()).toBe(0);
       await capture(page, 'agent-rolled-back');
     });

@@ -77,6 +77,7 @@ export function VersionsSection(props: {
                   {!item.live && item.lastPublishedAt !== null && (
                     <Text size="xs" c="dimmed">
                       was live from {formatTime(item.lastPublishedAt)}
+                      {item.lastReplacedAt !== null && ` to ${formatTime(item.lastReplacedAt)}`}
                     </Text>
                   )}
                 </Group>

@@ -28,14 +28,21 @@ function versionsOf(db: Kysely<DB>, orgId: string, agentId: string) {
     .selectFrom('agentVersions as v')
     .innerJoin('agents as g', 'g.id', 'v.agentId')
     .select(VERSION_COLUMNS)
-    .select((eb) =>
-      eb
+    .select((eb) => {
+      const lastPublished = eb
         .selectFrom('agentPublications as p')
         .select((p) => p.fn.max('p.publishedAt').as('at'))
         .whereRef('p.agentId', '=', 'v.agentId')
-        .whereRef('p.version', '=', 'v.version')
-        .as('lastPublishedAt'),
-    )
+        .whereRef('p.version', '=', 'v.version');
+      // The publication that ended its last time live: the first after it whose previous version it was.
+      const replaced = eb
+        .selectFrom('agentPublications as n')
+        .select((n) => n.fn.min('n.publishedAt').as('at'))
+        .whereRef('n.agentId', '=', 'v.agentId')
+        .whereRef('n.previousVersion', '=', 'v.version')
+        .where('n.publishedAt', '>=', lastPublished);
+      return [lastPublished.as('lastPublishedAt'), replaced.as('lastReplacedAt')];
+    })
     .where('v.orgId', '=', orgId)
     .where('v.agentId', '=', agentId);
 }

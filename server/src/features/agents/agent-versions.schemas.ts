@@ -27,6 +27,10 @@ export const versionSchema = z.object({
   createdAt: z.date(),
   createdBy: z.uuid().nullable().describe('The member who made it (null: made before versions were kept, or since removed)'),
   lastPublishedAt: z.date().nullable().describe('When it was last made live (null: never published, a draft)'),
+  lastReplacedAt: z
+    .date()
+    .nullable()
+    .describe('When another version was made live in its place, the last time it was live (null: live now, or never published)'),
 });
 
 export const publicationSchema = z.object({

@@ -18,6 +18,7 @@ const toVersion = (row: VersionRow) => ({
   createdAt: row.createdAt,
   createdBy: row.createdByUserId,
   lastPublishedAt: row.lastPublishedAt,
+  lastReplacedAt: row.lastReplacedAt,
 });
 
 /** Every line of `from` and `to`, each marked kept, removed or added, in order. */

@@ -88,6 +88,7 @@ describe('agent versions', () => {
       changeNote: 'bigger refunds',
       createdBy: made.tenant.admin.id,
       lastPublishedAt: null,
+      lastReplacedAt: null,
     });
     expect(await (await agents.get('')).json()).toMatchObject({ liveVersion: 2, instructions: 'Refund 30.' });
     // A draft that does what a version does already is none: the live one, or another draft.
@@ -167,16 +168,16 @@ describe('agent versions', () => {
       [2, 1, made.tenant.admin.id],
       [1, null, made.tenant.admin.id],
     ]);
-    // Each version says when it was last made live: a draft never was; version 3 was, and was rolled back from.
-    const lastPublished = Object.fromEntries(publications.toReversed().map((p: any) => [p.version, p.publishedAt]));
+    // Each version says when it was last made live, and when that ended: a draft never was; version 3 was,
+    // until it was rolled back from; version 2, live twice, is live now.
+    const [rolledBack, published3, published2, published1] = publications.map((p: any) => p.publishedAt);
     const all = await (await agents.get('/versions')).json();
-    expect(all.versions.map((v: any) => [v.version, v.live, v.lastPublishedAt])).toEqual([
-      [4, false, null],
-      [3, false, lastPublished[3]],
-      [2, true, lastPublished[2]],
-      [1, false, lastPublished[1]],
+    expect(all.versions.map((v: any) => [v.version, v.live, v.lastPublishedAt, v.lastReplacedAt])).toEqual([
+      [4, false, null, null],
+      [3, false, published3, rolledBack],
+      [2, true, rolledBack, null],
+      [1, false, published1, published2],
     ]);
-    expect(lastPublished[2]).toBe(publications[0].publishedAt);
   });
 
   it('an action paused for approval keeps its version when another is published, and so do its callbacks', async () => {
