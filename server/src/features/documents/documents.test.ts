@@ -168,6 +168,34 @@ describe('generateDocument and documents', () => {
     }
   });
 
+  it('never ends a page with a heading, a heading and its subheading, or a table header: each starts the next page with what follows', async () => {
+    const { org } = await createTenant(app);
+    // Sections of different lengths, so that some heading falls at the foot of some page: a paragraph
+    // under each, every third a subsection, every fourth a table.
+    const sentence = 'The quarter closed with orders above plan in every region we serve. ';
+    const content = Array.from({ length: 90 }, (_, index) => {
+      const section = [`## Section ${index}`];
+      if (index % 3 === 0) section.push(`### Part ${index}`);
+      if (index % 4 === 0) section.push(`| Item ${index} | Qty |\n|---|---|\n| Row ${index} | ${index} |\n| Next ${index} | 1 |`);
+      else section.push(`Body ${index}. ${sentence.repeat((index % 7) + 1)}`);
+      return section.join('\n\n');
+    }).join('\n\n');
+    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Quarterly review', content });
+    const { pdf } = await app.container.services.documents.download(org.id, documentId);
+    // pdfjs reads each word as a text of its own: each page's words, in the order they are drawn.
+    const pages = [...Map.groupBy(await placedTexts(pdf), (item) => item.page).values()].map((words) =>
+      words.map((word) => word.text).join(' '),
+    );
+    expect(pages.length).toBeGreaterThan(5);
+    // What a page draws last is the end of a paragraph or a table's row, never a heading or a header.
+    for (const [index, page] of pages.entries())
+      expect(page, `page ${index + 1}`).not.toMatch(/(?:(?:Section|Part) \d+|Item \d+ Qty)$/);
+    // Nothing is lost on the way: every heading and every row is drawn once.
+    const all = pages.join(' ');
+    for (const index of [0, 1, 44, 89]) expect(all.match(new RegExp(`Section ${index} `, 'g'))).toHaveLength(1);
+    expect(all.match(/Next \d+ 1/g)).toHaveLength(23);
+  });
+
   it('stores and draws NUL and unpaired surrogates in the title and content as U+FFFD, never failing on them', async () => {
     const { org } = await createTenant(app);
     const result = await app.container.services.documents.generate(org.id, {
@@ -213,6 +241,10 @@ describe('generateDocument and documents', () => {
       'a 90,000-line code block': `\`\`\`\n${'a\n'.repeat(90_000)}\`\`\``,
       'a 40,000-character word': 'y'.repeat(40_000),
       '5,000 nested quotes': `${'> '.repeat(5_000)}deep`,
+      // Each heading bound to the line under it; and a run of headings taller than any page, of which only
+      // the last three move together (pdfmake would show only the first page of a block taller than one).
+      '12,000 headings, each over one line': Array.from({ length: 12_000 }, (_, index) => `## H${index}\n\nline\n`).join('\n'),
+      '20,000 headings in a row, then a line': `${'## H\n\n'.repeat(20_000)}line\n`,
     };
     for (const [name, content] of Object.entries(inputs)) {
       let slowest = 0;
@@ -239,7 +271,7 @@ describe('generateDocument and documents', () => {
       // answered meanwhile. Timings depend on the machine and are printed, not asserted.
       if (name === 'a 90,000-line code block') expect(answered).toBeGreaterThan(1);
     }
-  }, 90_000); // five CPU-heavy renders in a row: on 2 busy cores (the browser tests run beside it) they take a while
+  }, 120_000); // seven CPU-heavy renders in a row: on 2 busy cores (the browser tests run beside it) they take a while
 
   it('stops a render that outlives its deadline; the tool call fails with a message the model can act on', async () => {
     const strict = await startTestApp({ DOCUMENT_RENDER_TIMEOUT_SECONDS: '1' });

@@ -1,6 +1,7 @@
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
 import { type Face, FONT_FILES, FONTS, type FontName, MissingCharacters } from './fonts.ts';
+import { keepWithNext } from './keep-with-next.ts';
 import { tableBlocks } from './markdown-table.ts';
 
 pdfmake.setFonts(FONTS);
@@ -222,10 +223,10 @@ const STYLES: Record<string, Record<string, unknown>> = {
 const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: 10.5, lineHeight: 1.25 };
 
 async function render(title: string, markdown: string): Promise<RenderedDocument> {
-  const content = [
+  const content = keepWithNext([
     { text: breakLongWords(title), style: 'title' },
     ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
-  ];
+  ]);
   const definition = {
     info: { title, creator: 'Agent Platform' },
     pageSize: 'A4',

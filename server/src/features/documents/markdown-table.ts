@@ -46,8 +46,14 @@ export function tableBlocks(table: Tokens.Table, runs: Runs): Record<string, unk
     const header = columns.map((index) => ({ ...cellOf(table.header[index]!), bold: true, fillColor: '#eeeeee' }));
     const rows = table.rows.map((row) => columns.map((index) => cellOf(row[index]!)));
     // Every part's columns as wide as the first part's, and its text as large: the last part may be narrower.
+    // The header row starts a page with the first row under it, never ends one alone.
     const part = {
-      table: { headerRows: 1, widths: columns.map(() => `${100 / parts[0]!.length}%`), body: [header, ...rows] },
+      table: {
+        headerRows: 1,
+        keepWithHeaderRows: 1,
+        widths: columns.map(() => `${100 / parts[0]!.length}%`),
+        body: [header, ...rows],
+      },
       style: 'table',
       ...(count >= SMALL_FROM && { fontSize: SMALL_FONT_SIZE }),
     };

@@ -1,0 +1,52 @@
+/*
+ * A heading, or the label above a part of a table, kept on the page of what follows it, in the one
+ * layout pdfmake makes. The heading (with the subheadings right under it) goes into an unbreakable
+ * block with ROOM_BELOW of empty room under it, and what follows is pulled up into that room by a
+ * negative margin: where the block does not fit, pdfmake moves it, room and all, to the next page, and
+ * what follows comes after it there. pdfmake's own pageBreakBefore lays the whole document out again
+ * for each page break it adds (quadratic), and reads where a table starts before moving its header.
+ */
+
+type Block = Record<string, unknown> | string;
+
+/** The room a kept block keeps under it, in points: three lines of body text, or a table's header and first row. */
+const ROOM_BELOW = 40;
+const KEPT_STYLES = new Set(['h1', 'h2', 'h3', 'h4', 'tablePart']);
+/**
+ * Kept blocks in a row that move together, and the longest text one may have: pdfmake shows only the
+ * first page of an unbreakable block taller than a page, so a block is kept only while it is short.
+ */
+const MAX_RUN = 3;
+const MAX_KEPT_CHARACTERS = 300;
+
+const textLength = (text: unknown): number =>
+  typeof text === 'string'
+    ? text.length
+    : Array.isArray(text)
+      ? text.reduce((sum: number, run) => sum + textLength((run as { text?: unknown }).text ?? run), 0)
+      : 0;
+
+const isKept = (block: Block): block is Record<string, unknown> =>
+  typeof block === 'object' && KEPT_STYLES.has(block.style as string) && textLength(block.text) <= MAX_KEPT_CHARACTERS;
+
+/** The top-level blocks, each run of kept blocks bound to the block after it. */
+export function keepWithNext(content: Block[]): Block[] {
+  const out: Block[] = [];
+  let run: Block[] = [];
+  for (const block of content) {
+    if (isKept(block)) {
+      // A longer run: the first ones stand alone, the last MAX_RUN move with what follows.
+      if (run.length === MAX_RUN) out.push(run.shift()!);
+      run.push(block);
+      continue;
+    }
+    if (run.length > 0) {
+      out.push({ stack: [...run, { canvas: [], margin: [0, ROOM_BELOW, 0, 0] }], unbreakable: true });
+      out.push({ stack: [block], margin: [0, -ROOM_BELOW, 0, 0] });
+      run = [];
+    } else out.push(block);
+  }
+  // Kept blocks at the end head nothing.
+  out.push(...run);
+  return out;
+}
