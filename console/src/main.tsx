@@ -10,6 +10,7 @@ import { setNonce } from 'get-nonce';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { isUnauthorized } from './api/client';
+import { clearRefusals } from './lib/notices';
 import { createAppRouter } from './router';
 import { cssVariablesResolver, theme } from './theme';
 
@@ -36,6 +37,9 @@ const queryClient: QueryClient = new QueryClient({
   }),
 });
 const router = createAppRouter(queryClient);
+router.subscribe('onResolved', (event) => {
+  if (event.pathChanged) clearRefusals();
+});
 
 createRoot(document.getElementById('root') as HTMLElement).render(
   <StrictMode>

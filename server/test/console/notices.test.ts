@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 describe('the console: refusals', () => {
-  it('a refused callback endpoint stays said until the operator closes it or the next attempt succeeds', async () => {
+  it('a refused callback endpoint stays said until the operator closes it, the next attempt succeeds, or another page is opened', async () => {
     const setup = await setupWebhook(app);
     const { org, admin } = setup.tenant;
     const operator = await openConsole(browser);
@@ -61,6 +61,16 @@ describe('the console: refusals', () => {
         .getByRole('button', { name: 'I have copied it' })
         .click();
       await page.locator(`[data-endpoint-url="${PUBLIC_URL}"]`).waitFor();
+      await refused.waitFor({ state: 'detached' });
+    });
+
+    await step(page, 'refused once more, then left: another page does not carry it', async () => {
+      await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+      await page.getByLabel('Endpoint URL').fill('http://10.0.0.2/hooks/agent');
+      await page.getByRole('button', { name: 'Add endpoint' }).last().click();
+      await refused.waitFor();
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Ledger' }).click();
+      await page.waitForURL('**/ledger');
       await refused.waitFor({ state: 'detached' });
     });
     operator.expectNoProblems();
