@@ -1,7 +1,4 @@
-import { notifications } from '@mantine/notifications';
-
-/** The refusals shown and not yet taken away, by id. */
-const standing = new Set<string>();
+import { notifications, notificationsStore } from '@mantine/notifications';
 
 /**
  * A page's outcomes as notifications. A failure stays until the operator closes it, another failure
@@ -13,29 +10,23 @@ export function pageNotices(id: string) {
   return {
     failed: (title: string) => (error: Error) => {
       notifications.hide(id);
-      notifications.show({
-        id,
-        color: 'red',
-        title,
-        message: error.message,
-        autoClose: false,
-        onClose: () => standing.delete(id),
-      });
-      standing.add(id);
+      notifications.show({ id, color: 'red', title, message: error.message, autoClose: false });
     },
     /** A success, said when there is something to say (a list that shows the change says it itself). */
     succeeded: (message?: string, color: 'green' | 'gray' = 'green') => {
       notifications.hide(id);
-      standing.delete(id);
       if (message) notifications.show({ color, message });
     },
   };
 }
 
-/** Takes every refusal away: called when the operator goes to another page, where they would say nothing of what is shown. */
+/**
+ * Takes every refusal away: called when the operator goes to another page, where they would say nothing
+ * of what is shown. The refusals are the notifications that do not close themselves, shown or queued.
+ */
 export function clearRefusals(): void {
-  for (const id of standing) notifications.hide(id);
-  standing.clear();
+  const { notifications: shown, queue } = notificationsStore.getState();
+  for (const { id, autoClose } of [...shown, ...queue]) if (autoClose === false && id) notifications.hide(id);
 }
 
 /** One waiting call's decisions, from its buttons or its editor: a refusal stays until that call is decided. */

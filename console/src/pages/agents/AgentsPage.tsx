@@ -1,6 +1,5 @@
 import { Badge, Button, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
-import { pageNotices } from '../../lib/notices';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -8,6 +7,7 @@ import { QueryError } from '../../components/RouteError';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
 import { AnchorLink } from '../../components/links';
+import { pageNotices } from '../../lib/notices';
 import { AgentForm, type AgentValues, agentValues, emptyAgent, toAgentBody } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
 import { emptyRule, RuleForm, type RuleValues, ruleValues, toRuleBody } from './RuleForm';

@@ -1,11 +1,11 @@
 import { Badge, Button, Card, Checkbox, Group, Select, Stack, Text, TextInput } from '@mantine/core';
-import { pageNotices } from '../../lib/notices';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import type { components } from '../../api/schema';
 import { QueryError } from '../../components/RouteError';
 import { agentsQuery, keys } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 
 /** Inboxes (addresses on the verified domain) and the agents that read and answer them. */
 export function Inboxes({ org }: { org: string }) {

@@ -1,6 +1,5 @@
 import { Badge, Button, Card, Group, Modal, Stack, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
-import { pageNotices } from '../../lib/notices';
 import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -9,6 +8,7 @@ import { QueryError } from '../../components/RouteError';
 import { counted, formatTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
+import { pageNotices } from '../../lib/notices';
 import { McpServerForm } from './McpServerForm';
 import { McpToolsTable } from './McpToolsTable';
 
