@@ -93,6 +93,8 @@ async function seedInboxes(env: Record<string, string>) {
         isPrimary: true,
         autoRespond: true,
         approvalRules: null,
+        approvers: null,
+        minApprovals: 1,
         notify: [],
       });
       seeded.push({ address: inbox.emailAddress, secret });

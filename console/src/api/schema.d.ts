@@ -1320,7 +1320,8 @@ export interface paths {
         delete: operations["unassignInboxAgent"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change an agent's assignment: whether it is primary and answers every email, its approval modes, who decides its calls and how they are told (auto-responses still run as the user who assigned it) */
+        patch: operations["updateInboxAgent"];
         trace?: never;
     };
     "/orgs/{org}/email/threads": {
@@ -1519,7 +1520,7 @@ export interface components {
              * @enum {string|null}
              */
             channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
-            /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+            /** @description How many distinct approvers must approve it (minApprovals of its action rule, or of its inbox's assignment) */
             approvalsRequired: number;
             /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
             approvals: components["schemas"]["ApprovalRecord"][];
@@ -1924,6 +1925,12 @@ export interface components {
             approvalRules: {
                 [key: string]: "allow" | "ask" | "agent";
             } | null;
+            approvers: {
+                userIds?: string[];
+                /** @enum {string} */
+                role?: "Admin";
+            } | null;
+            minApprovals: number;
             notify: ("email" | "slack")[];
             /** Format: uuid */
             assignedByUserId: string | null;
@@ -6795,7 +6802,7 @@ export interface operations {
                          * @enum {string|null}
                          */
                         channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
-                        /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+                        /** @description How many distinct approvers must approve it (minApprovals of its action rule, or of its inbox's assignment) */
                         approvalsRequired: number;
                         /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
                         approvals: components["schemas"]["ApprovalRecord"][];
@@ -6903,7 +6910,7 @@ export interface operations {
                          * @enum {string|null}
                          */
                         channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
-                        /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+                        /** @description How many distinct approvers must approve it (minApprovals of its action rule, or of its inbox's assignment) */
                         approvalsRequired: number;
                         /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
                         approvals: components["schemas"]["ApprovalRecord"][];
@@ -7010,7 +7017,7 @@ export interface operations {
                          * @enum {string|null}
                          */
                         channel: "console" | "api" | "email_link" | "email_reply" | "slack" | null;
-                        /** @description How many distinct approvers must approve it (the rule's minApprovals) */
+                        /** @description How many distinct approvers must approve it (minApprovals of its action rule, or of its inbox's assignment) */
                         approvalsRequired: number;
                         /** @description The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them */
                         approvals: components["schemas"]["ApprovalRecord"][];
@@ -10658,7 +10665,25 @@ export interface operations {
                         [key: string]: "allow" | "ask" | "agent";
                     } | null;
                     /**
-                     * @description How the org's admins (who decide an inbox's calls) are told that one of its actions waits: `["email"]`, `["slack"]` or both (default: nobody is told; the console shows it)
+                     * @description Who may decide this agent's calls on this inbox: `{ userIds?, role?: 'Admin' }`, as an action rule's; null: the org's admins
+                     * @default null
+                     */
+                    approvers?: {
+                        /** @description Members of the org who may decide */
+                        userIds?: string[];
+                        /**
+                         * @description Every admin of the org may decide
+                         * @enum {string}
+                         */
+                        role?: "Admin";
+                    } | null;
+                    /**
+                     * @description How many distinct approvers must approve one of those calls before it runs (1 to 5); one rejection rejects it
+                     * @default 1
+                     */
+                    minApprovals?: number;
+                    /**
+                     * @description How the approvers of the inbox's calls are told that one of its actions waits: `["email"]`, `["slack"]` or both (default: nobody is told; the console shows it)
                      * @default []
                      */
                     notify?: ("email" | "slack")[];
@@ -10760,6 +10785,115 @@ export interface operations {
                 };
                 content: {
                     "application/json": null;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateInboxAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                inboxId: string;
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    isPrimary?: boolean;
+                    autoRespond?: boolean;
+                    approvalRules?: {
+                        [key: string]: "allow" | "ask" | "agent";
+                    } | null;
+                    approvers?: {
+                        /** @description Members of the org who may decide */
+                        userIds?: string[];
+                        /**
+                         * @description Every admin of the org may decide
+                         * @enum {string}
+                         */
+                        role?: "Admin";
+                    } | null;
+                    minApprovals?: number;
+                    /** @description How the approvers of the inbox's calls are told that one of its actions waits: `["email"]`, `["slack"]` or both (default: nobody is told; the console shows it) */
+                    notify?: ("email" | "slack")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxAgentAssignment"];
                 };
             };
             /** @description Default Response */

@@ -1,5 +1,6 @@
-import { Alert, Button, Group, Text } from '@mantine/core';
+import { Alert, Button, Group, Switch, Text } from '@mantine/core';
 import type { ReactNode } from 'react';
+import { type Control, Controller, type FieldPathByValue, type FieldValues } from 'react-hook-form';
 
 /** A form's submit button, at its end. */
 export function SubmitRow({ label, busy }: { label: ReactNode; busy: boolean }) {
@@ -28,5 +29,28 @@ export function FormError({ error }: { error: Error | null }) {
     <Alert color="red" role="alert">
       {error.message}
     </Alert>
+  );
+}
+
+/** A form's on/off field (react-hook-form), as a switch with its label and what it does. */
+export function SwitchField<Values extends FieldValues>(props: {
+  control: Control<Values>;
+  name: FieldPathByValue<Values, boolean>;
+  label: string;
+  description?: string;
+}) {
+  return (
+    <Controller
+      control={props.control}
+      name={props.name}
+      render={({ field }) => (
+        <Switch
+          label={props.label}
+          description={props.description}
+          checked={field.value}
+          onChange={(event) => field.onChange(event.currentTarget.checked)}
+        />
+      )}
+    />
   );
 }

@@ -1,6 +1,6 @@
-import type { ColumnType, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { ApprovalMode, CreatedAt, UpdatedAt } from './schema.ts';
-import type { NotifyColumn } from './approval-schema.ts';
+import type { ApproversColumn, NotifyColumn } from './approval-schema.ts';
 
 /** The email side's tables (the rest are in schema.ts, which lists them all in DB). */
 export interface EmailIntegrationsTable {
@@ -41,6 +41,10 @@ export interface EmailInboxAgentsTable {
   approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null, string | null>;
   /** How the approvers are told that one of this inbox's actions waits (email, Slack), as an action rule's notify. */
   notify: NotifyColumn;
+  /** Who decides this inbox's calls of the agent (null: the org's admins), as an action rule's approvers. */
+  approvers: ApproversColumn;
+  /** How many distinct approvers must approve one of those calls before it runs (1 to 5). */
+  minApprovals: Generated<number>;
   /** The user an auto-response runs as. */
   assignedByUserId: string | null;
   createdAt: CreatedAt;

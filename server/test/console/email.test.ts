@@ -4,7 +4,7 @@ import { capture, launchBrowser, openConsole, step } from '../helpers/browser.ts
 import { type FakeMailProvider, setUpEmailOrg } from '../helpers/email.ts';
 import { startFakeMailProvider } from '../helpers/fake-mail-provider.ts';
 import { type ChatRequest, calledTools, eventData, startFakeModel } from '../helpers/fake-model.ts';
-import { DEFAULT_PASSWORD } from '../helpers/factories.ts';
+import { createUser, DEFAULT_PASSWORD } from '../helpers/factories.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let app: TestApp;
@@ -106,24 +106,57 @@ describe('the console: email', () => {
     });
 
     const quoter = await (await org.api('POST', '/agents', { name: 'Quoter', instructions: 'Quote.', tools: [] })).json();
-    await step(page, 'inboxes and suppressions', async () => {
+    const lead = await createUser(app, { role: 'Guest', org: org.org.slug });
+    await step(page, 'inboxes: an agent assigned, and who decides its calls', async () => {
       await page.getByRole('tab', { name: 'Inboxes' }).click();
       await page.getByText(org.inbox.emailAddress).waitFor();
-      // A second agent, whose waiting calls email the admins.
+      // A second agent, whose waiting calls email the approvers.
       await page.getByLabel('Assign an agent').first().click();
       await page.getByRole('option', { name: 'Quoter' }).click();
-      await page.getByLabel('Answers every email').uncheck();
-      await page.getByLabel('Email the admins when a call waits').check();
-      await page.getByRole('button', { name: 'Assign' }).click();
-      await page.getByText('emails the admins').waitFor();
+      await page.getByRole('button', { name: 'Assign', exact: true }).click();
+      const assigning = page.getByRole('dialog', { name: 'Assign Quoter to Help desk' });
+      await assigning.getByRole('switch', { name: 'Answers every email' }).uncheck();
+      await assigning.getByRole('switch', { name: 'Email the approvers when a call waits' }).check();
+      await assigning.getByRole('button', { name: 'Save assignment' }).click();
+      await assigning.waitFor({ state: 'hidden' });
+      const row = page.locator('[data-assignment="Quoter"]');
+      await row.getByText('emails the approvers').waitFor();
+      await row.getByText("decided by the org's admins").waitFor();
+
+      // The lead decides its calls, two approvals each: refused while the lead is the only approver.
+      await row.getByRole('button', { name: 'Edit' }).click();
+      const editing = page.getByRole('dialog', { name: 'Quoter on Help desk' });
+      await editing.getByRole('checkbox', { name: 'Every admin of the organization' }).uncheck();
+      await editing.getByPlaceholder('Add members').click();
+      await page.getByRole('option', { name: lead.email }).click();
+      await editing.getByLabel('Approvals needed').fill('2');
+      await editing.getByRole('button', { name: 'Save assignment' }).click();
+      await page.getByText('2 approvals needed, but the approvers are 1 member').waitFor();
+      await capture(page, 'email-assignment-refused');
+      await editing.getByRole('checkbox', { name: 'Every admin of the organization' }).check();
+      await editing.getByRole('button', { name: 'Save assignment' }).click();
+      await editing.waitFor({ state: 'hidden' });
+      await row.getByText(`decided by ${lead.email} and the org's admins; 2 approvals per call`).waitFor();
+      // The refusal went with the success of the same form.
+      await page.getByText('2 approvals needed').waitFor({ state: 'hidden' });
       await capture(page, 'email-inboxes');
+    });
+    await step(page, 'suppressions', async () => {
       await page.getByRole('tab', { name: 'Suppressions' }).click();
       await page.getByText('No suppressed addresses.').waitFor();
       await capture(page, 'email-suppressions');
     });
     const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
-    expect(agents).toContainEqual(expect.objectContaining({ agentId: quoter.id, autoRespond: false, notify: ['email'] }));
+    expect(agents).toContainEqual(
+      expect.objectContaining({
+        agentId: quoter.id,
+        autoRespond: false,
+        notify: ['email'],
+        approvers: { userIds: [lead.id], role: 'Admin' },
+        minApprovals: 2,
+      }),
+    );
     operator.expectNoProblems();
     await operator.close();
-  }, 90_000);
+  }, 180_000);
 });

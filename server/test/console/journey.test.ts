@@ -301,7 +301,7 @@ describe('the console: an operator at work', () => {
     await page.getByText('Nothing waits for a decision.').waitFor();
     visitor.expectNoProblems();
     await visitor.close();
-  });
+  }, 90_000);
 
   it('shows the first page of a ledger of 10,000 rows (time reported, not asserted)', async () => {
     const { org, admin } = await createTenant(app);

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { createTenant } from './factories.ts';
-import { type FakeWebhook, postSignedNotification, startFakeMailProvider } from './fake-mail-provider.ts';
+import { type FakeInbound, type FakeWebhook, postSignedNotification, startFakeMailProvider } from './fake-mail-provider.ts';
 import { type FakeModel, useAppWithModel } from './model-app.ts';
 import type { TestApp } from './test-app.ts';
 
@@ -87,5 +87,13 @@ export async function setUpEmailOrg(
     /** Posts a notification signed with this org's secret (or as `options` say). */
     notify: (event: unknown, options?: Parameters<typeof postSignedNotification>[2]) =>
       postSignedNotification(webhook, event, options),
+    /** An email received at the provider, and its notification acknowledged (signed at the app's time); its Message-ID. */
+    async deliver(email: FakeInbound): Promise<string> {
+      const received = provider.receive(email);
+      const timestamp = Math.floor(app.clock.now().getTime() / 1000);
+      const answer = await postSignedNotification(webhook, provider.receivedEvent(received.id), { timestamp });
+      if (answer.status !== 200) throw new Error(`notification not acknowledged: ${answer.status} ${await answer.text()}`);
+      return received.messageId;
+    },
   };
 }

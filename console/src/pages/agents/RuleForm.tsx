@@ -1,13 +1,20 @@
-import { SubmitRow } from '../../components/FormParts';
+import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { Group, NumberInput, SegmentedControl, Select, Stack, Switch, Table, Text, Textarea, TextInput } from '@mantine/core';
+import { Group, NumberInput, SegmentedControl, Select, Stack, Table, Text, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { type Control, Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { agentsQuery, toolsQuery } from '../../lib/queries';
 import type { paths } from '../../api/schema';
 import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from './ArgumentRules';
-import { ApproversSection, type ApproversValues, approversBody, approversFields, approversValues } from './Approvers';
+import {
+  ApproversSection,
+  type ApproversValues,
+  approversBody,
+  approversFields,
+  approversValues,
+  choosesApprovers,
+} from '../../components/Approvers';
 
 const MODES = ['allow', 'ask', 'agent'] as const;
 const ruleSchema = z
@@ -21,7 +28,7 @@ const ruleSchema = z
     approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000),
     ...approversFields,
   })
-  .refine((rule) => rule.allAdmins || rule.approverIds.length > 0, { path: ['approverIds'], message: 'Choose who decides' });
+  .refine(...choosesApprovers);
 export type RuleValues = z.infer<typeof ruleSchema>;
 export const emptyRule: RuleValues = {
   name: '',
@@ -133,6 +140,7 @@ export function RuleForm(props: {
         />
         <ApproversSection
           org={props.org}
+          calls="this rule's waiting calls"
           // The section edits only its own fields of the rule's form.
           control={form.control as unknown as Control<ApproversValues>}
           error={errors.approverIds?.message}
@@ -154,13 +162,7 @@ export function RuleForm(props: {
               />
             )}
           />
-          <Controller
-            control={form.control}
-            name="enabled"
-            render={({ field }) => (
-              <Switch label="Enabled" checked={field.value} onChange={(event) => field.onChange(event.currentTarget.checked)} />
-            )}
-          />
+          <SwitchField control={form.control} name="enabled" label="Enabled" />
         </Group>
         <SubmitRow label={props.submitLabel} busy={props.busy} />
       </Stack>

@@ -1,11 +1,12 @@
-import { Badge, Button, Card, Checkbox, Group, Select, Stack, Text, TextInput } from '@mantine/core';
+import { Badge, Button, Card, Group, Modal, Select, Stack, Text, TextInput } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
-import type { components } from '../../api/schema';
+import { DecidedBy } from '../../components/Approvers';
 import { QueryError } from '../../components/RouteError';
 import { agentsQuery, keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
+import { AssignmentForm, type AssignmentRow, type AssignmentValues, assignmentValues, toAssignmentBody } from './AssignmentForm';
 
 /** Inboxes (addresses on the verified domain) and the agents that read and answer them. */
 export function Inboxes({ org }: { org: string }) {
@@ -31,16 +32,22 @@ export function Inboxes({ org }: { org: string }) {
     onError: failed('Inbox not created'),
     onSettled: refresh,
   });
-  const assign = useMutation({
-    mutationFn: (input: { inboxId: string } & Assignment) =>
-      unwrap(
-        api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', {
-          params: { path: { org, inboxId: input.inboxId } },
-          body: input,
-        }),
-      ),
-    onSuccess: () => succeeded(),
-    onError: failed('Not assigned'),
+  const [editing, setEditing] = useState<Editing | null>(null);
+  const save = useMutation({
+    mutationFn: ({ editing: { inboxId, agentId, row }, values }: { editing: Editing; values: AssignmentValues }) => {
+      const path = { org, inboxId };
+      const body = toAssignmentBody(values);
+      return row
+        ? unwrap(
+            api.PATCH('/orgs/{org}/email/inboxes/{inboxId}/agents/{agentId}', { params: { path: { ...path, agentId } }, body }),
+          )
+        : unwrap(api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', { params: { path }, body: { agentId, ...body } }));
+    },
+    onSuccess: () => {
+      setEditing(null);
+      succeeded('Assignment saved');
+    },
+    onError: failed('Assignment not saved'),
     onSettled: refresh,
   });
   const unassign = useMutation({
@@ -81,44 +88,56 @@ export function Inboxes({ org }: { org: string }) {
       {inboxes.data?.map((inbox) => (
         <InboxCard
           key={inbox.id}
+          org={org}
           inbox={inbox}
           agentOptions={agents
             .filter((agent) => !inbox.agents.some((assigned) => assigned.agentId === agent.id))
             .map((agent) => ({ value: agent.id, label: agent.name }))}
           agentName={agentName}
-          onAssign={(assignment) => assign.mutate({ inboxId: inbox.id, ...assignment })}
+          onEdit={setEditing}
           onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
         />
       ))}
+      <Modal opened={editing !== null} onClose={() => setEditing(null)} title={editing?.title} size="lg">
+        {editing && (
+          <AssignmentForm
+            org={org}
+            initial={assignmentValues(editing.row, editing.firstAgent)}
+            submitLabel="Save assignment"
+            busy={save.isPending}
+            onSubmit={(values) => save.mutate({ editing, values })}
+          />
+        )}
+      </Modal>
     </Stack>
   );
 }
 
-type AssignmentRow = components['schemas']['InboxAgentAssignment'];
 type Channel = AssignmentRow['notify'][number];
-/** An agent assigned to an inbox, as the form sends it. */
-type Assignment = Pick<AssignmentRow, 'agentId' | 'isPrimary' | 'autoRespond' | 'notify'>;
+
+/** An assignment being made or changed, in the modal: the agent, and its saved settings if it has them. */
+interface Editing {
+  inboxId: string;
+  title: string;
+  agentId: string;
+  row: AssignmentRow | undefined;
+  firstAgent: boolean;
+}
 
 interface InboxCardProps {
-  inbox: {
-    id: string;
-    emailAddress: string;
-    displayName: string;
-    agents: Assignment[];
-  };
+  org: string;
+  inbox: { id: string; emailAddress: string; displayName: string; agents: AssignmentRow[] };
   agentOptions: { value: string; label: string }[];
   agentName: (id: string) => string;
-  onAssign: (assignment: Assignment) => void;
+  onEdit: (editing: Editing) => void;
   onUnassign: (agentId: string) => void;
 }
 
-/** How the admins are told that an action of the inbox waits (they decide an inbox's calls). */
-const NOTIFY_LABELS: Record<Channel, { option: string; badge: string }> = {
-  email: { option: 'Email the admins when a call waits', badge: 'emails the admins' },
-  slack: { option: 'Post in Slack when a call waits', badge: 'posts in Slack' },
-};
+/** How an agent's approvers are told that one of its actions on the inbox waits. */
+const NOTIFY_BADGES: Record<Channel, string> = { email: 'emails the approvers', slack: 'posts in Slack' };
 
-function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: InboxCardProps) {
+function InboxCard({ org, inbox, agentOptions, agentName, onEdit, onUnassign }: InboxCardProps) {
+  const [agentId, setAgentId] = useState<string | null>(null);
   return (
     <Card withBorder>
       <Stack gap="xs">
@@ -126,7 +145,7 @@ function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: Inb
           {inbox.displayName} &lt;{inbox.emailAddress}&gt;
         </Text>
         {inbox.agents.map((assigned) => (
-          <Group key={assigned.agentId} gap="xs">
+          <Group key={assigned.agentId} gap="xs" data-assignment={agentName(assigned.agentId)}>
             <Text size="sm">{agentName(assigned.agentId)}</Text>
             {assigned.isPrimary && (
               <Badge tt="none" variant="outline">
@@ -140,58 +159,52 @@ function InboxCard({ inbox, agentOptions, agentName, onAssign, onUnassign }: Inb
             )}
             {assigned.notify.map((channel) => (
               <Badge key={channel} tt="none" variant="outline">
-                {NOTIFY_LABELS[channel].badge}
+                {NOTIFY_BADGES[channel]}
               </Badge>
             ))}
+            <DecidedBy org={org} approvers={assigned.approvers} minApprovals={assigned.minApprovals} />
+            <Button
+              size="compact-xs"
+              variant="subtle"
+              onClick={() =>
+                onEdit({
+                  inboxId: inbox.id,
+                  title: `${agentName(assigned.agentId)} on ${inbox.displayName}`,
+                  agentId: assigned.agentId,
+                  row: assigned,
+                  firstAgent: false,
+                })
+              }
+            >
+              Edit
+            </Button>
             <Button size="compact-xs" variant="subtle" color="red" onClick={() => onUnassign(assigned.agentId)}>
               Remove
             </Button>
           </Group>
         ))}
-        <AssignForm agentOptions={agentOptions} firstAgent={inbox.agents.length === 0} onAssign={onAssign} />
+        <Group align="flex-end" gap="xs">
+          <Select label="Assign an agent" size="xs" data={agentOptions} value={agentId} onChange={setAgentId} w={220} />
+          <Button
+            size="xs"
+            variant="default"
+            disabled={!agentId}
+            onClick={() => {
+              if (!agentId) return;
+              onEdit({
+                inboxId: inbox.id,
+                title: `Assign ${agentName(agentId)} to ${inbox.displayName}`,
+                agentId,
+                row: undefined,
+                firstAgent: inbox.agents.length === 0,
+              });
+              setAgentId(null);
+            }}
+          >
+            Assign
+          </Button>
+        </Group>
       </Stack>
     </Card>
-  );
-}
-
-/** Another agent for the inbox: whether it answers every email, and how the admins are told that its calls wait. */
-function AssignForm(props: Pick<InboxCardProps, 'agentOptions' | 'onAssign'> & { firstAgent: boolean }) {
-  const [agentId, setAgentId] = useState<string | null>(null);
-  const [autoRespond, setAutoRespond] = useState(true);
-  const [notify, setNotify] = useState<Channel[]>([]);
-  const toggle = (channel: Channel, on: boolean) =>
-    setNotify((current) => (on ? [...current, channel] : current.filter((other) => other !== channel)));
-  return (
-    <Group align="flex-end" gap="xs">
-      <Select label="Assign an agent" size="xs" data={props.agentOptions} value={agentId} onChange={setAgentId} w={220} />
-      <Checkbox
-        label="Answers every email"
-        size="xs"
-        checked={autoRespond}
-        onChange={(event) => setAutoRespond(event.currentTarget.checked)}
-      />
-      {(['email', 'slack'] as const).map((channel) => (
-        <Checkbox
-          key={channel}
-          label={NOTIFY_LABELS[channel].option}
-          size="xs"
-          checked={notify.includes(channel)}
-          onChange={(event) => toggle(channel, event.currentTarget.checked)}
-        />
-      ))}
-      <Button
-        size="xs"
-        variant="default"
-        disabled={!agentId}
-        onClick={() => {
-          if (!agentId) return;
-          props.onAssign({ agentId, isPrimary: props.firstAgent, autoRespond, notify });
-          setAgentId(null);
-          setNotify([]);
-        }}
-      >
-        Assign
-      </Button>
-    </Group>
   );
 }

@@ -1,6 +1,6 @@
-import { SubmitRow } from '../../components/FormParts';
+import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { Group, JsonInput, NumberInput, Select, SimpleGrid, Stack, Switch, TagsInput, TextInput } from '@mantine/core';
+import { Group, JsonInput, NumberInput, Select, SimpleGrid, Stack, TagsInput, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
@@ -210,23 +210,11 @@ export function WebhookForm(props: {
           )}
         />
         <Group>
-          <Controller
-            control={form.control}
-            name="enabled"
-            render={({ field }) => (
-              <Switch label="Enabled" checked={field.value} onChange={(event) => field.onChange(event.currentTarget.checked)} />
-            )}
-          />
-          <Controller
+          <SwitchField control={form.control} name="enabled" label="Enabled" />
+          <SwitchField
             control={form.control}
             name="allowRequestOverrides"
-            render={({ field }) => (
-              <Switch
-                label="Allow per-request overrides (tool modes in the event)"
-                checked={field.value}
-                onChange={(event) => field.onChange(event.currentTarget.checked)}
-              />
-            )}
+            label="Allow per-request overrides (tool modes in the event)"
           />
         </Group>
         <SubmitRow label={props.submitLabel} busy={props.busy} />

@@ -28,6 +28,7 @@ import * as notificationQueue from './0026_notification_queue.ts';
 import * as callbackClaim from './0027_callback_claim.ts';
 import * as watchedCheck from './0028_watched_check.ts';
 import * as inboxNotify from './0029_inbox_notify.ts';
+import * as inboxApprovers from './0030_inbox_approvers.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   '0027_callback_claim': callbackClaim,
   '0028_watched_check': watchedCheck,
   '0029_inbox_notify': inboxNotify,
+  '0030_inbox_approvers': inboxApprovers,
 };
 
 export const migrationProvider: MigrationProvider = {

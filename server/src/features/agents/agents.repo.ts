@@ -128,14 +128,6 @@ export const actionRulesRepo = {
       .returningAll()
       .executeTakeFirst(),
 
-  /** Of these users, the ones who are members of the org. */
-  members: async (db: Kysely<DB>, orgId: string, userIds: string[]): Promise<string[]> =>
-    userIds.length === 0
-      ? []
-      : (
-          await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', 'in', userIds).execute()
-        ).map((row) => row.userId),
-
   delete: async (db: Kysely<DB>, orgId: string, id: string): Promise<boolean> =>
     (await db.deleteFrom('actionRules').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
 };

@@ -69,6 +69,13 @@ export const notifySchema = z
   .default([])
   .transform((channels) => [...new Set(channels)]);
 
+/** How many distinct approvers must approve a call before it runs (an action rule's, an inbox assignment's). */
+export const minApprovalsSchema = z.number().int().min(1).max(5).default(1);
+/** Who decides, as the API answers it (null: the org's admins). */
+export const approversOutput = z
+  .object({ userIds: z.array(z.uuid()).optional(), role: z.literal('Admin').optional() })
+  .nullable();
+
 export const actionRuleInput = z.object({
   name: z.string().trim().min(1).max(200),
   agentId: z.uuid().nullable().default(null),
@@ -97,16 +104,10 @@ export const actionRuleInput = z.object({
   approvers: approversSchema
     .default(null)
     .describe("Who may decide this rule's staged calls: `{ userIds?, role?: 'Admin' }`; null: the org's admins"),
-  minApprovals: z
-    .number()
-    .int()
-    .min(1)
-    .max(5)
-    .default(1)
-    .describe(
-      'How many distinct approvers must approve a staged call before it runs (1 to 5); one rejection rejects it. ' +
-        'An approver whose edit changes the arguments starts the approvals again',
-    ),
+  minApprovals: minApprovalsSchema.describe(
+    'How many distinct approvers must approve a staged call before it runs (1 to 5); one rejection rejects it. ' +
+      'An approver whose edit changes the arguments starts the approvals again',
+  ),
   notify: notifySchema.describe(
     'How approvers are told that a call waits: `["email"]` mails each of them (default: nobody is told)',
   ),
@@ -130,7 +131,7 @@ export const actionRuleSchema = z.object({
     }),
   ),
   approvalTimeoutSeconds: z.number(),
-  approvers: z.object({ userIds: z.array(z.uuid()).optional(), role: z.literal('Admin').optional() }).nullable(),
+  approvers: approversOutput,
   minApprovals: z.number().int(),
   notify: z.array(z.enum(NOTIFY_CHANNELS)),
   createdAt: z.date(),

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
-import type { DB, RuleApprovers } from '../../db/schema.ts';
-import { approversQuery } from '../users/org-approvers.repo.ts';
+import type { DB } from '../../db/schema.ts';
+import { approversCheck } from '../users/approvers-check.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { BudgetsService } from '../usage/budgets.service.ts';
@@ -22,28 +22,6 @@ export function createAgentsService(deps: {
     if (agentId && !(await agentsRepo.find(deps.db, orgId, agentId))) {
       throw new AppError('validation_failed', 'body/agentId: no agent with this id in the organization');
     }
-  }
-
-  /** Approvers named by id must be members of the org (a stranger could never decide, and must not be mailed). */
-  async function requireMembers(orgId: string, approvers: RuleApprovers | null | undefined): Promise<void> {
-    const userIds = [...new Set(approvers?.userIds ?? [])];
-    if (userIds.length === 0) return;
-    const members = new Set(await actionRulesRepo.members(deps.db, orgId, userIds));
-    const strangers = userIds.filter((id) => !members.has(id));
-    if (strangers.length > 0)
-      throw new AppError('validation_failed', `body/approvers/userIds: not members of the organization: ${strangers.join(', ')}`);
-  }
-
-  /** A rule cannot ask for more approvals than it has approvers: its calls would wait until their deadline. */
-  async function requireEnoughApprovers(orgId: string, approvers: RuleApprovers | null, minApprovals: number): Promise<void> {
-    if (minApprovals <= 1) return;
-    const count = (await approversQuery(deps.db, orgId, approvers).execute()).length;
-    if (count < minApprovals)
-      throw new AppError(
-        'validation_failed',
-        `body/minApprovals: ${minApprovals} approvals needed, but the rule's approvers are ${count} ` +
-          `member${count === 1 ? '' : 's'}`,
-      );
   }
 
   return {
@@ -93,8 +71,8 @@ export function createAgentsService(deps: {
 
     async createRule(orgId: string, input: z.output<typeof actionRuleInput>) {
       await requireAgent(orgId, input.agentId);
-      await requireMembers(orgId, input.approvers);
-      await requireEnoughApprovers(orgId, input.approvers, input.minApprovals);
+      await approversCheck.members(deps.db, orgId, input.approvers);
+      await approversCheck.enough(deps.db, orgId, input.approvers, input.minApprovals);
       return actionRulesRepo.insert(deps.db, { id: randomUUID(), orgId, ...input });
     },
     listRules: (orgId: string) => actionRulesRepo.list(deps.db, orgId),
@@ -105,12 +83,12 @@ export function createAgentsService(deps: {
     },
     async updateRule(orgId: string, id: string, changes: z.output<typeof actionRulePatch>) {
       await requireAgent(orgId, changes.agentId);
-      await requireMembers(orgId, changes.approvers);
+      await approversCheck.members(deps.db, orgId, changes.approvers);
       if (changes.approvers !== undefined || changes.minApprovals !== undefined) {
         const current = await actionRulesRepo.find(deps.db, orgId, id);
         if (!current) throw notFound('Action rule');
         const approvers = changes.approvers === undefined ? current.approvers : changes.approvers;
-        await requireEnoughApprovers(orgId, approvers, changes.minApprovals ?? current.minApprovals);
+        await approversCheck.enough(deps.db, orgId, approvers, changes.minApprovals ?? current.minApprovals);
       }
       const rule = await actionRulesRepo.update(deps.db, orgId, id, changes);
       if (!rule) throw notFound('Action rule');

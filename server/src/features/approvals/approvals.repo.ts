@@ -8,6 +8,7 @@ import type {
   ToolCallStatus,
 } from '../../db/schema.ts';
 import { olderThan } from '../../db/keyset.ts';
+import { decisionRules } from './approvers.repo.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 /** The record of decisions: each call's decision, each approval (a rule may ask for several), each refused attempt. */
@@ -70,7 +71,7 @@ export const approvalsRepo = {
       .orderBy('a.id')
       .execute(),
 
-  /** The calls that needed approval; with `namedUserId`, only those of rules that name that member among their approvers. */
+  /** The calls that needed approval; with `namedUserId`, only those whose rule (or inbox) names that member as an approver. */
   listApprovals: (
     db: Kysely<DB>,
     orgId: string,
@@ -81,14 +82,13 @@ export const approvalsRepo = {
     db
       .selectFrom('toolCalls as t')
       .innerJoin('actions as a', 'a.id', 't.actionId')
-      .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
+      .innerJoin(decisionRules(db).as('d'), 'd.actionId', 'a.id')
       .selectAll('t')
-      .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType'])
-      .select(sql<number>`coalesce(r.min_approvals, 1)`.as('approvalsRequired'))
+      .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType', 'd.minApprovals as approvalsRequired'])
       .where('t.orgId', '=', orgId)
       .where('t.approval', '=', query.approval)
       .$if(query.namedUserId !== undefined, (q) =>
-        q.where(sql<boolean>`r.approvers -> 'userIds' @> ${JSON.stringify([query.namedUserId])}::jsonb`),
+        q.where(sql<boolean>`d.approvers -> 'userIds' @> ${JSON.stringify([query.namedUserId])}::jsonb`),
       )
       .$if(after !== undefined, (q) => q.where(olderThan(after!, 't.requestedAt', 't.id')))
       .orderBy('t.requestedAt', 'desc')

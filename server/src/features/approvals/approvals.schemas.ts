@@ -38,7 +38,10 @@ export const approvalRecordSchema = z
 
 /** How many approvals a call needs, and those that count (an edit that changed the arguments started them again). */
 const approvalCount = {
-  approvalsRequired: z.number().int().describe("How many distinct approvers must approve it (the rule's minApprovals)"),
+  approvalsRequired: z
+    .number()
+    .int()
+    .describe("How many distinct approvers must approve it (minApprovals of its action rule, or of its inbox's assignment)"),
   approvals: z
     .array(approvalRecordSchema)
     .describe('The approvals that count so far, oldest first; the call runs once there are approvalsRequired of them'),

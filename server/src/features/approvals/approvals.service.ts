@@ -31,7 +31,8 @@ export type DecisionGuard = (trx: Kysely<DB>) => Promise<string | undefined>;
 
 /** Why a person the rule does not name decides nothing (recorded as their attempt). */
 export const NOT_AN_APPROVER =
-  "Not one of this call's approvers: its action rule names who may decide (by default, the org's admins)";
+  "Not one of this call's approvers: its action rule, or its inbox's assignment of the agent, names who may decide " +
+  "(by default, the org's admins)";
 
 /** Who decides, and how: a person through a channel, or (both null) the deadline. */
 export interface Decider {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { ArgumentRule, DB, RuleApprovers } from '../../db/schema.ts';
 import { approversQuery } from '../users/org-approvers.repo.ts';
 
@@ -9,17 +9,33 @@ export interface DecisionRule {
   argumentRules: ArgumentRule[];
 }
 
-/** The action's decision rule; an action without a rule (an email's) is decided by one of the org's admins. */
+/**
+ * Each action's rule of who decides, read while its calls wait: its action rule's (a webhook's action) or
+ * its inbox's assignment of its agent (an email's). With neither (no rule, or the assignment taken off
+ * the inbox), the org's admins decide, one approval each. Joined as a table (`d`, by `actionId`).
+ */
+export const decisionRules = (db: Kysely<DB>) =>
+  db
+    .selectFrom('actions as da')
+    .leftJoin('actionRules as dr', 'dr.id', 'da.actionRuleId')
+    .leftJoin('emailMessages as dm', 'dm.id', 'da.emailMessageId')
+    .leftJoin('emailInboxAgents as di', (join) =>
+      join.onRef('di.inboxId', '=', 'dm.inboxId').onRef('di.agentId', '=', 'da.agentId'),
+    )
+    .select([
+      'da.id as actionId',
+      sql<RuleApprovers | null>`coalesce(dr.approvers, di.approvers)`.as('approvers'),
+      sql<number>`coalesce(dr.min_approvals, di.min_approvals, 1)`.as('minApprovals'),
+      sql<ArgumentRule[]>`coalesce(dr.argument_rules, '[]'::jsonb)`.as('argumentRules'),
+    ]);
+
+/** The action's decision rule (decisionRules). */
 export async function decisionRuleOf(db: Kysely<DB>, orgId: string, actionId: string): Promise<DecisionRule | undefined> {
-  const row = await db
-    .selectFrom('actions as a')
-    .leftJoin('actionRules as r', 'r.id', 'a.actionRuleId')
-    .select(['r.approvers', 'r.minApprovals', 'r.argumentRules'])
-    .where('a.id', '=', actionId)
-    .where('a.orgId', '=', orgId)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  return { approvers: row.approvers ?? null, minApprovals: row.minApprovals ?? 1, argumentRules: row.argumentRules ?? [] };
+  return decisionRules(db)
+    .where('da.id', '=', actionId)
+    .where('da.orgId', '=', orgId)
+    .executeTakeFirst()
+    .then((row) => row && { approvers: row.approvers, minApprovals: row.minApprovals, argumentRules: row.argumentRules });
 }
 
 /** The one rule of who decides, for every channel: a member the rule names (by default, an admin of the org). */

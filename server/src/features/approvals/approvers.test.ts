@@ -51,7 +51,8 @@ describe("who decides: the rule's approvers, on every channel", () => {
     expect(refused.status).toBe(403);
     expect(await refused.json()).toEqual({
       code: 'not_an_approver',
-      error: "Not one of this call's approvers: its action rule names who may decide (by default, the org's admins)",
+      error:
+        "Not one of this call's approvers: its action rule, or its inbox's assignment of the agent, names who may decide (by default, the org's admins)",
     });
     // A Guest the rule does not name sees nothing to decide, and decides nothing.
     expect((await approvals(setup, bystander)).approvals).toEqual([]);

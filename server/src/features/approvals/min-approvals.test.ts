@@ -153,7 +153,7 @@ describe('minApprovals', () => {
     expect(tooMany.status).toBe(400);
     expect(await tooMany.json()).toEqual({
       code: 'validation_failed',
-      error: "body/minApprovals: 2 approvals needed, but the rule's approvers are 1 member",
+      error: 'body/minApprovals: 2 approvals needed, but the approvers are 1 member',
     });
     for (const minApprovals of [0, 6, 1.5, '2', null]) expect((await patch({ minApprovals })).status).toBe(400);
     const guest = await createUser(app, { role: 'Guest', org: org.slug });

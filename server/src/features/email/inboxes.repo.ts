@@ -1,4 +1,4 @@
-import { type Insertable, type Kysely, sql } from 'kysely';
+import { type Insertable, type Kysely, sql, type Updateable } from 'kysely';
 import type { EmailInboxAgentRow, EmailInboxAgentsTable, EmailInboxRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 
@@ -47,6 +47,31 @@ export const inboxesRepo = {
 
   insertAgent: (db: Kysely<DB>, row: Omit<Insertable<EmailInboxAgentsTable>, 'createdAt'>): Promise<EmailInboxAgentRow> =>
     db.insertInto('emailInboxAgents').values(row).returningAll().executeTakeFirstOrThrow(),
+
+  updateAgent: (
+    db: Kysely<DB>,
+    orgId: string,
+    inboxId: string,
+    agentId: string,
+    changes: Updateable<EmailInboxAgentsTable>,
+  ): Promise<EmailInboxAgentRow | undefined> =>
+    db
+      .updateTable('emailInboxAgents')
+      .set(changes)
+      .where('orgId', '=', orgId)
+      .where('inboxId', '=', inboxId)
+      .where('agentId', '=', agentId)
+      .returningAll()
+      .executeTakeFirst(),
+
+  findAgent: (db: Kysely<DB>, orgId: string, inboxId: string, agentId: string): Promise<EmailInboxAgentRow | undefined> =>
+    db
+      .selectFrom('emailInboxAgents')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .where('inboxId', '=', inboxId)
+      .where('agentId', '=', agentId)
+      .executeTakeFirst(),
 
   /** Makes no agent of the inbox primary (before another becomes it). */
   demotePrimary: (db: Kysely<DB>, inboxId: string) =>

@@ -6,6 +6,7 @@ import type { OrgAccess } from '../orgs/org-access.ts';
 import {
   assignmentInput,
   assignmentParams,
+  assignmentPatch,
   assignmentSchema,
   inboxInput,
   inboxParams,
@@ -137,6 +138,24 @@ export function inboxesRoutes(deps: { inboxes: InboxesService; orgAccess: OrgAcc
         preHandler,
       },
       async (request) => ({ agents: await deps.inboxes.agents(orgOf(request).id, request.params.inboxId) }),
+    );
+    app.patch(
+      `${base}/:inboxId/agents/:agentId`,
+      {
+        schema: {
+          operationId: 'updateInboxAgent',
+          ...common,
+          summary:
+            "Change an agent's assignment: whether it is primary and answers every email, its approval modes, who decides " +
+            'its calls and how they are told (auto-responses still run as the user who assigned it)',
+          params: assignmentParams,
+          body: assignmentPatch,
+          response: { 200: assignmentSchema, ...errors },
+        },
+        preHandler,
+      },
+      async (request) =>
+        deps.inboxes.updateAssignment(orgOf(request).id, request.params.inboxId, request.params.agentId, request.body),
     );
     app.delete(
       `${base}/:inboxId/agents/:agentId`,

@@ -1,7 +1,15 @@
 import { z } from 'zod';
 import { orgParams } from '../../lib/http-schemas.ts';
 import { NOTIFY_CHANNELS } from '../../db/schema.ts';
-import { approvalModeSchema, notifySchema, toolNameSchema } from '../agents/agents.schemas.ts';
+import {
+  approvalModeSchema,
+  approversOutput,
+  approversSchema,
+  minApprovalsSchema,
+  notifySchema,
+  toolNameSchema,
+} from '../agents/agents.schemas.ts';
+import { patchSchema } from '../../lib/patch-schema.ts';
 
 export const inboxInput = z.object({
   emailAddress: z
@@ -23,12 +31,24 @@ export const assignmentInput = z.object({
     .nullable()
     .default(null)
     .describe('Approval mode per tool for this inbox; null: sendEmail `allow` for an auto-response, every other tool `ask`'),
+  approvers: approversSchema
+    .default(null)
+    .describe(
+      "Who may decide this agent's calls on this inbox: `{ userIds?, role?: 'Admin' }`, as an action rule's; " +
+        "null: the org's admins",
+    ),
+  minApprovals: minApprovalsSchema.describe(
+    'How many distinct approvers must approve one of those calls before it runs (1 to 5); one rejection rejects it',
+  ),
   notify: notifySchema.describe(
-    "How the org's admins (who decide an inbox's calls) are told that one of its actions waits: " +
+    "How the approvers of the inbox's calls are told that one of its actions waits: " +
       '`["email"]`, `["slack"]` or both (default: nobody is told; the console shows it)',
   ),
 });
 export type AssignmentInput = z.output<typeof assignmentInput>;
+/** A change to an assignment: any of its settings but the agent; a new primary demotes the previous one. */
+export const assignmentPatch = patchSchema(assignmentInput.omit({ agentId: true }));
+export type AssignmentPatch = z.output<typeof assignmentPatch>;
 
 export const assignmentSchema = z
   .object({
@@ -36,6 +56,8 @@ export const assignmentSchema = z
     isPrimary: z.boolean(),
     autoRespond: z.boolean(),
     approvalRules: z.record(z.string(), approvalModeSchema).nullable(),
+    approvers: approversOutput,
+    minApprovals: z.number().int(),
     notify: z.array(z.enum(NOTIFY_CHANNELS)),
     assignedByUserId: z.uuid().nullable(),
     createdAt: z.date(),

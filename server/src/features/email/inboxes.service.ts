@@ -6,9 +6,10 @@ import type { DB } from '../../db/schema.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import type { ProcessBus } from '../../lib/process-bus.ts';
 import { agentsRepo } from '../agents/agents.repo.ts';
+import { approversCheck } from '../users/approvers-check.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { inboxRoutesChanged } from './inbox-routes.ts';
-import type { AssignmentInput, InboxInput, PublicInbox } from './inboxes.schemas.ts';
+import type { AssignmentInput, AssignmentPatch, InboxInput, PublicInbox } from './inboxes.schemas.ts';
 import { inboxesRepo } from './inboxes.repo.ts';
 
 const toAssignment = (row: EmailInboxAgentRow) => ({
@@ -16,10 +17,20 @@ const toAssignment = (row: EmailInboxAgentRow) => ({
   isPrimary: row.isPrimary,
   autoRespond: row.autoRespond,
   approvalRules: row.approvalRules,
+  approvers: row.approvers,
+  minApprovals: row.minApprovals,
   notify: row.notify,
   assignedByUserId: row.assignedByUserId,
   createdAt: row.createdAt,
 });
+
+const jsonOrNull = (value: object | null) => (value === null ? null : JSON.stringify(value));
+
+/** Two admins made an agent primary at once, or assigned the same agent twice. */
+const assignConflict = (error: unknown) =>
+  isUniqueViolation(error, 'email_inbox_agents_one_primary')
+    ? new AppError('conflict', 'Another primary agent was assigned at the same moment; try again')
+    : new AppError('conflict', 'This agent is assigned to the inbox already');
 
 /** An org's inboxes (addresses on verified domains, unique across orgs) and the agents that answer them. */
 export function createInboxesService(deps: {
@@ -83,6 +94,8 @@ export function createInboxesService(deps: {
     async assign(orgId: string, inboxId: string, userId: string, input: AssignmentInput) {
       await requireInbox(orgId, inboxId);
       if (!(await agentsRepo.find(db, orgId, input.agentId))) throw notFound('Agent');
+      await approversCheck.members(db, orgId, input.approvers);
+      await approversCheck.enough(db, orgId, input.approvers, input.minApprovals);
       try {
         const row = await db.transaction().execute(async (trx) => {
           if (input.isPrimary) await inboxesRepo.demotePrimary(trx, inboxId);
@@ -92,17 +105,46 @@ export function createInboxesService(deps: {
             agentId: input.agentId,
             isPrimary: input.isPrimary,
             autoRespond: input.autoRespond,
-            approvalRules: input.approvalRules === null ? null : JSON.stringify(input.approvalRules),
+            approvalRules: jsonOrNull(input.approvalRules),
+            approvers: jsonOrNull(input.approvers),
+            minApprovals: input.minApprovals,
             notify: JSON.stringify(input.notify),
             assignedByUserId: userId,
           });
         });
         return toAssignment(row);
       } catch (error) {
-        if (isUniqueViolation(error, 'email_inbox_agents_one_primary')) {
-          throw new AppError('conflict', 'Another primary agent was assigned at the same moment; try again');
-        }
-        if (isUniqueViolation(error)) throw new AppError('conflict', 'This agent is assigned to the inbox already');
+        if (isUniqueViolation(error)) throw assignConflict(error);
+        throw error;
+      }
+    },
+
+    /** Changes an assignment's settings; who it runs as stays the user who assigned it. */
+    async updateAssignment(orgId: string, inboxId: string, agentId: string, changes: AssignmentPatch) {
+      const current = await inboxesRepo.findAgent(db, orgId, inboxId, agentId);
+      if (!current) throw notFound('Assignment');
+      await approversCheck.members(db, orgId, changes.approvers);
+      if (changes.approvers !== undefined || changes.minApprovals !== undefined) {
+        const approvers = changes.approvers === undefined ? current.approvers : changes.approvers;
+        await approversCheck.enough(db, orgId, approvers, changes.minApprovals ?? current.minApprovals);
+      }
+      try {
+        const row = await db.transaction().execute(async (trx) => {
+          if (changes.isPrimary) await inboxesRepo.demotePrimary(trx, inboxId);
+          return inboxesRepo.updateAgent(trx, orgId, inboxId, agentId, {
+            isPrimary: changes.isPrimary,
+            autoRespond: changes.autoRespond,
+            approvalRules: changes.approvalRules === undefined ? undefined : jsonOrNull(changes.approvalRules),
+            approvers: changes.approvers === undefined ? undefined : jsonOrNull(changes.approvers),
+            minApprovals: changes.minApprovals,
+            notify: changes.notify === undefined ? undefined : JSON.stringify(changes.notify),
+          });
+        });
+        // Taken off the inbox meanwhile.
+        if (!row) throw notFound('Assignment');
+        return toAssignment(row);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw assignConflict(error);
         throw error;
       }
     },

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, NotifyChannel, RuleApprovers } from '../../../db/schema.ts';
 import { approversQuery } from '../../users/org-approvers.repo.ts';
+import { decisionRules } from '../approvers.repo.ts';
 
 export interface Approver {
   id: string;
@@ -23,7 +24,7 @@ export const approvalMailRepo = {
 
   /**
    * What an approval email says of its action, and whom its rule asks and how. An email's action has no
-   * rule: its org's admins decide, one approval each, told as its inbox's assignment said when it was made.
+   * rule: those its inbox's assignment names decide (decisionRules), told as the assignment said when it was made.
    */
   actionToNotify: (db: Kysely<DB>, actionId: string) =>
     db
@@ -33,6 +34,7 @@ export const approvalMailRepo = {
       .leftJoin('agents as g', 'g.id', 'a.agentId')
       .leftJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
       .leftJoin('emailInboxes as i', 'i.id', 'm.inboxId')
+      .innerJoin(decisionRules(db).as('d'), 'd.actionId', 'a.id')
       .select((eb) => [
         'o.slug as orgSlug',
         'a.id',
@@ -43,8 +45,8 @@ export const approvalMailRepo = {
         'a.createdAt',
         // In the email's and Slack's "Rule:" line: the rule, or the inbox the email came to.
         sql<string | null>`coalesce(${eb.ref('r.name')}, 'inbox ' || ${eb.ref('i.emailAddress')})`.as('ruleName'),
-        'r.approvers',
-        'r.minApprovals',
+        'd.approvers',
+        'd.minApprovals',
         sql<NotifyChannel[]>`coalesce(${eb.ref('r.notify')}, ${eb.ref('a.notify')}, '[]'::jsonb)`.as('notify'),
         'g.name as agentName',
         'm.fromAddress as emailFrom',

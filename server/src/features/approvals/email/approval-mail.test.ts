@@ -4,7 +4,7 @@ import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
 import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../../test/helpers/email.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import { createUser, signIn } from '../../../../test/helpers/factories.ts';
-import type { FakeInbound, SentEmail } from '../../../../test/helpers/fake-mail-provider.ts';
+import type { SentEmail } from '../../../../test/helpers/fake-mail-provider.ts';
 import { documentThenText } from '../../../../test/helpers/fake-model.ts';
 import type { FakeModel } from '../../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../../test/helpers/test-app.ts';
@@ -174,14 +174,6 @@ describe('approvals by email', () => {
   });
 
   /** A reply to an approval email as the provider receives it and tells us. */
-  /** An email the provider received, notified as the provider does: signed at the server's now (a test before may have moved it). */
-  async function deliver(org: Awaited<ReturnType<typeof setUpEmailOrg>>, email: FakeInbound) {
-    const received = provider.receive(email);
-    const timestamp = Math.floor(app.clock.now().getTime() / 1000);
-    expect((await org.notify(provider.receivedEvent(received.id), { timestamp })).status).toBe(200);
-    return received.messageId;
-  }
-
   async function reply(
     org: Awaited<ReturnType<typeof setUpEmailOrg>>,
     to: SentEmail,
@@ -192,7 +184,7 @@ describe('approvals by email', () => {
       authentication?: { spf?: string; dkim?: string; dmarc?: string };
     },
   ) {
-    return deliver(org, {
+    return org.deliver({
       from: mail.from,
       to: [`agents@${org.domain}`],
       subject: `Re: ${to.subject}`,
@@ -575,7 +567,7 @@ describe('approvals by email', () => {
     const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
     expect(agents).toEqual([expect.objectContaining({ agentId: org.agentId, notify: ['email', 'slack'] })]);
     model.script(documentThenText());
-    await deliver(org, { from: 'Dana <dana@customer.test>', to: [org.inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
+    await org.deliver({ from: 'Dana <dana@customer.test>', to: [org.inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
     const email = await eventually("an approval email about the inbox's action", async () =>
       provider.sent.find(
         (sent) => sent.to.includes(org.admin.email) && sent.subject === 'Approval needed: Support on email.received',
@@ -594,7 +586,7 @@ describe('approvals by email', () => {
 
     // Without notify, as before: nobody is told; the console's inbox shows the call.
     const quiet = await setUpEmailOrg(app, provider, { agentTools: ['generateDocument'] });
-    await deliver(quiet, { from: 'eve@customer.test', to: [quiet.inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
+    await quiet.deliver({ from: 'eve@customer.test', to: [quiet.inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
     const { approvals } = await eventually('the call waiting', async () => {
       const body = await (await quiet.api('GET', '/approvals')).json();
       return body.approvals.length > 0 ? body : undefined;

@@ -1,10 +1,16 @@
-import { Checkbox, MultiSelect, NumberInput, Stack, Switch, Text } from '@mantine/core';
+import { Checkbox, MultiSelect, NumberInput, Stack, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
+import { Fragment } from 'react';
 import { type Control, Controller } from 'react-hook-form';
 import { z } from 'zod';
-import { membersQuery } from '../../lib/queries';
+import { membersQuery } from '../lib/queries';
+import { SwitchField } from './FormParts';
+import { UserName } from './UserName';
 
-/** Who decides a rule's waiting calls, and whether they are emailed, as the rule form edits it. */
+/**
+ * Who decides waiting calls, how many must approve, and how they are told, as the forms of an action
+ * rule and of an inbox's assignment edit it (the API's `approvers`, `minApprovals` and `notify`).
+ */
 export const approversFields = {
   allAdmins: z.boolean(),
   approverIds: z.array(z.string()).max(50),
@@ -19,6 +25,11 @@ export type ApproversValues = {
   notifyEmail: boolean;
   notifySlack: boolean;
 };
+/** A form with these fields names somebody who decides: every admin, or members. */
+export const choosesApprovers: [
+  (values: { allAdmins: boolean; approverIds: string[] }) => boolean,
+  { path: string[]; message: string },
+] = [(values) => values.allAdmins || values.approverIds.length > 0, { path: ['approverIds'], message: 'Choose who decides' }];
 type NotifyChannel = 'email' | 'slack';
 type Approvers = { userIds?: string[]; role?: 'Admin' } | null;
 
@@ -46,6 +57,8 @@ export const approversBody = ({ allAdmins, approverIds, minApprovals, notifyEmai
 
 export function ApproversSection(props: {
   org: string;
+  /** Whose calls they decide: "this rule's waiting calls". */
+  calls: string;
   control: Control<ApproversValues>;
   error?: string;
   minApprovalsError?: string;
@@ -58,7 +71,7 @@ export function ApproversSection(props: {
         Approvers
       </Text>
       <Text size="xs" c="dimmed">
-        Who may decide this rule's waiting calls (in the console, or from the approval email).
+        Who may decide {props.calls} (in the console, the API, the approval email or Slack).
       </Text>
       <Controller
         control={control}
@@ -103,30 +116,38 @@ export function ApproversSection(props: {
           />
         )}
       />
-      <Controller
+      <SwitchField
         control={control}
         name="notifyEmail"
-        render={({ field }) => (
-          <Switch
-            label="Email the approvers when a call waits"
-            description="Each approver gets one email per action with Approve and Reject links, and may reply approve or reject."
-            checked={field.value}
-            onChange={(event) => field.onChange(event.currentTarget.checked)}
-          />
-        )}
+        label="Email the approvers when a call waits"
+        description="Each approver gets one email per action with Approve and Reject links, and may reply approve or reject."
       />
-      <Controller
+      <SwitchField
         control={control}
         name="notifySlack"
-        render={({ field }) => (
-          <Switch
-            label="Post in Slack when a call waits"
-            description="One message per action in the org's Slack channel, with Approve, Edit, Send back and Reject."
-            checked={field.value}
-            onChange={(event) => field.onChange(event.currentTarget.checked)}
-          />
-        )}
+        label="Post in Slack when a call waits"
+        description="One message per action in the org's Slack channel, with Approve, Edit, Send back and Reject."
       />
     </Stack>
+  );
+}
+
+/** Who decides, in a line: the members named, the org's admins, and how many approvals a call needs. */
+export function DecidedBy({ org, approvers, minApprovals }: { org: string; approvers: Approvers; minApprovals: number }) {
+  const named = approvers?.userIds ?? [];
+  const admins = approvers === null || approvers.role === 'Admin';
+  return (
+    <Text size="xs" c="dimmed">
+      decided by{' '}
+      {named.map((userId, index) => (
+        <Fragment key={userId}>
+          {index > 0 && ', '}
+          <UserName org={org} userId={userId} />
+        </Fragment>
+      ))}
+      {named.length > 0 && admins && ' and '}
+      {admins && "the org's admins"}
+      {minApprovals > 1 && `; ${minApprovals} approvals per call`}
+    </Text>
   );
 }

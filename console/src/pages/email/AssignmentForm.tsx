@@ -1,0 +1,73 @@
+import { zodResolver } from '@hookform/resolvers/zod';
+import { Stack } from '@mantine/core';
+import { type Control, useForm } from 'react-hook-form';
+import { z } from 'zod';
+import type { components } from '../../api/schema';
+import {
+  ApproversSection,
+  type ApproversValues,
+  approversBody,
+  approversFields,
+  approversValues,
+  choosesApprovers,
+} from '../../components/Approvers';
+import { SubmitRow, SwitchField } from '../../components/FormParts';
+
+export type AssignmentRow = components['schemas']['InboxAgentAssignment'];
+
+const assignmentSchema = z
+  .object({ isPrimary: z.boolean(), autoRespond: z.boolean(), ...approversFields })
+  .refine(...choosesApprovers);
+export type AssignmentValues = z.infer<typeof assignmentSchema>;
+
+/** A saved assignment as the form edits it; without one, a new assignment (primary when it is the inbox's first agent). */
+export const assignmentValues = (row: AssignmentRow | undefined, firstAgent: boolean): AssignmentValues =>
+  row
+    ? { isPrimary: row.isPrimary, autoRespond: row.autoRespond, ...approversValues(row) }
+    : { isPrimary: firstAgent, autoRespond: true, ...approversValues({ approvers: null, minApprovals: 1, notify: [] }) };
+
+/** The form's values as the API's body (of a new assignment, or of a change to one). */
+export const toAssignmentBody = ({ isPrimary, autoRespond, ...approvers }: AssignmentValues) => ({
+  isPrimary,
+  autoRespond,
+  ...approversBody(approvers),
+});
+
+/** An agent's assignment to an inbox: whether it answers every email, and who decides its calls there. */
+export function AssignmentForm(props: {
+  org: string;
+  initial: AssignmentValues;
+  submitLabel: string;
+  busy: boolean;
+  onSubmit: (values: AssignmentValues) => void;
+}) {
+  const form = useForm<AssignmentValues>({ resolver: zodResolver(assignmentSchema), defaultValues: props.initial });
+  const errors = form.formState.errors;
+  return (
+    <form onSubmit={form.handleSubmit(props.onSubmit)} noValidate>
+      <Stack>
+        <SwitchField
+          control={form.control}
+          name="autoRespond"
+          label="Answers every email"
+          description="Each email to the inbox becomes an action of this agent, run as the admin who assigned it."
+        />
+        <SwitchField
+          control={form.control}
+          name="isPrimary"
+          label="Primary"
+          description="The inbox's first agent to answer; making it primary demotes the previous one."
+        />
+        <ApproversSection
+          org={props.org}
+          calls="this agent's waiting calls on this inbox"
+          // The section edits only its own fields of the assignment's form.
+          control={form.control as unknown as Control<ApproversValues>}
+          error={errors.approverIds?.message}
+          minApprovalsError={errors.minApprovals?.message}
+        />
+        <SubmitRow label={props.submitLabel} busy={props.busy} />
+      </Stack>
+    </form>
+  );
+}

@@ -1,0 +1,35 @@
+import type { Kysely } from 'kysely';
+import type { DB, RuleApprovers } from '../../db/schema.ts';
+import { AppError } from '../../lib/errors.ts';
+import { approversQuery } from './org-approvers.repo.ts';
+
+/**
+ * What a rule of who decides must hold when it is written (an action rule's, an inbox assignment's):
+ * `body/...` errors, as the request named the fields.
+ */
+export const approversCheck = {
+  /** Approvers named by id must be members of the org (a stranger could never decide, and must not be mailed). */
+  async members(db: Kysely<DB>, orgId: string, approvers: RuleApprovers | null | undefined): Promise<void> {
+    const userIds = [...new Set(approvers?.userIds ?? [])];
+    if (userIds.length === 0) return;
+    const members = new Set(
+      (
+        await db.selectFrom('memberships').select('userId').where('orgId', '=', orgId).where('userId', 'in', userIds).execute()
+      ).map((row) => row.userId),
+    );
+    const strangers = userIds.filter((id) => !members.has(id));
+    if (strangers.length > 0)
+      throw new AppError('validation_failed', `body/approvers/userIds: not members of the organization: ${strangers.join(', ')}`);
+  },
+
+  /** A rule cannot ask for more approvals than it has approvers: its calls would wait until their deadline. */
+  async enough(db: Kysely<DB>, orgId: string, approvers: RuleApprovers | null, minApprovals: number): Promise<void> {
+    if (minApprovals <= 1) return;
+    const count = (await approversQuery(db, orgId, approvers).execute()).length;
+    if (count < minApprovals)
+      throw new AppError(
+        'validation_failed',
+        `body/minApprovals: ${minApprovals} approvals needed, but the approvers are ${count} member${count === 1 ? '' : 's'}`,
+      );
+  },
+};
