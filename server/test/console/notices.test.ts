@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 describe('the console: refusals', () => {
-  it('a refused callback endpoint stays said until the operator closes it, the next attempt succeeds, or another page is opened', async () => {
+  it('a refused callback endpoint stays said until the operator closes it, the next attempt succeeds, or another tab or page is opened', async () => {
     const setup = await setupWebhook(app);
     const { org, admin } = setup.tenant;
     const operator = await openConsole(browser);
@@ -62,6 +62,16 @@ describe('the console: refusals', () => {
         .click();
       await page.locator(`[data-endpoint-url="${PUBLIC_URL}"]`).waitFor();
       await refused.waitFor({ state: 'detached' });
+    });
+
+    await step(page, "refused once more, then another tab: the webhook's settings do not carry it", async () => {
+      await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+      await page.getByLabel('Endpoint URL').fill('http://10.0.0.3/hooks/agent');
+      await page.getByRole('button', { name: 'Add endpoint' }).last().click();
+      await refused.waitFor();
+      await page.getByRole('tab', { name: 'Settings' }).click();
+      await refused.waitFor({ state: 'detached' });
+      await page.getByRole('tab', { name: 'Callbacks' }).click();
     });
 
     await step(page, 'refused once more, then left: another page does not carry it', async () => {

@@ -1,5 +1,6 @@
 import { Stack, Tabs, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
+import { clearRefusals } from '../../lib/notices';
 import { useOrgSlug } from '../../lib/org';
 import { meQuery } from '../../lib/queries';
 import { EmailIntegration } from './EmailIntegration';
@@ -17,7 +18,7 @@ export function EmailPage() {
       <Title order={1} size="h2">
         Email
       </Title>
-      <Tabs defaultValue="threads" keepMounted={false}>
+      <Tabs defaultValue="threads" keepMounted={false} onChange={clearRefusals}>
         <Tabs.List>
           <Tabs.Tab value="threads">Threads</Tabs.Tab>
           {isAdmin && <Tabs.Tab value="inboxes">Inboxes</Tabs.Tab>}

@@ -12,7 +12,7 @@ import { keys } from '../../lib/queries';
 import { CallbackEndpoints } from './CallbackEndpoints';
 import { SendTest } from './SendTest';
 import { toWebhookBody, WebhookForm, type WebhookFormValues } from './WebhookForm';
-import { pageNotices } from '../../lib/notices';
+import { clearRefusals, pageNotices } from '../../lib/notices';
 
 export function WebhookDetailPage() {
   const org = useOrgSlug();
@@ -108,7 +108,7 @@ export function WebhookDetailPage() {
           </Button>
         </Group>
       </Group>
-      <Tabs defaultValue="settings" keepMounted={false}>
+      <Tabs defaultValue="settings" keepMounted={false} onChange={clearRefusals}>
         <Tabs.List>
           <Tabs.Tab value="settings">Settings</Tabs.Tab>
           <Tabs.Tab value="test">Send test</Tabs.Tab>
