@@ -163,6 +163,17 @@ describe("who decides an inbox's calls: its assignment of the agent says, as an 
         error: expect.stringMatching(error),
       });
     }
+    // Raw bodies: a lone surrogate, arrays nested 10,000 deep, and a body over the limit.
+    const raw: Array<[string, number]> = [
+      ['{"approvalRules":{"\\ud800":"ask"}}', 400],
+      [`{"approvers":{"userIds":${'['.repeat(10_000)}${']'.repeat(10_000)}}}`, 400],
+      [JSON.stringify({ notify: ['email'], approvalRules: { [`x${'y'.repeat(2_000_000)}`]: 'ask' } }), 413],
+    ];
+    for (const [body, status] of raw) {
+      const answer = await org.api('PATCH', assignmentPath(org), body);
+      expect(answer.status, body.slice(0, 40)).toBe(status);
+      expect(await answer.json(), body.slice(0, 40)).toEqual({ error: expect.any(String), code: expect.any(String) });
+    }
     const tooMany = await org.api('POST', `/email/inboxes/${org.inbox.id}/agents`, {
       agentId: (await (await org.api('POST', '/agents', { name: 'Two', instructions: 'x', tools: [] })).json()).id,
       minApprovals: 2,
