@@ -20,11 +20,18 @@ const assignmentSchema = z
   .refine(...choosesApprovers);
 export type AssignmentValues = z.infer<typeof assignmentSchema>;
 
-/** A saved assignment as the form edits it; without one, a new assignment (primary when it is the inbox's first agent). */
-export const assignmentValues = (row: AssignmentRow | undefined, firstAgent: boolean): AssignmentValues =>
-  row
-    ? { isPrimary: row.isPrimary, autoRespond: row.autoRespond, ...approversValues(row) }
-    : { isPrimary: firstAgent, autoRespond: true, ...approversValues({ approvers: null, minApprovals: 1, notify: [] }) };
+/** A saved assignment as the form edits it. */
+export const assignmentValues = (row: AssignmentRow): AssignmentValues => ({
+  isPrimary: row.isPrimary,
+  autoRespond: row.autoRespond,
+  ...approversValues(row),
+});
+/** A new assignment: it answers every email, the org's admins decide; primary when it is the inbox's first agent. */
+export const newAssignment = (firstAgent: boolean): AssignmentValues => ({
+  isPrimary: firstAgent,
+  autoRespond: true,
+  ...approversValues({ approvers: null, minApprovals: 1, notify: [] }),
+});
 
 /** The form's values as the API's body (of a new assignment, or of a change to one). */
 export const toAssignmentBody = ({ isPrimary, autoRespond, ...approvers }: AssignmentValues) => ({

@@ -6,7 +6,23 @@ import { DecidedBy } from '../../components/Approvers';
 import { QueryError } from '../../components/RouteError';
 import { agentsQuery, keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
-import { AssignmentForm, type AssignmentRow, type AssignmentValues, assignmentValues, toAssignmentBody } from './AssignmentForm';
+import {
+  AssignmentForm,
+  type AssignmentRow,
+  type AssignmentValues,
+  assignmentValues,
+  newAssignment,
+  toAssignmentBody,
+} from './AssignmentForm';
+
+/** An assignment being made or changed, in the dialog: the agent, whether it is assigned already, and the form's values. */
+interface Editing {
+  inboxId: string;
+  title: string;
+  agentId: string;
+  assigned: boolean;
+  initial: AssignmentValues;
+}
 
 /** Inboxes (addresses on the verified domain) and the agents that read and answer them. */
 export function Inboxes({ org }: { org: string }) {
@@ -17,27 +33,14 @@ export function Inboxes({ org }: { org: string }) {
     queryFn: () => unwrap(api.GET('/orgs/{org}/email/inboxes', { params: { path: { org } } })).then((body) => body.inboxes),
   });
   const { data: agents = [] } = useQuery(agentsQuery(org));
-  const [address, setAddress] = useState('');
-  const [displayName, setDisplayName] = useState('');
   const refresh = () => void queryClient.invalidateQueries({ queryKey });
   const { failed, succeeded } = pageNotices('inboxes');
-  const create = useMutation({
-    mutationFn: () =>
-      unwrap(api.POST('/orgs/{org}/email/inboxes', { params: { path: { org } }, body: { emailAddress: address, displayName } })),
-    onSuccess: () => {
-      setAddress('');
-      setDisplayName('');
-      succeeded();
-    },
-    onError: failed('Inbox not created'),
-    onSettled: refresh,
-  });
   const [editing, setEditing] = useState<Editing | null>(null);
   const save = useMutation({
-    mutationFn: ({ editing: { inboxId, agentId, row }, values }: { editing: Editing; values: AssignmentValues }) => {
+    mutationFn: ({ editing: { inboxId, agentId, assigned }, values }: { editing: Editing; values: AssignmentValues }) => {
       const path = { org, inboxId };
       const body = toAssignmentBody(values);
-      return row
+      return assigned
         ? unwrap(
             api.PATCH('/orgs/{org}/email/inboxes/{inboxId}/agents/{agentId}', { params: { path: { ...path, agentId } }, body }),
           )
@@ -60,25 +63,7 @@ export function Inboxes({ org }: { org: string }) {
   const agentName = (id: string) => agents.find((agent) => agent.id === id)?.name ?? id;
   return (
     <Stack>
-      <Group align="flex-end">
-        <TextInput
-          label="Address"
-          placeholder="help@mail.example.com"
-          value={address}
-          onChange={(event) => setAddress(event.currentTarget.value)}
-          w={280}
-        />
-        <TextInput
-          label="Display name"
-          placeholder="Help desk"
-          value={displayName}
-          onChange={(event) => setDisplayName(event.currentTarget.value)}
-          w={220}
-        />
-        <Button onClick={() => create.mutate()} disabled={!address || !displayName} loading={create.isPending}>
-          Add inbox
-        </Button>
-      </Group>
+      <NewInbox org={org} onSettled={refresh} />
       {inboxes.error && <QueryError error={inboxes.error} />}
       {inboxes.isSuccess && inboxes.data.length === 0 && (
         <Text size="sm" c="dimmed">
@@ -102,7 +87,7 @@ export function Inboxes({ org }: { org: string }) {
         {editing && (
           <AssignmentForm
             org={org}
-            initial={assignmentValues(editing.row, editing.firstAgent)}
+            initial={editing.initial}
             submitLabel="Save assignment"
             busy={save.isPending}
             onSubmit={(values) => save.mutate({ editing, values })}
@@ -113,15 +98,43 @@ export function Inboxes({ org }: { org: string }) {
   );
 }
 
-type Channel = AssignmentRow['notify'][number];
-
-/** An assignment being made or changed, in the modal: the agent, and its saved settings if it has them. */
-interface Editing {
-  inboxId: string;
-  title: string;
-  agentId: string;
-  row: AssignmentRow | undefined;
-  firstAgent: boolean;
+/** Another inbox: its address and display name. */
+function NewInbox({ org, onSettled }: { org: string; onSettled: () => void }) {
+  const [address, setAddress] = useState('');
+  const [displayName, setDisplayName] = useState('');
+  const { failed, succeeded } = pageNotices('inboxes');
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/orgs/{org}/email/inboxes', { params: { path: { org } }, body: { emailAddress: address, displayName } })),
+    onSuccess: () => {
+      setAddress('');
+      setDisplayName('');
+      succeeded();
+    },
+    onError: failed('Inbox not created'),
+    onSettled,
+  });
+  return (
+    <Group align="flex-end">
+      <TextInput
+        label="Address"
+        placeholder="help@mail.example.com"
+        value={address}
+        onChange={(event) => setAddress(event.currentTarget.value)}
+        w={280}
+      />
+      <TextInput
+        label="Display name"
+        placeholder="Help desk"
+        value={displayName}
+        onChange={(event) => setDisplayName(event.currentTarget.value)}
+        w={220}
+      />
+      <Button onClick={() => create.mutate()} disabled={!address || !displayName} loading={create.isPending}>
+        Add inbox
+      </Button>
+    </Group>
+  );
 }
 
 interface InboxCardProps {
@@ -133,9 +146,6 @@ interface InboxCardProps {
   onUnassign: (agentId: string) => void;
 }
 
-/** How an agent's approvers are told that one of its actions on the inbox waits. */
-const NOTIFY_BADGES: Record<Channel, string> = { email: 'emails the approvers', slack: 'posts in Slack' };
-
 function InboxCard({ org, inbox, agentOptions, agentName, onEdit, onUnassign }: InboxCardProps) {
   const [agentId, setAgentId] = useState<string | null>(null);
   return (
@@ -145,43 +155,22 @@ function InboxCard({ org, inbox, agentOptions, agentName, onEdit, onUnassign }: 
           {inbox.displayName} &lt;{inbox.emailAddress}&gt;
         </Text>
         {inbox.agents.map((assigned) => (
-          <Group key={assigned.agentId} gap="xs" data-assignment={agentName(assigned.agentId)}>
-            <Text size="sm">{agentName(assigned.agentId)}</Text>
-            {assigned.isPrimary && (
-              <Badge tt="none" variant="outline">
-                primary
-              </Badge>
-            )}
-            {assigned.autoRespond && (
-              <Badge tt="none" variant="outline">
-                answers every email
-              </Badge>
-            )}
-            {assigned.notify.map((channel) => (
-              <Badge key={channel} tt="none" variant="outline">
-                {NOTIFY_BADGES[channel]}
-              </Badge>
-            ))}
-            <DecidedBy org={org} approvers={assigned.approvers} minApprovals={assigned.minApprovals} />
-            <Button
-              size="compact-xs"
-              variant="subtle"
-              onClick={() =>
-                onEdit({
-                  inboxId: inbox.id,
-                  title: `${agentName(assigned.agentId)} on ${inbox.displayName}`,
-                  agentId: assigned.agentId,
-                  row: assigned,
-                  firstAgent: false,
-                })
-              }
-            >
-              Edit
-            </Button>
-            <Button size="compact-xs" variant="subtle" color="red" onClick={() => onUnassign(assigned.agentId)}>
-              Remove
-            </Button>
-          </Group>
+          <AssignmentLine
+            key={assigned.agentId}
+            org={org}
+            assigned={assigned}
+            name={agentName(assigned.agentId)}
+            onEdit={() =>
+              onEdit({
+                inboxId: inbox.id,
+                title: `${agentName(assigned.agentId)} on ${inbox.displayName}`,
+                agentId: assigned.agentId,
+                assigned: true,
+                initial: assignmentValues(assigned),
+              })
+            }
+            onUnassign={() => onUnassign(assigned.agentId)}
+          />
         ))}
         <Group align="flex-end" gap="xs">
           <Select label="Assign an agent" size="xs" data={agentOptions} value={agentId} onChange={setAgentId} w={220} />
@@ -195,8 +184,8 @@ function InboxCard({ org, inbox, agentOptions, agentName, onEdit, onUnassign }: 
                 inboxId: inbox.id,
                 title: `Assign ${agentName(agentId)} to ${inbox.displayName}`,
                 agentId,
-                row: undefined,
-                firstAgent: inbox.agents.length === 0,
+                assigned: false,
+                initial: newAssignment(inbox.agents.length === 0),
               });
               setAgentId(null);
             }}
@@ -206,5 +195,49 @@ function InboxCard({ org, inbox, agentOptions, agentName, onEdit, onUnassign }: 
         </Group>
       </Stack>
     </Card>
+  );
+}
+
+/** How an agent's approvers are told that one of its actions on the inbox waits. */
+const NOTIFY_BADGES: Record<AssignmentRow['notify'][number], string> = {
+  email: 'emails the approvers',
+  slack: 'posts in Slack',
+};
+
+/** An agent on the inbox: what it does there, who decides its calls, and its buttons. */
+function AssignmentLine(props: {
+  org: string;
+  assigned: AssignmentRow;
+  name: string;
+  onEdit: () => void;
+  onUnassign: () => void;
+}) {
+  const { assigned } = props;
+  return (
+    <Group gap="xs" data-assignment={props.name}>
+      <Text size="sm">{props.name}</Text>
+      {assigned.isPrimary && (
+        <Badge tt="none" variant="outline">
+          primary
+        </Badge>
+      )}
+      {assigned.autoRespond && (
+        <Badge tt="none" variant="outline">
+          answers every email
+        </Badge>
+      )}
+      {assigned.notify.map((channel) => (
+        <Badge key={channel} tt="none" variant="outline">
+          {NOTIFY_BADGES[channel]}
+        </Badge>
+      ))}
+      <DecidedBy org={props.org} approvers={assigned.approvers} minApprovals={assigned.minApprovals} />
+      <Button size="compact-xs" variant="subtle" onClick={props.onEdit}>
+        Edit
+      </Button>
+      <Button size="compact-xs" variant="subtle" color="red" onClick={props.onUnassign}>
+        Remove
+      </Button>
+    </Group>
   );
 }

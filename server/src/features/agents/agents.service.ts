@@ -83,13 +83,11 @@ export function createAgentsService(deps: {
     },
     async updateRule(orgId: string, id: string, changes: z.output<typeof actionRulePatch>) {
       await requireAgent(orgId, changes.agentId);
-      await approversCheck.members(deps.db, orgId, changes.approvers);
-      if (changes.approvers !== undefined || changes.minApprovals !== undefined) {
+      await approversCheck.change(deps.db, orgId, changes, async () => {
         const current = await actionRulesRepo.find(deps.db, orgId, id);
         if (!current) throw notFound('Action rule');
-        const approvers = changes.approvers === undefined ? current.approvers : changes.approvers;
-        await approversCheck.enough(deps.db, orgId, approvers, changes.minApprovals ?? current.minApprovals);
-      }
+        return current;
+      });
       const rule = await actionRulesRepo.update(deps.db, orgId, id, changes);
       if (!rule) throw notFound('Action rule');
       await deps.bus.publish(BUS_TOPICS.actionRule, id);

@@ -1,11 +1,10 @@
 import { type Kysely, sql } from 'kysely';
 import type { ArgumentRule, DB, RuleApprovers } from '../../db/schema.ts';
+import type { WhoDecides } from '../users/approvers-check.ts';
 import { approversQuery } from '../users/org-approvers.repo.ts';
 
 /** What an action's rule says of deciding its calls: who may, how many must approve, which arguments are refused. */
-export interface DecisionRule {
-  approvers: RuleApprovers | null;
-  minApprovals: number;
+export interface DecisionRule extends WhoDecides {
   argumentRules: ArgumentRule[];
 }
 

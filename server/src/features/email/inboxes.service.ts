@@ -123,11 +123,7 @@ export function createInboxesService(deps: {
     async updateAssignment(orgId: string, inboxId: string, agentId: string, changes: AssignmentPatch) {
       const current = await inboxesRepo.findAgent(db, orgId, inboxId, agentId);
       if (!current) throw notFound('Assignment');
-      await approversCheck.members(db, orgId, changes.approvers);
-      if (changes.approvers !== undefined || changes.minApprovals !== undefined) {
-        const approvers = changes.approvers === undefined ? current.approvers : changes.approvers;
-        await approversCheck.enough(db, orgId, approvers, changes.minApprovals ?? current.minApprovals);
-      }
+      await approversCheck.change(db, orgId, changes, async () => current);
       try {
         const row = await db.transaction().execute(async (trx) => {
           if (changes.isPrimary) await inboxesRepo.demotePrimary(trx, inboxId);

@@ -3,6 +3,12 @@ import type { DB, RuleApprovers } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
 import { approversQuery } from './org-approvers.repo.ts';
 
+/** Who decides a rule's calls, and how many of them must approve. */
+export interface WhoDecides {
+  approvers: RuleApprovers | null;
+  minApprovals: number;
+}
+
 /**
  * What a rule of who decides must hold when it is written (an action rule's, an inbox assignment's):
  * `body/...` errors, as the request named the fields.
@@ -31,5 +37,14 @@ export const approversCheck = {
         'validation_failed',
         `body/minApprovals: ${minApprovals} approvals needed, but the approvers are ${count} member${count === 1 ? '' : 's'}`,
       );
+  },
+
+  /** A change to a rule: the members it names, and enough approvers with what it keeps of `current` (read only if needed). */
+  async change(db: Kysely<DB>, orgId: string, changes: Partial<WhoDecides>, current: () => Promise<WhoDecides>): Promise<void> {
+    await approversCheck.members(db, orgId, changes.approvers);
+    if (changes.approvers === undefined && changes.minApprovals === undefined) return;
+    const kept = await current();
+    const approvers = changes.approvers === undefined ? kept.approvers : changes.approvers;
+    await approversCheck.enough(db, orgId, approvers, changes.minApprovals ?? kept.minApprovals);
   },
 };
