@@ -93,6 +93,7 @@ async function seedInboxes(env: Record<string, string>) {
         isPrimary: true,
         autoRespond: true,
         approvalRules: null,
+        argumentRules: [],
         approvers: null,
         minApprovals: 1,
         notify: [],

@@ -1925,6 +1925,15 @@ export interface components {
             approvalRules: {
                 [key: string]: "allow" | "ask" | "agent";
             } | null;
+            argumentRules: {
+                tool: string;
+                path: string;
+                /** @enum {string} */
+                op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                value?: unknown;
+                /** @enum {string} */
+                mode: "ask" | "deny";
+            }[];
             approvers: {
                 userIds?: string[];
                 /** @enum {string} */
@@ -6174,7 +6183,7 @@ export interface operations {
                                 reason: string | null;
                                 /** Format: date-time */
                                 completedAt: string | null;
-                                /** @description What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the action rule's argument rule that made it stricter */
+                                /** @description What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: argument_rule, index, rule }` for the argument rule (the action rule's, or its inbox's) that made it stricter */
                                 modeSource: unknown;
                                 /**
                                  * @description How a person decided the call: console, api, email_link, email_reply, slack (null: undecided, or the deadline)
@@ -10665,6 +10674,20 @@ export interface operations {
                         [key: string]: "allow" | "ask" | "agent";
                     } | null;
                     /**
+                     * @description Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), value, mode (ask or deny) }`. When one holds for a call, the stricter of its mode and the tool's applies (deny > ask > agent > allow)
+                     * @default []
+                     */
+                    argumentRules?: {
+                        tool: string;
+                        /** @description JSON Pointer (RFC 6901) */
+                        path: string;
+                        /** @enum {string} */
+                        op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                        value?: unknown;
+                        /** @enum {string} */
+                        mode: "ask" | "deny";
+                    }[];
+                    /**
                      * @description Who may decide this agent's calls on this inbox: `{ userIds?, role?: 'Admin' }`, as an action rule's; null: the org's admins
                      * @default null
                      */
@@ -10871,6 +10894,16 @@ export interface operations {
                     approvalRules?: {
                         [key: string]: "allow" | "ask" | "agent";
                     } | null;
+                    argumentRules?: {
+                        tool: string;
+                        /** @description JSON Pointer (RFC 6901) */
+                        path: string;
+                        /** @enum {string} */
+                        op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "matches" | "exists";
+                        value?: unknown;
+                        /** @enum {string} */
+                        mode: "ask" | "deny";
+                    }[];
                     approvers?: {
                         /** @description Members of the org who may decide */
                         userIds?: string[];

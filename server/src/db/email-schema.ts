@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
-import type { ApprovalMode, CreatedAt, UpdatedAt } from './schema.ts';
+import type { ApprovalMode, ArgumentRule, CreatedAt, UpdatedAt } from './schema.ts';
 import type { ApproversColumn, NotifyColumn } from './approval-schema.ts';
 
 /** The email side's tables (the rest are in schema.ts, which lists them all in DB). */
@@ -39,6 +39,8 @@ export interface EmailInboxAgentsTable {
   autoRespond: boolean;
   /** Approval modes per tool for this inbox's actions; null: sendEmail `allow` for an auto-response, every other tool `ask`. */
   approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null, string | null>;
+  /** Rules on the calls' arguments that make a call stricter, as an action rule's argument rules. */
+  argumentRules: ColumnType<ArgumentRule[], string | undefined, string>;
   /** How the approvers are told that one of this inbox's actions waits (email, Slack), as an action rule's notify. */
   notify: NotifyColumn;
   /** Who decides this inbox's calls of the agent (null: the org's admins), as an action rule's approvers. */

@@ -171,9 +171,9 @@ export interface ActionsTable {
   /** What created it: a webhook delivery, or an email to an inbox (then emailMessageId names it). */
   source: ColumnType<ActionSource, ActionSource | undefined, never>;
   emailMessageId: string | null;
-  /** The approval rules it was created with, when it has no action rule (an inbox assignment's). */
+  /** An email's: its inbox assignment's approval modes, argument rules and notify as it came (null: a webhook's rule says). */
   approvalRules: ColumnType<Record<string, ApprovalMode> | null, string | null | undefined, string | null>;
-  /** How its approvers are told it waits, when it has no action rule (an inbox assignment's); null: the rule's. */
+  argumentRules: ColumnType<ArgumentRule[] | null, string | null | undefined, string | null>;
   notify: ColumnType<NotifyChannel[] | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;

@@ -117,11 +117,25 @@ describe('the console: email', () => {
       const assigning = page.getByRole('dialog', { name: 'Assign Quoter to Help desk' });
       await assigning.getByRole('switch', { name: 'Answers every email' }).uncheck();
       await assigning.getByRole('switch', { name: 'Email the approvers when a call waits' }).check();
+      // Its replies go out on their own, but one that attaches a document waits for a human.
+      const sendMode = assigning.getByRole('radiogroup', { name: 'Approval mode of sendEmail' });
+      await sendMode.waitFor();
+      expect(await sendMode.getByRole('radio', { name: 'allow' }).isChecked()).toBe(true);
+      await assigning.getByRole('button', { name: 'Add argument rule' }).click();
+      const argumentRule = assigning.getByRole('group', { name: 'Argument rule 1' });
+      await argumentRule.getByLabel('Tool').click();
+      await page.getByRole('option', { name: 'sendEmail' }).click();
+      await argumentRule.getByLabel('Path').fill('/attachDocumentIds');
+      await argumentRule.getByLabel('Operator').click();
+      await page.getByRole('option', { name: 'exists' }).click();
+      await capture(page, 'email-assignment-argument-rule');
       await assigning.getByRole('button', { name: 'Save assignment' }).click();
       await assigning.waitFor({ state: 'hidden' });
       const row = page.locator('[data-assignment="Quoter"]');
       await row.getByText('emails the approvers').waitFor();
       await row.getByText("decided by the org's admins").waitFor();
+      await row.getByText('sendEmail: allow').waitFor();
+      await row.getByText('1. sendEmail: /attachDocumentIds exists → ask').waitFor();
 
       // The lead decides its calls, two approvals each: refused while the lead is the only approver.
       await row.getByRole('button', { name: 'Edit' }).click();
@@ -154,6 +168,8 @@ describe('the console: email', () => {
         notify: ['email'],
         approvers: { userIds: [lead.id], role: 'Admin' },
         minApprovals: 2,
+        approvalRules: { sendEmail: 'allow' },
+        argumentRules: [{ tool: 'sendEmail', path: '/attachDocumentIds', op: 'exists', mode: 'ask' }],
       }),
     );
     operator.expectNoProblems();

@@ -1,12 +1,13 @@
 import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { Group, NumberInput, SegmentedControl, Select, Stack, Table, Text, Textarea, TextInput } from '@mantine/core';
+import { Group, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { type Control, Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { agentsQuery, toolsQuery } from '../../lib/queries';
 import type { paths } from '../../api/schema';
-import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from './ArgumentRules';
+import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
+import { ToolModes, toolModesField } from '../../components/ToolModes';
 import {
   ApproversSection,
   type ApproversValues,
@@ -16,14 +17,13 @@ import {
   choosesApprovers,
 } from '../../components/Approvers';
 
-const MODES = ['allow', 'ask', 'agent'] as const;
 const ruleSchema = z
   .object({
     name: z.string().trim().min(1, 'Name it').max(200),
     agentId: z.string().nullable(),
     instructions: z.string().max(50_000),
     enabled: z.boolean(),
-    approvalRules: z.record(z.string(), z.enum(MODES)),
+    approvalRules: toolModesField,
     argumentRules: z.array(argumentRuleField).max(50),
     approvalTimeoutSeconds: z.number().int().min(1).max(2_592_000),
     ...approversFields,
@@ -59,10 +59,6 @@ export const toRuleBody = ({ allAdmins, approverIds, minApprovals, notifyEmail, 
   ...approversBody({ allAdmins, approverIds, minApprovals, notifyEmail, notifySlack }),
 });
 
-const MODE_HELP =
-  'allow: runs at once · ask: waits for a human · ' +
-  'agent: the agent decides, and anything but an explicit "no approval needed" waits';
-
 /** An action rule: which agent acts, with what instructions, and the approval mode of each tool (spec 2.7). */
 export function RuleForm(props: {
   org: string;
@@ -73,6 +69,7 @@ export function RuleForm(props: {
 }) {
   const { data: agents = [] } = useQuery(agentsQuery(props.org));
   const { data: tools = [] } = useQuery(toolsQuery(props.org));
+  const toolNames = tools.map((tool) => tool.name);
   const form = useForm<RuleValues>({ resolver: zodResolver(ruleSchema), defaultValues: props.initial });
   const errors = form.formState.errors;
   return (
@@ -100,44 +97,8 @@ export function RuleForm(props: {
           minRows={2}
           {...form.register('instructions')}
         />
-        <Controller
-          control={form.control}
-          name="approvalRules"
-          render={({ field }) => (
-            <Stack gap={4}>
-              <Text size="sm" fw={500}>
-                Approval per tool
-              </Text>
-              <Text size="xs" c="dimmed">
-                {MODE_HELP}. A tool not set here is ask.
-              </Text>
-              <Table aria-label="Approval per tool">
-                <Table.Tbody>
-                  {tools.map((tool) => (
-                    <Table.Tr key={tool.name}>
-                      <Table.Td ff="monospace">{tool.name}</Table.Td>
-                      <Table.Td>
-                        <SegmentedControl
-                          size="xs"
-                          aria-label={`Approval mode of ${tool.name}`}
-                          data={[...MODES]}
-                          value={field.value[tool.name] ?? 'ask'}
-                          onChange={(mode) => field.onChange({ ...field.value, [tool.name]: mode })}
-                        />
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Stack>
-          )}
-        />
-        <ArgumentRules
-          control={form.control}
-          register={form.register}
-          tools={tools.map((tool) => tool.name)}
-          errors={errors.argumentRules as never}
-        />
+        <ToolModes control={form.control} tools={toolNames} />
+        <ArgumentRules control={form.control} register={form.register} tools={toolNames} errors={errors.argumentRules as never} />
         <ApproversSection
           org={props.org}
           calls="this rule's waiting calls"

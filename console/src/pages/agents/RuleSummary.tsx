@@ -1,7 +1,8 @@
 import { Stack, Text } from '@mantine/core';
 import type { Answer } from '../../api/client';
 import { DecidedBy } from '../../components/Approvers';
-import { describeArgumentRule } from '../../lib/format';
+import { ArgumentRuleList } from '../../components/ArgumentRules';
+import { describeToolModes } from '../../components/ToolModes';
 
 type Rule = Answer<'/orgs/{org}/action-rules', 'get'>['actionRules'][number];
 
@@ -10,16 +11,9 @@ export function RuleSummary({ org, rule }: { org: string; rule: Rule }) {
   return (
     <Stack gap={2}>
       <Text size="sm" ff="monospace">
-        {Object.entries(rule.approvalRules)
-          .map(([tool, mode]) => `${tool}: ${mode}`)
-          .join(', ') || 'every tool: ask'}
+        {describeToolModes(rule.approvalRules)}
       </Text>
-      {rule.argumentRules.map((test, index) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: numbered by position, as the ledger cites them
-        <Text key={index} size="xs" c="dimmed" ff="monospace">
-          {index + 1}. {test.tool}: {describeArgumentRule(test)}
-        </Text>
-      ))}
+      <ArgumentRuleList rules={rule.argumentRules} />
       <DecidedBy org={org} approvers={rule.approvers} minApprovals={rule.minApprovals} />
     </Stack>
   );

@@ -1,5 +1,6 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Stack } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
 import { type Control, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import type { components } from '../../api/schema';
@@ -11,36 +12,57 @@ import {
   approversValues,
   choosesApprovers,
 } from '../../components/Approvers';
+import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
 import { SubmitRow, SwitchField } from '../../components/FormParts';
+import { ToolModes, toolModesField } from '../../components/ToolModes';
+import { toolsQuery } from '../../lib/queries';
 
 export type AssignmentRow = components['schemas']['InboxAgentAssignment'];
 
 const assignmentSchema = z
-  .object({ isPrimary: z.boolean(), autoRespond: z.boolean(), ...approversFields })
+  .object({
+    isPrimary: z.boolean(),
+    autoRespond: z.boolean(),
+    approvalRules: toolModesField,
+    argumentRules: z.array(argumentRuleField).max(50),
+    ...approversFields,
+  })
   .refine(...choosesApprovers);
 export type AssignmentValues = z.infer<typeof assignmentSchema>;
+
+/** An inbox's modes when the assignment sets none (the server's default): replies go out, the rest asks. */
+const INBOX_MODES = { sendEmail: 'allow' } as const;
+
+/** The modes an assignment's calls run with. */
+export const assignmentModes = (row: AssignmentRow) => row.approvalRules ?? INBOX_MODES;
 
 /** A saved assignment as the form edits it. */
 export const assignmentValues = (row: AssignmentRow): AssignmentValues => ({
   isPrimary: row.isPrimary,
   autoRespond: row.autoRespond,
+  approvalRules: assignmentModes(row),
+  argumentRules: row.argumentRules.map(ruleField),
   ...approversValues(row),
 });
 /** A new assignment: it answers every email, the org's admins decide; primary when it is the inbox's first agent. */
 export const newAssignment = (firstAgent: boolean): AssignmentValues => ({
   isPrimary: firstAgent,
   autoRespond: true,
+  approvalRules: INBOX_MODES,
+  argumentRules: [],
   ...approversValues({ approvers: null, minApprovals: 1, notify: [] }),
 });
 
 /** The form's values as the API's body (of a new assignment, or of a change to one). */
-export const toAssignmentBody = ({ isPrimary, autoRespond, ...approvers }: AssignmentValues) => ({
+export const toAssignmentBody = ({ isPrimary, autoRespond, approvalRules, argumentRules, ...approvers }: AssignmentValues) => ({
   isPrimary,
   autoRespond,
+  approvalRules,
+  argumentRules: argumentRules.map(ruleValue),
   ...approversBody(approvers),
 });
 
-/** An agent's assignment to an inbox: whether it answers every email, and who decides its calls there. */
+/** An agent's assignment to an inbox: whether it answers every email, how its calls there run, and who decides them. */
 export function AssignmentForm(props: {
   org: string;
   initial: AssignmentValues;
@@ -48,6 +70,8 @@ export function AssignmentForm(props: {
   busy: boolean;
   onSubmit: (values: AssignmentValues) => void;
 }) {
+  const { data: tools = [] } = useQuery(toolsQuery(props.org));
+  const toolNames = tools.map((tool) => tool.name);
   const form = useForm<AssignmentValues>({ resolver: zodResolver(assignmentSchema), defaultValues: props.initial });
   const errors = form.formState.errors;
   return (
@@ -65,6 +89,8 @@ export function AssignmentForm(props: {
           label="Primary"
           description="The inbox's first agent to answer; making it primary demotes the previous one."
         />
+        <ToolModes control={form.control} tools={toolNames} />
+        <ArgumentRules control={form.control} register={form.register} tools={toolNames} errors={errors.argumentRules as never} />
         <ApproversSection
           org={props.org}
           calls="this agent's waiting calls on this inbox"

@@ -3,6 +3,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { DecidedBy } from '../../components/Approvers';
+import { ArgumentRuleList } from '../../components/ArgumentRules';
+import { describeToolModes } from '../../components/ToolModes';
 import { QueryError } from '../../components/RouteError';
 import { agentsQuery, keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
@@ -10,6 +12,7 @@ import {
   AssignmentForm,
   type AssignmentRow,
   type AssignmentValues,
+  assignmentModes,
   assignmentValues,
   newAssignment,
   toAssignmentBody,
@@ -83,7 +86,7 @@ export function Inboxes({ org }: { org: string }) {
           onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
         />
       ))}
-      <Modal opened={editing !== null} onClose={() => setEditing(null)} title={editing?.title} size="lg">
+      <Modal opened={editing !== null} onClose={() => setEditing(null)} title={editing?.title} size="xl">
         {editing && (
           <AssignmentForm
             org={org}
@@ -204,7 +207,7 @@ const NOTIFY_BADGES: Record<AssignmentRow['notify'][number], string> = {
   slack: 'posts in Slack',
 };
 
-/** An agent on the inbox: what it does there, who decides its calls, and its buttons. */
+/** An agent on the inbox: what it does there, who decides its calls, its buttons, then its modes and argument rules. */
 function AssignmentLine(props: {
   org: string;
   assigned: AssignmentRow;
@@ -214,30 +217,36 @@ function AssignmentLine(props: {
 }) {
   const { assigned } = props;
   return (
-    <Group gap="xs" data-assignment={props.name}>
-      <Text size="sm">{props.name}</Text>
-      {assigned.isPrimary && (
-        <Badge tt="none" variant="outline">
-          primary
-        </Badge>
-      )}
-      {assigned.autoRespond && (
-        <Badge tt="none" variant="outline">
-          answers every email
-        </Badge>
-      )}
-      {assigned.notify.map((channel) => (
-        <Badge key={channel} tt="none" variant="outline">
-          {NOTIFY_BADGES[channel]}
-        </Badge>
-      ))}
-      <DecidedBy org={props.org} approvers={assigned.approvers} minApprovals={assigned.minApprovals} />
-      <Button size="compact-xs" variant="subtle" onClick={props.onEdit}>
-        Edit
-      </Button>
-      <Button size="compact-xs" variant="subtle" color="red" onClick={props.onUnassign}>
-        Remove
-      </Button>
-    </Group>
+    <Stack gap={2} data-assignment={props.name}>
+      <Group gap="xs">
+        <Text size="sm">{props.name}</Text>
+        {assigned.isPrimary && (
+          <Badge tt="none" variant="outline">
+            primary
+          </Badge>
+        )}
+        {assigned.autoRespond && (
+          <Badge tt="none" variant="outline">
+            answers every email
+          </Badge>
+        )}
+        {assigned.notify.map((channel) => (
+          <Badge key={channel} tt="none" variant="outline">
+            {NOTIFY_BADGES[channel]}
+          </Badge>
+        ))}
+        <DecidedBy org={props.org} approvers={assigned.approvers} minApprovals={assigned.minApprovals} />
+        <Button size="compact-xs" variant="subtle" onClick={props.onEdit}>
+          Edit
+        </Button>
+        <Button size="compact-xs" variant="subtle" color="red" onClick={props.onUnassign}>
+          Remove
+        </Button>
+      </Group>
+      <Text size="xs" ff="monospace">
+        {describeToolModes(assignmentModes(assigned))}
+      </Text>
+      <ArgumentRuleList rules={assigned.argumentRules} />
+    </Stack>
   );
 }

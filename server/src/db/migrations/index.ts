@@ -29,6 +29,7 @@ import * as callbackClaim from './0027_callback_claim.ts';
 import * as watchedCheck from './0028_watched_check.ts';
 import * as inboxNotify from './0029_inbox_notify.ts';
 import * as inboxApprovers from './0030_inbox_approvers.ts';
+import * as inboxArgumentRules from './0031_inbox_argument_rules.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -62,6 +63,7 @@ const migrations: Record<string, Migration> = {
   '0028_watched_check': watchedCheck,
   '0029_inbox_notify': inboxNotify,
   '0030_inbox_approvers': inboxApprovers,
+  '0031_inbox_argument_rules': inboxArgumentRules,
 };
 
 export const migrationProvider: MigrationProvider = {

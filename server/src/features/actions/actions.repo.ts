@@ -22,8 +22,8 @@ export function insertQueuedActions(source: RawBuilder<unknown>): RawBuilder<{ i
 
 /**
  * The insert of an action that answers a received email (queued, of the inbox's agent's live version,
- * with the assignment's approval rules), unexecuted: the inbound path makes it part of its one
- * statement, built once as a template (each field is bound as a value; data and rules are JSON text).
+ * with the assignment's approval and argument rules), unexecuted: the inbound path makes it part of its
+ * one statement, built once as a template (each field is bound as a value; data and rules are JSON text).
  */
 export function emailActionInsert(
   creator: QueryCreator<DB>,
@@ -38,6 +38,7 @@ export function emailActionInsert(
     traceParent: string | null;
     data: string;
     approvalRules: string;
+    argumentRules: string;
     notify: string;
   },
 ) {
@@ -53,6 +54,7 @@ export function emailActionInsert(
     traceParent: action.traceParent,
     data: action.data,
     approvalRules: action.approvalRules,
+    argumentRules: action.argumentRules,
     notify: action.notify,
     source: 'email',
     status: 'queued',
@@ -104,8 +106,8 @@ const runContexts = queryTemplate((db, args: { actionIds: string[]; defaultProvi
       'r.approvalTimeoutSeconds',
       // How the approvers are told of a waiting call: the rule's, or the inbox's an email's action was created with.
       (eb) => eb.fn.coalesce('r.notify', 'a.notify').as('notify'),
-      // An email's action has no rule, so no argument rules.
-      'r.argumentRules',
+      // An email's action carries the argument rules of its inbox's assignment, as its approval rules.
+      (eb) => eb.fn.coalesce('r.argumentRules', 'a.argumentRules').as('argumentRules'),
       'a.source',
       'w.allowRequestOverrides',
       (eb) =>

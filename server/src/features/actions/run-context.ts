@@ -10,7 +10,7 @@ import type {
   ToolCallsTable,
   ToolCallStatus,
 } from '../../db/schema.ts';
-import { decisiveRule, describeRule, stricterMode } from '../agents/argument-rules.ts';
+import { decisiveRule, refusedBy, stricterMode } from '../agents/argument-rules.ts';
 import type { ActionWrite } from './action-writes.ts';
 import type { OrgTools } from '../agents/tool-registry.ts';
 import type { actionsRepo } from './actions.repo.ts';
@@ -186,7 +186,7 @@ export function decideCall(run: Run, call: ProposedCall, now: Date): Call {
     const output = rule
       ? {
           type: 'execution-denied',
-          reason: `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call was not run.`,
+          reason: `${refusedBy(run.context.source, rule)}; the call was not run.`,
         }
       : DENIED_BY_PREFERENCE;
     return { ...base, mode: 'deny', modeSource: plan.source, status: 'denied', approval: 'not_required', output };

@@ -76,6 +76,26 @@ export const approversOutput = z
   .object({ userIds: z.array(z.uuid()).optional(), role: z.literal('Admin').optional() })
   .nullable();
 
+/** Rules on a call's arguments that make it stricter (an action rule's, an inbox assignment's). */
+export const argumentRulesInput = z
+  .array(argumentRuleSchema)
+  .max(50)
+  .default([])
+  .describe(
+    "Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), " +
+      'value, mode (ask or deny) }`. ' +
+      "When one holds for a call, the stricter of its mode and the tool's applies (deny > ask > agent > allow)",
+  );
+export const argumentRulesOutput = z.array(
+  z.object({
+    tool: z.string(),
+    path: z.string(),
+    op: z.enum(ARGUMENT_RULE_OPS),
+    value: z.unknown().optional(),
+    mode: z.enum(['ask', 'deny']),
+  }),
+);
+
 export const actionRuleInput = z.object({
   name: z.string().trim().min(1).max(200),
   agentId: z.uuid().nullable().default(null),
@@ -85,15 +105,7 @@ export const actionRuleInput = z.object({
     .record(toolNameSchema, approvalModeSchema)
     .default({})
     .describe('Default approval mode per tool; a tool not listed is `ask`'),
-  argumentRules: z
-    .array(argumentRuleSchema)
-    .max(50)
-    .default([])
-    .describe(
-      "Rules on a call's arguments: `{ tool, path (JSON Pointer), op (eq, ne, gt, gte, lt, lte, in, matches, exists), " +
-        'value, mode (ask or deny) }`. ' +
-        "When one holds for a call, the stricter of its mode and the tool's applies (deny > ask > agent > allow)",
-    ),
+  argumentRules: argumentRulesInput,
   approvalTimeoutSeconds: z
     .number()
     .int()
@@ -121,15 +133,7 @@ export const actionRuleSchema = z.object({
   instructions: z.string(),
   enabled: z.boolean(),
   approvalRules: z.record(z.string(), approvalModeSchema),
-  argumentRules: z.array(
-    z.object({
-      tool: z.string(),
-      path: z.string(),
-      op: z.enum(ARGUMENT_RULE_OPS),
-      value: z.unknown().optional(),
-      mode: z.enum(['ask', 'deny']),
-    }),
-  ),
+  argumentRules: argumentRulesOutput,
   approvalTimeoutSeconds: z.number(),
   approvers: approversOutput,
   minApprovals: z.number().int(),

@@ -2,13 +2,14 @@ import { isDeepStrictEqual } from 'node:util';
 import { RE2JS } from 're2js';
 import safeRegex from 'safe-regex2';
 import { z } from 'zod';
-import { ARGUMENT_RULE_OPS, type ArgumentRule, type ToolCallMode } from '../../db/schema.ts';
+import { type ActionSource, ARGUMENT_RULE_OPS, type ArgumentRule, type ToolCallMode } from '../../db/schema.ts';
 
 /**
- * An action rule's rules on a call's arguments. A rule whose tool is called and whose condition holds
- * makes the call at least as strict as its mode (`deny` > `ask` > `agent` > `allow`). A condition that
- * cannot be judged (the path is missing, a value of another type) does not hold: the tool's own mode
- * applies. Regular expressions run on RE2's engine (linear time, whatever the input).
+ * Rules on a call's arguments (an action rule's, an inbox assignment's). A rule whose tool is called and
+ * whose condition holds makes the call at least as strict as its mode (`deny` > `ask` > `agent` >
+ * `allow`). A condition that cannot be judged (the path is missing, a value of another type) does not
+ * hold: the tool's own mode applies. Regular expressions run on RE2's engine (linear time, whatever the
+ * input).
  */
 const STRICTNESS: Record<ToolCallMode, number> = { allow: 0, agent: 1, ask: 2, deny: 3 };
 export const stricterMode = (a: ToolCallMode, b: ToolCallMode): ToolCallMode => (STRICTNESS[a] >= STRICTNESS[b] ? a : b);
@@ -160,8 +161,15 @@ export function decisiveRule(
 }
 
 /** How a rule reads in the ledger and in what the model is told. */
-export const describeRule = ({ tool, path, op, value, mode }: ArgumentRule, index: number) =>
+const describeRule = ({ tool, path, op, value, mode }: ArgumentRule, index: number) =>
   `argument rule ${index + 1} (${tool}: ${describeTest({ path, op, value })} -> ${mode})`;
+
+/**
+ * The rule that refused a call, as the model and the approver are told. An action's argument rules are its
+ * action rule's (a webhook's action) or its inbox assignment's (an email's).
+ */
+export const refusedBy = (source: ActionSource, { rule, index }: { rule: ArgumentRule; index: number }) =>
+  `Refused by ${source === 'email' ? "the inbox's" : "the action rule's"} ${describeRule(rule, index)}`;
 
 /** A rule's test as it reads: `/amount gt 100`. */
 export const describeTest = ({ path, op, value }: Pick<ArgumentRule, 'path' | 'op' | 'value'>) =>

@@ -106,7 +106,7 @@ export function createApprovalsService(deps: {
     // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
     if (decision.kind === 'approve' && decision.arguments) {
       const tool = (await deps.tools.forOrg(call.orgId)).get(call.toolName);
-      checkEditedArguments(tool, call.toolName, decision.arguments, rule.argumentRules);
+      checkEditedArguments(tool, call.toolName, decision.arguments, rule);
     }
     return undefined;
   }

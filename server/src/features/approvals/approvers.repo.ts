@@ -1,17 +1,20 @@
 import { type Kysely, sql } from 'kysely';
-import type { ArgumentRule, DB, RuleApprovers } from '../../db/schema.ts';
+import type { ActionSource, ArgumentRule, DB, RuleApprovers } from '../../db/schema.ts';
 import type { WhoDecides } from '../users/approvers-check.ts';
 import { approversQuery } from '../users/org-approvers.repo.ts';
 
 /** What an action's rule says of deciding its calls: who may, how many must approve, which arguments are refused. */
 export interface DecisionRule extends WhoDecides {
   argumentRules: ArgumentRule[];
+  /** What made the action: whose argument rules they are (a webhook's action rule, an email's inbox assignment). */
+  source: ActionSource;
 }
 
 /**
  * Each action's rule of who decides, read while its calls wait: its action rule's (a webhook's action) or
  * its inbox's assignment of its agent (an email's). With neither (no rule, or the assignment taken off
  * the inbox), the org's admins decide, one approval each. Joined as a table (`d`, by `actionId`).
+ * An email's argument rules are the ones its action was created with (the runner reads the same).
  */
 export const decisionRules = (db: Kysely<DB>) =>
   db
@@ -25,7 +28,9 @@ export const decisionRules = (db: Kysely<DB>) =>
       'da.id as actionId',
       sql<RuleApprovers | null>`coalesce(dr.approvers, di.approvers)`.as('approvers'),
       sql<number>`coalesce(dr.min_approvals, di.min_approvals, 1)`.as('minApprovals'),
-      sql<ArgumentRule[]>`coalesce(dr.argument_rules, '[]'::jsonb)`.as('argumentRules'),
+      // An email's action keeps the argument rules it was created with, as its runs read them.
+      sql<ArgumentRule[]>`coalesce(dr.argument_rules, da.argument_rules, '[]'::jsonb)`.as('argumentRules'),
+      'da.source',
     ]);
 
 /** The action's decision rule (decisionRules). */
@@ -34,7 +39,10 @@ export async function decisionRuleOf(db: Kysely<DB>, orgId: string, actionId: st
     .where('da.id', '=', actionId)
     .where('da.orgId', '=', orgId)
     .executeTakeFirst()
-    .then((row) => row && { approvers: row.approvers, minApprovals: row.minApprovals, argumentRules: row.argumentRules });
+    .then(
+      (row) =>
+        row && { approvers: row.approvers, minApprovals: row.minApprovals, argumentRules: row.argumentRules, source: row.source },
+    );
 }
 
 /** The one rule of who decides, for every channel: a member the rule names (by default, an admin of the org). */

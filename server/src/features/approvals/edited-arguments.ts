@@ -1,9 +1,9 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
-import type { ArgumentRule } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
-import { decisiveRule, describeRule } from '../agents/argument-rules.ts';
+import { decisiveRule, refusedBy } from '../agents/argument-rules.ts';
 import type { ToolDefinition } from '../agents/tool-registry.ts';
+import type { DecisionRule } from './approvers.repo.ts';
 
 // Draft 2020-12, what MCP servers' SDKs write (its keywords cover the earlier drafts' common ones).
 const ajv = new Ajv2020({ allErrors: false, strict: false, validateFormats: false });
@@ -32,14 +32,15 @@ function jsonSchemaProblem(schema: Record<string, unknown>, value: unknown): str
 
 /**
  * Arguments a person approves in place of the model's: valid for the tool (a built-in tool's own
- * schema; an MCP tool's JSON Schema), and not refused by a `deny` argument rule of the action's rule
- * (an `ask` rule is fine: a person is approving them). Throws the 400 or the 422 that says why.
+ * schema; an MCP tool's JSON Schema), and not refused by a `deny` argument rule of the action (its
+ * rule's, its inbox's; an `ask` rule is fine: a person is approving them). Throws the 400 or the 422
+ * that says why.
  */
 export function checkEditedArguments(
   tool: ToolDefinition | undefined,
   toolName: string,
   args: Record<string, unknown>,
-  argumentRules: ArgumentRule[],
+  rule: Pick<DecisionRule, 'argumentRules' | 'source'>,
 ): void {
   if (!tool) throw new AppError('validation_failed', `body/arguments: the tool "${toolName}" is no longer available`);
   if (tool.inputSchema) {
@@ -52,10 +53,7 @@ export function checkEditedArguments(
     const problem = jsonSchemaProblem(tool.inputJsonSchema, args);
     if (problem) throw new AppError('validation_failed', `body/arguments${problem.startsWith('/') ? '' : ' '}${problem}`);
   }
-  const rule = decisiveRule(argumentRules, toolName, args);
-  if (rule?.rule.mode === 'deny')
-    throw new AppError(
-      'arguments_denied',
-      `Refused by the action rule's ${describeRule(rule.rule, rule.index)}; the call still waits`,
-    );
+  const refusing = decisiveRule(rule.argumentRules, toolName, args);
+  if (refusing?.rule.mode === 'deny')
+    throw new AppError('arguments_denied', `${refusedBy(rule.source, refusing)}; the call still waits`);
 }

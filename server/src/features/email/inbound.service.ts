@@ -181,6 +181,7 @@ export function createInboundEmail(deps: {
         ),
       }),
       approvalRules: JSON.stringify(responder.approvalRules ?? { sendEmail: 'allow' }),
+      argumentRules: JSON.stringify(responder.argumentRules),
       notify: JSON.stringify(responder.notify),
     };
   }

@@ -4,6 +4,8 @@ import { NOTIFY_CHANNELS } from '../../db/schema.ts';
 import {
   approvalModeSchema,
   approversOutput,
+  argumentRulesInput,
+  argumentRulesOutput,
   approversSchema,
   minApprovalsSchema,
   notifySchema,
@@ -31,6 +33,7 @@ export const assignmentInput = z.object({
     .nullable()
     .default(null)
     .describe('Approval mode per tool for this inbox; null: sendEmail `allow` for an auto-response, every other tool `ask`'),
+  argumentRules: argumentRulesInput,
   approvers: approversSchema
     .default(null)
     .describe(
@@ -56,6 +59,7 @@ export const assignmentSchema = z
     isPrimary: z.boolean(),
     autoRespond: z.boolean(),
     approvalRules: z.record(z.string(), approvalModeSchema).nullable(),
+    argumentRules: argumentRulesOutput,
     approvers: approversOutput,
     minApprovals: z.number().int(),
     notify: z.array(z.enum(NOTIFY_CHANNELS)),

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { EmailInboxRow } from '../../db/email-schema.ts';
 import { uncountedIds } from '../../db/prepared.ts';
-import type { DB, NotifyChannel } from '../../db/schema.ts';
+import type { ArgumentRule, DB, NotifyChannel } from '../../db/schema.ts';
 import { ownAddress } from './email-messages.repo.ts';
 
 /** A received email, as its notification names it: what its route is read by. */
@@ -19,6 +19,7 @@ export interface AutoResponder {
   agentId: string;
   agentName: string;
   approvalRules: unknown;
+  argumentRules: ArgumentRule[];
   notify: NotifyChannel[];
   runAsUserId: string | null;
 }
@@ -76,7 +77,7 @@ export async function routesOfReceived(db: Kysely<DB>, emails: ReceivedEmailRef[
       ${ownAddress(sql.ref('r.from_address'))} as from_own_address,
       coalesce((
         select json_agg(json_build_object('agentId', a.agent_id, 'agentName', g.name, 'approvalRules', a.approval_rules,
-          'notify', a.notify, 'runAsUserId', u.id) order by a.is_primary desc, a.created_at)
+          'argumentRules', a.argument_rules, 'notify', a.notify, 'runAsUserId', u.id) order by a.is_primary desc, a.created_at)
         from email_inbox_agents a join agents g on g.id = a.agent_id left join users u on u.id = a.assigned_by_user_id
         where a.inbox_id = i.id and a.auto_respond), '[]') as responders
     from received r

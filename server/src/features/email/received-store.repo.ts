@@ -42,6 +42,8 @@ export interface AnsweringAction {
   traceParent: string | null;
   data: string;
   approvalRules: string;
+  /** The inbox assignment's argument rules, as JSON text. */
+  argumentRules: string;
   /** How the approvers are told it waits (the inbox assignment's channels), as JSON text. */
   notify: string;
 }
@@ -69,6 +71,7 @@ const actionKeys = [
   'traceParent',
   'actionData',
   'approvalRules',
+  'argumentRules',
   'notify',
 ] as const;
 
@@ -103,6 +106,7 @@ function answeringActionValues(args: StoreArgs, message: ReceivedMessage) {
     traceParent: action.traceParent as string | null,
     data: action.actionData as string,
     approvalRules: action.approvalRules as string,
+    argumentRules: action.argumentRules as string,
     notify: action.notify as string,
   };
 }

@@ -113,7 +113,7 @@ export const ledgerDetail = ledgerRow.extend({
           modeSource: z.unknown().meta({
             description:
               'What decided the mode: `{ source: preference | override | rule | default }`, or `{ source: ' +
-              "argument_rule, index, rule }` for the action rule's argument rule that made it stricter",
+              "argument_rule, index, rule }` for the argument rule (the action rule's, or its inbox's) that made it stricter",
           }),
           channel: z.enum(DECISION_CHANNELS).nullable().meta({
             description:

@@ -51,18 +51,25 @@ export const mcpServersRepo = {
       .executeTakeFirst()) !== undefined,
 
   /**
-   * The agents and action rules of the org that name a tool of the server called `serverName` (its
-   * tools are `<serverName>__<tool>`): in the tools of an agent's live version or of a version an
-   * unfinished action runs with, in a rule's approval modes or argument rules. (A draft or an old
-   * version may name it: publishing one checks its tools again.)
+   * The agents, action rules and inbox assignments of the org that name a tool of the server called
+   * `serverName` (its tools are `<serverName>__<tool>`): in the tools of an agent's live version or of a
+   * version an unfinished action runs with, in a rule's or an assignment's approval modes or argument
+   * rules. (A draft or an old version may name it: publishing one checks its tools again.)
    */
   namingTools: async (
     db: Kysely<DB>,
     orgId: string,
     serverName: string,
-  ): Promise<Array<{ kind: 'agent' | 'rule'; name: string }>> => {
+  ): Promise<Array<{ kind: 'agent' | 'rule' | 'inbox assignment'; name: string }>> => {
     const prefix = `${serverName}__`;
-    const [agents, rules] = await Promise.all([
+    const namesTool = (table: 'action_rules' | 'a') =>
+      sql<boolean>`(
+        exists (select 1 from jsonb_object_keys(${sql.ref(`${table}.approval_rules`)}) as tool
+          where starts_with(tool, ${prefix}))
+        or exists (select 1 from jsonb_array_elements(${sql.ref(`${table}.argument_rules`)}) as rule
+          where starts_with(rule->>'tool', ${prefix}))
+      )`;
+    const [agents, rules, assignments] = await Promise.all([
       // An agent's version that can run: its live one, and any one that an unfinished action runs with.
       db
         .selectFrom('agents as g')
@@ -80,19 +87,24 @@ export const mcpServersRepo = {
         .selectFrom('actionRules')
         .select('name')
         .where('orgId', '=', orgId)
-        .where(
-          sql<boolean>`(
-            exists (select 1 from jsonb_object_keys(action_rules.approval_rules) as tool where starts_with(tool, ${prefix}))
-            or exists (select 1 from jsonb_array_elements(action_rules.argument_rules) as rule
-              where starts_with(rule->>'tool', ${prefix}))
-          )`,
-        )
+        .where(namesTool('action_rules'))
         .orderBy('name')
+        .execute(),
+      db
+        .selectFrom('emailInboxAgents as a')
+        .innerJoin('emailInboxes as i', 'i.id', 'a.inboxId')
+        .innerJoin('agents as g', 'g.id', 'a.agentId')
+        .select(['i.emailAddress', 'g.name'])
+        .where('a.orgId', '=', orgId)
+        .where(namesTool('a'))
+        .orderBy('i.emailAddress')
+        .orderBy('g.name')
         .execute(),
     ]);
     return [
       ...agents.map(({ name }) => ({ kind: 'agent' as const, name })),
       ...rules.map(({ name }) => ({ kind: 'rule' as const, name })),
+      ...assignments.map(({ emailAddress, name }) => ({ kind: 'inbox assignment' as const, name: `${emailAddress}: ${name}` })),
     ];
   },
 

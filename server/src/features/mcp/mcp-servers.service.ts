@@ -113,9 +113,9 @@ export function createMcpServersService(deps: {
   }
 
   /**
-   * A server's name is its tools' prefix: renamed or deleted while agents or rules name its tools,
-   * they would name tools that no longer exist, which a server created later under the old name
-   * would give back to them. So it is refused until they name none (checked in the transaction
+   * A server's name is its tools' prefix: renamed or deleted while agents, rules or inbox assignments
+   * name its tools, they would name tools that no longer exist, which a server created later under the
+   * old name would give back to them. So it is refused until they name none (checked in the transaction
    * that renames or deletes).
    */
   async function requireToolsUnnamed(trx: Kysely<DB>, orgId: string, serverName: string, doing: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { ActionIcon, Button, Group, SegmentedControl, Select, Stack, Text, TextInput } from '@mantine/core';
 import { type Control, Controller, type UseFormRegister, useFieldArray } from 'react-hook-form';
 import { z } from 'zod';
+import { describeArgumentRule } from '../lib/format';
 
 export const ARGUMENT_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'matches', 'exists'] as const;
 
@@ -41,7 +42,10 @@ export const ruleField = (rule: ArgumentRule): ArgumentRuleField => ({
 
 type WithArgumentRules = { argumentRules: ArgumentRuleField[] };
 
-/** The rule's argument rules: each makes matching calls of a tool wait for a human (ask) or refused (deny). */
+/**
+ * The argument rules of a rule or an inbox's assignment: each makes matching calls of a tool wait for a
+ * human (ask) or refused (deny).
+ */
 export function ArgumentRules<T extends WithArgumentRules>(props: {
   control: Control<T>;
   register: UseFormRegister<T>;
@@ -144,4 +148,14 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
       </Group>
     </Stack>
   );
+}
+
+/** Saved argument rules, numbered as the ledger and the refusals cite them. */
+export function ArgumentRuleList({ rules }: { rules: ArgumentRule[] }) {
+  return rules.map((test, index) => (
+    // biome-ignore lint/suspicious/noArrayIndexKey: numbered by position, as the ledger cites them
+    <Text key={index} size="xs" c="dimmed" ff="monospace">
+      {index + 1}. {test.tool}: {describeArgumentRule(test)}
+    </Text>
+  ));
 }
