@@ -6578,6 +6578,8 @@ export interface operations {
                             createdByUserId: string | null;
                             /** Format: uuid */
                             actionId: string | null;
+                            /** @description The agent whose action wrote it; null when no action did, or its agent was deleted since */
+                            agentName: string | null;
                             /** Format: date-time */
                             createdAt: string;
                         }[];

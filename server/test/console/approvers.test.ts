@@ -136,9 +136,9 @@ describe('the console: deciding', () => {
     await step(page, 'the documents page leads back to the action that wrote each document', async () => {
       await page.getByRole('navigation', { name: 'Pages' }).getByText('Documents').click();
       const row = page.getByRole('table', { name: 'Documents' }).getByRole('row').filter({ hasText: 'Order 42 (edited)' });
-      await row.getByRole('link', { name: 'its action' }).waitFor();
+      await row.getByRole('link', { name: "Helper's action" }).waitFor();
       await capture(page, 'documents');
-      await row.getByRole('link', { name: 'its action' }).click();
+      await row.getByRole('link', { name: "Helper's action" }).click();
       await page.waitForURL(`**/o/${org.slug}/ledger/${actionId}`);
       await page.getByRole('group', { name: 'Edited input of generateDocument' }).waitFor();
     });

@@ -53,7 +53,7 @@ export function DocumentsPage() {
                   <Table.Td>
                     {document.actionId ? (
                       <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: document.actionId }} size="sm">
-                        its action
+                        {document.agentName ? `${document.agentName}'s action` : 'its action'}
                       </AnchorLink>
                     ) : (
                       '—'

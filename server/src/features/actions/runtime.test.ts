@@ -80,7 +80,8 @@ describe('running an action', () => {
     const documents = await (
       await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })
     ).json();
-    expect(documents.documents).toHaveLength(1);
+    // The document names the action that wrote it, and that action's agent.
+    expect(documents.documents).toEqual([expect.objectContaining({ actionId, agentName: 'Helper' })]);
   });
 });
 

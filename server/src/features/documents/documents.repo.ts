@@ -39,6 +39,16 @@ export const documentsRepo = {
     db
       .selectFrom('documents')
       .select(listed)
+      // The agent whose action wrote it, as the list names it (null: none, or deleted since).
+      .select((eb) =>
+        eb
+          .selectFrom('actions as a')
+          .innerJoin('agents as g', 'g.id', 'a.agentId')
+          .select('g.name')
+          .whereRef('a.id', '=', 'documents.actionId')
+          .whereRef('a.orgId', '=', 'documents.orgId')
+          .as('agentName'),
+      )
       .where('orgId', '=', orgId)
       .$if(after !== undefined, (q) => q.where(olderThan(after!, 'createdAt', 'id')))
       .orderBy('createdAt', 'desc')

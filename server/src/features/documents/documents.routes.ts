@@ -13,6 +13,10 @@ const documentSchema = z.object({
   sizeBytes: z.int(),
   createdByUserId: z.uuid().nullable(),
   actionId: z.uuid().nullable(),
+  agentName: z
+    .string()
+    .nullable()
+    .describe('The agent whose action wrote it; null when no action did, or its agent was deleted since'),
   createdAt: z.date(),
 });
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema };

@@ -82,7 +82,14 @@ describe('generateDocument and documents', () => {
     const guest = await createUser(app, { org: org.slug });
     const list = await (await app.request('GET', `/orgs/${org.slug}/documents`, { token: await signIn(app, guest) })).json();
     expect(list.documents).toEqual([
-      expect.objectContaining({ id: documentId, title: 'Quarterly Report', createdByUserId: admin.id, sizeBytes: pdf.length }),
+      expect.objectContaining({
+        id: documentId,
+        title: 'Quarterly Report',
+        createdByUserId: admin.id,
+        sizeBytes: pdf.length,
+        actionId: null,
+        agentName: null,
+      }),
     ]);
   });
 
