@@ -36,10 +36,14 @@ describe('the console: Slack', () => {
       await form.getByLabel('Signing secret').fill('a1b2c3d4e5f60718293a4b5c6d7e8f90');
       await form.getByLabel('Channel').fill('C0APPROVALS');
       await form.getByRole('button', { name: 'Connect' }).click();
-      await form.getByText('Slack refused the bot token: invalid_auth').waitFor();
+      // The refusal is a notice, as on every page, and stays until the next attempt succeeds.
+      const refusal = page.getByRole('alert').filter({ hasText: 'Not connected' });
+      await refusal.getByText('Slack refused the bot token: invalid_auth').waitFor();
+      await capture(page, 'slack-refused');
       await form.getByLabel('Bot token').fill(slack.token);
       await form.getByRole('button', { name: 'Connect' }).click();
       await page.getByText('Workspace Acme · channel C0APPROVALS').waitFor();
+      await refusal.waitFor({ state: 'hidden' });
       await page.getByRole('button', { name: 'Send a test message' }).click();
       await page.getByText('Test message posted').waitFor();
       await page.mouse.move(600, 10);

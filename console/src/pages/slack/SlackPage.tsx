@@ -1,12 +1,12 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Alert, Button, Card, Code, Group, List, PasswordInput, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core';
-import { notifications } from '@mantine/notifications';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { formatTime } from '../../lib/format';
+import { pageNotices } from '../../lib/notices';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
 
@@ -41,18 +41,26 @@ export function SlackPage() {
     defaultValues: { botToken: '', signingSecret: '', channel: '' },
   });
   const settled = () => void queryClient.invalidateQueries({ queryKey });
+  // Refusals as on every page (they stay until read); the test's outcome stays by its button.
+  const { failed, succeeded } = pageNotices('slack');
+  const test = useMutation({ mutationFn: () => unwrap(api.POST('/orgs/{org}/slack/test', path)) });
   const save = useMutation({
     mutationFn: (body: SlackValues) => unwrap(api.PUT('/orgs/{org}/slack', { ...path, body })),
     onSuccess: () => {
       form.reset();
-      notifications.show({ color: 'green', message: 'Slack app connected' });
+      test.reset();
+      succeeded('Slack app connected');
     },
+    onError: failed('Not connected'),
     onSettled: settled,
   });
-  const test = useMutation({ mutationFn: () => unwrap(api.POST('/orgs/{org}/slack/test', path)) });
   const remove = useMutation({
     mutationFn: () => unwrap(api.DELETE('/orgs/{org}/slack', path)),
-    onSuccess: () => notifications.show({ color: 'gray', message: 'Slack app disconnected' }),
+    onSuccess: () => {
+      test.reset();
+      succeeded('Slack app disconnected', 'gray');
+    },
+    onError: failed('Not disconnected'),
     onSettled: settled,
   });
   const saved = current.data;
@@ -79,7 +87,6 @@ export function SlackPage() {
               error={errors.signingSecret?.message}
             />
             <TextInput label="Channel" placeholder="C0123ABC" {...form.register('channel')} error={errors.channel?.message} />
-            {save.error && <Alert color="red">{save.error.message}</Alert>}
             <Group justify="flex-end">
               <Button type="submit" loading={save.isPending}>
                 Connect
