@@ -4,10 +4,10 @@ import { Group, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine
 import { useQuery } from '@tanstack/react-query';
 import { type Control, Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
-import { agentsQuery, toolsQuery } from '../../lib/queries';
+import { agentsQuery } from '../../lib/queries';
 import type { paths } from '../../api/schema';
-import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
-import { ToolModes, toolModesField } from '../../components/ToolModes';
+import { argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
+import { CallRules, toolModesField } from '../../components/CallRules';
 import {
   ApproversSection,
   type ApproversValues,
@@ -68,8 +68,6 @@ export function RuleForm(props: {
   onSubmit: (values: RuleValues) => void;
 }) {
   const { data: agents = [] } = useQuery(agentsQuery(props.org));
-  const { data: tools = [] } = useQuery(toolsQuery(props.org));
-  const toolNames = tools.map((tool) => tool.name);
   const form = useForm<RuleValues>({ resolver: zodResolver(ruleSchema), defaultValues: props.initial });
   const errors = form.formState.errors;
   return (
@@ -97,8 +95,7 @@ export function RuleForm(props: {
           minRows={2}
           {...form.register('instructions')}
         />
-        <ToolModes control={form.control} tools={toolNames} />
-        <ArgumentRules control={form.control} register={form.register} tools={toolNames} errors={errors.argumentRules as never} />
+        <CallRules org={props.org} control={form.control} register={form.register} errors={errors} />
         <ApproversSection
           org={props.org}
           calls="this rule's waiting calls"

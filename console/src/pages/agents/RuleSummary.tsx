@@ -2,7 +2,7 @@ import { Stack, Text } from '@mantine/core';
 import type { Answer } from '../../api/client';
 import { DecidedBy } from '../../components/Approvers';
 import { ArgumentRuleList } from '../../components/ArgumentRules';
-import { describeToolModes } from '../../components/ToolModes';
+import { describeToolModes } from '../../components/CallRules';
 
 type Rule = Answer<'/orgs/{org}/action-rules', 'get'>['actionRules'][number];
 

@@ -1,6 +1,5 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Stack } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
 import { type Control, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import type { components } from '../../api/schema';
@@ -12,10 +11,9 @@ import {
   approversValues,
   choosesApprovers,
 } from '../../components/Approvers';
-import { ArgumentRules, argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
+import { argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
 import { SubmitRow, SwitchField } from '../../components/FormParts';
-import { ToolModes, toolModesField } from '../../components/ToolModes';
-import { toolsQuery } from '../../lib/queries';
+import { CallRules, toolModesField } from '../../components/CallRules';
 
 export type AssignmentRow = components['schemas']['InboxAgentAssignment'];
 
@@ -70,8 +68,6 @@ export function AssignmentForm(props: {
   busy: boolean;
   onSubmit: (values: AssignmentValues) => void;
 }) {
-  const { data: tools = [] } = useQuery(toolsQuery(props.org));
-  const toolNames = tools.map((tool) => tool.name);
   const form = useForm<AssignmentValues>({ resolver: zodResolver(assignmentSchema), defaultValues: props.initial });
   const errors = form.formState.errors;
   return (
@@ -89,8 +85,7 @@ export function AssignmentForm(props: {
           label="Primary"
           description="The inbox's first agent to answer; making it primary demotes the previous one."
         />
-        <ToolModes control={form.control} tools={toolNames} />
-        <ArgumentRules control={form.control} register={form.register} tools={toolNames} errors={errors.argumentRules as never} />
+        <CallRules org={props.org} control={form.control} register={form.register} errors={errors} />
         <ApproversSection
           org={props.org}
           calls="this agent's waiting calls on this inbox"

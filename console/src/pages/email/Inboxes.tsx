@@ -4,7 +4,7 @@ import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { DecidedBy } from '../../components/Approvers';
 import { ArgumentRuleList } from '../../components/ArgumentRules';
-import { describeToolModes } from '../../components/ToolModes';
+import { describeToolModes } from '../../components/CallRules';
 import { QueryError } from '../../components/RouteError';
 import { agentsQuery, keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';

@@ -53,6 +53,8 @@ describe("an inbox assignment's argument rules: an email's calls made stricter b
     const saved = await org.api('PATCH', assignmentPath(org), { argumentRules: RULES });
     expect(saved.status).toBe(200);
     expect((await saved.json()).argumentRules).toEqual(RULES);
+    // A change that does not name them keeps them.
+    expect((await (await org.api('PATCH', assignmentPath(org), { autoRespond: true })).json()).argumentRules).toEqual(RULES);
 
     const refused = await answered('Confidential plan', ['completed', 'failed']);
     expect(refused.execution.toolCalls[0]).toMatchObject({
@@ -90,9 +92,14 @@ describe("an inbox assignment's argument rules: an email's calls made stricter b
     const refund = { tool: 'orders__refund_order', path: '/amount', op: 'gt', value: 100, mode: 'ask' };
     expect((await org.api('PATCH', assignmentPath(org), { argumentRules: [refund] })).status).toBe(200);
     const refused = async () => {
-      const answer = await org.api('DELETE', `/mcp-servers/${server.id}`);
-      expect(answer.status).toBe(409);
-      expect((await answer.json()).error).toContain(`inbox assignment "${org.inbox.emailAddress}: Support"`);
+      for (const [method, body] of [
+        ['PATCH', { name: 'shop' }],
+        ['DELETE', undefined],
+      ] as const) {
+        const answer = await org.api(method, `/mcp-servers/${server.id}`, body);
+        expect(answer.status, method).toBe(409);
+        expect((await answer.json()).error).toContain(`inbox assignment "${org.inbox.emailAddress}: Support"`);
+      }
     };
     await refused();
     const modes = { argumentRules: [], approvalRules: { orders__lookup_order: 'allow' } };

@@ -1,6 +1,9 @@
 import { SegmentedControl, Stack, Table, Text } from '@mantine/core';
-import { type Control, Controller } from 'react-hook-form';
+import { useQuery } from '@tanstack/react-query';
+import { type Control, Controller, type FieldErrors, type UseFormRegister } from 'react-hook-form';
 import { z } from 'zod';
+import { toolsQuery } from '../lib/queries';
+import { type ArgumentRuleField, ArgumentRules } from './ArgumentRules';
 
 const MODES = ['allow', 'ask', 'agent'] as const;
 /** The approval mode of each tool, as a rule's or an inbox assignment's form holds it. */
@@ -54,5 +57,27 @@ export function ToolModes<T extends WithToolModes>(props: { control: Control<T>;
         </Stack>
       )}
     />
+  );
+}
+
+/** How a rule's or an inbox assignment's calls run: the mode of each of the org's tools, then the argument rules. */
+export function CallRules<T extends WithToolModes & { argumentRules: ArgumentRuleField[] }>(props: {
+  org: string;
+  control: Control<T>;
+  register: UseFormRegister<T>;
+  errors: FieldErrors<T>;
+}) {
+  const { data: tools = [] } = useQuery(toolsQuery(props.org));
+  const names = tools.map((tool) => tool.name);
+  return (
+    <>
+      <ToolModes control={props.control} tools={names} />
+      <ArgumentRules
+        control={props.control}
+        register={props.register}
+        tools={names}
+        errors={props.errors.argumentRules as never}
+      />
+    </>
   );
 }
