@@ -1,7 +1,7 @@
 import { Checkbox, MultiSelect, NumberInput, Stack, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Fragment } from 'react';
-import { type Control, Controller } from 'react-hook-form';
+import { type Control, Controller, type FieldErrors } from 'react-hook-form';
 import { z } from 'zod';
 import { membersQuery } from '../lib/queries';
 import { SwitchField } from './FormParts';
@@ -55,16 +55,18 @@ export const approversBody = ({ allAdmins, approverIds, minApprovals, notifyEmai
   notify: [...(notifyEmail ? ['email' as const] : []), ...(notifySlack ? ['slack' as const] : [])],
 });
 
-export function ApproversSection(props: {
+/** "Approvers": the fields of `approversFields`, in the form of a rule or an inbox's assignment. */
+export function ApproversSection<T extends ApproversValues>(props: {
   org: string;
   /** Whose calls they decide: "this rule's waiting calls". */
   calls: string;
-  control: Control<ApproversValues>;
-  error?: string;
-  minApprovalsError?: string;
+  control: Control<T>;
+  errors: FieldErrors<T>;
 }) {
   const { data: members = [] } = useQuery(membersQuery(props.org));
-  const { control } = props;
+  // The generic form narrows to the fields this section edits.
+  const control = props.control as unknown as Control<ApproversValues>;
+  const errors = props.errors as FieldErrors<ApproversValues>;
   return (
     <Stack gap={6}>
       <Text size="sm" fw={500}>
@@ -95,7 +97,7 @@ export function ApproversSection(props: {
             data={members.map((member) => ({ value: member.id, label: member.email }))}
             value={field.value}
             onChange={field.onChange}
-            error={props.error}
+            error={errors.approverIds?.message}
           />
         )}
       />
@@ -112,7 +114,7 @@ export function ApproversSection(props: {
             allowDecimal={false}
             value={field.value}
             onChange={(value) => field.onChange(Number(value))}
-            error={props.minApprovalsError}
+            error={errors.minApprovals?.message}
           />
         )}
       />

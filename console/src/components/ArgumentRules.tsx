@@ -15,6 +15,8 @@ export const argumentRuleField = z.object({
 });
 export type ArgumentRuleField = z.infer<typeof argumentRuleField>;
 type ArgumentRule = Omit<ArgumentRuleField, 'value'> & { value?: unknown };
+/** A rule's field errors, as the form reports them. */
+type RuleErrors = Partial<Record<keyof ArgumentRuleField, { message?: string }>> | undefined;
 
 /**
  * The text typed as the API's value: JSON when it parses (100, "x", ["a","b"], true), else the text
@@ -50,7 +52,7 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
   control: Control<T>;
   register: UseFormRegister<T>;
   tools: string[];
-  errors?: Array<Partial<Record<keyof ArgumentRuleField, { message?: string }>> | undefined>;
+  errors?: RuleErrors[];
 }) {
   // The generic form narrows to the one field this edits.
   const control = props.control as unknown as Control<WithArgumentRules>;
@@ -65,78 +67,17 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
         A call whose arguments match is at least this strict (deny &gt; ask &gt; agent &gt; allow): for instance refund_order,
         /amount, gt, 100, ask. Values are JSON (100, "EUR", ["a","b"]); matches takes a regular expression.
       </Text>
-      {fields.map((field, index) => {
-        const errors = props.errors?.[index];
-        return (
-          <Group key={field.id} gap="xs" align="flex-start" wrap="nowrap" aria-label={`Argument rule ${index + 1}`} role="group">
-            <Controller
-              control={control}
-              name={`argumentRules.${index}.tool`}
-              render={({ field: tool }) => (
-                <Select
-                  aria-label="Tool"
-                  placeholder="Tool"
-                  data={props.tools}
-                  value={tool.value || null}
-                  onChange={(value) => tool.onChange(value ?? '')}
-                  error={errors?.tool?.message}
-                  w={200}
-                  searchable
-                />
-              )}
-            />
-            <TextInput
-              aria-label="Path"
-              placeholder="/amount"
-              {...register(`argumentRules.${index}.path`)}
-              error={errors?.path?.message}
-              w={120}
-            />
-            <Controller
-              control={control}
-              name={`argumentRules.${index}.op`}
-              render={({ field: op }) => (
-                <Select
-                  aria-label="Operator"
-                  data={[...ARGUMENT_OPS]}
-                  value={op.value}
-                  onChange={(value) => op.onChange(value ?? 'eq')}
-                  w={100}
-                />
-              )}
-            />
-            <TextInput
-              aria-label="Value"
-              placeholder="100"
-              {...register(`argumentRules.${index}.value`)}
-              error={errors?.value?.message}
-              w={140}
-            />
-            <Controller
-              control={control}
-              name={`argumentRules.${index}.mode`}
-              render={({ field: mode }) => (
-                <SegmentedControl
-                  size="xs"
-                  aria-label="Mode"
-                  data={['ask', 'deny']}
-                  value={mode.value}
-                  onChange={mode.onChange}
-                />
-              )}
-            />
-            <ActionIcon
-              variant="subtle"
-              color="red"
-              aria-label={`Remove argument rule ${index + 1}`}
-              onClick={() => remove(index)}
-              mt={4}
-            >
-              ✕
-            </ActionIcon>
-          </Group>
-        );
-      })}
+      {fields.map((field, index) => (
+        <ArgumentRuleRow
+          key={field.id}
+          index={index}
+          control={control}
+          register={register}
+          tools={props.tools}
+          errors={props.errors?.[index]}
+          onRemove={() => remove(index)}
+        />
+      ))}
       <Group>
         <Button
           size="compact-sm"
@@ -147,6 +88,81 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
         </Button>
       </Group>
     </Stack>
+  );
+}
+
+/** One argument rule's fields, in a row: the tool, the JSON Pointer, the operator, the value, the mode. */
+function ArgumentRuleRow({
+  index,
+  control,
+  register,
+  tools,
+  errors,
+  onRemove,
+}: {
+  index: number;
+  control: Control<WithArgumentRules>;
+  register: UseFormRegister<WithArgumentRules>;
+  tools: string[];
+  errors: RuleErrors;
+  onRemove: () => void;
+}) {
+  return (
+    <Group gap="xs" align="flex-start" wrap="nowrap" aria-label={`Argument rule ${index + 1}`} role="group">
+      <Controller
+        control={control}
+        name={`argumentRules.${index}.tool`}
+        render={({ field: tool }) => (
+          <Select
+            aria-label="Tool"
+            placeholder="Tool"
+            data={tools}
+            value={tool.value || null}
+            onChange={(value) => tool.onChange(value ?? '')}
+            error={errors?.tool?.message}
+            w={200}
+            searchable
+          />
+        )}
+      />
+      <TextInput
+        aria-label="Path"
+        placeholder="/amount"
+        {...register(`argumentRules.${index}.path`)}
+        error={errors?.path?.message}
+        w={120}
+      />
+      <Controller
+        control={control}
+        name={`argumentRules.${index}.op`}
+        render={({ field: op }) => (
+          <Select
+            aria-label="Operator"
+            data={[...ARGUMENT_OPS]}
+            value={op.value}
+            onChange={(value) => op.onChange(value ?? 'eq')}
+            w={100}
+          />
+        )}
+      />
+      <TextInput
+        aria-label="Value"
+        placeholder="100"
+        {...register(`argumentRules.${index}.value`)}
+        error={errors?.value?.message}
+        w={140}
+      />
+      <Controller
+        control={control}
+        name={`argumentRules.${index}.mode`}
+        render={({ field: mode }) => (
+          <SegmentedControl size="xs" aria-label="Mode" data={['ask', 'deny']} value={mode.value} onChange={mode.onChange} />
+        )}
+      />
+      <ActionIcon variant="subtle" color="red" aria-label={`Remove argument rule ${index + 1}`} onClick={onRemove} mt={4}>
+        ✕
+      </ActionIcon>
+    </Group>
   );
 }
 

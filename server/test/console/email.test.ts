@@ -125,6 +125,9 @@ describe('the console: email', () => {
       const argumentRule = assigning.getByRole('group', { name: 'Argument rule 1' });
       await argumentRule.getByLabel('Tool').click();
       await page.getByRole('option', { name: 'sendEmail' }).click();
+      await argumentRule.getByLabel('Path').fill('attachDocumentIds');
+      await assigning.getByRole('button', { name: 'Save assignment' }).click();
+      await argumentRule.getByText('A JSON Pointer, such as /amount').waitFor();
       await argumentRule.getByLabel('Path').fill('/attachDocumentIds');
       await argumentRule.getByLabel('Operator').click();
       await page.getByRole('option', { name: 'exists' }).click();
@@ -141,6 +144,9 @@ describe('the console: email', () => {
       await row.getByRole('button', { name: 'Edit' }).click();
       const editing = page.getByRole('dialog', { name: 'Quoter on Help desk' });
       await editing.getByRole('checkbox', { name: 'Every admin of the organization' }).uncheck();
+      // Nobody left to decide: the form says so before anything is sent.
+      await editing.getByRole('button', { name: 'Save assignment' }).click();
+      await editing.getByText('Choose who decides').waitFor();
       await editing.getByPlaceholder('Add members').click();
       await page.getByRole('option', { name: lead.email }).click();
       await editing.getByLabel('Approvals needed').fill('2');

@@ -2,20 +2,13 @@ import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { type Control, Controller, useForm } from 'react-hook-form';
+import { Controller, useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { agentsQuery } from '../../lib/queries';
 import type { paths } from '../../api/schema';
 import { argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
 import { CallRules, toolModesField } from '../../components/CallRules';
-import {
-  ApproversSection,
-  type ApproversValues,
-  approversBody,
-  approversFields,
-  approversValues,
-  choosesApprovers,
-} from '../../components/Approvers';
+import { ApproversSection, approversBody, approversFields, approversValues, choosesApprovers } from '../../components/Approvers';
 
 const ruleSchema = z
   .object({
@@ -96,14 +89,7 @@ export function RuleForm(props: {
           {...form.register('instructions')}
         />
         <CallRules org={props.org} control={form.control} register={form.register} errors={errors} />
-        <ApproversSection
-          org={props.org}
-          calls="this rule's waiting calls"
-          // The section edits only its own fields of the rule's form.
-          control={form.control as unknown as Control<ApproversValues>}
-          error={errors.approverIds?.message}
-          minApprovalsError={errors.minApprovals?.message}
-        />
+        <ApproversSection org={props.org} calls="this rule's waiting calls" control={form.control} errors={errors} />
         <Group grow align="flex-end">
           <Controller
             control={form.control}

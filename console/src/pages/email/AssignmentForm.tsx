@@ -1,16 +1,9 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Stack } from '@mantine/core';
-import { type Control, useForm } from 'react-hook-form';
+import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import type { components } from '../../api/schema';
-import {
-  ApproversSection,
-  type ApproversValues,
-  approversBody,
-  approversFields,
-  approversValues,
-  choosesApprovers,
-} from '../../components/Approvers';
+import { ApproversSection, approversBody, approversFields, approversValues, choosesApprovers } from '../../components/Approvers';
 import { argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
 import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { CallRules, toolModesField } from '../../components/CallRules';
@@ -89,10 +82,8 @@ export function AssignmentForm(props: {
         <ApproversSection
           org={props.org}
           calls="this agent's waiting calls on this inbox"
-          // The section edits only its own fields of the assignment's form.
-          control={form.control as unknown as Control<ApproversValues>}
-          error={errors.approverIds?.message}
-          minApprovalsError={errors.minApprovals?.message}
+          control={form.control}
+          errors={errors}
         />
         <SubmitRow label={props.submitLabel} busy={props.busy} />
       </Stack>

@@ -3,7 +3,7 @@ import { Alert, Button, Card, Code, Group, List, PasswordInput, SimpleGrid, Stac
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useForm } from 'react-hook-form';
 import { z } from 'zod';
-import { api, unwrap } from '../../api/client';
+import { type Answer, api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
 import { formatTime } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
@@ -41,26 +41,14 @@ export function SlackPage() {
     defaultValues: { botToken: '', signingSecret: '', channel: '' },
   });
   const settled = () => void queryClient.invalidateQueries({ queryKey });
-  // Refusals as on every page (they stay until read); the test's outcome stays by its button.
   const { failed, succeeded } = pageNotices('slack');
-  const test = useMutation({ mutationFn: () => unwrap(api.POST('/orgs/{org}/slack/test', path)) });
   const save = useMutation({
     mutationFn: (body: SlackValues) => unwrap(api.PUT('/orgs/{org}/slack', { ...path, body })),
     onSuccess: () => {
       form.reset();
-      test.reset();
       succeeded('Slack app connected');
     },
     onError: failed('Not connected'),
-    onSettled: settled,
-  });
-  const remove = useMutation({
-    mutationFn: () => unwrap(api.DELETE('/orgs/{org}/slack', path)),
-    onSuccess: () => {
-      test.reset();
-      succeeded('Slack app disconnected', 'gray');
-    },
-    onError: failed('Not disconnected'),
     onSettled: settled,
   });
   const saved = current.data;
@@ -94,51 +82,70 @@ export function SlackPage() {
             </Group>
           </Stack>
         </form>
-        <Card withBorder>
-          <Stack gap="xs">
-            <Text fw={600}>Connected app</Text>
-            {saved?.configured ? (
-              <>
-                <Text size="sm">
-                  Workspace {saved.teamName ?? saved.teamId} · channel {saved.channel}
-                </Text>
-                <Text size="sm" ff="monospace">
-                  bot token {saved.botTokenHint} · signing secret {saved.signingSecretHint}
-                </Text>
-                <Text size="xs" c="dimmed">
-                  Updated {formatTime(saved.updatedAt)}
-                </Text>
-              </>
-            ) : (
-              <Text size="sm" c="dimmed">
-                Not connected: rules that post in Slack record why nothing was posted.
-              </Text>
-            )}
-            <Text size="sm">Interactivity Request URL:</Text>
-            <Code block>{saved?.interactivityUrl}</Code>
-            {test.error && <Alert color="red">{test.error.message}</Alert>}
-            {test.data && (
-              <Alert color="green" title="Test message posted">
-                <List size="sm">
-                  <List.Item>
-                    in {test.data.channel} of {test.data.team ?? 'the workspace'}
-                  </List.Item>
-                </List>
-              </Alert>
-            )}
-            {saved?.configured && (
-              <Group>
-                <Button variant="default" onClick={() => test.mutate()} loading={test.isPending}>
-                  Send a test message
-                </Button>
-                <Button color="red" variant="subtle" onClick={() => remove.mutate()} loading={remove.isPending}>
-                  Disconnect
-                </Button>
-              </Group>
-            )}
-          </Stack>
-        </Card>
+        {/* Made anew for each app saved: a test's outcome belongs to the app it was sent with. */}
+        <ConnectedApp key={saved?.updatedAt ?? 'none'} org={org} saved={saved} onChanged={settled} />
       </SimpleGrid>
     </Stack>
+  );
+}
+
+type SlackSettings = Answer<'/orgs/{org}/slack', 'get'>;
+
+/** The app saved, with its test message and Disconnect; refusals are the page's notices. */
+function ConnectedApp({ org, saved, onChanged }: { org: string; saved: SlackSettings | undefined; onChanged: () => void }) {
+  const path = { params: { path: { org } } };
+  const { failed, succeeded } = pageNotices('slack');
+  const test = useMutation({ mutationFn: () => unwrap(api.POST('/orgs/{org}/slack/test', path)) });
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.DELETE('/orgs/{org}/slack', path)),
+    onSuccess: () => succeeded('Slack app disconnected', 'gray'),
+    onError: failed('Not disconnected'),
+    onSettled: onChanged,
+  });
+  return (
+    <Card withBorder>
+      <Stack gap="xs">
+        <Text fw={600}>Connected app</Text>
+        {saved?.configured ? (
+          <>
+            <Text size="sm">
+              Workspace {saved.teamName ?? saved.teamId} · channel {saved.channel}
+            </Text>
+            <Text size="sm" ff="monospace">
+              bot token {saved.botTokenHint} · signing secret {saved.signingSecretHint}
+            </Text>
+            <Text size="xs" c="dimmed">
+              Updated {formatTime(saved.updatedAt)}
+            </Text>
+          </>
+        ) : (
+          <Text size="sm" c="dimmed">
+            Not connected: rules that post in Slack record why nothing was posted.
+          </Text>
+        )}
+        <Text size="sm">Interactivity Request URL:</Text>
+        <Code block>{saved?.interactivityUrl}</Code>
+        {test.error && <Alert color="red">{test.error.message}</Alert>}
+        {test.data && (
+          <Alert color="green" title="Test message posted">
+            <List size="sm">
+              <List.Item>
+                in {test.data.channel} of {test.data.team ?? 'the workspace'}
+              </List.Item>
+            </List>
+          </Alert>
+        )}
+        {saved?.configured && (
+          <Group>
+            <Button variant="default" onClick={() => test.mutate()} loading={test.isPending}>
+              Send a test message
+            </Button>
+            <Button color="red" variant="subtle" onClick={() => remove.mutate()} loading={remove.isPending}>
+              Disconnect
+            </Button>
+          </Group>
+        )}
+      </Stack>
+    </Card>
   );
 }
