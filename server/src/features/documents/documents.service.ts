@@ -67,7 +67,7 @@ export function createDocumentsService(deps: { db: Kysely<DB>; renderer: Pick<Re
 export type DocumentsService = ReturnType<typeof createDocumentsService>;
 
 interface MissingCharactersNote {
-  /** Characters the document shows as empty boxes (its font has no glyph for them), each once. */
+  /** Characters the document shows as empty boxes (none of its fonts has a glyph for them), each once. */
   missingCharacters?: string[];
   note?: string;
 }
@@ -84,8 +84,8 @@ function missingCharactersNote(missing: string[]): MissingCharactersNote {
   return {
     missingCharacters: missing.slice(0, 100),
     note:
-      "Shown as empty boxes: the document's font has no glyph for them in the face they are set in (regular, bold, " +
-      `italic or code): ${listed.join(', ')}${more}. Where they matter, write them another way (in Latin letters, ` +
+      "Shown as empty boxes: none of the document's fonts has a glyph for them (in bold, where they are set in " +
+      `bold): ${listed.join(', ')}${more}. Where they matter, write them another way (in Latin letters, ` +
       'for example) and generate the document again.',
   };
 }
@@ -97,9 +97,9 @@ export function generateDocumentTool(documents: DocumentsService) {
     description:
       'Writes a PDF document from a title and Markdown content (headings, lists, tables, code, links, quotes; a table ' +
       'of more than 10 columns is set in parts that repeat its first column) and ' +
-      'stores it with the organization. Returns its documentId, which sendEmail can attach. Images are not included, ' +
-      'and its font has no Chinese, Japanese or Korean characters and few emoji: the result lists the characters ' +
-      'shown as empty boxes.',
+      'stores it with the organization. Returns its documentId, which sendEmail can attach. Images are not included. ' +
+      'Its fonts cover Latin, Greek, Cyrillic, Arabic, Hebrew, Chinese, Japanese, Korean, the scripts of India, Thai, ' +
+      'Lao, Khmer, Ethiopic and emoji, but not Myanmar or Tibetan: the result lists the characters shown as empty boxes.',
     inputSchema: generateDocumentInput,
     execute: (input, context) =>
       documents.generate(context.orgId, input, {

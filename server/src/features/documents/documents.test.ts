@@ -111,24 +111,77 @@ describe('generateDocument and documents', () => {
     for (const expected of ['Возврат — Επιστροφή', ...lines]) expect(text).toContain(expected);
   });
 
-  it('tells the model which characters show as empty boxes, by the face each is set in; long code words break without boxes', async () => {
+  it('sets Chinese, Japanese, Korean, Thai, Hindi and emoji in the Noto faces that have them, Arabic in italics upright, Hebrew in code in the text face', async () => {
+    const { org } = await createTenant(app);
+    const lines = [
+      'ご注文ありがとうございます。退款将在三个工作日内处理。',
+      '환불 요청이 접수되었습니다.',
+      'ภาษาไทย: คืนเงินแล้ว',
+      'Done 🎉 👍🏽 🦀',
+      'हिन्दी: आपका रिफ़ंड स्वीकृत हो गया है।',
+    ];
+    const content = `${lines[0]}\n\n**${lines[1]}**\n\n${lines[2]}\n\n${lines[3]}\n\n${lines[4]}\n\n_italic عربي 中文_\n\n\`code עברית\`\n`;
+    const result = await app.container.services.documents.generate(org.id, { title: '返金 Refund 환불', content });
+    expect(result).toEqual({ documentId: expect.any(String) });
+
+    const { pdf } = await app.container.services.documents.download(org.id, result.documentId);
+    const { text } = await new PDFParse({ data: pdf }).getText();
+    // Devanagari is read back in the order it is drawn (a vowel sign before its consonant): one word without one.
+    for (const expected of ['返金 Refund 환불', ...lines.slice(0, 3), 'Done', 'आपका', 'italic', '中文', 'code', 'עברית'])
+      expect(text).toContain(expected);
+    // Each face embedded (as a subset), bold where the text is bold: Korean only in the title and in bold,
+    // Chinese in the title (bold) and in italics (upright: Noto has no italics).
+    const embedded = new Set(pdf.toString('latin1').match(/(?<=\/BaseFont \/[A-Z]{6}\+)[\w-]+/g));
+    expect([...embedded].sort()).toEqual([
+      'DejaVuSans',
+      'DejaVuSans-Bold',
+      'DejaVuSans-Oblique',
+      'DejaVuSansMono',
+      'NotoEmoji-Regular',
+      'NotoSansDevanagari-Regular',
+      'NotoSansKR-Bold',
+      'NotoSansSC-Bold',
+      'NotoSansSC-Regular',
+      'NotoSansThai-Regular',
+    ]);
+  });
+
+  it('tells the model which characters no font has and show as empty boxes; long code words break without boxes', async () => {
     const { org } = await createTenant(app);
     const longWord = 'a'.repeat(120);
-    // Arabic is in the regular face but not the italic one; U+1D5A0 is in the regular face but not the bold one.
+    // U+1D5A0 is in DejaVu Sans' regular face but in none of the bold ones.
     const covered = `Ελληνικά, русский, عربي, 𝖠, ✓, 😀\n\n\`${longWord}\`\n\n\`\`\`\n${longWord}\n\`\`\`\n\n${longWord}\n`;
     expect(await app.container.services.documents.generate(org.id, { title: 'Covered', content: covered })).toEqual({
       documentId: expect.any(String),
     });
 
-    const lacking = `Order 注文\n\n_عربي_\n\n| **𝖠** |\n|---|\n| 払い戻し |\n\n\`\`\`\n${longWord} 注\n\`\`\`\n`;
-    const result = await app.container.services.documents.generate(org.id, { title: '返金 Refund', content: lacking });
+    const lacking = `Order བོད 注文\n\n| **𝖠** |\n|---|\n| မြန်မာ |\n\n\`\`\`\n${longWord} ދ\n\`\`\`\n`;
+    const result = await app.container.services.documents.generate(org.id, { title: 'བོད Refund', content: lacking });
     expect(result).toEqual({
       documentId: expect.any(String),
-      // Each once, in order of code point: the title's and the code block's 注 alike.
-      missingCharacters: ['ب', 'ر', 'ع', 'ي', 'い', 'し', '戻', '払', '文', '注', '返', '金', '𝖠'],
-      note: expect.stringContaining('金 (U+91D1), 𝖠 (U+1D5A0). Where they matter, write them another way'),
+      // Each once, in order of code point: Tibetan from the title and the text alike, Thaana, Myanmar.
+      missingCharacters: ['ދ', 'ད', 'བ', 'ོ', 'န', 'မ', 'ာ', '်', 'ြ', '𝖠'],
+      note: expect.stringContaining('ြ (U+103C), 𝖠 (U+1D5A0). Where they matter, write them another way'),
     });
-    expect(result.note).toMatch(/^Shown as empty boxes: .*: ب \(U\+0628\), ر \(U\+0631\)/);
+    expect(result.note).toMatch(/^Shown as empty boxes: none of the document's fonts .*: ދ \(U\+078B\), ད \(U\+0F51\)/);
+  });
+
+  it('sets a paragraph of thousands of words, Latin or Chinese, in pieces without losing or repeating one', async () => {
+    const { org } = await createTenant(app);
+    const latin = Array.from({ length: 5_000 }, (_, index) => `w${index}`);
+    const chinese = Array.from({ length: 3_000 }, (_, index) => `文${index}`);
+    const content = `${latin.join(' ')}\n\n${chinese.join('')}\n`;
+    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Long', content });
+    const { pdf } = await app.container.services.documents.download(org.id, documentId);
+    const { text } = await new PDFParse({ data: pdf }).getText();
+    expect(text.match(/w\d+/g)).toEqual(latin);
+    // A line may break between a Chinese character and the digits after it.
+    expect(
+      text
+        .replace(/-- \d+ of \d+ --/g, '')
+        .replace(/\s+/g, '')
+        .match(/文\d+/g),
+    ).toEqual(chinese);
   });
 
   it('keeps a table inside the right margin when a cell holds a long word (a hash): each column gets its share of the page', async () => {
@@ -247,6 +300,10 @@ describe('generateDocument and documents', () => {
       '100k "[" and 99k "]"': '['.repeat(100_000) + ']'.repeat(99_000),
       'a 90,000-line code block': `\`\`\`\n${'a\n'.repeat(90_000)}\`\`\``,
       'a 40,000-character word': 'y'.repeat(40_000),
+      // Each character a word (pdfmake's work per block grows with the square of its words).
+      'a paragraph of 199,000 Chinese characters': '文'.repeat(199_000),
+      // A face for each character: 199,000 runs, half of them in Noto Sans SC.
+      '99,500 alternations of Latin and Chinese': 'a文'.repeat(99_500),
       '5,000 nested quotes': `${'> '.repeat(5_000)}deep`,
       // Each heading bound to the line under it; and a run of headings taller than any page, of which only
       // the last three move together (pdfmake would show only the first page of a block taller than one).
@@ -278,7 +335,7 @@ describe('generateDocument and documents', () => {
       // answered meanwhile. Timings depend on the machine and are printed, not asserted.
       if (name === 'a 90,000-line code block') expect(answered).toBeGreaterThan(1);
     }
-  }, 120_000); // seven CPU-heavy renders in a row: on 2 busy cores (the browser tests run beside it) they take a while
+  }, 120_000); // nine CPU-heavy renders in a row: on 2 busy cores (the browser tests run beside it) they take a while
 
   it('stops a render that outlives its deadline; the tool call fails with a message the model can act on', async () => {
     const strict = await startTestApp({ DOCUMENT_RENDER_TIMEOUT_SECONDS: '1' });

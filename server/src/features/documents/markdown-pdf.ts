@@ -1,8 +1,9 @@
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
-import { type Face, FONT_FILES, FONTS, type FontName, MissingCharacters } from './fonts.ts';
+import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
 import { tableBlocks } from './markdown-table.ts';
+import { breakLongWords, type Inline, pieces, type Run } from './text-pieces.ts';
 
 pdfmake.setFonts(FONTS);
 // A document is built from the agent's Markdown only: no URL is fetched and no local file is read
@@ -10,45 +11,19 @@ pdfmake.setFonts(FONTS);
 pdfmake.setUrlAccessPolicy(() => false);
 pdfmake.setLocalAccessPolicy((path: string) => FONT_FILES.has(path));
 
-type Inline = {
-  text: string | Inline[];
-  bold?: boolean;
-  italics?: boolean;
-  font?: FontName;
-  link?: string;
-  decoration?: string;
-  color?: string;
-};
 type Block = Record<string, unknown> | string;
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
 
-/*
- * Bounds that keep pathological Markdown cheap before pdfmake sees it. pdfmake breaks a word wider
- * than the line one character at a time (quadratic in its length), and lays out a text block that
- * spans pages again on each page (quadratic in its lines); marked recurses once per nesting level.
- */
-/** A run of non-space characters longer than this gets invisible break opportunities (U+200B). */
-const MAX_UNBROKEN = 48;
-/** A text block longer than this many lines is laid out in pieces of this many lines. */
-const LINES_PER_PIECE = 40;
-/** Blockquote markers beyond this depth on a line are dropped. */
+/** Blockquote markers beyond this depth on a line are dropped (marked recurses once per nesting level). */
 const MAX_QUOTE_DEPTH = 8;
 
-const LONG_WORD = new RegExp(`\\S{${MAX_UNBROKEN}}(?=\\S)`, 'g');
-const breakLongWords = (text: string) => (text.length > MAX_UNBROKEN ? text.replace(LONG_WORD, '$&\u200B') : text);
-/**
- * Code in the monospaced face, which has no glyph for U+200B (it would show as a box at each break
- * opportunity that breakLongWords adds): the breaks are set in the text face, between monospaced runs.
- */
-function monoRuns(text: string, marks: Omit<Inline, 'text'> = {}): Inline[] {
-  const runs: Inline[] = [];
-  for (const [index, part] of breakLongWords(text).split('\u200B').entries()) {
-    if (index > 0) runs.push({ ...marks, text: '\u200B', font: 'Sans' });
-    if (part) runs.push({ ...marks, text: part, font: 'Mono' });
-  }
-  return runs.length > 0 ? runs : [{ ...marks, text: '', font: 'Mono' }];
-}
+// Code's face has no U+200B: the break opportunities breakLongWords adds are set in the text face (setFaces).
+const monoRun = (text: string, marks: Omit<Inline, 'text'> = {}): Inline => ({
+  ...marks,
+  text: breakLongWords(text),
+  font: 'Mono',
+});
 const DEEP_QUOTE = new RegExp(`^((?: {0,3}>){${MAX_QUOTE_DEPTH}})(?: {0,3}>)+`, 'gm');
 
 /** Thrown for input that cannot be laid out; its message is what the model sees. */
@@ -70,7 +45,7 @@ function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): 
         runs.push(...inline((token as Tokens.Del).tokens, { ...marks, decoration: 'lineThrough' }));
         break;
       case 'codespan':
-        runs.push(...monoRuns((token as Tokens.Codespan).text, marks));
+        runs.push(monoRun((token as Tokens.Codespan).text, marks));
         break;
       case 'link': {
         const link = token as Tokens.Link;
@@ -99,27 +74,6 @@ function decodeEntities(text: string): string {
     /&(amp|lt|gt|quot|#39);/g,
     (_, entity: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[entity]!,
   );
-}
-
-/** Splits inline runs after every LINES_PER_PIECE line breaks, so that no one block spans pages. */
-function pieces(runs: Inline[]): Inline[][] {
-  const out: Inline[][] = [[]];
-  let lines = 0;
-  for (const run of runs) {
-    if (typeof run.text !== 'string' || !run.text.includes('\n')) {
-      out.at(-1)!.push(run);
-      continue;
-    }
-    const parts = run.text.split('\n');
-    for (const [index, part] of parts.entries()) {
-      const last = index === parts.length - 1;
-      // The line break that ends a piece is the break between the pieces' blocks.
-      const endsPiece = !last && ++lines % LINES_PER_PIECE === 0;
-      if (part || last || !endsPiece) out.at(-1)!.push({ ...run, text: last || endsPiece ? part : `${part}\n` });
-      if (endsPiece) out.push([]);
-    }
-  }
-  return out.filter((piece) => piece.length > 0);
 }
 
 /** A block of text, in pieces when it is long; the style's margins go around the whole. */
@@ -165,7 +119,7 @@ function blocks(tokens: Token[]): Block[] {
         out.push(...tableBlocks(token as Tokens.Table, inline));
         break;
       case 'code':
-        out.push(textBlock(monoRuns((token as Tokens.Code).text), 'code', { preserveLeadingSpaces: true }));
+        out.push(textBlock([monoRun((token as Tokens.Code).text)], 'code', { preserveLeadingSpaces: true }));
         break;
       case 'blockquote':
         out.push({ stack: blocks((token as Tokens.Blockquote).tokens), style: 'quote' });
@@ -223,10 +177,12 @@ const STYLES: Record<string, Record<string, unknown>> = {
 const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: 10.5, lineHeight: 1.25 };
 
 async function render(title: string, markdown: string): Promise<RenderedDocument> {
-  const content = keepWithNext([
+  const fallback = new FontFallback();
+  const blocksOfText = keepWithNext([
     { text: breakLongWords(title), style: 'title' },
     ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
   ]);
+  const content = setFaces(blocksOfText, { font: DEFAULT_STYLE.font, bold: false, italics: false }, fallback);
   const definition = {
     info: { title, creator: 'Agent Platform' },
     pageSize: 'A4',
@@ -235,31 +191,52 @@ async function render(title: string, markdown: string): Promise<RenderedDocument
     content,
     styles: STYLES,
   };
-  const missing = new MissingCharacters();
-  checkFaces(content, { font: DEFAULT_STYLE.font, bold: false, italics: false }, missing);
   const pdf = (await pdfmake.createPdf(definition as never).getBuffer()) as Buffer;
-  return { pdf, missingCharacters: missing.list() };
+  return { pdf, missingCharacters: fallback.missing() };
 }
 
-/** Each text of the content checked against the face pdfmake sets it in: its styles' and parents' font, bold, italics. */
-function checkFaces(node: unknown, inherited: Face, missing: MissingCharacters): void {
+/**
+ * Each text of the content set in faces that have its characters (FontFallback.faced), from the face pdfmake
+ * would set it in: its styles' and parents' font, bold, italics. A text no one face has is split.
+ */
+function setFaces(node: unknown, inherited: Face, fallback: FontFallback): unknown {
   if (typeof node === 'string') {
-    missing.check(node, inherited);
-    return;
+    const faced = fallback.faced(node, inherited);
+    return typeof faced === 'string' ? faced : { text: faced };
   }
-  if (Array.isArray(node)) {
-    for (const child of node) checkFaces(child, inherited, missing);
-    return;
-  }
-  if (typeof node !== 'object' || node === null) return;
+  if (Array.isArray(node)) return node.map((child) => setFaces(child, inherited, fallback));
+  if (typeof node !== 'object' || node === null) return node;
   const block = node as Record<string, unknown> & { table?: { body: unknown } };
+  const face = faceOf(block, inherited);
+  if (block.text !== undefined) block.text = inlineFaces(block.text as string | Run[], face, fallback);
+  for (const key of ['stack', 'ul', 'ol'] as const)
+    if (block[key] !== undefined) block[key] = setFaces(block[key], face, fallback);
+  if (block.table) block.table.body = setFaces(block.table.body, face, fallback);
+  return block;
+}
+
+/**
+ * A text's runs, each split where its face lacks characters. pdfmake flattens nested runs without
+ * their marks, so a run's pieces are runs beside each other, each with the run's marks.
+ */
+function inlineFaces(text: string | Run[], face: Face, fallback: FontFallback): string | Run[] {
+  if (typeof text === 'string') return fallback.faced(text, face);
+  return text.flatMap((run): Run[] => {
+    if (typeof run === 'string') return [fallback.faced(run, face)].flat();
+    if (typeof run.text !== 'string') return [{ ...run, text: inlineFaces(run.text, faceOf(run, face), fallback) }];
+    const faced = fallback.faced(run.text, faceOf(run, face));
+    return typeof faced === 'string' ? [run] : faced.map((piece) => ({ ...run, ...piece }));
+  });
+}
+
+/** The face of a node: its styles' font, bold and italics over its parent's, and its own over those. */
+function faceOf(node: Record<string, unknown>, inherited: Face): Face {
   let face = inherited;
-  for (const source of [...[block.style ?? []].flat().map((name) => STYLES[name as string] ?? {}), block])
+  for (const source of [...[node.style ?? []].flat().map((name) => STYLES[name as string] ?? {}), node])
     face = {
       font: (source.font as FontName | undefined) ?? face.font,
       bold: (source.bold as boolean | undefined) ?? face.bold,
       italics: (source.italics as boolean | undefined) ?? face.italics,
     };
-  for (const children of [block.text, block.stack, block.ul, block.ol, block.table?.body])
-    if (children !== undefined) checkFaces(children, face, missing);
+  return face;
 }
