@@ -146,6 +146,61 @@ describe('generateDocument and documents', () => {
     ]);
   });
 
+  it('sets right-to-left text in reading order: words from the right, numbers and Latin inside left to right, brackets mirrored, tables from the right', async () => {
+    const { org } = await createTenant(app);
+    const content = [
+      'مرحبا بالعالم الجميل',
+      'שלום עולם יפה',
+      'رقم الطلب 1234 تمت الموافقة (اليوم) من Acme Corp بنجاح.',
+      'The refund (رقم الطلب 1234) was approved.',
+      '| المنتج | السعر |\n|---|---|\n| قهوة | 30 |',
+    ].join('\n\n');
+    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Refunds', content });
+    const { pdf } = await app.container.services.documents.download(org.id, documentId);
+    const items = await placedTexts(pdf);
+    const lineOf = (word: string) => {
+      const { y } = items.find((item) => item.text === word)!;
+      return items.filter((item) => Math.abs(item.y - y) < 1).toSorted((a, b) => a.x - b.x);
+    };
+    // Left to right as seen: a paragraph whose first letter is right to left reads from the right, flush right.
+    const arabic = lineOf('مرحبا');
+    expect(arabic.map((item) => item.text)).toEqual(['الجميل', 'بالعالم', 'مرحبا']);
+    expect(arabic.at(-1)!.x + arabic.at(-1)!.width).toBeCloseTo(RIGHT_MARGIN - 0.5, 0);
+    expect(lineOf('שלום').map((item) => item.text)).toEqual(['יפה', 'עולם', 'שלום']);
+    // The mirrored brackets are drawn as they are seen: "(اليوم)" read from the right opens on the right.
+    expect(lineOf('Acme').map((item) => item.text)).toEqual([
+      'بنجاح.',
+      'Acme',
+      'Corp',
+      'من',
+      ')اليوم(',
+      'الموافقة',
+      'تمت',
+      '1234',
+      'الطلب',
+      'رقم',
+    ]);
+    expect(lineOf('refund').map((item) => item.text)).toEqual([
+      'The',
+      'refund',
+      '(',
+      '1234',
+      'الطلب',
+      'رقم',
+      ')',
+      'was',
+      'approved.',
+    ]);
+    // Words never overlap, and one space (about 3 points) parts them.
+    for (const line of [lineOf('Acme'), lineOf('refund')])
+      for (const [index, item] of line.entries())
+        if (index > 0) expect(item.x - (line[index - 1]!.x + line[index - 1]!.width)).toBeLessThan(4.5);
+    // The table's first column on the right, its cells flush right.
+    const [price, product] = lineOf('المنتج');
+    expect([price!.text, product!.text]).toEqual(['السعر', 'المنتج']);
+    expect(lineOf('قهوة').map((item) => item.text)).toEqual(['30', 'قهوة']);
+  });
+
   it('tells the model which characters no font has and show as empty boxes; long code words break without boxes', async () => {
     const { org } = await createTenant(app);
     const longWord = 'a'.repeat(120);

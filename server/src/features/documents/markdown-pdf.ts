@@ -1,11 +1,13 @@
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
+import { setLinesInReadingOrder } from './bidi-lines.ts';
 import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
 import { tableBlocks } from './markdown-table.ts';
 import { breakLongWords, type Inline, pieces, type Run } from './text-pieces.ts';
 
 pdfmake.setFonts(FONTS);
+setLinesInReadingOrder();
 // A document is built from the agent's Markdown only: no URL is fetched and no local file is read
 // but the fonts' (pdfmake asks this policy for every file it opens).
 pdfmake.setUrlAccessPolicy(() => false);

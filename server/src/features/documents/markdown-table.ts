@@ -1,4 +1,5 @@
 import type { Token, Tokens } from 'marked';
+import { isRightToLeft } from './bidi-lines.ts';
 
 /*
  * A Markdown table as pdfmake tables that fit the page. Each column gets an equal share of the width,
@@ -37,14 +38,21 @@ function partLabel(columns: number[], count: number): string {
 }
 
 export function tableBlocks(table: Tokens.Table, runs: Runs): Record<string, unknown>[] {
+  // A table headed right to left (Arabic, Hebrew) is read from the right: its first column is set
+  // there, and its cells flush right, numbers too.
+  const rightToLeft = isRightToLeft(table.header.map((cell) => cell.text).join(' '));
   // A column's alignment from its delimiter row (`---:` right, `:---:` centre).
-  const cellOf = (cell: Tokens.TableCell) => ({ text: runs(cell.tokens), ...(cell.align && { alignment: cell.align }) });
+  const cellOf = (cell: Tokens.TableCell) => {
+    const alignment = cell.align ?? (rightToLeft ? 'right' : undefined);
+    return { text: runs(cell.tokens), ...(alignment && { alignment }) };
+  };
   const count = table.header.length;
   const parts = columnParts(count);
   return parts.flatMap((columns) => {
     // Cells are made anew for each part: pdfmake keeps its measurements on the nodes it lays out.
-    const header = columns.map((index) => ({ ...cellOf(table.header[index]!), bold: true, fillColor: '#eeeeee' }));
-    const rows = table.rows.map((row) => columns.map((index) => cellOf(row[index]!)));
+    const order = rightToLeft ? columns.toReversed() : columns;
+    const header = order.map((index) => ({ ...cellOf(table.header[index]!), bold: true, fillColor: '#eeeeee' }));
+    const rows = table.rows.map((row) => order.map((index) => cellOf(row[index]!)));
     // Every part's columns as wide as the first part's, and its text as large: the last part may be narrower.
     // The header row starts a page with the first row under it, never ends one alone.
     const part = {
