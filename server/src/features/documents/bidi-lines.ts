@@ -32,7 +32,8 @@ interface Line {
   leadingCut: number;
   trailingCut: number;
 }
-type TextNode = { text?: unknown };
+/** A text node; `direction` is set by the documents' own blocks where they know it (a list's items). */
+type TextNode = { text?: unknown; direction?: 'ltr' | 'rtl' };
 interface LineBuilder {
   buildNextLine(this: unknown, textNode: TextNode): Line | null;
 }
@@ -46,6 +47,7 @@ export function isRightToLeft(text: string): boolean {
 const directions = new WeakMap<TextNode, 'ltr' | 'rtl'>();
 /** A text node's direction, read once per node. */
 function direction(node: TextNode): 'ltr' | 'rtl' {
+  if (node.direction) return node.direction;
   let found = directions.get(node);
   if (!found) {
     found = isRightToLeft(plainText(node.text)) ? 'rtl' : 'ltr';
@@ -77,6 +79,9 @@ function reorderLine(line: Line, base: 'ltr' | 'rtl'): void {
     for (const part of partsByLevel(inline, offset, levels, baseLevel)) {
       const word = part.text === inline.text ? inline : { ...inline, text: part.text, width: widthOf(inline, part.text) };
       word.text = drawnText(part.text, part.start, mirrored);
+      // fontkit draws a right-to-left script's letters from the right, but spaces and punctuation
+      // alone ("• " before an Arabic item) from the left: at a right-to-left level they are reversed.
+      if (part.level % 2 === 1 && !RIGHT_TO_LEFT.test(word.text)) word.text = [...word.text].reverse().join('');
       levelOf.set(word, part.level);
       words.push(word);
     }

@@ -154,6 +154,7 @@ describe('generateDocument and documents', () => {
       'رقم الطلب 1234 تمت الموافقة (اليوم) من Acme Corp بنجاح.',
       'The refund (رقم الطلب 1234) was approved.',
       '| المنتج | السعر |\n|---|---|\n| قهوة | 30 |',
+      '- الكمية: اثنان\n- Globex',
     ].join('\n\n');
     const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Refunds', content });
     const { pdf } = await app.container.services.documents.download(org.id, documentId);
@@ -199,6 +200,11 @@ describe('generateDocument and documents', () => {
     const [price, product] = lineOf('المنتج');
     expect([price!.text, product!.text]).toEqual(['السعر', 'المنتج']);
     expect(lineOf('قهوة').map((item) => item.text)).toEqual(['30', 'قهوة']);
+    // A list whose first item starts right to left: its markers on the right, each item flush right.
+    expect(lineOf('اثنان').map((item) => item.text)).toEqual(['اثنان', 'الكمية:', '•']);
+    const latinItem = lineOf('Globex');
+    expect(latinItem.map((item) => item.text)).toEqual(['Globex', '•']);
+    expect(latinItem.at(-1)!.x + latinItem.at(-1)!.width).toBeGreaterThan(RIGHT_MARGIN - 20);
   });
 
   it('tells the model which characters no font has and show as empty boxes; long code words break without boxes', async () => {

@@ -1,6 +1,6 @@
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
-import { setLinesInReadingOrder } from './bidi-lines.ts';
+import { isRightToLeft, setLinesInReadingOrder } from './bidi-lines.ts';
 import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
 import { tableBlocks } from './markdown-table.ts';
@@ -78,6 +78,25 @@ function decodeEntities(text: string): string {
   );
 }
 
+/**
+ * A list read from the right. pdfmake sets a list's markers on the left: here each item starts with
+ * its marker as text ("• ", "3. "), which the line's reordering sets on the right, indented from the right.
+ */
+function rightToLeftList(items: Block[][], start: number | undefined): Block {
+  const marked = items.map((item, index) => {
+    const marker = start === undefined ? '• ' : `${start + index}. `;
+    const [first, ...rest] = item;
+    // The list's direction is its items' (an item in Latin letters too): UAX #9's higher-level protocol.
+    const stack =
+      typeof first === 'object' && Array.isArray(first.text)
+        ? [{ ...first, text: [{ text: marker }, ...first.text], direction: 'rtl' }, ...rest]
+        : [{ text: marker, direction: 'rtl' }, ...item];
+    return { stack, margin: [0, 0, 12, 0] };
+  });
+  return { stack: marked, style: 'list' };
+}
+const RIGHT_TO_LEFT_QUOTE_MARGIN = [0, 2, 12, 8];
+
 /** A block of text, in pieces when it is long; the style's margins go around the whole. */
 function textBlock(runs: Inline[], style: string, extra: Record<string, unknown> = {}): Block {
   const split = pieces(runs);
@@ -109,12 +128,11 @@ function blocks(tokens: Token[]): Block[] {
         break;
       case 'list': {
         const list = token as Tokens.List;
-        const items = list.items.map((item) => ({ stack: blocks(item.tokens) }));
-        out.push(
-          list.ordered
-            ? { ol: items, start: typeof list.start === 'number' ? list.start : 1, style: 'list' }
-            : { ul: items, style: 'list' },
-        );
+        const start = typeof list.start === 'number' ? list.start : 1;
+        const itemBlocks = list.items.map((item) => blocks(item.tokens));
+        const items = itemBlocks.map((stack) => ({ stack }));
+        if (isRightToLeft(list.raw)) out.push(rightToLeftList(itemBlocks, list.ordered ? start : undefined));
+        else out.push(list.ordered ? { ol: items, start, style: 'list' } : { ul: items, style: 'list' });
         break;
       }
       case 'table':
@@ -124,7 +142,11 @@ function blocks(tokens: Token[]): Block[] {
         out.push(textBlock([monoRun((token as Tokens.Code).text)], 'code', { preserveLeadingSpaces: true }));
         break;
       case 'blockquote':
-        out.push({ stack: blocks((token as Tokens.Blockquote).tokens), style: 'quote' });
+        out.push({
+          stack: blocks((token as Tokens.Blockquote).tokens),
+          style: 'quote',
+          ...(isRightToLeft(token.raw) && { margin: RIGHT_TO_LEFT_QUOTE_MARGIN }),
+        });
         break;
       case 'hr':
         out.push({

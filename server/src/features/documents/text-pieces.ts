@@ -23,7 +23,7 @@ const MAX_UNBROKEN = 48;
 /** A text block longer than this many lines is laid out in pieces of this many lines. */
 const LINES_PER_PIECE = 40;
 /** A line of more words than this (a long paragraph) ends its piece at a break opportunity, and the rest starts the next. */
-const WORDS_PER_PIECE = 2_000;
+const WORDS_PER_PIECE = 1_000;
 /** What pdfmake measures as one word each: up to a space, or a character of a script that breaks between characters. */
 const WORD_END = /[\s\u200B]|[\p{Ideographic}\p{Script=Hangul}\p{Script=Hiragana}\p{Script=Katakana}]/gu;
 const SENTENCE_END = /[.!?…]["'”’)]*\s+|[。！？]/gu;
