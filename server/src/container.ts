@@ -187,6 +187,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await rateLimiters.close();
       await database.close();
       await shared.tracing.shutdown();
+      // prom-client's default metrics observe garbage collection process-wide, for good: their
+      // histogram holds the registry, whose gauges read this database. Emptied, it holds nothing of ours.
+      metrics.registry.clear();
     },
   };
 }
