@@ -114,7 +114,7 @@ export class FontFallback {
     const emojiFirst = [faces.find(({ font }) => font === 'Emoji')!, ...faces];
     for (const { segment } of graphemes.segment(text)) {
       const last = pieces.at(-1);
-      // A space between words set in another script's face stays in theirs (emoji are not words).
+      // A space after words set in another script's face stays in theirs (emoji are not words).
       const chosen =
         last && last.face.font !== 'Emoji' && SPACE.test(segment) && characterSet(last.face).has(segment.codePointAt(0)!)
           ? last.face
