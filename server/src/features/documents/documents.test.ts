@@ -317,6 +317,27 @@ describe('generateDocument and documents', () => {
     expect(all.match(/Next \d+ 1/g)).toHaveLength(23);
   });
 
+  it('keeps a heading on the page of a table whose header runs to several lines, wherever the heading falls', async () => {
+    const { org } = await createTenant(app);
+    const sentence = 'The quarter closed with orders above plan in every region we serve. ';
+    const header = Array.from({ length: 5 }, (_, column) => `Column ${column} under a long and descriptive heading`).join(' | ');
+    const content = Array.from({ length: 60 }, (_, index) =>
+      [
+        `Body ${index}. ${sentence.repeat((index % 9) + 1)}`,
+        `## Costs ${index}`,
+        `| ${header} |\n|${'---|'.repeat(5)}\n| a${index} | b | c | d | e |`,
+      ].join('\n\n'),
+    ).join('\n\n');
+    const { documentId } = await app.container.services.documents.generate(org.id, { title: 'Costs', content });
+    const { pdf } = await app.container.services.documents.download(org.id, documentId);
+    const pages = [...Map.groupBy(await placedTexts(pdf), (item) => item.page).values()].map((words) =>
+      words.map((word) => word.text).join(' '),
+    );
+    expect(pages.length).toBeGreaterThan(10);
+    for (const [index, page] of pages.entries()) expect(page, `page ${index + 1}`).not.toMatch(/Costs \d+$/);
+    expect(pages.join(' ').match(/a\d+ b c d e/g)).toHaveLength(60);
+  });
+
   it('stores and draws NUL and unpaired surrogates in the title and content as U+FFFD, never failing on them', async () => {
     const { org } = await createTenant(app);
     const result = await app.container.services.documents.generate(org.id, {

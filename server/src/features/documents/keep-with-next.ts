@@ -9,8 +9,12 @@
 
 type Block = Record<string, unknown> | string;
 
-/** The room a kept block keeps under it, in points: three lines of body text, or a table's header and first row. */
+/**
+ * The room a kept block keeps under it, in points: three lines of body text, or what a table says
+ * its header and first row need (`keepRoom`), up to MAX_ROOM so that the kept block fits a page.
+ */
 const ROOM_BELOW = 40;
+const MAX_ROOM = 200;
 const KEPT_STYLES = new Set(['h1', 'h2', 'h3', 'h4', 'tablePart']);
 /**
  * Kept blocks in a row that move together, and the longest text one may have: pdfmake shows only the
@@ -26,7 +30,7 @@ const textLength = (text: unknown): number =>
       ? text.reduce((sum: number, run) => sum + textLength((run as { text?: unknown }).text ?? run), 0)
       : 0;
 
-const isKept = (block: Block): block is Record<string, unknown> =>
+const isKept = (block: Block): boolean =>
   typeof block === 'object' && KEPT_STYLES.has(block.style as string) && textLength(block.text) <= MAX_KEPT_CHARACTERS;
 
 /** The top-level blocks, each run of kept blocks bound to the block after it. */
@@ -41,8 +45,10 @@ export function keepWithNext(content: Block[]): Block[] {
       continue;
     }
     if (run.length > 0) {
-      out.push({ stack: [...run, { canvas: [], margin: [0, ROOM_BELOW, 0, 0] }], unbreakable: true });
-      out.push({ stack: [block], margin: [0, -ROOM_BELOW, 0, 0] });
+      const wanted = typeof block === 'object' ? block.keepRoom : undefined;
+      const room = Math.min(MAX_ROOM, Math.max(ROOM_BELOW, typeof wanted === 'number' ? wanted : 0));
+      out.push({ stack: [...run, { canvas: [], margin: [0, room, 0, 0] }], unbreakable: true });
+      out.push({ stack: [block], margin: [0, -room, 0, 0] });
       run = [];
     } else out.push(block);
   }

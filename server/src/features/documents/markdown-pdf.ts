@@ -3,7 +3,7 @@ import pdfmake from 'pdfmake';
 import { isRightToLeft, setLinesInReadingOrder } from './bidi-lines.ts';
 import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
-import { tableBlocks } from './markdown-table.ts';
+import { BODY_FONT_SIZE, tableBlocks } from './markdown-table.ts';
 import { breakLongWords, type Inline, pieces, type Run } from './text-pieces.ts';
 
 pdfmake.setFonts(FONTS);
@@ -198,7 +198,7 @@ const STYLES: Record<string, Record<string, unknown>> = {
   code: { font: 'Mono', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
   quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
 };
-const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: 10.5, lineHeight: 1.25 };
+const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: BODY_FONT_SIZE, lineHeight: 1.25 };
 
 async function render(title: string, markdown: string): Promise<RenderedDocument> {
   const fallback = new FontFallback();

@@ -12,8 +12,33 @@ const MAX_COLUMNS = 10;
 /** From this many columns, the table's text is set smaller so that a column still holds a short word. */
 const SMALL_FROM = 7;
 const SMALL_FONT_SIZE = 9;
+/** The documents' text size (markdown-pdf.ts's default style). */
+export const BODY_FONT_SIZE = 10.5;
 
 type Runs = (tokens: Token[]) => unknown[];
+
+/** The page's width for text (A4 less its margins), and what pdfmake's table layout adds around a cell's text. */
+const TEXT_WIDTH = 515;
+const CELL_PADDING = { across: 8, down: 5 };
+/** A line's height per point of font size: DejaVu Sans' ascent and descent, times the documents' line spacing. */
+const LINE_HEIGHT = 1.164 * 1.25;
+const WIDE_CHARACTER = /[\p{Ideographic}\p{Script=Hangul}\p{Script=Hiragana}\p{Script=Katakana}\p{Emoji_Presentation}]/u;
+
+/**
+ * About how tall a part's header row and first row are set: the room a heading above the table keeps
+ * under it (keep-with-next.ts), where 40 points were too little for a header of several lines. Each
+ * cell's lines from its characters' widths (a letter of bold DejaVu about 0.62 of the font size, a
+ * Chinese character or an emoji one, a tenth more for the ends of lines), rounded up.
+ */
+function headRoom(rows: string[][], columnWidth: number, fontSize: number): number {
+  const room = columnWidth - CELL_PADDING.across;
+  const lines = (text: string) => {
+    let width = 0;
+    for (const character of text) width += WIDE_CHARACTER.test(character) ? 1 : 0.62;
+    return Math.max(1, Math.ceil((width * fontSize * 1.1) / room));
+  };
+  return rows.reduce((sum, row) => sum + Math.max(...row.map(lines)) * LINE_HEIGHT * fontSize + CELL_PADDING.down, 0);
+}
 
 /**
  * The column indexes of each part: all of them when they fit, else column 0 and as even a share of the
@@ -55,7 +80,10 @@ export function tableBlocks(table: Tokens.Table, runs: Runs): Record<string, unk
     const rows = table.rows.map((row) => order.map((index) => cellOf(row[index]!)));
     // Every part's columns as wide as the first part's, and its text as large: the last part may be narrower.
     // The header row starts a page with the first row under it, never ends one alone.
+    const fontSize = count >= SMALL_FROM ? SMALL_FONT_SIZE : BODY_FONT_SIZE;
+    const firstRows = [table.header, ...table.rows.slice(0, 1)].map((row) => order.map((index) => row[index]!.text));
     const part = {
+      keepRoom: headRoom(firstRows, TEXT_WIDTH / parts[0]!.length, fontSize),
       table: {
         headerRows: 1,
         keepWithHeaderRows: 1,
@@ -63,7 +91,7 @@ export function tableBlocks(table: Tokens.Table, runs: Runs): Record<string, unk
         body: [header, ...rows],
       },
       style: 'table',
-      ...(count >= SMALL_FROM && { fontSize: SMALL_FONT_SIZE }),
+      fontSize,
     };
     return parts.length === 1 ? [part] : [{ text: partLabel(columns, count), style: 'tablePart' }, part];
   });
