@@ -386,6 +386,7 @@ describe('generateDocument and documents', () => {
       'a paragraph of 199,000 Chinese characters': '文'.repeat(199_000),
       // A face for each character: 199,000 runs, half of them in Noto Sans SC.
       '99,500 alternations of Latin and Chinese': 'a文'.repeat(99_500),
+      'a heading and a table cell of 99,000 Chinese characters each': `# ${'文'.repeat(99_000)}\n\n| a |\n|---|\n| ${'文'.repeat(99_000)} |`,
       '5,000 nested quotes': `${'> '.repeat(5_000)}deep`,
       // Each heading bound to the line under it; and a run of headings taller than any page, of which only
       // the last three move together (pdfmake would show only the first page of a block taller than one).
@@ -417,7 +418,7 @@ describe('generateDocument and documents', () => {
       // answered meanwhile. Timings depend on the machine and are printed, not asserted.
       if (name === 'a 90,000-line code block') expect(answered).toBeGreaterThan(1);
     }
-  }, 120_000); // nine CPU-heavy renders in a row: on 2 busy cores (the browser tests run beside it) they take a while
+  }, 150_000); // ten CPU-heavy renders in a row: on 2 busy cores (the browser tests run beside it) they take a while
 
   it('stops a render that outlives its deadline; the tool call fails with a message the model can act on', async () => {
     const strict = await startTestApp({ DOCUMENT_RENDER_TIMEOUT_SECONDS: '1' });

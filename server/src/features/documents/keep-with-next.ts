@@ -30,8 +30,12 @@ const textLength = (text: unknown): number =>
       ? text.reduce((sum: number, run) => sum + textLength((run as { text?: unknown }).text ?? run), 0)
       : 0;
 
+// A heading long enough to be set in pieces (a stack) is not kept: it is far longer than that.
 const isKept = (block: Block): boolean =>
-  typeof block === 'object' && KEPT_STYLES.has(block.style as string) && textLength(block.text) <= MAX_KEPT_CHARACTERS;
+  typeof block === 'object' &&
+  KEPT_STYLES.has(block.style as string) &&
+  block.text !== undefined &&
+  textLength(block.text) <= MAX_KEPT_CHARACTERS;
 
 /** The top-level blocks, each run of kept blocks bound to the block after it. */
 export function keepWithNext(content: Block[]): Block[] {

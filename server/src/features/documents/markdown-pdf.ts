@@ -4,7 +4,7 @@ import { isRightToLeft, setLinesInReadingOrder } from './bidi-lines.ts';
 import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
 import { BODY_FONT_SIZE, tableBlocks } from './markdown-table.ts';
-import { breakLongWords, type Inline, pieces, type Run } from './text-pieces.ts';
+import { breakLongWords, type Inline, type Run, textBlock } from './text-pieces.ts';
 
 pdfmake.setFonts(FONTS);
 setLinesInReadingOrder();
@@ -97,20 +97,13 @@ function rightToLeftList(items: Block[][], start: number | undefined): Block {
 }
 const RIGHT_TO_LEFT_QUOTE_MARGIN = [0, 2, 12, 8];
 
-/** A block of text, in pieces when it is long; the style's margins go around the whole. */
-function textBlock(runs: Inline[], style: string, extra: Record<string, unknown> = {}): Block {
-  const split = pieces(runs);
-  if (split.length <= 1) return { text: runs, style, ...extra };
-  return { stack: split.map((piece) => ({ text: piece, ...extra })), style };
-}
-
 function blocks(tokens: Token[]): Block[] {
   const out: Block[] = [];
   for (const token of tokens) {
     switch (token.type) {
       case 'heading': {
         const heading = token as Tokens.Heading;
-        out.push({ text: inline(heading.tokens), style: `h${Math.min(heading.depth, 4)}` });
+        out.push(textBlock(inline(heading.tokens), `h${Math.min(heading.depth, 4)}`));
         break;
       }
       case 'paragraph':

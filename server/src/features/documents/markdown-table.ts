@@ -1,5 +1,6 @@
 import type { Token, Tokens } from 'marked';
 import { isRightToLeft } from './bidi-lines.ts';
+import { type Inline, textBlock } from './text-pieces.ts';
 
 /*
  * A Markdown table as pdfmake tables that fit the page. Each column gets an equal share of the width,
@@ -15,7 +16,7 @@ const SMALL_FONT_SIZE = 9;
 /** The documents' text size (markdown-pdf.ts's default style). */
 export const BODY_FONT_SIZE = 10.5;
 
-type Runs = (tokens: Token[]) => unknown[];
+type Runs = (tokens: Token[]) => Inline[];
 
 /** The page's width for text (A4 less its margins), and what pdfmake's table layout adds around a cell's text. */
 const TEXT_WIDTH = 515;
@@ -69,7 +70,7 @@ export function tableBlocks(table: Tokens.Table, runs: Runs): Record<string, unk
   // A column's alignment from its delimiter row (`---:` right, `:---:` centre).
   const cellOf = (cell: Tokens.TableCell) => {
     const alignment = cell.align ?? (rightToLeft ? 'right' : undefined);
-    return { text: runs(cell.tokens), ...(alignment && { alignment }) };
+    return textBlock(runs(cell.tokens), undefined, alignment ? { alignment } : {});
   };
   const count = table.header.length;
   const parts = columnParts(count);

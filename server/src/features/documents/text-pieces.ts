@@ -90,3 +90,14 @@ function wordsEnd(text: string, room: number): number | undefined {
   }
   return undefined;
 }
+
+/**
+ * A block of text, in pieces when it is long (a paragraph, a heading, a table's cell); the style's
+ * margins go around the whole.
+ */
+export function textBlock(runs: Inline[], style?: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const split = pieces(runs);
+  const styled = style === undefined ? {} : { style };
+  if (split.length <= 1) return { text: runs, ...styled, ...extra };
+  return { stack: split.map((piece) => ({ text: piece, ...extra })), ...styled };
+}
