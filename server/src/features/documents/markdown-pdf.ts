@@ -1,6 +1,7 @@
 import { marked, type Token, type Tokens } from 'marked';
 import pdfmake from 'pdfmake';
 import { isRightToLeft, setLinesInReadingOrder } from './bidi-lines.ts';
+import { DocumentTooComplexError } from './document-errors.ts';
 import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
 import { BODY_FONT_SIZE, tableBlocks } from './markdown-table.ts';
@@ -27,11 +28,6 @@ const monoRun = (text: string, marks: Omit<Inline, 'text'> = {}): Inline => ({
   font: 'Mono',
 });
 const DEEP_QUOTE = new RegExp(`^((?: {0,3}>){${MAX_QUOTE_DEPTH}})(?: {0,3}>)+`, 'gm');
-
-/** Thrown for input that cannot be laid out; its message is what the model sees. */
-export class DocumentTooComplexError extends Error {
-  override name = 'DocumentTooComplexError';
-}
 
 function inline(tokens: Token[] | undefined, marks: Omit<Inline, 'text'> = {}): Inline[] {
   const runs: Inline[] = [];

@@ -1,6 +1,7 @@
 import { Piscina } from 'piscina';
 import { deadline } from '../../lib/deadline.ts';
-import { DocumentTooComplexError, type RenderedDocument } from './markdown-pdf.ts';
+import { DocumentTooComplexError } from './document-errors.ts';
+import type { RenderedDocument } from './markdown-pdf.ts';
 
 export interface RenderPoolOptions {
   /** Worker threads at most; a render waits for a free one. */
