@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { plainText } from './text-pieces.ts';
 
 /*
  * Right-to-left text (Arabic, Hebrew) in the order it is read. pdfmake sets a line's words left to
@@ -56,13 +57,6 @@ function direction(node: TextNode): 'ltr' | 'rtl' {
   return found;
 }
 
-const plainText = (text: unknown): string =>
-  typeof text === 'string'
-    ? text
-    : Array.isArray(text)
-      ? text.map((run) => plainText(typeof run === 'object' && run !== null ? (run as TextNode).text : run)).join('')
-      : '';
-
 /** The line's words in the order they are seen, each placed after the one on its left. */
 function reorderLine(line: Line, base: 'ltr' | 'rtl'): void {
   if (base === 'rtl' && (line.inlines[0]?.alignment ?? 'left') === 'left')
@@ -89,18 +83,7 @@ function reorderLine(line: Line, base: 'ltr' | 'rtl'): void {
   }
   const first = words[0];
   const last = words.at(-1);
-  // Rule L2: from the highest level down to the lowest odd one, reverse every run at that level or higher.
-  const visual = [...words];
-  const highest = Math.max(...levelOf.values());
-  const lowestOdd = Math.min(...[...levelOf.values()].map((level) => (level % 2 === 1 ? level : level + 1)));
-  for (let level = highest; level >= lowestOdd; level--)
-    for (let start = 0; start < visual.length; start++) {
-      if (levelOf.get(visual[start]!)! < level) continue;
-      let end = start;
-      while (end + 1 < visual.length && levelOf.get(visual[end + 1]!)! >= level) end++;
-      visual.splice(start, end - start + 1, ...visual.slice(start, end + 1).reverse());
-      start = end;
-    }
+  const visual = visualOrder(words, levelOf);
   // The space pdfmake cuts from the line's ends hangs off the left edge: a left-to-right first word's
   // leading space, or a right-to-left last word's trailing space (drawn on its left).
   const leftmost = visual[0]!;
@@ -111,6 +94,23 @@ function reorderLine(line: Line, base: 'ltr' | 'rtl'): void {
     x += inline.width;
   }
   line.inlines = visual;
+}
+
+/** Rule L2: from the highest level down to the lowest odd one, every run of words at that level or higher reversed. */
+function visualOrder(words: LineInline[], levelOf: Map<LineInline, number>): LineInline[] {
+  const visual = [...words];
+  const levels = [...levelOf.values()];
+  const highest = Math.max(...levels);
+  const lowestOdd = Math.min(...levels.map((level) => (level % 2 === 1 ? level : level + 1)));
+  for (let level = highest; level >= lowestOdd; level--)
+    for (let start = 0; start < visual.length; start++) {
+      if (levelOf.get(visual[start]!)! < level) continue;
+      let end = start;
+      while (end + 1 < visual.length && levelOf.get(visual[end + 1]!)! >= level) end++;
+      visual.splice(start, end - start + 1, ...visual.slice(start, end + 1).reverse());
+      start = end;
+    }
+  return visual;
 }
 
 /**

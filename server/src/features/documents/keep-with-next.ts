@@ -7,6 +7,8 @@
  * for each page break it adds (quadratic), and reads where a table starts before moving its header.
  */
 
+import { plainText } from './text-pieces.ts';
+
 type Block = Record<string, unknown> | string;
 
 /**
@@ -23,19 +25,12 @@ const KEPT_STYLES = new Set(['h1', 'h2', 'h3', 'h4', 'tablePart']);
 const MAX_RUN = 3;
 const MAX_KEPT_CHARACTERS = 300;
 
-const textLength = (text: unknown): number =>
-  typeof text === 'string'
-    ? text.length
-    : Array.isArray(text)
-      ? text.reduce((sum: number, run) => sum + textLength((run as { text?: unknown }).text ?? run), 0)
-      : 0;
-
 // A heading long enough to be set in pieces (a stack) is not kept: it is far longer than that.
 const isKept = (block: Block): boolean =>
   typeof block === 'object' &&
   KEPT_STYLES.has(block.style as string) &&
   block.text !== undefined &&
-  textLength(block.text) <= MAX_KEPT_CHARACTERS;
+  plainText(block.text).length <= MAX_KEPT_CHARACTERS;
 
 /** The top-level blocks, each run of kept blocks bound to the block after it. */
 export function keepWithNext(content: Block[]): Block[] {

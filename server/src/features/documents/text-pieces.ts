@@ -101,3 +101,11 @@ export function textBlock(runs: Inline[], style?: string, extra: Record<string, 
   if (split.length <= 1) return { text: runs, ...styled, ...extra };
   return { stack: split.map((piece) => ({ text: piece, ...extra })), ...styled };
 }
+
+/** The characters of a text as pdfmake takes it: a string, or runs (strings or objects with a text) nested. */
+export const plainText = (text: unknown): string =>
+  typeof text === 'string'
+    ? text
+    : Array.isArray(text)
+      ? text.map((run) => plainText(typeof run === 'object' && run !== null ? (run as { text?: unknown }).text : run)).join('')
+      : '';
