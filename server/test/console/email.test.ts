@@ -121,6 +121,9 @@ describe('the console: email', () => {
       const sendMode = assigning.getByRole('radiogroup', { name: 'Approval mode of sendEmail' });
       await sendMode.waitFor();
       expect(await sendMode.getByRole('radio', { name: 'allow' }).isChecked()).toBe(true);
+      // Quoter has no tools of its own: on an inbox it can only answer, so sendEmail is the one tool listed.
+      const listed = assigning.getByRole('table', { name: 'Approval per tool' }).getByRole('radiogroup');
+      expect(await listed.count()).toBe(1);
       await assigning.getByRole('button', { name: 'Add argument rule' }).click();
       const argumentRule = assigning.getByRole('group', { name: 'Argument rule 1' });
       await argumentRule.getByLabel('Tool').click();

@@ -87,8 +87,20 @@ describe('the console: MCP servers', () => {
       await page.getByRole('button', { name: 'New rule' }).click();
       const ruleDialog = page.getByRole('dialog');
       await ruleDialog.getByLabel('Name').fill('Refunds');
+      // Before an agent is chosen every org tool is listed; a mode set then stays in view, marked.
+      await ruleDialog
+        .getByRole('radiogroup', { name: 'Approval mode of generateDocument' })
+        .getByText('allow', { exact: true })
+        .click();
       await ruleDialog.getByLabel('Agent', { exact: true }).click();
       await page.getByRole('option', { name: 'Clerk' }).click();
+      // Then the agent's tools are listed, and no other tool of the org.
+      await ruleDialog.getByText("not the agent's: set earlier, used if the agent gets it").waitFor();
+      const listed = ruleDialog.getByRole('table', { name: 'Approval per tool' }).getByRole('radiogroup');
+      expect(await listed.evaluateAll((groups) => groups.map((group) => group.getAttribute('aria-label')))).toEqual([
+        'Approval mode of orders__refund_order',
+        'Approval mode of generateDocument',
+      ]);
       await ruleDialog
         .getByRole('radiogroup', { name: 'Approval mode of orders__refund_order' })
         .getByText('allow', { exact: true })
@@ -110,7 +122,8 @@ describe('the console: MCP servers', () => {
 
     const rules = await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json();
     const [saved] = rules.actionRules;
-    expect(saved).toMatchObject({ approvalRules: { orders__refund_order: 'allow' } });
+    // The mode set before the agent was chosen is kept: it applies if the agent is given the tool.
+    expect(saved.approvalRules).toEqual({ orders__refund_order: 'allow', generateDocument: 'allow' });
     expect(saved.argumentRules).toEqual([{ tool: 'orders__refund_order', path: '/amount', op: 'gt', value: 100, mode: 'ask' }]);
     const agents = await (await app.request('GET', `/orgs/${tenant.org.slug}/agents`, { token: tenant.token })).json();
     expect(agents.agents[0].tools).toEqual(['orders__refund_order']);

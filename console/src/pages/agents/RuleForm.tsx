@@ -2,7 +2,7 @@ import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { Controller, useForm } from 'react-hook-form';
+import { Controller, useForm, useWatch } from 'react-hook-form';
 import { z } from 'zod';
 import { agentsQuery } from '../../lib/queries';
 import type { paths } from '../../api/schema';
@@ -63,6 +63,7 @@ export function RuleForm(props: {
   const { data: agents = [] } = useQuery(agentsQuery(props.org));
   const form = useForm<RuleValues>({ resolver: zodResolver(ruleSchema), defaultValues: props.initial });
   const errors = form.formState.errors;
+  const agentId = useWatch({ control: form.control, name: 'agentId' });
   return (
     <form onSubmit={form.handleSubmit(props.onSubmit)} noValidate>
       <Stack>
@@ -88,7 +89,7 @@ export function RuleForm(props: {
           minRows={2}
           {...form.register('instructions')}
         />
-        <CallRules org={props.org} control={form.control} register={form.register} errors={errors} />
+        <CallRules org={props.org} agentId={agentId} control={form.control} register={form.register} errors={errors} />
         <ApproversSection org={props.org} calls="this rule's waiting calls" control={form.control} errors={errors} />
         <Group grow align="flex-end">
           <Controller

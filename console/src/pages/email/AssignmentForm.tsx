@@ -21,6 +21,8 @@ const assignmentSchema = z
   .refine(...choosesApprovers);
 export type AssignmentValues = z.infer<typeof assignmentSchema>;
 
+/** What an agent can call on an inbox whatever its own tools: it can always answer the email. */
+const INBOX_TOOLS = ['sendEmail'];
 /** An inbox's modes when the assignment sets none (the server's default): replies go out, the rest asks. */
 const INBOX_MODES = { sendEmail: 'allow' } as const;
 
@@ -56,6 +58,7 @@ export const toAssignmentBody = ({ isPrimary, autoRespond, approvalRules, argume
 /** An agent's assignment to an inbox: whether it answers every email, how its calls there run, and who decides them. */
 export function AssignmentForm(props: {
   org: string;
+  agentId: string;
   initial: AssignmentValues;
   submitLabel: string;
   busy: boolean;
@@ -78,7 +81,14 @@ export function AssignmentForm(props: {
           label="Primary"
           description="The inbox's first agent to answer; making it primary demotes the previous one."
         />
-        <CallRules org={props.org} control={form.control} register={form.register} errors={errors} />
+        <CallRules
+          org={props.org}
+          agentId={props.agentId}
+          always={INBOX_TOOLS}
+          control={form.control}
+          register={form.register}
+          errors={errors}
+        />
         <ApproversSection
           org={props.org}
           calls="this agent's waiting calls on this inbox"

@@ -90,6 +90,7 @@ export function Inboxes({ org }: { org: string }) {
         {editing && (
           <AssignmentForm
             org={org}
+            agentId={editing.agentId}
             initial={editing.initial}
             submitLabel="Save assignment"
             busy={save.isPending}
