@@ -1,9 +1,21 @@
 import { ActionIcon, Button, Group, SegmentedControl, Select, Stack, Text, TextInput } from '@mantine/core';
-import { type Control, Controller, type UseFormRegister, useFieldArray } from 'react-hook-form';
+import { type Control, Controller, type UseFormRegister, useFieldArray, useWatch } from 'react-hook-form';
 import { z } from 'zod';
 import { describeArgumentRule } from '../lib/format';
 
 export const ARGUMENT_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'matches', 'exists'] as const;
+/** What each operator's value looks like, as the value field's placeholder. */
+const VALUE_EXAMPLES: Record<(typeof ARGUMENT_OPS)[number], string> = {
+  eq: '"EUR"',
+  ne: '"EUR"',
+  gt: '100',
+  gte: '100',
+  lt: '100',
+  lte: '100',
+  in: '["a","b"]',
+  matches: '^refund',
+  exists: 'none, or false',
+};
 
 /** An argument rule as the form holds it: its value as the text typed (JSON, or a bare word as a string). */
 export const argumentRuleField = z.object({
@@ -65,7 +77,8 @@ export function ArgumentRules<T extends WithArgumentRules>(props: {
       </Text>
       <Text size="xs" c="dimmed">
         A call whose arguments match is at least this strict (deny &gt; ask &gt; agent &gt; allow): for instance refund_order,
-        /amount, gt, 100, ask. Values are JSON (100, "EUR", ["a","b"]); matches takes a regular expression.
+        /amount, gt, 100, ask. Values are JSON (100, "EUR", ["a","b"]); matches takes a regular expression; exists takes none, or
+        false for a path that must be absent.
       </Text>
       {fields.map((field, index) => (
         <ArgumentRuleRow
@@ -107,6 +120,7 @@ function ArgumentRuleRow({
   errors: RuleErrors;
   onRemove: () => void;
 }) {
+  const op = useWatch({ control, name: `argumentRules.${index}.op` });
   return (
     <Group gap="xs" align="flex-start" wrap="nowrap" aria-label={`Argument rule ${index + 1}`} role="group">
       <Controller
@@ -147,7 +161,7 @@ function ArgumentRuleRow({
       />
       <TextInput
         aria-label="Value"
-        placeholder="100"
+        placeholder={VALUE_EXAMPLES[op]}
         {...register(`argumentRules.${index}.value`)}
         error={errors?.value?.message}
         w={140}

@@ -132,8 +132,11 @@ describe('the console: email', () => {
       await assigning.getByRole('button', { name: 'Save assignment' }).click();
       await argumentRule.getByText('A JSON Pointer, such as /amount').waitFor();
       await argumentRule.getByLabel('Path').fill('/attachDocumentIds');
+      expect(await argumentRule.getByLabel('Value').getAttribute('placeholder')).toBe('100');
       await argumentRule.getByLabel('Operator').click();
       await page.getByRole('option', { name: 'exists' }).click();
+      // The value field shows what the operator takes.
+      expect(await argumentRule.getByLabel('Value').getAttribute('placeholder')).toBe('none, or false');
       await capture(page, 'email-assignment-argument-rule');
       await assigning.getByRole('button', { name: 'Save assignment' }).click();
       await assigning.waitFor({ state: 'hidden' });
