@@ -30,7 +30,7 @@ interface ListedTool {
  * The tools a rule's or an assignment's form lists, in the org's order: those the agent can call (its own and
  * `always`), then any other the form already sets; every one of the org's tools while no agent is chosen.
  */
-export function listedTools(orgTools: string[], agentTools: string[] | undefined, set: ReadonlySet<string>): ListedTool[] {
+function listedTools(orgTools: string[], agentTools: string[] | undefined, set: ReadonlySet<string>): ListedTool[] {
   if (agentTools === undefined) return orgTools.map((name) => ({ name, agentHas: true }));
   const has = new Set(agentTools);
   const listed = orgTools.map((name) => ({ name, agentHas: has.has(name) }));
