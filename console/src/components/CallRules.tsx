@@ -20,25 +20,31 @@ const MODE_HELP =
   'allow: runs at once · ask: waits for a human · ' +
   'agent: the agent decides, and anything but an explicit "no approval needed" waits';
 
-/** A tool a form lists, and whether the chosen agent has it (a mode set earlier for another tool stays in view). */
+/** A tool a form lists; `note` says why a tool the agent cannot call is listed (a mode or rule set for it earlier). */
 interface ListedTool {
   name: string;
-  agentHas: boolean;
+  note?: string;
 }
+const NOT_THE_AGENTS = "not the agent's: set earlier, used if the agent gets it";
+const NOT_THE_ORGS = 'not a tool of the org now (its MCP server removed, or no longer offering it): set earlier';
 
 /**
  * The tools a rule's or an assignment's form lists, in the org's order: those the agent can call (its own and
- * `always`), then any other the form already sets; every one of the org's tools while no agent is chosen.
+ * `always`; every one of the org's tools while no agent is chosen), then any other the form already sets, so
+ * that nothing saved is out of view.
  */
 function listedTools(orgTools: string[], agentTools: string[] | undefined, set: ReadonlySet<string>): ListedTool[] {
-  if (agentTools === undefined) return orgTools.map((name) => ({ name, agentHas: true }));
-  const has = new Set(agentTools);
-  const listed = orgTools.map((name) => ({ name, agentHas: has.has(name) }));
-  return [...listed.filter((tool) => tool.agentHas), ...listed.filter((tool) => !tool.agentHas && set.has(tool.name))];
+  const callable = new Set(agentTools ?? orgTools);
+  const orgHas = new Set(orgTools);
+  return [
+    ...orgTools.filter((name) => callable.has(name)).map((name) => ({ name })),
+    ...orgTools.filter((name) => !callable.has(name) && set.has(name)).map((name) => ({ name, note: NOT_THE_AGENTS })),
+    ...[...set].filter((name) => name !== '' && !orgHas.has(name)).map((name) => ({ name, note: NOT_THE_ORGS })),
+  ];
 }
 
-/** "Approval per tool": a mode for each listed tool; a tool not set is ask. */
-export function ToolModes<T extends WithToolModes>(props: { control: Control<T>; tools: ListedTool[] }) {
+/** "Approval per tool": a mode for each listed tool (none while the org's tools load); a tool not set is ask. */
+export function ToolModes<T extends WithToolModes>(props: { control: Control<T>; tools: ListedTool[] | undefined }) {
   // The generic form narrows to the one field this edits.
   const control = props.control as unknown as Control<WithToolModes>;
   return (
@@ -53,22 +59,22 @@ export function ToolModes<T extends WithToolModes>(props: { control: Control<T>;
           <Text size="xs" c="dimmed">
             {MODE_HELP}. A tool not set here is ask.
           </Text>
-          {props.tools.length === 0 && (
+          {props.tools?.length === 0 && (
             <Text size="sm" c="dimmed">
               The agent has no tools.
             </Text>
           )}
           <Table aria-label="Approval per tool">
             <Table.Tbody>
-              {props.tools.map(({ name, agentHas }) => (
+              {props.tools?.map(({ name, note }) => (
                 <Table.Tr key={name}>
                   <Table.Td>
                     <Text size="sm" ff="monospace">
                       {name}
                     </Text>
-                    {!agentHas && (
+                    {note && (
                       <Text size="xs" c="dimmed">
-                        not the agent's: set earlier, used if the agent gets it
+                        {note}
                       </Text>
                     )}
                   </Table.Td>
@@ -103,18 +109,20 @@ export function CallRules<T extends WithToolModes & { argumentRules: ArgumentRul
   register: UseFormRegister<T>;
   errors: FieldErrors<T>;
 }) {
-  const { data: orgTools = [] } = useQuery(toolsQuery(props.org));
+  const { data: orgTools } = useQuery(toolsQuery(props.org));
   const { data: agents } = useQuery(agentsQuery(props.org));
   const control = props.control as unknown as Control<WithToolModes & { argumentRules: ArgumentRuleField[] }>;
   const [modes, argumentRules] = useWatch({ control, name: ['approvalRules', 'argumentRules'] });
   const agent = agents?.find((candidate) => candidate.id === props.agentId);
   const set = new Set([...Object.keys(modes ?? {}), ...(argumentRules ?? []).map((rule) => rule.tool)]);
-  const tools = listedTools(
-    orgTools.map((tool) => tool.name),
-    agent && [...agent.tools, ...(props.always ?? [])],
-    set,
-  );
-  const names = tools.map((tool) => tool.name);
+  const tools =
+    orgTools &&
+    listedTools(
+      orgTools.map((tool) => tool.name),
+      agent && [...agent.tools, ...(props.always ?? [])],
+      set,
+    );
+  const names = tools?.map((tool) => tool.name) ?? [];
   return (
     <>
       <ToolModes control={props.control} tools={tools} />

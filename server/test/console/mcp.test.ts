@@ -147,6 +147,39 @@ describe('the console: MCP servers', () => {
       await capture(page, 'mcp-approval');
       expect(orders.sideEffects).toEqual([]);
     });
+
+    await step(page, "a rule's tool the org no longer has stays in view when the rule is edited", async () => {
+      // As after an MCP server's removal: the saved rule still names orders__cancel_order.
+      const changed = await app.request('PATCH', `/orgs/${tenant.org.slug}/action-rules/${saved.id}`, {
+        token: tenant.token,
+        body: {
+          approvalRules: { orders__refund_order: 'allow', orders__cancel_order: 'ask' },
+          argumentRules: [{ tool: 'orders__cancel_order', path: '/reason', op: 'exists', mode: 'deny' }],
+        },
+      });
+      expect(changed.status).toBe(200);
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Agents' }).click();
+      await page.getByRole('table', { name: 'Action rules' }).getByRole('button', { name: 'Edit' }).click();
+      const ruleDialog = page.getByRole('dialog', { name: 'Edit action rule' });
+      await ruleDialog
+        .getByText('not a tool of the org now (its MCP server removed, or no longer offering it): set earlier')
+        .waitFor();
+      expect(
+        await ruleDialog
+          .getByRole('radiogroup', { name: 'Approval mode of orders__cancel_order' })
+          .getByRole('radio', { name: 'ask' })
+          .isChecked(),
+      ).toBe(true);
+      const rule = ruleDialog.getByRole('group', { name: 'Argument rule 1' });
+      expect(await rule.getByLabel('Tool').inputValue()).toBe('orders__cancel_order');
+      await capture(page, 'rule-form-tool-gone');
+      await ruleDialog.getByRole('button', { name: 'Save rule' }).click();
+      await ruleDialog.waitFor({ state: 'hidden' });
+    });
+    const [resaved] = (await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json())
+      .actionRules;
+    expect(resaved.approvalRules).toEqual({ orders__refund_order: 'allow', orders__cancel_order: 'ask' });
+    expect(resaved.argumentRules).toEqual([{ tool: 'orders__cancel_order', path: '/reason', op: 'exists', mode: 'deny' }]);
     operator.expectNoProblems();
     await operator.close();
   }, 120_000);
