@@ -4,7 +4,7 @@ import { isRightToLeft, setLinesInReadingOrder } from './bidi-lines.ts';
 import { DocumentTooComplexError } from './document-errors.ts';
 import { type Face, FONT_FILES, FONTS, FontFallback, type FontName } from './fonts.ts';
 import { keepWithNext } from './keep-with-next.ts';
-import { BODY_FONT_SIZE, tableBlocks } from './markdown-table.ts';
+import { BODY_FONT_SIZE, BODY_LINE_SPACING, TEXT_WIDTH, tableBlocks } from './markdown-table.ts';
 import { breakLongWords, type Inline, type Run, textBlock } from './text-pieces.ts';
 
 pdfmake.setFonts(FONTS);
@@ -139,7 +139,7 @@ function blocks(tokens: Token[]): Block[] {
         break;
       case 'hr':
         out.push({
-          canvas: [{ type: 'line', x1: 0, y1: 0, x2: 515, y2: 0, lineWidth: 0.5, lineColor: '#999999' }],
+          canvas: [{ type: 'line', x1: 0, y1: 0, x2: TEXT_WIDTH, y2: 0, lineWidth: 0.5, lineColor: '#999999' }],
           margin: [0, 6, 0, 6],
         });
         break;
@@ -187,7 +187,7 @@ const STYLES: Record<string, Record<string, unknown>> = {
   code: { font: 'Mono', fontSize: 9, background: '#f4f4f4', margin: [0, 2, 0, 8] },
   quote: { italics: true, color: '#555555', margin: [12, 2, 0, 8] },
 };
-const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: BODY_FONT_SIZE, lineHeight: 1.25 };
+const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: BODY_FONT_SIZE, lineHeight: BODY_LINE_SPACING };
 
 async function render(title: string, markdown: string): Promise<RenderedDocument> {
   const fallback = new FontFallback();

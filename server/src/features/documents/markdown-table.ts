@@ -13,16 +13,20 @@ const MAX_COLUMNS = 10;
 /** From this many columns, the table's text is set smaller so that a column still holds a short word. */
 const SMALL_FROM = 7;
 const SMALL_FONT_SIZE = 9;
-/** The documents' text size (markdown-pdf.ts's default style). */
+/** The documents' text size and line spacing (markdown-pdf.ts's default style). */
 export const BODY_FONT_SIZE = 10.5;
+export const BODY_LINE_SPACING = 1.25;
 
 type Runs = (tokens: Token[]) => Inline[];
 
-/** The page's width for text (A4 less its margins), and what pdfmake's table layout adds around a cell's text. */
-const TEXT_WIDTH = 515;
+/**
+ * The page's width for text (A4, 595 points, less markdown-pdf.ts's side margins of 40), and what
+ * pdfmake's table layout adds around a cell's text.
+ */
+export const TEXT_WIDTH = 515;
 const CELL_PADDING = { across: 8, down: 5 };
 /** A line's height per point of font size: DejaVu Sans' ascent and descent, times the documents' line spacing. */
-const LINE_HEIGHT = 1.164 * 1.25;
+const LINE_HEIGHT = 1.164 * BODY_LINE_SPACING;
 const WIDE_CHARACTER = /[\p{Ideographic}\p{Script=Hangul}\p{Script=Hiragana}\p{Script=Katakana}\p{Emoji_Presentation}]/u;
 
 /**
