@@ -1,4 +1,4 @@
-import { SegmentedControl, Stack, Table, Text } from '@mantine/core';
+import { ActionIcon, Group, SegmentedControl, Stack, Table, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { type Control, Controller, type FieldErrors, type UseFormRegister, useWatch } from 'react-hook-form';
 import { z } from 'zod';
@@ -43,6 +43,9 @@ function listedTools(orgTools: string[], agentTools: string[] | undefined, set: 
   ];
 }
 
+const withoutKey = <Mode,>(modes: Record<string, Mode>, name: string): Record<string, Mode> =>
+  Object.fromEntries(Object.entries(modes).filter(([tool]) => tool !== name));
+
 /** "Approval per tool": a mode for each listed tool (none while the org's tools load); a tool not set is ask. */
 export function ToolModes<T extends WithToolModes>(props: { control: Control<T>; tools: ListedTool[] | undefined }) {
   // The generic form narrows to the one field this edits.
@@ -79,13 +82,26 @@ export function ToolModes<T extends WithToolModes>(props: { control: Control<T>;
                     )}
                   </Table.Td>
                   <Table.Td>
-                    <SegmentedControl
-                      size="xs"
-                      aria-label={`Approval mode of ${name}`}
-                      data={[...MODES]}
-                      value={field.value[name] ?? 'ask'}
-                      onChange={(mode) => field.onChange({ ...field.value, [name]: mode })}
-                    />
+                    <Group gap={4} wrap="nowrap">
+                      <SegmentedControl
+                        size="xs"
+                        aria-label={`Approval mode of ${name}`}
+                        data={[...MODES]}
+                        value={field.value[name] ?? 'ask'}
+                        onChange={(mode) => field.onChange({ ...field.value, [name]: mode })}
+                      />
+                      {note && name in field.value && (
+                        // A mode for a tool the agent cannot call is taken out here, not only set to ask.
+                        <ActionIcon
+                          variant="subtle"
+                          color="red"
+                          aria-label={`Remove the mode of ${name}`}
+                          onClick={() => field.onChange(withoutKey(field.value, name))}
+                        >
+                          ✕
+                        </ActionIcon>
+                      )}
+                    </Group>
                   </Table.Td>
                 </Table.Tr>
               ))}

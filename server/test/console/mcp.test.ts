@@ -180,6 +180,23 @@ describe('the console: MCP servers', () => {
       .actionRules;
     expect(resaved.approvalRules).toEqual({ orders__refund_order: 'allow', orders__cancel_order: 'ask' });
     expect(resaved.argumentRules).toEqual([{ tool: 'orders__cancel_order', path: '/reason', op: 'exists', mode: 'deny' }]);
+
+    await step(page, 'a mode for a tool the agent cannot call is taken out of the rule', async () => {
+      await page.getByRole('table', { name: 'Action rules' }).getByRole('button', { name: 'Edit' }).click();
+      const ruleDialog = page.getByRole('dialog', { name: 'Edit action rule' });
+      // Only that mode had a ✕: the mode of a tool the agent can call is changed, not taken out.
+      await ruleDialog.getByRole('button', { name: 'Remove the mode of orders__cancel_order' }).click();
+      expect(await ruleDialog.getByRole('button', { name: /^Remove the mode of/ }).count()).toBe(0);
+      await ruleDialog.getByRole('button', { name: 'Remove argument rule 1' }).click();
+      // With neither a mode nor an argument rule for it, the tool is no longer listed.
+      await ruleDialog.getByRole('radiogroup', { name: 'Approval mode of orders__cancel_order' }).waitFor({ state: 'detached' });
+      await ruleDialog.getByRole('button', { name: 'Save rule' }).click();
+      await ruleDialog.waitFor({ state: 'hidden' });
+    });
+    const [cleaned] = (await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json())
+      .actionRules;
+    expect(cleaned.approvalRules).toEqual({ orders__refund_order: 'allow' });
+    expect(cleaned.argumentRules).toEqual([]);
     operator.expectNoProblems();
     await operator.close();
   }, 120_000);
