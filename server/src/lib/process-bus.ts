@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { createEventLoopLoad } from './event-loop-load.ts';
+import { createMainThreadLoad } from './main-thread-load.ts';
 import { createSignalWindows } from './signal-windows.ts';
 import { createWorkTurn, type WorkTurn } from './work-turn.ts';
 
@@ -53,7 +53,7 @@ export const BUS_TOPICS = {
 } as const;
 /**
  * Signals that wake one worker process, not all: the one that holds the work turn, which takes the
- * work or, when it cannot (its slots are full, it is stopping, its event loop is busy), relays the
+ * work or, when it cannot (its slots are full, it is stopping, its main thread is busy), relays the
  * signal to every worker. Every worker that heard an action run's signal claimed once, and all but one
  * found nothing: a wake-up and a statement each, for nothing.
  */
@@ -114,11 +114,11 @@ export function createProcessBus(options: {
   postgresUrl?: string;
   /** The embedded database's own LISTEN (PGlite): its triggers' messages reach this process's subscribers. */
   listenInProcess?: (channel: string, handler: (payload: string) => void) => Promise<void>;
-  /** Whether this process's event loop is too busy to keep its turn's work to itself (lib/event-loop-load.ts). */
-  loopBusy?: () => boolean;
+  /** Whether this process's main thread is too busy to keep its turn's work to itself (lib/main-thread-load.ts). */
+  mainThreadBusy?: () => boolean;
   logger: Logger;
 }): ProcessBus {
-  const loopBusy = options.loopBusy ?? createEventLoopLoad({ windowMs: 250, busyShare: 0.8 }).busy;
+  const mainThreadBusy = options.mainThreadBusy ?? createMainThreadLoad({ windowMs: 250, busyShare: 0.8 }).busy;
   const handlers = new Map<string, Array<(key: string) => unknown>>();
   const origin = randomUUID();
   /** True when a subscriber here takes the work (a signal). */
@@ -145,7 +145,7 @@ export function createProcessBus(options: {
   /** A signal to the turn's holder (this process): work it cannot take now goes to every worker. */
   const onTurnMessage = (payload: string | undefined) => {
     const message = parse(payload);
-    if (message && (!deliver(message.t, message.k) || loopBusy())) tellOthers(message.t);
+    if (message && (!deliver(message.t, message.k) || mainThreadBusy())) tellOthers(message.t);
   };
   const deliverAll = () => {
     for (const topic of handlers.keys()) deliver(topic, INVALIDATE_ALL);

@@ -2,16 +2,16 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { busesOnTestDatabase, connected, listen } from '../../test/helpers/bus.ts';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { createEventLoopLoad } from './event-loop-load.ts';
+import { createMainThreadLoad } from './main-thread-load.ts';
 import { BUS_TOPICS } from './process-bus.ts';
 
 const onPostgres = process.env.TEST_DB === 'postgres';
 
 describe.runIf(onPostgres)('the work turn: one worker process hears an action run signal (PostgreSQL)', () => {
-  // A holder relays what comes while its event loop is busy: not in these tests unless they say so.
-  const { url, bus } = busesOnTestDatabase({ loopBusy: () => false });
+  // A holder relays what comes while its main thread is busy: not in these tests unless they say so.
+  const { url, bus } = busesOnTestDatabase({ mainThreadBusy: () => false });
   /** A worker process's bus that holds the turn (the first in line) or waits for it. */
-  async function worker(takes: boolean, options: { holds: boolean; loopBusy?: () => boolean }) {
+  async function worker(takes: boolean, options: { holds: boolean; mainThreadBusy?: () => boolean }) {
     const created = bus(options);
     const heard = listen(created, takes);
     await created.listenForWork();
@@ -57,11 +57,11 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
 
   it.each([
     { why: 'its slots are full', takes: false, busy: false },
-    { why: 'its event loop is busy', takes: true, busy: true },
+    { why: 'its main thread is busy', takes: true, busy: true },
   ])('the holder tells every worker of the work when $why', async ({ takes, busy }) => {
     const serve = bus();
     const serveHeard = listen(serve);
-    const [holder, holderHeard] = await worker(takes, { holds: true, loopBusy: () => busy });
+    const [holder, holderHeard] = await worker(takes, { holds: true, mainThreadBusy: () => busy });
     const [other, otherHeard] = await worker(true, { holds: false });
     await connected([serve, serveHeard], [holder, holderHeard], [other, otherHeard]);
 
@@ -141,12 +141,25 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
   });
 });
 
-describe('the event loop load', () => {
-  it('counts a loop that ran through its window as busy, and one that waited as not', async () => {
-    const load = createEventLoopLoad({ windowMs: 50, busyShare: 0.8 });
+describe("the main thread's load", () => {
+  it('counts a window mostly on the CPU as busy, and one mostly waiting or kept off it as not', () => {
+    const readings = { now: 1_000, cpu: 500 };
+    const load = createMainThreadLoad({ windowMs: 250, busyShare: 0.8, now: () => readings.now, cpuMs: () => readings.cpu });
     expect(load.busy()).toBe(false); // the first question starts the first measure
-    for (const end = performance.now() + 60; performance.now() < end; ); // runs, never waiting
+    Object.assign(readings, { now: 1_300, cpu: 770 }); // 270 of 300 ms on the CPU
     expect(load.busy()).toBe(true);
-    await eventually('the loop counts as idle again', () => (load.busy() ? undefined : true));
+    Object.assign(readings, { now: 1_400, cpu: 780 }); // within the window: the last measure holds
+    expect(load.busy()).toBe(true);
+    // Its loop ran callbacks all along but the thread was on the CPU a third of the time: not busy.
+    Object.assign(readings, { now: 1_700, cpu: 880 });
+    expect(load.busy()).toBe(false);
+  });
+
+  it("reads this thread's time on the CPU: a thread held in a wait is not busy", () => {
+    const load = createMainThreadLoad({ windowMs: 50, busyShare: 0.8 });
+    load.busy();
+    // Blocked, as a thread kept off the CPU is: its event loop's utilization would count this as fully used.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 80);
+    expect(load.busy()).toBe(false);
   });
 });

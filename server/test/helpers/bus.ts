@@ -4,7 +4,7 @@ import { BUS_TOPICS, createProcessBus, type ProcessBus } from '../../src/lib/pro
 import { eventually } from './eventually.ts';
 import { createTestDatabaseUrl } from './test-database.ts';
 
-type BusOptions = Pick<Parameters<typeof createProcessBus>[0], 'loopBusy'>;
+type BusOptions = Pick<Parameters<typeof createProcessBus>[0], 'mainThreadBusy'>;
 
 /**
  * For a describe block: a PostgreSQL database for its buses (as for processes of one deployment),
