@@ -151,7 +151,7 @@ describe("the main thread's load", () => {
     Object.assign(readings, { now: 1_400, cpu: 780 }); // within the window: the last measure holds
     expect(load.busy()).toBe(true);
     // Its loop ran callbacks all along but the thread was on the CPU a third of the time: not busy.
-    Object.assign(readings, { now: 1_700, cpu: 880 });
+    Object.assign(readings, { now: 1_600, cpu: 870 }); // 100 of 300 ms
     expect(load.busy()).toBe(false);
   });
 
