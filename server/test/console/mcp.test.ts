@@ -120,8 +120,10 @@ describe('the console: MCP servers', () => {
       await rules.getByText("decided by the org's admins").waitFor();
     });
 
-    const rules = await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json();
-    const [saved] = rules.actionRules;
+    /** The org's one action rule, as the API gives it now. */
+    const savedRule = async () =>
+      (await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json()).actionRules[0];
+    const saved = await savedRule();
     // The mode set before the agent was chosen is kept: it applies if the agent is given the tool.
     expect(saved.approvalRules).toEqual({ orders__refund_order: 'allow', generateDocument: 'allow' });
     expect(saved.argumentRules).toEqual([{ tool: 'orders__refund_order', path: '/amount', op: 'gt', value: 100, mode: 'ask' }]);
@@ -176,8 +178,7 @@ describe('the console: MCP servers', () => {
       await ruleDialog.getByRole('button', { name: 'Save rule' }).click();
       await ruleDialog.waitFor({ state: 'hidden' });
     });
-    const [resaved] = (await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json())
-      .actionRules;
+    const resaved = await savedRule();
     expect(resaved.approvalRules).toEqual({ orders__refund_order: 'allow', orders__cancel_order: 'ask' });
     expect(resaved.argumentRules).toEqual([{ tool: 'orders__cancel_order', path: '/reason', op: 'exists', mode: 'deny' }]);
 
@@ -193,8 +194,7 @@ describe('the console: MCP servers', () => {
       await ruleDialog.getByRole('button', { name: 'Save rule' }).click();
       await ruleDialog.waitFor({ state: 'hidden' });
     });
-    const [cleaned] = (await (await app.request('GET', `/orgs/${tenant.org.slug}/action-rules`, { token: tenant.token })).json())
-      .actionRules;
+    const cleaned = await savedRule();
     expect(cleaned.approvalRules).toEqual({ orders__refund_order: 'allow' });
     expect(cleaned.argumentRules).toEqual([]);
     operator.expectNoProblems();
