@@ -43,8 +43,57 @@ function listedTools(orgTools: string[], agentTools: string[] | undefined, set: 
   ];
 }
 
-const withoutKey = <Mode,>(modes: Record<string, Mode>, name: string): Record<string, Mode> =>
+type Modes = WithToolModes['approvalRules'];
+const withoutKey = (modes: Modes, name: string): Modes =>
   Object.fromEntries(Object.entries(modes).filter(([tool]) => tool !== name));
+
+/** One listed tool's row: its name (and why it is listed, for a tool the agent cannot call) and its mode. */
+function ToolModeRow({
+  tool: { name, note },
+  modes,
+  onChange,
+}: {
+  tool: ListedTool;
+  modes: Modes;
+  onChange: (modes: Modes) => void;
+}) {
+  return (
+    <Table.Tr>
+      <Table.Td>
+        <Text size="sm" ff="monospace">
+          {name}
+        </Text>
+        {note && (
+          <Text size="xs" c="dimmed">
+            {note}
+          </Text>
+        )}
+      </Table.Td>
+      <Table.Td>
+        <Group gap={4} wrap="nowrap">
+          <SegmentedControl
+            size="xs"
+            aria-label={`Approval mode of ${name}`}
+            data={[...MODES]}
+            value={modes[name] ?? 'ask'}
+            onChange={(mode) => onChange({ ...modes, [name]: mode })}
+          />
+          {note && name in modes && (
+            // A mode for a tool the agent cannot call is taken out here, not only set to ask.
+            <ActionIcon
+              variant="subtle"
+              color="red"
+              aria-label={`Remove the mode of ${name}`}
+              onClick={() => onChange(withoutKey(modes, name))}
+            >
+              ✕
+            </ActionIcon>
+          )}
+        </Group>
+      </Table.Td>
+    </Table.Tr>
+  );
+}
 
 /** "Approval per tool": a mode for each listed tool (none while the org's tools load); a tool not set is ask. */
 export function ToolModes<T extends WithToolModes>(props: { control: Control<T>; tools: ListedTool[] | undefined }) {
@@ -69,41 +118,8 @@ export function ToolModes<T extends WithToolModes>(props: { control: Control<T>;
           )}
           <Table aria-label="Approval per tool">
             <Table.Tbody>
-              {props.tools?.map(({ name, note }) => (
-                <Table.Tr key={name}>
-                  <Table.Td>
-                    <Text size="sm" ff="monospace">
-                      {name}
-                    </Text>
-                    {note && (
-                      <Text size="xs" c="dimmed">
-                        {note}
-                      </Text>
-                    )}
-                  </Table.Td>
-                  <Table.Td>
-                    <Group gap={4} wrap="nowrap">
-                      <SegmentedControl
-                        size="xs"
-                        aria-label={`Approval mode of ${name}`}
-                        data={[...MODES]}
-                        value={field.value[name] ?? 'ask'}
-                        onChange={(mode) => field.onChange({ ...field.value, [name]: mode })}
-                      />
-                      {note && name in field.value && (
-                        // A mode for a tool the agent cannot call is taken out here, not only set to ask.
-                        <ActionIcon
-                          variant="subtle"
-                          color="red"
-                          aria-label={`Remove the mode of ${name}`}
-                          onClick={() => field.onChange(withoutKey(field.value, name))}
-                        >
-                          ✕
-                        </ActionIcon>
-                      )}
-                    </Group>
-                  </Table.Td>
-                </Table.Tr>
+              {props.tools?.map((tool) => (
+                <ToolModeRow key={tool.name} tool={tool} modes={field.value} onChange={field.onChange} />
               ))}
             </Table.Tbody>
           </Table>
