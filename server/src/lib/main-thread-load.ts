@@ -13,7 +13,9 @@ const threadCpuMs = () => {
  * starts until it waits again, so a process kept off the CPU by others (a worker at its lower
  * priority on a machine busy serving) reads as fully used while it runs a third of the time. Such a
  * process is not what holds its work up, and handing its work to the other processes of that machine
- * only adds their wake-ups to the load (docs/benchmarks.md, the fiftieth session).
+ * only adds their wake-ups to the load (docs/benchmarks.md, the fiftieth session). For the same
+ * reason a process under a CPU quota of less than a core, whose thread never reaches the share, is
+ * not measured against its quota instead: that made its work slower (the fifty-first session).
  */
 export function createMainThreadLoad(options: {
   windowMs: number;
