@@ -92,6 +92,26 @@ describe('callModel', () => {
     ]);
   });
 
+  it("answers with text and no calls, after the SDK's retries of a failure that may pass (a 5xx)", async () => {
+    let attempts = 0;
+    model.script(() => (++attempts === 1 ? { error: { status: 503, message: 'busy' } } : { text: 'It ships today.' }));
+    const step = await callModel({
+      model: languageModel(),
+      instructions: '',
+      messages: [{ role: 'user', content: 'Where is order 42?' }],
+      tools: modelTools(plans),
+      timeoutMs: 10_000,
+      maxRetries: 1,
+      signal: new AbortController().signal,
+    });
+    expect(attempts).toBe(2);
+    expect(step).toMatchObject({
+      text: 'It ships today.',
+      calls: [],
+      assistant: { role: 'assistant', content: [{ type: 'text', text: 'It ships today.' }] },
+    });
+  });
+
   it('fails a call the provider refuses as a ModelCallError with its message', async () => {
     model.script(() => ({ error: { status: 400, message: 'context length exceeded' } }));
     await expect(askModel()).rejects.toThrow(ModelCallError);

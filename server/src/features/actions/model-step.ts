@@ -1,4 +1,15 @@
-import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import {
+  asLanguageModelUsage,
+  convertToLanguageModelPrompt,
+  logWarnings,
+  parseToolCall,
+  prepareRetries,
+  prepareToolChoice,
+  prepareTools,
+  resolveLanguageModel,
+  standardizePrompt,
+} from 'ai/internal';
 import type { ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { withApprovalDecision } from './approval-policy.ts';
 import { inputJsonSchema, type ToolDefinition } from '../agents/tool-registry.ts';
@@ -52,6 +63,54 @@ export function modelTools(plans: Map<string, ToolPlan>): ToolSet {
   return tools;
 }
 
+/**
+ * One step of `generateText` made of the SDK's own parts (`ai/internal`, the ones `generateText`
+ * calls): the prompt standardized and converted, the tools prepared, the provider called with the
+ * SDK's retries, the tool calls parsed (an unparsable or unknown one marked invalid), the usage read.
+ * What `generateText` adds around them (its loop of steps, callbacks, telemetry, result objects and
+ * their copies of the messages) is unused here and cost about 0.1 ms of CPU a call
+ * (docs/benchmarks.md), two calls to an answered email.
+ */
+async function generateStep(
+  options: { model: LanguageModel; instructions: string; messages: ModelMessage[]; tools: ToolSet; maxRetries: number },
+  abortSignal: AbortSignal,
+) {
+  const model = resolveLanguageModel(options.model);
+  const instructions = options.instructions || undefined;
+  const prompt = await convertToLanguageModelPrompt({
+    prompt: await standardizePrompt({ instructions, messages: options.messages }),
+    supportedUrls: await model.supportedUrls,
+    download: undefined,
+    abortSignal,
+    provider: model.provider.split('.')[0],
+  });
+  const tools = await prepareTools({ tools: options.tools });
+  const { retry } = prepareRetries({ maxRetries: options.maxRetries, abortSignal });
+  const answer = await retry(() =>
+    model.doGenerate({ prompt, tools, toolChoice: prepareToolChoice({ toolChoice: undefined }), abortSignal }),
+  );
+  logWarnings({ warnings: answer.warnings ?? [], provider: model.provider, model: model.modelId });
+  const calls: ProposedCall[] = [];
+  for (const part of answer.content) {
+    if (part.type !== 'tool-call') continue;
+    const call = await parseToolCall({
+      toolCall: part,
+      tools: options.tools,
+      repairToolCall: undefined,
+      instructions,
+      messages: options.messages,
+      abortSignal,
+    });
+    calls.push({
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      input: call.input,
+      invalid: (call as { invalid?: boolean }).invalid === true,
+    });
+  }
+  return { content: answer.content, usage: asLanguageModelUsage(answer.usage), calls };
+}
+
 /** One model call: the conversation so far in, the assistant's message and its proposed tool calls out. */
 export async function callModel(options: {
   model: LanguageModel;
@@ -65,20 +124,9 @@ export async function callModel(options: {
   signal: AbortSignal;
 }): Promise<ModelStep> {
   const limit = deadline(options.timeoutMs);
-  let result: Awaited<ReturnType<typeof generateText>>;
+  let answer: Awaited<ReturnType<typeof generateStep>>;
   try {
-    result = await generateText({
-      model: options.model,
-      instructions: options.instructions || undefined,
-      messages: options.messages,
-      tools: options.tools,
-      maxRetries: options.maxRetries,
-      abortSignal: AbortSignal.any([options.signal, limit.signal]),
-      // The service traces its model calls itself (run-tracing.ts) and registers no telemetry
-      // integration with the SDK, whose own telemetry (a tracing channel and its events, built at each
-      // call) only cost CPU: about 0.05 ms a call (docs/benchmarks.md).
-      telemetry: { isEnabled: false },
-    });
+    answer = await generateStep(options, AbortSignal.any([options.signal, limit.signal]));
   } catch (error) {
     if (limit.expired)
       throw new ModelCallError(`The model did not answer within ${options.timeoutMs / 1000} s`, { cause: error });
@@ -88,24 +136,16 @@ export async function callModel(options: {
   } finally {
     limit.clear();
   }
-  const calls: ProposedCall[] = [];
-  for (const part of result.content) {
-    if (part.type !== 'tool-call') continue;
-    calls.push({
-      toolCallId: part.toolCallId,
-      toolName: part.toolName,
-      input: part.input,
-      invalid: (part as { invalid?: boolean }).invalid === true,
-    });
-  }
-  const content: unknown[] = [];
-  if (result.text) content.push({ type: 'text', text: result.text });
+  const { content, usage, calls } = answer;
+  let text = '';
+  for (const part of content) if (part.type === 'text') text += part.text;
+  const assistant: unknown[] = [];
+  if (text) assistant.push({ type: 'text', text });
   for (const call of calls)
-    content.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? {} });
-  const { usage } = result;
+    assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input ?? {} });
   return {
-    assistant: { role: 'assistant', content },
-    text: result.text,
+    assistant: { role: 'assistant', content: assistant },
+    text,
     calls,
     usage: {
       inputTokens: usage.inputTokens ?? 0,
