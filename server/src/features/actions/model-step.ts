@@ -66,10 +66,10 @@ export function modelTools(plans: Map<string, ToolPlan>): ToolSet {
 /**
  * One step of `generateText` made of the SDK's own parts (`ai/internal`, the ones `generateText`
  * calls): the prompt standardized and converted, the tools prepared, the provider called with the
- * SDK's retries, the tool calls parsed (an unparsable or unknown one marked invalid), the usage read.
- * What `generateText` adds around them (its loop of steps, callbacks, telemetry, result objects and
- * their copies of the messages) is unused here and cost about 0.1 ms of CPU a call
- * (docs/benchmarks.md), two calls to an answered email.
+ * SDK's retries, the tool calls parsed (an unparsable or unknown one marked invalid), the text and
+ * the usage read. What `generateText` adds around them (its loop of steps, callbacks, telemetry,
+ * result objects and their copies of the messages) is unused here and cost about 0.1 ms of CPU a
+ * call (docs/benchmarks.md), two calls to an answered email.
  */
 async function generateStep(
   options: { model: LanguageModel; instructions: string; messages: ModelMessage[]; tools: ToolSet; maxRetries: number },
@@ -108,7 +108,9 @@ async function generateStep(
       invalid: (call as { invalid?: boolean }).invalid === true,
     });
   }
-  return { content: answer.content, usage: asLanguageModelUsage(answer.usage), calls };
+  let text = '';
+  for (const part of answer.content) if (part.type === 'text') text += part.text;
+  return { text, calls, usage: asLanguageModelUsage(answer.usage) };
 }
 
 /** One model call: the conversation so far in, the assistant's message and its proposed tool calls out. */
@@ -136,9 +138,7 @@ export async function callModel(options: {
   } finally {
     limit.clear();
   }
-  const { content, usage, calls } = answer;
-  let text = '';
-  for (const part of content) if (part.type === 'text') text += part.text;
+  const { text, calls, usage } = answer;
   const assistant: unknown[] = [];
   if (text) assistant.push({ type: 'text', text });
   for (const call of calls)
