@@ -56,8 +56,8 @@ describe('callModel', () => {
     ],
   ]);
 
-  /** One model step as a run takes it, with the tool above. */
-  const askModel = () =>
+  /** One model step as a run takes it, with the tool above; `overrides` changes what a test is about. */
+  const askModel = (overrides: Partial<Parameters<typeof callModel>[0]> = {}) =>
     callModel({
       model: languageModel(),
       instructions: 'Answer the customer.',
@@ -66,6 +66,7 @@ describe('callModel', () => {
       timeoutMs: 10_000,
       maxRetries: 0,
       signal: new AbortController().signal,
+      ...overrides,
     });
 
   it('proposes the calls the model asks for, with their arguments, and the usage it reports', async () => {
@@ -95,15 +96,7 @@ describe('callModel', () => {
   it("answers with text and no calls, after the SDK's retries of a failure that may pass (a 5xx)", async () => {
     let attempts = 0;
     model.script(() => (++attempts === 1 ? { error: { status: 503, message: 'busy' } } : { text: 'It ships today.' }));
-    const step = await callModel({
-      model: languageModel(),
-      instructions: '',
-      messages: [{ role: 'user', content: 'Where is order 42?' }],
-      tools: modelTools(plans),
-      timeoutMs: 10_000,
-      maxRetries: 1,
-      signal: new AbortController().signal,
-    });
+    const step = await askModel({ instructions: '', maxRetries: 1 });
     expect(attempts).toBe(2);
     expect(step).toMatchObject({
       text: 'It ships today.',
