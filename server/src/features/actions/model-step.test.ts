@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { generateText } from 'ai';
+import { generateText, type ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModel } from '../../../test/helpers/fake-model.ts';
 import { createSecretBox } from '../../lib/crypto.ts';
@@ -103,6 +103,13 @@ describe('callModel', () => {
       calls: [],
       assistant: { role: 'assistant', content: [{ type: 'text', text: 'It ships today.' }] },
     });
+  });
+
+  it('fails a conversation the SDK cannot read as a ModelCallError, without asking the model', async () => {
+    const before = model.requests.length;
+    const unreadable = [{ role: 'tool', content: 'not a list of results' }] as unknown as ModelMessage[];
+    await expect(askModel({ messages: unreadable })).rejects.toThrow(ModelCallError);
+    expect(model.requests.length).toBe(before);
   });
 
   it('fails a call the provider refuses as a ModelCallError with its message', async () => {
