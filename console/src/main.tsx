@@ -49,7 +49,9 @@ createRoot(document.getElementById('root') as HTMLElement).render(
       defaultColorScheme="light"
       getStyleNonce={() => styleNonce}
     >
-      <Notifications position="top-right" />
+      {/* Top centre: the header's middle is empty, where a refusal that stays until closed covers neither
+          the account menu at the header's right nor a page's actions below it. */}
+      <Notifications position="top-center" />
       <QueryClientProvider client={queryClient}>
         <ModalsProvider>
           <RouterProvider router={router} />

@@ -1,4 +1,4 @@
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
 import { setupWebhook } from '../helpers/webhooks.ts';
@@ -6,6 +6,14 @@ import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 // Callbacks go only to public addresses here (private networks are not allowed), so a refusal is real.
 const PUBLIC_URL = 'https://93.184.215.14/hooks/agent';
+
+type Box = { x: number; y: number; width: number; height: number };
+const box = async (locator: Locator): Promise<Box> => {
+  const found = await locator.boundingBox();
+  if (!found) throw new Error(`${locator} is not shown`);
+  return found;
+};
+const overlap = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
 let app: TestApp;
 let browser: Browser;
@@ -44,6 +52,14 @@ describe('the console: refusals', () => {
       await page.clock.fastForward(60_000);
       await page.clock.runFor(5_000);
       expect(await refused.isVisible()).toBe(true);
+      // Standing until closed, it covers none of the controls the operator may need meanwhile.
+      const controls = [
+        page.getByRole('banner').getByRole('button', { name: admin.email }),
+        page.getByRole('banner').getByLabel('Organization'),
+        page.getByRole('button', { name: 'Rotate secret' }),
+        page.getByRole('button', { name: 'Delete' }),
+      ];
+      for (const control of controls) expect(overlap(await box(refused), await box(control)), `covers ${control}`).toBe(false);
       await capture(page, 'callback-endpoint-refused');
       // Closed by hand, it goes.
       await refused.getByRole('button').click();
