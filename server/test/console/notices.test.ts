@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 // Callbacks go only to public addresses here (private networks are not allowed), so a refusal is real.
 const PUBLIC_URL = 'https://93.184.215.14/hooks/agent';
 
-type Box = { x: number; y: number; width: number; height: number };
+type Box = NonNullable<Awaited<ReturnType<Locator['boundingBox']>>>;
 const box = async (locator: Locator): Promise<Box> => {
   const found = await locator.boundingBox();
   if (!found) throw new Error(`${locator} is not shown`);
@@ -59,7 +59,8 @@ describe('the console: refusals', () => {
         page.getByRole('button', { name: 'Rotate secret' }),
         page.getByRole('button', { name: 'Delete' }),
       ];
-      for (const control of controls) expect(overlap(await box(refused), await box(control)), `covers ${control}`).toBe(false);
+      const refusal = await box(refused);
+      for (const control of controls) expect(overlap(refusal, await box(control)), `covers ${control}`).toBe(false);
       await capture(page, 'callback-endpoint-refused');
       // Closed by hand, it goes.
       await refused.getByRole('button').click();
