@@ -67,3 +67,14 @@ export const usd = (value: number | null) =>
 /** An argument rule's test and mode as the ledger and the rules table say it: "/amount gt 100 → ask". */
 export const describeArgumentRule = (rule: { path: string; op: string; value?: unknown; mode: string }) =>
   `${rule.path || '/'} ${rule.op}${rule.value === undefined ? '' : ` ${JSON.stringify(rule.value)}`} → ${rule.mode}`;
+
+/**
+ * The model an agent runs on, as the server picks it: the agent's own provider and model where it names
+ * them, the server's (MODEL_PROVIDER, MODEL_NAME) where it does not.
+ */
+export function agentModel({ provider, model }: { provider: string | null; model: string | null }): string {
+  if (provider && model) return `${provider} ${model}`;
+  if (model) return `${model} on the server's provider`;
+  if (provider) return `${provider} with the server's model name`;
+  return "the server's default model";
+}

@@ -44,7 +44,13 @@ describe('the console: versions and experiments', () => {
     await app.request('POST', `/orgs/${org.slug}/mcp-servers`, { token, body: { name: 'orders', url: orders.url } });
     await app.request('PATCH', `/orgs/${org.slug}/agents/${made.agentId}`, {
       token,
-      body: { name: 'Refunder', instructions: 'Refund what the customer asks.', tools: ['orders__refund_order'] },
+      // The server's model named by the agent, on the server's provider (MODEL_PROVIDER).
+      body: {
+        name: 'Refunder',
+        instructions: 'Refund what the customer asks.',
+        tools: ['orders__refund_order'],
+        model: 'scripted-model',
+      },
     });
     for (const [orderId, amount] of [
       ['O-1', 40],
@@ -62,8 +68,11 @@ describe('the console: versions and experiments', () => {
 
     await step(page, 'the agent page: save a change as a draft, and see it beside the live version', async () => {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Agents' }).click();
-      await page.getByRole('table', { name: 'Agents' }).getByRole('link', { name: 'Refunder' }).click();
+      const listed = page.getByRole('table', { name: 'Agents' }).getByRole('row').filter({ hasText: 'Refunder' });
+      await listed.getByText("scripted-model on the server's provider").waitFor();
+      await listed.getByRole('link', { name: 'Refunder' }).click();
       await page.getByText('live: version 2').waitFor();
+      await page.getByText("scripted-model on the server's provider · 1 tool").waitFor();
       const live = page.getByRole('region', { name: 'What the live version does' });
       await live.getByText('Refund what the customer asks.').waitFor();
       await live.getByText('orders__refund_order').waitFor();

@@ -4,7 +4,7 @@ import { useParams } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
-import { counted } from '../../lib/format';
+import { agentModel, counted } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
 import { agentQuery, keys } from '../../lib/queries';
 import { AgentForm, type AgentValues, agentValues, toAgentBody, toDraftBody } from './AgentForm';
@@ -53,8 +53,7 @@ export function AgentDetailPage() {
               live: version {data.liveVersion}
             </Badge>
             <Text size="sm" c="dimmed">
-              {data.provider ? `${data.provider} ${data.model ?? ''}` : "the server's default model"} ·{' '}
-              {counted(data.tools.length, 'tool')}
+              {agentModel(data)} · {counted(data.tools.length, 'tool')}
             </Text>
           </Group>
         </Stack>

@@ -7,6 +7,7 @@ import { QueryError } from '../../components/RouteError';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
 import { AnchorLink } from '../../components/links';
+import { agentModel } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
 import { AgentForm, type AgentValues, agentValues, emptyAgent, toAgentBody } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
@@ -101,7 +102,7 @@ export function AgentsPage() {
                   </AnchorLink>
                 </Table.Td>
                 <Table.Td>v{agent.liveVersion}</Table.Td>
-                <Table.Td>{agent.provider ? `${agent.provider} ${agent.model ?? ''}` : 'server default'}</Table.Td>
+                <Table.Td>{agentModel(agent)}</Table.Td>
                 <Table.Td>
                   <Group gap={4}>
                     {agent.tools.map((tool) => (
