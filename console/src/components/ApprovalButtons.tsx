@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { api, unwrap } from '../api/client';
 import { keys, meQuery } from '../lib/queries';
 import { EditAndApprove } from './EditAndApprove';
+import { FormError } from './FormParts';
 import { approvalNotices } from '../lib/notices';
 
 const wordsSchema = z.object({ words: z.string().trim().min(1, 'Say it, for the agent and the ledger').max(2000) });
@@ -76,12 +77,12 @@ export function ApprovalButtons({
       setAsking(null);
       succeeded(`${WORDED[kind].done} ${toolName}`, 'gray');
     },
-    onError: (error, { kind }) => failed(`Not ${WORDED[kind].done.toLowerCase()}`)(error),
     onSettled: settled,
   });
   const busy = approve.isPending || worded.isPending;
   const ask = (kind: Worded) => {
     form.reset({ words: '' });
+    worded.reset(); // a refusal of earlier words is not of these
     setAsking(kind);
   };
   return (
@@ -153,6 +154,7 @@ export function ApprovalButtons({
                 {...form.register('words')}
                 error={form.formState.errors.words?.message}
               />
+              <FormError title={`Not ${WORDED[asking].done.toLowerCase()}`} error={worded.error} />
               <Group justify="flex-end">
                 <Button variant="default" onClick={() => setAsking(null)}>
                   Cancel

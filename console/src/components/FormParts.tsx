@@ -1,15 +1,18 @@
 import { Alert, Button, Group, Switch, Text } from '@mantine/core';
-import type { ReactNode } from 'react';
+import { type ReactNode, useEffect, useRef } from 'react';
 import { type Control, Controller, type FieldPathByValue, type FieldValues } from 'react-hook-form';
 
-/** A form's submit button, at its end. */
-export function SubmitRow({ label, busy }: { label: ReactNode; busy: boolean }) {
+/** A form's submit button, at its end, after why the server refused it last (a form in a dialog: FormError). */
+export function SubmitRow({ label, busy, refusal }: { label: ReactNode; busy: boolean; refusal?: ReactNode }) {
   return (
-    <Group justify="flex-end">
-      <Button type="submit" loading={busy}>
-        {label}
-      </Button>
-    </Group>
+    <>
+      {refusal}
+      <Group justify="flex-end">
+        <Button type="submit" loading={busy}>
+          {label}
+        </Button>
+      </Group>
+    </>
   );
 }
 
@@ -22,11 +25,20 @@ export function EmptyState({ children }: { children: ReactNode }) {
   );
 }
 
-/** Why the server refused a form, announced to screen readers; nothing when it did not. */
-export function FormError({ error }: { error: Error | null }) {
+/**
+ * Why the server refused a form, announced to screen readers; nothing when it did not. A form in a dialog
+ * says it here, by its buttons, rather than in a notification, which would cover the dialog's top.
+ */
+export function FormError({ error, title }: { error: Error | null; title?: string }) {
+  const alert = useRef<HTMLDivElement>(null);
+  // Shown above the buttons it answers, it pushes them down: brought into view with them, in a long dialog too.
+  useEffect(() => {
+    const shown = alert.current;
+    if (error) (shown?.nextElementSibling ?? shown)?.scrollIntoView({ block: 'nearest' });
+  }, [error]);
   if (!error) return null;
   return (
-    <Alert color="red" role="alert">
+    <Alert ref={alert} color="red" role="alert" title={title}>
       {error.message}
     </Alert>
   );

@@ -1,4 +1,4 @@
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../helpers/actions.ts';
 import { capture, expectAccessible, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
@@ -78,18 +78,29 @@ describe('the console: versions and experiments', () => {
       await live.getByText('orders__refund_order').waitFor();
       await page.getByRole('button', { name: 'Edit' }).click();
       const dialog = page.getByRole('dialog');
-      // Saved unchanged, a draft would be the live version again: refused, and the dialog stays open.
+      // Saved unchanged, a draft would be the live version again: refused, and the dialog stays open. The
+      // refusal is said in the dialog, by its buttons: a notification at the top would cover its title.
       await dialog.getByRole('button', { name: 'Save as draft' }).click();
-      await page.getByText('The draft changes nothing: version 2, the live one, has the same instructions').waitFor();
-      // The refusal stays until it is mended: the draft saved next takes it away. The pointer rests on it
-      // (which holds a notification open) and the draft is saved from the keyboard, so that only the
-      // success can take it away.
-      const refused = page.getByRole('alert').filter({ hasText: 'Draft not saved' });
-      await refused.hover();
+      const refused = dialog.getByRole('alert').filter({ hasText: 'Draft not saved' });
+      await refused.getByText('The draft changes nothing: version 2, the live one, has the same instructions').waitFor();
+      // Shown above the buttons, below the dialog's long list of tools: brought into view with them.
+      const { height } = page.viewportSize()!;
+      const bottom = async (locator: Locator) => ((box) => box && box.y + box.height)(await locator.boundingBox());
+      await expect.poll(() => bottom(dialog.getByRole('button', { name: 'Save as draft' }))).toBeLessThanOrEqual(height);
+      expect((await refused.boundingBox())?.y).toBeGreaterThanOrEqual(0);
+      await capture(page, 'agent-draft-refused');
+      // Closed and opened again, the dialog holds no refusal of what it held before.
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await dialog.getByLabel('Instructions').waitFor();
+      expect(await refused.count()).toBe(0);
+      // Refused again, then mended: the draft saved next closes the dialog, and the refusal with it.
+      await dialog.getByRole('button', { name: 'Save as draft' }).click();
+      await refused.waitFor();
       await dialog.getByLabel('Instructions').fill('Refund what the customer asks.\nRefund at most 100.');
       await dialog.getByLabel('Change note').fill('cap refunds');
-      await dialog.getByRole('button', { name: 'Save as draft' }).focus();
-      await page.keyboard.press('Enter');
+      await dialog.getByRole('button', { name: 'Save as draft' }).click();
       await dialog.waitFor({ state: 'hidden' });
       await page.getByText('Saved as draft: version 3, not live').waitFor();
       await refused.waitFor({ state: 'detached' });

@@ -4,6 +4,7 @@ import { useParams } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
+import { FormError } from '../../components/FormParts';
 import { agentModel, counted } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
 import { agentQuery, keys } from '../../lib/queries';
@@ -18,25 +19,30 @@ export function AgentDetailPage() {
   const agent = useQuery(agentQuery(org, id));
   const [editing, setEditing] = useState(false);
   const [starting, setStarting] = useState<number | null>(null);
-  const { failed, succeeded } = pageNotices('agent');
+  const { succeeded } = pageNotices('agent');
   const saved = (message: string) => {
     setEditing(false);
     succeeded(message);
     void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   };
+  // Each attempt takes the other's refusal away: the dialog says why its last attempt was refused.
   const publish = useMutation({
     mutationFn: (values: AgentValues) =>
       unwrap(api.PATCH('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } }, body: toAgentBody(values) })),
+    onMutate: () => {
+      draft.reset();
+    },
     onSuccess: (updated) => saved(`Saved; version ${updated.liveVersion} is live`),
-    onError: failed('Agent not saved'),
   });
   const draft = useMutation({
     mutationFn: (values: AgentValues) =>
       unwrap(
         api.POST('/orgs/{org}/agents/{agentId}/versions', { params: { path: { org, agentId: id } }, body: toDraftBody(values) }),
       ),
+    onMutate: () => {
+      publish.reset();
+    },
     onSuccess: ({ version }) => saved(`Saved as draft: version ${version.version}, not live`),
-    onError: failed('Draft not saved'),
   });
   if (agent.error) return <QueryError error={agent.error} />;
   if (!agent.data) return null;
@@ -97,7 +103,16 @@ export function AgentDetailPage() {
         onStart={() => setStarting(data.liveVersion)}
         onClose={() => setStarting(null)}
       />
-      <Modal opened={editing} onClose={() => setEditing(false)} title={`Edit ${data.name}`} size="lg">
+      <Modal
+        opened={editing}
+        onClose={() => {
+          setEditing(false);
+          publish.reset();
+          draft.reset();
+        }}
+        title={`Edit ${data.name}`}
+        size="lg"
+      >
         <AgentForm
           org={org}
           initial={agentValues(data)}
@@ -105,6 +120,9 @@ export function AgentDetailPage() {
           busy={publish.isPending || draft.isPending}
           onSubmit={(values) => publish.mutate(values)}
           onDraft={(values) => draft.mutate(values)}
+          refusal={
+            <FormError title={publish.error ? 'Agent not saved' : 'Draft not saved'} error={publish.error ?? draft.error} />
+          }
         />
       </Modal>
     </Stack>

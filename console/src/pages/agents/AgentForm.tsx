@@ -1,3 +1,4 @@
+import type { ReactNode } from 'react';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Button, Checkbox, Group, Select, SimpleGrid, Stack, Text, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
@@ -44,6 +45,8 @@ export function AgentForm(props: {
   initial: AgentValues;
   submitLabel: string;
   busy: boolean;
+  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
+  refusal?: ReactNode;
   onSubmit: (values: AgentValues) => void;
   /** Saves what it does as the next version without making it live (an existing agent). */
   onDraft?: (values: AgentValues) => void;
@@ -108,6 +111,7 @@ export function AgentForm(props: {
           {...form.register('changeNote')}
           error={errors.changeNote?.message}
         />
+        {props.refusal}
         <Group justify="flex-end">
           {props.onDraft && (
             <Button variant="default" loading={props.busy} onClick={form.handleSubmit(props.onDraft)}>

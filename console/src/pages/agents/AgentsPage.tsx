@@ -7,6 +7,7 @@ import { QueryError } from '../../components/RouteError';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
 import { AnchorLink } from '../../components/links';
+import { FormError } from '../../components/FormParts';
 import { agentModel } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
 import { AgentForm, type AgentValues, agentValues, emptyAgent, toAgentBody } from './AgentForm';
@@ -36,7 +37,6 @@ export function AgentsPage() {
         ? unwrap(api.PATCH('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } }, body: toAgentBody(values) }))
         : unwrap(api.POST('/orgs/{org}/agents', { params: { path }, body: toAgentBody(values) })),
     onSuccess: () => done('Agent saved'),
-    onError: failed('Agent not saved'),
   });
   const saveRule = useMutation({
     mutationFn: ({ id, values }: { id?: string; values: RuleValues }) =>
@@ -46,7 +46,6 @@ export function AgentsPage() {
           )
         : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path }, body: toRuleBody(values) })),
     onSuccess: () => done('Rule saved'),
-    onError: failed('Rule not saved'),
   });
   const remove = useMutation({
     mutationFn: ({ kind, id }: { kind: 'agent' | 'rule'; id: string }) =>
@@ -165,7 +164,11 @@ export function AgentsPage() {
       <ModelCredentials org={org} />
       <Modal
         opened={editing !== null}
-        onClose={() => setEditing(null)}
+        onClose={() => {
+          setEditing(null);
+          saveAgent.reset(); // its refusal was of what this dialog held
+          saveRule.reset();
+        }}
         title={editing ? `${editing.id ? 'Edit' : 'New'} ${editing.kind === 'agent' ? 'agent' : 'action rule'}` : ''}
         size={editing?.kind === 'rule' ? 'xl' : 'lg'}
       >
@@ -176,6 +179,7 @@ export function AgentsPage() {
             submitLabel="Save agent"
             busy={saveAgent.isPending}
             onSubmit={(values) => saveAgent.mutate({ id: editing.id, values })}
+            refusal={<FormError title="Agent not saved" error={saveAgent.error} />}
           />
         )}
         {editing?.kind === 'rule' && (
@@ -185,6 +189,7 @@ export function AgentsPage() {
             submitLabel="Save rule"
             busy={saveRule.isPending}
             onSubmit={(values) => saveRule.mutate({ id: editing.id, values })}
+            refusal={<FormError title="Rule not saved" error={saveRule.error} />}
           />
         )}
       </Modal>

@@ -1,3 +1,4 @@
+import type { ReactNode } from 'react';
 import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
@@ -58,6 +59,8 @@ export function RuleForm(props: {
   initial: RuleValues;
   submitLabel: string;
   busy: boolean;
+  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
+  refusal?: ReactNode;
   onSubmit: (values: RuleValues) => void;
 }) {
   const { data: agents = [] } = useQuery(agentsQuery(props.org));
@@ -109,7 +112,7 @@ export function RuleForm(props: {
           />
           <SwitchField control={form.control} name="enabled" label="Enabled" />
         </Group>
-        <SubmitRow label={props.submitLabel} busy={props.busy} />
+        <SubmitRow label={props.submitLabel} busy={props.busy} refusal={props.refusal} />
       </Stack>
     </form>
   );

@@ -1,3 +1,4 @@
+import type { ReactNode } from 'react';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Stack } from '@mantine/core';
 import { useForm } from 'react-hook-form';
@@ -62,6 +63,8 @@ export function AssignmentForm(props: {
   initial: AssignmentValues;
   submitLabel: string;
   busy: boolean;
+  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
+  refusal?: ReactNode;
   onSubmit: (values: AssignmentValues) => void;
 }) {
   const form = useForm<AssignmentValues>({ resolver: zodResolver(assignmentSchema), defaultValues: props.initial });
@@ -95,7 +98,7 @@ export function AssignmentForm(props: {
           control={form.control}
           errors={errors}
         />
-        <SubmitRow label={props.submitLabel} busy={props.busy} />
+        <SubmitRow label={props.submitLabel} busy={props.busy} refusal={props.refusal} />
       </Stack>
     </form>
   );

@@ -6,6 +6,7 @@ import { DecidedBy } from '../../components/Approvers';
 import { ArgumentRuleList } from '../../components/ArgumentRules';
 import { describeToolModes } from '../../components/CallRules';
 import { QueryError } from '../../components/RouteError';
+import { FormError } from '../../components/FormParts';
 import { agentsQuery, keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
 import {
@@ -53,7 +54,6 @@ export function Inboxes({ org }: { org: string }) {
       setEditing(null);
       succeeded('Assignment saved');
     },
-    onError: failed('Assignment not saved'),
     onSettled: refresh,
   });
   const unassign = useMutation({
@@ -86,7 +86,15 @@ export function Inboxes({ org }: { org: string }) {
           onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
         />
       ))}
-      <Modal opened={editing !== null} onClose={() => setEditing(null)} title={editing?.title} size="xl">
+      <Modal
+        opened={editing !== null}
+        onClose={() => {
+          setEditing(null);
+          save.reset(); // its refusal was of what this dialog held
+        }}
+        title={editing?.title}
+        size="xl"
+      >
         {editing && (
           <AssignmentForm
             org={org}
@@ -95,6 +103,7 @@ export function Inboxes({ org }: { org: string }) {
             submitLabel="Save assignment"
             busy={save.isPending}
             onSubmit={(values) => save.mutate({ editing, values })}
+            refusal={<FormError title="Assignment not saved" error={save.error} />}
           />
         )}
       </Modal>

@@ -1,3 +1,4 @@
+import type { ReactNode } from 'react';
 import { SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, JsonInput, NumberInput, Select, SimpleGrid, Stack, TagsInput, TextInput } from '@mantine/core';
@@ -83,6 +84,8 @@ export function WebhookForm(props: {
   initial: WebhookFormValues;
   submitLabel: string;
   busy: boolean;
+  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
+  refusal?: ReactNode;
   onSubmit: (values: WebhookFormValues) => void;
 }) {
   const { org } = props;
@@ -217,7 +220,7 @@ export function WebhookForm(props: {
             label="Allow per-request overrides (tool modes in the event)"
           />
         </Group>
-        <SubmitRow label={props.submitLabel} busy={props.busy} />
+        <SubmitRow label={props.submitLabel} busy={props.busy} refusal={props.refusal} />
       </Stack>
     </form>
   );

@@ -1,4 +1,4 @@
-import { EmptyState } from '../../components/FormParts';
+import { EmptyState, FormError } from '../../components/FormParts';
 import { Badge, Button, Code, Group, Modal, Stack, Table, Title } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -11,7 +11,6 @@ import { type RevealedValue, SecretReveal } from '../../components/SecretReveal'
 import { useOrgSlug } from '../../lib/org';
 import { keys, rulesQuery, webhooksQuery } from '../../lib/queries';
 import { emptyWebhook, toWebhookBody, WebhookForm, type WebhookFormValues } from './WebhookForm';
-import { pageNotices } from '../../lib/notices';
 
 /** Spec 2.6: the org's action webhooks; a new one shows its URL and secret once. */
 export function WebhooksPage() {
@@ -22,12 +21,10 @@ export function WebhooksPage() {
   const { data: rules = [] } = useQuery(rulesQuery(org));
   const [creating, { open, close }] = useDisclosure(false);
   const [created, setCreated] = useState<{ id: string; values: RevealedValue[] } | null>(null);
-  const { failed, succeeded } = pageNotices('webhooks');
   const create = useMutation({
     mutationFn: (values: WebhookFormValues) =>
       unwrap(api.POST('/orgs/{org}/webhooks', { params: { path: { org } }, body: toWebhookBody(values) })),
     onSuccess: (result) => {
-      succeeded();
       close();
       void queryClient.invalidateQueries({ queryKey: keys.org(org) });
       setCreated({
@@ -38,7 +35,6 @@ export function WebhooksPage() {
         ],
       });
     },
-    onError: failed('Not created'),
   });
   const ruleName = (id: string | null) => rules.find((rule) => rule.id === id)?.name ?? '—';
 
@@ -90,13 +86,22 @@ export function WebhooksPage() {
           </Table.Tbody>
         </Table>
       )}
-      <Modal opened={creating} onClose={close} title="New webhook" size="xl">
+      <Modal
+        opened={creating}
+        onClose={() => {
+          close();
+          create.reset(); // its refusal was of what this dialog held
+        }}
+        title="New webhook"
+        size="xl"
+      >
         <WebhookForm
           org={org}
           initial={emptyWebhook}
           submitLabel="Create webhook"
           busy={create.isPending}
           onSubmit={(values) => create.mutate(values)}
+          refusal={<FormError title="Not created" error={create.error} />}
         />
       </Modal>
       <SecretReveal
