@@ -31,10 +31,11 @@ export function EmptyState({ children }: { children: ReactNode }) {
  */
 export function FormError({ error, title }: { error: Error | null; title?: string }) {
   const alert = useRef<HTMLDivElement>(null);
-  // Shown above the buttons it answers, it pushes them down: brought into view with them, in a long dialog too.
+  // Shown, it pushes what follows it (a dialog's buttons) down: both are brought into view, it first, so
+  // that scrolling on to what follows leaves it in view above.
   useEffect(() => {
     const shown = alert.current;
-    if (error) (shown?.nextElementSibling ?? shown)?.scrollIntoView({ block: 'nearest' });
+    if (error && shown) for (const element of [shown, shown.nextElementSibling]) element?.scrollIntoView({ block: 'nearest' });
   }, [error]);
   if (!error) return null;
   return (
