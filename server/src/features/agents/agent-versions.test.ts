@@ -180,6 +180,29 @@ describe('agent versions', () => {
     ]);
   });
 
+  it("a blank model name is refused where an agent or a draft names one; null is the server's model", async () => {
+    const made = await setup('allow');
+    const agents = api(made);
+    const { org, token } = made.tenant;
+    // Blank, it would name no model and still not be null: actions would fail with "the agent has no model".
+    for (const model of ['', '   ']) {
+      const created = await app.request('POST', `/orgs/${org.slug}/agents`, { token, body: { name: 'Blank', model } });
+      const patched = await agents.patch({ model });
+      const drafted = await agents.post('/versions', { model });
+      for (const refused of [created, patched, drafted]) {
+        expect(refused.status).toBe(400);
+        expect(await refused.json()).toMatchObject({ code: 'validation_failed', error: expect.stringContaining('model') });
+      }
+    }
+    expect(await (await agents.get('')).json()).toMatchObject({ liveVersion: 2, model: null });
+    // A name with spaces around it is the name.
+    expect(await (await agents.patch({ model: ' scripted-model ' })).json()).toMatchObject({
+      liveVersion: 3,
+      model: 'scripted-model',
+    });
+    expect(await (await agents.patch({ model: null })).json()).toMatchObject({ liveVersion: 4, model: null });
+  });
+
   it('an action paused for approval keeps its version when another is published, and so do its callbacks', async () => {
     const made = await setup('ask');
     const agents = api(made);

@@ -26,7 +26,14 @@ export const agentInput = z.object({
     .nullable()
     .default(null)
     .describe("The model provider; null uses the server's MODEL_PROVIDER"),
-  model: z.string().max(200).nullable().default(null).describe("The model name; null uses the server's MODEL_NAME"),
+  model: z
+    .string()
+    .trim()
+    .min(1, "model names no model: give its name, or null for the server's MODEL_NAME")
+    .max(200)
+    .nullable()
+    .default(null)
+    .describe("The model name; null uses the server's MODEL_NAME"),
   tools: z.array(toolNameSchema).max(100).default([]).describe('Names of the tools the agent may call (e.g. generateDocument)'),
   budget: budgetSchema
     .nullable()
