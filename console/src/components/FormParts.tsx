@@ -2,8 +2,14 @@ import { Alert, Button, Group, Switch, Text } from '@mantine/core';
 import { type ReactNode, useEffect, useRef } from 'react';
 import { type Control, Controller, type FieldPathByValue, type FieldValues } from 'react-hook-form';
 
-/** A form's submit button, at its end, after why the server refused it last (a form in a dialog: FormError). */
-export function SubmitRow({ label, busy, refusal }: { label: ReactNode; busy: boolean; refusal?: ReactNode }) {
+/** A form that says the server's last refusal by its buttons (a form in a dialog, where a notification would cover its top). */
+export interface Refusable {
+  /** The refusal, as a FormError. */
+  refusal?: ReactNode;
+}
+
+/** A form's submit button, at its end, after why the server refused it last. */
+export function SubmitRow({ label, busy, refusal }: { label: ReactNode; busy: boolean } & Refusable) {
   return (
     <>
       {refusal}

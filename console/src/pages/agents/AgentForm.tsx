@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import type { Refusable } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Button, Checkbox, Group, Select, SimpleGrid, Stack, Text, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
@@ -40,17 +40,17 @@ export const toDraftBody = (values: AgentValues) => {
 };
 
 /** An agent: its instructions, its model (or the server's), and the tools it may call. */
-export function AgentForm(props: {
-  org: string;
-  initial: AgentValues;
-  submitLabel: string;
-  busy: boolean;
-  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
-  refusal?: ReactNode;
-  onSubmit: (values: AgentValues) => void;
-  /** Saves what it does as the next version without making it live (an existing agent). */
-  onDraft?: (values: AgentValues) => void;
-}) {
+export function AgentForm(
+  props: {
+    org: string;
+    initial: AgentValues;
+    submitLabel: string;
+    busy: boolean;
+    onSubmit: (values: AgentValues) => void;
+    /** Saves what it does as the next version without making it live (an existing agent). */
+    onDraft?: (values: AgentValues) => void;
+  } & Refusable,
+) {
   const { data: tools = [] } = useQuery(toolsQuery(props.org));
   const form = useForm<AgentValues>({ resolver: zodResolver(agentSchema), defaultValues: props.initial });
   const errors = form.formState.errors;

@@ -1,5 +1,4 @@
-import type { ReactNode } from 'react';
-import { SubmitRow, SwitchField } from '../../components/FormParts';
+import { type Refusable, SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
@@ -54,15 +53,15 @@ export const toRuleBody = ({ allAdmins, approverIds, minApprovals, notifyEmail, 
 });
 
 /** An action rule: which agent acts, with what instructions, and the approval mode of each tool (spec 2.7). */
-export function RuleForm(props: {
-  org: string;
-  initial: RuleValues;
-  submitLabel: string;
-  busy: boolean;
-  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
-  refusal?: ReactNode;
-  onSubmit: (values: RuleValues) => void;
-}) {
+export function RuleForm(
+  props: {
+    org: string;
+    initial: RuleValues;
+    submitLabel: string;
+    busy: boolean;
+    onSubmit: (values: RuleValues) => void;
+  } & Refusable,
+) {
   const { data: agents = [] } = useQuery(agentsQuery(props.org));
   const form = useForm<RuleValues>({ resolver: zodResolver(ruleSchema), defaultValues: props.initial });
   const errors = form.formState.errors;

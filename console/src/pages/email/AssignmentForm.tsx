@@ -1,4 +1,3 @@
-import type { ReactNode } from 'react';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Stack } from '@mantine/core';
 import { useForm } from 'react-hook-form';
@@ -6,7 +5,7 @@ import { z } from 'zod';
 import type { components } from '../../api/schema';
 import { ApproversSection, approversBody, approversFields, approversValues, choosesApprovers } from '../../components/Approvers';
 import { argumentRuleField, ruleField, ruleValue } from '../../components/ArgumentRules';
-import { SubmitRow, SwitchField } from '../../components/FormParts';
+import { type Refusable, SubmitRow, SwitchField } from '../../components/FormParts';
 import { CallRules, toolModesField } from '../../components/CallRules';
 
 export type AssignmentRow = components['schemas']['InboxAgentAssignment'];
@@ -57,16 +56,16 @@ export const toAssignmentBody = ({ isPrimary, autoRespond, approvalRules, argume
 });
 
 /** An agent's assignment to an inbox: whether it answers every email, how its calls there run, and who decides them. */
-export function AssignmentForm(props: {
-  org: string;
-  agentId: string;
-  initial: AssignmentValues;
-  submitLabel: string;
-  busy: boolean;
-  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
-  refusal?: ReactNode;
-  onSubmit: (values: AssignmentValues) => void;
-}) {
+export function AssignmentForm(
+  props: {
+    org: string;
+    agentId: string;
+    initial: AssignmentValues;
+    submitLabel: string;
+    busy: boolean;
+    onSubmit: (values: AssignmentValues) => void;
+  } & Refusable,
+) {
   const form = useForm<AssignmentValues>({ resolver: zodResolver(assignmentSchema), defaultValues: props.initial });
   const errors = form.formState.errors;
   return (

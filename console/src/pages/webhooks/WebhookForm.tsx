@@ -1,5 +1,4 @@
-import type { ReactNode } from 'react';
-import { SubmitRow, SwitchField } from '../../components/FormParts';
+import { type Refusable, SubmitRow, SwitchField } from '../../components/FormParts';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { Group, JsonInput, NumberInput, Select, SimpleGrid, Stack, TagsInput, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
@@ -79,15 +78,15 @@ const SCHEMES = [
 ];
 
 /** Every aspect of an action webhook (spec 2.6), for create and edit. */
-export function WebhookForm(props: {
-  org: string;
-  initial: WebhookFormValues;
-  submitLabel: string;
-  busy: boolean;
-  /** The server's last refusal (FormError), said by the buttons: in a dialog a notification would cover its top. */
-  refusal?: ReactNode;
-  onSubmit: (values: WebhookFormValues) => void;
-}) {
+export function WebhookForm(
+  props: {
+    org: string;
+    initial: WebhookFormValues;
+    submitLabel: string;
+    busy: boolean;
+    onSubmit: (values: WebhookFormValues) => void;
+  } & Refusable,
+) {
   const { org } = props;
   const { data: rules = [] } = useQuery(rulesQuery(org));
   const { data: agents = [] } = useQuery(agentsQuery(org));
