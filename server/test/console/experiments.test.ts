@@ -1,7 +1,7 @@
-import type { Browser, Locator } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForAction } from '../helpers/actions.ts';
-import { capture, expectAccessible, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
+import { capture, expectAccessible, launchBrowser, openConsole, shownBox, signInToConsole, step } from '../helpers/browser.ts';
 import { auth, runEvent } from '../helpers/callbacks.ts';
 import { type ChatRequest, calledTools, eventData, startFakeModel, toolResults } from '../helpers/fake-model.ts';
 import { startTestMcpServer, type TestMcpServer } from '../helpers/mcp-server.ts';
@@ -85,9 +85,13 @@ describe('the console: versions and experiments', () => {
       await refused.getByText('The draft changes nothing: version 2, the live one, has the same instructions').waitFor();
       // Shown above the buttons, below the dialog's long list of tools: brought into view with them.
       const { height } = page.viewportSize()!;
-      const bottom = async (locator: Locator) => ((box) => box && box.y + box.height)(await locator.boundingBox());
-      await expect.poll(() => bottom(dialog.getByRole('button', { name: 'Save as draft' }))).toBeLessThanOrEqual(height);
-      expect((await refused.boundingBox())?.y).toBeGreaterThanOrEqual(0);
+      const button = dialog.getByRole('button', { name: 'Save as draft' });
+      const bottom = async () => {
+        const box = await shownBox(button);
+        return box.y + box.height;
+      };
+      await expect.poll(bottom).toBeLessThanOrEqual(height);
+      expect((await shownBox(refused)).y).toBeGreaterThanOrEqual(0);
       await capture(page, 'agent-draft-refused');
       // Closed and opened again, the dialog holds no refusal of what it held before.
       await page.keyboard.press('Escape');

@@ -1,18 +1,12 @@
-import type { Browser, Locator } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capture, launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
+import { type Box, capture, launchBrowser, openConsole, shownBox, signInToConsole, step } from '../helpers/browser.ts';
 import { setupWebhook } from '../helpers/webhooks.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 
 // Callbacks go only to public addresses here (private networks are not allowed), so a refusal is real.
 const PUBLIC_URL = 'https://93.184.215.14/hooks/agent';
 
-type Box = NonNullable<Awaited<ReturnType<Locator['boundingBox']>>>;
-const box = async (locator: Locator): Promise<Box> => {
-  const found = await locator.boundingBox();
-  if (!found) throw new Error(`${locator} is not shown`);
-  return found;
-};
 const overlap = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
 let app: TestApp;
@@ -59,8 +53,8 @@ describe('the console: refusals', () => {
         page.getByRole('button', { name: 'Rotate secret' }),
         page.getByRole('button', { name: 'Delete' }),
       ];
-      const refusal = await box(refused);
-      for (const control of controls) expect(overlap(refusal, await box(control)), `covers ${control}`).toBe(false);
+      const refusal = await shownBox(refused);
+      for (const control of controls) expect(overlap(refusal, await shownBox(control)), `covers ${control}`).toBe(false);
       await capture(page, 'callback-endpoint-refused');
       // Closed by hand, it goes.
       await refused.getByRole('button').click();

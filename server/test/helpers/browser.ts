@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { DEFAULT_PASSWORD } from './factories.ts';
 
@@ -89,6 +89,14 @@ export async function capture(page: Page, name: string): Promise<void> {
   await page.mouse.move(1279, 799);
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
   await expectAccessible(page, name);
+}
+
+export type Box = NonNullable<Awaited<ReturnType<Locator['boundingBox']>>>;
+/** Where an element is on the page; it fails when the element is not shown. */
+export async function shownBox(locator: Locator): Promise<Box> {
+  const found = await locator.boundingBox();
+  if (!found) throw new Error(`${locator} is not shown`);
+  return found;
 }
 
 /** Where a journey is: on failure, the step and a screenshot of the page say what it waited for. */
