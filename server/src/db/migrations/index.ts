@@ -30,6 +30,7 @@ import * as watchedCheck from './0028_watched_check.ts';
 import * as inboxNotify from './0029_inbox_notify.ts';
 import * as inboxApprovers from './0030_inbox_approvers.ts';
 import * as inboxArgumentRules from './0031_inbox_argument_rules.ts';
+import * as blankModelNames from './0032_blank_model_names.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -64,6 +65,7 @@ const migrations: Record<string, Migration> = {
   '0029_inbox_notify': inboxNotify,
   '0030_inbox_approvers': inboxApprovers,
   '0031_inbox_argument_rules': inboxArgumentRules,
+  '0032_blank_model_names': blankModelNames,
 };
 
 export const migrationProvider: MigrationProvider = {
