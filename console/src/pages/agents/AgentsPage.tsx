@@ -1,4 +1,4 @@
-import { Badge, Button, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
+import { Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { modals } from '@mantine/modals';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -7,55 +7,63 @@ import { QueryError } from '../../components/RouteError';
 import { useOrgSlug } from '../../lib/org';
 import { agentsQuery, keys, rulesQuery } from '../../lib/queries';
 import { AnchorLink } from '../../components/links';
-import { FormError } from '../../components/FormParts';
 import { agentModel } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
-import { AgentForm, type AgentValues, agentValues, emptyAgent, toAgentBody } from './AgentForm';
+import { AgentDialog, type EditedAgent } from './AgentDialog';
+import { agentValues } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
-import { emptyRule, RuleForm, type RuleValues, ruleValues, toRuleBody } from './RuleForm';
+import { RuleDialog } from './RuleDialog';
+import { type RuleValues, ruleValues } from './RuleForm';
 import { RuleSummary } from './RuleSummary';
 
-type Editing = { kind: 'agent'; id?: string; initial: AgentValues } | { kind: 'rule'; id?: string; initial: RuleValues } | null;
+/** The dialog open on the page: an agent's or a rule's, new (none named) or one being changed. */
+type Editing = { kind: 'agent'; agent?: EditedAgent } | { kind: 'rule'; rule?: { id: string; initial: RuleValues } } | null;
+type Deletes = (kind: 'agent' | 'rule', id: string, name: string) => void;
 
 /** Agents, the action rules that route events to them with approval modes per tool, and model keys. */
 export function AgentsPage() {
   const org = useOrgSlug();
   const queryClient = useQueryClient();
-  const agents = useQuery(agentsQuery(org));
-  const rules = useQuery(rulesQuery(org));
   const [editing, setEditing] = useState<Editing>(null);
-  const path = { org };
   const { failed, succeeded } = pageNotices('agents');
-  const done = (message: string) => {
-    setEditing(null);
+  const changed = (message: string) => {
     succeeded(message);
     void queryClient.invalidateQueries({ queryKey: keys.org(org) });
   };
-  const saveAgent = useMutation({
-    mutationFn: ({ id, values }: { id?: string; values: AgentValues }) =>
-      id
-        ? unwrap(api.PATCH('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } }, body: toAgentBody(values) }))
-        : unwrap(api.POST('/orgs/{org}/agents', { params: { path }, body: toAgentBody(values) })),
-    onSuccess: () => done('Agent saved'),
-  });
-  const saveRule = useMutation({
-    mutationFn: ({ id, values }: { id?: string; values: RuleValues }) =>
-      id
-        ? unwrap(
-            api.PATCH('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } }, body: toRuleBody(values) }),
-          )
-        : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path }, body: toRuleBody(values) })),
-    onSuccess: () => done('Rule saved'),
-  });
+  const confirmDelete = useConfirmedDelete(org, () => changed('Deleted'), failed('Not deleted'));
+  const close = () => setEditing(null);
+  return (
+    <Stack gap="xl">
+      <AgentsTable
+        org={org}
+        onNew={() => setEditing({ kind: 'agent' })}
+        onEdit={(agent) => setEditing({ kind: 'agent', agent })}
+        onDelete={confirmDelete}
+      />
+      <RulesTable
+        org={org}
+        onNew={() => setEditing({ kind: 'rule' })}
+        onEdit={(rule) => setEditing({ kind: 'rule', rule })}
+        onDelete={confirmDelete}
+      />
+      <ModelCredentials org={org} />
+      {editing?.kind === 'agent' && <AgentDialog org={org} agent={editing.agent} onClose={close} onSaved={changed} />}
+      {editing?.kind === 'rule' && <RuleDialog org={org} rule={editing.rule} onClose={close} onSaved={changed} />}
+    </Stack>
+  );
+}
+
+/** Deletes an agent or a rule once the operator confirms what that does to what names it. */
+function useConfirmedDelete(org: string, onDeleted: () => void, onFailed: (error: Error) => void): Deletes {
   const remove = useMutation({
     mutationFn: ({ kind, id }: { kind: 'agent' | 'rule'; id: string }) =>
       kind === 'agent'
         ? unwrap(api.DELETE('/orgs/{org}/agents/{agentId}', { params: { path: { org, agentId: id } } }))
         : unwrap(api.DELETE('/orgs/{org}/action-rules/{ruleId}', { params: { path: { org, ruleId: id } } })),
-    onSuccess: () => done('Deleted'),
-    onError: failed('Not deleted'),
+    onSuccess: onDeleted,
+    onError: onFailed,
   });
-  const confirmDelete = (kind: 'agent' | 'rule', id: string, name: string) =>
+  return (kind, id, name) =>
     modals.openConfirmModal({
       title: `Delete ${name}?`,
       children: (
@@ -70,129 +78,113 @@ export function AgentsPage() {
       confirmProps: { color: 'red' },
       onConfirm: () => remove.mutate({ kind, id }),
     });
-  const agentName = (id: string | null) => agents.data?.find((agent) => agent.id === id)?.name ?? '—';
+}
 
+function AgentsTable(props: { org: string; onNew: () => void; onEdit: (agent: EditedAgent) => void; onDelete: Deletes }) {
+  const { org } = props;
+  const agents = useQuery(agentsQuery(org));
   return (
-    <Stack gap="xl">
-      <Stack>
-        <Group justify="space-between">
-          <Title order={1} size="h2">
-            Agents
-          </Title>
-          <Button onClick={() => setEditing({ kind: 'agent', initial: emptyAgent })}>New agent</Button>
-        </Group>
-        {agents.error && <QueryError error={agents.error} />}
-        <Table aria-label="Agents">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Live version</Table.Th>
-              <Table.Th>Model</Table.Th>
-              <Table.Th>Tools</Table.Th>
-              <Table.Th />
+    <Stack>
+      <Group justify="space-between">
+        <Title order={1} size="h2">
+          Agents
+        </Title>
+        <Button onClick={props.onNew}>New agent</Button>
+      </Group>
+      {agents.error && <QueryError error={agents.error} />}
+      <Table aria-label="Agents">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Name</Table.Th>
+            <Table.Th>Live version</Table.Th>
+            <Table.Th>Model</Table.Th>
+            <Table.Th>Tools</Table.Th>
+            <Table.Th />
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {agents.data?.map((agent) => (
+            <Table.Tr key={agent.id}>
+              <Table.Td>
+                <AnchorLink to="/o/$org/agents/$id" params={{ org, id: agent.id }}>
+                  {agent.name}
+                </AnchorLink>
+              </Table.Td>
+              <Table.Td>v{agent.liveVersion}</Table.Td>
+              <Table.Td>{agentModel(agent)}</Table.Td>
+              <Table.Td>
+                <Group gap={4}>
+                  {agent.tools.map((tool) => (
+                    <Badge key={tool} variant="outline" tt="none" size="sm">
+                      {tool}
+                    </Badge>
+                  ))}
+                </Group>
+              </Table.Td>
+              <Table.Td>
+                <RowButtons
+                  onEdit={() => props.onEdit({ id: agent.id, name: agent.name, initial: agentValues(agent) })}
+                  onDelete={() => props.onDelete('agent', agent.id, agent.name)}
+                />
+              </Table.Td>
             </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {agents.data?.map((agent) => (
-              <Table.Tr key={agent.id}>
-                <Table.Td>
-                  <AnchorLink to="/o/$org/agents/$id" params={{ org, id: agent.id }}>
-                    {agent.name}
-                  </AnchorLink>
-                </Table.Td>
-                <Table.Td>v{agent.liveVersion}</Table.Td>
-                <Table.Td>{agentModel(agent)}</Table.Td>
-                <Table.Td>
-                  <Group gap={4}>
-                    {agent.tools.map((tool) => (
-                      <Badge key={tool} variant="outline" tt="none" size="sm">
-                        {tool}
-                      </Badge>
-                    ))}
-                  </Group>
-                </Table.Td>
-                <Table.Td>
-                  <RowButtons
-                    onEdit={() => setEditing({ kind: 'agent', id: agent.id, initial: agentValues(agent) })}
-                    onDelete={() => confirmDelete('agent', agent.id, agent.name)}
-                  />
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Stack>
-      <Stack>
-        <Group justify="space-between">
-          <Title order={2} size="h3">
-            Action rules
-          </Title>
-          <Button variant="light" onClick={() => setEditing({ kind: 'rule', initial: emptyRule })}>
-            New rule
-          </Button>
-        </Group>
-        <Table aria-label="Action rules">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Agent</Table.Th>
-              <Table.Th>What waits, and who decides</Table.Th>
-              <Table.Th>State</Table.Th>
-              <Table.Th />
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Stack>
+  );
+}
+
+function RulesTable(props: {
+  org: string;
+  onNew: () => void;
+  onEdit: (rule: { id: string; initial: RuleValues }) => void;
+  onDelete: Deletes;
+}) {
+  const { org } = props;
+  const rules = useQuery(rulesQuery(org));
+  const { data: agents } = useQuery(agentsQuery(org));
+  const agentName = (id: string | null) => agents?.find((agent) => agent.id === id)?.name ?? '—';
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2} size="h3">
+          Action rules
+        </Title>
+        <Button variant="light" onClick={props.onNew}>
+          New rule
+        </Button>
+      </Group>
+      {rules.error && <QueryError error={rules.error} />}
+      <Table aria-label="Action rules">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Name</Table.Th>
+            <Table.Th>Agent</Table.Th>
+            <Table.Th>What waits, and who decides</Table.Th>
+            <Table.Th>State</Table.Th>
+            <Table.Th />
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {rules.data?.map((rule) => (
+            <Table.Tr key={rule.id}>
+              <Table.Td>{rule.name}</Table.Td>
+              <Table.Td>{agentName(rule.agentId)}</Table.Td>
+              <Table.Td>
+                <RuleSummary org={org} rule={rule} />
+              </Table.Td>
+              <Table.Td>{rule.enabled ? 'enabled' : 'disabled'}</Table.Td>
+              <Table.Td>
+                <RowButtons
+                  onEdit={() => props.onEdit({ id: rule.id, initial: ruleValues(rule) })}
+                  onDelete={() => props.onDelete('rule', rule.id, rule.name)}
+                />
+              </Table.Td>
             </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rules.data?.map((rule) => (
-              <Table.Tr key={rule.id}>
-                <Table.Td>{rule.name}</Table.Td>
-                <Table.Td>{agentName(rule.agentId)}</Table.Td>
-                <Table.Td>
-                  <RuleSummary org={org} rule={rule} />
-                </Table.Td>
-                <Table.Td>{rule.enabled ? 'enabled' : 'disabled'}</Table.Td>
-                <Table.Td>
-                  <RowButtons
-                    onEdit={() => setEditing({ kind: 'rule', id: rule.id, initial: ruleValues(rule) })}
-                    onDelete={() => confirmDelete('rule', rule.id, rule.name)}
-                  />
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Stack>
-      <ModelCredentials org={org} />
-      <Modal
-        opened={editing !== null}
-        onClose={() => {
-          setEditing(null);
-          saveAgent.reset(); // its refusal was of what this dialog held
-          saveRule.reset();
-        }}
-        title={editing ? `${editing.id ? 'Edit' : 'New'} ${editing.kind === 'agent' ? 'agent' : 'action rule'}` : ''}
-        size={editing?.kind === 'rule' ? 'xl' : 'lg'}
-      >
-        {editing?.kind === 'agent' && (
-          <AgentForm
-            org={org}
-            initial={editing.initial}
-            submitLabel="Save agent"
-            busy={saveAgent.isPending}
-            onSubmit={(values) => saveAgent.mutate({ id: editing.id, values })}
-            refusal={<FormError title="Agent not saved" error={saveAgent.error} />}
-          />
-        )}
-        {editing?.kind === 'rule' && (
-          <RuleForm
-            org={org}
-            initial={editing.initial}
-            submitLabel="Save rule"
-            busy={saveRule.isPending}
-            onSubmit={(values) => saveRule.mutate({ id: editing.id, values })}
-            refusal={<FormError title="Rule not saved" error={saveRule.error} />}
-          />
-        )}
-      </Modal>
+          ))}
+        </Table.Tbody>
+      </Table>
     </Stack>
   );
 }

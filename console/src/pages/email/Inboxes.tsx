@@ -1,4 +1,4 @@
-import { Badge, Button, Card, Group, Modal, Select, Stack, Text, TextInput } from '@mantine/core';
+import { Badge, Button, Card, Group, Select, Stack, Text, TextInput } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
@@ -6,27 +6,10 @@ import { DecidedBy } from '../../components/Approvers';
 import { ArgumentRuleList } from '../../components/ArgumentRules';
 import { describeToolModes } from '../../components/CallRules';
 import { QueryError } from '../../components/RouteError';
-import { FormError } from '../../components/FormParts';
 import { agentsQuery, keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
-import {
-  AssignmentForm,
-  type AssignmentRow,
-  type AssignmentValues,
-  assignmentModes,
-  assignmentValues,
-  newAssignment,
-  toAssignmentBody,
-} from './AssignmentForm';
-
-/** An assignment being made or changed, in the dialog: the agent, whether it is assigned already, and the form's values. */
-interface Editing {
-  inboxId: string;
-  title: string;
-  agentId: string;
-  assigned: boolean;
-  initial: AssignmentValues;
-}
+import { AssignmentDialog, type EditedAssignment } from './AssignmentDialog';
+import { type AssignmentRow, assignmentModes, assignmentValues, newAssignment } from './AssignmentForm';
 
 /** Inboxes (addresses on the verified domain) and the agents that read and answer them. */
 export function Inboxes({ org }: { org: string }) {
@@ -39,23 +22,7 @@ export function Inboxes({ org }: { org: string }) {
   const { data: agents = [] } = useQuery(agentsQuery(org));
   const refresh = () => void queryClient.invalidateQueries({ queryKey });
   const { failed, succeeded } = pageNotices('inboxes');
-  const [editing, setEditing] = useState<Editing | null>(null);
-  const save = useMutation({
-    mutationFn: ({ editing: { inboxId, agentId, assigned }, values }: { editing: Editing; values: AssignmentValues }) => {
-      const path = { org, inboxId };
-      const body = toAssignmentBody(values);
-      return assigned
-        ? unwrap(
-            api.PATCH('/orgs/{org}/email/inboxes/{inboxId}/agents/{agentId}', { params: { path: { ...path, agentId } }, body }),
-          )
-        : unwrap(api.POST('/orgs/{org}/email/inboxes/{inboxId}/agents', { params: { path }, body: { agentId, ...body } }));
-    },
-    onSuccess: () => {
-      setEditing(null);
-      succeeded('Assignment saved');
-    },
-    onSettled: refresh,
-  });
+  const [editing, setEditing] = useState<EditedAssignment | null>(null);
   const unassign = useMutation({
     mutationFn: (input: { inboxId: string; agentId: string }) =>
       unwrap(api.DELETE('/orgs/{org}/email/inboxes/{inboxId}/agents/{agentId}', { params: { path: { org, ...input } } })),
@@ -86,27 +53,15 @@ export function Inboxes({ org }: { org: string }) {
           onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
         />
       ))}
-      <Modal
-        opened={editing !== null}
-        onClose={() => {
-          setEditing(null);
-          save.reset(); // its refusal was of what this dialog held
-        }}
-        title={editing?.title}
-        size="xl"
-      >
-        {editing && (
-          <AssignmentForm
-            org={org}
-            agentId={editing.agentId}
-            initial={editing.initial}
-            submitLabel="Save assignment"
-            busy={save.isPending}
-            onSubmit={(values) => save.mutate({ editing, values })}
-            refusal={<FormError title="Assignment not saved" error={save.error} />}
-          />
-        )}
-      </Modal>
+      {editing && (
+        <AssignmentDialog
+          org={org}
+          editing={editing}
+          onClose={() => setEditing(null)}
+          onSaved={() => succeeded('Assignment saved')}
+          onSettled={refresh}
+        />
+      )}
     </Stack>
   );
 }
@@ -155,7 +110,7 @@ interface InboxCardProps {
   inbox: { id: string; emailAddress: string; displayName: string; agents: AssignmentRow[] };
   agentOptions: { value: string; label: string }[];
   agentName: (id: string) => string;
-  onEdit: (editing: Editing) => void;
+  onEdit: (editing: EditedAssignment) => void;
   onUnassign: (agentId: string) => void;
 }
 

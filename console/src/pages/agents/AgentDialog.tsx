@@ -1,0 +1,70 @@
+import { Modal } from '@mantine/core';
+import { useMutation } from '@tanstack/react-query';
+import { api, unwrap } from '../../api/client';
+import { FormError } from '../../components/FormParts';
+import { AgentForm, type AgentValues, emptyAgent, toAgentBody, toDraftBody } from './AgentForm';
+
+/** An agent the dialog changes: its id, its name for the title, and what the form starts from. */
+export interface EditedAgent {
+  id: string;
+  name: string;
+  initial: AgentValues;
+}
+
+/**
+ * The dialog that makes an agent, or changes one: published at once, or saved as a draft. The page
+ * mounts it only while it is open, so a refusal it shows is of what it holds and closes with it.
+ */
+export function AgentDialog(props: {
+  org: string;
+  /** None: a new agent. */
+  agent?: EditedAgent;
+  onClose: () => void;
+  /** After the save, with what to tell the operator (the dialog is closed by then). */
+  onSaved: (message: string) => void;
+}) {
+  const { org, agent } = props;
+  const saved = (message: string) => {
+    props.onClose();
+    props.onSaved(message);
+  };
+  // Each attempt takes the other's refusal away: the dialog says why its last attempt was refused.
+  const publish = useMutation({
+    mutationFn: (values: AgentValues) =>
+      agent
+        ? unwrap(
+            api.PATCH('/orgs/{org}/agents/{agentId}', {
+              params: { path: { org, agentId: agent.id } },
+              body: toAgentBody(values),
+            }),
+          )
+        : unwrap(api.POST('/orgs/{org}/agents', { params: { path: { org } }, body: toAgentBody(values) })),
+    onMutate: () => {
+      draft.reset();
+    },
+    onSuccess: (updated) => saved(agent ? `Saved; version ${updated.liveVersion} is live` : 'Agent saved'),
+  });
+  const draft = useMutation({
+    mutationFn: ({ agentId, values }: { agentId: string; values: AgentValues }) =>
+      unwrap(
+        api.POST('/orgs/{org}/agents/{agentId}/versions', { params: { path: { org, agentId } }, body: toDraftBody(values) }),
+      ),
+    onMutate: () => {
+      publish.reset();
+    },
+    onSuccess: ({ version }) => saved(`Saved as draft: version ${version.version}, not live`),
+  });
+  return (
+    <Modal opened onClose={props.onClose} title={agent ? `Edit ${agent.name}` : 'New agent'} size="lg">
+      <AgentForm
+        org={org}
+        initial={agent?.initial ?? emptyAgent}
+        submitLabel={agent ? 'Save and publish' : 'Save agent'}
+        busy={publish.isPending || draft.isPending}
+        onSubmit={(values) => publish.mutate(values)}
+        onDraft={agent && ((values) => draft.mutate({ agentId: agent.id, values }))}
+        refusal={<FormError title={draft.error ? 'Draft not saved' : 'Agent not saved'} error={publish.error ?? draft.error} />}
+      />
+    </Modal>
+  );
+}

@@ -1,0 +1,46 @@
+import { Modal } from '@mantine/core';
+import { useMutation } from '@tanstack/react-query';
+import { api, unwrap } from '../../api/client';
+import { FormError } from '../../components/FormParts';
+import { emptyRule, RuleForm, type RuleValues, toRuleBody } from './RuleForm';
+
+/**
+ * The dialog that makes an action rule, or changes one (`rule`: its id and what the form starts from).
+ * The page mounts it only while it is open, so a refusal it shows is of what it holds and closes with it.
+ */
+export function RuleDialog(props: {
+  org: string;
+  rule?: { id: string; initial: RuleValues };
+  onClose: () => void;
+  /** After the save (the dialog is closed by then). */
+  onSaved: (message: string) => void;
+}) {
+  const { org, rule } = props;
+  const save = useMutation({
+    mutationFn: (values: RuleValues) =>
+      rule
+        ? unwrap(
+            api.PATCH('/orgs/{org}/action-rules/{ruleId}', {
+              params: { path: { org, ruleId: rule.id } },
+              body: toRuleBody(values),
+            }),
+          )
+        : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path: { org } }, body: toRuleBody(values) })),
+    onSuccess: () => {
+      props.onClose();
+      props.onSaved('Rule saved');
+    },
+  });
+  return (
+    <Modal opened onClose={props.onClose} title={rule ? 'Edit action rule' : 'New action rule'} size="xl">
+      <RuleForm
+        org={org}
+        initial={rule?.initial ?? emptyRule}
+        submitLabel="Save rule"
+        busy={save.isPending}
+        onSubmit={(values) => save.mutate(values)}
+        refusal={<FormError title="Rule not saved" error={save.error} />}
+      />
+    </Modal>
+  );
+}
