@@ -118,6 +118,9 @@ function report(label: string, { result, commits, rowsWritten, postgresCpuMs, se
     `  ingest -> completed : p50 ${percentile(result.toCompleted, 50)} ms  p99 ${percentile(result.toCompleted, 99)} ms  max ${result.toCompleted.at(-1)} ms; over 1 s: ${slow} (${percent(slow / Math.max(1, result.completed))})`,
   );
   console.log(
+    `  within the run      : running -> the tool call p50 ${percentile(result.runningToToolCall, 50)} ms, the tool call -> completed p50 ${percentile(result.toolCallToCompleted, 50)} ms`,
+  );
+  console.log(
     `  database per action : ${commits.toFixed(1)} commits, ${rowsWritten.toFixed(1)} rows written, ${postgresCpuMs.toFixed(2)} ms of PostgreSQL CPU, ${serviceCpuMs.toFixed(2)} ms of the service's; machine idle ${Math.round(idlePercent)}%`,
   );
 }

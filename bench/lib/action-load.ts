@@ -35,6 +35,13 @@ export interface ActionPhase {
   /** Post -> the action's `running` event, and post -> its completion (ms, sorted). */
   toRunning: number[];
   toCompleted: number[];
+  /**
+   * Within the run (ms, sorted; actions with a tool call): `running` -> the first tool call's request,
+   * stamped as the model's first answer is handled (the run's context read and the first model call),
+   * then that request -> completion (the tool, the second model call and the run's last writes).
+   */
+  runningToToolCall: number[];
+  toolCallToCompleted: number[];
 }
 
 /**
@@ -95,10 +102,11 @@ export async function actionPhase(options: {
     if (Number(pending[0]!.n) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  const rows: Array<{ id: string; status: string; done_ms: string; running_ms: string | null }> = (
+  const rows: Array<{ id: string; status: string; done_ms: string; running_ms: string | null; call_ms: string | null }> = (
     await db.query(
       `select a.id, a.status, (extract(epoch from a.updated_at) * 1000)::float8 as done_ms,
-         (select (extract(epoch from min(e.created_at)) * 1000)::float8 from action_events e where e.action_id = a.id and e.status = 'running') as running_ms
+         (select (extract(epoch from min(e.created_at)) * 1000)::float8 from action_events e where e.action_id = a.id and e.status = 'running') as running_ms,
+         (select (extract(epoch from min(t.requested_at)) * 1000)::float8 from tool_calls t where t.action_id = a.id) as call_ms
        from actions a where a.id = any($1) and a.status in ('completed', 'failed')`,
       [ids],
     )
@@ -111,6 +119,9 @@ export async function actionPhase(options: {
     .filter((row) => row.running_ms !== null)
     .map((row) => since(sentAt.get(row.id)!, row.running_ms!))
     .sort((a, b) => a - b);
+  const stepped = completed.filter((row) => row.running_ms !== null && row.call_ms !== null);
+  const between = (from: string, to: string) => Math.round((Number(to) - Number(from)) * 10) / 10;
+  const byValue = (a: number, b: number) => a - b;
   const lastDone = Math.max(...completed.map((row) => Number(row.done_ms)));
   return {
     offered: sent / seconds,
@@ -122,6 +133,8 @@ export async function actionPhase(options: {
     throughput: completed.length / ((lastDone - begin) / 1000),
     toRunning,
     toCompleted,
+    runningToToolCall: stepped.map((row) => between(row.running_ms!, row.call_ms!)).sort(byValue),
+    toolCallToCompleted: stepped.map((row) => between(row.call_ms!, row.done_ms)).sort(byValue),
   };
 }
 
