@@ -114,14 +114,13 @@ export async function actionPhase(options: {
   const completed = rows.filter((row) => row.status === 'completed');
   // To a tenth of a ms: the post's time is the client's, to the µs; the server's is stored to the ms, rounded.
   const since = (sent: number, at: string) => Math.round((Number(at) - sent) * 10) / 10;
-  const toCompleted = completed.map((row) => since(sentAt.get(row.id)!, row.done_ms)).sort((a, b) => a - b);
+  const byValue = (a: number, b: number) => a - b;
+  const toCompleted = completed.map((row) => since(sentAt.get(row.id)!, row.done_ms)).sort(byValue);
   const toRunning = completed
     .filter((row) => row.running_ms !== null)
     .map((row) => since(sentAt.get(row.id)!, row.running_ms!))
-    .sort((a, b) => a - b);
+    .sort(byValue);
   const stepped = completed.filter((row) => row.running_ms !== null && row.call_ms !== null);
-  const between = (from: string, to: string) => Math.round((Number(to) - Number(from)) * 10) / 10;
-  const byValue = (a: number, b: number) => a - b;
   const lastDone = Math.max(...completed.map((row) => Number(row.done_ms)));
   return {
     offered: sent / seconds,
@@ -133,8 +132,8 @@ export async function actionPhase(options: {
     throughput: completed.length / ((lastDone - begin) / 1000),
     toRunning,
     toCompleted,
-    runningToToolCall: stepped.map((row) => between(row.running_ms!, row.call_ms!)).sort(byValue),
-    toolCallToCompleted: stepped.map((row) => between(row.call_ms!, row.done_ms)).sort(byValue),
+    runningToToolCall: stepped.map((row) => since(Number(row.running_ms), row.call_ms!)).sort(byValue),
+    toolCallToCompleted: stepped.map((row) => since(Number(row.call_ms), row.done_ms)).sort(byValue),
   };
 }
 
