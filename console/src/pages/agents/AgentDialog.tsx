@@ -20,14 +20,13 @@ export function AgentDialog(props: {
   /** None: a new agent. */
   agent?: EditedAgent;
   onClose: () => void;
-  /** After the save, with what to tell the operator (the dialog is closed by then). */
+  /** After a save, with what to tell the operator (the dialog is closed by then, or was before). */
   onSaved: (message: string) => void;
 }) {
   const { org, agent } = props;
-  const saved = (message: string) => {
-    props.onClose();
-    props.onSaved(message);
-  };
+  // The operator is told of a save even when they closed the dialog before it ended; the dialog is
+  // closed by a save only while it is open (a callback of `mutate`), not another opened since.
+  const closeOnSuccess = { onSuccess: props.onClose };
   // Each attempt takes the other's refusal away: the dialog says why its last attempt was refused.
   const publish = useMutation({
     mutationFn: (values: AgentValues) =>
@@ -42,7 +41,7 @@ export function AgentDialog(props: {
     onMutate: () => {
       draft.reset();
     },
-    onSuccess: (updated) => saved(agent ? `Saved; version ${updated.liveVersion} is live` : 'Agent saved'),
+    onSuccess: (updated) => props.onSaved(agent ? `Saved; version ${updated.liveVersion} is live` : 'Agent saved'),
   });
   const draft = useMutation({
     mutationFn: ({ agentId, values }: { agentId: string; values: AgentValues }) =>
@@ -52,7 +51,7 @@ export function AgentDialog(props: {
     onMutate: () => {
       publish.reset();
     },
-    onSuccess: ({ version }) => saved(`Saved as draft: version ${version.version}, not live`),
+    onSuccess: ({ version }) => props.onSaved(`Saved as draft: version ${version.version}, not live`),
   });
   return (
     <Modal opened onClose={props.onClose} title={agent ? `Edit ${agent.name}` : 'New agent'} size="lg">
@@ -61,8 +60,8 @@ export function AgentDialog(props: {
         initial={agent?.initial ?? emptyAgent}
         submitLabel={agent ? 'Save and publish' : 'Save agent'}
         busy={publish.isPending || draft.isPending}
-        onSubmit={(values) => publish.mutate(values)}
-        onDraft={agent && ((values) => draft.mutate({ agentId: agent.id, values }))}
+        onSubmit={(values) => publish.mutate(values, closeOnSuccess)}
+        onDraft={agent && ((values) => draft.mutate({ agentId: agent.id, values }, closeOnSuccess))}
         refusal={<FormError title={draft.error ? 'Draft not saved' : 'Agent not saved'} error={publish.error ?? draft.error} />}
       />
     </Modal>

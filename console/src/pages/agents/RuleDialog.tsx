@@ -12,7 +12,7 @@ export function RuleDialog(props: {
   org: string;
   rule?: { id: string; initial: RuleValues };
   onClose: () => void;
-  /** After the save (the dialog is closed by then). */
+  /** After a save (the dialog is closed by then, or was before). */
   onSaved: (message: string) => void;
 }) {
   const { org, rule } = props;
@@ -26,10 +26,8 @@ export function RuleDialog(props: {
             }),
           )
         : unwrap(api.POST('/orgs/{org}/action-rules', { params: { path: { org } }, body: toRuleBody(values) })),
-    onSuccess: () => {
-      props.onClose();
-      props.onSaved('Rule saved');
-    },
+    // Told even when the dialog was closed before the save ended; closed by it only while open (below).
+    onSuccess: () => props.onSaved('Rule saved'),
   });
   return (
     <Modal opened onClose={props.onClose} title={rule ? 'Edit action rule' : 'New action rule'} size="xl">
@@ -38,7 +36,7 @@ export function RuleDialog(props: {
         initial={rule?.initial ?? emptyRule}
         submitLabel="Save rule"
         busy={save.isPending}
-        onSubmit={(values) => save.mutate(values)}
+        onSubmit={(values) => save.mutate(values, { onSuccess: props.onClose })}
         refusal={<FormError title="Rule not saved" error={save.error} />}
       />
     </Modal>

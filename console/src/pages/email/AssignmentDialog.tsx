@@ -21,7 +21,7 @@ export function AssignmentDialog(props: {
   org: string;
   editing: EditedAssignment;
   onClose: () => void;
-  /** After the save (the dialog is closed by then). */
+  /** After a save (the dialog is closed by then, or was before). */
   onSaved: () => void;
   /** After the attempt, saved or not (the inbox's assignments may have changed either way). */
   onSettled: () => void;
@@ -45,10 +45,8 @@ export function AssignmentDialog(props: {
             }),
           );
     },
-    onSuccess: () => {
-      props.onClose();
-      props.onSaved();
-    },
+    // Told even when the dialog was closed before the save ended; closed by it only while open (below).
+    onSuccess: props.onSaved,
     onSettled: props.onSettled,
   });
   return (
@@ -59,7 +57,7 @@ export function AssignmentDialog(props: {
         initial={editing.initial}
         submitLabel="Save assignment"
         busy={save.isPending}
-        onSubmit={(values) => save.mutate(values)}
+        onSubmit={(values) => save.mutate(values, { onSuccess: props.onClose })}
         refusal={<FormError title="Assignment not saved" error={save.error} />}
       />
     </Modal>

@@ -78,10 +78,9 @@ function NewWebhookDialog(props: {
   const create = useMutation({
     mutationFn: (values: WebhookFormValues) =>
       unwrap(api.POST('/orgs/{org}/webhooks', { params: { path: { org: props.org } }, body: toWebhookBody(values) })),
-    onSuccess: (result) => {
-      props.onClose();
-      props.onCreated(result);
-    },
+    // The secret is shown even when the dialog was closed before the webhook was made (it is shown
+    // once); the dialog is closed by it only while open (below), not another opened since.
+    onSuccess: props.onCreated,
   });
   return (
     <Modal opened onClose={props.onClose} title="New webhook" size="xl">
@@ -90,7 +89,7 @@ function NewWebhookDialog(props: {
         initial={emptyWebhook}
         submitLabel="Create webhook"
         busy={create.isPending}
-        onSubmit={(values) => create.mutate(values)}
+        onSubmit={(values) => create.mutate(values, { onSuccess: props.onClose })}
         refusal={<FormError title="Not created" error={create.error} />}
       />
     </Modal>
