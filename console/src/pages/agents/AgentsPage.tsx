@@ -12,12 +12,12 @@ import { pageNotices } from '../../lib/notices';
 import { AgentDialog, type EditedAgent } from './AgentDialog';
 import { agentValues } from './AgentForm';
 import { ModelCredentials } from './ModelCredentials';
-import { RuleDialog } from './RuleDialog';
-import { type RuleValues, ruleValues } from './RuleForm';
+import { type EditedRule, RuleDialog } from './RuleDialog';
+import { ruleValues } from './RuleForm';
 import { RuleSummary } from './RuleSummary';
 
 /** The dialog open on the page: an agent's or a rule's, new (none named) or one being changed. */
-type Editing = { kind: 'agent'; agent?: EditedAgent } | { kind: 'rule'; rule?: { id: string; initial: RuleValues } } | null;
+type Editing = { kind: 'agent'; agent?: EditedAgent } | { kind: 'rule'; rule?: EditedRule } | null;
 type Deletes = (kind: 'agent' | 'rule', id: string, name: string) => void;
 
 /** Agents, the action rules that route events to them with approval modes per tool, and model keys. */
@@ -135,12 +135,7 @@ function AgentsTable(props: { org: string; onNew: () => void; onEdit: (agent: Ed
   );
 }
 
-function RulesTable(props: {
-  org: string;
-  onNew: () => void;
-  onEdit: (rule: { id: string; initial: RuleValues }) => void;
-  onDelete: Deletes;
-}) {
+function RulesTable(props: { org: string; onNew: () => void; onEdit: (rule: EditedRule) => void; onDelete: Deletes }) {
   const { org } = props;
   const rules = useQuery(rulesQuery(org));
   const { data: agents } = useQuery(agentsQuery(org));

@@ -4,13 +4,20 @@ import { api, unwrap } from '../../api/client';
 import { FormError } from '../../components/FormParts';
 import { emptyRule, RuleForm, type RuleValues, toRuleBody } from './RuleForm';
 
+/** A rule the dialog changes: its id, and what the form starts from. */
+export interface EditedRule {
+  id: string;
+  initial: RuleValues;
+}
+
 /**
- * The dialog that makes an action rule, or changes one (`rule`: its id and what the form starts from).
+ * The dialog that makes an action rule, or changes one.
  * The page mounts it only while it is open, so a refusal it shows is of what it holds and closes with it.
  */
 export function RuleDialog(props: {
   org: string;
-  rule?: { id: string; initial: RuleValues };
+  /** None: a new rule. */
+  rule?: EditedRule;
   onClose: () => void;
   /** After a save (the dialog is closed by then, or was before). */
   onSaved: (message: string) => void;
