@@ -41,14 +41,19 @@ async function holdNextPost(page: Page, path: string) {
   };
 }
 
+/** A fresh organization's admin, signed in to the console and on the org's `path` page. */
+async function signedInOn(path: string) {
+  const { org, admin } = await createTenant(app);
+  const operator = await openConsole(browser);
+  await signInToConsole(operator.page, app.baseUrl, admin.email);
+  await operator.page.waitForURL('**/ledger');
+  await operator.page.goto(`${app.baseUrl}/o/${org.slug}/${path}`);
+  return { org, operator, page: operator.page };
+}
+
 describe('the console: a dialog closed while it saves', () => {
   it('an agent saved after its dialog was closed is still saved and told, and closes no dialog opened since', async () => {
-    const { org, admin } = await createTenant(app);
-    const operator = await openConsole(browser);
-    const { page } = operator;
-    await signInToConsole(page, app.baseUrl, admin.email);
-    await page.waitForURL('**/ledger');
-    await page.goto(`${app.baseUrl}/o/${org.slug}/agents`);
+    const { org, operator, page } = await signedInOn('agents');
     const dialog = page.getByRole('dialog');
 
     const save = await holdNextPost(page, `/orgs/${org.slug}/agents`);
@@ -77,12 +82,7 @@ describe('the console: a dialog closed while it saves', () => {
   }, 120_000);
 
   it('a webhook created after its dialog was closed still shows its secret, the only time it is shown', async () => {
-    const { org, admin } = await createTenant(app);
-    const operator = await openConsole(browser);
-    const { page } = operator;
-    await signInToConsole(page, app.baseUrl, admin.email);
-    await page.waitForURL('**/ledger');
-    await page.goto(`${app.baseUrl}/o/${org.slug}/webhooks`);
+    const { org, operator, page } = await signedInOn('webhooks');
 
     const create = await holdNextPost(page, `/orgs/${org.slug}/webhooks`);
     await step(page, 'the webhook is created, then its dialog closed before the answer comes', async () => {
