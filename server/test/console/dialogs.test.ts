@@ -1,4 +1,4 @@
-import type { Browser, Page, Route } from 'playwright-core';
+import type { Browser, Locator, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, openConsole, signInToConsole, step } from '../helpers/browser.ts';
 import { createTenant } from '../helpers/factories.ts';
@@ -35,8 +35,12 @@ async function holdNextPost(page: Page, path: string) {
     },
   );
   return {
-    /** Resolves once the request is held. */
-    held,
+    /** Once the request is held, the operator closes `dialog` (Escape) while it waits. */
+    closeWhileHeld: async (dialog: Locator) => {
+      await held;
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+    },
     release: async () => (await held).continue(),
   };
 }
@@ -62,9 +66,7 @@ describe('the console: a dialog closed while it saves', () => {
       await dialog.getByLabel('Name').fill('Slow saver');
       await dialog.getByLabel('Instructions').fill('Answer.');
       await dialog.getByRole('button', { name: 'Save agent' }).click();
-      await save.held;
-      await page.keyboard.press('Escape');
-      await dialog.waitFor({ state: 'detached' });
+      await save.closeWhileHeld(dialog);
     });
 
     await step(page, 'a rule dialog opened meanwhile stays open, with what was typed, when the save ends', async () => {
@@ -90,9 +92,7 @@ describe('the console: a dialog closed while it saves', () => {
       const dialog = page.getByRole('dialog', { name: 'New webhook' });
       await dialog.getByLabel('Name').fill('Closed early');
       await dialog.getByRole('button', { name: 'Create webhook' }).click();
-      await create.held;
-      await page.keyboard.press('Escape');
-      await dialog.waitFor({ state: 'detached' });
+      await create.closeWhileHeld(dialog);
     });
 
     await step(page, 'the answer comes: the secret is shown, and the webhook listed', async () => {
