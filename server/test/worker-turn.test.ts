@@ -63,7 +63,7 @@ describe.runIf(onPostgres)('the work turn between worker processes', () => {
         await completed(await postSignedEvent(base, webhook, { eventType: 'step', externalId: 'one', data: {} }));
 
         await killServerProcess(first);
-        // The lock went with the killed process's connection; the next in line holds it.
+        // The lock went with the killed process's connection; the other worker, asking again, holds it.
         expect(await heldBy('worker-second')).toEqual(['worker-second']);
         await completed(await postSignedEvent(base, webhook, { eventType: 'step', externalId: 'two', data: {} }));
       } finally {

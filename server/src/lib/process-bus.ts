@@ -92,7 +92,7 @@ export interface ProcessBus {
    * line for the work turn (TURN_TOPICS' signals).
    */
   listenForWork(): Promise<void>;
-  /** This process takes no more work (it is stopping): the work turn passes to the next in line now. */
+  /** This process takes no more work (it is stopping): the work turn passes to a waiting worker now. */
   stopWork(): Promise<void>;
   /** Whether this process holds the work turn now. */
   readonly holdsWorkTurn: boolean;

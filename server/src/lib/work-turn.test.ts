@@ -106,7 +106,30 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
     expect(otherHeard.heard).toEqual(['action-runs:', 'session:after']);
   });
 
-  it('the turn passes to the next in line when its holder stops or its connection ends, and the next claims at once', async () => {
+  it('a waiter waits between its asks, not inside a statement: it holds no snapshot, so the cleanup of dead rows is not held back', async () => {
+    const [holder, holderHeard] = await worker(true, { holds: true });
+    const [waiting, waitingHeard] = await worker(true, { holds: false });
+    await connected([holder, holderHeard], [waiting, waitingHeard]);
+    const admin = new pg.Client({ connectionString: url() });
+    await admin.connect();
+    try {
+      const asking = await eventually('the waiter has asked for the turn and waits', async () => {
+        const { rows } = await admin.query<{ state: string; backend_xmin: string | null; wait_event_type: string | null }>(
+          `select state, backend_xmin, wait_event_type from pg_stat_activity
+            where datname = current_database() and query like '%advisory_lock%' and pid <> pg_backend_pid()
+              and pid not in (select pid from pg_locks where locktype = 'advisory' and objsubid = 2 and granted)`,
+        );
+        return rows.length === 1 && (rows[0]!.state === 'idle' || rows[0]!.wait_event_type === 'Lock') ? rows[0] : undefined;
+      });
+      // A statement waiting in the lock's queue keeps the snapshot it started with (backend_xmin).
+      expect(asking).toEqual({ state: 'idle', backend_xmin: null, wait_event_type: 'Client' });
+    } finally {
+      await admin.end();
+    }
+    expect(waiting.holdsWorkTurn).toBe(false);
+  });
+
+  it('the turn passes to a waiter when its holder stops or its process dies, and the new holder claims at once', async () => {
     const serve = bus();
     const serveHeard = listen(serve);
     const [first, firstHeard] = await worker(true, { holds: true });
@@ -123,13 +146,15 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
     const admin = new pg.Client({ connectionString: url() });
     await admin.connect();
     try {
-      // The holder's process dies: its connection ends, and the lock passes on with it.
+      // The holder's process dies: its connection ends, and the lock with it (nobody is told); its
+      // bus is closed at once, so that it does not come back and ask for the turn again.
       const { rows } = await admin.query<{ pid: number }>(
         `select pid from pg_locks where locktype = 'advisory' and objsubid = 2 and granted
            and database = (select oid from pg_database where datname = current_database())`,
       );
       expect(rows).toHaveLength(1);
       await admin.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+      await second.close();
     } finally {
       await admin.end();
     }

@@ -2,18 +2,23 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 /**
- * A waiter asks again this often, so that the backend of a waiter whose process died (it notices only
- * when it answers) leaves the line within it.
+ * A waiter asks again this often, so that the turn of a holder whose process died (its connection
+ * ended, and the lock with it) passes on within it. A holder that stops says so, and a waiter takes
+ * the turn at once.
  */
-const WAIT_ROUND = '10s';
+const ASK_AGAIN_MS = 1000;
 
 /**
  * The turn to hear a kind of work's signals, held by one process at a time of those that run its
- * workers, so that a signal wakes one process and one claim rather than every worker's. The line is
- * PostgreSQL's advisory lock queue on a connection of the turn's own: the others wait there, and the
- * next gets the turn in order as soon as the holder gives it up or its connection ends (a holder that
- * dies passes it on at once). The holder listens on `channel` while it holds it; on getting the turn
- * it is told (`onTurn`), since signals sent while nobody held it reached nobody.
+ * workers, so that a signal wakes one process and one claim rather than every worker's. The turn is
+ * a session-level advisory lock held on a connection of the turn's own: a holder that dies passes it
+ * on with its connection. The others ask for it with `pg_try_advisory_lock` and wait between asks,
+ * idle: a statement that waited in the lock's queue held a snapshot all the while, and that held back
+ * every table's cleanup of dead rows (the claims read eight times the pages: docs/benchmarks.md, the
+ * fifty-eighth session), and each round of its wait ended in an error in PostgreSQL's log. A holder
+ * that stops lets go and tells the waiters on `${channel}_free`. The holder listens on `channel`
+ * while it holds the turn; on getting it, it is told (`onTurn`), since signals sent while nobody held
+ * it reached nobody.
  */
 export function createWorkTurn(options: {
   postgresUrl: string;
@@ -24,35 +29,52 @@ export function createWorkTurn(options: {
   onTurn: () => void;
   logger: Logger;
 }) {
+  const freeChannel = `${options.channel}_free`;
   let client: pg.Client | undefined;
   let holding = false;
   let stopped = false;
   let retryTimer: NodeJS.Timeout | undefined;
   /** Failed connections in a row: the wait before the next try doubles with each. */
   let failures = 0;
+  /** Ends a waiter's wait between asks (the turn was let go, or this process stops). */
+  let askNow: (() => void) | undefined;
+  /** The turn was let go since the last ask began: the next ask is at once (its notice may come before the answer). */
+  let letGo = false;
 
-  async function waitForTurn(next: pg.Client): Promise<void> {
-    for (;;) {
-      try {
-        await next.query('select pg_advisory_lock($1, $2)', options.lockKey);
-        return;
-      } catch (error) {
-        // lock_not_available: the round ended with the turn still held; it waits again, at the back
-        // of the line (which waiter comes next does not matter).
-        if ((error as { code?: string }).code !== '55P03') throw error;
-      }
+  /** True once `next` holds the turn; false when it was replaced or stopped while waiting. */
+  async function waitForTurn(next: pg.Client): Promise<boolean> {
+    while (client === next) {
+      letGo = false;
+      const { rows } = await next.query<{ taken: boolean }>('select pg_try_advisory_lock($1, $2) as taken', options.lockKey);
+      if (rows[0]?.taken) return true;
+      if (letGo) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ASK_AGAIN_MS);
+        askNow = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      askNow = undefined;
     }
+    return false;
   }
 
   async function join(): Promise<void> {
     if (stopped) return;
     const next = new pg.Client({ connectionString: options.postgresUrl });
     client = next;
-    next.on('notification', (message) => options.onMessage(message.payload));
+    next.on('notification', (message) => {
+      if (message.channel === freeChannel) {
+        letGo = true;
+        askNow?.();
+      } else options.onMessage(message.payload);
+    });
     const lost = () => {
       if (client !== next) return;
       client = undefined;
       holding = false;
+      askNow?.();
       retryTimer = setTimeout(() => void join(), Math.min(30_000, 500 * 2 ** failures++));
     };
     next.on('error', lost);
@@ -60,9 +82,9 @@ export function createWorkTurn(options: {
     try {
       await next.connect();
       failures = 0;
-      await next.query(`set statement_timeout = 0; set lock_timeout = '${WAIT_ROUND}'`);
-      await waitForTurn(next);
-      await next.query(`listen ${options.channel}`);
+      await next.query(`listen ${freeChannel}`);
+      if (!(await waitForTurn(next))) return;
+      await next.query(`unlisten ${freeChannel}; listen ${options.channel}`);
       if (client !== next) return;
       holding = true;
       options.onTurn();
@@ -75,7 +97,7 @@ export function createWorkTurn(options: {
   }
 
   return {
-    /** Joins the line (at once, or again after a lost connection, until stopped). */
+    /** Starts asking for the turn (at once, or again after a lost connection, until stopped). */
     start(): void {
       if (!stopped && !client) void join();
     },
@@ -83,13 +105,20 @@ export function createWorkTurn(options: {
     get holding(): boolean {
       return holding;
     },
-    /** Leaves the line, or gives the turn up: the next waiter gets it at once. */
+    /** Stops waiting, or gives the turn up: a waiter takes it at once. */
     async stop(): Promise<void> {
       stopped = true;
+      const wasHolding = holding;
       holding = false;
       clearTimeout(retryTimer);
       const current = client;
       client = undefined;
+      askNow?.();
+      // Let go before telling (a NOTIFY is delivered as its statement commits, after the unlock).
+      if (wasHolding)
+        await current
+          ?.query('select pg_advisory_unlock($1, $2), pg_notify($3, $4)', [...options.lockKey, freeChannel, ''])
+          .catch(() => {});
       await current?.end().catch(() => {});
     },
   };
