@@ -88,8 +88,8 @@ export interface ProcessBus {
    */
   commitNotice(topic: BusTopic): CommitNotice | undefined;
   /**
-   * This process runs workers: from now on it hears the signals of other processes too, and waits in
-   * line for the work turn (TURN_TOPICS' signals).
+   * This process runs workers: from now on it hears the signals of other processes too, and asks for
+   * the work turn (TURN_TOPICS' signals) until it holds it.
    */
   listenForWork(): Promise<void>;
   /** This process takes no more work (it is stopping): the work turn passes to a waiting worker now. */
