@@ -1,5 +1,5 @@
 import { zodResolver } from '@hookform/resolvers/zod';
-import { Button, Group, Modal, Stack, Textarea } from '@mantine/core';
+import { Button, Group, Stack, Textarea } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -7,6 +7,7 @@ import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../api/client';
 import { keys, meQuery } from '../lib/queries';
+import { Dialog } from './Dialog';
 import { EditAndApprove } from './EditAndApprove';
 import { FormError } from './FormParts';
 import { approvalNotices } from '../lib/notices';
@@ -131,42 +132,40 @@ export function ApprovalButtons({
           Reject
         </Button>
       </Group>
-      {editing && (
-        <EditAndApprove
-          org={org}
-          actionId={actionId}
-          toolCallId={toolCallId}
-          toolName={toolName}
-          input={input}
-          opened={editing}
-          onClose={editor.close}
-        />
-      )}
-      <Modal opened={asking !== null} onClose={() => setAsking(null)} title={asking ? `${WORDED[asking].title} ${toolName}` : ''}>
-        {asking && (
-          <form onSubmit={form.handleSubmit((values) => worded.mutate({ kind: asking, words: values.words }))} noValidate>
+      <EditAndApprove
+        org={org}
+        actionId={actionId}
+        toolCallId={toolCallId}
+        toolName={toolName}
+        input={input}
+        opened={editing}
+        onClose={editor.close}
+      />
+      <Dialog value={asking} onClose={() => setAsking(null)} title={(kind) => `${WORDED[kind].title} ${toolName}`}>
+        {(kind) => (
+          <form onSubmit={form.handleSubmit((values) => worded.mutate({ kind, words: values.words }))} noValidate>
             <Stack>
               <Textarea
-                label={WORDED[asking].label}
+                label={WORDED[kind].label}
                 autosize
                 minRows={3}
                 data-autofocus
                 {...form.register('words')}
                 error={form.formState.errors.words?.message}
               />
-              <FormError title={`Not ${WORDED[asking].done.toLowerCase()}`} error={worded.error} />
+              <FormError title={`Not ${WORDED[kind].done.toLowerCase()}`} error={worded.error} />
               <Group justify="flex-end">
                 <Button variant="default" onClick={() => setAsking(null)}>
                   Cancel
                 </Button>
-                <Button type="submit" color={WORDED[asking].color} loading={worded.isPending}>
-                  {WORDED[asking].title}
+                <Button type="submit" color={WORDED[kind].color} loading={worded.isPending}>
+                  {WORDED[kind].title}
                 </Button>
               </Group>
             </Stack>
           </form>
         )}
-      </Modal>
+      </Dialog>
     </>
   );
 }

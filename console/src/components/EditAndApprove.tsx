@@ -1,10 +1,11 @@
-import { Button, Group, Modal, Stack, Text, Textarea } from '@mantine/core';
+import { Button, Group, Stack, Text, Textarea } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
 import { prettyJson } from '../lib/format';
 import { keys, toolsQuery } from '../lib/queries';
 import { ArgumentFields, argumentsOf, flatSchema } from './ArgumentFields';
+import { Dialog } from './Dialog';
 import { FormError } from './FormParts';
 import { approvalNotices } from '../lib/notices';
 
@@ -26,15 +27,25 @@ function parseArguments(text: string): { value: Record<string, unknown> } | { pr
  * with them. The server checks them against the tool's schema and the rule's argument rules; what it
  * refuses is shown here, and the call keeps waiting.
  */
-export function EditAndApprove(props: {
+export function EditAndApprove({ opened, ...props }: EditedCall & { opened: boolean }) {
+  return (
+    <Dialog value={opened || null} onClose={props.onClose} title={() => `Edit and approve ${props.toolName}`} size="lg">
+      {(_, close) => <EditForm {...props} onClose={close} />}
+    </Dialog>
+  );
+}
+
+interface EditedCall {
   org: string;
   actionId: string;
   toolCallId: string;
   toolName: string;
   input: unknown;
-  opened: boolean;
   onClose: () => void;
-}) {
+}
+
+/** The arguments and the reason of one opening: what was typed in another is not kept. */
+function EditForm(props: EditedCall) {
   const { org, actionId, toolCallId, toolName } = props;
   const queryClient = useQueryClient();
   const { data: tools } = useQuery(toolsQuery(org));
@@ -60,58 +71,56 @@ export function EditAndApprove(props: {
     },
   });
   return (
-    <Modal opened={props.opened} onClose={props.onClose} title={`Edit and approve ${toolName}`} size="lg">
-      <Stack>
-        <Text size="sm">The call runs with these arguments instead of the model's; the model is told that you changed them.</Text>
-        {schema ? (
-          <ArgumentFields
-            schema={schema}
-            initial={(props.input ?? {}) as Record<string, unknown>}
-            values={fields}
-            onChange={(values) => {
-              setFields(values);
-              approve.reset();
-            }}
-          />
-        ) : (
-          <Textarea
-            label="Arguments (JSON)"
-            autosize
-            minRows={6}
-            ff="monospace"
-            value={text}
-            onChange={(event) => {
-              setText(event.currentTarget.value);
-              approve.reset(); // the server's last refusal was of other arguments
-            }}
-            error={'problem' in parsed ? parsed.problem : undefined}
-            data-autofocus
-          />
-        )}
-        <Textarea
-          label="Why (optional)"
-          description="Kept in the ledger with your approval, for the other approvers and the record"
-          autosize
-          minRows={2}
-          maxLength={2000}
-          value={reason}
-          onChange={(event) => setReason(event.currentTarget.value)}
+    <Stack>
+      <Text size="sm">The call runs with these arguments instead of the model's; the model is told that you changed them.</Text>
+      {schema ? (
+        <ArgumentFields
+          schema={schema}
+          initial={(props.input ?? {}) as Record<string, unknown>}
+          values={fields}
+          onChange={(values) => {
+            setFields(values);
+            approve.reset();
+          }}
         />
-        <FormError error={approve.error} />
-        <Group justify="flex-end">
-          <Button variant="default" onClick={props.onClose}>
-            Cancel
-          </Button>
-          <Button
-            color="teal"
-            disabled={'problem' in parsed}
-            loading={approve.isPending}
-            onClick={() => 'value' in parsed && approve.mutate(parsed.value)}
-          >
-            Approve with these arguments
-          </Button>
-        </Group>
-      </Stack>
-    </Modal>
+      ) : (
+        <Textarea
+          label="Arguments (JSON)"
+          autosize
+          minRows={6}
+          ff="monospace"
+          value={text}
+          onChange={(event) => {
+            setText(event.currentTarget.value);
+            approve.reset(); // the server's last refusal was of other arguments
+          }}
+          error={'problem' in parsed ? parsed.problem : undefined}
+          data-autofocus
+        />
+      )}
+      <Textarea
+        label="Why (optional)"
+        description="Kept in the ledger with your approval, for the other approvers and the record"
+        autosize
+        minRows={2}
+        maxLength={2000}
+        value={reason}
+        onChange={(event) => setReason(event.currentTarget.value)}
+      />
+      <FormError error={approve.error} />
+      <Group justify="flex-end">
+        <Button variant="default" onClick={props.onClose}>
+          Cancel
+        </Button>
+        <Button
+          color="teal"
+          disabled={'problem' in parsed}
+          loading={approve.isPending}
+          onClick={() => 'value' in parsed && approve.mutate(parsed.value)}
+        >
+          Approve with these arguments
+        </Button>
+      </Group>
+    </Stack>
   );
 }

@@ -1,5 +1,6 @@
-import { ActionIcon, Alert, Button, Code, CopyButton, Group, Modal, Stack, Text, Tooltip } from '@mantine/core';
+import { ActionIcon, Alert, Button, Code, CopyButton, Group, Stack, Text, Tooltip } from '@mantine/core';
 import { IconCheck, IconCopy } from '@tabler/icons-react';
+import { Dialog } from './Dialog';
 
 export interface RevealedValue {
   label: string;
@@ -30,22 +31,27 @@ function CopyField({ label, value }: RevealedValue) {
   );
 }
 
-/** A secret the API shows once (on create or rotate): copy it now, it cannot be shown again. */
+/**
+ * A secret the API shows once (on create or rotate): copy it now, it cannot be shown again. It stays
+ * in view while the dialog fades.
+ */
 export function SecretReveal({ title, values, onClose }: { title: string; values: RevealedValue[] | null; onClose: () => void }) {
   return (
-    <Modal opened={values !== null} onClose={onClose} title={title} size="lg" closeOnClickOutside={false}>
-      <Stack>
-        <Alert color="yellow" title="Shown only this once">
-          Copy the secret now and store it where your sending system reads it. It is stored encrypted and cannot be shown again;
-          if it is lost, rotate it.
-        </Alert>
-        {values?.map((value) => (
-          <CopyField key={value.label} {...value} />
-        ))}
-        <Group justify="flex-end">
-          <Button onClick={onClose}>I have copied it</Button>
-        </Group>
-      </Stack>
-    </Modal>
+    <Dialog value={values} onClose={onClose} title={() => title} size="lg" closeOnClickOutside={false}>
+      {(shown) => (
+        <Stack>
+          <Alert color="yellow" title="Shown only this once">
+            Copy the secret now and store it where your sending system reads it. It is stored encrypted and cannot be shown again;
+            if it is lost, rotate it.
+          </Alert>
+          {shown.map((value) => (
+            <CopyField key={value.label} {...value} />
+          ))}
+          <Group justify="flex-end">
+            <Button onClick={onClose}>I have copied it</Button>
+          </Group>
+        </Stack>
+      )}
+    </Dialog>
   );
 }

@@ -108,3 +108,70 @@ describe('the console: a dialog closed while it saves', () => {
     await operator.close();
   }, 120_000);
 });
+
+/** What the page showed of its dialog at one change of the page: none, or its title, its fields' values and its opacity. */
+type DialogSeen = { title: string; values: string[]; opacity: string } | null;
+
+/** Records what the page shows of its dialog at every change of the page, until `seen` is read. */
+async function watchDialog(page: Page) {
+  await page.evaluate(() => {
+    const seen: unknown[] = [];
+    const record = () => {
+      const dialog = document.querySelector<HTMLElement>('[role="dialog"]');
+      seen.push(
+        dialog && {
+          title: dialog.querySelector('[id$="-title"]')?.textContent ?? '',
+          values: [...dialog.querySelectorAll('input')].map((input) => input.value),
+          opacity: dialog.style.opacity,
+        },
+      );
+    };
+    new MutationObserver(record).observe(document.body, {
+      subtree: true,
+      childList: true,
+      attributes: true,
+      characterData: true,
+    });
+    (window as unknown as { dialogSeen: unknown[] }).dialogSeen = seen;
+  });
+  return {
+    seen: () => page.evaluate(() => (window as unknown as { dialogSeen: DialogSeen[] }).dialogSeen.splice(0)),
+  };
+}
+
+describe('the console: a dialog opens and closes as it fades', () => {
+  it('fades in, fades out still showing what it held, and opens again afresh', async () => {
+    const { operator, page } = await signedInOn('agents');
+    // Motion as most operators have it: the other tests run with reduced motion, where dialogs show and go at once.
+    await page.emulateMedia({ reducedMotion: 'no-preference' });
+    const dialog = page.getByRole('dialog', { name: 'New agent' });
+    const watch = await watchDialog(page);
+
+    await step(page, 'the dialog fades in', async () => {
+      await page.getByRole('button', { name: 'New agent' }).click();
+      await dialog.getByLabel('Name').fill('Typed once');
+      const seen = await watch.seen();
+      expect(seen.some((shown) => shown?.title === 'New agent' && shown.opacity === '0')).toBe(true);
+    });
+
+    await step(page, 'closed, it fades out with its title and what was typed, then is gone', async () => {
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+      const seen = await watch.seen();
+      const fading = seen.filter((shown) => shown !== null && shown.opacity === '0');
+      expect(fading.length).toBeGreaterThan(0);
+      for (const shown of fading) {
+        expect(shown!.title).toBe('New agent');
+        expect(shown!.values).toContain('Typed once');
+      }
+      expect(seen.at(-1)).toBeNull();
+    });
+
+    await step(page, 'opened again, its form starts empty', async () => {
+      await page.getByRole('button', { name: 'New agent' }).click();
+      expect(await dialog.getByLabel('Name').inputValue()).toBe('');
+    });
+    operator.expectNoProblems();
+    await operator.close();
+  }, 120_000);
+});

@@ -53,14 +53,12 @@ export function AgentDetailPage() {
         onStart={() => setStarting(data.liveVersion)}
         onClose={() => setStarting(null)}
       />
-      {editing && (
-        <AgentDialog
-          org={org}
-          agent={{ id, name: data.name, initial: agentValues(data) }}
-          onClose={() => setEditing(false)}
-          onSaved={saved}
-        />
-      )}
+      <AgentDialog
+        org={org}
+        editing={editing ? { agent: { id, name: data.name, initial: agentValues(data) } } : null}
+        onClose={() => setEditing(false)}
+        onSaved={saved}
+      />
     </Stack>
   );
 }

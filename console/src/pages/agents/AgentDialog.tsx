@@ -1,6 +1,6 @@
-import { Modal } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
+import { Dialog } from '../../components/Dialog';
 import { FormError } from '../../components/FormParts';
 import { AgentForm, type AgentValues, emptyAgent, toAgentBody, toDraftBody } from './AgentForm';
 
@@ -11,18 +11,36 @@ export interface EditedAgent {
   initial: AgentValues;
 }
 
+/** What the dialog is open on: an agent to change, or none (a new one). */
+export interface AgentEditing {
+  agent?: EditedAgent;
+}
+
 /**
- * The dialog that makes an agent, or changes one: published at once, or saved as a draft. The page
- * mounts it only while it is open, so a refusal it shows is of what it holds and closes with it.
+ * The dialog that makes an agent, or changes one: published at once, or saved as a draft. Each
+ * opening has a form of its own, so a refusal it shows is of what it holds and closes with it.
  */
 export function AgentDialog(props: {
   org: string;
-  /** None: a new agent. */
-  agent?: EditedAgent;
+  /** Null: closed. */
+  editing: AgentEditing | null;
   onClose: () => void;
   /** After a save, with what to tell the operator (the dialog is closed by then, or was before). */
   onSaved: (message: string) => void;
 }) {
+  return (
+    <Dialog
+      value={props.editing}
+      onClose={props.onClose}
+      title={({ agent }) => (agent ? `Edit ${agent.name}` : 'New agent')}
+      size="lg"
+    >
+      {({ agent }, close) => <AgentEditor org={props.org} agent={agent} onClose={close} onSaved={props.onSaved} />}
+    </Dialog>
+  );
+}
+
+function AgentEditor(props: { org: string; agent?: EditedAgent; onClose: () => void; onSaved: (message: string) => void }) {
   const { org, agent } = props;
   // The operator is told of a save even when they closed the dialog before it ended; the dialog is
   // closed by a save only while it is open (a callback of `mutate`), not another opened since.
@@ -54,16 +72,14 @@ export function AgentDialog(props: {
     onSuccess: ({ version }) => props.onSaved(`Saved as draft: version ${version.version}, not live`),
   });
   return (
-    <Modal opened onClose={props.onClose} title={agent ? `Edit ${agent.name}` : 'New agent'} size="lg">
-      <AgentForm
-        org={org}
-        initial={agent?.initial ?? emptyAgent}
-        submitLabel={agent ? 'Save and publish' : 'Save agent'}
-        busy={publish.isPending || draft.isPending}
-        onSubmit={(values) => publish.mutate(values, closeOnSuccess)}
-        onDraft={agent && ((values) => draft.mutate({ agentId: agent.id, values }, closeOnSuccess))}
-        refusal={<FormError title={draft.error ? 'Draft not saved' : 'Agent not saved'} error={publish.error ?? draft.error} />}
-      />
-    </Modal>
+    <AgentForm
+      org={org}
+      initial={agent?.initial ?? emptyAgent}
+      submitLabel={agent ? 'Save and publish' : 'Save agent'}
+      busy={publish.isPending || draft.isPending}
+      onSubmit={(values) => publish.mutate(values, closeOnSuccess)}
+      onDraft={agent && ((values) => draft.mutate({ agentId: agent.id, values }, closeOnSuccess))}
+      refusal={<FormError title={draft.error ? 'Draft not saved' : 'Agent not saved'} error={publish.error ?? draft.error} />}
+    />
   );
 }

@@ -47,8 +47,8 @@ export function AgentsPage() {
         onDelete={confirmDelete}
       />
       <ModelCredentials org={org} />
-      {editing?.kind === 'agent' && <AgentDialog org={org} agent={editing.agent} onClose={close} onSaved={changed} />}
-      {editing?.kind === 'rule' && <RuleDialog org={org} rule={editing.rule} onClose={close} onSaved={changed} />}
+      <AgentDialog org={org} editing={editing?.kind === 'agent' ? editing : null} onClose={close} onSaved={changed} />
+      <RuleDialog org={org} editing={editing?.kind === 'rule' ? editing : null} onClose={close} onSaved={changed} />
     </Stack>
   );
 }

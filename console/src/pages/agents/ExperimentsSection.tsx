@@ -1,21 +1,9 @@
-import {
-  Button,
-  Checkbox,
-  Group,
-  Modal,
-  NumberInput,
-  Progress,
-  Select,
-  Stack,
-  Table,
-  Text,
-  TextInput,
-  Title,
-} from '@mantine/core';
+import { Button, Checkbox, Group, NumberInput, Progress, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client';
+import { Dialog } from '../../components/Dialog';
 import { EmptyState, FormError } from '../../components/FormParts';
 import { AnchorLink } from '../../components/links';
 import { QueryError } from '../../components/RouteError';
@@ -89,9 +77,9 @@ export function ExperimentsSection(props: {
           </Table.Tbody>
         </Table>
       )}
-      <Modal opened={props.starting !== null} onClose={props.onClose} title="Run an experiment" size="lg">
-        {props.starting !== null && <StartForm org={org} agentId={agentId} version={props.starting} />}
-      </Modal>
+      <Dialog value={props.starting} onClose={props.onClose} title={() => 'Run an experiment'} size="lg">
+        {(version) => <StartForm org={org} agentId={agentId} version={version} />}
+      </Dialog>
     </Stack>
   );
 }

@@ -1,6 +1,6 @@
-import { Modal } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
+import { Dialog } from '../../components/Dialog';
 import { FormError } from '../../components/FormParts';
 import { emptyRule, RuleForm, type RuleValues, toRuleBody } from './RuleForm';
 
@@ -10,18 +10,36 @@ export interface EditedRule {
   initial: RuleValues;
 }
 
+/** What the dialog is open on: a rule to change, or none (a new one). */
+export interface RuleEditing {
+  rule?: EditedRule;
+}
+
 /**
- * The dialog that makes an action rule, or changes one.
- * The page mounts it only while it is open, so a refusal it shows is of what it holds and closes with it.
+ * The dialog that makes an action rule, or changes one. Each opening has a form of its own, so a
+ * refusal it shows is of what it holds and closes with it.
  */
 export function RuleDialog(props: {
   org: string;
-  /** None: a new rule. */
-  rule?: EditedRule;
+  /** Null: closed. */
+  editing: RuleEditing | null;
   onClose: () => void;
   /** After a save (the dialog is closed by then, or was before). */
   onSaved: (message: string) => void;
 }) {
+  return (
+    <Dialog
+      value={props.editing}
+      onClose={props.onClose}
+      title={({ rule }) => (rule ? 'Edit action rule' : 'New action rule')}
+      size="xl"
+    >
+      {({ rule }, close) => <RuleEditor org={props.org} rule={rule} onClose={close} onSaved={props.onSaved} />}
+    </Dialog>
+  );
+}
+
+function RuleEditor(props: { org: string; rule?: EditedRule; onClose: () => void; onSaved: (message: string) => void }) {
   const { org, rule } = props;
   const save = useMutation({
     mutationFn: (values: RuleValues) =>
@@ -37,15 +55,13 @@ export function RuleDialog(props: {
     onSuccess: () => props.onSaved('Rule saved'),
   });
   return (
-    <Modal opened onClose={props.onClose} title={rule ? 'Edit action rule' : 'New action rule'} size="xl">
-      <RuleForm
-        org={org}
-        initial={rule?.initial ?? emptyRule}
-        submitLabel="Save rule"
-        busy={save.isPending}
-        onSubmit={(values) => save.mutate(values, { onSuccess: props.onClose })}
-        refusal={<FormError title="Rule not saved" error={save.error} />}
-      />
-    </Modal>
+    <RuleForm
+      org={org}
+      initial={rule?.initial ?? emptyRule}
+      submitLabel="Save rule"
+      busy={save.isPending}
+      onSubmit={(values) => save.mutate(values, { onSuccess: props.onClose })}
+      refusal={<FormError title="Rule not saved" error={save.error} />}
+    />
   );
 }

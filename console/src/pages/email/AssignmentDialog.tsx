@@ -1,6 +1,6 @@
-import { Modal } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client';
+import { Dialog } from '../../components/Dialog';
 import { FormError } from '../../components/FormParts';
 import { AssignmentForm, type AssignmentValues, toAssignmentBody } from './AssignmentForm';
 
@@ -13,19 +13,35 @@ export interface EditedAssignment {
   initial: AssignmentValues;
 }
 
-/**
- * The dialog that assigns an agent to an inbox, or changes how it is assigned. The page mounts it only
- * while it is open, so a refusal it shows is of what it holds and closes with it.
- */
-export function AssignmentDialog(props: {
-  org: string;
-  editing: EditedAssignment;
-  onClose: () => void;
+/** What the dialog's save calls back with, beside closing it. */
+interface AssignmentSaved {
   /** After a save (the dialog is closed by then, or was before). */
   onSaved: () => void;
   /** After the attempt, saved or not (the inbox's assignments may have changed either way). */
   onSettled: () => void;
-}) {
+}
+
+/**
+ * The dialog that assigns an agent to an inbox, or changes how it is assigned. Each opening has a
+ * form of its own, so a refusal it shows is of what it holds and closes with it.
+ */
+export function AssignmentDialog(
+  props: {
+    org: string;
+    /** Null: closed. */
+    editing: EditedAssignment | null;
+    onClose: () => void;
+  } & AssignmentSaved,
+) {
+  const { editing, ...rest } = props;
+  return (
+    <Dialog value={editing} onClose={props.onClose} title={(shown) => shown.title} size="xl">
+      {(shown, close) => <AssignmentEditor {...rest} editing={shown} onClose={close} />}
+    </Dialog>
+  );
+}
+
+function AssignmentEditor(props: { org: string; editing: EditedAssignment; onClose: () => void } & AssignmentSaved) {
   const { org, editing } = props;
   const save = useMutation({
     mutationFn: (values: AssignmentValues) => {
@@ -50,16 +66,14 @@ export function AssignmentDialog(props: {
     onSettled: props.onSettled,
   });
   return (
-    <Modal opened onClose={props.onClose} title={editing.title} size="xl">
-      <AssignmentForm
-        org={org}
-        agentId={editing.agentId}
-        initial={editing.initial}
-        submitLabel="Save assignment"
-        busy={save.isPending}
-        onSubmit={(values) => save.mutate(values, { onSuccess: props.onClose })}
-        refusal={<FormError title="Assignment not saved" error={save.error} />}
-      />
-    </Modal>
+    <AssignmentForm
+      org={org}
+      agentId={editing.agentId}
+      initial={editing.initial}
+      submitLabel="Save assignment"
+      busy={save.isPending}
+      onSubmit={(values) => save.mutate(values, { onSuccess: props.onClose })}
+      refusal={<FormError title="Assignment not saved" error={save.error} />}
+    />
   );
 }

@@ -53,15 +53,13 @@ export function Inboxes({ org }: { org: string }) {
           onUnassign={(agentId) => unassign.mutate({ inboxId: inbox.id, agentId })}
         />
       ))}
-      {editing && (
-        <AssignmentDialog
-          org={org}
-          editing={editing}
-          onClose={() => setEditing(null)}
-          onSaved={() => succeeded('Assignment saved')}
-          onSettled={refresh}
-        />
-      )}
+      <AssignmentDialog
+        org={org}
+        editing={editing}
+        onClose={() => setEditing(null)}
+        onSaved={() => succeeded('Assignment saved')}
+        onSettled={refresh}
+      />
     </Stack>
   );
 }

@@ -1,5 +1,6 @@
+import { Dialog } from '../../components/Dialog';
 import { EmptyState, FormError } from '../../components/FormParts';
-import { Badge, Button, Code, Group, Modal, Stack, Table, Title } from '@mantine/core';
+import { Badge, Button, Code, Group, Stack, Table, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -37,22 +38,24 @@ export function WebhooksPage() {
         </EmptyState>
       )}
       {(webhooks.data?.length ?? 0) > 0 && <WebhooksTable org={org} webhooks={webhooks.data ?? []} />}
-      {creating && (
-        <NewWebhookDialog
-          org={org}
-          onClose={() => setCreating(false)}
-          onCreated={(result) => {
-            void queryClient.invalidateQueries({ queryKey: keys.org(org) });
-            setCreated({
-              id: result.webhook.id,
-              values: [
-                { label: 'URL', value: result.url },
-                { label: 'Secret', value: result.secret },
-              ],
-            });
-          }}
-        />
-      )}
+      <Dialog value={creating || null} onClose={() => setCreating(false)} title={() => 'New webhook'} size="xl">
+        {(_, close) => (
+          <NewWebhookForm
+            org={org}
+            onClose={close}
+            onCreated={(result) => {
+              void queryClient.invalidateQueries({ queryKey: keys.org(org) });
+              setCreated({
+                id: result.webhook.id,
+                values: [
+                  { label: 'URL', value: result.url },
+                  { label: 'Secret', value: result.secret },
+                ],
+              });
+            }}
+          />
+        )}
+      </Dialog>
       <SecretReveal
         title="Webhook created"
         values={created?.values ?? null}
@@ -67,10 +70,10 @@ export function WebhooksPage() {
 }
 
 /**
- * The dialog that creates a webhook. The page mounts it only while it is open, so a refusal it shows is
- * of what it holds and closes with it; `onCreated` gets the URL and the secret, shown once.
+ * The form of the dialog that creates a webhook, mounted for each opening, so a refusal it shows is of
+ * what it holds and closes with it; `onCreated` gets the URL and the secret, shown once.
  */
-function NewWebhookDialog(props: {
+function NewWebhookForm(props: {
   org: string;
   onClose: () => void;
   onCreated: (result: { webhook: { id: string }; url: string; secret: string }) => void;
@@ -83,16 +86,14 @@ function NewWebhookDialog(props: {
     onSuccess: props.onCreated,
   });
   return (
-    <Modal opened onClose={props.onClose} title="New webhook" size="xl">
-      <WebhookForm
-        org={props.org}
-        initial={emptyWebhook}
-        submitLabel="Create webhook"
-        busy={create.isPending}
-        onSubmit={(values) => create.mutate(values, { onSuccess: props.onClose })}
-        refusal={<FormError title="Not created" error={create.error} />}
-      />
-    </Modal>
+    <WebhookForm
+      org={props.org}
+      initial={emptyWebhook}
+      submitLabel="Create webhook"
+      busy={create.isPending}
+      onSubmit={(values) => create.mutate(values, { onSuccess: props.onClose })}
+      refusal={<FormError title="Not created" error={create.error} />}
+    />
   );
 }
 
