@@ -1,7 +1,7 @@
 import { Badge, Button, Card, Code, Group, Stack, Text, Title } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useParams } from '@tanstack/react-router';
-import { useState } from 'react';
+import { useMemo, useState } from 'react';
 import { QueryError } from '../../components/RouteError';
 import { agentModel, counted } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
@@ -18,6 +18,11 @@ export function AgentDetailPage() {
   const agent = useQuery(agentQuery(org, id));
   const [editing, setEditing] = useState(false);
   const [starting, setStarting] = useState<number | null>(null);
+  // Built once per loaded agent, not at every render: the dialog follows a changed value while open.
+  const edited = useMemo(
+    () => (agent.data ? { agent: { id, name: agent.data.name, initial: agentValues(agent.data) } } : null),
+    [agent.data, id],
+  );
   const { succeeded } = pageNotices('agent');
   const saved = (message: string) => {
     succeeded(message);
@@ -53,12 +58,7 @@ export function AgentDetailPage() {
         onStart={() => setStarting(data.liveVersion)}
         onClose={() => setStarting(null)}
       />
-      <AgentDialog
-        org={org}
-        editing={editing ? { agent: { id, name: data.name, initial: agentValues(data) } } : null}
-        onClose={() => setEditing(false)}
-        onSaved={saved}
-      />
+      <AgentDialog org={org} editing={editing ? edited : null} onClose={() => setEditing(false)} onSaved={saved} />
     </Stack>
   );
 }
