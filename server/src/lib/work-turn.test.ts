@@ -1,9 +1,11 @@
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { describe, expect, it, vi } from 'vitest';
 import { busesOnTestDatabase, connected, listen } from '../../test/helpers/bus.ts';
 import { eventually } from '../../test/helpers/eventually.ts';
 import { createMainThreadLoad } from './main-thread-load.ts';
 import { BUS_TOPICS } from './process-bus.ts';
+import { createWorkTurn } from './work-turn.ts';
 
 const onPostgres = process.env.TEST_DB === 'postgres';
 
@@ -127,6 +129,60 @@ describe.runIf(onPostgres)('the work turn: one worker process hears an action ru
       await admin.end();
     }
     expect(waiting.holdsWorkTurn).toBe(false);
+  });
+
+  it('a process that stops while its ask for the turn is being granted lets the turn go and tells the waiters', async () => {
+    const lockKey: [number, number] = [0x74657374, 7];
+    const held: string[] = [];
+    // Waiters that nobody tells ask again only in an hour: the turn passes here only if they are told.
+    const turn = (name: string) =>
+      createWorkTurn({
+        postgresUrl: url(),
+        channel: 'work_turn_race',
+        lockKey,
+        onMessage: () => {},
+        onTurn: () => held.push(name),
+        logger: pino({ level: 'silent' }),
+        askAgainMs: 3_600_000,
+      });
+    const admin = new pg.Client({ connectionString: url() });
+    await admin.connect();
+    const waiting = turn('waiting');
+    const stopping = turn('stopping');
+    const send = pg.Client.prototype.query;
+    const query = vi.spyOn(pg.Client.prototype, 'query');
+    try {
+      await admin.query('select pg_advisory_lock($1, $2)', lockKey);
+      waiting.start();
+      await eventually('the waiter has asked once and waits', async () => {
+        const { rows } = await admin.query(
+          `select 1 from pg_stat_activity where datname = current_database() and state = 'idle'
+              and query like 'select pg_try_advisory_lock%'`,
+        );
+        return rows.length === 1 || undefined;
+      });
+      // Let go without telling anyone: the next ask, the stopping process's, is granted.
+      await admin.query('select pg_advisory_unlock($1, $2)', lockKey);
+      let stopped = false;
+      query.mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+        const sent = (send as (...given: unknown[]) => unknown).apply(this, args);
+        // The next ask is the stopping process's: it stops after the ask was sent, before the answer.
+        if (!stopped && typeof args[0] === 'string' && args[0].startsWith('select pg_try_advisory_lock')) {
+          stopped = true;
+          void stopping.stop();
+        }
+        return sent;
+      } as typeof send);
+      stopping.start();
+      await eventually('the waiter holds the turn', () => waiting.holding || undefined);
+      expect(held).toEqual(['waiting']);
+      expect(stopping.holding).toBe(false);
+    } finally {
+      query.mockRestore();
+      await waiting.stop();
+      await stopping.stop();
+      await admin.end();
+    }
   });
 
   it('the turn passes to a waiter when its holder stops or its process dies, and the new holder claims at once', async () => {

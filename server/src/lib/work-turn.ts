@@ -9,6 +9,15 @@ import type { Logger } from 'pino';
 const ASK_AGAIN_MS = 1000;
 
 /**
+ * Lets the turn go and tells the waiters, if this connection holds it: also when `stop()` came while
+ * an ask was on its way and that ask was granted (it runs after the ask, on the same connection). A
+ * connection that does not hold it unlocks nothing: an unlock of a lock not held warns in the log.
+ */
+const LET_GO = `select pg_advisory_unlock($1, $2), pg_notify($3, '') from pg_locks
+  where locktype = 'advisory' and pid = pg_backend_pid() and granted
+    and classid = $1::int4::oid and objid = $2::int4::oid and objsubid = 2`;
+
+/**
  * The turn to hear a kind of work's signals, held by one process at a time of those that run its
  * workers, so that a signal wakes one process and one claim rather than every worker's. The turn is
  * a session-level advisory lock held on a connection of the turn's own: a holder that dies passes it
@@ -28,7 +37,10 @@ export function createWorkTurn(options: {
   onMessage: (payload: string | undefined) => void;
   onTurn: () => void;
   logger: Logger;
+  /** How long a waiter waits between asks when nobody tells it the turn was let go (tests: longer). */
+  askAgainMs?: number;
 }) {
+  const askAgainMs = options.askAgainMs ?? ASK_AGAIN_MS;
   const freeChannel = `${options.channel}_free`;
   let client: pg.Client | undefined;
   let holding = false;
@@ -49,7 +61,7 @@ export function createWorkTurn(options: {
       if (rows[0]?.taken) return true;
       if (letGo) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ASK_AGAIN_MS);
+        const timer = setTimeout(resolve, askAgainMs);
         askNow = () => {
           clearTimeout(timer);
           resolve();
@@ -108,17 +120,13 @@ export function createWorkTurn(options: {
     /** Stops waiting, or gives the turn up: a waiter takes it at once. */
     async stop(): Promise<void> {
       stopped = true;
-      const wasHolding = holding;
       holding = false;
       clearTimeout(retryTimer);
       const current = client;
       client = undefined;
       askNow?.();
       // Let go before telling (a NOTIFY is delivered as its statement commits, after the unlock).
-      if (wasHolding)
-        await current
-          ?.query('select pg_advisory_unlock($1, $2), pg_notify($3, $4)', [...options.lockKey, freeChannel, ''])
-          .catch(() => {});
+      await current?.query(LET_GO, [...options.lockKey, freeChannel]).catch(() => {});
       await current?.end().catch(() => {});
     },
   };
