@@ -58,7 +58,7 @@ export function composeEmail(
     }),
     emailThreads: createEmailThreadsService({ db }),
   };
-  const threadMail = createThreadMail({ db, bus, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
+  const threadMail = createThreadMail({ db, bus, box, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
   const sendEmailTool = createSendEmail({
     db,
     threadMail,

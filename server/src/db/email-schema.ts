@@ -114,6 +114,11 @@ export interface EmailMessagesTable {
   /** Outbound: the action whose sendEmail sent it. */
   actionId: string | null;
   toolCallId: string | null;
+  /**
+   * Outbound, while `sending`: what the send adds that is not stored in the clear (DeliveryExtras as
+   * JSON, sealed), so that a send cut off is sent again as it was; cleared once the provider answered.
+   */
+  sealedExtras: ColumnType<string | null, string | null | undefined, string | null>;
   createdAt: CreatedAt;
   updatedAt: UpdatedAt;
 }

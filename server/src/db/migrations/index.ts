@@ -31,6 +31,7 @@ import * as inboxNotify from './0029_inbox_notify.ts';
 import * as inboxApprovers from './0030_inbox_approvers.ts';
 import * as inboxArgumentRules from './0031_inbox_argument_rules.ts';
 import * as blankModelNames from './0032_blank_model_names.ts';
+import * as sealedExtras from './0033_sealed_extras.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -66,6 +67,7 @@ const migrations: Record<string, Migration> = {
   '0030_inbox_approvers': inboxApprovers,
   '0031_inbox_argument_rules': inboxArgumentRules,
   '0032_blank_model_names': blankModelNames,
+  '0033_sealed_extras': sealedExtras,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -41,7 +41,7 @@ export const threadMessageColumns = [
 ] as const;
 
 /** The columns a message is inserted with (thread-mail's outbound messages); the others take their defaults. */
-const messageColumns = [...threadMessageColumns, 'actionId', 'toolCallId'] as const;
+const messageColumns = [...threadMessageColumns, 'actionId', 'toolCallId', 'sealedExtras'] as const;
 type MessageInsert = Required<Pick<Insertable<EmailMessagesTable>, (typeof messageColumns)[number]>> & {
   orgId: string;
   threadId: string;

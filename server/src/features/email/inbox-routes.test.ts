@@ -6,6 +6,7 @@ import { type FakeWebhook, postSignedNotification as postSigned } from '../../..
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { notificationsRepo } from './notifications.repo.ts';
 import { createThreadMail } from './thread-mail.ts';
+import { createSecretBox } from '../../lib/crypto.ts';
 
 /**
  * The mail intake keeps the org of each inbox address (features/email/inbox-routes.ts): what the
@@ -98,7 +99,13 @@ describe('the mail intake’s inbox routes', () => {
     const address = `agents@${org.domain}`;
     expect(await answerOf(await org.notify(notificationTo(address)))).toMatchObject({ status: 'ignored' });
     const { db, bus, logger } = app.container;
-    const threadMail = createThreadMail({ db, bus, logger, deliver: () => Promise.reject(new Error('nothing is sent here')) });
+    const threadMail = createThreadMail({
+      db,
+      bus,
+      logger,
+      box: createSecretBox('a test key of no use'),
+      deliver: () => Promise.reject(new Error('nothing is sent here')),
+    });
     await threadMail.ensureInbox(org.org.id, address, 'Approvals');
     expect(await answerOf(await org.notify(notificationTo(address)))).toMatchObject({ http: 200, status: 'accepted' });
   });

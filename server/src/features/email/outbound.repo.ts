@@ -39,6 +39,7 @@ const markSent = queryTemplate((db, sent: { id: string; providerEmailId: string;
       status: sql<EmailMessageStatus>`case when status = 'sending' then 'sent' else status end`,
       providerEmailId: sent.providerEmailId,
       providerMessageId: sql<string | null>`coalesce(${sent.providerMessageId}, provider_message_id)`,
+      sealedExtras: null,
       sentAt: sql<Date>`now()`,
       updatedAt: sql<Date>`now()`,
     })
@@ -86,6 +87,16 @@ export const outboundRepo = {
     return { integration, storedId, suppressed, answered };
   },
 
+  /** One of an org's outbound messages. */
+  outbound: (db: Kysely<DB>, orgId: string, id: string): Promise<EmailMessageRow | undefined> =>
+    db
+      .selectFrom('emailMessages')
+      .selectAll()
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .where('direction', '=', 'outbound')
+      .executeTakeFirst(),
+
   /** The message a tool call stored (a resumed run finds it). */
   ofToolCall: (db: Kysely<DB>, actionId: string, toolCallId: string): Promise<EmailMessageRow | undefined> =>
     db
@@ -125,7 +136,7 @@ export const outboundRepo = {
   markFailed: (db: Kysely<DB>, id: string, detail: string) =>
     db
       .updateTable('emailMessages')
-      .set({ status: 'failed', statusDetail: detail.slice(0, 2000), updatedAt: sql<Date>`now()` })
+      .set({ status: 'failed', statusDetail: detail.slice(0, 2000), sealedExtras: null, updatedAt: sql<Date>`now()` })
       .where('id', '=', id)
       .execute(),
 

@@ -215,3 +215,61 @@ describe('a reply to an approval email across a SIGTERM', () => {
     expect(execution.toolCalls[0].approval).toBe('pending');
   }, 120_000);
 });
+
+describe('an approval email across a SIGTERM', () => {
+  it('cut off after the provider took it: sent again as it was, so the approver gets it once, and its links decide', async () => {
+    const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    onTestFinished(own.cleanup);
+    let server = await startServerProcess(own.env, port);
+    const credentials = own.createAdmin();
+    let api = await apiClient(base, credentials);
+    const webhook = await emailIntegration(api, base, 'cutoff.example.com');
+    // An inbox whose agent asks before generateDocument and tells the admins by email.
+    const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
+    const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: 'quotes@cutoff.example.com', displayName: 'Q' });
+    await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
+      agentId: agent.id,
+      isPrimary: true,
+      autoRespond: true,
+      notify: ['email'],
+    });
+    model.script(documentThenText());
+    // The provider takes the approval email, and the server stops before it hears so.
+    const sending = provider.holdNext('send');
+    const quote = provider.receive({ from: 'eve@customer.test', to: [inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
+    expect((await postSignedNotification(webhook, provider.receivedEvent(quote.id))).status).toBe(200);
+    await sending.held;
+    // Other tests' approval emails go to the same admin address: this one is from this org's domain.
+    const approvals = () =>
+      provider.sent.filter((email) => email.to.includes(credentials.email) && email.from.includes('@cutoff.example.com'));
+    const [approval] = approvals();
+    expect(approval).toBeDefined();
+    server = await restartWhileHeld(server, sending, own.env, port);
+    api = await apiClient(base, credentials);
+
+    // The retried job sends the stored email again under its idempotency key: the provider answers with the first one.
+    const thread = await eventually(
+      'the approval email recorded as sent',
+      async () => {
+        const { threads } = await api('GET', '/orgs/acme/email/threads');
+        const found = threads.find((candidate: { subject: string }) => candidate.subject === approval!.subject);
+        const read = found && (await api('GET', `/orgs/acme/email/threads/${found.id}`));
+        return read?.messages.some((message: { status: string }) => message.status !== 'sending') ? read : undefined;
+      },
+      45_000,
+    );
+    expect(thread.messages).toEqual([expect.objectContaining({ status: 'sent', providerEmailId: approval!.id })]);
+    expect(approvals()).toEqual([approval]);
+    const actionId = approval!.text!.match(/Action: ([\w-]+)/)![1]!;
+    const { execution } = await api('GET', `/orgs/acme/ledger/${actionId}`);
+    expect(execution.toolCalls[0].notifications).toEqual([expect.objectContaining({ channel: 'email', status: 'sent' })]);
+
+    // The links of the one email sent decide.
+    const approve = approval!.text!.match(/Approve: (\S+\/approvals\/decide\/[\w-]+)/)![1]!;
+    const used = await fetch(approve, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(await used.text()).toContain('<h1>Approved</h1>');
+    expect((await api('GET', `/orgs/acme/ledger/${actionId}`)).execution.toolCalls[0].approval).toBe('approved');
+  }, 120_000);
+});

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { EmailIntegrationRow, EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
 import type { ProcessBus } from '../../lib/process-bus.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { mailbox, newMessageId, referencesAfter, replySubject } from './email-content.ts';
@@ -47,17 +48,19 @@ export function createThreadMail(deps: {
   db: Kysely<DB>;
   bus: Pick<ProcessBus, 'publish'>;
   deliver: OutboundMail;
+  box: SecretBox;
   logger: Logger;
 }) {
   const { db } = deps;
 
   /**
    * Stores the message (status `sending`) in its thread, with `alongside` in the same transaction
-   * (without it, the message is one statement).
+   * (without it, the message is one statement), and the send's extras if they are to be kept sealed.
    */
   async function store(
     message: ThreadMessage,
     alongside?: (trx: Kysely<DB>, row: EmailMessageRow) => Promise<void>,
+    sealedExtras: string | null = null,
   ): Promise<EmailMessageRow> {
     const { answers } = message;
     const insert = (trx: Kysely<DB>) =>
@@ -80,6 +83,7 @@ export function createThreadMail(deps: {
           status: 'sending',
           actionId: message.actionId ?? null,
           toolCallId: message.toolCallId ?? null,
+          sealedExtras,
         },
         'newTitle' in message.thread ? { newTitle: message.thread.newTitle.slice(0, 200) } : 'existing',
       );
@@ -110,7 +114,11 @@ export function createThreadMail(deps: {
     store,
     deliver,
 
-    /** Stores the message in its thread, then sends it with the org's integration. */
+    /**
+     * Stores the message in its thread, then sends it with the org's integration. With `resumable`,
+     * the extras (which are not stored in the clear) are kept sealed until the provider answers, so
+     * that `resume` can send a message cut off by a crash again as it was.
+     */
     async send(
       integration: EmailIntegrationRow,
       message: ThreadMessage,
@@ -118,10 +126,39 @@ export function createThreadMail(deps: {
         idempotencyKey: (row: EmailMessageRow) => string;
         extras?: DeliveryExtras;
         alongside?: Parameters<typeof store>[1];
+        resumable?: boolean;
       },
     ): Promise<SendOutcome> {
-      const row = await store(message, options.alongside);
+      const sealed = options.resumable ? deps.box.encrypt(JSON.stringify(options.extras ?? {})) : null;
+      const row = await store(message, options.alongside, sealed);
       return deliver(integration, row, options.idempotencyKey(row), options.extras);
+    },
+
+    /**
+     * Ends the send of a resumable message that a crash cut off: sent again (still `sending`) with
+     * the same extras and the same idempotency key as before, so that the provider sends it once;
+     * or found sent, if the provider's answer was recorded. Undefined when it cannot: not the org's,
+     * refused, stored without sealed extras, or sealed under another key.
+     */
+    async resume(
+      integration: EmailIntegrationRow,
+      orgId: string,
+      messageRowId: string,
+      idempotencyKey: (row: EmailMessageRow) => string,
+    ): Promise<SendOutcome | undefined> {
+      const row = await outboundRepo.outbound(db, orgId, messageRowId);
+      if (!row || row.status === 'failed') return undefined;
+      if (row.status !== 'sending') return { sent: true, message: row };
+      if (!row.sealedExtras) return undefined;
+      let extras: DeliveryExtras;
+      try {
+        extras = JSON.parse(deps.box.decrypt(row.sealedExtras)) as DeliveryExtras;
+      } catch (error) {
+        // Sealed under another key (ENCRYPTION_MASTER_KEY changed since): the sender makes a new message.
+        deps.logger.warn({ err: error, messageRowId }, 'a cut-off message could not be opened to be sent again');
+        return undefined;
+      }
+      return deliver(integration, row, idempotencyKey(row), extras);
     },
 
     integrationOf: (orgId: string) => emailIntegrationRepo.find(db, orgId),

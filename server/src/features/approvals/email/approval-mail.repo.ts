@@ -76,7 +76,7 @@ export const approvalMailRepo = {
   notificationsOf: (db: Kysely<DB>, actionId: string, channel: NotifyChannel) =>
     db
       .selectFrom('approvalNotifications')
-      .select(['toolCallId', 'userId', 'status'])
+      .select(['toolCallId', 'userId', 'status', 'emailMessageId'])
       .where('actionId', '=', actionId)
       .where('channel', '=', channel)
       .execute(),

@@ -5,7 +5,7 @@ import type { DB } from '../../../db/schema.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
 import { BUDGET_APPROVAL } from '../../actions/budget-hold.ts';
-import type { ThreadMail } from '../../email/thread-mail.ts';
+import type { SendOutcome, ThreadMail } from '../../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
 import { whyItWaits } from '../why-it-waits.ts';
@@ -23,7 +23,7 @@ export const hashLinkToken = sha256Hex;
  */
 export function createApprovalNotifier(deps: {
   db: Kysely<DB>;
-  mail: Pick<ThreadMail, 'send' | 'integrationOf' | 'suppression' | 'ensureInbox'>;
+  mail: Pick<ThreadMail, 'send' | 'resume' | 'integrationOf' | 'suppression' | 'ensureInbox'>;
   /** Where links and the console are: the API's and the console's origins. */
   apiHost: string;
   appHost: string;
@@ -42,6 +42,9 @@ export function createApprovalNotifier(deps: {
   type StagedCall = Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>[number];
 
   type Links = Array<{ call: StagedCall; approve: string; reject: string }>;
+  type Told = Awaited<ReturnType<typeof approvalMailRepo.notificationsOf>>;
+
+  const idempotencyKey = (row: { id: string }) => `approval/${row.id}`;
 
   /** With the email: who was told of which call (sending until the provider confirms), and the links' hashes. */
   async function recordNotifications(
@@ -128,7 +131,9 @@ export function createApprovalNotifier(deps: {
         actionId: action.id,
       },
       {
-        idempotencyKey: (row) => `approval/${row.id}`,
+        idempotencyKey,
+        // The links are stored only as hashes: the email is kept sealed until sent, to be resent as it was.
+        resumable: true,
         extras: {
           text: rendered.text,
           html: rendered.html,
@@ -139,10 +144,36 @@ export function createApprovalNotifier(deps: {
         alongside: (trx, row) => recordNotifications(trx, row.id, { action, approver, links }),
       },
     );
+    await settle(outcome, calls.length);
+  }
+
+  /** The notifications of an email as its send ended. */
+  async function settle(outcome: SendOutcome, notifications: number) {
     const outcomeName = outcome.sent ? 'sent' : 'failed';
     const reason = outcome.sent ? null : `The provider refused it: ${outcome.refusal}`.slice(0, 1000);
     await approvalMailRepo.settleNotifications(db, outcome.message.id, outcomeName, reason);
-    deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: outcomeName }, calls.length);
+    deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: outcomeName }, notifications);
+  }
+
+  /**
+   * Sends again, as it was, each email to the approver whose send was cut off (its notifications still
+   * `sending`): its links, and the idempotency key that has the provider send it once. Returns the emails
+   * sent again; one that cannot be (stored before emails were kept sealed) is not among them.
+   */
+  async function resumeCutOff(integration: EmailIntegrationRow, orgId: string, told: Told): Promise<Set<string>> {
+    const cutOff = new Map<string, number>();
+    for (const row of told) {
+      if (row.status === 'sending' && row.emailMessageId)
+        cutOff.set(row.emailMessageId, (cutOff.get(row.emailMessageId) ?? 0) + 1);
+    }
+    const resumed = new Set<string>();
+    for (const [emailMessageId, notifications] of cutOff) {
+      const outcome = await deps.mail.resume(integration, orgId, emailMessageId, idempotencyKey);
+      if (!outcome) continue;
+      await settle(outcome, notifications);
+      resumed.add(emailMessageId);
+    }
+    return resumed;
   }
 
   return {
@@ -157,13 +188,14 @@ export function createApprovalNotifier(deps: {
       if (integration) await deps.mail.ensureInbox(action.orgId, integration.fromEmail, 'Approvals');
       const told = await approvalMailRepo.notificationsOf(db, actionId, 'email');
       for (const approver of approvers) {
-        // A notification still `sending` was interrupted (its send may or may not have gone out): sent again, with new links.
-        const due = calls.filter(
-          (call) => !told.some((row) => row.toolCallId === call.id && row.userId === approver.id && row.status !== 'sending'),
-        );
-        if (due.length === 0) continue;
+        const toldThem = told.filter((row) => row.userId === approver.id);
+        const untold = (rows: Told) => calls.filter((call) => !rows.some((row) => row.toolCallId === call.id));
+        // A notification still `sending` was cut off: its email may or may not have gone out.
+        const settled = toldThem.filter((row) => row.status !== 'sending');
+        if (untold(settled).length === 0) continue;
         const reason = await refusal(approver, integration, action.orgId);
         if (reason || !integration) {
+          const due = untold(settled);
           await approvalMailRepo.upsertNotifications(
             db,
             due.map((call) => ({
@@ -181,7 +213,9 @@ export function createApprovalNotifier(deps: {
           deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'not_sent' }, due.length);
           continue;
         }
-        await send(action, approver, due, integration);
+        const resumed = await resumeCutOff(integration, action.orgId, toldThem);
+        const due = untold(toldThem.filter((row) => row.status !== 'sending' || resumed.has(row.emailMessageId!)));
+        if (due.length > 0) await send(action, approver, due, integration);
       }
     },
   };
