@@ -87,6 +87,16 @@ export const outboundRepo = {
     return { integration, storedId, suppressed, answered };
   },
 
+  /** A message cut off mid-send that is not sent again: failed, with why, its sealed extras dropped. */
+  abandon: (db: Kysely<DB>, orgId: string, id: string, detail: string) =>
+    db
+      .updateTable('emailMessages')
+      .set({ status: 'failed', statusDetail: detail.slice(0, 2000), sealedExtras: null, updatedAt: sql<Date>`now()` })
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .where('status', '=', 'sending')
+      .execute(),
+
   /** One of an org's outbound messages. */
   outbound: (db: Kysely<DB>, orgId: string, id: string): Promise<EmailMessageRow | undefined> =>
     db

@@ -216,60 +216,99 @@ describe('a reply to an approval email across a SIGTERM', () => {
   }, 120_000);
 });
 
+/**
+ * A server process whose inbox agent asks before generateDocument and tells the admins by email (from
+ * `domain`), and an approval email that the provider has taken while the server has not heard so: its
+ * answer is held. Other tests' approval emails go to the same admin address: `approvals` are this one's.
+ */
+async function approvalEmailHeld(domain: string) {
+  const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  onTestFinished(own.cleanup);
+  const server = await startServerProcess(own.env, port);
+  const credentials = own.createAdmin();
+  const api = await apiClient(base, credentials);
+  const webhook = await emailIntegration(api, base, domain);
+  const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
+  const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: `quotes@${domain}`, displayName: 'Q' });
+  await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
+    agentId: agent.id,
+    isPrimary: true,
+    autoRespond: true,
+    notify: ['email'],
+  });
+  model.script(documentThenText());
+  const sending = provider.holdNext('send');
+  const quote = provider.receive({ from: 'eve@customer.test', to: [inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
+  expect((await postSignedNotification(webhook, provider.receivedEvent(quote.id))).status).toBe(200);
+  await sending.held;
+  const approvals = () =>
+    provider.sent.filter((email) => email.to.includes(credentials.email) && email.from.includes(`@${domain}`));
+  const [approval] = approvals();
+  expect(approval).toBeDefined();
+  const actionId = approval!.text!.match(/Action: ([\w-]+)/)![1]!;
+  return {
+    api,
+    approval: approval!,
+    approvals,
+    actionId,
+    /** Stops the server while the answer is held, lets it go, starts the server again; a client of the new one. */
+    restart: async () => {
+      await restartWhileHeld(server, sending, own.env, port);
+      return apiClient(base, credentials);
+    },
+  };
+}
+
+/** The thread of an approval email once its message is no longer `sending`. */
+const approvalThreadSettled = (api: Api, subject: string) =>
+  eventually(
+    'the approval email settled',
+    async () => {
+      const { threads } = await api('GET', '/orgs/acme/email/threads');
+      const found = threads.find((candidate: { subject: string }) => candidate.subject === subject);
+      const read = found && (await api('GET', `/orgs/acme/email/threads/${found.id}`));
+      return read?.messages.some((message: { status: string }) => message.status !== 'sending') ? read : undefined;
+    },
+    45_000,
+  );
+
 describe('an approval email across a SIGTERM', () => {
   it('cut off after the provider took it: sent again as it was, so the approver gets it once, and its links decide', async () => {
-    const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    onTestFinished(own.cleanup);
-    let server = await startServerProcess(own.env, port);
-    const credentials = own.createAdmin();
-    let api = await apiClient(base, credentials);
-    const webhook = await emailIntegration(api, base, 'cutoff.example.com');
-    // An inbox whose agent asks before generateDocument and tells the admins by email.
-    const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
-    const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: 'quotes@cutoff.example.com', displayName: 'Q' });
-    await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
-      agentId: agent.id,
-      isPrimary: true,
-      autoRespond: true,
-      notify: ['email'],
-    });
-    model.script(documentThenText());
-    // The provider takes the approval email, and the server stops before it hears so.
-    const sending = provider.holdNext('send');
-    const quote = provider.receive({ from: 'eve@customer.test', to: [inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
-    expect((await postSignedNotification(webhook, provider.receivedEvent(quote.id))).status).toBe(200);
-    await sending.held;
-    // Other tests' approval emails go to the same admin address: this one is from this org's domain.
-    const approvals = () =>
-      provider.sent.filter((email) => email.to.includes(credentials.email) && email.from.includes('@cutoff.example.com'));
-    const [approval] = approvals();
-    expect(approval).toBeDefined();
-    server = await restartWhileHeld(server, sending, own.env, port);
-    api = await apiClient(base, credentials);
+    const held = await approvalEmailHeld('cutoff.example.com');
+    const api = await held.restart();
 
     // The retried job sends the stored email again under its idempotency key: the provider answers with the first one.
-    const thread = await eventually(
-      'the approval email recorded as sent',
-      async () => {
-        const { threads } = await api('GET', '/orgs/acme/email/threads');
-        const found = threads.find((candidate: { subject: string }) => candidate.subject === approval!.subject);
-        const read = found && (await api('GET', `/orgs/acme/email/threads/${found.id}`));
-        return read?.messages.some((message: { status: string }) => message.status !== 'sending') ? read : undefined;
-      },
-      45_000,
-    );
-    expect(thread.messages).toEqual([expect.objectContaining({ status: 'sent', providerEmailId: approval!.id })]);
-    expect(approvals()).toEqual([approval]);
-    const actionId = approval!.text!.match(/Action: ([\w-]+)/)![1]!;
-    const { execution } = await api('GET', `/orgs/acme/ledger/${actionId}`);
+    const thread = await approvalThreadSettled(api, held.approval.subject);
+    expect(thread.messages).toEqual([expect.objectContaining({ status: 'sent', providerEmailId: held.approval.id })]);
+    expect(held.approvals()).toEqual([held.approval]);
+    const { execution } = await api('GET', `/orgs/acme/ledger/${held.actionId}`);
     expect(execution.toolCalls[0].notifications).toEqual([expect.objectContaining({ channel: 'email', status: 'sent' })]);
 
     // The links of the one email sent decide.
-    const approve = approval!.text!.match(/Approve: (\S+\/approvals\/decide\/[\w-]+)/)![1]!;
+    const approve = held.approval.text!.match(/Approve: (\S+\/approvals\/decide\/[\w-]+)/)![1]!;
     const used = await fetch(approve, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(await used.text()).toContain('<h1>Approved</h1>');
-    expect((await api('GET', `/orgs/acme/ledger/${actionId}`)).execution.toolCalls[0].approval).toBe('approved');
+    expect((await api('GET', `/orgs/acme/ledger/${held.actionId}`)).execution.toolCalls[0].approval).toBe('approved');
+  }, 120_000);
+
+  it('cut off, and the approver turned approval emails off meanwhile: not sent again, and the record says why', async () => {
+    const held = await approvalEmailHeld('optout.example.com');
+    expect(await held.api('PATCH', '/auth/me/preferences', { approvalEmails: false })).toEqual({ approvalEmails: false });
+    const api = await held.restart();
+
+    const thread = await approvalThreadSettled(api, held.approval.subject);
+    expect(thread.messages).toEqual([
+      expect.objectContaining({
+        status: 'failed',
+        statusDetail: 'Not sent again after it was cut off: the approver turned approval emails off',
+      }),
+    ]);
+    expect(held.approvals()).toEqual([held.approval]);
+    const { execution } = await api('GET', `/orgs/acme/ledger/${held.actionId}`);
+    expect(execution.toolCalls[0].notifications).toEqual([
+      expect.objectContaining({ channel: 'email', status: 'not_sent', reason: 'the approver turned approval emails off' }),
+    ]);
   }, 120_000);
 });

@@ -161,6 +161,11 @@ export function createThreadMail(deps: {
       return deliver(integration, row, idempotencyKey(row), extras);
     },
 
+    /** A resumable message cut off by a crash that is not to be sent after all: marked failed, with why, its extras gone. */
+    abandon: async (orgId: string, messageRowId: string, detail: string): Promise<void> => {
+      await outboundRepo.abandon(db, orgId, messageRowId, detail);
+    },
+
     integrationOf: (orgId: string) => emailIntegrationRepo.find(db, orgId),
 
     /** Why mail to this address is not sent (the suppression list), if it is not. */

@@ -23,7 +23,7 @@ export const hashLinkToken = sha256Hex;
  */
 export function createApprovalNotifier(deps: {
   db: Kysely<DB>;
-  mail: Pick<ThreadMail, 'send' | 'resume' | 'integrationOf' | 'suppression' | 'ensureInbox'>;
+  mail: Pick<ThreadMail, 'send' | 'resume' | 'abandon' | 'integrationOf' | 'suppression' | 'ensureInbox'>;
   /** Where links and the console are: the API's and the console's origins. */
   apiHost: string;
   appHost: string;
@@ -158,22 +158,27 @@ export function createApprovalNotifier(deps: {
   /**
    * Sends again, as it was, each email to the approver whose send was cut off (its notifications still
    * `sending`): its links, and the idempotency key that has the provider send it once. Returns the emails
-   * sent again; one that cannot be (stored before emails were kept sealed) is not among them.
+   * ended so; one that cannot be (ThreadMail.resume says when) is not among them, and its calls are due.
    */
   async function resumeCutOff(integration: EmailIntegrationRow, orgId: string, told: Told): Promise<Set<string>> {
-    const cutOff = new Map<string, number>();
-    for (const row of told) {
-      if (row.status === 'sending' && row.emailMessageId)
-        cutOff.set(row.emailMessageId, (cutOff.get(row.emailMessageId) ?? 0) + 1);
-    }
     const resumed = new Set<string>();
-    for (const [emailMessageId, notifications] of cutOff) {
+    for (const [emailMessageId, notifications] of cutOffOf(told)) {
       const outcome = await deps.mail.resume(integration, orgId, emailMessageId, idempotencyKey);
       if (!outcome) continue;
       await settle(outcome, notifications);
       resumed.add(emailMessageId);
     }
     return resumed;
+  }
+
+  /** The approver's emails whose send was cut off (their notifications still `sending`), with how many calls each told of. */
+  function cutOffOf(told: Told): Map<string, number> {
+    const cutOff = new Map<string, number>();
+    for (const row of told) {
+      if (row.status === 'sending' && row.emailMessageId)
+        cutOff.set(row.emailMessageId, (cutOff.get(row.emailMessageId) ?? 0) + 1);
+    }
+    return cutOff;
   }
 
   return {
@@ -195,6 +200,9 @@ export function createApprovalNotifier(deps: {
         if (untold(settled).length === 0) continue;
         const reason = await refusal(approver, integration, action.orgId);
         if (reason || !integration) {
+          const why = reason ?? 'the organization has no email integration';
+          for (const emailMessageId of cutOffOf(toldThem).keys())
+            await deps.mail.abandon(action.orgId, emailMessageId, `Not sent again after it was cut off: ${why}`);
           const due = untold(settled);
           await approvalMailRepo.upsertNotifications(
             db,
@@ -206,7 +214,7 @@ export function createApprovalNotifier(deps: {
               userId: approver.id,
               address: approver.email,
               status: 'not_sent',
-              reason: reason ?? 'the organization has no email integration',
+              reason: why,
               emailMessageId: null,
             })),
           );
