@@ -35,6 +35,8 @@ async function holdNextPost(page: Page, path: string) {
     },
   );
   return {
+    /** Resolves once the request is held. */
+    held: held.then(() => undefined),
     /** Once the request is held, the operator closes `dialog` (Escape) while it waits. */
     closeWhileHeld: async (dialog: Locator) => {
       await held;
@@ -170,6 +172,64 @@ describe('the console: a dialog opens and closes as it fades', () => {
     await step(page, 'opened again, its form starts empty', async () => {
       await page.getByRole('button', { name: 'New agent' }).click();
       expect(await dialog.getByLabel('Name').inputValue()).toBe('');
+    });
+    operator.expectNoProblems();
+    await operator.close();
+  }, 120_000);
+});
+
+describe('the console: a save that ends while its dialog fades out', () => {
+  it('closes nothing the page opened meanwhile', async () => {
+    const { org, admin } = await createTenant(app);
+    const operator = await openConsole(browser);
+    const { page } = operator;
+    // The page's timers are the test's from the first page on: it holds the fade-out still below.
+    await page.clock.install();
+    await signInToConsole(page, app.baseUrl, admin.email);
+    await page.waitForURL('**/ledger');
+    await page.goto(`${app.baseUrl}/o/${org.slug}/agents`);
+    await page.emulateMedia({ reducedMotion: 'no-preference' });
+    const agentDialog = page.getByRole('dialog', { name: 'New agent' });
+    const ruleDialog = page.getByRole('dialog', { name: 'New action rule' });
+
+    const save = await holdNextPost(page, `/orgs/${org.slug}/agents`);
+    await step(page, 'the agent is saved; its dialog is closed, and a rule dialog opened, while it fades out', async () => {
+      await page.getByRole('button', { name: 'New agent' }).click();
+      await agentDialog.getByLabel('Name').fill('Faded saver');
+      await agentDialog.getByLabel('Instructions').fill('Answer.');
+      await agentDialog.getByRole('button', { name: 'Save agent' }).click();
+      await save.held;
+      // From here the page's time stands still: the fade-out cannot end before the test lets it.
+      await page.clock.pauseAt(Date.now() + 1000);
+      // A dialog's transition starts two animation frames after it is asked for, then takes 200 ms.
+      await page.keyboard.press('Escape');
+      await page.clock.runFor(50);
+      // The fading dialog's overlay still covers the page: the button gets its click directly.
+      await page.getByRole('button', { name: 'New rule' }).dispatchEvent('click');
+      await page.clock.runFor(50);
+      await ruleDialog.waitFor();
+      expect(await agentDialog.count()).toBe(1);
+    });
+
+    await step(page, 'the save ends, and is shown, while the agent dialog still fades', async () => {
+      const answered = page.waitForResponse(
+        (response) => response.url().endsWith(`/orgs/${org.slug}/agents`) && response.request().method() === 'POST',
+      );
+      await save.release();
+      expect((await answered).status()).toBe(201);
+      // The page's own timers (the query client's callbacks, the list's refetch) run in steps of 10 ms,
+      // at most 100 ms of the fade's 200 ms in all: the dialog is still fading as the save ends.
+      const listed = page.getByRole('table', { name: 'Agents' }).getByText('Faded saver');
+      for (let ran = 0; ran < 100 && !(await listed.isVisible()); ran += 10) await page.clock.runFor(10);
+      expect(await listed.isVisible()).toBe(true);
+      expect(await agentDialog.count()).toBe(1);
+    });
+
+    await step(page, 'the fades end: the agent dialog is gone, the rule dialog opened meanwhile is still open', async () => {
+      await page.clock.runFor(1000);
+      await page.clock.resume();
+      await agentDialog.waitFor({ state: 'detached' });
+      expect(await ruleDialog.isVisible()).toBe(true);
     });
     operator.expectNoProblems();
     await operator.close();
