@@ -47,10 +47,14 @@ async function holdNextPost(page: Page, path: string) {
   };
 }
 
-/** A fresh organization's admin, signed in to the console and on the org's `path` page. */
-async function signedInOn(path: string) {
+/**
+ * A fresh organization's admin, signed in to the console and on the org's `path` page; with
+ * `heldClock`, the page's timers are the test's (Playwright's clock) from the first page on.
+ */
+async function signedInOn(path: string, { heldClock = false } = {}) {
   const { org, admin } = await createTenant(app);
   const operator = await openConsole(browser);
+  if (heldClock) await operator.page.clock.install();
   await signInToConsole(operator.page, app.baseUrl, admin.email);
   await operator.page.waitForURL('**/ledger');
   await operator.page.goto(`${app.baseUrl}/o/${org.slug}/${path}`);
@@ -180,14 +184,8 @@ describe('the console: a dialog opens and closes as it fades', () => {
 
 describe('the console: a save that ends while its dialog fades out', () => {
   it('closes nothing the page opened meanwhile', async () => {
-    const { org, admin } = await createTenant(app);
-    const operator = await openConsole(browser);
-    const { page } = operator;
-    // The page's timers are the test's from the first page on: it holds the fade-out still below.
-    await page.clock.install();
-    await signInToConsole(page, app.baseUrl, admin.email);
-    await page.waitForURL('**/ledger');
-    await page.goto(`${app.baseUrl}/o/${org.slug}/agents`);
+    // The test holds the fade-out still with the page's clock.
+    const { org, operator, page } = await signedInOn('agents', { heldClock: true });
     await page.emulateMedia({ reducedMotion: 'no-preference' });
     const agentDialog = page.getByRole('dialog', { name: 'New agent' });
     const ruleDialog = page.getByRole('dialog', { name: 'New action rule' });

@@ -48,6 +48,14 @@ const markSent = queryTemplate((db, sent: { id: string; providerEmailId: string;
 );
 
 /** What sendEmail and the provider's delivery events read and write of sent email; scoped by org. */
+/** A message failed, with why: what a send keeps sealed for its retry goes with it. */
+const failedWith = (detail: string) => ({
+  status: 'failed' as const,
+  statusDetail: detail.slice(0, 2000),
+  sealedExtras: null,
+  updatedAt: sql<Date>`now()`,
+});
+
 export const outboundRepo = {
   /**
    * What a sendEmail call needs before it sends, in one read: the org's integration (none: no row),
@@ -91,7 +99,7 @@ export const outboundRepo = {
   abandon: (db: Kysely<DB>, orgId: string, id: string, detail: string) =>
     db
       .updateTable('emailMessages')
-      .set({ status: 'failed', statusDetail: detail.slice(0, 2000), sealedExtras: null, updatedAt: sql<Date>`now()` })
+      .set(failedWith(detail))
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .where('status', '=', 'sending')
@@ -144,11 +152,7 @@ export const outboundRepo = {
           .execute(),
 
   markFailed: (db: Kysely<DB>, id: string, detail: string) =>
-    db
-      .updateTable('emailMessages')
-      .set({ status: 'failed', statusDetail: detail.slice(0, 2000), sealedExtras: null, updatedAt: sql<Date>`now()` })
-      .where('id', '=', id)
-      .execute(),
+    db.updateTable('emailMessages').set(failedWith(detail)).where('id', '=', id).execute(),
 
   /** The provider took it. A delivery event that came first (by our tag) has moved it on already: that is kept. */
   markSent: (db: Kysely<DB>, id: string, sent: { providerEmailId: string; providerMessageId: string | null }) =>

@@ -150,29 +150,36 @@ describe('email across a SIGKILL', () => {
   }, 120_000);
 });
 
+/**
+ * A server process of its own with org acme's inbox at quotes@`domain`, whose agent asks before
+ * generateDocument (an inbox's default) and tells the admins by email, from agents@`domain`.
+ */
+async function approvalInboxServer(domain: string) {
+  const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  onTestFinished(own.cleanup);
+  const server = await startServerProcess(own.env, port);
+  const credentials = own.createAdmin();
+  const api = await apiClient(base, credentials);
+  const webhook = await emailIntegration(api, base, domain);
+  const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
+  const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: `quotes@${domain}`, displayName: 'Q' });
+  await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
+    agentId: agent.id,
+    isPrimary: true,
+    autoRespond: true,
+    notify: ['email'],
+  });
+  model.script(documentThenText());
+  return { env: own.env, port, base, server, credentials, api, webhook, inbox };
+}
+
 describe('a reply to an approval email across a SIGTERM', () => {
   it('read again by the retried job: its refusal is recorded once, and its answer is one message, sent once', async () => {
-    const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    onTestFinished(own.cleanup);
-    let server = await startServerProcess(own.env, port);
-    const credentials = own.createAdmin();
-    let api = await apiClient(base, credentials);
-    const webhook = await emailIntegration(api, base, 'approvals.example.com');
-    // An inbox whose agent asks before generateDocument (an inbox's default) and tells the admins by email.
-    const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
-    const inbox = await api('POST', '/orgs/acme/email/inboxes', {
-      emailAddress: 'quotes@approvals.example.com',
-      displayName: 'Q',
-    });
-    await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
-      agentId: agent.id,
-      isPrimary: true,
-      autoRespond: true,
-      notify: ['email'],
-    });
-    model.script(documentThenText());
+    const setup = await approvalInboxServer('approvals.example.com');
+    const { env, port, base, credentials, webhook, inbox } = setup;
+    let { server, api } = setup;
     const quote = provider.receive({ from: 'dana@customer.test', to: [inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
     expect((await postSignedNotification(webhook, provider.receivedEvent(quote.id))).status).toBe(200);
     const approval = await provider.waitFor(credentials.email, 30_000);
@@ -190,7 +197,7 @@ describe('a reply to an approval email across a SIGTERM', () => {
     });
     expect((await postSignedNotification(webhook, provider.receivedEvent(stranger.id))).status).toBe(200);
     await answering.held;
-    server = await restartWhileHeld(server, answering, own.env, port);
+    server = await restartWhileHeld(server, answering, env, port);
     api = await apiClient(base, credentials);
 
     // The job the stop failed is retried: it reads the reply again, to the end.
@@ -217,28 +224,11 @@ describe('a reply to an approval email across a SIGTERM', () => {
 });
 
 /**
- * A server process whose inbox agent asks before generateDocument and tells the admins by email (from
- * `domain`), and an approval email that the provider has taken while the server has not heard so: its
- * answer is held. Other tests' approval emails go to the same admin address: `approvals` are this one's.
+ * An approval inbox's server (above) and an approval email that the provider has taken while the
+ * server has not heard so: its answer is held. Other tests' approval emails go to the same admin address: `approvals` are this one's.
  */
 async function approvalEmailHeld(domain: string) {
-  const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  onTestFinished(own.cleanup);
-  const server = await startServerProcess(own.env, port);
-  const credentials = own.createAdmin();
-  const api = await apiClient(base, credentials);
-  const webhook = await emailIntegration(api, base, domain);
-  const agent = await api('POST', '/orgs/acme/agents', { name: 'Quotes', tools: ['generateDocument'] });
-  const inbox = await api('POST', '/orgs/acme/email/inboxes', { emailAddress: `quotes@${domain}`, displayName: 'Q' });
-  await api('POST', `/orgs/acme/email/inboxes/${inbox.id}/agents`, {
-    agentId: agent.id,
-    isPrimary: true,
-    autoRespond: true,
-    notify: ['email'],
-  });
-  model.script(documentThenText());
+  const { env, port, base, server, credentials, api, webhook, inbox } = await approvalInboxServer(domain);
   const sending = provider.holdNext('send');
   const quote = provider.receive({ from: 'eve@customer.test', to: [inbox.emailAddress], subject: 'Quote', text: 'A quote?' });
   expect((await postSignedNotification(webhook, provider.receivedEvent(quote.id))).status).toBe(200);
@@ -255,7 +245,7 @@ async function approvalEmailHeld(domain: string) {
     actionId,
     /** Stops the server while the answer is held, lets it go, starts the server again; a client of the new one. */
     restart: async () => {
-      await restartWhileHeld(server, sending, own.env, port);
+      await restartWhileHeld(server, sending, env, port);
       return apiClient(base, credentials);
     },
   };
