@@ -301,4 +301,28 @@ describe('an approval email across a SIGTERM', () => {
       expect.objectContaining({ channel: 'email', status: 'not_sent', reason: 'the approver turned approval emails off' }),
     ]);
   }, 120_000);
+
+  it('cut off, and its call was decided in the console meanwhile: not sent again, and the record says why', async () => {
+    const held = await approvalEmailHeld('decided.example.com');
+    const [call] = (await held.api('GET', `/orgs/acme/ledger/${held.actionId}`)).execution.toolCalls;
+    const decided = await held.api('POST', `/orgs/acme/actions/${held.actionId}/tool-calls/${call.toolCallId}/reject`, {
+      reason: 'No quotes this week.',
+    });
+    expect(decided.status).toBe('rejected');
+    const api = await held.restart();
+
+    const thread = await approvalThreadSettled(api, held.approval.subject);
+    expect(thread.messages).toEqual([
+      expect.objectContaining({
+        status: 'failed',
+        statusDetail: 'Not sent again after it was cut off: none of its calls waits any longer',
+      }),
+    ]);
+    expect(held.approvals()).toEqual([held.approval]);
+    const { execution } = await api('GET', `/orgs/acme/ledger/${held.actionId}`);
+    expect(execution.toolCalls[0]).toMatchObject({
+      approval: 'rejected',
+      notifications: [{ channel: 'email', status: 'not_sent', reason: 'none of its calls waits any longer' }],
+    });
+  }, 120_000);
 });

@@ -14,6 +14,8 @@ import { whyItWaits } from '../why-it-waits.ts';
 export const newLinkToken = () => randomBytes(32).toString('base64url');
 export const hashLinkToken = sha256Hex;
 
+const NO_CALL_WAITS = 'none of its calls waits any longer';
+
 /**
  * `approvals.notify`: when an action starts to wait and its rule notifies by email, each approver gets
  * one email of every call waiting for them, in the action's approval thread, with one-time links.
@@ -181,17 +183,39 @@ export function createApprovalNotifier(deps: {
     return cutOff;
   }
 
+  /**
+   * A cut-off email none of whose calls still waits (decided on another channel, expired, or its action
+   * ended meanwhile) is not sent again: asking about them would only be noise. It is marked failed and its
+   * sealed links dropped, its notifications `not_sent` with why. Returns the notifications of the others.
+   */
+  async function dropMoot(orgId: string, told: Told, waiting: StagedCall[]): Promise<Told> {
+    const waits = new Set(waiting.map((call) => call.id));
+    const moot = new Set<string>();
+    for (const [emailMessageId, notifications] of cutOffOf(told)) {
+      if (told.some((row) => row.emailMessageId === emailMessageId && waits.has(row.toolCallId))) continue;
+      await deps.mail.abandon(orgId, emailMessageId, `Not sent again after it was cut off: ${NO_CALL_WAITS}`);
+      await approvalMailRepo.settleNotifications(db, emailMessageId, 'not_sent', NO_CALL_WAITS);
+      deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'not_sent' }, notifications);
+      moot.add(emailMessageId);
+    }
+    return told.filter((row) => !row.emailMessageId || !moot.has(row.emailMessageId));
+  }
+
   return {
     async notify(actionId: string): Promise<void> {
       const action = await approvalMailRepo.actionToNotify(db, actionId);
-      if (!action?.notify.includes('email') || action.status !== 'pending_approval') return;
-      const calls = (await approvalMailRepo.stagedCalls(db, actionId)).filter((call) => call.expiresAt);
+      if (!action?.notify.includes('email')) return;
+      const calls =
+        action.status === 'pending_approval'
+          ? (await approvalMailRepo.stagedCalls(db, actionId)).filter((call) => call.expiresAt)
+          : [];
+      // A retried job may find an email its first run was cut off sending, about calls that no longer wait.
+      const told = await dropMoot(action.orgId, await approvalMailRepo.notificationsOf(db, actionId, 'email'), calls);
       if (calls.length === 0) return;
       const approvers = await approvalMailRepo.approvers(db, action.orgId, action.approvers ?? null);
       const integration = await deps.mail.integrationOf(action.orgId);
       // Replies come back to the integration's From Email: it must be an inbox for the inbound path to take them.
       if (integration) await deps.mail.ensureInbox(action.orgId, integration.fromEmail, 'Approvals');
-      const told = await approvalMailRepo.notificationsOf(db, actionId, 'email');
       for (const approver of approvers) {
         const toldThem = told.filter((row) => row.userId === approver.id);
         const untold = (rows: Told) => calls.filter((call) => !rows.some((row) => row.toolCallId === call.id));
