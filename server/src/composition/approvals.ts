@@ -47,7 +47,7 @@ export function composeApprovals(
     replies: createApprovalReplies({ db, mail: deps.threadMail, approvals }),
     links: createApprovalLinks({ db, clock, approvals }),
     slackIntegration,
-    slackNotifier: createSlackNotifier({ db, clock, slackOf, metrics, jobs }),
+    slackNotifier: createSlackNotifier({ db, clock, slackOf, metrics, jobs, logger }),
     slackInteractions: createSlackInteractions({ db, clock, slackOf, approvals, tools: deps.tools, logger }),
     orgIdOf: async (slugOrId: string) => (await orgsRepo.findBySlugOrId(db, slugOrId))?.id,
   };

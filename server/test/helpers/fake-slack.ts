@@ -38,7 +38,7 @@ export async function startFakeSlack() {
   const token = `xoxb-${randomBytes(12).toString('hex')}`;
   const calls: SlackCall[] = [];
   const users: FakeSlackUser[] = [];
-  const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[] }>();
+  const messages = new Map<string, { channel: string; ts: string; text: string; blocks: any[]; metadata?: any }>();
   const knownChannels = new Set(['C0APPROVALS']);
   let sequence = 0;
   /** The scopes the app's bot token was granted (an install with fewer: `grantScopes`). */
@@ -55,7 +55,7 @@ export async function startFakeSlack() {
       ? JSON.parse(body || '{}')
       : Object.fromEntries(new URLSearchParams(body));
     // The client sends arrays and objects form-encoded as JSON strings.
-    for (const key of ['blocks', 'view']) if (typeof args[key] === 'string') args[key] = JSON.parse(args[key]);
+    for (const key of ['blocks', 'view', 'metadata']) if (typeof args[key] === 'string') args[key] = JSON.parse(args[key]);
     calls.push({ method, token: given, args });
     // Slack lists the token's scopes with every answer.
     const scopeHeader: Record<string, string> = given === token ? { 'x-oauth-scopes': scopes.join(',') } : {};
@@ -67,16 +67,49 @@ export async function startFakeSlack() {
         return ok({ url: 'https://acme.slack.test/', team: 'Acme', user: 'approvals', team_id: 'T0ACME', user_id: 'U0BOT' });
       case 'chat.postMessage': {
         if (!knownChannels.has(args.channel)) return fail('channel_not_found');
-        const ts = `1700000000.${String(++sequence).padStart(6, '0')}`;
-        messages.set(ts, { channel: args.channel, ts, text: args.text, blocks: args.blocks ?? [] });
+        // Slack's ts: the epoch second it was posted at, and a sequence within it.
+        const ts = `${Math.floor(Date.now() / 1000)}.${String(++sequence).padStart(6, '0')}`;
+        const metadata = args.metadata;
+        messages.set(ts, {
+          channel: args.channel,
+          ts,
+          text: args.text,
+          blocks: args.blocks ?? [],
+          ...(metadata && { metadata }),
+        });
         await holds.shift()?.hold();
         return ok({ channel: args.channel, ts, message: { text: args.text } });
       }
       case 'chat.update': {
         const message = messages.get(args.ts);
         if (!message || message.channel !== args.channel) return fail('message_not_found');
-        Object.assign(message, { text: args.text, blocks: args.blocks ?? [] });
+        // Metadata left out of an update is kept.
+        Object.assign(message, { text: args.text, blocks: args.blocks ?? [] }, args.metadata && { metadata: args.metadata });
         return ok({ channel: args.channel, ts: args.ts });
+      }
+      case 'conversations.history': {
+        if (!scopes.includes('channels:history')) return fail('missing_scope');
+        if (!knownChannels.has(args.channel)) return fail('channel_not_found');
+        const withMetadata = String(args.include_all_metadata) === 'true';
+        // Newest first; `oldest` excluded (inclusive defaults to false); pages of `limit` by cursor.
+        const all = [...messages.values()]
+          .filter((message) => message.channel === args.channel && (!args.oldest || message.ts > String(args.oldest)))
+          .sort((a, b) => (a.ts < b.ts ? 1 : -1));
+        const start = Number(args.cursor ?? 0);
+        const limit = Number(args.limit ?? 100);
+        const page = all.slice(start, start + limit);
+        const more = start + limit < all.length;
+        return ok({
+          messages: page.map(({ ts, text, metadata }) => ({
+            type: 'message',
+            bot_id: 'B0BOT',
+            ts,
+            text,
+            ...(withMetadata && metadata && { metadata }),
+          })),
+          has_more: more,
+          response_metadata: { next_cursor: more ? String(start + limit) : '' },
+        });
       }
       case 'chat.postEphemeral':
         return knownChannels.has(args.channel) ? ok({ message_ts: `${Date.now() / 1000}` }) : fail('channel_not_found');

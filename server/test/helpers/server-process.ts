@@ -158,11 +158,16 @@ export async function apiClient(base: string, credentials: { email: string; pass
 /** An agent with `tools`, a rule with `approvalRules` and a webhook in org `acme`, run as the signed-in admin; returns the webhook as created. */
 export async function createWebhookThroughApi(
   api: Awaited<ReturnType<typeof apiClient>>,
-  agent: { tools: string[]; approvalRules?: Record<string, string> },
+  agent: { tools: string[]; approvalRules?: Record<string, string>; notify?: string[] },
   webhook: Record<string, unknown> = {},
 ) {
   const me = await api('GET', '/auth/me');
   const { id: agentId } = await api('POST', '/orgs/acme/agents', { name: 'Clerk', tools: agent.tools });
-  const rule = await api('POST', '/orgs/acme/action-rules', { name: 'r', agentId, approvalRules: agent.approvalRules ?? {} });
+  const rule = await api('POST', '/orgs/acme/action-rules', {
+    name: 'r',
+    agentId,
+    approvalRules: agent.approvalRules ?? {},
+    notify: agent.notify ?? [],
+  });
   return api('POST', '/orgs/acme/webhooks', { name: 'w', actionRuleId: rule.id, runAsUserId: me.id, ...webhook });
 }

@@ -47,14 +47,30 @@ export function slackRefused(error: SlackApiError, what: string): AppError {
 export interface SlackClient {
   /** The token's workspace and bot; `scopes`: what Slack says it was granted (X-OAuth-Scopes), null when not said. */
   authTest(): Promise<{ teamId: string; team: string | null; botUserId: string | null; scopes: string[] | null }>;
-  postMessage(message: { channel: string; text: string; blocks: Block[] }): Promise<{ channel: string; ts: string }>;
-  update(message: { channel: string; ts: string; text: string; blocks: Block[] }): Promise<void>;
+  postMessage(message: {
+    channel: string;
+    text: string;
+    blocks: Block[];
+    metadata?: SlackMetadata;
+  }): Promise<{ channel: string; ts: string }>;
+  /**
+   * The channel's messages since `oldest` (a Slack ts), newest first, with their metadata (scope
+   * channels:history, or groups:history for a private channel); up to `pages` pages of 200.
+   */
+  history(channel: string, oldest: string, pages: number): Promise<Array<{ ts: string; metadata: SlackMetadata | null }>>;
+  update(message: { channel: string; ts: string; text: string; blocks: Block[]; metadata?: SlackMetadata }): Promise<void>;
   postEphemeral(message: { channel: string; user: string; text: string }): Promise<void>;
   /** A workspace user's email (scope users:read.email); null when Slack shows none. */
   userEmail(user: string): Promise<string | null>;
   /** A workspace user by email, or null (users_not_found). */
   userIdByEmail(email: string): Promise<string | null>;
   openView(triggerId: string, view: Block): Promise<void>;
+}
+
+/** What a message carries for the app alone (Slack's message metadata): not shown in the channel. */
+export interface SlackMetadata {
+  event_type: string;
+  event_payload: Record<string, string>;
 }
 
 export type SlackClients = (botToken: string) => SlackClient;
@@ -95,6 +111,21 @@ export function createSlackClients(options: { baseUrl: string; timeoutMs: number
           const { blocks, ...rest } = message;
           const answer = await web.chat.postMessage({ ...rest, ...(blocks.length > 0 && { blocks }) });
           return { channel: answer.channel ?? message.channel, ts: answer.ts ?? '' };
+        }),
+      history: (channel, oldest, pages) =>
+        call(async () => {
+          const found: Array<{ ts: string; metadata: SlackMetadata | null }> = [];
+          let cursor: string | undefined;
+          for (let page = 0; page < pages; page++) {
+            const answer = await web.conversations.history({ channel, oldest, limit: 200, include_all_metadata: true, cursor });
+            for (const message of answer.messages ?? []) {
+              const metadata = message.metadata as SlackMetadata | undefined;
+              if (message.ts) found.push({ ts: message.ts, metadata: metadata?.event_type ? metadata : null });
+            }
+            cursor = answer.response_metadata?.next_cursor || undefined;
+            if (!answer.has_more || !cursor) break;
+          }
+          return found;
         }),
       update: (message) => call(async () => void (await web.chat.update(message))),
       postEphemeral: (message) => call(async () => void (await web.chat.postEphemeral(message))),

@@ -4,6 +4,7 @@ import { transaction } from '../../../db/after-commit.ts';
 import type { DB } from '../../../db/schema.ts';
 import type { JobRunner } from '../../../jobs/job-runner.ts';
 import type { Clock } from '../../../lib/clock.ts';
+import type { Logger } from 'pino';
 import type { Metrics } from '../../../lib/metrics.ts';
 import { createReloadingCache } from '../../../lib/reloading-cache.ts';
 import { BUDGET_APPROVAL } from '../../actions/budget-hold.ts';
@@ -11,12 +12,25 @@ import { standingApprovers } from '../standing-approvals.ts';
 import { approvalMailRepo } from '../email/approval-mail.repo.ts';
 import { whyItWaits } from '../why-it-waits.ts';
 import { approvalMessage, type SlackCallView } from './slack-blocks.ts';
-import { SlackApiError } from './slack-client.ts';
+import { SlackApiError, type SlackMetadata } from './slack-client.ts';
 import type { OrgSlack } from './slack-integration.service.ts';
 import { slackRepo } from './slack.repo.ts';
 
 type Action = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.actionToNotify>>>;
 type MessageCall = Awaited<ReturnType<typeof slackRepo.messageCalls>>[number];
+type Told = Awaited<ReturnType<typeof slackRepo.told>>;
+/** Where a message is: its channel and Slack's ts. */
+type Posted = { ts: string; channel: string };
+
+/** The metadata of an approval message: its action and calls, by which a post cut off by a crash is found again. */
+const METADATA_EVENT = 'agent_platform_approval';
+const metadataOf = (actionId: string, callIds: string[]): SlackMetadata => ({
+  event_type: METADATA_EVENT,
+  event_payload: { action_id: actionId, calls: callIds.join(',') },
+});
+/** How far before a cut-off post its message is looked for: the database's clock and Slack's may differ. */
+const CLOCK_SKEW_SECONDS = 300;
+const NO_LONGER_WAITS = 'the call no longer waited when its cut-off message could be posted again';
 
 /**
  * `approvals.notify` in Slack: when an action starts to wait and its rule notifies in Slack, one
@@ -30,6 +44,7 @@ export function createSlackNotifier(deps: {
   slackOf: (orgId: string) => Promise<OrgSlack | undefined>;
   metrics: Pick<Metrics, 'approvalNotifications'>;
   jobs: Pick<JobRunner, 'enqueue'>;
+  logger: Pick<Logger, 'info'>;
 }) {
   const { db } = deps;
   // Each message names up to 20 approvers and is rebuilt after every decision, and Slack allows
@@ -97,18 +112,83 @@ export function createSlackNotifier(deps: {
     });
   }
 
+  /**
+   * The messages that posts cut off by a crash left in their channels, by call (the newest of each):
+   * found in the channel's history by their metadata. Slack has no idempotency key, and reading history
+   * needs a scope approvals do not require (channels:history, groups:history for a private channel):
+   * without it nothing is found, and the calls that still wait are posted again.
+   */
+  async function postedBeforeCutOff(slack: OrgSlack, action: Action, cutOff: Told): Promise<Map<string, Posted>> {
+    const found = new Map<string, Posted>();
+    const channelOf = (row: Told[number]) => row.address || slack.channel;
+    for (const channel of new Set(cutOff.map(channelOf))) {
+      const rows = cutOff.filter((row) => channelOf(row) === channel);
+      const since = Math.min(...rows.map((row) => row.updatedAt.getTime())) / 1000 - CLOCK_SKEW_SECONDS;
+      let messages: Awaited<ReturnType<OrgSlack['client']['history']>>;
+      try {
+        messages = await slack.client.history(channel, since.toFixed(6), 5);
+      } catch (error) {
+        if (!(error instanceof SlackApiError)) throw error;
+        deps.logger.info(
+          { orgId: action.orgId, actionId: action.id, slackError: error.slackError },
+          'The channel history cannot be read: an approval message cut off by a crash is posted again',
+        );
+        continue;
+      }
+      for (const { ts, metadata } of messages) {
+        if (metadata?.event_type !== METADATA_EVENT || metadata.event_payload.action_id !== action.id) continue;
+        for (const id of String(metadata.event_payload.calls ?? '').split(','))
+          if (rows.some((row) => row.toolCallId === id) && !found.has(id)) found.set(id, { ts, channel });
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Ends the posts a crash cut off (their calls still `sending`): a message found in the channel is
+   * theirs, rebuilt from the record by a job (decisions made meanwhile); a call not found that no
+   * longer waits is not posted again. Returns the calls so ended.
+   */
+  async function endCutOff(slack: OrgSlack | undefined, action: Action, cutOff: Told, waiting: Set<string>) {
+    const found = slack && cutOff.length > 0 ? await postedBeforeCutOff(slack, action, cutOff) : new Map<string, Posted>();
+    for (const ts of new Set([...found.values()].map((posted) => posted.ts))) {
+      const ids = [...found].filter(([, posted]) => posted.ts === ts).map(([id]) => id);
+      const { channel } = found.get(ids[0]!)!;
+      await slackRepo.settle(db, ids, { status: 'sent', reason: null, ts, channel });
+      deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'sent' }, ids.length);
+    }
+    if (found.size > 0) await deps.jobs.enqueue('approvals.slack-update', { actionId: action.id });
+    const moot = cutOff.filter((row) => !found.has(row.toolCallId) && !waiting.has(row.toolCallId));
+    for (const row of moot)
+      await slackRepo.settle(db, [row.toolCallId], {
+        status: 'not_sent',
+        reason: NO_LONGER_WAITS,
+        ts: null,
+        channel: row.address ?? '',
+      });
+    if (moot.length > 0) deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'not_sent' }, moot.length);
+    return new Set([...found.keys(), ...moot.map((row) => row.toolCallId)]);
+  }
+
   return {
     async notify(actionId: string): Promise<void> {
       const action = await approvalMailRepo.actionToNotify(db, actionId);
-      if (!action?.notify.includes('slack') || action.status !== 'pending_approval') return;
+      if (!action?.notify.includes('slack')) return;
+      const waiting =
+        action.status === 'pending_approval'
+          ? (await approvalMailRepo.stagedCalls(db, actionId)).filter((call) => call.expiresAt)
+          : [];
       const told = await slackRepo.told(db, actionId);
-      // A call still `sending` was interrupted (its message may or may not have gone): posted again.
-      const due = (await approvalMailRepo.stagedCalls(db, actionId)).filter(
-        (call) => call.expiresAt && !told.some((row) => row.toolCallId === call.id && row.status !== 'sending'),
+      // A call still `sending` was cut off: its message may or may not be in the channel.
+      const cutOff = told.filter((row) => row.status === 'sending');
+      if (waiting.length === 0 && cutOff.length === 0) return;
+      const slack = await deps.slackOf(action.orgId);
+      const ended = await endCutOff(slack, action, cutOff, new Set(waiting.map((call) => call.id)));
+      const due = waiting.filter(
+        (call) => !ended.has(call.id) && !told.some((row) => row.toolCallId === call.id && row.status !== 'sending'),
       );
       if (due.length === 0) return;
       const ids = due.map((call) => call.id);
-      const slack = await deps.slackOf(action.orgId);
       if (!slack) {
         await slackRepo.sending(
           db,
@@ -127,7 +207,7 @@ export function createSlackNotifier(deps: {
       const approvers = await approverNames(slack, action);
       const message = await messageOf(action, due, approvers);
       try {
-        const posted = await client.postMessage({ channel, ...message });
+        const posted = await client.postMessage({ channel, ...message, metadata: metadataOf(actionId, ids) });
         // Under the action's lock, which a decision holds until it commits: a decision that committed
         // before found no message to update, so the record is compared with the message here; a later
         // one finds the message and updates it itself.
@@ -158,7 +238,12 @@ export function createSlackNotifier(deps: {
       for (const ts of new Set(calls.map((call) => call.slackTs!))) {
         const inMessage = calls.filter((call) => call.slackTs === ts);
         const message = await messageOf(action, inMessage, approvers);
-        await slack.client.update({ channel: inMessage[0]!.slackChannel!, ts, ...message });
+        // With its metadata again: whether Slack keeps what an update leaves out is not promised.
+        const metadata = metadataOf(
+          actionId,
+          inMessage.map((call) => call.id),
+        );
+        await slack.client.update({ channel: inMessage[0]!.slackChannel!, ts, ...message, metadata });
       }
     },
   };

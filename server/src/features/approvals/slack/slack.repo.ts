@@ -7,7 +7,7 @@ export const slackRepo = {
   told: (db: Kysely<DB>, actionId: string) =>
     db
       .selectFrom('approvalNotifications')
-      .select(['id', 'toolCallId', 'status', 'address', 'slackTs'])
+      .select(['id', 'toolCallId', 'status', 'address', 'slackTs', 'updatedAt'])
       .where('actionId', '=', actionId)
       .where('channel', '=', 'slack')
       .execute(),
