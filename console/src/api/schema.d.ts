@@ -7686,6 +7686,8 @@ export interface operations {
                         channel: string;
                         /** @description The test message Slack posted in the channel */
                         ts: string;
+                        /** @description Whether the bot may read the channel's history (scope channels:history, or groups:history for a private channel): then an approval message whose post a crash cut off is found in the channel, not posted twice */
+                        readsHistory: boolean;
                     };
                 };
             };

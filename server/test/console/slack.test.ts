@@ -46,6 +46,8 @@ describe('the console: Slack', () => {
       await refusal.waitFor({ state: 'hidden' });
       await page.getByRole('button', { name: 'Send a test message' }).click();
       await page.getByText('Test message posted').waitFor();
+      // The fake workspace's bot has no history scope (approvals do not need it): the page says what that means.
+      await page.getByText("the bot cannot read the channel's history", { exact: false }).waitFor();
       await page.mouse.move(600, 10);
       await expectAccessible(page, 'slack-connected');
       await capture(page, 'slack-connected');

@@ -60,8 +60,9 @@ export function SlackPage() {
       </Title>
       <Text size="sm" c="dimmed" maw={760}>
         Approvers decide waiting calls in Slack: a rule that posts in Slack puts one message per action in the channel below, with
-        Approve, Edit, Send back and Reject. Create a Slack app with the bot scopes chat:write, users:read and users:read.email,
-        install it, invite it to the channel, and turn on Interactivity with the URL shown here.
+        Approve, Edit, Send back and Reject. Create a Slack app with the bot scopes chat:write, users:read and users:read.email
+        (optionally channels:history, so that a post cut off by a crash is found rather than posted twice), install it, invite it
+        to the channel, and turn on Interactivity with the URL shown here.
       </Text>
       {current.error && <QueryError error={current.error} />}
       <SimpleGrid cols={{ base: 1, lg: 2 }}>
@@ -131,6 +132,11 @@ function ConnectedApp({ org, saved, onChanged }: { org: string; saved: SlackSett
             <List size="sm">
               <List.Item>
                 in {test.data.channel} of {test.data.team ?? 'the workspace'}
+              </List.Item>
+              <List.Item>
+                {test.data.readsHistory
+                  ? "the bot reads the channel's history: a message whose post a crash cut off is found there, not posted twice"
+                  : "the bot cannot read the channel's history (optional: add channels:history, or groups:history for a private channel): a message whose post a crash cut off is posted again"}
               </List.Item>
             </List>
           </Alert>

@@ -42,4 +42,10 @@ export const slackTestSchema = z.object({
   team: z.string().nullable(),
   channel: z.string(),
   ts: z.string().describe('The test message Slack posted in the channel'),
+  readsHistory: z
+    .boolean()
+    .describe(
+      "Whether the bot may read the channel's history (scope channels:history, or groups:history for a private channel): " +
+        'then an approval message whose post a crash cut off is found in the channel, not posted twice',
+    ),
 });

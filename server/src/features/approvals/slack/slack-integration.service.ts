@@ -96,7 +96,15 @@ export function createSlackIntegrationService(deps: {
         if (lacking) throw slackRefused(lacking, 'The bot token cannot be used for approvals');
         const text = 'Agent Platform is connected: approval messages will come to this channel.';
         const posted = await slack.client.postMessage({ channel: slack.channel, text, blocks: [] });
-        return { ok: true as const, team: team.team, channel: posted.channel, ts: posted.ts };
+        const since = (Number(posted.ts) - 1).toFixed(6);
+        const readsHistory = await slack.client.history(posted.channel, since, 1).then(
+          () => true,
+          (error) => {
+            if (error instanceof SlackApiError) return false;
+            throw error;
+          },
+        );
+        return { ok: true as const, team: team.team, channel: posted.channel, ts: posted.ts, readsHistory };
       } catch (error) {
         if (error instanceof SlackApiError) throw slackRefused(error, 'Slack refused the test message');
         throw error;

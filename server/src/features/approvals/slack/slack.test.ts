@@ -65,7 +65,15 @@ describe('approvals in Slack', () => {
     expect(JSON.stringify(row)).not.toContain(SIGNING_SECRET);
     expect(app.container.box.decrypt(row.botToken)).toBe(slack.token);
     const tested = await app.request('POST', `/orgs/${org.slug}/slack/test`, { token });
-    expect(await tested.json()).toMatchObject({ ok: true, channel: 'C0APPROVALS' });
+    expect(await tested.json()).toMatchObject({ ok: true, channel: 'C0APPROVALS', readsHistory: false });
+    // With the optional history scope, the test says that cut-off posts are found in the channel.
+    slack.grantScopes(['chat:write', 'users:read', 'users:read.email', 'channels:history']);
+    try {
+      const again = await app.request('POST', `/orgs/${org.slug}/slack/test`, { token });
+      expect(await again.json()).toMatchObject({ ok: true, readsHistory: true });
+    } finally {
+      slack.grantScopes(['chat:write', 'users:read', 'users:read.email', 'channels:read']);
+    }
     expect((await app.request('DELETE', `/orgs/${org.slug}/slack`, { token })).status).toBe(204);
     expect((await app.request('DELETE', `/orgs/${org.slug}/slack`, { token })).status).toBe(404);
   });
