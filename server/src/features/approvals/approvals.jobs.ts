@@ -1,4 +1,4 @@
-import type { JobHandler } from '../../jobs/registry.ts';
+import { type JobHandler, jobQueues } from '../../jobs/registry.ts';
 import type { ApprovalsService } from './approvals.service.ts';
 import type { ApprovalNotifier } from './email/approval-notifier.ts';
 import type { ApprovalReplies } from './email/approval-replies.ts';
@@ -19,9 +19,10 @@ export function approvalsJobHandlers(deps: {
   return {
     'approvals.expire': ({ toolCallRowId }) => deps.approvals.expire(toolCallRowId),
     // Each channel the rule names is told on its own terms; a retry tells again only whom it has not told.
-    'approvals.notify': async ({ actionId }) => {
+    'approvals.notify': async ({ actionId }, { retryCount }) => {
       await deps.notifier.notify(actionId);
-      await deps.slackNotifier.notify(actionId);
+      const lastAttempt = retryCount >= (jobQueues['approvals.notify'].options.retryLimit ?? 0);
+      await deps.slackNotifier.notify(actionId, { lastAttempt });
     },
     'approvals.slack-update': ({ actionId }) => deps.slackNotifier.refresh(actionId),
     'approvals.reply': ({ messageRowId }) => deps.replies.handle(messageRowId),

@@ -264,6 +264,21 @@ const approvalThreadSettled = (api: Api, subject: string) =>
     45_000,
   );
 
+/**
+ * After the restart, of an approval email cut off that was not to be sent again: the provider got it
+ * once, its message is failed and its notification `not_sent`, both saying `why`. Returns its call.
+ */
+async function expectNotSentAgain(held: Awaited<ReturnType<typeof approvalEmailHeld>>, api: Api, why: string) {
+  const thread = await approvalThreadSettled(api, held.approval.subject);
+  expect(thread.messages).toEqual([
+    expect.objectContaining({ status: 'failed', statusDetail: `Not sent again after it was cut off: ${why}` }),
+  ]);
+  expect(held.approvals()).toEqual([held.approval]);
+  const [call] = (await api('GET', `/orgs/acme/ledger/${held.actionId}`)).execution.toolCalls;
+  expect(call.notifications).toEqual([expect.objectContaining({ channel: 'email', status: 'not_sent', reason: why })]);
+  return call;
+}
+
 describe('an approval email across a SIGTERM', () => {
   it('cut off after the provider took it: sent again as it was, so the approver gets it once, and its links decide', async () => {
     const held = await approvalEmailHeld('cutoff.example.com');
@@ -288,41 +303,19 @@ describe('an approval email across a SIGTERM', () => {
     expect(await held.api('PATCH', '/auth/me/preferences', { approvalEmails: false })).toEqual({ approvalEmails: false });
     const api = await held.restart();
 
-    const thread = await approvalThreadSettled(api, held.approval.subject);
-    expect(thread.messages).toEqual([
-      expect.objectContaining({
-        status: 'failed',
-        statusDetail: 'Not sent again after it was cut off: the approver turned approval emails off',
-      }),
-    ]);
-    expect(held.approvals()).toEqual([held.approval]);
-    const { execution } = await api('GET', `/orgs/acme/ledger/${held.actionId}`);
-    expect(execution.toolCalls[0].notifications).toEqual([
-      expect.objectContaining({ channel: 'email', status: 'not_sent', reason: 'the approver turned approval emails off' }),
-    ]);
+    await expectNotSentAgain(held, api, 'the approver turned approval emails off');
   }, 120_000);
 
   it('cut off, and its call was decided in the console meanwhile: not sent again, and the record says why', async () => {
     const held = await approvalEmailHeld('decided.example.com');
-    const [call] = (await held.api('GET', `/orgs/acme/ledger/${held.actionId}`)).execution.toolCalls;
-    const decided = await held.api('POST', `/orgs/acme/actions/${held.actionId}/tool-calls/${call.toolCallId}/reject`, {
+    const [waiting] = (await held.api('GET', `/orgs/acme/ledger/${held.actionId}`)).execution.toolCalls;
+    const decided = await held.api('POST', `/orgs/acme/actions/${held.actionId}/tool-calls/${waiting.toolCallId}/reject`, {
       reason: 'No quotes this week.',
     });
     expect(decided.status).toBe('rejected');
     const api = await held.restart();
 
-    const thread = await approvalThreadSettled(api, held.approval.subject);
-    expect(thread.messages).toEqual([
-      expect.objectContaining({
-        status: 'failed',
-        statusDetail: 'Not sent again after it was cut off: none of its calls waits any longer',
-      }),
-    ]);
-    expect(held.approvals()).toEqual([held.approval]);
-    const { execution } = await api('GET', `/orgs/acme/ledger/${held.actionId}`);
-    expect(execution.toolCalls[0]).toMatchObject({
-      approval: 'rejected',
-      notifications: [{ channel: 'email', status: 'not_sent', reason: 'none of its calls waits any longer' }],
-    });
+    const call = await expectNotSentAgain(held, api, 'none of its calls waits any longer');
+    expect(call.approval).toBe('rejected');
   }, 120_000);
 });

@@ -90,15 +90,22 @@ async function call<T>(run: () => Promise<T>): Promise<T> {
 
 export function createSlackClients(options: { baseUrl: string; timeoutMs: number }): SlackClients {
   return (botToken) => {
-    const web = new WebClient(botToken, {
+    const settings = {
       slackApiUrl: options.baseUrl,
       timeout: options.timeoutMs,
-      // Interactive paths: a few quick retries, not the client's default half hour.
-      retryConfig: { retries: 2, factor: 1, minTimeout: 200, maxTimeout: 2000 },
       logLevel: LogLevel.ERROR,
       // A method name is never a URL of someone else's choosing.
       allowAbsoluteUrls: false,
+    };
+    // Interactive paths: a few quick retries, not the client's default half hour.
+    const web = new WebClient(botToken, {
+      ...settings,
+      retryConfig: { retries: 2, factor: 1, minTimeout: 200, maxTimeout: 2000 },
     });
+    // A post is not idempotent: the client retries a timeout or a lost connection as it would a 429, and
+    // a post Slack took but did not answer in time would be posted twice. Posts are tried once; their
+    // caller decides what an unanswered one means.
+    const once = new WebClient(botToken, { ...settings, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true });
     return {
       authTest: () =>
         call(async () => {
@@ -109,7 +116,7 @@ export function createSlackClients(options: { baseUrl: string; timeoutMs: number
       postMessage: (message) =>
         call(async () => {
           const { blocks, ...rest } = message;
-          const answer = await web.chat.postMessage({ ...rest, ...(blocks.length > 0 && { blocks }) });
+          const answer = await once.chat.postMessage({ ...rest, ...(blocks.length > 0 && { blocks }) });
           return { channel: answer.channel ?? message.channel, ts: answer.ts ?? '' };
         }),
       history: (channel, oldest, pages) =>

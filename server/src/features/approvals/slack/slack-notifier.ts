@@ -171,7 +171,8 @@ export function createSlackNotifier(deps: {
   }
 
   return {
-    async notify(actionId: string): Promise<void> {
+    /** `lastAttempt`: the job's last try, after which a post Slack did not answer is settled failed rather than tried again. */
+    async notify(actionId: string, options: { lastAttempt: boolean }): Promise<void> {
       const action = await approvalMailRepo.actionToNotify(db, actionId);
       if (!action?.notify.includes('slack')) return;
       const waiting =
@@ -221,7 +222,13 @@ export function createSlackNotifier(deps: {
         deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'sent' }, due.length);
       } catch (error) {
         if (!(error instanceof SlackApiError)) throw error;
-        const reason = `Slack refused the message: ${error.slackError}`;
+        // Slack did not answer (a timeout, a lost connection, a 5xx) or asked to wait (429): the calls stay
+        // `sending` and the job tries again, looking first for a message that got into the channel (endCutOff).
+        const unanswered = error.slackError === 'unreachable';
+        if ((unanswered || error.slackError === 'ratelimited') && !options.lastAttempt) throw error;
+        const reason = unanswered
+          ? 'Slack did not answer the post, to the last attempt (the message may be in the channel)'
+          : `Slack refused the message: ${error.slackError}`;
         await slackRepo.settle(db, ids, { status: 'failed', reason, ts: null, channel });
         deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'failed' }, due.length);
       }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import { documentThenText, startFakeModel } from '../../../../test/helpers/fake-model.ts';
@@ -25,14 +26,14 @@ const APPROVAL_SCOPES = ['chat:write', 'users:read', 'users:read.email'];
 /**
  * A server process whose org posts approvals in a Slack workspace of its own, granted `scopes`, and an
  * action whose generateDocument call waits while Slack holds the answer to its message's post (the
- * message is in the channel; the service has not heard so). `restart` stops the server (SIGTERM), lets
- * Slack answer, and starts it again.
+ * message is in the channel; the service has not heard so). The post waits for its answer up to 60 s
+ * unless `env` says otherwise. `restart` stops the server (SIGTERM), lets Slack answer, and starts it again.
  */
-async function postHeldInSlack(scopes: string[]) {
+async function postHeldInSlack(scopes: string[], env: Record<string, string> = { SLACK_API_TIMEOUT_SECONDS: '60' }) {
   const slack = await startFakeSlack();
   onTestFinished(slack.close);
   slack.grantScopes(scopes);
-  const own = await serverProcessEnvironment({ ...model.env, SLACK_API_URL: slack.url });
+  const own = await serverProcessEnvironment({ ...model.env, SLACK_API_URL: slack.url, ...env });
   onTestFinished(own.cleanup);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -56,6 +57,8 @@ async function postHeldInSlack(scopes: string[]) {
     slack,
     api,
     actionId,
+    release: posting.release,
+    env: own.env,
     restart: async () => {
       const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
       server.kill('SIGTERM');
@@ -153,4 +156,54 @@ describe('an approval message in Slack across a SIGTERM', () => {
     ]);
     expect(messagesOf(held.slack, held.actionId)).toHaveLength(1);
   }, 120_000);
+});
+
+describe('an approval message in Slack whose post Slack does not answer in time', () => {
+  it('is not posted again by the client: the job tries again later and finds it in the channel', async () => {
+    const held = await postHeldInSlack([...APPROVAL_SCOPES, 'channels:history'], { SLACK_API_TIMEOUT_SECONDS: '1' });
+    const [message] = messagesOf(held.slack, held.actionId);
+    const before = held.slack.calls.length;
+    // What the service asks of Slack next, after the post timed out: a post again, or the channel's history.
+    const next = await eventually('Slack called after the post', async () => held.slack.calls[before], 30_000);
+    expect(next.method).toBe('conversations.history');
+    held.release();
+
+    const call = await settledCall(held.api, held.actionId);
+    expect(call.notifications).toEqual([expect.objectContaining({ channel: 'slack', status: 'sent' })]);
+    expect(held.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(messagesOf(held.slack, held.actionId)).toEqual([message]);
+  }, 120_000);
+
+  // The job's last attempt is made due at once in its table (the wait would be 20 to 40 minutes): PostgreSQL only.
+  it.runIf(process.env.TEST_DB === 'postgres')(
+    "at the job's last attempt, a post Slack never answers is recorded failed, saying the message may be in the channel",
+    async () => {
+      const held = await postHeldInSlack(APPROVAL_SCOPES, { SLACK_API_TIMEOUT_SECONDS: '1' });
+      const lastPost = held.slack.holdNextPost();
+      const database = new pg.Client({ connectionString: held.env.DATABASE_URL });
+      await database.connect();
+      onTestFinished(() => database.end());
+      await eventually('the job waiting to be tried again, made its last try', async () => {
+        const made = await database.query(
+          `update pgboss.job set retry_count = retry_limit, start_after = now()
+            where name = 'approvals.notify' and state = 'retry' and data->>'actionId' = $1`,
+          [held.actionId],
+        );
+        return made.rowCount === 1 || undefined;
+      });
+      await lastPost.held;
+
+      const call = await settledCall(held.api, held.actionId);
+      expect(call.notifications).toEqual([
+        expect.objectContaining({
+          channel: 'slack',
+          status: 'failed',
+          reason: 'Slack did not answer the post, to the last attempt (the message may be in the channel)',
+        }),
+      ]);
+      held.release();
+      lastPost.release();
+    },
+    120_000,
+  );
 });
