@@ -22,7 +22,7 @@ type Told = Awaited<ReturnType<typeof slackRepo.told>>;
 /** Where a message is: its channel and Slack's ts. */
 type Posted = { ts: string; channel: string };
 
-/** The metadata of an approval message: its action and calls, by which a post cut off by a crash is found again. */
+/** The metadata of an approval message: its action and calls, by which a post cut off (a crash, no answer) is found again. */
 const METADATA_EVENT = 'agent_platform_approval';
 const metadataOf = (actionId: string, callIds: string[]): SlackMetadata => ({
   event_type: METADATA_EVENT,
@@ -113,7 +113,7 @@ export function createSlackNotifier(deps: {
   }
 
   /**
-   * The messages that posts cut off by a crash left in their channels, by call (the newest of each):
+   * The messages that cut-off posts (a crash, or Slack not answering) left in their channels, by call (the newest of each):
    * found in the channel's history by their metadata. Slack has no idempotency key, and reading history
    * needs a scope approvals do not require (channels:history, groups:history for a private channel):
    * without it nothing is found, and the calls that still wait are posted again.
@@ -131,7 +131,7 @@ export function createSlackNotifier(deps: {
         if (!(error instanceof SlackApiError)) throw error;
         deps.logger.info(
           { orgId: action.orgId, actionId: action.id, slackError: error.slackError },
-          'The channel history cannot be read: an approval message cut off by a crash is posted again',
+          'The channel history cannot be read: an approval message whose post was cut off is posted again',
         );
         continue;
       }
@@ -145,7 +145,7 @@ export function createSlackNotifier(deps: {
   }
 
   /**
-   * Ends the posts a crash cut off (their calls still `sending`): a message found in the channel is
+   * Ends the posts that were cut off (their calls still `sending`): a message found in the channel is
    * theirs, rebuilt from the record by a job (decisions made meanwhile); a call not found that no
    * longer waits is not posted again. Returns the calls so ended.
    */
