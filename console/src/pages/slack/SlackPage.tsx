@@ -92,6 +92,12 @@ export function SlackPage() {
 
 type SlackSettings = Answer<'/orgs/{org}/slack', 'get'>;
 
+/** What the test's `readsHistory` means for a post cut off by a crash or by Slack not answering. */
+const READS_HISTORY = "the bot reads the channel's history: a message whose post was cut off is found there, not posted twice";
+const CANNOT_READ_HISTORY =
+  "the bot cannot read the channel's history (optional: add channels:history, or groups:history for a private " +
+  'channel): a message whose post was cut off is posted again';
+
 /** The app saved, with its test message and Disconnect; refusals are the page's notices. */
 function ConnectedApp({ org, saved, onChanged }: { org: string; saved: SlackSettings | undefined; onChanged: () => void }) {
   const path = { params: { path: { org } } };
@@ -133,11 +139,7 @@ function ConnectedApp({ org, saved, onChanged }: { org: string; saved: SlackSett
               <List.Item>
                 in {test.data.channel} of {test.data.team ?? 'the workspace'}
               </List.Item>
-              <List.Item>
-                {test.data.readsHistory
-                  ? "the bot reads the channel's history: a message whose post a crash cut off is found there, not posted twice"
-                  : "the bot cannot read the channel's history (optional: add channels:history, or groups:history for a private channel): a message whose post a crash cut off is posted again"}
-              </List.Item>
+              <List.Item>{test.data.readsHistory ? READS_HISTORY : CANNOT_READ_HISTORY}</List.Item>
             </List>
           </Alert>
         )}
