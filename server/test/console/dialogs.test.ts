@@ -198,7 +198,7 @@ describe('the console: a save that ends while its dialog fades out', () => {
       await agentDialog.getByRole('button', { name: 'Save agent' }).click();
       await save.held;
       // From here the page's time stands still: the fade-out cannot end before the test lets it.
-      await page.clock.pauseAt(Date.now() + 1000);
+      await page.clock.pauseAt((await page.evaluate(() => Date.now())) + 1000);
       // A dialog's transition starts two animation frames after it is asked for, then takes 200 ms.
       await page.keyboard.press('Escape');
       await page.clock.runFor(50);

@@ -155,7 +155,10 @@ export async function apiClient(base: string, credentials: { email: string; pass
     ).json();
 }
 
-/** An agent with `tools`, a rule with `approvalRules` and a webhook in org `acme`, run as the signed-in admin; returns the webhook as created. */
+/**
+ * An agent with `tools`, a rule with `approvalRules` (notifying on the `notify` channels) and a webhook in org
+ * `acme`, run as the signed-in admin; returns the webhook as created.
+ */
 export async function createWebhookThroughApi(
   api: Awaited<ReturnType<typeof apiClient>>,
   agent: { tools: string[]; approvalRules?: Record<string, string>; notify?: string[] },

@@ -47,7 +47,6 @@ const markSent = queryTemplate((db, sent: { id: string; providerEmailId: string;
     .returningAll(),
 );
 
-/** What sendEmail and the provider's delivery events read and write of sent email; scoped by org. */
 /** A message failed, with why: what a send keeps sealed for its retry goes with it. */
 const failedWith = (detail: string) => ({
   status: 'failed' as const,
@@ -56,6 +55,7 @@ const failedWith = (detail: string) => ({
   updatedAt: sql<Date>`now()`,
 });
 
+/** What sendEmail and the provider's delivery events read and write of sent email; scoped by org. */
 export const outboundRepo = {
   /**
    * What a sendEmail call needs before it sends, in one read: the org's integration (none: no row),

@@ -183,6 +183,10 @@ export function createApprovalNotifier(deps: {
     return cutOff;
   }
 
+  /** An email cut off mid-send that is not to be sent after all: its message failed, saying why. */
+  const notSentAgain = (orgId: string, emailMessageId: string, why: string) =>
+    deps.mail.abandon(orgId, emailMessageId, `Not sent again after it was cut off: ${why}`);
+
   /**
    * A cut-off email none of whose calls still waits (decided on another channel, expired, or its action
    * ended meanwhile) is not sent again: asking about them would only be noise. It is marked failed and its
@@ -193,7 +197,7 @@ export function createApprovalNotifier(deps: {
     const moot = new Set<string>();
     for (const [emailMessageId, notifications] of cutOffOf(told)) {
       if (told.some((row) => row.emailMessageId === emailMessageId && waits.has(row.toolCallId))) continue;
-      await deps.mail.abandon(orgId, emailMessageId, `Not sent again after it was cut off: ${NO_CALL_WAITS}`);
+      await notSentAgain(orgId, emailMessageId, NO_CALL_WAITS);
       await approvalMailRepo.settleNotifications(db, emailMessageId, 'not_sent', NO_CALL_WAITS);
       deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'not_sent' }, notifications);
       moot.add(emailMessageId);
@@ -225,8 +229,7 @@ export function createApprovalNotifier(deps: {
         const reason = await refusal(approver, integration, action.orgId);
         if (reason || !integration) {
           const why = reason ?? 'the organization has no email integration';
-          for (const emailMessageId of cutOffOf(toldThem).keys())
-            await deps.mail.abandon(action.orgId, emailMessageId, `Not sent again after it was cut off: ${why}`);
+          for (const emailMessageId of cutOffOf(toldThem).keys()) await notSentAgain(action.orgId, emailMessageId, why);
           const due = untold(settled);
           await approvalMailRepo.upsertNotifications(
             db,

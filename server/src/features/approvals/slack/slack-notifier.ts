@@ -18,6 +18,7 @@ import { slackRepo } from './slack.repo.ts';
 
 type Action = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.actionToNotify>>>;
 type MessageCall = Awaited<ReturnType<typeof slackRepo.messageCalls>>[number];
+type StagedCall = Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>[number];
 type Told = Awaited<ReturnType<typeof slackRepo.told>>;
 /** Where a message is: its channel and Slack's ts. */
 type Posted = { ts: string; channel: string };
@@ -64,12 +65,7 @@ export function createSlackNotifier(deps: {
   }
 
   /** The message of these calls as the record has them now: their decisions and the approvals that stand. */
-  async function messageOf(
-    action: Action,
-    calls: MessageCall[] | Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>,
-    approvers: string[],
-    reader: Kysely<DB> = db,
-  ) {
+  async function messageOf(action: Action, calls: MessageCall[] | StagedCall[], approvers: string[], reader: Kysely<DB> = db) {
     const approvals = await standingApprovers(
       reader,
       calls.map((call) => call.id),
@@ -170,6 +166,43 @@ export function createSlackNotifier(deps: {
     return new Set([...found.keys(), ...moot.map((row) => row.toolCallId)]);
   }
 
+  /**
+   * Posts one message of the due calls (already `sending`) and settles them by Slack's answer. One Slack
+   * did not answer, or a 429, leaves them `sending` and fails the job, to be tried again (endCutOff first),
+   * unless this is its last attempt.
+   */
+  async function post(slack: OrgSlack, action: Action, due: StagedCall[], lastAttempt: boolean): Promise<void> {
+    const { client, channel } = slack;
+    const ids = due.map((call) => call.id);
+    const approvers = await approverNames(slack, action);
+    const message = await messageOf(action, due, approvers);
+    try {
+      const posted = await client.postMessage({ channel, ...message, metadata: metadataOf(action.id, ids) });
+      // Under the action's lock, which a decision holds until it commits: a decision that committed
+      // before found no message to update, so the record is compared with the message here; a later
+      // one finds the message and updates it itself.
+      await transaction(db, async (trx) => {
+        await slackRepo.lockAction(trx, action.id);
+        await slackRepo.settle(trx, ids, { status: 'sent', reason: null, ts: posted.ts, channel: posted.channel });
+        const calls = (await slackRepo.messageCalls(trx, action.id)).filter((call) => call.slackTs === posted.ts);
+        if (JSON.stringify(await messageOf(action, calls, approvers, trx)) !== JSON.stringify(message))
+          await deps.jobs.enqueue('approvals.slack-update', { actionId: action.id }, { trx });
+      });
+      deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'sent' }, due.length);
+    } catch (error) {
+      if (!(error instanceof SlackApiError)) throw error;
+      // Slack did not answer (a timeout, a lost connection, a 5xx) or asked to wait (429): the calls stay
+      // `sending` and the job tries again, looking first for a message that got into the channel (endCutOff).
+      const unanswered = error.slackError === 'unreachable';
+      if ((unanswered || error.slackError === 'ratelimited') && !lastAttempt) throw error;
+      const reason = unanswered
+        ? 'Slack did not answer the post, to the last attempt (the message may be in the channel)'
+        : `Slack refused the message: ${error.slackError}`;
+      await slackRepo.settle(db, ids, { status: 'failed', reason, ts: null, channel });
+      deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'failed' }, due.length);
+    }
+  }
+
   return {
     /** `lastAttempt`: the job's last try, after which a post Slack did not answer is settled failed rather than tried again. */
     async notify(actionId: string, options: { lastAttempt: boolean }): Promise<void> {
@@ -189,49 +222,20 @@ export function createSlackNotifier(deps: {
         (call) => !ended.has(call.id) && !told.some((row) => row.toolCallId === call.id && row.status !== 'sending'),
       );
       if (due.length === 0) return;
-      const ids = due.map((call) => call.id);
-      if (!slack) {
-        await slackRepo.sending(
-          db,
-          due.map((call) => ({ id: randomUUID(), orgId: action.orgId, actionId, toolCallId: call.id, address: '' })),
-        );
-        const reason = 'the organization has no Slack integration';
-        await slackRepo.settle(db, ids, { status: 'not_sent', reason, ts: null, channel: '' });
-        deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'not_sent' }, due.length);
-        return;
-      }
-      const { client, channel } = slack;
+      // One row per call, `sending` until Slack answers: a retried job finds what never settled.
+      const address = slack?.channel ?? '';
       await slackRepo.sending(
         db,
-        due.map((call) => ({ id: randomUUID(), orgId: action.orgId, actionId, toolCallId: call.id, address: channel })),
+        due.map((call) => ({ id: randomUUID(), orgId: action.orgId, actionId, toolCallId: call.id, address })),
       );
-      const approvers = await approverNames(slack, action);
-      const message = await messageOf(action, due, approvers);
-      try {
-        const posted = await client.postMessage({ channel, ...message, metadata: metadataOf(actionId, ids) });
-        // Under the action's lock, which a decision holds until it commits: a decision that committed
-        // before found no message to update, so the record is compared with the message here; a later
-        // one finds the message and updates it itself.
-        await transaction(db, async (trx) => {
-          await slackRepo.lockAction(trx, actionId);
-          await slackRepo.settle(trx, ids, { status: 'sent', reason: null, ts: posted.ts, channel: posted.channel });
-          const calls = (await slackRepo.messageCalls(trx, actionId)).filter((call) => call.slackTs === posted.ts);
-          if (JSON.stringify(await messageOf(action, calls, approvers, trx)) !== JSON.stringify(message))
-            await deps.jobs.enqueue('approvals.slack-update', { actionId }, { trx });
-        });
-        deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'sent' }, due.length);
-      } catch (error) {
-        if (!(error instanceof SlackApiError)) throw error;
-        // Slack did not answer (a timeout, a lost connection, a 5xx) or asked to wait (429): the calls stay
-        // `sending` and the job tries again, looking first for a message that got into the channel (endCutOff).
-        const unanswered = error.slackError === 'unreachable';
-        if ((unanswered || error.slackError === 'ratelimited') && !options.lastAttempt) throw error;
-        const reason = unanswered
-          ? 'Slack did not answer the post, to the last attempt (the message may be in the channel)'
-          : `Slack refused the message: ${error.slackError}`;
-        await slackRepo.settle(db, ids, { status: 'failed', reason, ts: null, channel });
-        deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'failed' }, due.length);
-      }
+      if (slack) return post(slack, action, due, options.lastAttempt);
+      const reason = 'the organization has no Slack integration';
+      await slackRepo.settle(
+        db,
+        due.map((call) => call.id),
+        { status: 'not_sent', reason, ts: null, channel: '' },
+      );
+      deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'not_sent' }, due.length);
     },
 
     /** Rebuilds the action's Slack messages from the record: decided calls say by whom and how, and lose their buttons. */
