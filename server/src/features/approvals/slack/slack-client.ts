@@ -126,8 +126,11 @@ export function createSlackClients(options: { baseUrl: string; timeoutMs: number
           for (let page = 0; page < pages; page++) {
             const answer = await web.conversations.history({ channel, oldest, limit: 200, include_all_metadata: true, cursor });
             for (const message of answer.messages ?? []) {
-              const metadata = message.metadata as SlackMetadata | undefined;
-              if (message.ts) found.push({ ts: message.ts, metadata: metadata?.event_type ? metadata : null });
+              // Other apps' messages share the channel: metadata counts only with a type and a payload object.
+              const metadata = message.metadata as Partial<SlackMetadata> | undefined;
+              const payload = metadata?.event_payload;
+              const usable = typeof metadata?.event_type === 'string' && typeof payload === 'object' && payload !== null;
+              if (message.ts) found.push({ ts: message.ts, metadata: usable ? (metadata as SlackMetadata) : null });
             }
             cursor = answer.response_metadata?.next_cursor || undefined;
             if (!answer.has_more || !cursor) break;

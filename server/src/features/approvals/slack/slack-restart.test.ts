@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../../../test/helpers/eventually.ts';
@@ -72,9 +73,19 @@ async function postHeldInSlack(scopes: string[], env: Record<string, string> = {
 
 type Api = Awaited<ReturnType<typeof apiClient>>;
 
+/** A message posted in the approvals channel by someone else, with `metadata` as Slack takes it. */
+async function postAsAnotherApp(slack: FakeSlack, metadata: Record<string, unknown>) {
+  const answer = await fetch(`${slack.url}chat.postMessage`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${slack.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ channel: 'C0APPROVALS', text: 'Something else', metadata }),
+  });
+  expect(await answer.json()).toMatchObject({ ok: true });
+}
+
 /** The action's messages in the channel, by the metadata the service gives each. */
 const messagesOf = (slack: FakeSlack, actionId: string) =>
-  [...slack.messages.values()].filter((message) => message.metadata?.event_payload.action_id === actionId);
+  [...slack.messages.values()].filter((message) => message.metadata?.event_payload?.action_id === actionId);
 const buttonsOf = (message: { blocks: any[] }) => message.blocks.filter((block) => block.type === 'actions');
 
 /** The action's call once its Slack notification is no longer `sending`. */
@@ -97,12 +108,20 @@ describe('an approval message in Slack across a SIGTERM', () => {
       event_type: 'agent_platform_approval',
       event_payload: { action_id: held.actionId },
     });
+    // Other messages in the channel meanwhile, with our metadata's type: one without a payload, one of
+    // another action.
+    await postAsAnotherApp(held.slack, { event_type: 'agent_platform_approval' });
+    await postAsAnotherApp(held.slack, {
+      event_type: 'agent_platform_approval',
+      event_payload: { action_id: randomUUID(), calls: `${randomUUID()},,\u0000` },
+    });
     const api = await held.restart();
 
     const call = await settledCall(api, held.actionId);
     expect(call.notifications).toEqual([expect.objectContaining({ channel: 'slack', status: 'sent' })]);
     expect(messagesOf(held.slack, held.actionId)).toEqual([message]);
-    expect(held.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    const posts = held.slack.callsOf('chat.postMessage');
+    expect(posts.filter((post) => post.args.metadata?.event_payload?.action_id === held.actionId)).toHaveLength(1);
 
     // The message found is the one on the record: a decision in the console updates it.
     await api('POST', `/orgs/acme/actions/${held.actionId}/tool-calls/${call.toolCallId}/reject`, { reason: 'Not now' });
