@@ -27,6 +27,7 @@ import type {
 import type { BudgetColumn, BudgetSpendTable, ModelCallsTable } from './usage-schema.ts';
 import type { AgentPublicationsTable, AgentsTable, AgentVersionsTable } from './agent-schema.ts';
 import type { ExperimentResultsTable, ExperimentsTable } from './experiment-schema.ts';
+import type { JobLeasesTable } from './job-schema.ts';
 
 export type * from './agent-schema.ts';
 export * from './experiment-schema.ts';
@@ -279,6 +280,7 @@ export interface DB {
   slackInteractionsSeen: SlackInteractionsSeenTable;
   modelCalls: ModelCallsTable;
   budgetSpend: BudgetSpendTable;
+  jobLeases: JobLeasesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -287,13 +289,10 @@ export type UserUpdate = Updateable<UsersTable>;
 export type OrganizationRow = Selectable<OrganizationsTable>;
 export type SessionRow = Selectable<SessionsTable>;
 export type ThreadRow = Selectable<ThreadsTable>;
-export type AgentRow = Selectable<AgentsTable>;
 export type ActionRuleRow = Selectable<ActionRulesTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
-export type ActionRow = Selectable<ActionsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type ToolCallRow = Selectable<ToolCallsTable>;
 export type ThreadMessageRow = Selectable<ThreadMessagesTable>;
 export type CallbackEndpointRow = Selectable<CallbackEndpointsTable>;
-export type CallbackDeliveryRow = Selectable<CallbackDeliveriesTable>;
 export type { Generated };

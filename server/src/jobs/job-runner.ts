@@ -7,6 +7,7 @@ import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
 import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
 import { afterCommit } from '../db/after-commit.ts';
+import { jobLeasesRepo, type LeaseHolder } from './job-leases.repo.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
@@ -37,8 +38,19 @@ export interface QueueBacklog {
   oldestQueuedSeconds: number;
 }
 
+/** Another job of the queue holds the key: this one is tried again later. */
+class KeyBusyError extends Error {
+  readonly key: string;
+  constructor(key: string) {
+    super('Another job of the same key is running: this one is tried again after its retry delay');
+    this.key = key;
+  }
+}
+
 export function createJobRunner(deps: {
   boss: ConstructorOptions;
+  /** The service's database, which holds the job leases (the same one as pg-boss's). */
+  db: Kysely<DB>;
   logger: Logger;
   metrics: Metrics;
   /** Carries wake-ups to the workers of other processes (coalesced NOTIFYs); the poll is only the fallback. */
@@ -78,6 +90,29 @@ export function createJobRunner(deps: {
     }
   }
 
+  /**
+   * Runs `work` holding `key` (jobs/job-leases.repo.ts): when another job holds it, the job fails at
+   * once, to be tried again after its retry delay (one of its retries), counted as deferred rather than
+   * failed. Let go when the work ends, or when this process hands the job back unfinished.
+   */
+  async function holding(
+    key: string,
+    holder: LeaseHolder,
+    seconds: number,
+    onHandBack: JobMeta['onHandBack'],
+    work: () => Promise<void>,
+  ): Promise<void> {
+    if (!(await jobLeasesRepo.take(deps.db, key, holder, seconds))) throw new KeyBusyError(key);
+    const release = () => jobLeasesRepo.release(deps.db, key, holder);
+    onHandBack(release);
+    try {
+      await work();
+    } finally {
+      // Not the job's failure: the lease lapses with the job's expiry if it cannot be let go now.
+      await release().catch((error: unknown) => deps.logger.warn({ err: error, key }, 'could not let a job lease go'));
+    }
+  }
+
   return {
     async start() {
       await boss.start();
@@ -99,13 +134,24 @@ export function createJobRunner(deps: {
       for (const name of Object.keys(jobQueues) as QueueName[]) {
         const handler = handlers[name] as ((payload: unknown, meta: JobMeta) => Promise<void>) | undefined;
         if (!handler) continue;
-        const schema = jobQueues[name].payload;
+        const { payload: schema, options: queueOptions } = jobQueues[name];
+        const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
         const run = async (job: FetchedJob, onHandBack: JobMeta['onHandBack']) => {
           const started = performance.now();
           try {
-            await handler(schema.parse(job.data), { jobId: job.id, retryCount: job.retryCount, onHandBack });
+            const payload = schema.parse(job.data);
+            const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
+            const work = () => handler(payload, { jobId: job.id, retryCount: job.retryCount, onHandBack });
+            if (key)
+              await holding(key, { jobId: job.id, attempt: job.retryCount }, queueOptions.expireInSeconds, onHandBack, work);
+            else await work();
             deps.metrics.jobs.inc({ queue: name, outcome: 'completed' });
           } catch (error) {
+            if (error instanceof KeyBusyError) {
+              deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
+              deps.logger.info({ queue: name, jobId: job.id, key: error.key }, error.message);
+              throw error;
+            }
             deps.metrics.jobs.inc({ queue: name, outcome: 'failed' });
             deps.logger.warn({ err: error, queue: name, jobId: job.id }, 'job failed');
             throw error;

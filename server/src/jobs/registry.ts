@@ -1,3 +1,4 @@
+import type { QueueOptions } from 'pg-boss';
 import { z } from 'zod';
 
 /**
@@ -22,15 +23,23 @@ export const jobQueues = {
     payload: z.object({ toolCallRowId: z.uuid() }),
     options: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 60 },
   },
-  /** Tells the approvers of an action's waiting calls (its rule notifies by email, in Slack); enqueued with the wait. */
+  /**
+   * Tells the approvers of an action's waiting calls (its rule notifies by email, in Slack); enqueued with
+   * the wait. One job of an action at a time: another would take its sends in flight for sends cut off.
+   */
   'approvals.notify': {
     payload: z.object({ actionId: z.uuid() }),
     options: { retryLimit: 8, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
+    oneAtATimePer: 'actionId',
   },
-  /** Shows a decision (on any channel) in the Slack messages of its action: who decided, how; buttons gone. */
+  /**
+   * Shows a decision (on any channel) in the Slack messages of its action: who decided, how; buttons gone.
+   * One job of an action at a time: an update read before another's decision would overwrite it in Slack.
+   */
   'approvals.slack-update': {
     payload: z.object({ actionId: z.uuid() }),
     options: { retryLimit: 5, retryDelay: 2, retryBackoff: true, expireInSeconds: 120 },
+    oneAtATimePer: 'actionId',
   },
   /** Reads a reply to an approval email as a decision (the inbound path stored it and enqueued this). */
   'approvals.reply': {
@@ -57,7 +66,17 @@ export const jobQueues = {
     options: { retryLimit: 1, expireInSeconds: 300 },
     cron: '* * * * *',
   },
-} as const satisfies Record<string, { payload: z.ZodType; options: object; cron?: string }>;
+} as const satisfies Record<
+  string,
+  {
+    payload: z.ZodType;
+    /** pg-boss's options for the queue; its expiry is what a job's lease lasts. */
+    options: QueueOptions & { expireInSeconds: number };
+    cron?: string;
+    /** A field of the payload: jobs of the queue with the same value never run at once, in any process (job-leases.repo.ts). */
+    oneAtATimePer?: string;
+  }
+>;
 
 export type QueueName = keyof typeof jobQueues;
 export type JobPayload<Q extends QueueName> = z.infer<(typeof jobQueues)[Q]['payload']>;

@@ -18,6 +18,7 @@ async function prepare(database: Database): Promise<void> {
   // No worker runs here: a bus that reaches no other process is enough.
   const jobs = createJobRunner({
     boss: database.jobsOptions,
+    db: database.db,
     logger,
     metrics: createMetrics(),
     bus: createProcessBus({ logger }),

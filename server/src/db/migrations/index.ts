@@ -32,6 +32,7 @@ import * as inboxApprovers from './0030_inbox_approvers.ts';
 import * as inboxArgumentRules from './0031_inbox_argument_rules.ts';
 import * as blankModelNames from './0032_blank_model_names.ts';
 import * as sealedExtras from './0033_sealed_extras.ts';
+import * as jobLeases from './0034_job_leases.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -68,6 +69,7 @@ const migrations: Record<string, Migration> = {
   '0031_inbox_argument_rules': inboxArgumentRules,
   '0032_blank_model_names': blankModelNames,
   '0033_sealed_extras': sealedExtras,
+  '0034_job_leases': jobLeases,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,56 @@
+import { sql } from 'kysely';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { eventually } from '../../../../test/helpers/eventually.ts';
+import type { FakeSlack } from '../../../../test/helpers/fake-slack.ts';
+import { useSlackApprovals } from '../../../../test/helpers/slack-approvals.ts';
+import { startTestApp, type TestApp } from '../../../../test/helpers/test-app.ts';
+
+const slackApprovals = useSlackApprovals();
+let app: TestApp;
+let slack: FakeSlack;
+beforeAll(() => ({ app, slack } = slackApprovals.started));
+
+/** The `approvals.notify` jobs of an action, oldest first. */
+const notifyJobs = async (actionId: string) =>
+  (
+    await sql<{ id: string; state: string; output: { message?: string } | null }>`
+      select id, state, output from pgboss.job
+       where name = 'approvals.notify' and data->>'actionId' = ${actionId} order by created_on`.execute(app.container.db)
+  ).rows;
+
+describe('approval messages in Slack with two worker processes', () => {
+  it('a second job of the action waits for the first one posting, then posts nothing twice', async () => {
+    const posting = slack.holdNextPost();
+    const waiting = await slackApprovals.waitingRefund();
+    // The first process's job posted the message; Slack holds its answer, so its call is still `sending`.
+    await posting.held;
+    // A second worker process on the same database, finding jobs by its poll, and a second job of the
+    // action (as a new wait would enqueue): without one job at a time it took the post in flight for
+    // one cut off, and posted the message again.
+    const second = await startTestApp(
+      { SLACK_API_URL: slack.url, MCP_ALLOW_PRIVATE_NETWORKS: 'true', JOB_POLL_SECONDS: '0.2' },
+      { shareDatabaseWith: app },
+    );
+    onTestFinished(second.close);
+    await app.container.jobs.enqueue('approvals.notify', { actionId: waiting.actionId });
+    const putOff = await eventually('the second job put off', async () => {
+      const jobs = await notifyJobs(waiting.actionId);
+      return jobs[1]?.state === 'retry' ? jobs[1] : undefined;
+    });
+    expect(putOff.output?.message).toMatch(/Another job of the same key is running/);
+
+    posting.release();
+    await eventually(
+      'both jobs done',
+      async () => (await notifyJobs(waiting.actionId)).every((job) => job.state === 'completed') || undefined,
+      25_000,
+    );
+    const { org, token } = waiting.setup.tenant;
+    const ledger = await (await app.request('GET', `/orgs/${org.slug}/ledger/${waiting.actionId}`, { token })).json();
+    expect(ledger.execution.toolCalls[0].notifications).toEqual([expect.objectContaining({ channel: 'slack', status: 'sent' })]);
+    const messages = [...slack.messages.values()].filter((message) => JSON.stringify(message.blocks).includes(waiting.actionId));
+    expect(messages).toHaveLength(1);
+    const posts = slack.callsOf('chat.postMessage').filter((post) => JSON.stringify(post.args).includes(waiting.actionId));
+    expect(posts).toHaveLength(1);
+  }, 60_000);
+});

@@ -1,0 +1,48 @@
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { DB } from '../db/schema.ts';
+
+/** One attempt of a job: pg-boss counts a job's claims in its retry count. */
+export interface LeaseHolder {
+  jobId: string;
+  attempt: number;
+}
+
+/** The leases by which two jobs of one queue and key never run at once, in any process (the table's migration, 0034). */
+export const jobLeasesRepo = {
+  /**
+   * Takes `key` for this attempt of a job, for `seconds` (its expiry: past it, pg-boss tries the job
+   * again). True when taken: nobody held it, its holder's lease lapsed, or the holder was an earlier
+   * attempt of this job (cut off). Two jobs taking it at once: the row's lock makes one wait for the
+   * other's statement, and only one is answered.
+   */
+  take: async (db: Kysely<DB>, key: string, holder: LeaseHolder, seconds: number): Promise<boolean> => {
+    const expiresAt = sql<Date>`now() + ${seconds}::int * interval '1 second'`;
+    const taken = await db
+      .insertInto('jobLeases')
+      .values({ key, jobId: holder.jobId, attempt: holder.attempt, expiresAt })
+      .onConflict((conflict) =>
+        conflict
+          .column('key')
+          .doUpdateSet((eb) => ({
+            jobId: eb.ref('excluded.jobId'),
+            attempt: eb.ref('excluded.attempt'),
+            expiresAt: eb.ref('excluded.expiresAt'),
+          }))
+          .where((eb) => eb.or([eb('jobLeases.expiresAt', '<=', sql<Date>`now()`), eb('jobLeases.jobId', '=', holder.jobId)])),
+      )
+      .returning('key')
+      .executeTakeFirst();
+    return taken !== undefined;
+  },
+
+  /** Lets `key` go, if this attempt still holds it (a later attempt of the job may have taken it over). */
+  release: async (db: Kysely<DB>, key: string, holder: LeaseHolder): Promise<void> => {
+    await db
+      .deleteFrom('jobLeases')
+      .where('key', '=', key)
+      .where('jobId', '=', holder.jobId)
+      .where('attempt', '=', holder.attempt)
+      .execute();
+  },
+};

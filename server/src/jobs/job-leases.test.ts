@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { eventually } from '../../test/helpers/eventually.ts';
+import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
+import { createMetrics } from '../lib/metrics.ts';
+import { createProcessBus } from '../lib/process-bus.ts';
+import { jobLeasesRepo } from './job-leases.repo.ts';
+import { createJobRunner } from './job-runner.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({ RUN_WORKERS: 'false' }, { workers: false });
+});
+afterAll(async () => app?.close());
+
+describe('job leases', () => {
+  it('are held by one attempt of one job: others wait for its release or its lapse; a later attempt takes over', async () => {
+    const { db } = app.container;
+    const key = `test:${randomUUID()}`;
+    const first = { jobId: randomUUID(), attempt: 0 };
+    const other = { jobId: randomUUID(), attempt: 0 };
+    expect(await jobLeasesRepo.take(db, key, first, 60)).toBe(true);
+    expect(await jobLeasesRepo.take(db, key, other, 60)).toBe(false);
+    // The job tried again after its attempt was cut off: its own lease is no obstacle.
+    const retried = { ...first, attempt: 1 };
+    expect(await jobLeasesRepo.take(db, key, retried, 60)).toBe(true);
+    // The cut-off attempt, ending late, does not let go of its retry's lease.
+    await jobLeasesRepo.release(db, key, first);
+    expect(await jobLeasesRepo.take(db, key, other, 60)).toBe(false);
+    await jobLeasesRepo.release(db, key, retried);
+    expect(await jobLeasesRepo.take(db, key, other, 0)).toBe(true);
+    // A lease past its time (its holder died) is taken over.
+    expect(await jobLeasesRepo.take(db, key, first, 60)).toBe(true);
+  });
+
+  it('two jobs of one key never run at once, in any slot: the second is tried again once the first is done', async () => {
+    const bus = createProcessBus({ logger: pino({ level: 'silent' }) });
+    const runner = createJobRunner({
+      boss: app.container.database.jobsOptions,
+      db: app.container.db,
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics(),
+      bus,
+      pollMs: 100,
+    });
+    await runner.start();
+    onTestFinished(() => runner.stop());
+    const busy = new Map<string, number>();
+    const overlaps: string[] = [];
+    const runs: string[] = [];
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const [held, free] = [randomUUID(), randomUUID()];
+    await runner.work(
+      {
+        'approvals.slack-update': async ({ actionId }) => {
+          if ((busy.get(actionId) ?? 0) > 0) overlaps.push(actionId);
+          busy.set(actionId, (busy.get(actionId) ?? 0) + 1);
+          runs.push(actionId);
+          if (actionId === held && runs.filter((id) => id === held).length === 1) await gate;
+          busy.set(actionId, busy.get(actionId)! - 1);
+        },
+      },
+      { concurrency: { 'approvals.slack-update': 3 } },
+    );
+    const first = await runner.enqueue('approvals.slack-update', { actionId: held });
+    await eventually('the first job running', async () => (runs.includes(held) ? true : undefined));
+    const second = await runner.enqueue('approvals.slack-update', { actionId: held });
+    await runner.enqueue('approvals.slack-update', { actionId: free });
+    const stateOf = async (id: string | null) =>
+      (
+        await sql<{ state: string; output: { message?: string } | null }>`
+          select state, output from pgboss.job where id = ${id}`.execute(app.container.db)
+      ).rows[0];
+    // Another key runs beside the held one; the same key's second job is put off, not run.
+    await eventually('the other key run', async () => (runs.includes(free) ? true : undefined));
+    const putOff = await eventually('the second job put off', async () => {
+      const job = await stateOf(second);
+      return job?.state === 'retry' ? job : undefined;
+    });
+    expect(putOff.output?.message).toMatch(/Another job of the same key is running/);
+    expect(runs.filter((id) => id === held)).toHaveLength(1);
+
+    openGate();
+    await eventually('the first job completed', async () => ((await stateOf(first))?.state === 'completed' ? true : undefined));
+    await eventually(
+      'the second job completed on its retry',
+      async () => ((await stateOf(second))?.state === 'completed' ? true : undefined),
+      25_000,
+    );
+    expect(runs.filter((id) => id === held)).toHaveLength(2);
+    expect(overlaps).toEqual([]);
+    // Both let go.
+    const left = await app.container.db.selectFrom('jobLeases').select('key').where('key', 'like', `%${held}`).execute();
+    expect(left).toEqual([]);
+  }, 40_000);
+});
