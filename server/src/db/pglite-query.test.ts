@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../test/helpers/test-database.ts';
@@ -84,5 +87,34 @@ describe('statements with parameters, on both databases', () => {
       const updated = await sql`update affected_probe set id = id + ${1}::int where id > ${1}::int`.execute(connection);
       expect(updated.numAffectedRows).toBe(3n);
     });
+  });
+});
+
+// In a process of its own: before the fix, such a statement spun in PGlite's protocol loop for ever
+// (a job ending after its process stopped kept vitest from exiting), which no timeout in this process ends.
+const CLOSED_PGLITE_PROBE = `
+  import { PGlite } from '@electric-sql/pglite';
+  import { sql } from 'kysely';
+  import { databaseOnPglite } from './src/db/database.ts';
+  const settle = (promise) => promise.then(() => 'ran', (error) => error.message);
+  const database = databaseOnPglite(await PGlite.create('memory://'));
+  const beforeClose = database.jobsOptions.db.executeSql('select $1::int', [1]);
+  const duringClose = settle(sql\`select \${2}::int\`.execute(database.db));
+  await database.close();
+  const afterClose = settle(database.jobsOptions.db.executeSql('select $1::int as n', [3]));
+  console.log(JSON.stringify([await settle(beforeClose), await duringClose, await afterClose]));
+`;
+
+describe.runIf(process.env.TEST_DB === 'pglite')('statements on a PGlite that is closing or closed', () => {
+  it('are refused, as PGlite refuses its own, instead of blocking the process', async () => {
+    const serverDir = fileURLToPath(new URL('../..', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', CLOSED_PGLITE_PROBE], {
+      cwd: serverDir,
+      timeout: 20_000,
+    });
+    const [beforeClose, duringClose, afterClose] = JSON.parse(stdout) as string[];
+    expect(beforeClose).toBe('ran');
+    expect(duringClose).toMatch(/^(ran|PGlite is closing|PGlite is closed|driver has already been destroyed)$/);
+    expect(afterClose).toBe('PGlite is closed');
   });
 });

@@ -38,7 +38,11 @@ export function createPgliteQuery(pglite: PGlite, namer: StatementNamer) {
     );
     const startedAt = performance.now();
     try {
-      const { messages } = await pglite.runExclusive(() => pglite.execProtocol(Buffer.concat(parts)));
+      const { messages } = await pglite.runExclusive(async () => {
+        // As PGlite's own query does: sent to a closed PGlite, the protocol loop spins for ever, blocking the process.
+        await pglite._checkReady();
+        return pglite.execProtocol(Buffer.concat(parts));
+      });
       if (name !== undefined) {
         prepared.add(name);
         namer.ran(text, name, performance.now() - startedAt);

@@ -15,6 +15,28 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
+/** A job runner of its own on the app's database (the app works no jobs), finding jobs by a quick poll. */
+async function startRunner() {
+  const runner = createJobRunner({
+    boss: app.container.database.jobsOptions,
+    db: app.container.db,
+    logger: pino({ level: 'silent' }),
+    metrics: createMetrics(),
+    bus: createProcessBus({ logger: pino({ level: 'silent' }) }),
+    pollMs: 100,
+  });
+  await runner.start();
+  return runner;
+}
+
+const stateOf = async (id: string | null) =>
+  (
+    await sql<{ state: string; output: { message?: string } | null }>`
+      select state, output from pgboss.job where id = ${id}`.execute(app.container.db)
+  ).rows[0];
+const leasesOf = (actionId: string) =>
+  app.container.db.selectFrom('jobLeases').select('key').where('key', 'like', `%${actionId}`).execute();
+
 describe('job leases', () => {
   it('are held by one attempt of one job: others wait for its release or its lapse; a later attempt takes over', async () => {
     const { db } = app.container;
@@ -36,16 +58,7 @@ describe('job leases', () => {
   });
 
   it('two jobs of one key never run at once, in any slot: the second is tried again once the first is done', async () => {
-    const bus = createProcessBus({ logger: pino({ level: 'silent' }) });
-    const runner = createJobRunner({
-      boss: app.container.database.jobsOptions,
-      db: app.container.db,
-      logger: pino({ level: 'silent' }),
-      metrics: createMetrics(),
-      bus,
-      pollMs: 100,
-    });
-    await runner.start();
+    const runner = await startRunner();
     onTestFinished(() => runner.stop());
     const busy = new Map<string, number>();
     const overlaps: string[] = [];
@@ -71,11 +84,6 @@ describe('job leases', () => {
     await eventually('the first job running', async () => (runs.includes(held) ? true : undefined));
     const second = await runner.enqueue('approvals.slack-update', { actionId: held });
     await runner.enqueue('approvals.slack-update', { actionId: free });
-    const stateOf = async (id: string | null) =>
-      (
-        await sql<{ state: string; output: { message?: string } | null }>`
-          select state, output from pgboss.job where id = ${id}`.execute(app.container.db)
-      ).rows[0];
     // Another key runs beside the held one; the same key's second job is put off, not run.
     await eventually('the other key run', async () => (runs.includes(free) ? true : undefined));
     const putOff = await eventually('the second job put off', async () => {
@@ -95,7 +103,30 @@ describe('job leases', () => {
     expect(runs.filter((id) => id === held)).toHaveLength(2);
     expect(overlaps).toEqual([]);
     // Both let go.
-    const left = await app.container.db.selectFrom('jobLeases').select('key').where('key', 'like', `%${held}`).execute();
-    expect(left).toEqual([]);
+    expect(await leasesOf(held)).toEqual([]);
   }, 40_000);
+
+  it('a job handed back by a stopping process lets its lease go, so that its retry is not kept waiting', async () => {
+    const runner = await startRunner();
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let started = false;
+    await runner.work({
+      'approvals.slack-update': async () => {
+        started = true;
+        await gate;
+      },
+    });
+    const actionId = randomUUID();
+    const job = await runner.enqueue('approvals.slack-update', { actionId });
+    await eventually('the job running', async () => (started ? true : undefined));
+    expect(await leasesOf(actionId)).toHaveLength(1);
+    // The job outlasts the stop's 10 s: it is handed back to its queue's retry.
+    await runner.stop();
+    expect((await stateOf(job))?.state).toBe('retry');
+    expect(await leasesOf(actionId)).toEqual([]);
+    openGate();
+  }, 30_000);
 });
