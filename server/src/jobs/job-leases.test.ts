@@ -129,4 +129,32 @@ describe('job leases', () => {
     expect(await leasesOf(actionId)).toEqual([]);
     openGate();
   }, 30_000);
+
+  it('are counted on /metrics: held, and lapsed while their job is unfinished (its retry takes them over)', async () => {
+    const { db, jobs } = app.container;
+    const leaseMetrics = async () => {
+      const text = await (await app.request('GET', '/metrics')).text();
+      const count = (state: string) => Number(text.match(new RegExp(`leases\\{kind="job",state="${state}"\\} (\\d+)`))?.[1]);
+      return { held: count('held'), lapsed: count('lapsed') };
+    };
+    const before = await leaseMetrics();
+    expect(before.held).toBeGreaterThanOrEqual(0);
+    await jobLeasesRepo.take(db, `approvals.slack-update:${randomUUID()}`, { jobId: randomUUID(), attempt: 0 }, 60);
+    // A job waiting for its retry, whose cut-off attempt's lease lapsed.
+    const waiting = await jobs.enqueue(
+      'approvals.slack-update',
+      { actionId: randomUUID() },
+      { startAfter: new Date(Date.now() + 3_600_000) },
+    );
+    await jobLeasesRepo.take(db, `approvals.slack-update:${randomUUID()}`, { jobId: waiting!, attempt: 0 }, 0);
+    // Lapsed leases whose jobs are finished or gone (one that died at its last attempt): they hold nothing back.
+    const runner = await startRunner();
+    onTestFinished(() => runner.stop());
+    await runner.work({ 'approvals.slack-update': async () => {} });
+    const done = await runner.enqueue('approvals.slack-update', { actionId: randomUUID() });
+    await eventually('the job completed', async () => ((await stateOf(done))?.state === 'completed' ? true : undefined));
+    for (const jobId of [done!, randomUUID()])
+      await jobLeasesRepo.take(db, `approvals.slack-update:${randomUUID()}`, { jobId, attempt: 0 }, 0);
+    expect(await leaseMetrics()).toEqual({ held: before.held + 1, lapsed: before.lapsed + 1 });
+  });
 });

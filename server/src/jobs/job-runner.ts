@@ -27,6 +27,8 @@ export interface JobRunner {
   ping(): Promise<void>;
   /** Per queue, jobs waiting now (and the oldest one's age), waiting for a later time, and being worked. */
   backlog(): Promise<QueueBacklog[]>;
+  /** Keys held by running jobs (`oneAtATimePer`), and lapsed ones whose job is not finished (its retry takes them over). */
+  leases(): Promise<{ held: number; lapsed: number }>;
   stop(): Promise<void>;
 }
 
@@ -209,6 +211,20 @@ export function createJobRunner(deps: {
       return Object.keys(jobQueues).map(
         (queue) => found.get(queue) ?? { queue, queued: 0, deferred: 0, active: 0, oldestQueuedSeconds: 0 },
       );
+    },
+
+    async leases() {
+      // A lapsed lease of a job that died at its last attempt stays in the table, holding nothing back.
+      // The key begins with the queue's name: the job is found by pg-boss's key (name, id).
+      const { rows } = await boss.getDb().executeSql(
+        `select count(*) filter (where lease.expires_at > now())::int as held,
+           count(*) filter (where lease.expires_at <= now() and exists (
+             select 1 from ${schema}.job job
+             where job.name = split_part(lease.key, ':', 1) and job.id = lease.job_id and job.state < 'completed'))::int as lapsed
+         from job_leases lease`,
+      );
+      const [counts] = rows as Array<{ held: number; lapsed: number }>;
+      return counts ?? { held: 0, lapsed: 0 };
     },
 
     async stop() {

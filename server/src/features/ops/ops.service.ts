@@ -59,7 +59,7 @@ export function createOpsService(deps: {
   pingDatabase: () => Promise<void>;
   /** Present when Redis is configured. */
   pingRedis?: () => Promise<void>;
-  jobs: Pick<JobRunner, 'ping' | 'backlog'>;
+  jobs: Pick<JobRunner, 'ping' | 'backlog' | 'leases'>;
   /** True once the process is shutting down: load balancers should send it nothing new. */
   draining: () => boolean;
   metrics: Metrics;
@@ -132,11 +132,13 @@ export function createOpsService(deps: {
   ]);
   databaseGauge(
     'leases',
-    'Leases on running actions and on email notifications being processed: held, and lapsed (their holder died; a ' +
-      'worker takes them over)',
+    'Leases on running actions, on email notifications being processed and on the keys of jobs run one at a time: ' +
+      'held, and lapsed (their holder died; a worker takes them over)',
     ['kind', 'state'],
-    async () =>
-      Object.entries(await opsRepo.leases(deps.db)).flatMap(([kind, counts]) => byState(counts, ['held', 'lapsed'], { kind })),
+    async () => {
+      const [rows, job] = await Promise.all([opsRepo.leases(deps.db), deps.jobs.leases()]);
+      return Object.entries({ ...rows, job }).flatMap(([kind, counts]) => byState(counts, ['held', 'lapsed'], { kind }));
+    },
   );
 
   return {
