@@ -1,4 +1,4 @@
-import { PgBoss, fromKysely, type Db, type ConstructorOptions } from 'pg-boss';
+import { PgBoss, fromKysely, type Db, type ConstructorOptions, type QueueOptions } from 'pg-boss';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { Logger } from 'pino';
@@ -38,15 +38,6 @@ export interface QueueBacklog {
   deferred: number;
   active: number;
   oldestQueuedSeconds: number;
-}
-
-/** Another job of the queue holds the key: this one is tried again later. */
-class KeyBusyError extends Error {
-  readonly key: string;
-  constructor(key: string) {
-    super('Another job of the same key is running: this one is tried again after its retry delay');
-    this.key = key;
-  }
 }
 
 export function createJobRunner(deps: {
@@ -93,9 +84,8 @@ export function createJobRunner(deps: {
   }
 
   /**
-   * Runs `work` holding `key` (jobs/job-leases.repo.ts): when another job holds it, the job fails at
-   * once, to be tried again after its retry delay (one of its retries), counted as deferred rather than
-   * failed. Let go when the work ends, or when this process hands the job back unfinished.
+   * Runs `work` holding `key` (jobs/job-leases.repo.ts), and says so; false, without running it, when
+   * another job holds the key. Let go when the work ends, or when this process hands the job back unfinished.
    */
   async function holding(
     key: string,
@@ -103,16 +93,34 @@ export function createJobRunner(deps: {
     seconds: number,
     onHandBack: JobMeta['onHandBack'],
     work: () => Promise<void>,
-  ): Promise<void> {
-    if (!(await jobLeasesRepo.take(deps.db, key, holder, seconds))) throw new KeyBusyError(key);
+  ): Promise<boolean> {
+    if (!(await jobLeasesRepo.take(deps.db, key, holder, seconds))) return false;
     const release = () => jobLeasesRepo.release(deps.db, key, holder);
     onHandBack(release);
     try {
       await work();
+      return true;
     } finally {
       // Not the job's failure: the lease lapses with the job's expiry if it cannot be let go now.
       await release().catch((error: unknown) => deps.logger.warn({ err: error, key }, 'could not let a job lease go'));
     }
+  }
+
+  /**
+   * A job whose key another job holds runs again later as a new job, after its queue's retry delay, and
+   * this one completes. Failing it to its retry instead spent one of its retries on every put-off: a
+   * job kept waiting long enough died unrun (a Slack update lost after a minute of a slow one before it).
+   * Sent before this one completes: cut off between the two, both run, one at a time.
+   */
+  async function putOff(name: QueueName, job: FetchedJob, key: string): Promise<void> {
+    const options: QueueOptions = jobQueues[name].options;
+    const afterSeconds = Math.max(1, options.retryDelay ?? 0);
+    const copy = await boss.send(name, job.data as object, { ...options, startAfter: afterSeconds });
+    deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
+    deps.logger.info(
+      { queue: name, jobId: job.id, copy, key, afterSeconds },
+      'another job of the same key is running: this one runs again later as a new job',
+    );
   }
 
   return {
@@ -144,16 +152,14 @@ export function createJobRunner(deps: {
             const payload = schema.parse(job.data);
             const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
             const work = () => handler(payload, { jobId: job.id, retryCount: job.retryCount, onHandBack });
-            if (key)
-              await holding(key, { jobId: job.id, attempt: job.retryCount }, queueOptions.expireInSeconds, onHandBack, work);
-            else await work();
+            const holder = { jobId: job.id, attempt: job.retryCount };
+            if (!key) await work();
+            else if (!(await holding(key, holder, queueOptions.expireInSeconds, onHandBack, work))) {
+              await putOff(name, job, key);
+              return;
+            }
             deps.metrics.jobs.inc({ queue: name, outcome: 'completed' });
           } catch (error) {
-            if (error instanceof KeyBusyError) {
-              deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
-              deps.logger.info({ queue: name, jobId: job.id, key: error.key }, error.message);
-              throw error;
-            }
             deps.metrics.jobs.inc({ queue: name, outcome: 'failed' });
             deps.logger.warn({ err: error, queue: name, jobId: job.id }, 'job failed');
             throw error;
