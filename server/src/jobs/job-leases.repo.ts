@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
 
 /** One attempt of a job: pg-boss counts a job's claims in its retry count. */
