@@ -3,6 +3,7 @@ import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
+import { jobsOfAction } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { createProcessBus } from '../lib/process-bus.ts';
@@ -34,14 +35,7 @@ const stateOf = async (id: string | null) =>
     await sql<{ state: string; output: { message?: string } | null }>`
       select state, output from pgboss.job where id = ${id}`.execute(app.container.db)
   ).rows[0];
-/** The jobs of `actionId`'s key, oldest first. */
-const jobsOf = async (actionId: string) =>
-  (
-    await sql<{ id: string; state: string; retryCount: number; retryLimit: number; later: boolean }>`
-      select id, state, retry_count as "retryCount", retry_limit as "retryLimit", start_after > now() as later
-        from pgboss.job where name = 'approvals.slack-update' and data->>'actionId' = ${actionId}
-       order by created_on`.execute(app.container.db)
-  ).rows;
+const jobsOf = (actionId: string) => jobsOfAction(app.container.db, 'approvals.slack-update', actionId);
 const leasesOf = (actionId: string) =>
   app.container.db.selectFrom('jobLeases').select('key').where('key', 'like', `%${actionId}`).execute();
 

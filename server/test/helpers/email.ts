@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll } from 'vitest';
-import { createTenant } from './factories.ts';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { createTenant, createUser } from './factories.ts';
 import { type FakeInbound, type FakeWebhook, postSignedNotification, startFakeMailProvider } from './fake-mail-provider.ts';
 import { type FakeModel, useAppWithModel } from './model-app.ts';
 import type { TestApp } from './test-app.ts';
+import type { WebhookSetup } from './webhooks.ts';
 
 export type FakeMailProvider = Awaited<ReturnType<typeof startFakeMailProvider>>;
 
@@ -96,4 +97,37 @@ export async function setUpEmailOrg(
       return received.messageId;
     },
   };
+}
+
+/**
+ * An org with an email integration, two admins, and a webhook whose rule asks before generateDocument
+ * and notifies by email; `rule` adds to the rule.
+ */
+export async function setUpApprovalOrg(app: TestApp, provider: FakeMailProvider, rule: Record<string, unknown> = {}) {
+  const org = await setUpEmailOrg(app, provider, { autoRespond: false });
+  const second = await createUser(app, { role: 'Admin', org: org.org.slug });
+  const agent = await (
+    await org.api('POST', '/agents', { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] })
+  ).json();
+  const created = await org.api('POST', '/action-rules', {
+    name: 'Documents',
+    agentId: agent.id,
+    approvalRules: { generateDocument: 'ask' },
+    notify: ['email'],
+    ...rule,
+  });
+  expect(created.status).toBe(201);
+  const ruleId = (await created.json()).id as string;
+  const webhook = await (
+    await org.api('POST', '/webhooks', { name: 'Orders', actionRuleId: ruleId, runAsUserId: org.admin.id })
+  ).json();
+  const setup: WebhookSetup = {
+    tenant: { org: org.org, admin: org.admin, token: org.token },
+    agentId: agent.id,
+    ruleId,
+    webhook: webhook.webhook,
+    secret: webhook.secret,
+    path: new URL(webhook.url).pathname,
+  };
+  return { org, second, setup };
 }

@@ -1,11 +1,10 @@
-import { sql } from 'kysely';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
-import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../../test/helpers/email.ts';
+import { type FakeMailProvider, setUpApprovalOrg, useAppWithMailProvider } from '../../../../test/helpers/email.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
-import { createUser } from '../../../../test/helpers/factories.ts';
 import { documentThenText } from '../../../../test/helpers/fake-model.ts';
+import { jobsOfAction } from '../../../../test/helpers/jobs.ts';
 import type { FakeModel } from '../../../../test/helpers/model-app.ts';
 import { startTestApp, type TestApp } from '../../../../test/helpers/test-app.ts';
 
@@ -14,40 +13,11 @@ let model: FakeModel;
 let provider: FakeMailProvider;
 useAppWithMailProvider({}, (started) => ({ app, model, provider } = started));
 
-/** The `approvals.notify` jobs of an action, oldest first. */
-const notifyJobs = async (actionId: string) =>
-  (
-    await sql<{ state: string }>`
-      select state from pgboss.job
-       where name = 'approvals.notify' and data->>'actionId' = ${actionId} order by created_on`.execute(app.container.db)
-  ).rows;
+const notifyJobs = (actionId: string) => jobsOfAction(app.container.db, 'approvals.notify', actionId);
 
 describe('approval emails with two worker processes', () => {
   it('a second job of the action waits for the first one sending, then sends nothing twice', async () => {
-    const org = await setUpEmailOrg(app, provider, { autoRespond: false });
-    const second = await createUser(app, { role: 'Admin', org: org.org.slug });
-    const agent = await (
-      await org.api('POST', '/agents', { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] })
-    ).json();
-    const rule = await (
-      await org.api('POST', '/action-rules', {
-        name: 'Documents',
-        agentId: agent.id,
-        approvalRules: { generateDocument: 'ask' },
-        notify: ['email'],
-      })
-    ).json();
-    const webhook = await (
-      await org.api('POST', '/webhooks', { name: 'Orders', actionRuleId: rule.id, runAsUserId: org.admin.id })
-    ).json();
-    const setup = {
-      tenant: { org: org.org, admin: org.admin, token: org.token },
-      agentId: agent.id,
-      ruleId: rule.id,
-      webhook: webhook.webhook,
-      secret: webhook.secret,
-      path: new URL(webhook.url).pathname,
-    };
+    const { org, second, setup } = await setUpApprovalOrg(app, provider);
     // The first process's job sends the first approver's email; the provider holds its answer, so the
     // email is still `sending`.
     const sending = provider.holdNext('send');

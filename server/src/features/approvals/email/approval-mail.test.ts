@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth, runEvent } from '../../../../test/helpers/callbacks.ts';
-import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../../test/helpers/email.ts';
+import {
+  type FakeMailProvider,
+  setUpApprovalOrg,
+  setUpEmailOrg,
+  useAppWithMailProvider,
+} from '../../../../test/helpers/email.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import { createUser, signIn } from '../../../../test/helpers/factories.ts';
 import type { SentEmail } from '../../../../test/helpers/fake-mail-provider.ts';
@@ -15,35 +20,7 @@ let model: FakeModel;
 let provider: FakeMailProvider;
 useAppWithMailProvider({}, (started) => ({ app, model, provider } = started));
 
-/** An org with an email integration, two admins, and a webhook whose rule asks before generateDocument and notifies by email. */
-async function approvalOrg(rule: Record<string, unknown> = {}) {
-  const org = await setUpEmailOrg(app, provider, { autoRespond: false });
-  const second = await createUser(app, { role: 'Admin', org: org.org.slug });
-  const agent = await (
-    await org.api('POST', '/agents', { name: 'Helper', instructions: 'Help.', tools: ['generateDocument'] })
-  ).json();
-  const created = await org.api('POST', '/action-rules', {
-    name: 'Documents',
-    agentId: agent.id,
-    approvalRules: { generateDocument: 'ask' },
-    notify: ['email'],
-    ...rule,
-  });
-  expect(created.status).toBe(201);
-  const ruleId = (await created.json()).id as string;
-  const webhook = await (
-    await org.api('POST', '/webhooks', { name: 'Orders', actionRuleId: ruleId, runAsUserId: org.admin.id })
-  ).json();
-  const setup: WebhookSetup = {
-    tenant: { org: org.org, admin: org.admin, token: org.token },
-    agentId: agent.id,
-    ruleId,
-    webhook: webhook.webhook,
-    secret: webhook.secret,
-    path: new URL(webhook.url).pathname,
-  };
-  return { org, second, setup };
-}
+const approvalOrg = (rule: Record<string, unknown> = {}) => setUpApprovalOrg(app, provider, rule);
 
 /** An action of the org waiting on its generateDocument call. */
 async function waitingAction(setup: WebhookSetup) {

@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../../../test/helpers/eventually.ts';
 import type { FakeSlack } from '../../../../test/helpers/fake-slack.ts';
+import { jobsOfAction } from '../../../../test/helpers/jobs.ts';
 import { useSlackApprovals } from '../../../../test/helpers/slack-approvals.ts';
 import { startTestApp, type TestApp } from '../../../../test/helpers/test-app.ts';
 
@@ -10,13 +10,7 @@ let app: TestApp;
 let slack: FakeSlack;
 beforeAll(() => ({ app, slack } = slackApprovals.started));
 
-/** The `approvals.notify` jobs of an action, oldest first. */
-const notifyJobs = async (actionId: string) =>
-  (
-    await sql<{ id: string; state: string; output: { message?: string } | null }>`
-      select id, state, output from pgboss.job
-       where name = 'approvals.notify' and data->>'actionId' = ${actionId} order by created_on`.execute(app.container.db)
-  ).rows;
+const notifyJobs = (actionId: string) => jobsOfAction(app.container.db, 'approvals.notify', actionId);
 
 describe('approval messages in Slack with two worker processes', () => {
   it('a second job of the action waits for the first one posting, then posts nothing twice', async () => {

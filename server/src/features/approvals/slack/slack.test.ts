@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loggerOptions } from '../../../lib/logger.ts';
 import { captureLog } from '../../../../test/helpers/log-capture.ts';
@@ -6,6 +5,7 @@ import { startTestApp, TEST_APP_HOST, type TestApp } from '../../../../test/help
 import { waitForAction } from '../../../../test/helpers/actions.ts';
 import { auth } from '../../../../test/helpers/callbacks.ts';
 import { eventually } from '../../../../test/helpers/eventually.ts';
+import { jobsOfAction } from '../../../../test/helpers/jobs.ts';
 import { signIn } from '../../../../test/helpers/factories.ts';
 import { type FakeSlack, postInteraction } from '../../../../test/helpers/fake-slack.ts';
 import { SIGNING_SECRET, useSlackApprovals, type Waiting } from '../../../../test/helpers/slack-approvals.ts';
@@ -271,11 +271,7 @@ describe('approvals in Slack', () => {
     const waiting = await waitingRefund();
     const message = await messageOf(waiting.actionId);
     // Its job compares the message with the record after posting it, and asks for an update when they differ.
-    const jobsOf = async (name: string) =>
-      (
-        await sql<{ state: string }>`select state from pgboss.job
-          where name = ${name} and data->>'actionId' = ${waiting.actionId}`.execute(app.container.db)
-      ).rows;
+    const jobsOf = (name: string) => jobsOfAction(app.container.db, name, waiting.actionId);
     await eventually(
       'the notification job to complete',
       async () => (await jobsOf('approvals.notify'))[0]?.state === 'completed' || undefined,
