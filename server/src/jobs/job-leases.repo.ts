@@ -7,13 +7,13 @@ export interface LeaseHolder {
   attempt: number;
 }
 
-/** The leases by which two jobs of one queue and key never run at once, in any process (the table's migration, 0034). */
+/** The leases by which two jobs of one queue and key never run at once, in any process (the table's migrations, 0034 and 0035). */
 export const jobLeasesRepo = {
   /**
    * Takes `key` for this attempt of a job, for `seconds` (its expiry: past it, pg-boss tries the job
    * again). True when taken: nobody held it, its holder's lease lapsed, or the holder was an earlier
    * attempt of this job (cut off). Two jobs taking it at once: the row's lock makes one wait for the
-   * other's statement, and only one is answered.
+   * other's statement, and only one is answered. A lease taken over keeps the jobs it put off.
    */
   take: async (db: Kysely<DB>, key: string, holder: LeaseHolder, seconds: number): Promise<boolean> => {
     const expiresAt = sql<Date>`now() + ${seconds}::int * interval '1 second'`;
@@ -35,13 +35,31 @@ export const jobLeasesRepo = {
     return taken !== undefined;
   },
 
-  /** Lets `key` go, if this attempt still holds it (a later attempt of the job may have taken it over). */
-  release: async (db: Kysely<DB>, key: string, holder: LeaseHolder): Promise<void> => {
-    await db
+  /**
+   * Says that a job was put off by `key`'s lease, so that the lease's release makes it due. False when
+   * no live lease holds the key any more (let go, or lapsed): the put-off job need not wait.
+   */
+  markWaitedOn: async (db: Kysely<DB>, key: string): Promise<boolean> =>
+    (await db
+      .updateTable('jobLeases')
+      .set({ waitedOn: true })
+      .where('key', '=', key)
+      .where('expiresAt', '>', sql<Date>`now()`)
+      .returning('key')
+      .executeTakeFirst()) !== undefined,
+
+  /**
+   * Lets `key` go, if this attempt still holds it (a later attempt of the job may have taken it over).
+   * True when a job was put off by the lease (the caller makes it due).
+   */
+  release: async (db: Kysely<DB>, key: string, holder: LeaseHolder): Promise<boolean> => {
+    const released = await db
       .deleteFrom('jobLeases')
       .where('key', '=', key)
       .where('jobId', '=', holder.jobId)
       .where('attempt', '=', holder.attempt)
-      .execute();
+      .returning('waitedOn')
+      .executeTakeFirst();
+    return released?.waitedOn === true;
   },
 };

@@ -59,6 +59,26 @@ describe('job leases', () => {
     expect(await jobLeasesRepo.take(db, key, first, 60)).toBe(true);
   });
 
+  it("say who put a job off: the holder's release answers true once, and a lease taken over keeps it", async () => {
+    const { db } = app.container;
+    const key = `test:${randomUUID()}`;
+    const holder = { jobId: randomUUID(), attempt: 0 };
+    // Nobody holds the key, or its lease lapsed: nothing to wait for.
+    expect(await jobLeasesRepo.markWaitedOn(db, key)).toBe(false);
+    await jobLeasesRepo.take(db, key, holder, 0);
+    expect(await jobLeasesRepo.markWaitedOn(db, key)).toBe(false);
+    // Held: marked; the holder's later attempt takes it over with the mark.
+    await jobLeasesRepo.take(db, key, holder, 60);
+    expect(await jobLeasesRepo.markWaitedOn(db, key)).toBe(true);
+    const retried = { ...holder, attempt: 1 };
+    await jobLeasesRepo.take(db, key, retried, 60);
+    expect(await jobLeasesRepo.release(db, key, holder)).toBe(false);
+    expect(await jobLeasesRepo.release(db, key, retried)).toBe(true);
+    // A new lease of the key starts unmarked.
+    await jobLeasesRepo.take(db, key, holder, 60);
+    expect(await jobLeasesRepo.release(db, key, holder)).toBe(false);
+  });
+
   it('two jobs of one key never run at once, in any slot: the second is put off, to run as a new job once the first is done', async () => {
     const runner = await startRunner();
     onTestFinished(() => runner.stop());
@@ -88,26 +108,28 @@ describe('job leases', () => {
     await runner.enqueue('approvals.slack-update', { actionId: free });
     // Another key runs beside the held one; the same key's second job is put off, not run.
     await eventually('the other key run', async () => (runs.includes(free) ? true : undefined));
-    // Put off: it completes unrun, and a new job of its payload waits for the retry delay, with every
-    // retry left (a put-off spends none: it is no failure).
+    // Put off: it completes unrun, and a new job of its payload waits, with every retry left (a put-off
+    // spends none: it is no failure), for the first to let the key go: it is not due before the first's
+    // lease could lapse (its holder dead), so it does not come back to look while the key is held.
     await eventually('the second job put off', async () => ((await stateOf(second))?.state === 'completed' ? true : undefined));
     const [, , copy] = await jobsOf(held);
     expect(copy).toMatchObject({ state: 'created', retryCount: 0, retryLimit: 5, later: true });
+    const { rows: due } = await sql<{ afterLapse: boolean }>`
+      select start_after >= (select expires_at from job_leases where key = ${`approvals.slack-update:${held}`}) as "afterLapse"
+        from pgboss.job where id = ${copy!.id}`.execute(app.container.db);
+    expect(due).toEqual([{ afterLapse: true }]);
     expect(runs.filter((id) => id === held)).toHaveLength(1);
 
+    // The first's release makes it due.
     openGate();
     await eventually('the first job completed', async () => ((await stateOf(first))?.state === 'completed' ? true : undefined));
-    await eventually(
-      'the put-off job run',
-      async () => ((await stateOf(copy!.id))?.state === 'completed' ? true : undefined),
-      25_000,
-    );
+    await eventually('the put-off job run', async () => ((await stateOf(copy!.id))?.state === 'completed' ? true : undefined));
     expect((await jobsOf(held)).map((job) => job.id)).toEqual([first, second, copy!.id]);
     expect(runs.filter((id) => id === held)).toHaveLength(2);
     expect(overlaps).toEqual([]);
     // Both let go.
     expect(await leasesOf(held)).toEqual([]);
-  }, 40_000);
+  });
 
   it('a job handed back by a stopping process lets its lease go, so that its retry is not kept waiting', async () => {
     const runner = await startRunner();

@@ -88,14 +88,16 @@ export function createJobRunner(deps: {
    * another job holds the key. Let go when the work ends, or when this process hands the job back unfinished.
    */
   async function holding(
+    name: QueueName,
     key: string,
     holder: LeaseHolder,
-    seconds: number,
     onHandBack: JobMeta['onHandBack'],
     work: () => Promise<void>,
   ): Promise<boolean> {
-    if (!(await jobLeasesRepo.take(deps.db, key, holder, seconds))) return false;
-    const release = () => jobLeasesRepo.release(deps.db, key, holder);
+    if (!(await jobLeasesRepo.take(deps.db, key, holder, jobQueues[name].options.expireInSeconds))) return false;
+    const release = async () => {
+      if (await jobLeasesRepo.release(deps.db, key, holder)) await runPutOffJobs(name, key);
+    };
     onHandBack(release);
     try {
       await work();
@@ -107,20 +109,33 @@ export function createJobRunner(deps: {
   }
 
   /**
-   * A job whose key another job holds runs again later as a new job, after its queue's retry delay, and
-   * this one completes. Failing it to its retry instead spent one of its retries on every put-off: a
-   * job kept waiting long enough died unrun (a Slack update lost after a minute of a slow one before it).
-   * Sent before this one completes: cut off between the two, both run, one at a time.
+   * A job whose key another job holds runs again later as a new job, and this one completes. Failing
+   * it to its retry instead spent one of its retries on every put-off: a job kept waiting long enough
+   * died unrun. The new job is due when the holder lets the key go (marked on the lease, so that the
+   * release makes it due), at the latest when the holder's lease could lapse; coming back every few
+   * seconds to look cost a job row each time and up to those seconds of delay. Sent before this one
+   * completes: cut off between the two, both run, one at a time.
    */
   async function putOff(name: QueueName, job: FetchedJob, key: string): Promise<void> {
-    const options: QueueOptions = jobQueues[name].options;
-    const afterSeconds = Math.max(1, options.retryDelay ?? 0);
-    const copy = await boss.send(name, job.data as object, { ...options, startAfter: afterSeconds });
+    const options: QueueOptions & { expireInSeconds: number } = jobQueues[name].options;
+    const copy = await boss.send(name, job.data as object, {
+      ...options,
+      singletonKey: key,
+      startAfter: options.expireInSeconds,
+    });
+    // Let go between the failed take and now: nobody's release will make it due.
+    if (!(await jobLeasesRepo.markWaitedOn(deps.db, key))) await runPutOffJobs(name, key);
     deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
     deps.logger.info(
-      { queue: name, jobId: job.id, copy, key, afterSeconds },
-      'another job of the same key is running: this one runs again later as a new job',
+      { queue: name, jobId: job.id, copy, key },
+      'another job of the same key is running: this one runs again as a new job once that one is done',
     );
+  }
+
+  /** Makes the jobs put off by `key` due now (pg-boss updates waiting jobs by their singleton key), and wakes their workers. */
+  async function runPutOffJobs(name: QueueName, key: string): Promise<void> {
+    await boss.update(name, undefined, { singletonKey: key, match: 'all', startAfter: 0 });
+    wake(name);
   }
 
   return {
@@ -144,7 +159,7 @@ export function createJobRunner(deps: {
       for (const name of Object.keys(jobQueues) as QueueName[]) {
         const handler = handlers[name] as ((payload: unknown, meta: JobMeta) => Promise<void>) | undefined;
         if (!handler) continue;
-        const { payload: schema, options: queueOptions } = jobQueues[name];
+        const { payload: schema } = jobQueues[name];
         const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
         const run = async (job: FetchedJob, onHandBack: JobMeta['onHandBack']) => {
           const started = performance.now();
@@ -154,7 +169,7 @@ export function createJobRunner(deps: {
             const work = () => handler(payload, { jobId: job.id, retryCount: job.retryCount, onHandBack });
             const holder = { jobId: job.id, attempt: job.retryCount };
             if (!key) await work();
-            else if (!(await holding(key, holder, queueOptions.expireInSeconds, onHandBack, work))) {
+            else if (!(await holding(name, key, holder, onHandBack, work))) {
               await putOff(name, job, key);
               return;
             }

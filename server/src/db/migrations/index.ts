@@ -33,6 +33,7 @@ import * as inboxArgumentRules from './0031_inbox_argument_rules.ts';
 import * as blankModelNames from './0032_blank_model_names.ts';
 import * as sealedExtras from './0033_sealed_extras.ts';
 import * as jobLeases from './0034_job_leases.ts';
+import * as leaseWaiters from './0035_lease_waiters.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -70,6 +71,7 @@ const migrations: Record<string, Migration> = {
   '0032_blank_model_names': blankModelNames,
   '0033_sealed_extras': sealedExtras,
   '0034_job_leases': jobLeases,
+  '0035_lease_waiters': leaseWaiters,
 };
 
 export const migrationProvider: MigrationProvider = {
