@@ -47,6 +47,8 @@ export async function startFakeSlack() {
   const triggers = new Map<string, { issuedAt: number; used: boolean }>();
   /** Held chat.postMessage answers: the message is in the channel, its answer not yet sent. */
   const holds: AnswerHold[] = [];
+  /** Held chat.update calls: received, not yet applied (a call slow on its way lands late). */
+  const updateHolds: AnswerHold[] = [];
 
   const server = await startLoopbackServer(async (request, response, body) => {
     const method = request.url?.replace(/^\/api\//, '') ?? '';
@@ -81,6 +83,7 @@ export async function startFakeSlack() {
         return ok({ channel: args.channel, ts, message: { text: args.text } });
       }
       case 'chat.update': {
+        await updateHolds.shift()?.hold();
         const message = messages.get(args.ts);
         if (!message || message.channel !== args.channel) return fail('message_not_found');
         // Metadata left out of an update is kept.
@@ -161,6 +164,12 @@ export async function startFakeSlack() {
     holdNextPost() {
       const answer = answerHold();
       holds.push(answer);
+      return answer.control;
+    },
+    /** The next chat.update waits for `release`, then changes its message and answers. */
+    holdNextUpdate() {
+      const answer = answerHold();
+      updateHolds.push(answer);
       return answer.control;
     },
     close: server.close,
