@@ -14,6 +14,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { approvalsJobHandlers } from './features/approvals/approvals.jobs.ts';
 import { createApprovalReplyClaims } from './features/approvals/email/approval-replies.ts';
 import { authJobHandlers } from './features/auth/auth.jobs.ts';
+import { jobLeaseHandlers } from './jobs/job-leases.jobs.ts';
 import { emailJobHandlers } from './features/email/email.jobs.ts';
 import { createOrgEvents } from './features/events/org-events.ts';
 import { ingestJobHandlers } from './features/ingest/ingest.jobs.ts';
@@ -120,6 +121,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     ...ingestJobHandlers(services),
     ...emailJobHandlers({ notifications: email.notifications, deliveryEvents: email.deliveryEvents }),
     ...approvalsJobHandlers(approvals),
+    ...jobLeaseHandlers({ db }),
   };
 
   return {

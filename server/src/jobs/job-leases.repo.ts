@@ -7,7 +7,7 @@ export interface LeaseHolder {
   attempt: number;
 }
 
-/** The leases by which two jobs of one queue and key never run at once, in any process (the table's migrations, 0034 and 0035). */
+/** The leases by which two jobs of one queue and key never run at once, in any process (migrations 0034 and 0035). */
 export const jobLeasesRepo = {
   /**
    * Takes `key` for this attempt of a job, for `seconds` (its expiry: past it, pg-boss tries the job
@@ -61,5 +61,14 @@ export const jobLeasesRepo = {
       .returning('waitedOn')
       .executeTakeFirst();
     return released?.waitedOn === true;
+  },
+
+  /** Deletes the leases lapsed more than `seconds` ago; says how many. */
+  purgeLapsed: async (db: Kysely<DB>, seconds: number): Promise<number> => {
+    const { numDeletedRows } = await db
+      .deleteFrom('jobLeases')
+      .where('expiresAt', '<', sql<Date>`now() - ${seconds}::int * interval '1 second'`)
+      .executeTakeFirst();
+    return Number(numDeletedRows);
   },
 };

@@ -7,6 +7,7 @@ import { jobsOfAction } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { createProcessBus } from '../lib/process-bus.ts';
+import { jobLeaseHandlers } from './job-leases.jobs.ts';
 import { jobLeasesRepo } from './job-leases.repo.ts';
 import { createJobRunner } from './job-runner.ts';
 
@@ -181,5 +182,22 @@ describe('job leases', () => {
     for (const jobId of [done!, randomUUID()])
       await jobLeasesRepo.take(db, `approvals.slack-update:${randomUUID()}`, { jobId, attempt: 0 }, 0);
     expect(await leaseMetrics()).toEqual({ held: before.held + 1, lapsed: before.lapsed + 1 });
+  });
+
+  it('lapsed an hour ago are forgotten by the hourly job; held ones and lately lapsed ones stay', async () => {
+    const { db } = app.container;
+    const lease = async (seconds: number) => {
+      const key = `test:${randomUUID()}`;
+      await jobLeasesRepo.take(db, key, { jobId: randomUUID(), attempt: 0 }, seconds);
+      return key;
+    };
+    const [held, lapsedLately, lapsedLongAgo] = [await lease(60), await lease(-60), await lease(-3700)];
+    const runner = await startRunner();
+    onTestFinished(() => runner.stop());
+    await runner.work(jobLeaseHandlers({ db }));
+    const purge = await runner.enqueue('jobs.purge-lapsed-leases', {});
+    await eventually('the purge done', async () => ((await stateOf(purge))?.state === 'completed' ? true : undefined));
+    const left = await db.selectFrom('jobLeases').select('key').where('key', 'in', [held, lapsedLately, lapsedLongAgo]).execute();
+    expect(left.map((row) => row.key).sort()).toEqual([held, lapsedLately].sort());
   });
 });

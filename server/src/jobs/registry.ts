@@ -66,6 +66,15 @@ export const jobQueues = {
     options: { retryLimit: 1, expireInSeconds: 300 },
     cron: '* * * * *',
   },
+  /**
+   * Forgets job leases lapsed over an hour ago (their holders died; a lapsed lease holds nothing back,
+   * and `/metrics` counts it while its job is unfinished); hourly.
+   */
+  'jobs.purge-lapsed-leases': {
+    payload: z.object({}).passthrough(),
+    options: { retryLimit: 1, expireInSeconds: 300 },
+    cron: '41 * * * *',
+  },
 } as const satisfies Record<
   string,
   {
