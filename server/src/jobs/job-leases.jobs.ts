@@ -10,6 +10,6 @@ export function jobLeaseHandlers(deps: { db: Kysely<DB> }): {
   'jobs.purge-lapsed-leases': JobHandler<'jobs.purge-lapsed-leases'>;
 } {
   return {
-    'jobs.purge-lapsed-leases': async () => void (await jobLeasesRepo.purgeLapsed(deps.db, LAPSED_LEASE_KEPT_SECONDS)),
+    'jobs.purge-lapsed-leases': () => jobLeasesRepo.purgeLapsed(deps.db, LAPSED_LEASE_KEPT_SECONDS),
   };
 }

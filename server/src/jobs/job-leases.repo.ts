@@ -63,12 +63,8 @@ export const jobLeasesRepo = {
     return released?.waitedOn === true;
   },
 
-  /** Deletes the leases lapsed more than `seconds` ago; says how many. */
-  purgeLapsed: async (db: Kysely<DB>, seconds: number): Promise<number> => {
-    const { numDeletedRows } = await db
-      .deleteFrom('jobLeases')
-      .where('expiresAt', '<', sql<Date>`now() - ${seconds}::int * interval '1 second'`)
-      .executeTakeFirst();
-    return Number(numDeletedRows);
+  /** Deletes the leases lapsed more than `seconds` ago. */
+  purgeLapsed: async (db: Kysely<DB>, seconds: number): Promise<void> => {
+    await db.deleteFrom('jobLeases').where('expiresAt', '<', sql<Date>`now() - ${seconds}::int * interval '1 second'`).execute();
   },
 };

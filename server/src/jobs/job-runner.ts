@@ -103,8 +103,11 @@ export function createJobRunner(deps: {
       await work();
       return true;
     } finally {
-      // Not the job's failure: the lease lapses with the job's expiry if it cannot be let go now.
-      await release().catch((error: unknown) => deps.logger.warn({ err: error, key }, 'could not let a job lease go'));
+      // Not the job's failure: the lease lapses with the job's expiry if it cannot be let go now, and
+      // the jobs it put off are due by then anyway.
+      await release().catch((error: unknown) =>
+        deps.logger.warn({ err: error, key }, 'could not let a job lease go, or make the jobs it put off due'),
+      );
     }
   }
 

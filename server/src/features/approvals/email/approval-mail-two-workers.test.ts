@@ -33,21 +33,17 @@ describe('approval emails with two worker processes', () => {
     );
     onTestFinished(other.close);
     await app.container.jobs.enqueue('approvals.notify', { actionId });
-    // Put off: completed unrun, with a new job of the action to run after the retry delay.
+    // Put off: completed unrun, with a new job of the action to run once the first is done.
     await eventually('the second job put off', async () => {
       const jobs = await notifyJobs(actionId);
       return jobs[1]?.state === 'completed' && jobs[2]?.state === 'created' ? true : undefined;
     });
 
     sending.release();
-    await eventually(
-      'every job done',
-      async () => {
-        const jobs = await notifyJobs(actionId);
-        return (jobs.length === 3 && jobs.every((job) => job.state === 'completed')) || undefined;
-      },
-      25_000,
-    );
+    await eventually('every job done', async () => {
+      const jobs = await notifyJobs(actionId);
+      return (jobs.length === 3 && jobs.every((job) => job.state === 'completed')) || undefined;
+    });
     const sent = provider.sent.filter((email) => email.text?.includes(actionId));
     expect(sent.map((email) => email.to).sort()).toEqual([[org.admin.email], [second.email]].sort());
     const done = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
