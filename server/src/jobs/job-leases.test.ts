@@ -17,10 +17,25 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-/** A job runner of its own on the app's database (the app works no jobs), finding jobs by a quick poll. */
-async function startRunner() {
+/**
+ * A job runner of its own on the app's database (the app works no jobs), finding jobs by a quick poll;
+ * `beforeJobStatement` runs before each of pg-boss's statements is sent.
+ */
+async function startRunner(beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>) {
+  const { jobsOptions } = app.container.database;
+  const jobsDb = jobsOptions.db!;
   const runner = createJobRunner({
-    boss: app.container.database.jobsOptions,
+    boss: beforeJobStatement
+      ? {
+          ...jobsOptions,
+          db: {
+            executeSql: async (text, values) => {
+              await beforeJobStatement(text, values);
+              return jobsDb.executeSql(text, values);
+            },
+          },
+        }
+      : jobsOptions,
     db: app.container.db,
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(),
@@ -130,6 +145,80 @@ describe('job leases', () => {
     expect(overlaps).toEqual([]);
     // Both let go.
     expect(await leasesOf(held)).toEqual([]);
+  });
+
+  it('a job put off by a key let go before the put-off could say so on its lease runs at once, not once the lease could lapse', async () => {
+    const { db } = app.container;
+    const actionId = randomUUID();
+    const key = `approvals.slack-update:${actionId}`;
+    const holder = { jobId: randomUUID(), attempt: 0 };
+    await jobLeasesRepo.take(db, key, holder, 120);
+    // The holder lets go between the job's failed take and its mark on the lease: as the new job is sent.
+    let letGo = false;
+    const runner = await startRunner(async (text, values) => {
+      if (letGo || !/insert into/i.test(text) || !JSON.stringify(values ?? []).includes(key)) return;
+      letGo = true;
+      expect(await jobLeasesRepo.release(db, key, holder)).toBe(false);
+    });
+    onTestFinished(() => runner.stop());
+    const runs: string[] = [];
+    await runner.work({ 'approvals.slack-update': async (_payload, { jobId }) => void runs.push(jobId) });
+    const job = await runner.enqueue('approvals.slack-update', { actionId });
+    await eventually('the put-off job run', async () => (runs.length === 1 ? true : undefined));
+    const [first, copy] = await jobsOf(actionId);
+    expect(letGo).toBe(true);
+    expect(first).toMatchObject({ id: job, state: 'completed' });
+    expect(runs).toEqual([copy!.id]);
+  });
+
+  it("a put-off job that has run since and failed keeps its retry's time when the key is let go again", async () => {
+    const runner = await startRunner();
+    onTestFinished(() => runner.stop());
+    const actionId = randomUUID();
+    const gates = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
+    let runs = 0;
+    await runner.work(
+      {
+        'approvals.notify': async () => {
+          runs += 1;
+          if (runs === 1) await gates[0]!.promise;
+          if (runs === 2) throw new Error('the mail provider is down');
+          if (runs === 3) await gates[1]!.promise;
+        },
+      },
+      { concurrency: { 'approvals.notify': 2 } },
+    );
+    const notifyJobs = () => jobsOfAction(app.container.db, 'approvals.notify', actionId);
+    const putOffWhileHeld = async (gate: PromiseWithResolvers<void>) => {
+      const job = await runner.enqueue('approvals.notify', { actionId });
+      await eventually('the job put off', async () => ((await stateOf(job))?.state === 'completed' ? true : undefined));
+      gate.resolve();
+    };
+    // The first job holds the key; the second is put off, and its new job runs and fails once the first is done.
+    await runner.enqueue('approvals.notify', { actionId });
+    await eventually('the first job running', async () => (runs === 1 ? true : undefined));
+    await putOffWhileHeld(gates[0]!);
+    // Its retry backs off for an hour (as a later attempt's would), set as soon as it fails.
+    const copy = await eventually('the new job failed, waiting for its retry', async () => {
+      const { rows } = await sql<{ id: string }>`
+        update pgboss.job set start_after = now() + interval '1 hour'
+         where name = 'approvals.notify' and data->>'actionId' = ${actionId} and state = 'retry' returning id`.execute(
+        app.container.db,
+      );
+      return rows[0]?.id;
+    });
+    expect((await notifyJobs())[2]?.id).toBe(copy);
+    // A third job holds the key, a fourth is put off; the third's release makes the fourth's new job due, not the retry.
+    await runner.enqueue('approvals.notify', { actionId });
+    await eventually('the third job running', async () => (runs === 3 ? true : undefined));
+    await putOffWhileHeld(gates[1]!);
+    await eventually('the fourth new job run', async () => ((await notifyJobs())[5]?.state === 'completed' ? true : undefined));
+    const { rows } = await sql<{ state: string; inAnHour: boolean }>`
+      select state, start_after > now() + interval '50 minutes' as "inAnHour" from pgboss.job where id = ${copy}`.execute(
+      app.container.db,
+    );
+    expect(rows).toEqual([{ state: 'retry', inAnHour: true }]);
+    expect(runs).toBe(4);
   });
 
   it('a job handed back by a stopping process lets its lease go, so that its retry is not kept waiting', async () => {

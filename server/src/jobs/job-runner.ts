@@ -135,9 +135,18 @@ export function createJobRunner(deps: {
     );
   }
 
-  /** Makes the jobs put off by `key` due now (pg-boss updates waiting jobs by their singleton key), and wakes their workers. */
+  /**
+   * Makes the jobs put off by `key` due now, and wakes their workers: the new jobs of `putOff`, by their
+   * singleton key, while still unrun. One that has run since and failed waits for its retry's delay,
+   * which a release must not cut short (pg-boss's `update` moves every job not yet active, retries too).
+   * Its retention moves with it, as `update` does it.
+   */
   async function runPutOffJobs(name: QueueName, key: string): Promise<void> {
-    await boss.update(name, undefined, { singletonKey: key, match: 'all', startAfter: 0 });
+    await boss.getDb().executeSql(
+      `update ${schema}.job set start_after = ${schema}.job_now(), keep_until = ${schema}.job_now() + (keep_until - start_after)
+         where name = $1 and singleton_key = $2 and state = 'created' and start_after > ${schema}.job_now()`,
+      [name, key],
+    );
     wake(name);
   }
 
