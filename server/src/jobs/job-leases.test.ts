@@ -125,15 +125,15 @@ describe('job leases', () => {
     // Another key runs beside the held one; the same key's second job is put off, not run.
     await eventually('the other key run', async () => (runs.includes(free) ? true : undefined));
     // Put off: it completes unrun, and a new job of its payload waits, with every retry left (a put-off
-    // spends none: it is no failure), for the first to let the key go: it is not due before the first's
-    // lease could lapse (its holder dead), so it does not come back to look while the key is held.
+    // spends none: it is no failure), for the first to let the key go: it is due when the first's lease
+    // lapses (its holder dead), not before, so it does not come back to look while the key is held.
     await eventually('the second job put off', async () => ((await stateOf(second))?.state === 'completed' ? true : undefined));
     const [, , copy] = await jobsOf(held);
     expect(copy).toMatchObject({ state: 'created', retryCount: 0, retryLimit: 5, later: true });
-    const { rows: due } = await sql<{ afterLapse: boolean }>`
-      select start_after >= (select expires_at from job_leases where key = ${`approvals.slack-update:${held}`}) as "afterLapse"
+    const { rows: due } = await sql<{ atLapse: boolean }>`
+      select start_after = (select expires_at from job_leases where key = ${`approvals.slack-update:${held}`}) as "atLapse"
         from pgboss.job where id = ${copy!.id}`.execute(app.container.db);
-    expect(due).toEqual([{ afterLapse: true }]);
+    expect(due).toEqual([{ atLapse: true }]);
     expect(runs.filter((id) => id === held)).toHaveLength(1);
 
     // The first's release makes it due.
@@ -145,6 +145,26 @@ describe('job leases', () => {
     expect(overlaps).toEqual([]);
     // Both let go.
     expect(await leasesOf(held)).toEqual([]);
+  });
+
+  it('a job put off by a holder that died runs once its lease lapses, not one expiry after the put-off', async () => {
+    const { db } = app.container;
+    const actionId = randomUUID();
+    const runner = await startRunner();
+    onTestFinished(() => runner.stop());
+    const runs: string[] = [];
+    await runner.work({
+      'approvals.slack-update': async (payload, { jobId }) => {
+        if (payload.actionId === actionId) runs.push(jobId);
+      },
+    });
+    // The holder took the key and died: nobody lets it go, its lease lapses in 3 s.
+    await jobLeasesRepo.take(db, `approvals.slack-update:${actionId}`, { jobId: randomUUID(), attempt: 0 }, 3);
+    const job = await runner.enqueue('approvals.slack-update', { actionId });
+    await eventually('the put-off job run', async () => (runs.length === 1 ? true : undefined));
+    const [first, copy] = await jobsOf(actionId);
+    expect(first?.id).toBe(job);
+    expect(runs).toEqual([copy!.id]);
   });
 
   it('a job put off by a key let go before the put-off could say so on its lease runs at once, not once the lease could lapse', async () => {
@@ -162,7 +182,11 @@ describe('job leases', () => {
     });
     onTestFinished(() => runner.stop());
     const runs: string[] = [];
-    await runner.work({ 'approvals.slack-update': async (_payload, { jobId }) => void runs.push(jobId) });
+    await runner.work({
+      'approvals.slack-update': async (payload, { jobId }) => {
+        if (payload.actionId === actionId) runs.push(jobId);
+      },
+    });
     const job = await runner.enqueue('approvals.slack-update', { actionId });
     await eventually('the put-off job run', async () => (runs.length === 1 ? true : undefined));
     await eventually('the job put off', async () => ((await stateOf(job))?.state === 'completed' ? true : undefined));
@@ -180,7 +204,8 @@ describe('job leases', () => {
     let runs = 0;
     await runner.work(
       {
-        'approvals.notify': async () => {
+        'approvals.notify': async (payload) => {
+          if (payload.actionId !== actionId) return;
           runs += 1;
           if (runs === 1) await gates[0]!.promise;
           if (runs === 2) throw new Error('the mail provider is down');

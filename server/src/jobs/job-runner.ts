@@ -115,9 +115,11 @@ export function createJobRunner(deps: {
    * A job whose key another job holds runs again later as a new job, and this one completes. Failing
    * it to its retry instead spent one of its retries on every put-off: a job kept waiting long enough
    * died unrun. The new job is due when the holder lets the key go (marked on the lease, so that the
-   * release makes it due), at the latest when the holder's lease could lapse; coming back every few
-   * seconds to look cost a job row each time and up to those seconds of delay. Sent before this one
-   * completes: cut off between the two, both run, one at a time.
+   * release makes it due), at the latest when the holder's lease lapses (a holder that died); coming
+   * back every few seconds to look cost a job row each time and up to those seconds of delay. Sent
+   * before the mark (due one expiry on, no later than any lease could lapse, then brought forward to
+   * the marked lease's lapse), so that no order of the release and the mark loses the wake; sent
+   * before this one completes: cut off between the two, both run, one at a time.
    */
   async function putOff(name: QueueName, job: FetchedJob, key: string): Promise<void> {
     const options: QueueOptions & { expireInSeconds: number } = jobQueues[name].options;
@@ -128,10 +130,25 @@ export function createJobRunner(deps: {
     });
     // Let go between the failed take and now: nobody's release will make it due.
     if (!(await jobLeasesRepo.markWaitedOn(deps.db, key))) await runPutOffJobs(name, key);
+    else await dueWhenLapsing(name, copy, key);
     deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
     deps.logger.info(
       { queue: name, jobId: job.id, copy, key },
       'another job of the same key is running: this one runs again as a new job once that one is done',
+    );
+  }
+
+  /**
+   * Brings a put-off job's time forward to when `key`'s lease lapses, if that is sooner and the job is
+   * still unrun (a release may have made it due already, or taken the lease away).
+   */
+  async function dueWhenLapsing(name: QueueName, id: string | null, key: string): Promise<void> {
+    await boss.getDb().executeSql(
+      `update ${schema}.job job
+          set start_after = lease.expires_at, keep_until = lease.expires_at + (job.keep_until - job.start_after)
+         from job_leases lease
+        where job.name = $1 and job.id = $2 and job.state = 'created' and lease.key = $3 and job.start_after > lease.expires_at`,
+      [name, id, key],
     );
   }
 
