@@ -130,7 +130,7 @@ export function createJobRunner(deps: {
     });
     // Let go between the failed take and now: nobody's release will make it due.
     if (!(await jobLeasesRepo.markWaitedOn(deps.db, key))) await runPutOffJobs(name, key);
-    else await dueWhenLapsing(name, copy, key);
+    else await bringPutOffJobsForward(name, key, 'lapse');
     deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
     deps.logger.info(
       { queue: name, jobId: job.id, copy, key },
@@ -139,31 +139,25 @@ export function createJobRunner(deps: {
   }
 
   /**
-   * Brings a put-off job's time forward to when `key`'s lease lapses, if that is sooner and the job is
-   * still unrun (a release may have made it due already, or taken the lease away).
+   * Brings the jobs put off by `key` (the new jobs of `putOff`, by their singleton key) forward: to now,
+   * or to when the key's lease lapses, where that is sooner than their time. Only while still unrun: one
+   * that has run since and failed waits for its retry's delay, which must not be cut short (pg-boss's
+   * `update` moves every job not yet active, retries too). Their retention moves with them, as
+   * `update` does it. No lease (let go meanwhile): nothing moves towards its lapse.
    */
-  async function dueWhenLapsing(name: QueueName, id: string | null, key: string): Promise<void> {
+  async function bringPutOffJobsForward(name: QueueName, key: string, to: 'now' | 'lapse'): Promise<void> {
+    const due = to === 'now' ? `${schema}.job_now()` : 'lease.expires_at';
     await boss.getDb().executeSql(
-      `update ${schema}.job job
-          set start_after = lease.expires_at, keep_until = lease.expires_at + (job.keep_until - job.start_after)
-         from job_leases lease
-        where job.name = $1 and job.id = $2 and job.state = 'created' and lease.key = $3 and job.start_after > lease.expires_at`,
-      [name, id, key],
+      `update ${schema}.job job set start_after = ${due}, keep_until = ${due} + (job.keep_until - job.start_after)
+         from (select max(expires_at) as expires_at from job_leases where key = $2) lease
+        where job.name = $1 and job.singleton_key = $2 and job.state = 'created' and job.start_after > ${due}`,
+      [name, key],
     );
   }
 
-  /**
-   * Makes the jobs put off by `key` due now, and wakes their workers: the new jobs of `putOff`, by their
-   * singleton key, while still unrun. One that has run since and failed waits for its retry's delay,
-   * which a release must not cut short (pg-boss's `update` moves every job not yet active, retries too).
-   * Its retention moves with it, as `update` does it.
-   */
+  /** Makes the jobs put off by `key` due now, and wakes their workers. */
   async function runPutOffJobs(name: QueueName, key: string): Promise<void> {
-    await boss.getDb().executeSql(
-      `update ${schema}.job set start_after = ${schema}.job_now(), keep_until = ${schema}.job_now() + (keep_until - start_after)
-         where name = $1 and singleton_key = $2 and state = 'created' and start_after > ${schema}.job_now()`,
-      [name, key],
-    );
+    await bringPutOffJobsForward(name, key, 'now');
     wake(name);
   }
 
