@@ -51,6 +51,7 @@ describe('loadConfig', () => {
     expect(config.ingestWriteConcurrency).toBe(2);
     expect(config.email.batchWindowMs).toBe(250);
     expect(config.worker).toEqual({ niceness: 10, databasePoolSize: 3 });
+    expect(config.jobs).toEqual({ pollMs: 2000, heartbeatSeconds: 30 });
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), EMAIL_BATCH_WINDOW_MS: '0' }).email.batchWindowMs).toBe(0);
   });
 
@@ -63,6 +64,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WORKER_NICENESS: '-5' })).toThrow(/WORKER_NICENESS/);
     expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '-1' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
     expect(() => loadConfig({ WORKER_DATABASE_POOL_SIZE: '0' })).toThrow(/WORKER_DATABASE_POOL_SIZE/);
+    // pg-boss refuses a heartbeat under 10 s: at start-up, not when the first job is sent.
+    expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '5' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
+    expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '12.5' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
     expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '60000' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);

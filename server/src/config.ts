@@ -104,6 +104,8 @@ const envSchema = z.object({
   /** Experiment replays at once per worker, in slots of their own: live actions never wait for them. */
   EXPERIMENT_CONCURRENCY: positiveInt.max(100).default(4),
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
+  /** A running job's worker says it lives every half of this; silent this long (it died), the job goes to its retry. */
+  JOB_HEARTBEAT_SECONDS: z.coerce.number().int().min(10).max(3600).default(30),
   WORKER_NICENESS: z.coerce.number().int().min(0).max(19).default(10),
   /** A `worker`'s main pool: PostgreSQL runs its statements at full priority, so few at once leave cores to the serves. */
   WORKER_DATABASE_POOL_SIZE: positiveInt.max(500).default(3),
@@ -266,7 +268,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxRetries: e.MODEL_MAX_RETRIES,
       prices: e.MODEL_PRICES ?? (new Map() as ModelPrices),
     },
-    jobs: { pollMs: e.JOB_POLL_SECONDS * 1000 },
+    jobs: { pollMs: e.JOB_POLL_SECONDS * 1000, heartbeatSeconds: e.JOB_HEARTBEAT_SECONDS },
     actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },
     experiments: { concurrency: e.EXPERIMENT_CONCURRENCY },
     callbacks: {

@@ -50,7 +50,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
     }));
   const metrics = createMetrics();
   const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
-  const jobs = createJobRunner({ boss: database.jobsOptions, db: database.db, logger, metrics, bus, pollMs: config.jobs.pollMs });
+  const jobs = createJobRunner({ boss: database.jobsOptions, db: database.db, logger, metrics, bus, ...config.jobs });
   const shared: Shared = {
     config,
     database,

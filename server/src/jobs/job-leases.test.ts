@@ -1,15 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { jobsOfAction } from '../../test/helpers/jobs.ts';
+import { jobsOfAction, startJobRunner, type StartRunnerArgs } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
-import { createMetrics } from '../lib/metrics.ts';
-import { createProcessBus } from '../lib/process-bus.ts';
 import { jobLeaseHandlers } from './job-leases.jobs.ts';
 import { jobLeasesRepo } from './job-leases.repo.ts';
-import { createJobRunner } from './job-runner.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -17,34 +13,7 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-/**
- * A job runner of its own on the app's database (the app works no jobs), finding jobs by a quick poll;
- * `beforeJobStatement` runs before each of pg-boss's statements is sent.
- */
-async function startRunner(beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>) {
-  const { jobsOptions } = app.container.database;
-  const jobsDb = jobsOptions.db!;
-  const runner = createJobRunner({
-    boss: beforeJobStatement
-      ? {
-          ...jobsOptions,
-          db: {
-            executeSql: async (text, values) => {
-              await beforeJobStatement(text, values);
-              return jobsDb.executeSql(text, values);
-            },
-          },
-        }
-      : jobsOptions,
-    db: app.container.db,
-    logger: pino({ level: 'silent' }),
-    metrics: createMetrics(),
-    bus: createProcessBus({ logger: pino({ level: 'silent' }) }),
-    pollMs: 100,
-  });
-  await runner.start();
-  return runner;
-}
+const startRunner = (...args: StartRunnerArgs) => startJobRunner(app, ...args);
 
 const stateOf = async (id: string | null) =>
   (

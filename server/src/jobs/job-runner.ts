@@ -4,7 +4,7 @@ import type { DB } from '../db/schema.ts';
 import type { Logger } from 'pino';
 import { jobQueues, type JobHandlers, type JobMeta, type JobPayload, type QueueName } from './registry.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { createQueuePump, type FetchedJob, type QueuePump } from './queue-pump.ts';
+import { createQueuePump, type FetchedJob, type JobClaim, type QueuePump } from './queue-pump.ts';
 import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
 import { afterCommit } from '../db/after-commit.ts';
 import { jobLeasesRepo, type LeaseHolder } from './job-leases.repo.ts';
@@ -50,6 +50,11 @@ export function createJobRunner(deps: {
   bus: Pick<ProcessBus, 'signal' | 'subscribe'>;
   /** How often an idle worker looks for jobs nobody woke it for (scheduled retries, a lost wake-up). */
   pollMs: number;
+  /**
+   * How long a running job may go without its worker's heartbeat before pg-boss's monitor fails it to
+   * its retry (its worker died): at least 10 s (pg-boss's floor). Every job is sent with it.
+   */
+  heartbeatSeconds: number;
 }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
@@ -60,6 +65,10 @@ export function createJobRunner(deps: {
   let poller: NodeJS.Timeout | undefined;
   let polling = false;
   boss.on('error', (error) => deps.logger.error({ err: error }, 'job queue error'));
+  const optionsOf = (name: QueueName): QueueOptions & { expireInSeconds: number } => ({
+    ...jobQueues[name].options,
+    heartbeatSeconds: deps.heartbeatSeconds,
+  });
 
   /**
    * The fallback for jobs nobody woke a worker for (a retry or a delayed job come due, a lost wake-up):
@@ -122,7 +131,7 @@ export function createJobRunner(deps: {
    * before this one completes: cut off between the two, both run, one at a time.
    */
   async function putOff(name: QueueName, job: FetchedJob, key: string): Promise<void> {
-    const options: QueueOptions & { expireInSeconds: number } = jobQueues[name].options;
+    const options = optionsOf(name);
     const copy = await boss.send(name, job.data as object, {
       ...options,
       singletonKey: key,
@@ -164,8 +173,10 @@ export function createJobRunner(deps: {
   return {
     async start() {
       await boss.start();
-      for (const [name, queue] of Object.entries(jobQueues)) {
-        await boss.createQueue(name, queue.options);
+      for (const name of Object.keys(jobQueues) as QueueName[]) {
+        await boss.createQueue(name, optionsOf(name));
+        // A queue made by an earlier build keeps its options (createQueue makes no change): its scheduled jobs take them.
+        await boss.updateQueue(name, optionsOf(name));
         // Fill pg-boss's queue cache now. Otherwise the first send() inside one of our transactions
         // looks the queue up on pg-boss's own connection; on PGlite (one connection, one lock) that
         // waits for the lock the transaction holds, for ever.
@@ -184,12 +195,12 @@ export function createJobRunner(deps: {
         if (!handler) continue;
         const { payload: schema } = jobQueues[name];
         const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
-        const run = async (job: FetchedJob, onHandBack: JobMeta['onHandBack']) => {
+        const run = async (job: FetchedJob, { onHandBack, signal }: JobClaim) => {
           const started = performance.now();
           try {
             const payload = schema.parse(job.data);
             const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
-            const work = () => handler(payload, { jobId: job.id, retryCount: job.retryCount, onHandBack });
+            const work = () => handler(payload, { jobId: job.id, retryCount: job.retryCount, onHandBack, signal });
             const holder = { jobId: job.id, attempt: job.retryCount };
             if (!key) await work();
             else if (!(await holding(name, key, holder, onHandBack, work))) {
@@ -211,6 +222,7 @@ export function createJobRunner(deps: {
             boss,
             name,
             concurrency: options.concurrency?.[name] ?? 1,
+            heartbeatSeconds: deps.heartbeatSeconds,
             run,
             logger: deps.logger,
           }),
@@ -227,7 +239,7 @@ export function createJobRunner(deps: {
       if (!started) throw new Error('The job runner is not started');
       const data = jobQueues[queue].payload.parse(payload);
       const db: Db | undefined = options.trx ? fromKysely(options.trx) : undefined;
-      const id = await boss.send(queue, data, { ...jobQueues[queue].options, db, startAfter: options.startAfter });
+      const id = await boss.send(queue, data, { ...optionsOf(queue), db, startAfter: options.startAfter });
       // Workers fetch now instead of at their next poll, once the job is visible (a job for later: its poll).
       if (!options.trx) wake(queue);
       else if (!options.startAfter && !afterCommit(options.trx, () => wake(queue)))

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
 import { startTestBoss } from '../../test/helpers/test-boss.ts';
-import { createQueuePump, type FetchedJob } from './queue-pump.ts';
+import { createQueuePump, type FetchedJob, type JobClaim } from './queue-pump.ts';
 
 let boss: PgBoss;
 let close: () => Promise<void>;
@@ -21,12 +21,15 @@ function controlledHandler() {
   return {
     running,
     most: () => most,
-    run: (job: FetchedJob) =>
-      new Promise<void>((resolve, reject) => {
+    signals: new Map<string, AbortSignal>(),
+    run(job: FetchedJob, { signal }: JobClaim) {
+      this.signals.set((job.data as { key: string }).key, signal);
+      return new Promise<void>((resolve, reject) => {
         running.set((job.data as { key: string }).key, () => resolve());
         most = Math.max(most, running.size);
         if ((job.data as { fail?: boolean }).fail) reject(new Error('the handler failed'));
-      }).finally(() => running.delete((job.data as { key: string }).key)),
+      }).finally(() => running.delete((job.data as { key: string }).key));
+    },
     finish(key: string) {
       const resolve = running.get(key)!;
       running.delete(key);
@@ -43,7 +46,14 @@ describe('queue pump', () => {
     await boss.createQueue(name);
     const ids = await Promise.all(Array.from({ length: 7 }, (_, i) => boss.send(name, { key: `k${i}` })));
     const handler = controlledHandler();
-    const pump = createQueuePump({ boss, name, concurrency: 3, run: handler.run, logger });
+    const pump = createQueuePump({
+      boss,
+      name,
+      concurrency: 3,
+      heartbeatSeconds: 30,
+      run: (job, claim) => handler.run(job, claim),
+      logger,
+    });
     try {
       for (let finished = 0; finished < 7; finished++) {
         const key = await eventually('a running job', async () => handler.running.keys().next().value);
@@ -61,7 +71,14 @@ describe('queue pump', () => {
     const name = 'pump-wake';
     await boss.createQueue(name);
     const handler = controlledHandler();
-    const pump = createQueuePump({ boss, name, concurrency: 1, run: handler.run, logger });
+    const pump = createQueuePump({
+      boss,
+      name,
+      concurrency: 1,
+      heartbeatSeconds: 30,
+      run: (job, claim) => handler.run(job, claim),
+      logger,
+    });
     try {
       await boss.send(name, { key: 'first' });
       pump.wake();
@@ -85,7 +102,14 @@ describe('queue pump', () => {
     await boss.createQueue(name, { retryLimit: 1, retryDelay: 60 });
     const failing = await boss.send(name, { key: 'failing', fail: true });
     const handler = controlledHandler();
-    const pump = createQueuePump({ boss, name, concurrency: 2, run: handler.run, logger });
+    const pump = createQueuePump({
+      boss,
+      name,
+      concurrency: 2,
+      heartbeatSeconds: 30,
+      run: (job, claim) => handler.run(job, claim),
+      logger,
+    });
     await eventually('the failure recorded for a retry', async () =>
       (await state(name, failing!)) === 'retry' ? true : undefined,
     );
@@ -96,5 +120,41 @@ describe('queue pump', () => {
     expect(await state(name, slow!)).toBe('retry');
     const job = await boss.getJobById(name, slow!);
     expect(JSON.stringify(job?.output)).toContain('the worker stopped before the job finished');
+  });
+
+  it("keeps its running jobs' heartbeats fresh, and aborts the signal of a job whose claim is gone, not the others'", async () => {
+    const name = 'pump-heartbeats';
+    await boss.createQueue(name, { heartbeatSeconds: 10, retryLimit: 1, retryDelay: 60 });
+    const [lost, kept] = await Promise.all(['lost', 'kept'].map((key) => boss.send(name, { key })));
+    const handler = controlledHandler();
+    // Its heartbeat every 150 ms: the jobs were sent with pg-boss's shortest, 10 s.
+    const pump = createQueuePump({
+      boss,
+      name,
+      concurrency: 2,
+      heartbeatSeconds: 0.3,
+      run: (job, claim) => handler.run(job, claim),
+      logger,
+    });
+    try {
+      await eventually('both jobs running', async () => (handler.running.size === 2 ? true : undefined));
+      const startedOn = (await boss.getJobById(name, lost!))!.startedOn;
+      await eventually('a heartbeat after the fetch', async () =>
+        (await boss.getJobById(name, lost!))!.heartbeatOn! > startedOn ? true : undefined,
+      );
+      // Failed elsewhere (pg-boss's monitor, the job past its expiry): this attempt no longer has it.
+      await boss.fail(name, lost!, { message: 'job timed out' });
+      const signal = handler.signals.get('lost')!;
+      await eventually('the lost claim aborted', async () => (signal.aborted ? true : undefined));
+      expect(handler.signals.get('kept')!.aborted).toBe(false);
+      expect(await state(name, kept!)).toBe('active');
+      handler.finish('kept');
+      handler.finish('lost');
+      await eventually('the kept job completed', async () => ((await state(name, kept!)) === 'completed' ? true : undefined));
+      // The cut-off attempt's end completes nothing: the job waits for its retry.
+      expect(await state(name, lost!)).toBe('retry');
+    } finally {
+      await pump.stop(1000);
+    }
   });
 });

@@ -4,6 +4,21 @@ import { createSlotPump } from '../lib/slot-pump.ts';
 
 export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount'>;
 
+/** What a running job's attempt is handed besides the job (and its handler, in JobMeta). */
+export interface JobClaim {
+  /**
+   * Registers what to undo if this process stops before the job finishes and hands it back to be
+   * retried (a lease the job holds, so that its retry is not kept waiting): run, and awaited, before
+   * the job is handed back.
+   */
+  onHandBack(release: () => Promise<void>): void;
+  /**
+   * Aborted when this attempt no longer has the job (it ran past its expiry, or was failed elsewhere):
+   * its retry runs it, or will. Work with effects outside the database stops at it.
+   */
+  signal: AbortSignal;
+}
+
 /**
  * Works one queue in this process with up to `concurrency` jobs at once, on pg-boss's fetch,
  * complete and fail (so retries, backoff and expiry stay pg-boss's).
@@ -12,23 +27,33 @@ export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount'>;
  * fetches, and N workers racing over one queue's index cost more. The pump instead fetches as many
  * jobs as it has free slots, in one statement (lib/slot-pump.ts), and completes finished jobs together.
  * It fetches when woken: by a wake-up for its queue, or by the job runner's poll finding jobs due.
+ *
+ * Its running jobs' heartbeats are one `touch` every half `heartbeatSeconds`: the jobs are sent with
+ * that heartbeat, and pg-boss's monitor fails (to their retry) those whose heartbeat stopped, a
+ * process that died, long before their expiry. The touch is fenced to the attempts fetched, so a job
+ * it did not refresh is no longer this attempt's: its signal is aborted.
  */
 export function createQueuePump(deps: {
-  boss: Pick<PgBoss, 'fetch' | 'complete' | 'fail'>;
+  boss: Pick<PgBoss, 'fetch' | 'complete' | 'fail' | 'touch'>;
   name: string;
   concurrency: number;
-  /** Runs a job; `onHandBack` registers what to undo if the job is handed back unfinished (JobMeta). */
-  run: (job: FetchedJob, onHandBack: (release: () => Promise<void>) => void) => Promise<void>;
+  /** The heartbeat the queue's jobs are sent with (pg-boss's `heartbeatSeconds`). */
+  heartbeatSeconds: number;
+  run: (job: FetchedJob, claim: JobClaim) => Promise<void>;
   logger: Logger;
 }) {
   const { boss, name } = deps;
   const toComplete: FetchedJob[] = [];
   let completing: Promise<void> = Promise.resolve();
   const releases = new Map<FetchedJob, Array<() => Promise<void>>>();
+  const claims = new Map<FetchedJob, AbortController>();
 
   async function run(job: FetchedJob): Promise<void> {
+    const claim = new AbortController();
+    claims.set(job, claim);
     try {
-      await deps.run(job, (release) => releases.set(job, [...(releases.get(job) ?? []), release]));
+      const onHandBack = (release: () => Promise<void>) => releases.set(job, [...(releases.get(job) ?? []), release]);
+      await deps.run(job, { onHandBack, signal: claim.signal });
       toComplete.push(job);
       if (toComplete.length === 1) setImmediate(flushCompletions);
     } catch (error) {
@@ -42,8 +67,37 @@ export function createQueuePump(deps: {
       );
     } finally {
       releases.delete(job);
+      claims.delete(job);
     }
   }
+
+  async function heartbeat(): Promise<void> {
+    const held = [...claims].flatMap(([job, claim]) => (claim.signal.aborted ? [] : [job]));
+    if (held.length === 0) return;
+    let refreshed: Set<string>;
+    try {
+      // The ids it refreshed (pg-boss's types leave them out); without them it can tell nothing: none is given up.
+      const touched: { settled?: string[] } = await boss.touch(
+        name,
+        held.map(({ id, retryCount }) => ({ id, retryCount })),
+      );
+      refreshed = new Set(touched.settled ?? held.map((job) => job.id));
+    } catch (error) {
+      // Says nothing of the claims: none is given up.
+      deps.logger.warn({ err: error, queue: name }, "could not send the running jobs' heartbeat");
+      return;
+    }
+    for (const job of held)
+      if (!refreshed.has(job.id) && claims.has(job)) {
+        deps.logger.warn(
+          { queue: name, jobId: job.id },
+          "a running job's claim is gone (expired, or failed elsewhere): its retry runs it",
+        );
+        claims.get(job)?.abort(new Error(`job ${job.id} is no longer this attempt's to run`));
+      }
+  }
+  const heartbeats = setInterval(heartbeat, (deps.heartbeatSeconds * 1000) / 2);
+  heartbeats.unref();
 
   function flushCompletions(): void {
     const jobs = toComplete.splice(0);
@@ -81,6 +135,7 @@ export function createQueuePump(deps: {
             deps.logger.warn({ err: outcome.reason, queue: name }, 'could not release what a handed-back job held');
         await boss.fail(name, unfinished, { message: 'the worker stopped before the job finished' }).catch(() => {});
       }
+      clearInterval(heartbeats);
       flushCompletions();
       await completing;
     },

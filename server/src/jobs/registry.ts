@@ -1,5 +1,6 @@
 import type { QueueOptions } from 'pg-boss';
 import { z } from 'zod';
+import type { JobClaim } from './queue-pump.ts';
 
 /**
  * Every job queue with the shape of its payload. Enqueue and work go through these names only, so a
@@ -91,15 +92,10 @@ export type QueueName = keyof typeof jobQueues;
 export type JobPayload<Q extends QueueName> = z.infer<(typeof jobQueues)[Q]['payload']>;
 export type JobHandler<Q extends QueueName> = (payload: JobPayload<Q>, meta: JobMeta) => Promise<void>;
 
-export interface JobMeta {
+/** What a handler is told of its job besides its payload. */
+export interface JobMeta extends JobClaim {
   jobId: string;
   retryCount: number;
-  /**
-   * Registers what to undo if this process stops before the job finishes and hands it back to be
-   * retried (a lease the job holds, so that its retry is not kept waiting): run, and awaited, before
-   * the job is handed back.
-   */
-  onHandBack(release: () => Promise<void>): void;
 }
 /** A queue without a handler is not worked by this build (its jobs wait for the feature that works them). */
 export type JobHandlers = { [Q in QueueName]?: JobHandler<Q> };

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { databaseOnPglite, openDatabase, type Database } from '../../src/db/database.ts';
 import { createProcessBus } from '../../src/lib/process-bus.ts';
 import { createJobRunner } from '../../src/jobs/job-runner.ts';
+import { loadConfig } from '../../src/config.ts';
 import { createMetrics } from '../../src/lib/metrics.ts';
 
 /** A database name nobody else uses on the test server. */
@@ -22,7 +23,8 @@ async function prepare(database: Database): Promise<void> {
     logger,
     metrics: createMetrics(),
     bus: createProcessBus({ logger }),
-    pollMs: 2000,
+    // The queues' options as a server on its defaults makes them (its start updates them to its own).
+    ...loadConfig({}).jobs,
   });
   await jobs.start();
   await jobs.stop();

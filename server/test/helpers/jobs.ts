@@ -1,5 +1,11 @@
 import { type Kysely, sql } from 'kysely';
+import type { ConstructorOptions } from 'pg-boss';
+import pino from 'pino';
 import type { DB } from '../../src/db/schema.ts';
+import { createJobRunner } from '../../src/jobs/job-runner.ts';
+import { createMetrics } from '../../src/lib/metrics.ts';
+import { createProcessBus } from '../../src/lib/process-bus.ts';
+import type { TestApp } from './test-app.ts';
 
 /** The jobs of a queue whose payload names `actionId`, oldest first: where each stands in pg-boss. */
 export const jobsOfAction = async (db: Kysely<DB>, queue: string, actionId: string) =>
@@ -9,3 +15,37 @@ export const jobsOfAction = async (db: Kysely<DB>, queue: string, actionId: stri
         from pgboss.job where name = ${queue} and data->>'actionId' = ${actionId}
        order by created_on`.execute(db)
   ).rows;
+
+export type StartRunnerArgs = [
+  beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>,
+  bossOptions?: Partial<ConstructorOptions>,
+];
+
+/**
+ * A job runner of its own on the app's database (an app started without workers works no jobs),
+ * finding jobs by a quick poll, its jobs' heartbeat pg-boss's shortest (10 s); `beforeJobStatement`
+ * runs before each of pg-boss's statements is sent (a statement it throws at is not).
+ */
+export async function startJobRunner(app: TestApp, ...[beforeJobStatement, bossOptions = {}]: StartRunnerArgs) {
+  const { jobsOptions } = app.container.database;
+  const jobsDb = jobsOptions.db!;
+  const db = beforeJobStatement
+    ? {
+        executeSql: async (text: string, values?: unknown[]) => {
+          await beforeJobStatement(text, values);
+          return jobsDb.executeSql(text, values);
+        },
+      }
+    : jobsDb;
+  const runner = createJobRunner({
+    boss: { ...jobsOptions, db, ...bossOptions },
+    db: app.container.db,
+    logger: pino({ level: 'silent' }),
+    metrics: createMetrics(),
+    bus: createProcessBus({ logger: pino({ level: 'silent' }) }),
+    pollMs: 100,
+    heartbeatSeconds: 10,
+  });
+  await runner.start();
+  return runner;
+}

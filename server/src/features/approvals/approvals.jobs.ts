@@ -19,8 +19,10 @@ export function approvalsJobHandlers(deps: {
   return {
     'approvals.expire': ({ toolCallRowId }) => deps.approvals.expire(toolCallRowId),
     // Each channel the rule names is told on its own terms; a retry tells again only whom it has not told.
-    'approvals.notify': async ({ actionId }, { retryCount }) => {
-      await deps.notifier.notify(actionId);
+    // An attempt that lost its claim (cut off) stops between sends: its retry sends the rest, once.
+    'approvals.notify': async ({ actionId }, { retryCount, signal }) => {
+      await deps.notifier.notify(actionId, signal);
+      signal.throwIfAborted();
       const lastAttempt = retryCount >= (jobQueues['approvals.notify'].options.retryLimit ?? 0);
       await deps.slackNotifier.notify(actionId, { lastAttempt });
     },

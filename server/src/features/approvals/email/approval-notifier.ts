@@ -206,7 +206,8 @@ export function createApprovalNotifier(deps: {
   }
 
   return {
-    async notify(actionId: string): Promise<void> {
+    /** Stops before the next approver's email once `signal` aborts (the job's attempt lost its claim: its retry goes on). */
+    async notify(actionId: string, signal?: AbortSignal): Promise<void> {
       const action = await approvalMailRepo.actionToNotify(db, actionId);
       if (!action?.notify.includes('email')) return;
       const calls =
@@ -221,6 +222,7 @@ export function createApprovalNotifier(deps: {
       // Replies come back to the integration's From Email: it must be an inbox for the inbound path to take them.
       if (integration) await deps.mail.ensureInbox(action.orgId, integration.fromEmail, 'Approvals');
       for (const approver of approvers) {
+        signal?.throwIfAborted();
         const toldThem = told.filter((row) => row.userId === approver.id);
         const untold = (rows: Told) => calls.filter((call) => !rows.some((row) => row.toolCallId === call.id));
         // A notification still `sending` was cut off: its email may or may not have gone out.
