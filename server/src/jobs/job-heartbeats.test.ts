@@ -14,75 +14,124 @@ afterAll(async () => app?.close());
 
 const queue = 'approvals.slack-update';
 
+/**
+ * A runner whose process dies once it runs a job of `actionId`: from then on nothing of it reaches
+ * pg-boss's tables (its heartbeat neither), and it renews no lease. `end` lets the hung run go.
+ */
+async function startDyingRunner(actionId: string) {
+  let dead = false;
+  let end: () => void = () => {};
+  const runner = await startJobRunner(app, async () => {
+    if (dead) throw new Error('the process is gone');
+  });
+  await runner.work({
+    [queue]: (payload) => {
+      if (payload.actionId !== actionId) return Promise.resolve();
+      dead = true;
+      return new Promise<void>((resolve) => {
+        end = resolve;
+      });
+    },
+  });
+  return { runner, isDead: () => dead, end: () => end() };
+}
+
+interface Run {
+  actionId: string;
+  jobId: string;
+  retryCount: number;
+  at: number;
+  endedAt?: number;
+}
+
 describe('job heartbeats', () => {
-  it("a job whose worker died runs again once its heartbeat stops, long before its expiry; a live worker's long job is left to run", async () => {
+  it("a job whose worker died runs again once its heartbeat stops, long before its expiry; a live worker's long job keeps its key", async () => {
     const { expireInSeconds } = jobQueues[queue].options;
     const [orphaned, long] = [randomUUID(), randomUUID()];
-    let dead = false;
-    let endDeadRun: () => void = () => {};
-    // Once its job runs, nothing of this runner reaches pg-boss's tables any more: its process died.
-    const dying = await startJobRunner(app, async () => {
-      if (dead) throw new Error('the process is gone');
-    });
-    await dying.work({
-      [queue]: (payload) => {
-        if (payload.actionId !== orphaned) return Promise.resolve();
-        dead = true;
-        return new Promise<void>((resolve) => {
-          endDeadRun = resolve;
-        });
-      },
-    });
+    const dying = await startDyingRunner(orphaned);
     // The other process's pg-boss looks for stale heartbeats every second (its default: every minute).
     const alive = await startJobRunner(app, undefined, { monitorIntervalSeconds: 1, superviseIntervalSeconds: 1 });
-    const runs: Array<{ actionId: string; jobId: string; retryCount: number; at: number }> = [];
+    const runs: Run[] = [];
+    const runsOf = (actionId: string) => runs.filter((run) => run.actionId === actionId);
     try {
       const started = Date.now();
-      const job = await dying.enqueue(queue, { actionId: orphaned });
-      await eventually('the job running in the process that dies', async () => (dead ? true : undefined));
+      const job = await dying.runner.enqueue(queue, { actionId: orphaned });
+      await eventually('the job running in the process that dies', async () => (dying.isDead() ? true : undefined));
       await alive.work(
         {
           [queue]: async ({ actionId }, { jobId, retryCount }) => {
             if (actionId !== orphaned && actionId !== long) return;
-            const at = Date.now();
-            runs.push({ actionId, jobId, retryCount, at });
-            // Outlasts its heartbeat by 2 s and more: only its heartbeats keep pg-boss's monitor from failing it.
-            if (actionId === long)
+            const run: Run = { actionId, jobId, retryCount, at: Date.now() };
+            runs.push(run);
+            // The first outlasts its heartbeat by 2 s and more: only its heartbeats keep pg-boss's monitor
+            // from failing it, and renew its lease.
+            if (actionId === long && runsOf(long).length === 1)
               await eventually(
                 'the orphaned job run again, 12 s on',
-                () => (runs.length === 2 && Date.now() - at > 12_000 ? true : undefined),
+                () => (runsOf(orphaned).length > 0 && Date.now() - run.at > 12_000 ? true : undefined),
                 (expireInSeconds - 10) * 1000,
               );
+            run.endedAt = Date.now();
           },
         },
-        { concurrency: { [queue]: 2 } },
+        { concurrency: { [queue]: 3 } },
       );
       await alive.enqueue(queue, { actionId: long });
-      await eventually(
-        'the orphaned job run again',
-        () => runs.find((run) => run.actionId === orphaned),
-        (expireInSeconds - 10) * 1000,
-      );
-      const [longRun, retried] = runs;
+      await eventually('the long job running', () => (runsOf(long).length === 1 ? true : undefined));
+      // Put off while the long job holds its key.
+      await alive.enqueue(queue, { actionId: long });
+      await eventually('the orphaned job run again', () => runsOf(orphaned)[0], (expireInSeconds - 10) * 1000);
       // Its same job, at its next attempt (its dead attempt's lease no obstacle), once its heartbeat was 10 s stale.
+      const [retried] = runsOf(orphaned);
       expect(retried).toMatchObject({ jobId: job, retryCount: 1 });
       expect(retried!.at - started).toBeGreaterThan(10_000);
       expect(retried!.at - started).toBeLessThan(expireInSeconds * 1000);
-      await eventually('both jobs completed', async () => {
+      await eventually('every job completed', async () => {
         const jobs = [
           ...(await jobsOfAction(app.container.db, queue, orphaned)),
           ...(await jobsOfAction(app.container.db, queue, long)),
         ];
-        return jobs.every((row) => row.state === 'completed') ? jobs : undefined;
+        return jobs.length === 4 && jobs.every((row) => row.state === 'completed') ? jobs : undefined;
       });
-      // The live worker's job ran once, at its first attempt, for longer than its heartbeat.
-      expect(longRun).toMatchObject({ actionId: long, retryCount: 0 });
-      expect(runs).toHaveLength(2);
+      // The live worker's long job ran once, at its first attempt, for longer than its heartbeat (and its
+      // lease, renewed); the job put off by it ran after it, not once the lease's first heartbeat was past.
+      const [longRun, putOff] = runsOf(long);
+      expect(longRun).toMatchObject({ retryCount: 0 });
+      expect(putOff!.jobId).not.toBe(longRun!.jobId);
+      expect(putOff!.at).toBeGreaterThanOrEqual(longRun!.endedAt!);
+      expect(runs).toHaveLength(3);
     } finally {
-      endDeadRun();
-      await Promise.all([dying.stop(), alive.stop()]);
+      dying.end();
+      await Promise.all([dying.runner.stop(), alive.stop()]);
     }
   }, 120_000);
+
+  it("a job put off by a holder that died runs once the holder's lease goes a heartbeat unrenewed, not at the holder's expiry", async () => {
+    const { expireInSeconds } = jobQueues[queue].options;
+    const actionId = randomUUID();
+    const dying = await startDyingRunner(actionId);
+    const alive = await startJobRunner(app);
+    const runs: Run[] = [];
+    try {
+      const job = await dying.runner.enqueue(queue, { actionId });
+      await eventually('the job running in the process that dies', async () => (dying.isDead() ? true : undefined));
+      const heldFrom = Date.now();
+      // Its own retry is a minute and more away (pg-boss's monitor, every minute); the job put off by it is not.
+      await alive.work({
+        [queue]: async (payload, { jobId, retryCount }) => {
+          if (payload.actionId === actionId) runs.push({ actionId, jobId, retryCount, at: Date.now() });
+        },
+      });
+      await alive.enqueue(queue, { actionId });
+      const [putOff] = await eventually('the put-off job run', () => (runs.length > 0 ? runs : undefined), 30_000);
+      expect(putOff!.jobId).not.toBe(job);
+      expect(putOff!.at - heldFrom).toBeLessThan((expireInSeconds * 1000) / 4);
+      expect((await jobsOfAction(app.container.db, queue, actionId))[0]).toMatchObject({ id: job, state: 'active' });
+    } finally {
+      dying.end();
+      await Promise.all([dying.runner.stop(), alive.stop()]);
+    }
+  }, 60_000);
 
   it("a running job's signal aborts once its attempt no longer has the job (failed elsewhere, as past its expiry); its retry runs it", async () => {
     const actionId = randomUUID();

@@ -10,10 +10,11 @@ export interface LeaseHolder {
 /** The leases by which two jobs of one queue and key never run at once, in any process (migrations 0034 and 0035). */
 export const jobLeasesRepo = {
   /**
-   * Takes `key` for this attempt of a job, for `seconds` (its expiry: past it, pg-boss tries the job
-   * again). True when taken: nobody held it, its holder's lease lapsed, or the holder was an earlier
-   * attempt of this job (cut off). Two jobs taking it at once: the row's lock makes one wait for the
-   * other's statement, and only one is answered. A lease taken over keeps the jobs it put off.
+   * Takes `key` for this attempt of a job, for `seconds` (the jobs' heartbeat, which renews it while
+   * the attempt still has its job: jobs/one-at-a-time.ts). True when taken: nobody held it, its
+   * holder's lease lapsed, or the holder was an earlier attempt of this job (cut off). Two jobs taking
+   * it at once: the row's lock makes one wait for the other's statement, and only one is answered. A
+   * lease taken over keeps the jobs it put off.
    */
   take: async (db: Kysely<DB>, key: string, holder: LeaseHolder, seconds: number): Promise<boolean> => {
     const expiresAt = sql<Date>`now() + ${seconds}::int * interval '1 second'`;

@@ -7,7 +7,7 @@ import type { Metrics } from '../lib/metrics.ts';
 import { createQueuePump, type FetchedJob, type JobClaim, type QueuePump } from './queue-pump.ts';
 import { jobsTopic, type ProcessBus } from '../lib/process-bus.ts';
 import { afterCommit } from '../db/after-commit.ts';
-import { jobLeasesRepo, type LeaseHolder } from './job-leases.repo.ts';
+import { createOneAtATime } from './one-at-a-time.ts';
 
 export interface JobRunner {
   start(): Promise<void>;
@@ -69,6 +69,7 @@ export function createJobRunner(deps: {
     ...jobQueues[name].options,
     heartbeatSeconds: deps.heartbeatSeconds,
   });
+  const oneAtATime = createOneAtATime({ ...deps, boss, schema, optionsOf, wake });
 
   /**
    * The fallback for jobs nobody woke a worker for (a retry or a delayed job come due, a lost wake-up):
@@ -90,84 +91,6 @@ export function createJobRunner(deps: {
     } finally {
       polling = false;
     }
-  }
-
-  /**
-   * Runs `work` holding `key` (jobs/job-leases.repo.ts), and says so; false, without running it, when
-   * another job holds the key. Let go when the work ends, or when this process hands the job back unfinished.
-   */
-  async function holding(
-    name: QueueName,
-    key: string,
-    holder: LeaseHolder,
-    onHandBack: JobMeta['onHandBack'],
-    work: () => Promise<void>,
-  ): Promise<boolean> {
-    if (!(await jobLeasesRepo.take(deps.db, key, holder, jobQueues[name].options.expireInSeconds))) return false;
-    const release = async () => {
-      if (await jobLeasesRepo.release(deps.db, key, holder)) await runPutOffJobs(name, key);
-    };
-    onHandBack(release);
-    try {
-      await work();
-      return true;
-    } finally {
-      // Not the job's failure: the lease lapses with the job's expiry if it cannot be let go now, and
-      // the jobs it put off are due by then anyway.
-      await release().catch((error: unknown) =>
-        deps.logger.warn({ err: error, key }, 'could not let a job lease go, or make the jobs it put off due'),
-      );
-    }
-  }
-
-  /**
-   * A job whose key another job holds runs again later as a new job, and this one completes. Failing
-   * it to its retry instead spent one of its retries on every put-off: a job kept waiting long enough
-   * died unrun. The new job is due when the holder lets the key go (marked on the lease, so that the
-   * release makes it due), at the latest when the holder's lease lapses (a holder that died); coming
-   * back every few seconds to look cost a job row each time and up to those seconds of delay. Sent
-   * before the mark (due one expiry on, no later than any lease could lapse, then brought forward to
-   * the marked lease's lapse), so that no order of the release and the mark loses the wake; sent
-   * before this one completes: cut off between the two, both run, one at a time.
-   */
-  async function putOff(name: QueueName, job: FetchedJob, key: string): Promise<void> {
-    const options = optionsOf(name);
-    const copy = await boss.send(name, job.data as object, {
-      ...options,
-      singletonKey: key,
-      startAfter: options.expireInSeconds,
-    });
-    // Let go between the failed take and now: nobody's release will make it due.
-    if (!(await jobLeasesRepo.markWaitedOn(deps.db, key))) await runPutOffJobs(name, key);
-    else await bringPutOffJobsForward(name, key, 'lapse');
-    deps.metrics.jobs.inc({ queue: name, outcome: 'deferred' });
-    deps.logger.info(
-      { queue: name, jobId: job.id, copy, key },
-      'another job of the same key is running: this one runs again as a new job once that one is done',
-    );
-  }
-
-  /**
-   * Brings the jobs put off by `key` (the new jobs of `putOff`, by their singleton key) forward: to now,
-   * or to when the key's lease lapses, where that is sooner than their time. Only while still unrun: one
-   * that has run since and failed waits for its retry's delay, which must not be cut short (pg-boss's
-   * `update` moves every job not yet active, retries too). Their retention moves with them, as
-   * `update` does it. No lease (let go meanwhile): nothing moves towards its lapse.
-   */
-  async function bringPutOffJobsForward(name: QueueName, key: string, to: 'now' | 'lapse'): Promise<void> {
-    const due = to === 'now' ? `${schema}.job_now()` : 'lease.expires_at';
-    await boss.getDb().executeSql(
-      `update ${schema}.job job set start_after = ${due}, keep_until = ${due} + (job.keep_until - job.start_after)
-         from (select max(expires_at) as expires_at from job_leases where key = $2) lease
-        where job.name = $1 and job.singleton_key = $2 and job.state = 'created' and job.start_after > ${due}`,
-      [name, key],
-    );
-  }
-
-  /** Makes the jobs put off by `key` due now, and wakes their workers. */
-  async function runPutOffJobs(name: QueueName, key: string): Promise<void> {
-    await bringPutOffJobsForward(name, key, 'now');
-    wake(name);
   }
 
   return {
@@ -195,16 +118,16 @@ export function createJobRunner(deps: {
         if (!handler) continue;
         const { payload: schema } = jobQueues[name];
         const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
-        const run = async (job: FetchedJob, { onHandBack, signal }: JobClaim) => {
+        const run = async (job: FetchedJob, claim: JobClaim) => {
           const started = performance.now();
           try {
             const payload = schema.parse(job.data);
             const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
-            const work = () => handler(payload, { jobId: job.id, retryCount: job.retryCount, onHandBack, signal });
+            const work = () => handler(payload, { ...claim, jobId: job.id, retryCount: job.retryCount });
             const holder = { jobId: job.id, attempt: job.retryCount };
             if (!key) await work();
-            else if (!(await holding(name, key, holder, onHandBack, work))) {
-              await putOff(name, job, key);
+            else if (!(await oneAtATime.holding(name, key, holder, claim, work))) {
+              await oneAtATime.putOff(name, job, key);
               return;
             }
             deps.metrics.jobs.inc({ queue: name, outcome: 'completed' });
@@ -224,6 +147,7 @@ export function createJobRunner(deps: {
             concurrency: options.concurrency?.[name] ?? 1,
             heartbeatSeconds: deps.heartbeatSeconds,
             run,
+            onHeartbeat: (jobs) => oneAtATime.renew(name, jobs),
             logger: deps.logger,
           }),
         );

@@ -40,6 +40,8 @@ export function createQueuePump(deps: {
   /** The heartbeat the queue's jobs are sent with (pg-boss's `heartbeatSeconds`). */
   heartbeatSeconds: number;
   run: (job: FetchedJob, claim: JobClaim) => Promise<void>;
+  /** After a heartbeat, with the running jobs it found still this process's (leases they hold are renewed). */
+  onHeartbeat?: (jobs: FetchedJob[]) => Promise<void>;
   logger: Logger;
 }) {
   const { boss, name } = deps;
@@ -87,6 +89,9 @@ export function createQueuePump(deps: {
       deps.logger.warn({ err: error, queue: name }, "could not send the running jobs' heartbeat");
       return;
     }
+    await deps
+      .onHeartbeat?.(held.filter((job) => refreshed.has(job.id)))
+      .catch((error: unknown) => deps.logger.warn({ err: error, queue: name }, 'could not renew what running jobs hold'));
     for (const job of held)
       if (!refreshed.has(job.id) && claims.has(job)) {
         deps.logger.warn(

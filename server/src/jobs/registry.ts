@@ -80,7 +80,7 @@ export const jobQueues = {
   string,
   {
     payload: z.ZodType;
-    /** pg-boss's options for the queue; its expiry is what a job's lease lasts. */
+    /** pg-boss's options for the queue (every job is also sent with the deployment's heartbeat: job-runner.ts). */
     options: QueueOptions & { expireInSeconds: number };
     cron?: string;
     /** A field of the payload: jobs of the queue with the same value never run at once, in any process (job-leases.repo.ts). */
