@@ -26,7 +26,7 @@ export function approvalsJobHandlers(deps: {
       const lastAttempt = retryCount >= (jobQueues['approvals.notify'].options.retryLimit ?? 0);
       await deps.slackNotifier.notify(actionId, { lastAttempt });
     },
-    'approvals.slack-update': ({ actionId }) => deps.slackNotifier.refresh(actionId),
+    'approvals.slack-update': ({ actionId }, { signal }) => deps.slackNotifier.refresh(actionId, signal),
     'approvals.reply': ({ messageRowId }) => deps.replies.handle(messageRowId),
   };
 }

@@ -238,8 +238,11 @@ export function createSlackNotifier(deps: {
       deps.metrics.approvalNotifications.inc({ channel: 'slack', outcome: 'not_sent' }, due.length);
     },
 
-    /** Rebuilds the action's Slack messages from the record: decided calls say by whom and how, and lose their buttons. */
-    async refresh(actionId: string): Promise<void> {
+    /**
+     * Rebuilds the action's Slack messages from the record: decided calls say by whom and how, and lose
+     * their buttons. Stops before the next message once `signal` aborts (the job's retry rebuilds them).
+     */
+    async refresh(actionId: string, signal?: AbortSignal): Promise<void> {
       const action = await approvalMailRepo.actionToNotify(db, actionId);
       if (!action) return;
       const slack = await deps.slackOf(action.orgId);
@@ -247,6 +250,7 @@ export function createSlackNotifier(deps: {
       if (!slack || calls.length === 0) return;
       const approvers = await approverNames(slack, action);
       for (const ts of new Set(calls.map((call) => call.slackTs!))) {
+        signal?.throwIfAborted();
         const inMessage = calls.filter((call) => call.slackTs === ts);
         const message = await messageOf(action, inMessage, approvers);
         // With its metadata again: whether Slack keeps what an update leaves out is not promised.
