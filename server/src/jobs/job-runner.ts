@@ -69,7 +69,8 @@ export function createJobRunner(deps: {
     ...jobQueues[name].options,
     heartbeatSeconds: deps.heartbeatSeconds,
   });
-  const oneAtATime = createOneAtATime({ ...deps, boss, schema, optionsOf, wake });
+  const { db, logger, metrics, heartbeatSeconds } = deps;
+  const oneAtATime = createOneAtATime({ boss, schema, db, logger, metrics, heartbeatSeconds, optionsOf, wake });
 
   /**
    * The fallback for jobs nobody woke a worker for (a retry or a delayed job come due, a lost wake-up):
