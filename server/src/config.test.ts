@@ -67,6 +67,8 @@ describe('loadConfig', () => {
     // pg-boss refuses a heartbeat under 10 s: at start-up, not when the first job is sent.
     expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '5' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
     expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '12.5' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
+    expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '3601' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
+    expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: 'thirty' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
     expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '60000' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
@@ -167,4 +168,22 @@ describe('job heartbeats', () => {
       (await jobsOfAction(app.container.db, queue, actionId))[0]?.state === 'completed' ? true : undefined,
     );
   }, 60_000);
+
+  it('a start sets the heartbeat on a queue an earlier build made without it, and writes nothing where the options match', async () => {
+    const { db } = app.container;
+    const queueRow = async () =>
+      (
+        await sql<{ heartbeatSeconds: number | null; updatedOn: Date }>`
+          select heartbeat_seconds as "heartbeatSeconds", updated_on as "updatedOn" from pgboss.queue
+           where name = 'auth.purge-expired'`.execute(db)
+      ).rows[0]!;
+    await sql`update pgboss.queue set heartbeat_seconds = null where name = 'auth.purge-expired'`.execute(db);
+    const first = await startJobRunner(app);
+    await first.stop();
+    const updated = await queueRow();
+    expect(updated.heartbeatSeconds).toBe(10);
+    const second = await startJobRunner(app);
+    await second.stop();
+    expect(await queueRow()).toEqual(updated);
+  });
 });

@@ -97,10 +97,14 @@ export function createJobRunner(deps: {
   return {
     async start() {
       await boss.start();
+      const stored = new Map((await boss.getQueues()).map((queue) => [queue.name, { ...queue } as Record<string, unknown>]));
       for (const name of Object.keys(jobQueues) as QueueName[]) {
-        await boss.createQueue(name, optionsOf(name));
-        // A queue made by an earlier build keeps its options (createQueue makes no change): its scheduled jobs take them.
-        await boss.updateQueue(name, optionsOf(name));
+        const options = optionsOf(name);
+        const queue = stored.get(name);
+        if (!queue) await boss.createQueue(name, options);
+        // A queue made by an earlier build keeps its options (createQueue changes none), and its scheduled
+        // jobs take them: updated where they differ, so that a start writes nothing when none do.
+        else if (Object.entries(options).some(([field, value]) => queue[field] !== value)) await boss.updateQueue(name, options);
         // Fill pg-boss's queue cache now. Otherwise the first send() inside one of our transactions
         // looks the queue up on pg-boss's own connection; on PGlite (one connection, one lock) that
         // waits for the lock the transaction holds, for ever.

@@ -92,14 +92,15 @@ export function createQueuePump(deps: {
     await deps
       .onHeartbeat?.(held.filter((job) => refreshed.has(job.id)))
       .catch((error: unknown) => deps.logger.warn({ err: error, queue: name }, 'could not renew what running jobs hold'));
-    for (const job of held)
-      if (!refreshed.has(job.id) && claims.has(job)) {
-        deps.logger.warn(
-          { queue: name, jobId: job.id },
-          "a running job's claim is gone (expired, or failed elsewhere): its retry runs it",
-        );
-        claims.get(job)?.abort(new Error(`job ${job.id} is no longer this attempt's to run`));
-      }
+    for (const job of held) {
+      const claim = claims.get(job); // gone: the job ended meanwhile
+      if (refreshed.has(job.id) || !claim) continue;
+      deps.logger.warn(
+        { queue: name, jobId: job.id },
+        "a running job's claim is gone (expired, or failed elsewhere): its retry runs it",
+      );
+      claim.abort(new Error(`job ${job.id} is no longer this attempt's to run`));
+    }
   }
   const heartbeats = setInterval(heartbeat, (deps.heartbeatSeconds * 1000) / 2);
   heartbeats.unref();
