@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { jobsOfAction, startJobRunner } from '../../test/helpers/jobs.ts';
+import { failElsewhere, jobsOfAction, startJobRunner } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { jobQueues } from './registry.ts';
 
@@ -153,15 +152,7 @@ describe('job heartbeats', () => {
     });
     const job = await runner.enqueue(queue, { actionId });
     await eventually('the job running', () => (attempts.length === 1 ? true : undefined));
-    // Another process's pg-boss fails it, as its monitor fails a job past its expiry.
-    const other = new PgBoss({ ...app.container.database.jobsOptions, supervise: false, schedule: false });
-    other.on('error', () => {});
-    await other.start();
-    try {
-      await other.fail(queue, job!, { message: 'job timed out' });
-    } finally {
-      await other.stop({ graceful: false, close: false });
-    }
+    await failElsewhere(app, queue, job!);
     await eventually('the retry run', () => (attempts.length === 2 ? true : undefined));
     expect(attempts).toEqual([{ retryCount: 0, aborted: expect.stringContaining('no longer this attempt') }, { retryCount: 1 }]);
     await eventually('the job completed', async () =>

@@ -126,7 +126,8 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     };
   };
   /** Answers held back until released: a test kills the server while it waits for them. */
-  const holds: Array<{ kind: 'send' | 'fetch-received'; answer: AnswerHold }> = [];
+  /** `failWith`: the status the held answer is, once released (a provider that sent, then answered 5xx). */
+  const holds: Array<{ kind: 'send' | 'fetch-received'; answer: AnswerHold; failWith?: number }> = [];
   let downloadFailures = 0;
   let unknownMessageIds = 0;
   const holdIf = async (kind: 'send' | 'fetch-received') => {
@@ -134,6 +135,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     if (!hold) return;
     holds.splice(holds.indexOf(hold), 1);
     await hold.answer.hold();
+    return hold.failWith;
   };
   const server = await startLoopbackServer(async (request, response, body) => {
     // A signed download URL: no API key, as the provider's storage links.
@@ -268,7 +270,8 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       waiters.delete(recipient);
     }
     // Sent, but the answer may be held: the sender cannot know that it was sent.
-    await holdIf('send');
+    const failWith = await holdIf('send');
+    if (failWith) return refuse(response, failWith, 'application_error', 'An unexpected error occurred');
     if (!response.destroyed) sendJson(response, 200, { id });
   });
   return {
@@ -344,8 +347,16 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
      */
     holdNext(kind: 'send' | 'fetch-received') {
       const answer = answerHold();
-      holds.push({ kind, answer });
-      return answer.control;
+      const hold: (typeof holds)[number] = { kind, answer };
+      holds.push(hold);
+      return {
+        ...answer.control,
+        /** Releases the held answer as a failure of `status` instead. */
+        releaseFailing: (status: number) => {
+          hold.failWith = status;
+          answer.control.release();
+        },
+      };
     },
     /** Another API key of the account, with its domains (or a sending-only key). */
     addKey(key: string, account: { restricted?: boolean; domains?: FakeDomain[] } = {}) {

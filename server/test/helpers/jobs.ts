@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { ConstructorOptions } from 'pg-boss';
+import { type ConstructorOptions, PgBoss } from 'pg-boss';
 import pino from 'pino';
 import type { DB } from '../../src/db/schema.ts';
 import { createJobRunner } from '../../src/jobs/job-runner.ts';
@@ -48,4 +48,19 @@ export async function startJobRunner(app: TestApp, ...[beforeJobStatement, bossO
   });
   await runner.start();
   return runner;
+}
+
+/**
+ * Fails a job's current attempt from another pg-boss, as its monitor fails a job past its expiry or
+ * whose heartbeat went stale in another process: the attempt running it no longer has it.
+ */
+export async function failElsewhere(app: TestApp, queue: string, jobId: string): Promise<void> {
+  const other = new PgBoss({ ...app.container.database.jobsOptions, supervise: false, schedule: false });
+  other.on('error', () => {});
+  await other.start();
+  try {
+    await other.fail(queue, jobId, { message: 'job timed out' });
+  } finally {
+    await other.stop({ graceful: false, close: false });
+  }
 }

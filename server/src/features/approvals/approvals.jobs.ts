@@ -19,12 +19,17 @@ export function approvalsJobHandlers(deps: {
   return {
     'approvals.expire': ({ toolCallRowId }) => deps.approvals.expire(toolCallRowId),
     // Each channel the rule names is told on its own terms; a retry tells again only whom it has not told.
-    // An attempt that lost its claim (cut off) stops between sends: its retry sends the rest, once.
+    // An attempt that lost its claim (cut off) stops between sends: its retry sends the rest, once. An
+    // email the provider did not take (down, busy) is the retry's too, after Slack is told.
     'approvals.notify': async ({ actionId }, { retryCount, signal }) => {
-      await deps.notifier.notify(actionId, signal);
-      signal.throwIfAborted();
       const lastAttempt = retryCount >= (jobQueues['approvals.notify'].options.retryLimit ?? 0);
+      const emailFailure = await deps.notifier.notify(actionId, { signal, lastAttempt }).then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
+      signal.throwIfAborted();
       await deps.slackNotifier.notify(actionId, { lastAttempt });
+      if (emailFailure) throw emailFailure.error;
     },
     'approvals.slack-update': ({ actionId }, { signal }) => deps.slackNotifier.refresh(actionId, signal),
     'approvals.reply': ({ messageRowId }) => deps.replies.handle(messageRowId),

@@ -57,10 +57,6 @@ export function authenticationOf(value: unknown): Record<string, string> | null 
   return Object.keys(kept).length > 0 ? kept : null;
 }
 
-/** Worth another try later (the provider is down or busy), rather than a final answer. */
-export const isTransient = (error: unknown) =>
-  error instanceof MailProviderError && (error.status === 0 || error.status === 429 || error.status >= 500);
-
 const MAX_TEXT_CHARS = 1024 * 1024;
 const strings = (value: unknown) => (Array.isArray(value) ? value.filter((item) => typeof item === 'string').slice(0, 100) : []);
 
@@ -122,7 +118,7 @@ export async function fetchReceivedEmail(
         });
         attachments.push({ ...base, content, sizeBytes: content.length, status: 'stored', error: null });
       } catch (error) {
-        if (isTransient(error) && !lastAttempt) throw error;
+        if (error instanceof MailProviderError && error.transient && !lastAttempt) throw error;
         const skipped = error instanceof AttachmentTooLargeError;
         attachments.push({
           ...base,

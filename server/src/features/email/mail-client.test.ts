@@ -77,7 +77,18 @@ describe('mail provider client', () => {
     expect(down).toBeInstanceOf(MailProviderError);
     expect(down).toMatchObject({ status: 503 });
     const unreachable = createMailClient({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1_000, retries: 0 });
-    await expect(unreachable('re_full_key').listDomains()).rejects.toMatchObject({ status: 0, providerName: 'unreachable' });
+    const noAnswer = await unreachable('re_full_key')
+      .listDomains()
+      .catch((error: unknown) => error);
+    expect(noAnswer).toMatchObject({ status: 0, providerName: 'unreachable' });
+    // Worth another try later: down, unreachable, or the same send in flight; a refusal is final.
+    const refused = await client('re_wrong')
+      .listDomains()
+      .catch((error: MailProviderError) => error);
+    expect([down, noAnswer, refused].map((error) => (error as MailProviderError).transient)).toEqual([true, true, false]);
+    expect(new MailProviderError(409, 'concurrent_idempotent_requests', 'in flight').transient).toBe(true);
+    expect(new MailProviderError(409, 'invalid_idempotent_request', 'another body').transient).toBe(false);
+    expect(new MailProviderError(429, 'rate_limit_exceeded', 'slow down').transient).toBe(true);
   });
 
   it("refuses an API answer that redirects or is not JSON as the provider's answer; one that breaks off is retried, then unreachable", async () => {

@@ -97,13 +97,23 @@ export class MailProviderError extends Error {
     this.status = status;
     this.providerName = providerName;
   }
+
+  /**
+   * Worth another try later rather than a final answer: the provider unreachable (no answer, which
+   * may still have been a send), busy (429, 5xx), or the same send in flight under its idempotency
+   * key (409 `concurrent_idempotent_requests`).
+   */
+  get transient(): boolean {
+    return this.status === 0 || isBusy(this.status) || this.providerName === 'concurrent_idempotent_requests';
+  }
 }
 
 const USER_AGENT = 'agent-platform/0.1 (+https://github.com/agent-platform)';
 /** A retry-after longer than this is not waited for: the caller's job retries later instead. */
 const MAX_RETRY_AFTER_MS = 10_000;
 
-const isTransient = (status: number) => status === 429 || status >= 500;
+/** The provider busy: worth a retry. */
+const isBusy = (status: number) => status === 429 || status >= 500;
 
 function retryAfterMs(value: string | null, now: number): number | undefined {
   if (!value) return undefined;
@@ -184,7 +194,7 @@ export function createMailClient(options: MailClientOptions) {
       }
       // A redirect is the provider's answer too (its API does not redirect): refused as one, not followed.
       if (status >= 200 && status < 300) return answerOf<T>(status, text);
-      if (isTransient(status) && attempt < options.retries) {
+      if (isBusy(status) && attempt < options.retries) {
         const wait = retryAfterMs(retryAfter, now()) ?? backoffMs(attempt + 1);
         if (wait <= MAX_RETRY_AFTER_MS) {
           await sleep(wait);

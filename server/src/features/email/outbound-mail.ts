@@ -22,7 +22,8 @@ export interface DeliveryExtras {
  * Sends an outbound message stored beforehand (status `sending`) with the org's integration, with its
  * threading headers and our tags (delivery events find it by them), then records the provider's id
  * and the Message-ID the provider gave it (asked now, or by a job if it does not know it yet). A
- * refusal marks the message failed and is thrown as the provider's MailProviderError.
+ * refusal marks the message failed and is thrown as the provider's MailProviderError; with
+ * `keepSendingIfTransient`, a failure worth another try leaves it `sending`, for a later attempt.
  */
 export function createOutboundMail(deps: {
   db: Kysely<DB>;
@@ -36,6 +37,7 @@ export function createOutboundMail(deps: {
     message: EmailMessageRow,
     idempotencyKey: string,
     extras: DeliveryExtras = {},
+    options: { keepSendingIfTransient?: boolean } = {},
   ): Promise<EmailMessageRow> {
     const headers: Record<string, string> = { 'Message-ID': `<${message.messageId}>`, ...extras.headers };
     if (message.inReplyTo) headers['In-Reply-To'] = `<${message.inReplyTo}>`;
@@ -61,7 +63,7 @@ export function createOutboundMail(deps: {
         idempotencyKey,
       ));
     } catch (error) {
-      if (error instanceof MailProviderError)
+      if (error instanceof MailProviderError && !(options.keepSendingIfTransient && error.transient))
         await outboundRepo.markFailed(deps.db, message.id, `The provider refused it: ${error.message}`);
       throw error;
     }

@@ -151,8 +151,9 @@ export const outboundRepo = {
           .where('id', 'in', ids)
           .execute(),
 
+  /** Refused while `sending`: one that another send of it (the same idempotency key) got sent stays sent. */
   markFailed: (db: Kysely<DB>, id: string, detail: string) =>
-    db.updateTable('emailMessages').set(failedWith(detail)).where('id', '=', id).execute(),
+    db.updateTable('emailMessages').set(failedWith(detail)).where('id', '=', id).where('status', '=', 'sending').execute(),
 
   /** The provider took it. A delivery event that came first (by our tag) has moved it on already: that is kept. */
   markSent: (db: Kysely<DB>, id: string, sent: { providerEmailId: string; providerMessageId: string | null }) =>

@@ -37,6 +37,10 @@ export interface ThreadMessage {
 /** How a send ended: sent, or refused by the provider (the message is marked failed; `refusal` is the provider's words). */
 export type SendOutcome = { sent: true; message: EmailMessageRow } | { sent: false; message: EmailMessageRow; refusal: string };
 
+/** A send left for a later try (`retryTransient`): the provider did not take it now, and may later. */
+export const isSendToRetry = (error: unknown): error is MailProviderError =>
+  error instanceof MailProviderError && error.transient;
+
 /**
  * Email's one way to write an outbound message into a thread and deliver it, for its own sendEmail
  * and for other features (approval emails and their answers): the message is stored first (with
@@ -95,17 +99,23 @@ export function createThreadMail(deps: {
     });
   }
 
-  /** Sends a stored message; a refusal by the provider is an outcome, anything else is thrown. */
+  /**
+   * Sends a stored message; a refusal by the provider is an outcome, anything else is thrown. With
+   * `retryTransient`, so is a failure worth another try (MailProviderError.transient): the message
+   * stays `sending`, for `resume` to send again with the same idempotency key.
+   */
   async function deliver(
     integration: EmailIntegrationRow,
     message: EmailMessageRow,
     idempotencyKey: string,
     extras?: DeliveryExtras,
+    retryTransient = false,
   ): Promise<SendOutcome> {
     try {
-      return { sent: true, message: await deps.deliver(integration, message, idempotencyKey, extras) };
+      const sent = await deps.deliver(integration, message, idempotencyKey, extras, { keepSendingIfTransient: retryTransient });
+      return { sent: true, message: sent };
     } catch (error) {
-      if (!(error instanceof MailProviderError)) throw error;
+      if (!(error instanceof MailProviderError) || (retryTransient && isSendToRetry(error))) throw error;
       return { sent: false, message, refusal: error.message };
     }
   }
@@ -127,24 +137,28 @@ export function createThreadMail(deps: {
         extras?: DeliveryExtras;
         alongside?: Parameters<typeof store>[1];
         resumable?: boolean;
+        /** With `resumable`: a failure worth another try is thrown, and the message left for `resume`. */
+        retryTransient?: boolean;
       },
     ): Promise<SendOutcome> {
       const sealed = options.resumable ? deps.box.encrypt(JSON.stringify(options.extras ?? {})) : null;
       const row = await store(message, options.alongside, sealed);
-      return deliver(integration, row, options.idempotencyKey(row), options.extras);
+      const retryTransient = Boolean(options.resumable && options.retryTransient);
+      return deliver(integration, row, options.idempotencyKey(row), options.extras, retryTransient);
     },
 
     /**
-     * Ends the send of a resumable message that a crash cut off: sent again (still `sending`) with
-     * the same extras and the same idempotency key as before, so that the provider sends it once;
-     * or found sent, if the provider's answer was recorded. Undefined when it cannot: not the org's,
-     * refused, stored without sealed extras, or sealed under another key.
+     * Ends the send of a resumable message that a crash (or a failure worth another try) cut off:
+     * sent again (still `sending`) with the same extras and the same idempotency key as before, so
+     * that the provider sends it once; or found sent, if the provider's answer was recorded. Undefined
+     * when it cannot: not the org's, refused, stored without sealed extras, or sealed under another key.
      */
     async resume(
       integration: EmailIntegrationRow,
       orgId: string,
       messageRowId: string,
       idempotencyKey: (row: EmailMessageRow) => string,
+      retryTransient = false,
     ): Promise<SendOutcome | undefined> {
       const row = await outboundRepo.outbound(db, orgId, messageRowId);
       if (!row || row.status === 'failed') return undefined;
@@ -158,7 +172,7 @@ export function createThreadMail(deps: {
         deps.logger.warn({ err: error, messageRowId }, 'a cut-off message could not be opened to be sent again');
         return undefined;
       }
-      return deliver(integration, row, idempotencyKey(row), extras);
+      return deliver(integration, row, idempotencyKey(row), extras, retryTransient);
     },
 
     /** A resumable message cut off by a crash that is not to be sent after all: marked failed, with why, its extras gone. */

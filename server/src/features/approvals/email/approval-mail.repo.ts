@@ -116,11 +116,13 @@ export const approvalMailRepo = {
       .execute();
   },
 
+  /** How an email's send ended, on its notifications still `sending`: an attempt that lost its job overwrites nothing. */
   settleNotifications: (db: Kysely<DB>, emailMessageId: string, status: ApprovalNotificationStatus, reason: string | null) =>
     db
       .updateTable('approvalNotifications')
       .set({ status, reason, updatedAt: sql<Date>`now()` })
       .where('emailMessageId', '=', emailMessageId)
+      .where('status', '=', 'sending')
       .execute(),
 
   /** The approval thread of an action (one per action), and the approver's last email in it. */

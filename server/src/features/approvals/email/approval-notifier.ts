@@ -5,7 +5,7 @@ import type { DB } from '../../../db/schema.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
 import { BUDGET_APPROVAL } from '../../actions/budget-hold.ts';
-import type { SendOutcome, ThreadMail } from '../../email/thread-mail.ts';
+import { isSendToRetry, type SendOutcome, type ThreadMail } from '../../email/thread-mail.ts';
 import { type Approver, approvalMailRepo } from './approval-mail.repo.ts';
 import { approvalSubject, redactLinks, renderApprovalEmail } from './approval-email.ts';
 import { whyItWaits } from '../why-it-waits.ts';
@@ -44,6 +44,10 @@ export function createApprovalNotifier(deps: {
   type StagedCall = Awaited<ReturnType<typeof approvalMailRepo.stagedCalls>>[number];
 
   type Links = Array<{ call: StagedCall; approve: string; reject: string }>;
+  /** An attempt's sends of an action's emails: `retryTransient` unless it is the job's last attempt. */
+  type Sending = { action: Action; integration: EmailIntegrationRow; retryTransient: boolean };
+  /** The same, for every approver: the integration when there is one, and the calls that wait. */
+  type Round = Omit<Sending, 'integration'> & { integration: EmailIntegrationRow | undefined; calls: StagedCall[] };
   type Told = Awaited<ReturnType<typeof approvalMailRepo.notificationsOf>>;
 
   const idempotencyKey = (row: { id: string }) => `approval/${row.id}`;
@@ -87,7 +91,7 @@ export function createApprovalNotifier(deps: {
     );
   }
 
-  async function send(action: Action, approver: Approver, calls: StagedCall[], integration: EmailIntegrationRow) {
+  async function send({ action, integration, retryTransient }: Sending, approver: Approver, calls: StagedCall[]) {
     const links: Links = calls.map((call) => ({ call, approve: newLinkToken(), reject: newLinkToken() }));
     const url = (token: string) => `${deps.apiHost}/approvals/decide/${token}`;
     const rendered = renderApprovalEmail({
@@ -136,6 +140,7 @@ export function createApprovalNotifier(deps: {
         idempotencyKey,
         // The links are stored only as hashes: the email is kept sealed until sent, to be resent as it was.
         resumable: true,
+        retryTransient,
         extras: {
           text: rendered.text,
           html: rendered.html,
@@ -162,10 +167,10 @@ export function createApprovalNotifier(deps: {
    * `sending`): its links, and the idempotency key that has the provider send it once. Returns the emails
    * ended so; one that cannot be (ThreadMail.resume says when) is not among them, and its calls are due.
    */
-  async function resumeCutOff(integration: EmailIntegrationRow, orgId: string, told: Told): Promise<Set<string>> {
+  async function resumeCutOff({ action, integration, retryTransient }: Sending, told: Told): Promise<Set<string>> {
     const resumed = new Set<string>();
     for (const [emailMessageId, notifications] of cutOffOf(told)) {
-      const outcome = await deps.mail.resume(integration, orgId, emailMessageId, idempotencyKey);
+      const outcome = await deps.mail.resume(integration, action.orgId, emailMessageId, idempotencyKey, retryTransient);
       if (!outcome) continue;
       await settle(outcome, notifications);
       resumed.add(emailMessageId);
@@ -205,9 +210,52 @@ export function createApprovalNotifier(deps: {
     return told.filter((row) => !row.emailMessageId || !moot.has(row.emailMessageId));
   }
 
+  /**
+   * Tells one approver of the calls they were not told of yet: the emails a send cut off sent again,
+   * then one new email; or, where they cannot be emailed, the record of why not.
+   */
+  async function tell(round: Round, approver: Approver, toldThem: Told) {
+    const { action, integration, calls, retryTransient } = round;
+    const untold = (rows: Told) => calls.filter((call) => !rows.some((row) => row.toolCallId === call.id));
+    // A notification still `sending` was cut off: its email may or may not have gone out.
+    const settled = toldThem.filter((row) => row.status !== 'sending');
+    if (untold(settled).length === 0) return;
+    const reason = await refusal(approver, integration, action.orgId);
+    if (reason || !integration) {
+      const why = reason ?? 'the organization has no email integration';
+      for (const emailMessageId of cutOffOf(toldThem).keys()) await notSentAgain(action.orgId, emailMessageId, why);
+      const due = untold(settled);
+      await approvalMailRepo.upsertNotifications(
+        db,
+        due.map((call) => ({
+          id: randomUUID(),
+          orgId: action.orgId,
+          actionId: action.id,
+          toolCallId: call.id,
+          userId: approver.id,
+          address: approver.email,
+          status: 'not_sent',
+          reason: why,
+          emailMessageId: null,
+        })),
+      );
+      deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'not_sent' }, due.length);
+      return;
+    }
+    const sending: Sending = { action, integration, retryTransient };
+    const resumed = await resumeCutOff(sending, toldThem);
+    const due = untold(toldThem.filter((row) => row.status !== 'sending' || resumed.has(row.emailMessageId!)));
+    if (due.length > 0) await send(sending, approver, due);
+  }
+
   return {
-    /** Stops before the next approver's email once `signal` aborts (the job's attempt lost its claim: its retry goes on). */
-    async notify(actionId: string, signal?: AbortSignal): Promise<void> {
+    /**
+     * Stops before the next approver's email once `signal` aborts (the job's attempt lost its claim: its
+     * retry goes on). A send the provider may take on another try (unreachable, busy) leaves its email
+     * `sending`, the others are sent, and then it throws: the job's retry sends that email again as it
+     * was. On the `lastAttempt`, such a send ends failed.
+     */
+    async notify(actionId: string, options: { signal: AbortSignal; lastAttempt: boolean }): Promise<void> {
       const action = await approvalMailRepo.actionToNotify(db, actionId);
       if (!action?.notify.includes('email')) return;
       const calls =
@@ -221,39 +269,22 @@ export function createApprovalNotifier(deps: {
       const integration = await deps.mail.integrationOf(action.orgId);
       // Replies come back to the integration's From Email: it must be an inbox for the inbound path to take them.
       if (integration) await deps.mail.ensureInbox(action.orgId, integration.fromEmail, 'Approvals');
+      const round: Round = { action, integration, calls, retryTransient: !options.lastAttempt };
+      let tryAgain: Error | undefined;
       for (const approver of approvers) {
-        signal?.throwIfAborted();
-        const toldThem = told.filter((row) => row.userId === approver.id);
-        const untold = (rows: Told) => calls.filter((call) => !rows.some((row) => row.toolCallId === call.id));
-        // A notification still `sending` was cut off: its email may or may not have gone out.
-        const settled = toldThem.filter((row) => row.status !== 'sending');
-        if (untold(settled).length === 0) continue;
-        const reason = await refusal(approver, integration, action.orgId);
-        if (reason || !integration) {
-          const why = reason ?? 'the organization has no email integration';
-          for (const emailMessageId of cutOffOf(toldThem).keys()) await notSentAgain(action.orgId, emailMessageId, why);
-          const due = untold(settled);
-          await approvalMailRepo.upsertNotifications(
-            db,
-            due.map((call) => ({
-              id: randomUUID(),
-              orgId: action.orgId,
-              actionId,
-              toolCallId: call.id,
-              userId: approver.id,
-              address: approver.email,
-              status: 'not_sent',
-              reason: why,
-              emailMessageId: null,
-            })),
+        options.signal.throwIfAborted();
+        try {
+          await tell(
+            round,
+            approver,
+            told.filter((row) => row.userId === approver.id),
           );
-          deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'not_sent' }, due.length);
-          continue;
+        } catch (error) {
+          if (!isSendToRetry(error)) throw error;
+          tryAgain ??= error;
         }
-        const resumed = await resumeCutOff(integration, action.orgId, toldThem);
-        const due = untold(toldThem.filter((row) => row.status !== 'sending' || resumed.has(row.emailMessageId!)));
-        if (due.length > 0) await send(action, approver, due, integration);
       }
+      if (tryAgain) throw tryAgain;
     },
   };
 }
