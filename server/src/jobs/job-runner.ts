@@ -128,7 +128,8 @@ export function createJobRunner(deps: {
           try {
             const payload = schema.parse(job.data);
             const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
-            const work = () => handler(payload, { ...claim, jobId: job.id, retryCount: job.retryCount });
+            const lastAttempt = job.retryCount >= (jobQueues[name].options.retryLimit ?? 0);
+            const work = () => handler(payload, { ...claim, jobId: job.id, retryCount: job.retryCount, lastAttempt });
             const holder = { jobId: job.id, attempt: job.retryCount };
             if (!key) await work();
             else if (!(await oneAtATime.holding(name, key, holder, claim, work))) {

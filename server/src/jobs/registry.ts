@@ -96,6 +96,8 @@ export type JobHandler<Q extends QueueName> = (payload: JobPayload<Q>, meta: Job
 export interface JobMeta extends JobClaim {
   jobId: string;
   retryCount: number;
+  /** No retry follows this attempt (its queue's `retryLimit` reached): what it leaves to a retry, it ends now. */
+  lastAttempt: boolean;
 }
 /** A queue without a handler is not worked by this build (its jobs wait for the feature that works them). */
 export type JobHandlers = { [Q in QueueName]?: JobHandler<Q> };

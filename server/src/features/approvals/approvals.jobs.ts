@@ -1,4 +1,4 @@
-import { type JobHandler, jobQueues } from '../../jobs/registry.ts';
+import type { JobHandler } from '../../jobs/registry.ts';
 import type { ApprovalsService } from './approvals.service.ts';
 import type { ApprovalNotifier } from './email/approval-notifier.ts';
 import type { ApprovalReplies } from './email/approval-replies.ts';
@@ -21,8 +21,7 @@ export function approvalsJobHandlers(deps: {
     // Each channel the rule names is told on its own terms; a retry tells again only whom it has not told.
     // An attempt that lost its claim (cut off) stops between sends: its retry sends the rest, once. An
     // email the provider did not take (down, busy) is the retry's too, after Slack is told.
-    'approvals.notify': async ({ actionId }, { retryCount, signal }) => {
-      const lastAttempt = retryCount >= (jobQueues['approvals.notify'].options.retryLimit ?? 0);
+    'approvals.notify': async ({ actionId }, { lastAttempt, signal }) => {
       const emailFailure = await deps.notifier.notify(actionId, { signal, lastAttempt }).then(
         () => undefined,
         (error: unknown) => ({ error }),
@@ -32,6 +31,7 @@ export function approvalsJobHandlers(deps: {
       if (emailFailure) throw emailFailure.error;
     },
     'approvals.slack-update': ({ actionId }, { signal }) => deps.slackNotifier.refresh(actionId, signal),
-    'approvals.reply': ({ messageRowId }) => deps.replies.handle(messageRowId),
+    // Its answer, if the provider did not take it, is sent again by the retry (the reply decides once).
+    'approvals.reply': ({ messageRowId }, { lastAttempt }) => deps.replies.handle(messageRowId, { lastAttempt }),
   };
 }

@@ -137,14 +137,13 @@ export function createThreadMail(deps: {
         extras?: DeliveryExtras;
         alongside?: Parameters<typeof store>[1];
         resumable?: boolean;
-        /** With `resumable`: a failure worth another try is thrown, and the message left for `resume`. */
+        /** A failure worth another try is thrown, and the message left `sending`, for the caller's retry to send. */
         retryTransient?: boolean;
       },
     ): Promise<SendOutcome> {
       const sealed = options.resumable ? deps.box.encrypt(JSON.stringify(options.extras ?? {})) : null;
       const row = await store(message, options.alongside, sealed);
-      const retryTransient = Boolean(options.resumable && options.retryTransient);
-      return deliver(integration, row, options.idempotencyKey(row), options.extras, retryTransient);
+      return deliver(integration, row, options.idempotencyKey(row), options.extras, options.retryTransient);
     },
 
     /**

@@ -47,14 +47,13 @@ async function notifyRunsEnded(): Promise<number> {
   return count?.value ?? 0;
 }
 
-/** The notifications of the action's waiting call, once none is `sending`. */
+/** The notifications of the action's waiting call, once both approvers' are there and none is `sending`. */
 const settledNotifications = (setup: WebhookSetup, actionId: string) =>
   eventually('the notifications settled', async () => {
     const action = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     const { notifications } = action.execution.toolCalls[0];
-    return notifications.some((notification: { status: string }) => notification.status === 'sending')
-      ? undefined
-      : notifications;
+    const sending = notifications.some((notification: { status: string }) => notification.status === 'sending');
+    return notifications.length === 2 && !sending ? notifications : undefined;
   });
 
 /** The statuses of the messages in the org's email threads. */
@@ -121,6 +120,58 @@ describe('approval emails that were not sent at the first try', () => {
     expect(failedOne).toMatchObject({ status: 'failed', reason: expect.stringContaining('temporary failure') });
     expect(sentOne).toMatchObject({ status: 'sent' });
     expect([failedOne.address, sentOne.address].sort()).toEqual([org.admin.email, second.email].sort());
+  }, 60_000);
+});
+
+describe("the answer to an approver's reply", () => {
+  it("an answer the provider did not take is sent again by the reply job's retry; the reply is read, and refused, once", async () => {
+    const { org, setup } = await setUpApprovalOrg(app, provider);
+    model.script(documentThenText());
+    const actionId = await runEvent(app, setup);
+    await settledNotifications(setup, actionId);
+    const email = emailsOf(actionId).find((sent) => sent.to.includes(org.admin.email))!;
+    // Someone else answers the approval email: they are told, in one answer, that only the approver decides.
+    // The provider sends that answer, then answers 503.
+    const answering = provider.holdNext('send');
+    const stranger = await org.deliver({
+      from: 'mallory@evil.test',
+      to: [`agents@${org.domain}`],
+      subject: `Re: ${email.subject}`,
+      text: 'approve',
+      headers: { 'Message-ID': `<${crypto.randomUUID()}@approver.test>`, 'In-Reply-To': email.messageId },
+    });
+    await answering.held;
+    answering.releaseFailing(503);
+    const answer = await eventually(
+      'the answer sent',
+      async () => {
+        const [row] = await app.container.db
+          .selectFrom('emailMessages')
+          .select(['status', 'statusDetail'])
+          .where('orgId', '=', org.org.id)
+          .where('inReplyTo', '=', stranger.slice(1, -1))
+          .execute();
+        return row?.status === 'sent' ? row : undefined;
+      },
+      30_000,
+    );
+    expect(answer.statusDetail).toBeNull();
+    expect(provider.sent.filter((sent) => sent.headers?.['In-Reply-To'] === stranger)).toHaveLength(1);
+    const [replyJob] = (
+      await sql<{ retryCount: number; state: string }>`
+        select retry_count as "retryCount", state from pgboss.job where name = 'approvals.reply'
+         and data->>'messageRowId' = (select id::text from email_messages where message_id = ${stranger.slice(1, -1)})`.execute(
+        app.container.db,
+      )
+    ).rows;
+    expect(replyJob).toMatchObject({ retryCount: 1 });
+    const waiting = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    expect(waiting.execution.toolCalls[0].refusedAttempts).toEqual([
+      expect.objectContaining({
+        channel: 'email_reply',
+        reason: "A reply from mallory@evil.test, not from the approver's address",
+      }),
+    ]);
   }, 60_000);
 });
 

@@ -32,8 +32,11 @@ export function createApprovalReplies(deps: {
 
   type Message = NonNullable<Awaited<ReturnType<typeof approvalMailRepo.waitingReply>>>;
 
-  /** One short answer in the thread, from the approval address, marked as automatic (RFC 3834). */
-  async function answer(message: Message, to: string, text: string): Promise<void> {
+  /**
+   * One short answer in the thread, from the approval address, marked as automatic (RFC 3834). With
+   * `retryTransient`, a send the provider may take on another try is thrown, the answer left `sending`.
+   */
+  async function answer(message: Message, to: string, text: string, retryTransient: boolean): Promise<void> {
     const integration = await deps.mail.integrationOf(message.orgId);
     if (!integration || (await deps.mail.suppression(message.orgId, to))) return;
     const idempotencyKey = `approval-answer/${message.id}`;
@@ -43,7 +46,7 @@ export function createApprovalReplies(deps: {
     const { messageId } = message;
     const stored = messageId ? await approvalMailRepo.answerTo(db, { ...message, messageId }) : undefined;
     if (stored) {
-      if (stored.status === 'sending') await deps.mail.deliver(integration, stored, idempotencyKey, extras);
+      if (stored.status === 'sending') await deps.mail.deliver(integration, stored, idempotencyKey, extras, retryTransient);
       return;
     }
     // A refusal by the provider is on the answer's own record (failed); the reply's outcome stands.
@@ -59,7 +62,7 @@ export function createApprovalReplies(deps: {
         text,
         inboxId: message.inboxId,
       },
-      { idempotencyKey: () => idempotencyKey, extras },
+      { idempotencyKey: () => idempotencyKey, extras, retryTransient },
     );
   }
 
@@ -164,7 +167,7 @@ export function createApprovalReplies(deps: {
   }
 
   /** Reads the reply; what became of it, as the message's status shows it. */
-  async function read(message: Message): Promise<string> {
+  async function read(message: Message, retryTransient: boolean): Promise<string> {
     const target = await approvalMailRepo.repliedTo(db, message.orgId, message.ids);
     if (!target?.userId) return 'not read as a decision: the approval email it answers has no approver any more';
     const sender = addressOf(message.fromAddress) ?? '';
@@ -177,21 +180,24 @@ export function createApprovalReplies(deps: {
         { channel: 'email_reply', userId: refusal.userId, attemptOf: message.id },
         refusal.record,
       );
-      if (refusal.answer) await answer(message, sender, refusal.answer);
+      if (refusal.answer) await answer(message, sender, refusal.answer, retryTransient);
       return refusal.outcome;
     }
     const { decided, refused } = await decideAll(message, target, judged.approver, judged.decision);
     const some = decided.length > 0 ? 'did not decide everything' : 'decided nothing';
-    if (refused.length > 0) await answer(message, sender, `Your reply ${some}: ${refused.join('; ')}.`);
+    if (refused.length > 0) await answer(message, sender, `Your reply ${some}: ${refused.join('; ')}.`, retryTransient);
     return `read as a decision: ${[...decided, ...refused].join('; ') || 'nothing left to decide'}`;
   }
 
   return {
-    /** Reads a waiting reply once: a retried job after the read committed finds it read. */
-    async handle(messageRowId: string): Promise<void> {
+    /**
+     * Reads a waiting reply once: a retried job after the read committed finds it read. An answer the
+     * provider did not take is sent by the job's retry, until its `lastAttempt` ends it failed.
+     */
+    async handle(messageRowId: string, options: { lastAttempt: boolean }): Promise<void> {
       const message = await approvalMailRepo.waitingReply(db, messageRowId);
       if (!message) return;
-      const outcome = (await read(message)).slice(0, 2000);
+      const outcome = (await read(message, !options.lastAttempt)).slice(0, 2000);
       await approvalMailRepo.replyRead(db, message.id, outcome);
     },
   };
