@@ -102,7 +102,8 @@ export function createThreadMail(deps: {
   /**
    * Sends a stored message; a refusal by the provider is an outcome, anything else is thrown. With
    * `retryTransient`, so is a failure worth another try (MailProviderError.transient): the message
-   * stays `sending`, for `resume` to send again with the same idempotency key.
+   * stays `sending`, for the caller's retry to send again with the same idempotency key (`resume`, or
+   * `deliver` again).
    */
   async function deliver(
     integration: EmailIntegrationRow,

@@ -52,6 +52,23 @@ export function createApprovalNotifier(deps: {
 
   const idempotencyKey = (row: { id: string }) => `approval/${row.id}`;
 
+  /** The approver's notification of each call, as it stands. */
+  const notificationRows = (
+    action: Action,
+    approver: Approver,
+    calls: StagedCall[],
+    state: { status: 'sending' | 'not_sent'; reason: string | null; emailMessageId: string | null },
+  ) =>
+    calls.map((call) => ({
+      id: randomUUID(),
+      orgId: action.orgId,
+      actionId: action.id,
+      toolCallId: call.id,
+      userId: approver.id,
+      address: approver.email,
+      ...state,
+    }));
+
   /** With the email: who was told of which call (sending until the provider confirms), and the links' hashes. */
   async function recordNotifications(
     trx: Kysely<DB>,
@@ -60,17 +77,12 @@ export function createApprovalNotifier(deps: {
   ): Promise<void> {
     const notifications = await approvalMailRepo.upsertNotifications(
       trx,
-      links.map(({ call }) => ({
-        id: randomUUID(),
-        orgId: action.orgId,
-        actionId: action.id,
-        toolCallId: call.id,
-        userId: approver.id,
-        address: approver.email,
-        status: 'sending' as const,
-        reason: null,
-        emailMessageId,
-      })),
+      notificationRows(
+        action,
+        approver,
+        links.map(({ call }) => call),
+        { status: 'sending', reason: null, emailMessageId },
+      ),
     );
     await approvalMailRepo.insertLinks(
       trx,
@@ -227,17 +239,7 @@ export function createApprovalNotifier(deps: {
       const due = untold(settled);
       await approvalMailRepo.upsertNotifications(
         db,
-        due.map((call) => ({
-          id: randomUUID(),
-          orgId: action.orgId,
-          actionId: action.id,
-          toolCallId: call.id,
-          userId: approver.id,
-          address: approver.email,
-          status: 'not_sent',
-          reason: why,
-          emailMessageId: null,
-        })),
+        notificationRows(action, approver, due, { status: 'not_sent', reason: why, emailMessageId: null }),
       );
       deps.metrics.approvalNotifications.inc({ channel: 'email', outcome: 'not_sent' }, due.length);
       return;
