@@ -119,7 +119,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const jobHandlers: JobHandlers = {
     ...authJobHandlers(services),
     ...ingestJobHandlers(services),
-    ...emailJobHandlers({ notifications: email.notifications, deliveryEvents: email.deliveryEvents }),
+    ...emailJobHandlers(email),
     ...approvalsJobHandlers(approvals),
     ...jobLeaseHandlers({ db }),
   };
@@ -154,7 +154,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       if (workers) {
         await bus.listenForWork();
         await jobs.work(jobHandlers, {
-          concurrency: { 'email.lookup-message-id': config.email.concurrency },
+          concurrency: { 'email.lookup-message-id': config.email.concurrency, 'email.send-again': config.email.concurrency },
         });
         // Actions: queued ones, and those a stopped process was running once their lease lapses.
         runDispatcher.start();

@@ -9,6 +9,7 @@ import { createMailWebhookIntake } from '../features/email/mail-webhook.service.
 import { createNotificationProcessor } from '../features/email/notification-processor.ts';
 import { createOutboundMail } from '../features/email/outbound-mail.ts';
 import { createSendEmail } from '../features/email/send-email.ts';
+import { createSendEmailAgain } from '../features/email/send-email-again.ts';
 import { createThreadMail } from '../features/email/thread-mail.ts';
 import { BUS_TOPICS } from '../lib/process-bus.ts';
 import type { Shared } from './shared.ts';
@@ -59,11 +60,13 @@ export function composeEmail(
     emailThreads: createEmailThreadsService({ db }),
   };
   const threadMail = createThreadMail({ db, bus, box, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
+  const sendEmailAgain = createSendEmailAgain({ db, threadMail, jobs, clock });
   const sendEmailTool = createSendEmail({
     db,
     threadMail,
+    later: sendEmailAgain,
     integration: emailIntegration,
     maxRecipients: config.email.maxRecipients,
   });
-  return { services, notifications, deliveryEvents, sendEmailTool, mail, threadMail };
+  return { services, notifications, deliveryEvents, sendEmailTool, sendEmailAgain, mail, threadMail };
 }

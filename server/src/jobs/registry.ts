@@ -59,6 +59,14 @@ export const jobQueues = {
     options: { retryLimit: 6, retryDelay: 3, retryBackoff: true, expireInSeconds: 120 },
   },
   /**
+   * Sends again a sendEmail message the provider did not take at once (with the call's idempotency key);
+   * first 5 s after that try, then backing off over some 20 minutes; the last attempt ends it failed.
+   */
+  'email.send-again': {
+    payload: z.object({ messageRowId: z.uuid() }),
+    options: { retryLimit: 8, retryDelay: 5, retryBackoff: true, expireInSeconds: 120 },
+  },
+  /**
    * Forgets the mail notifications that named no org after a week; every minute. (The notifications
    * themselves are no jobs: the workers claim them from their table, features/email/notification-processor.ts.)
    */

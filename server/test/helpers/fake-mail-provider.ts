@@ -129,6 +129,7 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
   /** `failWith`: the status the held answer is, once released (a provider that sent, then answered 5xx). */
   const holds: Array<{ kind: 'send' | 'fetch-received'; answer: AnswerHold; failWith?: number }> = [];
   let downloadFailures = 0;
+  const sendFailures: number[] = [];
   let unknownMessageIds = 0;
   const holdIf = async (kind: 'send' | 'fetch-received') => {
     const hold = holds.find((candidate) => candidate.kind === kind);
@@ -247,6 +248,8 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       });
     }
     if (request.method !== 'POST' || path !== '/emails') return refuse(response, 404, 'not_found', 'Route not found');
+    const sendFailure = sendFailures.shift();
+    if (sendFailure) return refuse(response, sendFailure, 'application_error', 'temporary failure');
     const idempotencyKey = request.headers['idempotency-key'] as string | undefined;
     const earlier = idempotencyKey ? byIdempotencyKey.get(idempotencyKey) : undefined;
     if (earlier) {
@@ -365,6 +368,10 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     /** The next `count` requests fail with `status` (500 by default; 429 with these headers, e.g. retry-after). */
     failNextRequests: (count: number, status = 500, headers: Record<string, string> = {}) => {
       for (let index = 0; index < count; index++) failures.push({ status, headers });
+    },
+    /** The next `count` sends are refused with `status` before anything is sent (other requests are answered). */
+    failNextSends: (count: number, status = 503) => {
+      for (let index = 0; index < count; index++) sendFailures.push(status);
     },
     /** The first email to `to` (already sent or yet to come). */
     waitFor(to: string, timeoutMs = 10_000): Promise<SentEmail> {

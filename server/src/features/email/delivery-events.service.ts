@@ -121,7 +121,8 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
         });
         await outboundRepo.updateDelivery(trx, message.id, {
           status,
-          ...(status !== message.status && detail ? { statusDetail: detail.slice(0, 2000) } : {}),
+          // The detail says why a message is in its status: one moved on says the new status's, or nothing.
+          ...(status !== message.status ? { statusDetail: detail?.slice(0, 2000) ?? null } : {}),
           providerEmailId: message.providerEmailId ?? payload.data.email_id,
           providerMessageId: message.providerMessageId ?? providerMessageId,
         });

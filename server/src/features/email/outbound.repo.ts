@@ -39,6 +39,8 @@ const markSent = queryTemplate((db, sent: { id: string; providerEmailId: string;
       status: sql<EmailMessageStatus>`case when status = 'sending' then 'sent' else status end`,
       providerEmailId: sent.providerEmailId,
       providerMessageId: sql<string | null>`coalesce(${sent.providerMessageId}, provider_message_id)`,
+      // A note of an earlier try the provider did not take is moot once it is sent.
+      statusDetail: sql<string | null>`case when status = 'sending' then null else status_detail end`,
       sealedExtras: null,
       sentAt: sql<Date>`now()`,
       updatedAt: sql<Date>`now()`,
@@ -155,6 +157,38 @@ export const outboundRepo = {
   markFailed: (db: Kysely<DB>, id: string, detail: string) =>
     db.updateTable('emailMessages').set(failedWith(detail)).where('id', '=', id).where('status', '=', 'sending').execute(),
 
+  /** Why a message is still `sending` (the provider did not take it at once; it is sent again). */
+  noteStillSending: (db: Kysely<DB>, id: string, detail: string) =>
+    db
+      .updateTable('emailMessages')
+      .set({ statusDetail: detail.slice(0, 2000), updatedAt: sql<Date>`now()` })
+      .where('id', '=', id)
+      .where('status', '=', 'sending')
+      .execute(),
+
+  /** A sendEmail call's message still to be sent (by the call's id, it is sent again with the same key). */
+  unsentOfToolCall: (db: Kysely<DB>, id: string) =>
+    db
+      .selectFrom('emailMessages')
+      .selectAll()
+      .where('id', '=', id)
+      .where('direction', '=', 'outbound')
+      .where('status', '=', 'sending')
+      .where('actionId', 'is not', null)
+      .where('toolCallId', 'is not', null)
+      .executeTakeFirst(),
+
+  /** The documents a sendEmail message attaches, in their order, with their PDFs. */
+  attachedDocuments: (db: Kysely<DB>, orgId: string, messageId: string) =>
+    db
+      .selectFrom('emailAttachments as a')
+      .innerJoin('documents as d', (join) => join.onRef('d.id', '=', 'a.documentId').onRef('d.orgId', '=', 'a.orgId'))
+      .select(['d.id', 'd.title', 'd.sizeBytes', 'd.pdf'])
+      .where('a.orgId', '=', orgId)
+      .where('a.messageId', '=', messageId)
+      .orderBy('a.position')
+      .execute(),
+
   /** The provider took it. A delivery event that came first (by our tag) has moved it on already: that is kept. */
   markSent: (db: Kysely<DB>, id: string, sent: { providerEmailId: string; providerMessageId: string | null }) =>
     markSent.only(db, { id, ...sent }),
@@ -201,7 +235,12 @@ export const outboundRepo = {
   updateDelivery: (
     db: Kysely<DB>,
     id: string,
-    changes: { status: EmailMessageStatus; statusDetail?: string; providerEmailId: string; providerMessageId: string | null },
+    changes: {
+      status: EmailMessageStatus;
+      statusDetail?: string | null;
+      providerEmailId: string;
+      providerMessageId: string | null;
+    },
   ) =>
     db
       .updateTable('emailMessages')

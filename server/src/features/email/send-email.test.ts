@@ -1,13 +1,12 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { waitForAction } from '../../../test/helpers/actions.ts';
 import { type FakeMailProvider, setUpEmailOrg, useAppWithMailProvider } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
-import { type ChatRequest, eventData, toolResults } from '../../../test/helpers/fake-model.ts';
+import { eventData, toolResults } from '../../../test/helpers/fake-model.ts';
 import type { FakeModel } from '../../../test/helpers/model-app.ts';
+import { followSendEvent, setUpSendingOrg } from '../../../test/helpers/send-email.ts';
 import { POLL_FOR_DUE_WORK, type TestApp } from '../../../test/helpers/test-app.ts';
-import { postEvent, setupWebhook } from '../../../test/helpers/webhooks.ts';
 
 let app: TestApp;
 let model: FakeModel;
@@ -15,59 +14,10 @@ let provider: FakeMailProvider;
 // The poll: the later lookup of a sent email's Message-ID.
 useAppWithMailProvider({ EMAIL_MAX_RECIPIENTS: '2', ...POLL_FOR_DUE_WORK }, (started) => ({ app, model, provider } = started));
 
-/**
- * The model does what the event says: `data.document` first makes a PDF, then `data.send` is sent
- * (with that PDF attached); once it has the result, it reports what the tool answered.
- */
-const followEvent = (request: ChatRequest) => {
-  const data = eventData(request);
-  const results = toolResults(request);
-  if (data.document && results.length === 0) return { toolCalls: [{ name: 'generateDocument', arguments: data.document }] };
-  const sent = results.length === (data.document ? 2 : 1);
-  if (sent) return { text: `Tool said: ${JSON.stringify(results.at(-1)!.content)}` };
-  const documentId = data.document ? results[0]!.content.documentId : undefined;
-  return {
-    toolCalls: [{ name: 'sendEmail', arguments: { ...data.send, ...(documentId ? { attachDocumentIds: [documentId] } : {}) } }],
-  };
-};
-
-/** A webhook whose agent may send email and make documents without asking, in an org with (or without) an integration. */
-async function webhookOrg(integration?: { domainStatus?: 'verified' | 'pending' }) {
-  const setup = await setupWebhook(app, {}, { approvalRules: { sendEmail: 'allow', generateDocument: 'allow' } });
-  const { org, token } = setup.tenant;
-  await app.request('PATCH', `/orgs/${org.slug}/agents/${setup.agentId}`, {
-    token,
-    body: { tools: ['sendEmail', 'generateDocument'] },
-  });
-  const domain = `${randomUUID().slice(0, 8)}.example.com`;
-  if (integration) {
-    const apiKey = `re_${randomUUID()}`;
-    provider.addKey(apiKey, { domains: [{ name: domain, status: integration.domainStatus ?? 'verified' }] });
-    const saved = await app.request('PUT', `/orgs/${org.slug}/email/integration`, {
-      token,
-      body: {
-        apiKey,
-        fromEmail: `agents@${domain}`,
-        fromName: 'Acme Agents',
-        webhookSecret: `whsec_${randomBytes(24).toString('base64')}`,
-      },
-    });
-    expect(saved.status).toBe(200);
-  }
-  /** Posts an event and waits for its action to finish; returns the sendEmail call's stored output. */
-  const run = async (data: Record<string, unknown>) => {
-    const posted = await postEvent(app, setup, { eventType: 'customer.update', data });
-    const { actionId } = await posted.json();
-    const action = await waitForAction(app, { token, org: org.slug }, actionId, ['completed', 'failed']);
-    return action.execution.toolCalls.find((call: { toolName: string }) => call.toolName === 'sendEmail');
-  };
-  return { ...setup, domain, run, auth: { token, org: org.slug } };
-}
-
 describe('sendEmail', () => {
   it('sends from the integration as a new thread, Markdown as text and HTML, with a generated PDF attached', async () => {
-    model.script(followEvent);
-    const org = await webhookOrg({});
+    model.script(followSendEvent);
+    const org = await setUpSendingOrg(app, provider, {});
     const to = `hank-${randomUUID().slice(0, 6)}@customer.test`;
     const call = await org.run({
       send: { to, subject: 'Your invoice', body: '# Invoice\n\nPlease find it **attached**.' },
@@ -104,8 +54,8 @@ describe('sendEmail', () => {
   });
 
   it('learns the Message-ID the provider gave a sent email later, when it did not know it just after the send', async () => {
-    model.script(followEvent);
-    const org = await webhookOrg({});
+    model.script(followSendEvent);
+    const org = await setUpSendingOrg(app, provider, {});
     provider.withholdMessageIds(1);
     const to = `late-${randomUUID().slice(0, 6)}@customer.test`;
     await org.run({ send: { to, subject: 'Later', body: 'Hi' } });
@@ -121,16 +71,16 @@ describe('sendEmail', () => {
   });
 
   it('refuses, as a tool error the model sees: no integration, an unverified domain, too many recipients, a document that is not the org’s', async () => {
-    model.script(followEvent);
+    model.script(followSendEvent);
     const send = { to: 'ivy@customer.test', subject: 'Hi', body: 'Hello' };
-    const notConfigured = await (await webhookOrg()).run({ send });
+    const notConfigured = await (await setUpSendingOrg(app, provider)).run({ send });
     expect(notConfigured).toMatchObject({
       status: 'failed',
       output: { type: 'error-text', value: 'sendEmail failed: Email integration not configured' },
     });
-    const unverified = await (await webhookOrg({ domainStatus: 'pending' })).run({ send });
+    const unverified = await (await setUpSendingOrg(app, provider, { domainStatus: 'pending' })).run({ send });
     expect(unverified.output.value).toBe('sendEmail failed: Domain is not verified');
-    const verified = await webhookOrg({});
+    const verified = await setUpSendingOrg(app, provider, {});
     const crowd = await verified.run({ send: { ...send, to: 'a@customer.test, b@customer.test; c@customer.test' } });
     expect(crowd.output.value).toBe('sendEmail failed: Too many recipients: 3 (at most 2)');
     const notAnAddress = await verified.run({ send: { ...send, to: 'not an address' } });

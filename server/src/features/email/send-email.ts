@@ -1,4 +1,4 @@
-import { hash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
@@ -9,7 +9,8 @@ import { addressOf, renderMarkdownEmail } from './email-content.ts';
 import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { outboundRepo } from './outbound.repo.ts';
-import type { ThreadMail } from './thread-mail.ts';
+import { attachmentsOf, idempotencyKeyOf, type SendEmailAgain } from './send-email-again.ts';
+import { isSendToRetry, type ThreadMail } from './thread-mail.ts';
 
 type SendContext = NonNullable<Awaited<ReturnType<typeof outboundRepo.sendContext>>>;
 
@@ -22,23 +23,19 @@ const sendEmailInput = z.object({
 
 type Input = z.output<typeof sendEmailInput>;
 
-/** The provider keeps an idempotency key 24 h and takes at most 256 characters: the call's own id, per action. */
-const idempotencyKeyOf = (context: ToolContext) => {
-  const key = `${context.actionId}/${context.toolCallId}`;
-  return key.length <= 256 ? key : `${context.actionId}/${hash('sha256', context.toolCallId, 'base64url')}`;
-};
-
 /**
  * The `sendEmail` tool. In an action that answers an inbox's email, the reply goes from that inbox,
  * in its thread (In-Reply-To, References, "Re:" subject); otherwise from the integration's sender,
  * as a new thread. The message is stored before it is sent and the tool call names it, so a
  * resumed run finds it and never sends twice (the provider's idempotency key is the call's id). A
- * refusal (no integration, unverified domain, suppressed or too many recipients, unknown document)
- * is an error the model sees.
+ * refusal (no integration, unverified domain, suppressed or too many recipients, unknown document,
+ * the provider's) is an error the model sees. A send the provider did not take at once is sent again
+ * by a job, with the same key, and the model is told so: calling again would send a second email.
  */
 export function createSendEmail(deps: {
   db: Kysely<DB>;
   threadMail: Pick<ThreadMail, 'store' | 'deliver'>;
+  later: Pick<SendEmailAgain, 'schedule'>;
   integration: Pick<EmailIntegrationService, 'requireVerifiedDomain'>;
   maxRecipients: number;
 }) {
@@ -114,6 +111,15 @@ export function createSendEmail(deps: {
     subject: message.subject,
   });
 
+  const queuedResultOf = (message: EmailMessageRow, why: string) => ({
+    ...resultOf(message),
+    sent: false,
+    queued: true,
+    note:
+      `The email provider did not take it at once (${why}). It is kept and sent again in the next minutes with the ` +
+      'same idempotency key, so that it goes once: do not send it again.',
+  });
+
   async function send(input: Input, context: ToolContext) {
     // Bad recipients are refused after a stored call's result is returned (a resumed run sends nothing again).
     let recipients: string[] = [];
@@ -128,6 +134,7 @@ export function createSendEmail(deps: {
     if (!found) throw new Error('Email integration not configured');
     const { integration, answered } = found;
     const existing = found.storedId ? await outboundRepo.ofToolCall(db, actionId, toolCallId) : undefined;
+    if (existing?.status === 'failed') throw new Error(`Not sent: ${existing.statusDetail ?? 'the provider refused it'}`);
     if (existing && existing.status !== 'sending') return resultOf(existing);
     if (refusal) throw refusal;
 
@@ -156,15 +163,16 @@ export function createSendEmail(deps: {
         documents,
       ));
 
-    const outcome = await deps.threadMail.deliver(integration, message, idempotencyKeyOf(context), {
-      attachments: documents.map((document) => ({
-        filename: pdfFileName(document.title),
-        content: Buffer.from(document.pdf).toString('base64'),
-        content_type: 'application/pdf',
-      })),
-    });
-    if (!outcome.sent) throw new Error(`The email provider did not send it: ${outcome.refusal}`);
-    return resultOf(outcome.message);
+    try {
+      const attachments = attachmentsOf(documents);
+      const outcome = await deps.threadMail.deliver(integration, message, idempotencyKeyOf(context), { attachments }, true);
+      if (!outcome.sent) throw new Error(`The email provider did not send it: ${outcome.refusal}`);
+      return resultOf(outcome.message);
+    } catch (error) {
+      if (!isSendToRetry(error)) throw error;
+      await deps.later.schedule(message, error.message);
+      return queuedResultOf(message, error.message);
+    }
   }
 
   return defineTool({

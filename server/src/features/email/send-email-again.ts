@@ -1,0 +1,74 @@
+import { hash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { EmailMessageRow } from '../../db/email-schema.ts';
+import type { DB } from '../../db/schema.ts';
+import type { JobRunner } from '../../jobs/job-runner.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { pdfFileName } from '../../lib/download-filename.ts';
+import type { OutgoingEmail } from './mail-client.ts';
+import { outboundRepo } from './outbound.repo.ts';
+import type { ThreadMail } from './thread-mail.ts';
+
+/** The provider keeps an idempotency key 24 h and takes at most 256 characters: the call's own id, per action. */
+export function idempotencyKeyOf(call: { actionId: string; toolCallId: string }): string {
+  const key = `${call.actionId}/${call.toolCallId}`;
+  return key.length <= 256 ? key : `${call.actionId}/${hash('sha256', call.toolCallId, 'base64url')}`;
+}
+
+/** The PDFs of generated documents as the provider takes attachments. */
+export const attachmentsOf = (documents: Array<{ title: string; pdf: Uint8Array }>): OutgoingEmail['attachments'] =>
+  documents.map((document) => ({
+    filename: pdfFileName(document.title),
+    content: Buffer.from(document.pdf).toString('base64'),
+    content_type: 'application/pdf',
+  }));
+
+/** The first try of the job comes after the client's own retries have failed for a few seconds. */
+const FIRST_TRY_AFTER_MS = 5000;
+
+/**
+ * A sendEmail message the provider did not take at once (unreachable, a timeout, 429 or 5xx after the
+ * client's retries: MailProviderError.transient) stays `sending` and is sent again by the job
+ * `email.send-again`, as it was, with its attachments and the call's idempotency key: a timed-out send
+ * that reached the provider is not sent twice. The last attempt that fails ends it `failed`, with why.
+ */
+export function createSendEmailAgain(deps: {
+  db: Kysely<DB>;
+  threadMail: Pick<ThreadMail, 'deliver' | 'integrationOf' | 'abandon'>;
+  jobs: Pick<JobRunner, 'enqueue'>;
+  clock: Clock;
+}) {
+  const { db } = deps;
+  return {
+    /** Notes on the message why it is still `sending`, and has the job send it again. */
+    async schedule(message: EmailMessageRow, why: string): Promise<void> {
+      await outboundRepo.noteStillSending(
+        db,
+        message.id,
+        `The provider did not take it at once (${why}); it is sent again, with the same idempotency key`,
+      );
+      await deps.jobs.enqueue(
+        'email.send-again',
+        { messageRowId: message.id },
+        { startAfter: new Date(deps.clock.now().getTime() + FIRST_TRY_AFTER_MS) },
+      );
+    },
+
+    /** The job: sends the message again unless it is sent (or failed) meanwhile; a failure worth another try is thrown. */
+    async sendAgain(messageRowId: string, { lastAttempt }: { lastAttempt: boolean }): Promise<void> {
+      const message = await outboundRepo.unsentOfToolCall(db, messageRowId);
+      if (!message) return;
+      const integration = await deps.threadMail.integrationOf(message.orgId);
+      if (!integration) {
+        await deps.threadMail.abandon(message.orgId, message.id, 'Not sent: the email integration was removed meanwhile');
+        return;
+      }
+      const documents = await outboundRepo.attachedDocuments(db, message.orgId, message.id);
+      const key = idempotencyKeyOf({ actionId: message.actionId!, toolCallId: message.toolCallId! });
+      // A refusal marks it failed (in deliver); on the last attempt, so does a failure worth another try.
+      await deps.threadMail.deliver(integration, message, key, { attachments: attachmentsOf(documents) }, !lastAttempt);
+    },
+  };
+}
+
+export type SendEmailAgain = ReturnType<typeof createSendEmailAgain>;
