@@ -10,7 +10,7 @@ import type { EmailIntegrationService } from './email-integration.service.ts';
 import { emailMessagesRepo } from './email-messages.repo.ts';
 import { outboundRepo } from './outbound.repo.ts';
 import { attachmentsOf, idempotencyKeyOf, type SendEmailAgain } from './send-email-again.ts';
-import { isSendToRetry, type ThreadMail } from './thread-mail.ts';
+import { isSendToRetry, type SendOutcome, type ThreadMail } from './thread-mail.ts';
 
 type SendContext = NonNullable<Awaited<ReturnType<typeof outboundRepo.sendContext>>>;
 
@@ -163,16 +163,17 @@ export function createSendEmail(deps: {
         documents,
       ));
 
+    let outcome: SendOutcome;
     try {
       const attachments = attachmentsOf(documents);
-      const outcome = await deps.threadMail.deliver(integration, message, idempotencyKeyOf(context), { attachments }, true);
-      if (!outcome.sent) throw new Error(`The email provider did not send it: ${outcome.refusal}`);
-      return resultOf(outcome.message);
+      outcome = await deps.threadMail.deliver(integration, message, idempotencyKeyOf(context), { attachments }, true);
     } catch (error) {
       if (!isSendToRetry(error)) throw error;
       await deps.later.schedule(message, error.message);
       return queuedResultOf(message, error.message);
     }
+    if (!outcome.sent) throw new Error(`The email provider did not send it: ${outcome.refusal}`);
+    return resultOf(outcome.message);
   }
 
   return defineTool({
