@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addCallback } from '../../../test/helpers/callbacks.ts';
 import { expectCommitWithoutFlush } from '../../../test/helpers/flushless.ts';
+import { actionOf, outbox } from '../../../test/helpers/outbox.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
-import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
+import { setupWebhook } from '../../../test/helpers/webhooks.ts';
 import type { DB } from '../../db/schema.ts';
 import { callbackEndpointsRepo } from './callbacks.repo.ts';
 import { dispatchRepo, type AttemptRecord, type ClaimedCallback } from './dispatch.repo.ts';
@@ -37,23 +37,6 @@ async function webhookWithEndpoints(count: number) {
   };
 }
 
-/** An action of the webhook (running), as the runner would have it. */
-async function actionOf(setup: WebhookSetup): Promise<string> {
-  const id = randomUUID();
-  await sql`insert into actions (id, org_id, webhook_id, delivery_id, status, event_type, external_id)
-    values (${id}, ${setup.tenant.org.id}, ${setup.webhook.id}, ${randomUUID()}, 'running', 'order.created', ${id})`.execute(db);
-  return id;
-}
-
-/** An outbox row, due `secondsAgo` seconds ago; rows of one action and endpoint are ordered as written. */
-async function outbox(setup: WebhookSetup, actionId: string, endpointId: string, secondsAgo: number, event = 'action.completed') {
-  const id = randomUUID();
-  await sql`insert into callback_deliveries (id, org_id, endpoint_id, action_id, event_type, payload, next_attempt_at)
-    values (${id}, ${setup.tenant.org.id}, ${endpointId}, ${actionId}, ${event}, ${JSON.stringify({ type: event })}::jsonb,
-      now() - ${secondsAgo}::int * interval '1 second')`.execute(db);
-  return id;
-}
-
 const succeeded = (claimed: ClaimedCallback[]): AttemptRecord[] =>
   claimed.map((callback) => ({
     deliveryId: callback.id,
@@ -74,8 +57,8 @@ describe('claiming due callbacks', () => {
   it('takes the longest due first, at most the limit, each leased (counted, not taken again) until its lease lapses', async () => {
     const { setup, endpoints, claim } = await webhookWithEndpoints(1);
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await outbox(setup, await actionOf(setup), endpoints[0]!, 50 - i));
-    await outbox(setup, await actionOf(setup), endpoints[0]!, -60); // due in a minute
+    for (let i = 0; i < 5; i++) ids.push(await outbox(db, setup, await actionOf(db, setup), endpoints[0]!, 50 - i));
+    await outbox(db, setup, await actionOf(db, setup), endpoints[0]!, -60); // due in a minute
 
     const first = await claim(3);
     expect(first.map((callback) => callback.id)).toEqual(ids.slice(0, 3));
@@ -90,11 +73,11 @@ describe('claiming due callbacks', () => {
 
   it("keeps each action's callbacks to one endpoint in order; other endpoints and actions do not wait", async () => {
     const { setup, endpoints, claim } = await webhookWithEndpoints(2);
-    const [a, b] = [await actionOf(setup), await actionOf(setup)];
-    const approval = await outbox(setup, a, endpoints[0]!, 30, 'action.pending_approval');
-    const completed = await outbox(setup, a, endpoints[0]!, 40); // due earlier, but written after
-    const otherEndpoint = await outbox(setup, a, endpoints[1]!, 20);
-    const otherAction = await outbox(setup, b, endpoints[0]!, 10);
+    const [a, b] = [await actionOf(db, setup), await actionOf(db, setup)];
+    const approval = await outbox(db, setup, a, endpoints[0]!, 30, 'action.pending_approval');
+    const completed = await outbox(db, setup, a, endpoints[0]!, 40); // due earlier, but written after
+    const otherEndpoint = await outbox(db, setup, a, endpoints[1]!, 20);
+    const otherAction = await outbox(db, setup, b, endpoints[0]!, 10);
 
     const first = await claim(10);
     expect(first.map((callback) => callback.id).sort()).toEqual([approval, otherEndpoint, otherAction].sort());
@@ -105,9 +88,9 @@ describe('claiming due callbacks', () => {
 
   it('skips the endpoints it is told to, and disabled endpoints', async () => {
     const { setup, endpoints, claim } = await webhookWithEndpoints(2);
-    const action = await actionOf(setup);
-    await outbox(setup, action, endpoints[0]!, 10);
-    const second = await outbox(setup, action, endpoints[1]!, 10);
+    const action = await actionOf(db, setup);
+    await outbox(db, setup, action, endpoints[0]!, 10);
+    const second = await outbox(db, setup, action, endpoints[1]!, 10);
     expect((await claim(10, [endpoints[0]!])).map((callback) => callback.id)).toEqual([second]);
 
     await db.updateTable('callbackEndpoints').set({ enabled: false }).where('id', '=', endpoints[0]!).execute();
@@ -116,7 +99,7 @@ describe('claiming due callbacks', () => {
 
   it("commits without waiting for the flush, in the claim's own transaction only", async () => {
     const { setup, endpoints } = await webhookWithEndpoints(1);
-    const id = await outbox(setup, await actionOf(setup), endpoints[0]!, 5);
+    const id = await outbox(db, setup, await actionOf(db, setup), endpoints[0]!, 5);
     const others = (await db.selectFrom('callbackEndpoints').select('id').where('id', '<>', endpoints[0]!).execute()).map(
       (row) => row.id,
     );
@@ -172,7 +155,7 @@ describe('claiming due callbacks', () => {
 describe('recording attempts', () => {
   it('keeps a callback failed when its endpoint was disabled during the attempt; the attempt is kept', async () => {
     const { setup, endpoints, claim } = await webhookWithEndpoints(1);
-    const id = await outbox(setup, await actionOf(setup), endpoints[0]!, 5);
+    const id = await outbox(db, setup, await actionOf(db, setup), endpoints[0]!, 5);
     const claimed = await claim(10);
     await callbackEndpointsRepo.disable(db, [endpoints[0]!], 'test');
     expect(await dispatchRepo.record(db, succeeded(claimed), 86_400_000)).toEqual([]);
@@ -183,7 +166,7 @@ describe('recording attempts', () => {
 
   it('schedules a failed attempt again and marks the endpoint failing; names the endpoints failing for too long', async () => {
     const { setup, endpoints, claim } = await webhookWithEndpoints(1);
-    const id = await outbox(setup, await actionOf(setup), endpoints[0]!, 5);
+    const id = await outbox(db, setup, await actionOf(db, setup), endpoints[0]!, 5);
     const failed = succeeded(await claim(10)).map((attempt) => ({
       ...attempt,
       statusCode: 500,
