@@ -60,7 +60,7 @@ export function composeEmail(
     emailThreads: createEmailThreadsService({ db }),
   };
   const threadMail = createThreadMail({ db, bus, box, deliver: createOutboundMail({ db, box, mail, jobs, clock }), logger });
-  const sendEmailAgain = createSendEmailAgain({ db, threadMail, jobs, clock });
+  const sendEmailAgain = createSendEmailAgain({ db, threadMail, jobs, clock, logger });
   const sendEmailTool = createSendEmail({
     db,
     threadMail,

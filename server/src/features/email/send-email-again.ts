@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
 import type { EmailMessageRow } from '../../db/email-schema.ts';
 import type { DB } from '../../db/schema.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
@@ -37,21 +38,35 @@ export function createSendEmailAgain(deps: {
   threadMail: Pick<ThreadMail, 'deliver' | 'integrationOf' | 'abandon'>;
   jobs: Pick<JobRunner, 'enqueue'>;
   clock: Clock;
+  logger: Pick<Logger, 'error'>;
 }) {
   const { db } = deps;
   return {
-    /** Notes on the message why it is still `sending`, and has the job send it again. */
+    /**
+     * Notes on the message why it is still `sending`, and has the job send it again. Where the job
+     * cannot be queued, nothing would send it: it ends `failed` now, and the error says it may have gone
+     * (the provider's `email.sent` notification still settles it as sent if that send did).
+     */
     async schedule(message: EmailMessageRow, why: string): Promise<void> {
-      await outboundRepo.noteStillSending(
-        db,
-        message.id,
-        `The provider did not take it at once (${why}); it is sent again, with the same idempotency key`,
-      );
-      await deps.jobs.enqueue(
-        'email.send-again',
-        { messageRowId: message.id },
-        { startAfter: new Date(deps.clock.now().getTime() + FIRST_TRY_AFTER_MS) },
-      );
+      try {
+        await db.transaction().execute(async (trx) => {
+          await outboundRepo.noteStillSending(
+            trx,
+            message.id,
+            `The provider did not take it at once (${why}); it is sent again, with the same idempotency key`,
+          );
+          await deps.jobs.enqueue(
+            'email.send-again',
+            { messageRowId: message.id },
+            { trx, startAfter: new Date(deps.clock.now().getTime() + FIRST_TRY_AFTER_MS) },
+          );
+        });
+      } catch (error) {
+        deps.logger.error({ err: error, messageRowId: message.id }, 'an email to send again could not be queued');
+        const detail = `Not sent: the provider did not take it at once (${why}), and it could not be queued to be sent again`;
+        await deps.threadMail.abandon(message.orgId, message.id, detail);
+        throw new Error(`${detail}; the provider may have received it`);
+      }
     },
 
     /** The job: sends the message again unless it is sent (or failed) meanwhile; a failure worth another try is thrown. */

@@ -149,6 +149,31 @@ describe('sendEmail: a send the provider did not take at once', () => {
     expect(await sendAgainJob(waiting.id)).toEqual([expect.objectContaining({ state: 'completed' })]);
   }, 60_000);
 
+  it('ends failed at once when its job cannot be queued: the model is told it may have reached the provider', async () => {
+    // The queue refuses this job (as a database failing at that moment would); nothing would send it again.
+    await sql`create function refuse_send_again() returns trigger language plpgsql as $$
+      begin raise exception 'the queue is unavailable'; end $$`.execute(app.container.db);
+    await sql`create trigger refuse_send_again before insert on pgboss.job for each row
+      when (new.name = 'email.send-again') execute function refuse_send_again()`.execute(app.container.db);
+    try {
+      model.script(followSendEvent);
+      const org = await setUpSendingOrg(app, provider, {});
+      const to = `ora-${randomUUID().slice(0, 6)}@customer.test`;
+      provider.failNextSends(1, 503);
+      const call = await org.run({ send: { to, subject: 'Unqueued', body: 'Nobody sends it again.' } });
+      const detail =
+        'Not sent: the provider did not take it at once (temporary failure), and it could not be queued to be sent again';
+      expect(call).toMatchObject({ status: 'failed', output: { type: 'error-text', value: expect.stringContaining(detail) } });
+      expect(call.output.value).toContain('the provider may have received it');
+      expect(call.output.value).not.toContain('the queue is unavailable');
+      const message = await onlyMessage(org);
+      expect(message).toMatchObject({ status: 'failed', statusDetail: detail });
+      expect(await sendAgainJob(message.id)).toEqual([]);
+    } finally {
+      await sql`drop function refuse_send_again cascade`.execute(app.container.db);
+    }
+  }, 60_000);
+
   it('is not sent once the org has removed its integration meanwhile: it ends failed, with why', async () => {
     const { org, to, waiting } = await refusedOnce('ned');
     const removed = await app.request('DELETE', `/orgs/${org.auth.org}/email/integration`, { token: org.auth.token });

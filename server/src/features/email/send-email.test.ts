@@ -70,6 +70,39 @@ describe('sendEmail', () => {
     expect(`<${message.providerMessageId}>`).toBe(email.messageId);
   });
 
+  it('called again for the same call (as a resumed run calls it), sends nothing: it answers as the first call did', async () => {
+    model.script(followSendEvent);
+    const org = await setUpSendingOrg(app, provider, {});
+    const sendEmail = app.container.tools.get('sendEmail')!;
+    /** The org's message of the call, and the tool called again with the call's own context. */
+    const callAgain = async (call: { toolCallId: string }, input: Record<string, unknown>) => {
+      const { actionId } = await app.container.db
+        .selectFrom('emailMessages')
+        .select('actionId')
+        .where('toolCallId', '=', call.toolCallId)
+        .executeTakeFirstOrThrow();
+      const context = { orgId: org.tenant.org.id, actionId: actionId!, userId: org.tenant.admin.id, toolCallId: call.toolCallId };
+      return sendEmail.execute(sendEmail.inputSchema!.parse(input), { ...context, signal: new AbortController().signal });
+    };
+    const posts = () => provider.requests.filter((request) => request.method === 'POST' && request.url === '/emails').length;
+
+    const sentTo = `ivy-${randomUUID().slice(0, 6)}@customer.test`;
+    const sent = { to: sentTo, subject: 'Once', body: 'Sent once.' };
+    const first = await org.run({ send: sent });
+    expect(first.output.value).toMatchObject({ sent: true });
+    const before = posts();
+    expect(await callAgain(first, sent)).toEqual(first.output.value);
+    expect(posts()).toBe(before);
+
+    const refusedTo = `jay-${randomUUID().slice(0, 6)}@customer.test`;
+    const refused = { to: refusedTo, subject: 'Refused', body: 'Not sent.' };
+    provider.failNextSends(1, 422);
+    const second = await org.run({ send: refused });
+    expect(second).toMatchObject({ status: 'failed', output: { value: expect.stringContaining('did not send it') } });
+    await expect(callAgain(second, refused)).rejects.toThrow(/^Not sent: The provider refused it/);
+    expect(posts()).toBe(before + 1);
+  });
+
   it('refuses, as a tool error the model sees: no integration, an unverified domain, too many recipients, a document that is not the org’s', async () => {
     model.script(followSendEvent);
     const send = { to: 'ivy@customer.test', subject: 'Hi', body: 'Hello' };
