@@ -62,9 +62,13 @@ export function createSendEmailAgain(deps: {
           );
         });
       } catch (error) {
-        deps.logger.error({ err: error, messageRowId: message.id }, 'an email to send again could not be queued');
+        const log = (err: unknown, what: string) => deps.logger.error({ err, messageRowId: message.id }, what);
+        log(error, 'an email to send again could not be queued');
         const detail = `Not sent: the provider did not take it at once (${why}), and it could not be queued to be sent again`;
-        await deps.threadMail.abandon(message.orgId, message.id, detail);
+        // The model is told so either way; the database's own words are for the log.
+        await deps.threadMail
+          .abandon(message.orgId, message.id, detail)
+          .catch((cause) => log(cause, 'an email that could not be queued to send again could not be marked failed either'));
         throw new Error(`${detail}; the provider may have received it`);
       }
     },
