@@ -27,8 +27,8 @@ const PER_ENDPOINT_IN_FLIGHT = 50;
 const FAILING_DAYS_BEFORE_DISABLE = 5;
 /**
  * Finished attempts are recorded this long after the first of them (or at once when this many wait):
- * at a moderate rate a statement per attempt or two cost PostgreSQL twice the CPU per delivery of the
- * batches at capacity. The receipt does not wait for it; a callback that follows one of its action to
+ * at a moderate rate, a statement for each handful of attempts cost PostgreSQL twice the CPU per
+ * delivery of the batches at capacity. The receipt does not wait for it; a callback that follows one of its action to
  * the same endpoint, and a slot held in flight, wait at most this long.
  */
 const GATHER_MS = 10;
