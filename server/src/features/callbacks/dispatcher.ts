@@ -6,6 +6,7 @@ import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { callbackEndpointsRepo } from './callbacks.repo.ts';
 import { claimLeaseMs, dispatchRepo, type AttemptRecord, type ClaimedCallback } from './dispatch.repo.ts';
+import { LAST_CALLBACK_EVENTS } from './outbox.ts';
 import { judgeAttempt } from './retry-policy.ts';
 import { createSecretCache, signedHeaders } from './signing.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -28,13 +29,19 @@ const FAILING_DAYS_BEFORE_DISABLE = 5;
 /**
  * Finished attempts are recorded this long after the first of them (or at once when this many wait):
  * at a moderate rate, a statement for each handful of attempts cost PostgreSQL twice the CPU per
- * delivery of the batches at capacity. The receipt does not wait for it; a callback that follows one of its action to
- * the same endpoint, and a slot held in flight, wait at most this long.
+ * delivery of the batches at capacity. The receipt does not wait for it; the action's next callback
+ * to the same endpoint, and a slot held in flight, wait at most this long.
  */
 const GATHER_MS = 10;
 const GATHER_ATTEMPTS = 200;
-/** An action announces nothing after these: a callback of one has no successor waiting for it to be recorded. */
-const LAST_EVENTS: ReadonlySet<string> = new Set(['action.completed', 'action.failed', 'action.rejected', 'action.expired']);
+
+/** What a receiver answered an attempt, or why there is no answer (`error`, without a status code). */
+interface Answer {
+  statusCode: number | null;
+  retryAfter: string | undefined;
+  error: string | null;
+  responseBody: string | null;
+}
 
 export interface DispatcherOptions {
   concurrency: number;
@@ -112,18 +119,41 @@ export function createCallbackDispatcher(deps: {
     }
   }
 
-  async function attempt(callback: ClaimedCallback): Promise<void> {
-    const attemptedAt = deps.clock.now();
-    const started = performance.now();
-    const { body } = callback;
+  /** Signs and POSTs the callback once: what the receiver answered, or why there is no answer. */
+  async function post(callback: ClaimedCallback, attemptedAt: Date, traceparent: string | null | undefined): Promise<Answer> {
     const secrets = [secretOf(callback.secretEncrypted)];
     if (callback.previousSecretEncrypted && callback.previousSecretExpiresAt && callback.previousSecretExpiresAt > attemptedAt) {
       secrets.push(secretOf(callback.previousSecretEncrypted));
     }
-    let statusCode: number | null = null;
-    let retryAfter: string | undefined;
-    let error: string | null = null;
-    let responseBody: string | null = null;
+    try {
+      const response = await postOnce(deps.httpAgents, callback.url, {
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'AgentPlatform-Callbacks/1',
+          ...signedHeaders(callback.id, attemptedAt, callback.body, secrets),
+          ...(traceparent && { traceparent }),
+        },
+        body: callback.body,
+        timeoutMs: options.timeoutMs,
+        keepBodyBytes: KEEP_RESPONSE_BYTES,
+      });
+      const { status, headers } = response;
+      const error =
+        status >= 300 && status < 400
+          ? `redirect to ${headers.location ?? '(no location)'} not followed`
+          : status < 200 || status >= 300
+            ? `HTTP ${status}`
+            : null;
+      const retryAfter = typeof headers['retry-after'] === 'string' ? headers['retry-after'] : undefined;
+      return { statusCode: status, retryAfter, error, responseBody: response.body };
+    } catch (cause) {
+      return { statusCode: null, retryAfter: undefined, error: (cause as Error).message || String(cause), responseBody: null };
+    }
+  }
+
+  async function attempt(callback: ClaimedCallback): Promise<void> {
+    const attemptedAt = deps.clock.now();
+    const started = performance.now();
     // The attempt joins its action's trace; the receiver may continue it (traceparent). Only the host is
     // recorded: a callback URL's path or query may be a secret (a Slack-style hook).
     const span = deps.tracing.start(`callback ${callback.eventType}`, callback.traceParent, {
@@ -136,28 +166,7 @@ export function createCallbackDispatcher(deps: {
         'agent_platform.callback.attempt': callback.attemptCount,
       },
     });
-    const traceparent = deps.tracing.traceparent(span);
-    try {
-      const response = await postOnce(deps.httpAgents, callback.url, {
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'AgentPlatform-Callbacks/1',
-          ...signedHeaders(callback.id, attemptedAt, body, secrets),
-          ...(traceparent && { traceparent }),
-        },
-        body,
-        timeoutMs: options.timeoutMs,
-        keepBodyBytes: KEEP_RESPONSE_BYTES,
-      });
-      statusCode = response.status;
-      responseBody = response.body;
-      retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-      if (statusCode >= 300 && statusCode < 400)
-        error = `redirect to ${response.headers.location ?? '(no location)'} not followed`;
-      else if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
-    } catch (cause) {
-      error = (cause as Error).message || String(cause);
-    }
+    const { statusCode, retryAfter, error, responseBody } = await post(callback, attemptedAt, deps.tracing.traceparent(span));
     const verdict = judgeAttempt(
       { statusCode, retryAfter, attemptCount: callback.attemptCount, attemptedAt },
       options.retryScheduleMs,
@@ -179,7 +188,7 @@ export function createCallbackDispatcher(deps: {
       delayMs: verdict.delayMs,
     });
     if (verdict.gone) goneEndpoints.add(callback.endpointId);
-    if (verdict.status !== 'pending' && !LAST_EVENTS.has(callback.eventType)) opensNext.add(callback.id);
+    if (verdict.status !== 'pending' && !LAST_CALLBACK_EVENTS.has(callback.eventType)) opensNext.add(callback.id);
     if (finished.length >= GATHER_ATTEMPTS || !running) flush();
     else flushSoon();
   }

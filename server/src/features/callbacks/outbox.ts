@@ -11,6 +11,17 @@ export const CALLBACK_EVENT_OF: Partial<Record<ActionStatus, CallbackEventType>>
   expired: 'action.expired',
 };
 
+/**
+ * The events an action announces last (its terminal statuses'): nothing of its action follows one to
+ * its endpoint, so none waits for it to be recorded. actions/lifecycle.test.ts holds it to the lifecycle.
+ */
+export const LAST_CALLBACK_EVENTS: ReadonlySet<string> = new Set<CallbackEventType>([
+  'action.completed',
+  'action.failed',
+  'action.rejected',
+  'action.expired',
+]);
+
 interface StagedCall {
   toolCallId: string;
   toolName: string;
