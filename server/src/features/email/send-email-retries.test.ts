@@ -60,6 +60,22 @@ async function sentButAnswered503(org: SendingOrg, send: { to: string; subject: 
   return run;
 }
 
+/**
+ * Runs `test` with the send-again jobs queued meanwhile put off an hour (a trigger on pg-boss's table), so
+ * that a message still waits for its job however slow the machine: the test makes the job due (`runJobNow`).
+ */
+async function withJobsPutOff(test: () => Promise<void>) {
+  await sql`create function put_off_send_again() returns trigger language plpgsql as $$
+    begin new.start_after := now() + interval '1 hour'; return new; end $$`.execute(app.container.db);
+  await sql`create trigger put_off_send_again before insert on pgboss.job for each row
+    when (new.name = 'email.send-again') execute function put_off_send_again()`.execute(app.container.db);
+  try {
+    await test();
+  } finally {
+    await sql`drop function put_off_send_again cascade`.execute(app.container.db);
+  }
+}
+
 /** An org whose agent sent one email that the provider refused with a 503 (nothing sent): the waiting message. */
 async function refusedOnce(name: string) {
   model.script(followSendEvent);
@@ -70,7 +86,7 @@ async function refusedOnce(name: string) {
   return { org, to, waiting: await onlyMessage(org) };
 }
 
-/** Makes the message's job due now (as its queue's last attempt, with `asLast`) instead of in 5 s. */
+/** Makes the message's job due now (as its queue's last attempt, with `asLast`), instead of when it was put off. */
 async function runJobNow(messageId: string, { asLast = false } = {}) {
   const [job] = await sendAgainJob(messageId);
   await sql`update pgboss.job set start_after = now(),
@@ -85,6 +101,8 @@ describe('sendEmail: a send the provider did not take at once', () => {
     const org = await setUpSendingOrg(app, provider, {});
     const to = `kim-${randomUUID().slice(0, 6)}@customer.test`;
     provider.failNextSends(1, 503);
+    // The job's send is answered only once the waiting message has been read.
+    const jobSend = provider.holdNext('send');
     const call = await org.run({
       send: { to, subject: 'Your invoice', body: 'Attached.' },
       document: { title: 'Invoice 8', content: '# Invoice 8' },
@@ -97,6 +115,8 @@ describe('sendEmail: a send the provider did not take at once', () => {
     const waiting = await onlyMessage(org);
     expect(waiting).toMatchObject({ status: 'sending', statusDetail: expect.stringContaining('did not take it at once') });
 
+    await jobSend.held;
+    jobSend.release();
     const message = await settledMessage(org);
     const [email] = sendsTo(to);
     expect(sendsTo(to)).toHaveLength(1);
@@ -121,33 +141,45 @@ describe('sendEmail: a send the provider did not take at once', () => {
     expect(message).toMatchObject({ status: 'sent', providerEmailId: sendsTo(to)[0]!.id });
   }, 60_000);
 
-  it("is settled by the provider's email.sent notification before the job's try: the job sends nothing", async () => {
-    model.script(followSendEvent);
-    const org = await setUpSendingOrg(app, provider, {});
-    const to = `mia-${randomUUID().slice(0, 6)}@customer.test`;
-    const call = await sentButAnswered503(org, { to, subject: 'Told', body: 'By the notification.' });
-    expect(call.output.value).toMatchObject({ queued: true });
-    expect(await onlyMessage(org)).toMatchObject({ status: 'sending', statusDetail: expect.any(String) });
-    const [email] = sendsTo(to);
-    expect((await org.notify(provider.sentEvent(email!.id, 'email.sent'))).status).toBe(200);
-    const message = await settledMessage(org);
-    expect(message).toMatchObject({ status: 'sent', statusDetail: null, providerEmailId: email!.id });
-    const postsBefore = emailPosts();
-    await runJobNow(message.id);
-    await eventually('the job done', async () => ((await sendAgainJob(message.id))[0]?.state === 'completed' ? true : undefined));
-    expect(emailPosts()).toBe(postsBefore);
-  }, 60_000);
+  it(
+    "is settled by the provider's email.sent notification before the job's try: the job sends nothing",
+    () =>
+      withJobsPutOff(async () => {
+        model.script(followSendEvent);
+        const org = await setUpSendingOrg(app, provider, {});
+        const to = `mia-${randomUUID().slice(0, 6)}@customer.test`;
+        const call = await sentButAnswered503(org, { to, subject: 'Told', body: 'By the notification.' });
+        expect(call.output.value).toMatchObject({ queued: true });
+        expect(await onlyMessage(org)).toMatchObject({ status: 'sending', statusDetail: expect.any(String) });
+        const [email] = sendsTo(to);
+        expect((await org.notify(provider.sentEvent(email!.id, 'email.sent'))).status).toBe(200);
+        const message = await settledMessage(org);
+        expect(message).toMatchObject({ status: 'sent', statusDetail: null, providerEmailId: email!.id });
+        const postsBefore = emailPosts();
+        await runJobNow(message.id);
+        await eventually('the job done', async () =>
+          (await sendAgainJob(message.id))[0]?.state === 'completed' ? true : undefined,
+        );
+        expect(emailPosts()).toBe(postsBefore);
+      }),
+    60_000,
+  );
 
-  it("on the job's last attempt, one the provider still does not take ends failed, with why", async () => {
-    const { org, to, waiting } = await refusedOnce('max');
-    // Its first run is its last (as after eight retries), and due now; the provider refuses that send too.
-    provider.failNextSends(1, 503);
-    await runJobNow(waiting.id, { asLast: true });
-    const message = await settledMessage(org);
-    expect(message).toMatchObject({ status: 'failed', statusDetail: 'The provider refused it: temporary failure' });
-    expect(sendsTo(to)).toEqual([]);
-    expect(await sendAgainJob(waiting.id)).toEqual([expect.objectContaining({ state: 'completed' })]);
-  }, 60_000);
+  it(
+    "on the job's last attempt, one the provider still does not take ends failed, with why",
+    () =>
+      withJobsPutOff(async () => {
+        const { org, to, waiting } = await refusedOnce('max');
+        // Its first run is its last (as after eight retries), and due now; the provider refuses that send too.
+        provider.failNextSends(1, 503);
+        await runJobNow(waiting.id, { asLast: true });
+        const message = await settledMessage(org);
+        expect(message).toMatchObject({ status: 'failed', statusDetail: 'The provider refused it: temporary failure' });
+        expect(sendsTo(to)).toEqual([]);
+        expect(await sendAgainJob(waiting.id)).toEqual([expect.objectContaining({ state: 'completed' })]);
+      }),
+    60_000,
+  );
 
   it('ends failed at once when its job cannot be queued: the model is told it may have reached the provider', async () => {
     // The queue refuses this job (as a database failing at that moment would); nothing would send it again.
@@ -174,13 +206,21 @@ describe('sendEmail: a send the provider did not take at once', () => {
     }
   }, 60_000);
 
-  it('is not sent once the org has removed its integration meanwhile: it ends failed, with why', async () => {
-    const { org, to, waiting } = await refusedOnce('ned');
-    const removed = await app.request('DELETE', `/orgs/${org.auth.org}/email/integration`, { token: org.auth.token });
-    expect(removed.status).toBe(204);
-    await runJobNow(waiting.id);
-    const message = await settledMessage(org);
-    expect(message).toMatchObject({ status: 'failed', statusDetail: 'Not sent: the email integration was removed meanwhile' });
-    expect(sendsTo(to)).toEqual([]);
-  }, 60_000);
+  it(
+    'is not sent once the org has removed its integration meanwhile: it ends failed, with why',
+    () =>
+      withJobsPutOff(async () => {
+        const { org, to, waiting } = await refusedOnce('ned');
+        const removed = await app.request('DELETE', `/orgs/${org.auth.org}/email/integration`, { token: org.auth.token });
+        expect(removed.status).toBe(204);
+        await runJobNow(waiting.id);
+        const message = await settledMessage(org);
+        expect(message).toMatchObject({
+          status: 'failed',
+          statusDetail: 'Not sent: the email integration was removed meanwhile',
+        });
+        expect(sendsTo(to)).toEqual([]);
+      }),
+    60_000,
+  );
 });
