@@ -23,6 +23,8 @@ export interface JobRunner {
     payload: JobPayload<Q>,
     options?: { trx?: Kysely<DB>; startAfter?: Date },
   ): Promise<string | null>;
+  /** Whether a job of the queue whose payload holds `data` is still to run, or running (not completed, failed or cancelled). */
+  unfinished<Q extends QueueName>(queue: Q, data: Partial<JobPayload<Q>>): Promise<boolean>;
   /** Throws unless the queue is started and its tables answer. */
   ping(): Promise<void>;
   /** Per queue, jobs waiting now (and the oldest one's age), waiting for a later time, and being worked. */
@@ -175,6 +177,11 @@ export function createJobRunner(deps: {
       else if (!options.startAfter && !afterCommit(options.trx, () => wake(queue)))
         throw new Error(`A job of ${queue} enqueued in a transaction that wakes nobody when it commits`);
       return id;
+    },
+
+    async unfinished(queue, data) {
+      const jobs = await boss.findJobs(queue, { data });
+      return jobs.some((job) => job.state === 'created' || job.state === 'retry' || job.state === 'active');
     },
 
     async ping() {

@@ -67,6 +67,16 @@ export const jobQueues = {
     options: { retryLimit: 8, retryDelay: 5, retryBackoff: true, expireInSeconds: 120 },
   },
   /**
+   * Ends failed the sendEmail messages still `sending` an hour after they last changed with no
+   * `email.send-again` job left to send them (it could not be queued, or its last attempt died with
+   * its worker): the thread shows why instead of `sending` for ever; every ten minutes.
+   */
+  'email.settle-abandoned-sends': {
+    payload: z.object({}).passthrough(),
+    options: { retryLimit: 1, expireInSeconds: 300 },
+    cron: '*/10 * * * *',
+  },
+  /**
    * Forgets the mail notifications that named no org after a week; every minute. (The notifications
    * themselves are no jobs: the workers claim them from their table, features/email/notification-processor.ts.)
    */

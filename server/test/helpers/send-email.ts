@@ -1,5 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
 import { expect } from 'vitest';
+import type { DB } from '../../src/db/schema.ts';
 import { waitForAction } from './actions.ts';
 import type { FakeMailProvider } from './email.ts';
 import { type FakeWebhook, postSignedNotification } from './fake-mail-provider.ts';
@@ -60,5 +62,30 @@ export async function setUpSendingOrg(
   };
   /** Posts a notification as the provider would, signed with this org's secret. */
   const notify = (event: unknown) => postSignedNotification(webhook, event);
-  return { ...setup, domain, run, notify, auth: { token, org: org.slug } };
+  /** The org's one outbound message, as the thread API shows it. */
+  const onlyMessage = async () => {
+    const api = async (path: string) => (await app.request('GET', `/orgs/${org.slug}/email${path}`, { token })).json();
+    const { threads } = await api('/threads');
+    expect(threads).toHaveLength(1);
+    const { messages } = await api(`/threads/${threads[0].id}`);
+    expect(messages).toHaveLength(1);
+    return messages[0];
+  };
+  return { ...setup, domain, run, notify, onlyMessage, auth: { token, org: org.slug } };
+}
+
+/**
+ * Runs `test` with the send-again jobs queued meanwhile put off an hour (a trigger on pg-boss's table), so
+ * that a message still waits for its job however slow the machine: the test makes the job due itself.
+ */
+export async function withSendAgainPutOff(db: Kysely<DB>, test: () => Promise<void>): Promise<void> {
+  await sql`create function put_off_send_again() returns trigger language plpgsql as $$
+    begin new.start_after := now() + interval '1 hour'; return new; end $$`.execute(db);
+  await sql`create trigger put_off_send_again before insert on pgboss.job for each row
+    when (new.name = 'email.send-again') execute function put_off_send_again()`.execute(db);
+  try {
+    await test();
+  } finally {
+    await sql`drop function put_off_send_again cascade`.execute(db);
+  }
 }

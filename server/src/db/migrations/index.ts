@@ -34,6 +34,7 @@ import * as blankModelNames from './0032_blank_model_names.ts';
 import * as sealedExtras from './0033_sealed_extras.ts';
 import * as jobLeases from './0034_job_leases.ts';
 import * as leaseWaiters from './0035_lease_waiters.ts';
+import * as abandonedSends from './0036_abandoned_sends.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -72,6 +73,7 @@ const migrations: Record<string, Migration> = {
   '0033_sealed_extras': sealedExtras,
   '0034_job_leases': jobLeases,
   '0035_lease_waiters': leaseWaiters,
+  '0036_abandoned_sends': abandonedSends,
 };
 
 export const migrationProvider: MigrationProvider = {

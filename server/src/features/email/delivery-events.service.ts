@@ -104,8 +104,10 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
         // or was given up) may have recorded it already; then nothing is recorded twice.
         const [settled] = await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
         if (!settled?.numUpdatedRows) return;
-        const status =
-          payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message.status, incoming);
+        // Failed with no email id of the provider's is this service giving up on a send whose answer it
+        // never had (a refused send has no notifications): what the provider says of the email wins.
+        const current = message.status === 'failed' && !message.providerEmailId ? 'sending' : message.status;
+        const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(current, incoming);
         await outboundRepo.recordEvent(trx, {
           id: randomUUID(),
           orgId,

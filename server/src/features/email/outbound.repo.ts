@@ -178,6 +178,36 @@ export const outboundRepo = {
       .where('toolCallId', 'is not', null)
       .executeTakeFirst(),
 
+  /** sendEmail messages still `sending` that have not changed since `quietSince` (the oldest first). */
+  quietSendingCalls: (db: Kysely<DB>, quietSince: Date, limit: number) =>
+    db
+      .selectFrom('emailMessages')
+      .select(['id', 'orgId'])
+      .where('status', '=', 'sending')
+      .where('toolCallId', 'is not', null)
+      .where('updatedAt', '<', quietSince)
+      .orderBy('updatedAt')
+      .limit(limit)
+      .execute(),
+
+  /** Ends a quiet message failed unless it changed meanwhile (a send again queued for it notes so). */
+  abandonQuiet: async (
+    db: Kysely<DB>,
+    message: { id: string; orgId: string },
+    quietSince: Date,
+    detail: string,
+  ): Promise<boolean> => {
+    const { numUpdatedRows } = await db
+      .updateTable('emailMessages')
+      .set(failedWith(detail))
+      .where('orgId', '=', message.orgId)
+      .where('id', '=', message.id)
+      .where('status', '=', 'sending')
+      .where('updatedAt', '<', quietSince)
+      .executeTakeFirst();
+    return numUpdatedRows > 0n;
+  },
+
   /** The documents a sendEmail message attaches, in their order, with their PDFs. */
   attachedDocuments: (db: Kysely<DB>, orgId: string, messageId: string) =>
     db

@@ -27,6 +27,16 @@ export const attachmentsOf = (documents: Array<{ title: string; pdf: Uint8Array 
 /** The first try of the job comes after the client's own retries have failed for a few seconds. */
 const FIRST_TRY_AFTER_MS = 5000;
 
+const ABANDONED_DETAIL = 'Not sent: the provider never confirmed it, and nothing was left to send it again';
+
+/**
+ * A sendEmail message unchanged this long while `sending`, with no job to send it, is given up: its
+ * job's tries span some 20 minutes, and a run cut off mid-send is resumed (and sends it) within minutes.
+ */
+const ABANDONED_AFTER_MS = 60 * 60 * 1000;
+/** Given up at most this many at a time (the job comes back in ten minutes). */
+const ABANDONED_BATCH = 500;
+
 /**
  * A sendEmail message the provider did not take at once (unreachable, a timeout, 429 or 5xx after the
  * client's retries: MailProviderError.transient) stays `sending` and is sent again by the job
@@ -36,9 +46,9 @@ const FIRST_TRY_AFTER_MS = 5000;
 export function createSendEmailAgain(deps: {
   db: Kysely<DB>;
   threadMail: Pick<ThreadMail, 'deliver' | 'integrationOf' | 'abandon'>;
-  jobs: Pick<JobRunner, 'enqueue'>;
+  jobs: Pick<JobRunner, 'enqueue' | 'unfinished'>;
   clock: Clock;
-  logger: Pick<Logger, 'error'>;
+  logger: Pick<Logger, 'error' | 'warn'>;
 }) {
   const { db } = deps;
   return {
@@ -71,6 +81,23 @@ export function createSendEmailAgain(deps: {
           .catch((cause) => log(cause, 'an email that could not be queued to send again could not be marked failed either'));
         throw new Error(`${detail}; the provider may have received it`);
       }
+    },
+
+    /**
+     * Ends failed the sendEmail messages that nothing is left to send: `sending` and unchanged for an
+     * hour, with no `email.send-again` job to run (it could not be queued, and marking the message
+     * failed then failed too; or its last attempt died with its worker). The provider's `email.sent`
+     * notification still shows one that did reach it as sent. Returns how many.
+     */
+    async settleAbandoned(): Promise<number> {
+      const quietSince = new Date(deps.clock.now().getTime() - ABANDONED_AFTER_MS);
+      let settled = 0;
+      for (const message of await outboundRepo.quietSendingCalls(db, quietSince, ABANDONED_BATCH)) {
+        if (await deps.jobs.unfinished('email.send-again', { messageRowId: message.id })) continue;
+        if (await outboundRepo.abandonQuiet(db, message, quietSince, ABANDONED_DETAIL)) settled++;
+      }
+      if (settled > 0) deps.logger.warn({ count: settled }, 'sendEmail messages that nothing was left to send ended failed');
+      return settled;
     },
 
     /** The job: sends the message again unless it is sent (or failed) meanwhile; a failure worth another try is thrown. */

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { type FakeMailProvider, useAppWithMailProvider } from '../../../test/helpers/email.ts';
 import { eventually } from '../../../test/helpers/eventually.ts';
 import type { FakeModel } from '../../../test/helpers/model-app.ts';
-import { followSendEvent, setUpSendingOrg } from '../../../test/helpers/send-email.ts';
+import { followSendEvent, setUpSendingOrg, withSendAgainPutOff } from '../../../test/helpers/send-email.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 
 let app: TestApp;
@@ -15,23 +15,12 @@ useAppWithMailProvider({ JOB_POLL_SECONDS: '0.5' }, (started) => ({ app, model, 
 
 type SendingOrg = Awaited<ReturnType<typeof setUpSendingOrg>>;
 
-/** The org's one outbound message, as the thread API shows it. */
-async function onlyMessage(org: SendingOrg) {
-  const api = async (path: string) =>
-    (await app.request('GET', `/orgs/${org.auth.org}/email${path}`, { token: org.auth.token })).json();
-  const { threads } = await api('/threads');
-  expect(threads).toHaveLength(1);
-  const { messages } = await api(`/threads/${threads[0].id}`);
-  expect(messages).toHaveLength(1);
-  return messages[0];
-}
-
 /** The message once it is no longer `sending` (the job sent it, or gave up). */
 const settledMessage = (org: SendingOrg) =>
   eventually(
     'the message sent again, or failed',
     async () => {
-      const message = await onlyMessage(org);
+      const message = await org.onlyMessage();
       return message.status === 'sending' ? undefined : message;
     },
     30_000,
@@ -60,21 +49,8 @@ async function sentButAnswered503(org: SendingOrg, send: { to: string; subject: 
   return run;
 }
 
-/**
- * Runs `test` with the send-again jobs queued meanwhile put off an hour (a trigger on pg-boss's table), so
- * that a message still waits for its job however slow the machine: the test makes the job due (`runJobNow`).
- */
-async function withJobsPutOff(test: () => Promise<void>) {
-  await sql`create function put_off_send_again() returns trigger language plpgsql as $$
-    begin new.start_after := now() + interval '1 hour'; return new; end $$`.execute(app.container.db);
-  await sql`create trigger put_off_send_again before insert on pgboss.job for each row
-    when (new.name = 'email.send-again') execute function put_off_send_again()`.execute(app.container.db);
-  try {
-    await test();
-  } finally {
-    await sql`drop function put_off_send_again cascade`.execute(app.container.db);
-  }
-}
+/** Runs `test` with the send-again jobs queued meanwhile put off: the test makes the job due (`runJobNow`). */
+const withJobsPutOff = (test: () => Promise<void>) => withSendAgainPutOff(app.container.db, test);
 
 /** An org whose agent sent one email that the provider refused with a 503 (nothing sent): the waiting message. */
 async function refusedOnce(name: string) {
@@ -83,7 +59,7 @@ async function refusedOnce(name: string) {
   const to = `${name}-${randomUUID().slice(0, 6)}@customer.test`;
   provider.failNextSends(1, 503);
   await org.run({ send: { to, subject: 'Later', body: 'Not at once.' } });
-  return { org, to, waiting: await onlyMessage(org) };
+  return { org, to, waiting: await org.onlyMessage() };
 }
 
 /** Makes the message's job due now (as its queue's last attempt, with `asLast`), instead of when it was put off. */
@@ -112,7 +88,7 @@ describe('sendEmail: a send the provider did not take at once', () => {
       output: { type: 'json', value: { sent: false, queued: true, to: [to], subject: 'Your invoice', note: queuedNote } },
     });
     expect(call.output.value.note).toContain('temporary failure');
-    const waiting = await onlyMessage(org);
+    const waiting = await org.onlyMessage();
     expect(waiting).toMatchObject({ status: 'sending', statusDetail: expect.stringContaining('did not take it at once') });
 
     await jobSend.held;
@@ -150,7 +126,7 @@ describe('sendEmail: a send the provider did not take at once', () => {
         const to = `mia-${randomUUID().slice(0, 6)}@customer.test`;
         const call = await sentButAnswered503(org, { to, subject: 'Told', body: 'By the notification.' });
         expect(call.output.value).toMatchObject({ queued: true });
-        expect(await onlyMessage(org)).toMatchObject({ status: 'sending', statusDetail: expect.any(String) });
+        expect(await org.onlyMessage()).toMatchObject({ status: 'sending', statusDetail: expect.any(String) });
         const [email] = sendsTo(to);
         expect((await org.notify(provider.sentEvent(email!.id, 'email.sent'))).status).toBe(200);
         const message = await settledMessage(org);
@@ -198,7 +174,7 @@ describe('sendEmail: a send the provider did not take at once', () => {
       expect(call).toMatchObject({ status: 'failed', output: { type: 'error-text', value: expect.stringContaining(detail) } });
       expect(call.output.value).toContain('the provider may have received it');
       expect(call.output.value).not.toContain('the queue is unavailable');
-      const message = await onlyMessage(org);
+      const message = await org.onlyMessage();
       expect(message).toMatchObject({ status: 'failed', statusDetail: detail });
       expect(await sendAgainJob(message.id)).toEqual([]);
     } finally {
