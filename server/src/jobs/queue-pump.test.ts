@@ -122,6 +122,32 @@ describe('queue pump', () => {
     expect(JSON.stringify(job?.output)).toContain('the worker stopped before the job finished');
   });
 
+  it('aborts the signal of a job that runs past its expiry at its expiry, not at a heartbeat', async () => {
+    const name = 'pump-expiry';
+    await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
+    const id = await boss.send(name, { key: 'slow' });
+    const handler = controlledHandler();
+    // No heartbeat within the test: only the expiry can abort the signal.
+    const pump = createQueuePump({
+      boss,
+      name,
+      concurrency: 1,
+      heartbeatSeconds: 600,
+      run: (job, claim) => handler.run(job, claim),
+      logger,
+    });
+    try {
+      await eventually('the job running', async () => (handler.running.size === 1 ? true : undefined));
+      const signal = handler.signals.get('slow')!;
+      expect(signal.aborted).toBe(false);
+      await eventually('its signal aborted', async () => (signal.aborted ? true : undefined), 5000);
+      expect(String(signal.reason)).toContain(`job ${id} ran past its expiry`);
+      handler.finish('slow');
+    } finally {
+      await pump.stop(1000);
+    }
+  });
+
   it("keeps its running jobs' heartbeats fresh, and aborts the signal of a job whose claim is gone, not the others'", async () => {
     const name = 'pump-heartbeats';
     await boss.createQueue(name, { heartbeatSeconds: 10, retryLimit: 1, retryDelay: 60 });

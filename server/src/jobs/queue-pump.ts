@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Job, PgBoss } from 'pg-boss';
 import { createSlotPump } from '../lib/slot-pump.ts';
 
-export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount'>;
+export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount'> & Partial<Pick<Job, 'expireInSeconds'>>;
 
 /** What a running job's attempt is handed besides the job (and its handler, in JobMeta). */
 export interface JobClaim {
@@ -13,8 +13,9 @@ export interface JobClaim {
    */
   onHandBack(release: () => Promise<void>): void;
   /**
-   * Aborted when this attempt no longer has the job (it ran past its expiry, or was failed elsewhere):
-   * its retry runs it, or will. Work with effects outside the database stops at it.
+   * Aborted when this attempt no longer has the job: it ran past its expiry (pg-boss's monitor fails it
+   * to its retry at its next pass), or a heartbeat found it failed elsewhere. Its retry runs it, or will.
+   * Work with effects outside the database stops at it.
    */
   signal: AbortSignal;
 }
@@ -31,7 +32,8 @@ export interface JobClaim {
  * Its running jobs' heartbeats are one `touch` every half `heartbeatSeconds`: the jobs are sent with
  * that heartbeat, and pg-boss's monitor fails (to their retry) those whose heartbeat stopped, a
  * process that died, long before their expiry. The touch is fenced to the attempts fetched, so a job
- * it did not refresh is no longer this attempt's: its signal is aborted.
+ * it did not refresh is no longer this attempt's: its signal is aborted. So is a job's that runs past
+ * its expiry (`expireInSeconds` from its fetch), when pg-boss's monitor may fail it to its retry.
  */
 export function createQueuePump(deps: {
   boss: Pick<PgBoss, 'fetch' | 'complete' | 'fail' | 'touch'>;
@@ -53,6 +55,12 @@ export function createQueuePump(deps: {
   async function run(job: FetchedJob): Promise<void> {
     const claim = new AbortController();
     claims.set(job, claim);
+    // At its expiry, not a heartbeat later: its retry may start at the monitor's next pass from then on.
+    const expiry =
+      job.expireInSeconds === undefined
+        ? undefined
+        : setTimeout(() => claim.abort(new Error(`job ${job.id} ran past its expiry`)), job.expireInSeconds * 1000);
+    expiry?.unref();
     try {
       const onHandBack = (release: () => Promise<void>) => releases.set(job, [...(releases.get(job) ?? []), release]);
       await deps.run(job, { onHandBack, signal: claim.signal });
@@ -68,6 +76,7 @@ export function createQueuePump(deps: {
         ),
       );
     } finally {
+      clearTimeout(expiry);
       releases.delete(job);
       claims.delete(job);
     }
