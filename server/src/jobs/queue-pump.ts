@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Job, PgBoss } from 'pg-boss';
 import { createSlotPump } from '../lib/slot-pump.ts';
 
-export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount'> & Partial<Pick<Job, 'expireInSeconds'>>;
+export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount' | 'expireInSeconds'>;
 
 /** What a running job's attempt is handed besides the job (and its handler, in JobMeta). */
 export interface JobClaim {
@@ -56,11 +56,8 @@ export function createQueuePump(deps: {
     const claim = new AbortController();
     claims.set(job, claim);
     // At its expiry, not a heartbeat later: its retry may start at the monitor's next pass from then on.
-    const expiry =
-      job.expireInSeconds === undefined
-        ? undefined
-        : setTimeout(() => claim.abort(new Error(`job ${job.id} ran past its expiry`)), job.expireInSeconds * 1000);
-    expiry?.unref();
+    const expiry = setTimeout(() => claim.abort(new Error(`job ${job.id} ran past its expiry`)), job.expireInSeconds * 1000);
+    expiry.unref();
     try {
       const onHandBack = (release: () => Promise<void>) => releases.set(job, [...(releases.get(job) ?? []), release]);
       await deps.run(job, { onHandBack, signal: claim.signal });

@@ -34,7 +34,16 @@ const STATUS_OF: Record<string, EmailMessageStatus> = {
   'email.suppressed': 'suppressed',
 };
 
-function nextStatus(current: EmailMessageStatus, incoming: EmailMessageStatus): EmailMessageStatus {
+/**
+ * Where a notification moves a message. `failed` with no email id of the provider's is this service
+ * giving up on a send whose answer it never had (a refused send gets no notifications): not final,
+ * what the provider says of the email wins.
+ */
+function nextStatus(
+  message: { status: EmailMessageStatus; providerEmailId: string | null },
+  incoming: EmailMessageStatus,
+): EmailMessageStatus {
+  const current = message.status === 'failed' && !message.providerEmailId ? 'sending' : message.status;
   if (FINAL.has(current)) return current;
   if (FINAL.has(incoming)) return incoming;
   return (RANK[incoming] ?? 0) > (RANK[current] ?? 0) ? incoming : current;
@@ -104,10 +113,7 @@ export function createDeliveryEvents(deps: { db: Kysely<DB>; box: SecretBox; mai
         // or was given up) may have recorded it already; then nothing is recorded twice.
         const [settled] = await notificationsRepo.settle(trx, notification.id, { status: 'processed' });
         if (!settled?.numUpdatedRows) return;
-        // Failed with no email id of the provider's is this service giving up on a send whose answer it
-        // never had (a refused send has no notifications): what the provider says of the email wins.
-        const current = message.status === 'failed' && !message.providerEmailId ? 'sending' : message.status;
-        const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(current, incoming);
+        const status = payload.type === 'email.bounced' && !permanentBounce ? message.status : nextStatus(message, incoming);
         await outboundRepo.recordEvent(trx, {
           id: randomUUID(),
           orgId,

@@ -97,15 +97,21 @@ export const outboundRepo = {
     return { integration, storedId, suppressed, answered };
   },
 
-  /** A message cut off mid-send that is not sent again: failed, with why, its sealed extras dropped. */
-  abandon: (db: Kysely<DB>, orgId: string, id: string, detail: string) =>
-    db
+  /**
+   * A message cut off mid-send that is not sent again: failed, with why, its sealed extras dropped;
+   * with `unchangedSince`, only if it has not changed since. Whether it was.
+   */
+  abandon: async (db: Kysely<DB>, orgId: string, id: string, detail: string, unchangedSince?: Date): Promise<boolean> => {
+    const { numUpdatedRows } = await db
       .updateTable('emailMessages')
       .set(failedWith(detail))
       .where('orgId', '=', orgId)
       .where('id', '=', id)
       .where('status', '=', 'sending')
-      .execute(),
+      .$if(unchangedSince !== undefined, (query) => query.where('updatedAt', '<', unchangedSince!))
+      .executeTakeFirst();
+    return numUpdatedRows > 0n;
+  },
 
   /** One of an org's outbound messages. */
   outbound: (db: Kysely<DB>, orgId: string, id: string): Promise<EmailMessageRow | undefined> =>
@@ -189,24 +195,6 @@ export const outboundRepo = {
       .orderBy('updatedAt')
       .limit(limit)
       .execute(),
-
-  /** Ends a quiet message failed unless it changed meanwhile (a send again queued for it notes so). */
-  abandonQuiet: async (
-    db: Kysely<DB>,
-    message: { id: string; orgId: string },
-    quietSince: Date,
-    detail: string,
-  ): Promise<boolean> => {
-    const { numUpdatedRows } = await db
-      .updateTable('emailMessages')
-      .set(failedWith(detail))
-      .where('orgId', '=', message.orgId)
-      .where('id', '=', message.id)
-      .where('status', '=', 'sending')
-      .where('updatedAt', '<', quietSince)
-      .executeTakeFirst();
-    return numUpdatedRows > 0n;
-  },
 
   /** The documents a sendEmail message attaches, in their order, with their PDFs. */
   attachedDocuments: (db: Kysely<DB>, orgId: string, messageId: string) =>

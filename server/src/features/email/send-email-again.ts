@@ -94,7 +94,7 @@ export function createSendEmailAgain(deps: {
       let settled = 0;
       for (const message of await outboundRepo.quietSendingCalls(db, quietSince, ABANDONED_BATCH)) {
         if (await deps.jobs.unfinished('email.send-again', { messageRowId: message.id })) continue;
-        if (await outboundRepo.abandonQuiet(db, message, quietSince, ABANDONED_DETAIL)) settled++;
+        if (await outboundRepo.abandon(db, message.orgId, message.id, ABANDONED_DETAIL, quietSince)) settled++;
       }
       if (settled > 0) deps.logger.warn({ count: settled }, 'sendEmail messages that nothing was left to send ended failed');
       return settled;
