@@ -40,20 +40,20 @@ function controlledHandler() {
 
 const state = async (name: string, id: string) => (await boss.getJobById(name, id))?.state;
 
+/** A pump of the queue `name` whose jobs run in `handler`. */
+const pumpOf = (
+  name: string,
+  handler: ReturnType<typeof controlledHandler>,
+  options: { concurrency: number; heartbeatSeconds: number },
+) => createQueuePump({ boss, name, ...options, run: (job, claim) => handler.run(job, claim), logger });
+
 describe('queue pump', () => {
   it('runs at most `concurrency` jobs at once, fetches the rest as slots free up, and completes them all', async () => {
     const name = 'pump-concurrency';
     await boss.createQueue(name);
     const ids = await Promise.all(Array.from({ length: 7 }, (_, i) => boss.send(name, { key: `k${i}` })));
     const handler = controlledHandler();
-    const pump = createQueuePump({
-      boss,
-      name,
-      concurrency: 3,
-      heartbeatSeconds: 30,
-      run: (job, claim) => handler.run(job, claim),
-      logger,
-    });
+    const pump = pumpOf(name, handler, { concurrency: 3, heartbeatSeconds: 30 });
     try {
       for (let finished = 0; finished < 7; finished++) {
         const key = await eventually('a running job', async () => handler.running.keys().next().value);
@@ -71,14 +71,7 @@ describe('queue pump', () => {
     const name = 'pump-wake';
     await boss.createQueue(name);
     const handler = controlledHandler();
-    const pump = createQueuePump({
-      boss,
-      name,
-      concurrency: 1,
-      heartbeatSeconds: 30,
-      run: (job, claim) => handler.run(job, claim),
-      logger,
-    });
+    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 30 });
     try {
       await boss.send(name, { key: 'first' });
       pump.wake();
@@ -102,14 +95,7 @@ describe('queue pump', () => {
     await boss.createQueue(name, { retryLimit: 1, retryDelay: 60 });
     const failing = await boss.send(name, { key: 'failing', fail: true });
     const handler = controlledHandler();
-    const pump = createQueuePump({
-      boss,
-      name,
-      concurrency: 2,
-      heartbeatSeconds: 30,
-      run: (job, claim) => handler.run(job, claim),
-      logger,
-    });
+    const pump = pumpOf(name, handler, { concurrency: 2, heartbeatSeconds: 30 });
     await eventually('the failure recorded for a retry', async () =>
       (await state(name, failing!)) === 'retry' ? true : undefined,
     );
@@ -128,14 +114,7 @@ describe('queue pump', () => {
     const id = await boss.send(name, { key: 'slow' });
     const handler = controlledHandler();
     // No heartbeat within the test: only the expiry can abort the signal.
-    const pump = createQueuePump({
-      boss,
-      name,
-      concurrency: 1,
-      heartbeatSeconds: 600,
-      run: (job, claim) => handler.run(job, claim),
-      logger,
-    });
+    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600 });
     try {
       await eventually('the job running', async () => (handler.running.size === 1 ? true : undefined));
       const signal = handler.signals.get('slow')!;
@@ -154,14 +133,7 @@ describe('queue pump', () => {
     const [lost, kept] = await Promise.all(['lost', 'kept'].map((key) => boss.send(name, { key })));
     const handler = controlledHandler();
     // Its heartbeat every 150 ms: the jobs were sent with pg-boss's shortest, 10 s.
-    const pump = createQueuePump({
-      boss,
-      name,
-      concurrency: 2,
-      heartbeatSeconds: 0.3,
-      run: (job, claim) => handler.run(job, claim),
-      logger,
-    });
+    const pump = pumpOf(name, handler, { concurrency: 2, heartbeatSeconds: 0.3 });
     try {
       await eventually('both jobs running', async () => (handler.running.size === 2 ? true : undefined));
       const startedOn = (await boss.getJobById(name, lost!))!.startedOn;
