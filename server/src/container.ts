@@ -95,7 +95,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   });
   const experiments = composeExperiments(shared, { modelTurn: agents.modelTurn, tools: agents.tools });
   const approvals = composeApprovals(shared, { threadMail: email.threadMail, tools: agents.tools });
-  const { dispatcher, writer, httpAgents } = webhooks;
+  const { dispatcher, writer, httpClient } = webhooks;
   const { tools, runner, runDispatcher, renderPool } = agents;
   bus.subscribe(BUS_TOPICS.actionRuns, () => runDispatcher.wake());
   bus.subscribe(BUS_TOPICS.emailNotifications, () => email.notifications.wake());
@@ -181,7 +181,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
       await email.notifications.stop(10_000);
       await runner.drain();
       await dispatcher.stop();
-      httpAgents.destroy();
+      await httpClient.close();
       await jobs.stop();
       await renderPool.close();
       await mcp.connections.close();

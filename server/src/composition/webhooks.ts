@@ -8,7 +8,7 @@ import { createIngestService } from '../features/ingest/ingest.service.ts';
 import { createLedgerService } from '../features/ledger/ledger.service.ts';
 import { createSendTest } from '../features/webhooks/send-test.ts';
 import { createWebhooksService } from '../features/webhooks/webhooks.service.ts';
-import { createGuardedHttpAgents } from '../lib/http-client.ts';
+import { createGuardedHttpClient } from '../lib/http-client.ts';
 import { BUS_TOPICS } from '../lib/process-bus.ts';
 import type { RateLimiters } from '../lib/rate-limit.ts';
 import type { Shared } from './shared.ts';
@@ -23,7 +23,10 @@ export function composeWebhooks(shared: Shared, rateLimiters: RateLimiters) {
     allowPrivateNetworks: config.callbacks.allowPrivateNetworks,
     announce,
   });
-  const httpAgents = createGuardedHttpAgents({ allowPrivateNetworks: config.callbacks.allowPrivateNetworks });
+  const httpClient = createGuardedHttpClient({
+    allowPrivateNetworks: config.callbacks.allowPrivateNetworks,
+    connectTimeoutMs: config.callbacks.timeoutMs,
+  });
   const dispatcher = createCallbackDispatcher({
     db,
     bus,
@@ -31,7 +34,7 @@ export function composeWebhooks(shared: Shared, rateLimiters: RateLimiters) {
     tracing: shared.tracing,
     logger,
     clock,
-    httpAgents,
+    httpClient,
     decrypt: (encrypted) => box.decrypt(encrypted),
     options: {
       concurrency: config.callbacks.concurrency,
@@ -79,5 +82,5 @@ export function composeWebhooks(shared: Shared, rateLimiters: RateLimiters) {
     sendTest: createSendTest({ db, webhooks, cache, pipeline, writer, clock }),
     callbacks,
   };
-  return { services, dispatcher, writer, httpAgents };
+  return { services, dispatcher, writer, httpClient };
 }

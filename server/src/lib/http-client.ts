@@ -1,48 +1,39 @@
-import http from 'node:http';
-import https from 'node:https';
-import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
-import { type AddressGuard, guardedLookup, refusedUrlAddress } from './address-guard.ts';
+import { Agent, type Dispatcher } from 'undici';
+import { type AddressGuard, guardedLookup, OutboundRefused, refusedUrlAddress } from './address-guard.ts';
 
 /**
  * Outbound HTTP to URLs that users give us (callback endpoints), through the address guard
  * (address-guard.ts) when a connection is made, never following redirects, with a deadline and a
- * bounded response.
+ * bounded response. On undici's dispatch API: node:http's request, response and agent machinery cost
+ * the dispatcher about twice the CPU per POST (docs/benchmarks.md, the seventy-third session).
  */
 
-export interface GuardedHttpAgents {
-  http: http.Agent;
-  https: https.Agent;
+export interface GuardedHttpClient {
+  dispatcher: Dispatcher;
   guard: AddressGuard;
-  destroy(): void;
+  close(): Promise<void>;
 }
 
-/** Keep-alive agents that refuse, at connect time, any address outboundUrlProblem would refuse. */
-export function createGuardedHttpAgents(options: AddressGuard & { maxSockets?: number }): GuardedHttpAgents {
+/** Kept-alive connections that refuse, at connect time, any address outboundUrlProblem would refuse. */
+export function createGuardedHttpClient(
+  options: AddressGuard & { connectTimeoutMs: number; maxConnectionsPerOrigin?: number },
+): GuardedHttpClient {
   const guard = { allowPrivateNetworks: options.allowPrivateNetworks };
-  const common = {
-    keepAlive: true,
-    maxSockets: options.maxSockets ?? 256,
-    // The library refuses what is not unicast (unless private networks are allowed); the guard's
-    // lookup refuses the rest (IPv4 inside IPv6, site-local, metadata services). An address written
-    // in the URL has no lookup: postOnce checks it.
-    allowPrivateIPAddress: options.allowPrivateNetworks,
-    allowMetaIPAddress: options.allowPrivateNetworks,
-    lookup: guardedLookup(guard),
-  };
-  const agents = { http: new RequestFilteringHttpAgent(common), https: new RequestFilteringHttpsAgent(common) };
-  return {
-    ...agents,
-    guard,
-    destroy: () => {
-      agents.http.destroy();
-      agents.https.destroy();
-    },
-  };
+  // The lookup refuses a name with any address the guard refuses; an address written in the URL has
+  // no lookup: postOnce checks it.
+  const dispatcher = new Agent({
+    connect: { timeout: options.connectTimeoutMs, lookup: guardedLookup(guard) },
+    connections: options.maxConnectionsPerOrigin ?? 256,
+    // HTTP/1.1 whatever the receiver's server offers, as callbacks have always been sent.
+    allowH2: false,
+  });
+  return { dispatcher, guard, close: () => dispatcher.close() };
 }
 
 export interface OutboundResponse {
   status: number;
-  headers: http.IncomingHttpHeaders;
+  /** Lower-case names; a repeated header is an array. */
+  headers: Record<string, string | string[] | undefined>;
   /** The start of the body, at most `keepBodyBytes`. */
   body: string;
 }
@@ -50,68 +41,93 @@ export interface OutboundResponse {
 /** Reads at most this much of a response before giving up on the connection. */
 const MAX_READ_BYTES = 64 * 1024;
 
-/** One POST; a 3xx is returned as it is (never followed). Throws on network errors and the deadline. */
+/**
+ * One POST; a 3xx is returned as it is (never followed). Throws on network errors and the deadline,
+ * which covers the whole call: connecting, sending and reading the answer.
+ */
 export function postOnce(
-  agents: GuardedHttpAgents,
+  client: GuardedHttpClient,
   url: string,
   request: { headers: Record<string, string>; body: string; timeoutMs: number; keepBodyBytes: number },
 ): Promise<OutboundResponse> {
   return new Promise((outcome, failure) => {
     const target = new URL(url);
-    const refused = refusedUrlAddress(target, agents.guard);
+    if (target.protocol !== 'http:' && target.protocol !== 'https:')
+      return failure(new OutboundRefused(`${target.protocol} URLs are not called`));
+    const refused = refusedUrlAddress(target, client.guard);
     if (refused) return failure(refused);
-    const transport = target.protocol === 'https:' ? https : http;
-    const body = Buffer.from(request.body);
-    // The deadline is a timer that destroys the request, cleared when the call ends. Not lib/deadline's
-    // AbortSignal: the request's abort listeners, and AbortSignal.timeout's timer firing long after the
-    // call, were 3.5% of the dispatcher's busy CPU in bench:callbacks.
+    let controller: Dispatcher.DispatchController | undefined;
+    let ended = false;
+    let status = 0;
+    let headers: OutboundResponse['headers'] = {};
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let readBytes = 0;
+    // The deadline is a timer that aborts the request, cleared when the call ends. Not lib/deadline's
+    // AbortSignal: its listeners, and AbortSignal.timeout's timer firing long after the call, were 3.5%
+    // of the dispatcher's busy CPU in bench:callbacks.
     const timedOut = () => new Error(`timed out after ${request.timeoutMs / 1000} s`);
-    let expired = false;
     const timeout = setTimeout(() => {
-      expired = true;
-      req.destroy(timedOut());
+      const error = timedOut();
+      controller?.abort(error);
+      reject(error);
     }, request.timeoutMs);
-    const resolve = (response: OutboundResponse) => {
+    function resolve() {
+      if (ended) return;
+      ended = true;
       clearTimeout(timeout);
-      outcome(response);
-    };
-    const reject = (error: Error) => {
+      outcome({ status, headers, body: Buffer.concat(kept).toString('utf8') });
+    }
+    function reject(error: Error) {
+      if (ended) return;
+      ended = true;
       clearTimeout(timeout);
       failure(error);
-    };
-    const req = transport.request(
-      target,
-      {
-        method: 'POST',
-        agent: target.protocol === 'https:' ? agents.https : agents.http,
-        headers: { ...request.headers, 'content-length': String(body.length) },
-      },
-      (res) => {
-        const kept: Buffer[] = [];
-        let keptBytes = 0;
-        let readBytes = 0;
-        res.on('data', (chunk: Buffer) => {
-          readBytes += chunk.length;
-          if (keptBytes < request.keepBodyBytes) {
-            kept.push(chunk.subarray(0, request.keepBodyBytes - keptBytes));
-            keptBytes += Math.min(chunk.length, request.keepBodyBytes - keptBytes);
-          }
-          // A receiver that streams a huge answer loses its connection, not our memory.
-          if (readBytes > MAX_READ_BYTES) res.destroy();
-        });
-        const done = () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(kept).toString('utf8') });
-        res.on('end', done);
-        // Cut off by us (too long an answer: its status stands) or by the deadline or the peer (an error).
-        res.on('close', () => {
-          if (res.complete) return;
-          if (readBytes > MAX_READ_BYTES) done();
-          else if (expired) reject(timedOut());
-          else reject(new Error(`the answer was cut off${res.errored ? `: ${res.errored.message}` : ''}`));
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
+    }
+    try {
+      client.dispatcher.dispatch(
+        {
+          origin: target.origin,
+          path: `${target.pathname}${target.search}`,
+          method: 'POST',
+          headers: request.headers,
+          body: request.body,
+          // The deadline above is the only one: undici's own would end a slow call with other messages.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        {
+          onRequestStart(started) {
+            controller = started;
+            // The deadline passed before the request reached a connection.
+            if (ended) started.abort(timedOut());
+          },
+          onResponseStart(_controller, statusCode, responseHeaders) {
+            status = statusCode;
+            headers = responseHeaders as OutboundResponse['headers'];
+          },
+          onResponseData(current, chunk) {
+            readBytes += chunk.length;
+            if (keptBytes < request.keepBodyBytes) {
+              const part = chunk.subarray(0, request.keepBodyBytes - keptBytes);
+              kept.push(part);
+              keptBytes += part.length;
+            }
+            // A receiver that streams a huge answer loses its connection, not our memory; its status stands.
+            if (readBytes > MAX_READ_BYTES) {
+              resolve();
+              current.abort(new Error('the answer was too long; the connection was closed'));
+            }
+          },
+          onResponseEnd: resolve,
+          onResponseError(_controller, error) {
+            reject(status ? new Error(`the answer was cut off: ${error.message}`) : error);
+          },
+        },
+      );
+    } catch (error) {
+      // undici refused the request as written (a header value it cannot send).
+      reject(error as Error);
+    }
   });
 }

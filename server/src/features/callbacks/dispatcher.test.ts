@@ -5,7 +5,7 @@ import { eventually } from '../../../test/helpers/eventually.ts';
 import { actionOf, outbox } from '../../../test/helpers/outbox.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
-import { createGuardedHttpAgents } from '../../lib/http-client.ts';
+import { createGuardedHttpClient } from '../../lib/http-client.ts';
 import { createCallbackDispatcher } from './dispatcher.ts';
 
 // A dispatcher of the test's own, with no other running (workers: false) and a poll that never comes
@@ -30,7 +30,7 @@ function startDispatcher(concurrency: number) {
     tracing,
     logger,
     clock,
-    httpAgents: createGuardedHttpAgents({ allowPrivateNetworks: true }),
+    httpClient: createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 5000 }),
     decrypt: (encrypted) => box.decrypt(encrypted),
     options: { concurrency, timeoutMs: 5000, retryScheduleMs: [60_000], pollMs: 3_600_000 },
   });

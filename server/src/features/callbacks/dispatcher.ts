@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
-import { postOnce, type GuardedHttpAgents } from '../../lib/http-client.ts';
+import { type GuardedHttpClient, postOnce } from '../../lib/http-client.ts';
 import { BUS_TOPICS, type ProcessBus } from '../../lib/process-bus.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { callbackEndpointsRepo } from './callbacks.repo.ts';
@@ -62,7 +62,7 @@ export function createCallbackDispatcher(deps: {
   decrypt: (encrypted: string) => string;
   clock: Clock;
   bus: ProcessBus;
-  httpAgents: GuardedHttpAgents;
+  httpClient: GuardedHttpClient;
   metrics: Metrics;
   tracing: Pick<Tracing, 'start' | 'traceparent' | 'fail'>;
   logger: Logger;
@@ -126,7 +126,7 @@ export function createCallbackDispatcher(deps: {
       secrets.push(secretOf(callback.previousSecretEncrypted));
     }
     try {
-      const response = await postOnce(deps.httpAgents, callback.url, {
+      const response = await postOnce(deps.httpClient, callback.url, {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'AgentPlatform-Callbacks/1',

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createGuardedHttpAgents, postOnce } from '../../lib/http-client.ts';
+import { createGuardedHttpClient, postOnce } from '../../lib/http-client.ts';
 import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -54,21 +54,21 @@ describe('the retry schedule', () => {
   });
 });
 
-describe('the outbound agents at connect time', () => {
-  const post = (agents: ReturnType<typeof createGuardedHttpAgents>, url: string) =>
-    postOnce(agents, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 });
+describe('the outbound client at connect time', () => {
+  const post = (client: ReturnType<typeof createGuardedHttpClient>, url: string) =>
+    postOnce(client, url, { headers: {}, body: '{}', timeoutMs: 2000, keepBodyBytes: 100 });
 
   it('refuse IPv4-compatible IPv6 (as Node writes [::127.0.0.1]), and private addresses behind a name, before connecting', async () => {
-    const agents = createGuardedHttpAgents({ allowPrivateNetworks: false });
+    const client = createGuardedHttpClient({ allowPrivateNetworks: false, connectTimeoutMs: 2000 });
     try {
       for (const url of ['http://[::127.0.0.1]:9/x', 'http://[::a9fe:a9fe]/x', 'http://127.0.0.1:9/x']) {
-        await expect(post(agents, url), url).rejects.toThrow(/is not a public address/);
+        await expect(post(client, url), url).rejects.toThrow(/is not a public address/);
       }
-      await expect(post(agents, 'http://localhost:9/x')).rejects.toThrow(
+      await expect(post(client, 'http://localhost:9/x')).rejects.toThrow(
         /localhost resolves to .*, which is not a public address/,
       );
     } finally {
-      agents.destroy();
+      await client.close();
     }
   });
 
@@ -76,9 +76,9 @@ describe('the outbound agents at connect time', () => {
     const server = createServer((_req, res) => res.end('fine'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
-    const agents = createGuardedHttpAgents({ allowPrivateNetworks: true });
+    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000 });
     try {
-      await expect(post(agents, `http://localhost:${port}/x`)).resolves.toMatchObject({ status: 200, body: 'fine' });
+      await expect(post(client, `http://localhost:${port}/x`)).resolves.toMatchObject({ status: 200, body: 'fine' });
       for (const url of [
         'http://169.254.169.254/latest/meta-data',
         'http://169.254.170.2/v2/credentials',
@@ -87,10 +87,10 @@ describe('the outbound agents at connect time', () => {
         'http://100.100.100.200/latest/meta-data',
         'http://[fe80::1]/x',
       ]) {
-        await expect(post(agents, url), url).rejects.toThrow(/is a cloud metadata address, never called/);
+        await expect(post(client, url), url).rejects.toThrow(/is a cloud metadata address, never called/);
       }
     } finally {
-      agents.destroy();
+      await client.close();
       server.close();
     }
   });
@@ -109,9 +109,9 @@ describe('postOnce', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const agents = createGuardedHttpAgents({ allowPrivateNetworks: true });
+    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000 });
     const post = (path: string) =>
-      postOnce(agents, `${base}${path}`, { headers: {}, body: '{}', timeoutMs: 300, keepBodyBytes: 100 });
+      postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs: 300, keepBodyBytes: 100 });
     try {
       await expect(post('/silent')).rejects.toThrow('timed out after 0.3 s');
       await expect(post('/stall-body')).rejects.toThrow('timed out after 0.3 s');
@@ -119,7 +119,65 @@ describe('postOnce', () => {
       await expect(post('/ok')).resolves.toMatchObject({ status: 200, body: 'fine' });
       expect(timers()).toBe(before);
     } finally {
-      agents.destroy();
+      await client.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('returns a redirect as it is, keeps the start of an answer, stops reading a huge one with its status, and says when one is cut off', async () => {
+    const huge = 'x'.repeat(1024 * 1024);
+    const server = createServer((req, res) => {
+      if (req.url === '/moved')
+        res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere', 'set-cookie': ['a=1', 'b=2'] }).end();
+      else if (req.url === '/huge') res.writeHead(413).end(huge);
+      else if (req.url === '/cut') {
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('half', () => res.destroy());
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000 });
+    const post = (path: string) =>
+      postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs: 5000, keepBodyBytes: 100 });
+    try {
+      await expect(post('/moved')).resolves.toMatchObject({
+        status: 302,
+        headers: { location: 'http://127.0.0.1:1/elsewhere', 'set-cookie': ['a=1', 'b=2'] },
+        body: '',
+      });
+      await expect(post('/huge')).resolves.toEqual(expect.objectContaining({ status: 413, body: 'x'.repeat(100) }));
+      await expect(post('/cut')).rejects.toThrow(/^the answer was cut off: /);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('never sends a call whose deadline passed while it waited for a connection', async () => {
+    const paths: string[] = [];
+    const server = createServer((req, res) => {
+      paths.push(req.url!);
+      // '/silent' never answers, and holds the only connection.
+      if (req.url !== '/silent') res.end('fine');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000, maxConnectionsPerOrigin: 1 });
+    const post = (path: string, timeoutMs: number) =>
+      postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs, keepBodyBytes: 100 });
+    try {
+      const silent = post('/silent', 600);
+      const queued = post('/queued', 200);
+      await expect(queued).rejects.toThrow('timed out after 0.2 s');
+      await expect(silent).rejects.toThrow('timed out after 0.6 s');
+      // The connection is free again: a call queued after the timed-out one goes, and that one never went.
+      await expect(post('/ok', 5000)).resolves.toMatchObject({ status: 200, body: 'fine' });
+      expect(paths).toEqual(['/silent', '/ok']);
+    } finally {
+      await client.close();
       server.closeAllConnections();
       server.close();
     }
