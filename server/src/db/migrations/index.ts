@@ -35,6 +35,7 @@ import * as sealedExtras from './0033_sealed_extras.ts';
 import * as jobLeases from './0034_job_leases.ts';
 import * as leaseWaiters from './0035_lease_waiters.ts';
 import * as abandonedSends from './0036_abandoned_sends.ts';
+import * as callbackClaimPlan from './0037_callback_claim_plan.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -74,6 +75,7 @@ const migrations: Record<string, Migration> = {
   '0034_job_leases': jobLeases,
   '0035_lease_waiters': leaseWaiters,
   '0036_abandoned_sends': abandonedSends,
+  '0037_callback_claim_plan': callbackClaimPlan,
 };
 
 export const migrationProvider: MigrationProvider = {
