@@ -68,9 +68,10 @@ export function postOnce(
     // of the dispatcher's busy CPU in bench:callbacks.
     const timedOut = () => new Error(`timed out after ${request.timeoutMs / 1000} s`);
     const timeout = setTimeout(() => {
+      // Settled first: the abort calls onResponseError at once, which would say "cut off" instead.
       const error = timedOut();
-      controller?.abort(error);
       reject(error);
+      controller?.abort(error);
     }, request.timeoutMs);
     function resolve() {
       if (ended) return;

@@ -1,7 +1,7 @@
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createGuardedHttpClient, postOnce } from '../../lib/http-client.ts';
+import { createGuardedHttpClient, type OutboundResponse, postOnce } from '../../lib/http-client.ts';
 import { judgeAttempt, parseRetryAfter } from './retry-policy.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -99,35 +99,47 @@ describe('the outbound client at connect time', () => {
 describe('postOnce', () => {
   const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
 
-  it('gives up at its deadline, before the answer or in the middle of its body; a call that ends leaves no timer', async () => {
-    const server = createServer((req, res) => {
-      if (req.url === '/stall-body') {
-        res.writeHead(200, { 'content-type': 'text/plain' });
-        res.write('the start');
-      } else if (req.url === '/ok') res.end('fine');
-      // '/silent': never answers.
-    });
+  /** A receiver on loopback, and a post to one of its paths (each with its deadline), for one test. */
+  async function withReceiver(
+    handler: RequestListener,
+    test: (post: (path: string, timeoutMs: number) => Promise<OutboundResponse>) => Promise<void>,
+    maxConnectionsPerOrigin?: number,
+  ) {
+    const server = createServer(handler);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000 });
-    const post = (path: string) =>
-      postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs: 300, keepBodyBytes: 100 });
+    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000, maxConnectionsPerOrigin });
     try {
-      await expect(post('/silent')).rejects.toThrow('timed out after 0.3 s');
-      await expect(post('/stall-body')).rejects.toThrow('timed out after 0.3 s');
-      const before = timers();
-      await expect(post('/ok')).resolves.toMatchObject({ status: 200, body: 'fine' });
-      expect(timers()).toBe(before);
+      await test((path, timeoutMs) =>
+        postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs, keepBodyBytes: 100 }),
+      );
     } finally {
       await client.close();
       server.closeAllConnections();
       server.close();
     }
+  }
+
+  it('gives up at its deadline, before the answer or in the middle of its body; a call that ends leaves no timer', async () => {
+    const handler: RequestListener = (req, res) => {
+      if (req.url === '/stall-body') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('the start');
+      } else if (req.url === '/ok') res.end('fine');
+      // '/silent': never answers.
+    };
+    await withReceiver(handler, async (post) => {
+      await expect(post('/silent', 300)).rejects.toThrow(/^timed out after 0.3 s$/);
+      await expect(post('/stall-body', 300)).rejects.toThrow(/^timed out after 0.3 s$/);
+      const before = timers();
+      await expect(post('/ok', 300)).resolves.toMatchObject({ status: 200, body: 'fine' });
+      expect(timers()).toBe(before);
+    });
   });
 
   it('returns a redirect as it is, keeps the start of an answer, stops reading a huge one with its status, and says when one is cut off', async () => {
     const huge = 'x'.repeat(1024 * 1024);
-    const server = createServer((req, res) => {
+    const handler: RequestListener = (req, res) => {
       if (req.url === '/moved')
         res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere', 'set-cookie': ['a=1', 'b=2'] }).end();
       else if (req.url === '/huge') res.writeHead(413).end(huge);
@@ -135,51 +147,37 @@ describe('postOnce', () => {
         res.writeHead(200, { 'content-length': '100' });
         res.write('half', () => res.destroy());
       }
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000 });
-    const post = (path: string) =>
-      postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs: 5000, keepBodyBytes: 100 });
-    try {
-      await expect(post('/moved')).resolves.toMatchObject({
+    };
+    await withReceiver(handler, async (post) => {
+      await expect(post('/moved', 5000)).resolves.toMatchObject({
         status: 302,
         headers: { location: 'http://127.0.0.1:1/elsewhere', 'set-cookie': ['a=1', 'b=2'] },
         body: '',
       });
-      await expect(post('/huge')).resolves.toEqual(expect.objectContaining({ status: 413, body: 'x'.repeat(100) }));
-      await expect(post('/cut')).rejects.toThrow(/^the answer was cut off: /);
-    } finally {
-      await client.close();
-      server.closeAllConnections();
-      server.close();
-    }
+      await expect(post('/huge', 5000)).resolves.toEqual(expect.objectContaining({ status: 413, body: 'x'.repeat(100) }));
+      await expect(post('/cut', 5000)).rejects.toThrow(/^the answer was cut off: /);
+    });
   });
 
   it('never sends a call whose deadline passed while it waited for a connection', async () => {
     const paths: string[] = [];
-    const server = createServer((req, res) => {
+    const handler: RequestListener = (req, res) => {
       paths.push(req.url!);
       // '/silent' never answers, and holds the only connection.
       if (req.url !== '/silent') res.end('fine');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000, maxConnectionsPerOrigin: 1 });
-    const post = (path: string, timeoutMs: number) =>
-      postOnce(client, `${base}${path}`, { headers: {}, body: '{}', timeoutMs, keepBodyBytes: 100 });
-    try {
-      const silent = post('/silent', 600);
-      const queued = post('/queued', 200);
-      await expect(queued).rejects.toThrow('timed out after 0.2 s');
-      await expect(silent).rejects.toThrow('timed out after 0.6 s');
-      // The connection is free again: a call queued after the timed-out one goes, and that one never went.
-      await expect(post('/ok', 5000)).resolves.toMatchObject({ status: 200, body: 'fine' });
-      expect(paths).toEqual(['/silent', '/ok']);
-    } finally {
-      await client.close();
-      server.closeAllConnections();
-      server.close();
-    }
+    };
+    await withReceiver(
+      handler,
+      async (post) => {
+        const silent = post('/silent', 600);
+        const queued = post('/queued', 200);
+        await expect(queued).rejects.toThrow('timed out after 0.2 s');
+        await expect(silent).rejects.toThrow('timed out after 0.6 s');
+        // The connection is free again: a call queued after the timed-out one goes, and that one never went.
+        await expect(post('/ok', 5000)).resolves.toMatchObject({ status: 200, body: 'fine' });
+        expect(paths).toEqual(['/silent', '/ok']);
+      },
+      1,
+    );
   });
 });
