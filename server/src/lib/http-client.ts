@@ -41,6 +41,34 @@ export interface OutboundResponse {
 /** Reads at most this much of a response before giving up on the connection. */
 const MAX_READ_BYTES = 64 * 1024;
 
+/** What is kept of an answer as it arrives: its status, its headers and the start of its body. */
+function keptAnswer(keepBodyBytes: number) {
+  let status = 0;
+  let headers: OutboundResponse['headers'] = {};
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let readBytes = 0;
+  return {
+    /** Whether the status and headers came (a failure after them cut the answer off). */
+    started: () => status !== 0,
+    start(statusCode: number, responseHeaders: OutboundResponse['headers']) {
+      status = statusCode;
+      headers = responseHeaders;
+    },
+    /** Keeps what is left of `keepBodyBytes`; false once more than MAX_READ_BYTES came. */
+    add(chunk: Buffer): boolean {
+      readBytes += chunk.length;
+      if (keptBytes < keepBodyBytes) {
+        const part = chunk.subarray(0, keepBodyBytes - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
+      return readBytes <= MAX_READ_BYTES;
+    },
+    response: (): OutboundResponse => ({ status, headers, body: Buffer.concat(kept).toString('utf8') }),
+  };
+}
+
 /**
  * One POST; a 3xx is returned as it is (never followed). Throws on network errors and the deadline,
  * which covers the whole call: connecting, sending and reading the answer.
@@ -56,13 +84,9 @@ export function postOnce(
       return failure(new OutboundRefused(`${target.protocol} URLs are not called`));
     const refused = refusedUrlAddress(target, client.guard);
     if (refused) return failure(refused);
+    const answer = keptAnswer(request.keepBodyBytes);
     let controller: Dispatcher.DispatchController | undefined;
     let ended = false;
-    let status = 0;
-    let headers: OutboundResponse['headers'] = {};
-    const kept: Buffer[] = [];
-    let keptBytes = 0;
-    let readBytes = 0;
     // The deadline is a timer that aborts the request, cleared when the call ends. Not lib/deadline's
     // AbortSignal: its listeners, and AbortSignal.timeout's timer firing long after the call, were 3.5%
     // of the dispatcher's busy CPU in bench:callbacks.
@@ -70,65 +94,46 @@ export function postOnce(
     const timeout = setTimeout(() => {
       // Settled first: the abort calls onResponseError at once, which would say "cut off" instead.
       const error = timedOut();
-      reject(error);
+      settle(() => failure(error));
       controller?.abort(error);
     }, request.timeoutMs);
-    function resolve() {
+    function settle(how: () => void) {
       if (ended) return;
       ended = true;
       clearTimeout(timeout);
-      outcome({ status, headers, body: Buffer.concat(kept).toString('utf8') });
+      how();
     }
-    function reject(error: Error) {
-      if (ended) return;
-      ended = true;
-      clearTimeout(timeout);
-      failure(error);
-    }
-    try {
-      client.dispatcher.dispatch(
-        {
-          origin: target.origin,
-          path: `${target.pathname}${target.search}`,
-          method: 'POST',
-          headers: request.headers,
-          body: request.body,
-          // The deadline above is the only one: undici's own would end a slow call with other messages.
-          headersTimeout: 0,
-          bodyTimeout: 0,
+    const resolve = () => settle(() => outcome(answer.response()));
+    // undici reports a request it cannot send as written (a header value, a path) to onResponseError too.
+    client.dispatcher.dispatch(
+      {
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
+        method: 'POST',
+        headers: request.headers,
+        body: request.body,
+        // The deadline above is the only one: undici's own would end a slow call with other messages.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      },
+      {
+        onRequestStart(started) {
+          controller = started;
+          // The deadline passed before the request reached a connection.
+          if (ended) started.abort(timedOut());
         },
-        {
-          onRequestStart(started) {
-            controller = started;
-            // The deadline passed before the request reached a connection.
-            if (ended) started.abort(timedOut());
-          },
-          onResponseStart(_controller, statusCode, responseHeaders) {
-            status = statusCode;
-            headers = responseHeaders as OutboundResponse['headers'];
-          },
-          onResponseData(current, chunk) {
-            readBytes += chunk.length;
-            if (keptBytes < request.keepBodyBytes) {
-              const part = chunk.subarray(0, request.keepBodyBytes - keptBytes);
-              kept.push(part);
-              keptBytes += part.length;
-            }
-            // A receiver that streams a huge answer loses its connection, not our memory; its status stands.
-            if (readBytes > MAX_READ_BYTES) {
-              resolve();
-              current.abort(new Error('the answer was too long; the connection was closed'));
-            }
-          },
-          onResponseEnd: resolve,
-          onResponseError(_controller, error) {
-            reject(status ? new Error(`the answer was cut off: ${error.message}`) : error);
-          },
+        onResponseStart: (_controller, statusCode, headers) => answer.start(statusCode, headers as OutboundResponse['headers']),
+        onResponseData(current, chunk) {
+          if (answer.add(chunk)) return;
+          // A receiver that streams a huge answer loses its connection, not our memory; its status stands.
+          resolve();
+          current.abort(new Error('the answer was too long; the connection was closed'));
         },
-      );
-    } catch (error) {
-      // undici refused the request as written (a header value it cannot send).
-      reject(error as Error);
-    }
+        onResponseEnd: resolve,
+        onResponseError(_controller, error) {
+          settle(() => failure(answer.started() ? new Error(`the answer was cut off: ${error.message}`) : error));
+        },
+      },
+    );
   });
 }

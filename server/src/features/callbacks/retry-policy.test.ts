@@ -159,6 +159,21 @@ describe('postOnce', () => {
     });
   });
 
+  it('refuses a URL it does not call and a header it cannot send, at once, leaving no timer', async () => {
+    const client = createGuardedHttpClient({ allowPrivateNetworks: true, connectTimeoutMs: 2000 });
+    const post = (url: string, headers: Record<string, string> = {}) =>
+      postOnce(client, url, { headers, body: '{}', timeoutMs: 60_000, keepBodyBytes: 100 });
+    try {
+      const before = timers();
+      await expect(post('ftp://127.0.0.1/x')).rejects.toThrow('ftp: URLs are not called');
+      await expect(post('not a url')).rejects.toThrow(/Invalid URL/);
+      await expect(post('http://127.0.0.1:9/x', { 'x-split': 'a\r\nx-injected: 1' })).rejects.toThrow(/header/i);
+      expect(timers()).toBe(before);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('never sends a call whose deadline passed while it waited for a connection', async () => {
     const paths: string[] = [];
     const handler: RequestListener = (req, res) => {
