@@ -44,7 +44,7 @@ const state = async (name: string, id: string) => (await boss.getJobById(name, i
 const pumpOf = (
   name: string,
   handler: ReturnType<typeof controlledHandler>,
-  options: { concurrency: number; heartbeatSeconds: number },
+  options: { concurrency: number; heartbeatSeconds: number; abandonAfterMs?: number },
 ) => createQueuePump({ boss, name, ...options, run: (job, claim) => handler.run(job, claim), logger });
 
 describe('queue pump', () => {
@@ -122,6 +122,53 @@ describe('queue pump', () => {
       await eventually('its signal aborted', async () => (signal.aborted ? true : undefined), 5000);
       expect(String(signal.reason)).toContain(`job ${id} ran past its expiry`);
       handler.finish('slow');
+    } finally {
+      await pump.stop(1000);
+    }
+  });
+
+  it('frees the slot of a job whose handler does not stop at its signal, failing it to its retry; its late end completes nothing', async () => {
+    const name = 'pump-abandon';
+    await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
+    const stuck = await boss.send(name, { key: 'stuck' });
+    const handler = controlledHandler();
+    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, abandonAfterMs: 200 });
+    try {
+      await eventually('the job running', async () => (handler.running.has('stuck') ? true : undefined));
+      // Its handler ignores the signal: the only slot must not stay taken.
+      const next = await boss.send(name, { key: 'next' });
+      await eventually('its signal aborted', async () => (handler.signals.get('stuck')!.aborted ? true : undefined), 5000);
+      await eventually('the stuck job failed to its retry', async () =>
+        (await state(name, stuck!)) === 'retry' ? true : undefined,
+      );
+      const output = JSON.stringify((await boss.getJobById(name, stuck!))?.output);
+      expect(output).toContain(`job ${stuck} ran past its expiry, and its handler did not stop within 200 ms`);
+      pump.wake();
+      await eventually('the next job running in the freed slot', async () => (handler.running.has('next') ? true : undefined));
+      expect(handler.running.has('stuck')).toBe(true);
+      handler.finish('next');
+      await eventually('the next job completed', async () => ((await state(name, next!)) === 'completed' ? true : undefined));
+      handler.finish('stuck');
+      await pump.stop(1000);
+      expect(await state(name, stuck!)).toBe('retry');
+    } finally {
+      await pump.stop(1000);
+    }
+  });
+
+  it('a handler that stops within its grace after the signal keeps its own outcome', async () => {
+    const name = 'pump-abandon-grace';
+    await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
+    const id = await boss.send(name, { key: 'late' });
+    const handler = controlledHandler();
+    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, abandonAfterMs: 60_000 });
+    try {
+      await eventually('the job running', async () => (handler.running.has('late') ? true : undefined));
+      await eventually('its signal aborted', async () => (handler.signals.get('late')!.aborted ? true : undefined), 5000);
+      handler.finish('late');
+      await eventually('the job completed by its own end', async () =>
+        (await state(name, id!)) === 'completed' ? true : undefined,
+      );
     } finally {
       await pump.stop(1000);
     }

@@ -20,6 +20,9 @@ export interface JobClaim {
   signal: AbortSignal;
 }
 
+/** How long a job's handler has to stop once its signal is aborted (past its expiry, or its claim lost). */
+const ABANDON_AFTER_MS = 10_000;
+
 /**
  * Works one queue in this process with up to `concurrency` jobs at once, on pg-boss's fetch,
  * complete and fail (so retries, backoff and expiry stay pg-boss's).
@@ -44,8 +47,11 @@ export function createQueuePump(deps: {
   run: (job: FetchedJob, claim: JobClaim) => Promise<void>;
   /** After a heartbeat, with the running jobs it found still this process's (leases they hold are renewed). */
   onHeartbeat?: (jobs: FetchedJob[]) => Promise<void>;
+  /** How long a job's handler has to stop once its signal is aborted, before its slot is freed without it. */
+  abandonAfterMs?: number;
   logger: Logger;
 }) {
+  const abandonAfterMs = deps.abandonAfterMs ?? ABANDON_AFTER_MS;
   const { boss, name } = deps;
   const toComplete: FetchedJob[] = [];
   let completing: Promise<void> = Promise.resolve();
@@ -58,9 +64,26 @@ export function createQueuePump(deps: {
     // At its expiry, not a heartbeat later: its retry may start at the monitor's next pass from then on.
     const expiry = setTimeout(() => claim.abort(new Error(`job ${job.id} ran past its expiry`)), job.expireInSeconds * 1000);
     expiry.unref();
+    let abandon: NodeJS.Timeout | undefined;
     try {
       const onHandBack = (release: () => Promise<void>) => releases.set(job, [...(releases.get(job) ?? []), release]);
-      await deps.run(job, { onHandBack, signal: claim.signal });
+      // A handler that does not stop at its signal must not keep its slot for ever: it is left running,
+      // its job failed to its retry (fenced to this attempt), and its slot taken by the next job, as
+      // pg-boss's own workers do at a job's expiry. What it holds (a lease) lapses as a dead process's does.
+      const abandoned = new Promise<never>((_, reject) =>
+        claim.signal.addEventListener('abort', () => {
+          abandon = setTimeout(() => {
+            const reason = claim.signal.reason instanceof Error ? claim.signal.reason.message : String(claim.signal.reason);
+            deps.logger.error(
+              { queue: name, jobId: job.id },
+              "a job's handler did not stop at its signal: its slot is freed and its retry runs it",
+            );
+            reject(new Error(`${reason}, and its handler did not stop within ${abandonAfterMs} ms`));
+          }, abandonAfterMs);
+          abandon.unref();
+        }),
+      );
+      await Promise.race([deps.run(job, { onHandBack, signal: claim.signal }), abandoned]);
       toComplete.push(job);
       if (toComplete.length === 1) setImmediate(flushCompletions);
     } catch (error) {
@@ -74,6 +97,7 @@ export function createQueuePump(deps: {
       );
     } finally {
       clearTimeout(expiry);
+      clearTimeout(abandon);
       releases.delete(job);
       claims.delete(job);
     }
