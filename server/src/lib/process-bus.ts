@@ -9,6 +9,9 @@ const CHANNEL = 'agent_platform_invalidate';
 /**
  * Wake-ups for workers travel apart from invalidations: a process that runs no workers (a `serve`
  * with RUN_WORKERS=false) does not listen to them, so is not woken by every commit of every process.
+ * Its PostgreSQL backend still is: PostgreSQL wakes every backend that listens on any channel of the
+ * database at each NOTIFY, and each reads the queue in a transaction (docs/benchmarks.md, the
+ * seventy-fourth session: about 14 µs of PostgreSQL's CPU per listening connection and NOTIFY).
  */
 const WORK_CHANNEL = 'agent_platform_work';
 /** The signals of TURN_TOPICS travel here, heard by the one process that holds the work turn (lib/work-turn.ts). */
