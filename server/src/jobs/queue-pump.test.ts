@@ -47,6 +47,19 @@ const pumpOf = (
   options: { concurrency: number; heartbeatSeconds: number; abandonAfterMs?: number },
 ) => createQueuePump({ boss, name, ...options, run: (job, claim) => handler.run(job, claim), logger });
 
+/**
+ * One job of a queue whose jobs expire a second after their fetch, running in a pump of one slot that
+ * sends no heartbeat within a test (only the expiry can abort its signal).
+ */
+async function runningPastItsExpiry(name: string, key: string, options: { abandonAfterMs?: number } = {}) {
+  await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
+  const id = (await boss.send(name, { key }))!;
+  const handler = controlledHandler();
+  const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, ...options });
+  await eventually('the job running', async () => (handler.running.has(key) ? true : undefined));
+  return { id, handler, pump };
+}
+
 describe('queue pump', () => {
   it('runs at most `concurrency` jobs at once, fetches the rest as slots free up, and completes them all', async () => {
     const name = 'pump-concurrency';
@@ -109,14 +122,8 @@ describe('queue pump', () => {
   });
 
   it('aborts the signal of a job that runs past its expiry at its expiry, not at a heartbeat', async () => {
-    const name = 'pump-expiry';
-    await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
-    const id = await boss.send(name, { key: 'slow' });
-    const handler = controlledHandler();
-    // No heartbeat within the test: only the expiry can abort the signal.
-    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600 });
+    const { id, handler, pump } = await runningPastItsExpiry('pump-expiry', 'slow');
     try {
-      await eventually('the job running', async () => (handler.running.size === 1 ? true : undefined));
       const signal = handler.signals.get('slow')!;
       expect(signal.aborted).toBe(false);
       await eventually('its signal aborted', async () => (signal.aborted ? true : undefined), 5000);
@@ -129,19 +136,15 @@ describe('queue pump', () => {
 
   it('frees the slot of a job whose handler does not stop at its signal, failing it to its retry; its late end completes nothing', async () => {
     const name = 'pump-abandon';
-    await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
-    const stuck = await boss.send(name, { key: 'stuck' });
-    const handler = controlledHandler();
-    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, abandonAfterMs: 200 });
+    const { id: stuck, handler, pump } = await runningPastItsExpiry(name, 'stuck', { abandonAfterMs: 200 });
     try {
-      await eventually('the job running', async () => (handler.running.has('stuck') ? true : undefined));
       // Its handler ignores the signal: the only slot must not stay taken.
       const next = await boss.send(name, { key: 'next' });
       await eventually('its signal aborted', async () => (handler.signals.get('stuck')!.aborted ? true : undefined), 5000);
       await eventually('the stuck job failed to its retry', async () =>
-        (await state(name, stuck!)) === 'retry' ? true : undefined,
+        (await state(name, stuck)) === 'retry' ? true : undefined,
       );
-      const output = JSON.stringify((await boss.getJobById(name, stuck!))?.output);
+      const output = JSON.stringify((await boss.getJobById(name, stuck))?.output);
       expect(output).toContain(`job ${stuck} ran past its expiry, and its handler did not stop within 200 ms`);
       pump.wake();
       await eventually('the next job running in the freed slot', async () => (handler.running.has('next') ? true : undefined));
@@ -150,7 +153,7 @@ describe('queue pump', () => {
       await eventually('the next job completed', async () => ((await state(name, next!)) === 'completed' ? true : undefined));
       handler.finish('stuck');
       await pump.stop(1000);
-      expect(await state(name, stuck!)).toBe('retry');
+      expect(await state(name, stuck)).toBe('retry');
     } finally {
       await pump.stop(1000);
     }
@@ -158,16 +161,12 @@ describe('queue pump', () => {
 
   it('a handler that stops within its grace after the signal keeps its own outcome', async () => {
     const name = 'pump-abandon-grace';
-    await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
-    const id = await boss.send(name, { key: 'late' });
-    const handler = controlledHandler();
-    const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, abandonAfterMs: 60_000 });
+    const { id, handler, pump } = await runningPastItsExpiry(name, 'late', { abandonAfterMs: 60_000 });
     try {
-      await eventually('the job running', async () => (handler.running.has('late') ? true : undefined));
       await eventually('its signal aborted', async () => (handler.signals.get('late')!.aborted ? true : undefined), 5000);
       handler.finish('late');
       await eventually('the job completed by its own end', async () =>
-        (await state(name, id!)) === 'completed' ? true : undefined,
+        (await state(name, id)) === 'completed' ? true : undefined,
       );
     } finally {
       await pump.stop(1000);
