@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { eventually } from '../../test/helpers/eventually.ts';
 import { failElsewhere, jobsOfAction, startJobRunner } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
+import { createMetrics } from '../lib/metrics.ts';
 import { jobQueues } from './registry.ts';
 
 let app: TestApp;
@@ -158,6 +159,45 @@ describe('job heartbeats', () => {
     await eventually('the job completed', async () =>
       (await jobsOfAction(app.container.db, queue, actionId))[0]?.state === 'completed' ? true : undefined,
     );
+  }, 60_000);
+
+  it('a job whose handler does not stop at its signal counts as abandoned when its slot is freed, and its late end counts nothing', async () => {
+    // A queue that holds no lease per key: the retry runs as soon as it is due, beside the abandoned handler.
+    const plain = 'email.lookup-message-id';
+    const messageRowId = randomUUID();
+    const metrics = createMetrics();
+    const runner = await startJobRunner(app, undefined, undefined, { metrics, abandonAfterMs: 100 });
+    onTestFinished(() => runner.stop());
+    let end: () => void = () => {};
+    const attempts: number[] = [];
+    await runner.work({
+      [plain]: async (payload, { retryCount }) => {
+        if (payload.messageRowId !== messageRowId) return;
+        attempts.push(retryCount);
+        // The first attempt ignores its signal until the test lets it end.
+        if (retryCount === 0) await new Promise<void>((resolve) => (end = resolve));
+      },
+    });
+    const outcomes = async () =>
+      Object.fromEntries(
+        (await metrics.jobs.get()).values
+          .filter((value) => value.labels.queue === plain)
+          .map((value) => [value.labels.outcome, value.value]),
+      );
+    const job = await runner.enqueue(plain, { messageRowId });
+    await eventually('the job running', () => (attempts.length === 1 ? true : undefined));
+    await failElsewhere(app, plain, job!);
+    await eventually('the job given up, its retry run', () => (attempts.length === 2 ? true : undefined));
+    await eventually('the retry completed', async () => ((await outcomes()).completed === 1 ? true : undefined));
+    expect(await outcomes()).toEqual({ abandoned: 1, completed: 1 });
+    end();
+    const ended = async () =>
+      (await metrics.jobDuration.get()).values.find(
+        (value) => value.labels.queue === plain && value.metricName === 'job_duration_seconds_count',
+      )?.value;
+    await eventually('the abandoned handler ended too', async () => ((await ended()) === 2 ? true : undefined));
+    // Its end is not the job's outcome: that was counted when its slot was freed.
+    expect(await outcomes()).toEqual({ abandoned: 1, completed: 1 });
   }, 60_000);
 
   it('a start sets the heartbeat on a queue an earlier build made without it, and writes nothing where the options match', async () => {

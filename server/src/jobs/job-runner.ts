@@ -57,10 +57,14 @@ export function createJobRunner(deps: {
    * its retry (its worker died): at least 10 s (pg-boss's floor). Every job is sent with it.
    */
   heartbeatSeconds: number;
+  /** How long a job's handler has to stop once its signal is aborted (queue-pump.ts; 10 s unless given). */
+  abandonAfterMs?: number;
 }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
   const pumps = new Map<QueueName, QueuePump>();
+  /** Jobs whose handler did not stop at their signal, failed to their retry without it (queue-pump.ts). */
+  const givenUp = new WeakSet<FetchedJob>();
   // One mechanism for every queue: this process's workers hear the signal at once, other processes' within the bus's window.
   const wake = (queue: QueueName) => deps.bus.signal(jobsTopic(queue));
   let started = false;
@@ -127,6 +131,7 @@ export function createJobRunner(deps: {
         const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
         const run = async (job: FetchedJob, claim: JobClaim) => {
           const started = performance.now();
+          let outcome: 'completed' | 'failed' | undefined;
           try {
             const payload = schema.parse(job.data);
             const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
@@ -138,12 +143,14 @@ export function createJobRunner(deps: {
               await oneAtATime.putOff(name, job, key);
               return;
             }
-            deps.metrics.jobs.inc({ queue: name, outcome: 'completed' });
+            outcome = 'completed';
           } catch (error) {
-            deps.metrics.jobs.inc({ queue: name, outcome: 'failed' });
+            outcome = 'failed';
             deps.logger.warn({ err: error, queue: name, jobId: job.id }, 'job failed');
             throw error;
           } finally {
+            // A job the pump gave up was counted then: its handler's late end is not the job's outcome.
+            if (outcome && !givenUp.has(job)) deps.metrics.jobs.inc({ queue: name, outcome });
             deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
           }
         };
@@ -156,6 +163,11 @@ export function createJobRunner(deps: {
             heartbeatSeconds: deps.heartbeatSeconds,
             run,
             onHeartbeat: (jobs) => oneAtATime.renew(name, jobs),
+            abandonAfterMs: deps.abandonAfterMs,
+            onAbandon: (job) => {
+              givenUp.add(job);
+              deps.metrics.jobs.inc({ queue: name, outcome: 'abandoned' });
+            },
             logger: deps.logger,
           }),
         );

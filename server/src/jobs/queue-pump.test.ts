@@ -44,7 +44,7 @@ const state = async (name: string, id: string) => (await boss.getJobById(name, i
 const pumpOf = (
   name: string,
   handler: ReturnType<typeof controlledHandler>,
-  options: { concurrency: number; heartbeatSeconds: number; abandonAfterMs?: number },
+  options: { concurrency: number; heartbeatSeconds: number; abandonAfterMs?: number; onAbandon?: (job: FetchedJob) => void },
 ) => createQueuePump({ boss, name, ...options, run: (job, claim) => handler.run(job, claim), logger });
 
 /**
@@ -55,9 +55,11 @@ async function runningPastItsExpiry(name: string, key: string, options: { abando
   await boss.createQueue(name, { expireInSeconds: 1, retryLimit: 1, retryDelay: 60 });
   const id = (await boss.send(name, { key }))!;
   const handler = controlledHandler();
-  const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, ...options });
+  const abandoned: string[] = [];
+  const onAbandon = (job: FetchedJob) => abandoned.push(job.id);
+  const pump = pumpOf(name, handler, { concurrency: 1, heartbeatSeconds: 600, onAbandon, ...options });
   await eventually('the job running', async () => (handler.running.has(key) ? true : undefined));
-  return { id, handler, pump };
+  return { id, handler, pump, abandoned };
 }
 
 describe('queue pump', () => {
@@ -136,7 +138,7 @@ describe('queue pump', () => {
 
   it('frees the slot of a job whose handler does not stop at its signal, failing it to its retry; its late end completes nothing', async () => {
     const name = 'pump-abandon';
-    const { id: stuck, handler, pump } = await runningPastItsExpiry(name, 'stuck', { abandonAfterMs: 200 });
+    const { id: stuck, handler, pump, abandoned } = await runningPastItsExpiry(name, 'stuck', { abandonAfterMs: 200 });
     try {
       // Its handler ignores the signal: the only slot must not stay taken.
       const next = await boss.send(name, { key: 'next' });
@@ -146,6 +148,7 @@ describe('queue pump', () => {
       );
       const output = JSON.stringify((await boss.getJobById(name, stuck))?.output);
       expect(output).toContain(`job ${stuck} ran past its expiry, and its handler did not stop within 200 ms`);
+      expect(abandoned).toEqual([stuck]);
       pump.wake();
       await eventually('the next job running in the freed slot', async () => (handler.running.has('next') ? true : undefined));
       expect(handler.running.has('stuck')).toBe(true);
@@ -161,13 +164,14 @@ describe('queue pump', () => {
 
   it('a handler that stops within its grace after the signal keeps its own outcome', async () => {
     const name = 'pump-abandon-grace';
-    const { id, handler, pump } = await runningPastItsExpiry(name, 'late', { abandonAfterMs: 60_000 });
+    const { id, handler, pump, abandoned } = await runningPastItsExpiry(name, 'late', { abandonAfterMs: 60_000 });
     try {
       await eventually('its signal aborted', async () => (handler.signals.get('late')!.aborted ? true : undefined), 5000);
       handler.finish('late');
       await eventually('the job completed by its own end', async () =>
         (await state(name, id)) === 'completed' ? true : undefined,
       );
+      expect(abandoned).toEqual([]);
     } finally {
       await pump.stop(1000);
     }

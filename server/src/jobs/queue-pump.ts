@@ -49,6 +49,8 @@ export function createQueuePump(deps: {
   onHeartbeat?: (jobs: FetchedJob[]) => Promise<void>;
   /** How long a job's handler has to stop once its signal is aborted, before its slot is freed without it. */
   abandonAfterMs?: number;
+  /** A job given up (its handler did not stop within `abandonAfterMs`): failed to its retry now, whatever its handler does. */
+  onAbandon?: (job: FetchedJob) => void;
   logger: Logger;
 }) {
   const abandonAfterMs = deps.abandonAfterMs ?? ABANDON_AFTER_MS;
@@ -78,6 +80,7 @@ export function createQueuePump(deps: {
               { queue: name, jobId: job.id },
               "a job's handler did not stop at its signal: its slot is freed and its retry runs it",
             );
+            deps.onAbandon?.(job);
             reject(new Error(`${reason}, and its handler did not stop within ${abandonAfterMs} ms`));
           }, abandonAfterMs);
           abandon.unref();

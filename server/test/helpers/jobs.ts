@@ -3,7 +3,7 @@ import { type ConstructorOptions, PgBoss } from 'pg-boss';
 import pino from 'pino';
 import type { DB } from '../../src/db/schema.ts';
 import { createJobRunner } from '../../src/jobs/job-runner.ts';
-import { createMetrics } from '../../src/lib/metrics.ts';
+import { createMetrics, type Metrics } from '../../src/lib/metrics.ts';
 import { createProcessBus } from '../../src/lib/process-bus.ts';
 import type { TestApp } from './test-app.ts';
 
@@ -19,6 +19,7 @@ export const jobsOfAction = async (db: Kysely<DB>, queue: string, actionId: stri
 export type StartRunnerArgs = [
   beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>,
   bossOptions?: Partial<ConstructorOptions>,
+  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number },
 ];
 
 /**
@@ -26,7 +27,10 @@ export type StartRunnerArgs = [
  * finding jobs by a quick poll, its jobs' heartbeat pg-boss's shortest (10 s); `beforeJobStatement`
  * runs before each of pg-boss's statements is sent (a statement it throws at is not).
  */
-export async function startJobRunner(app: TestApp, ...[beforeJobStatement, bossOptions = {}]: StartRunnerArgs) {
+export async function startJobRunner(
+  app: TestApp,
+  ...[beforeJobStatement, bossOptions = {}, runnerOptions = {}]: StartRunnerArgs
+) {
   const { jobsOptions } = app.container.database;
   const jobsDb = jobsOptions.db!;
   const db = beforeJobStatement
@@ -41,10 +45,11 @@ export async function startJobRunner(app: TestApp, ...[beforeJobStatement, bossO
     boss: { ...jobsOptions, db, ...bossOptions },
     db: app.container.db,
     logger: pino({ level: 'silent' }),
-    metrics: createMetrics(),
+    metrics: runnerOptions.metrics ?? createMetrics(),
     bus: createProcessBus({ logger: pino({ level: 'silent' }) }),
     pollMs: 100,
     heartbeatSeconds: 10,
+    abandonAfterMs: runnerOptions.abandonAfterMs,
   });
   await runner.start();
   return runner;
