@@ -1533,6 +1533,8 @@ export interface components {
             /** Format: uuid */
             runAsUserId: string | null;
             eventType: string;
+            /** @description The action's `externalId`, as its sender gave it */
+            externalId: string | null;
             /** Format: date-time */
             requestedAt: string;
             /** Format: date-time */

@@ -147,6 +147,8 @@ describe('the console: an operator at work', () => {
       await page.getByRole('link', { name: /Approvals/ }).click();
       const pending = page.getByRole('row').filter({ hasText: 'generateDocument' });
       await pending.waitFor();
+      // Which action it is, as the approval emails and Slack messages name it.
+      await pending.getByRole('link', { name: 'invoice.requested (inv-1)' }).waitFor();
       await capture(page, 'approvals');
       await pending.getByRole('button', { name: 'Approve generateDocument' }).click();
       await page.getByText('Nothing waits for a decision.').waitFor();

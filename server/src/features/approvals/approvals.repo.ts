@@ -84,7 +84,7 @@ export const approvalsRepo = {
       .innerJoin('actions as a', 'a.id', 't.actionId')
       .innerJoin(decisionRules(db).as('d'), 'd.actionId', 'a.id')
       .selectAll('t')
-      .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType', 'd.minApprovals as approvalsRequired'])
+      .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType', 'a.externalId', 'd.minApprovals as approvalsRequired'])
       .where('t.orgId', '=', orgId)
       .where('t.approval', '=', query.approval)
       .$if(query.namedUserId !== undefined, (q) =>

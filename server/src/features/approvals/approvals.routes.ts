@@ -44,6 +44,7 @@ const toApproval = (row: Awaited<ReturnType<ApprovalsService['list']>>['approval
   mode: row.mode,
   runAsUserId: row.runAsUserId,
   eventType: row.eventType,
+  externalId: row.externalId,
   requestedAt: row.requestedAt,
   expiresAt: row.expiresAt,
   modeSource: row.modeSource ?? null,

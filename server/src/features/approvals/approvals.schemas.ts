@@ -69,6 +69,7 @@ export const approvalSchema = z
     mode: z.string().describe('`ask`, or `agent` when the agent asked for approval'),
     runAsUserId: z.uuid().nullable(),
     eventType: z.string(),
+    externalId: z.string().nullable().describe("The action's `externalId`, as its sender gave it"),
     requestedAt: z.date(),
     expiresAt: z.date().nullable(),
     modeSource: z

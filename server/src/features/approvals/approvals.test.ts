@@ -50,13 +50,15 @@ describe('approvals', () => {
   it('ask: stages the call; approving runs it and the action completes with its result; deciding again is 409', async () => {
     const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
     model.script(documentThenText());
-    const actionId = await runEvent(setup);
+    const actionId = await runEvent(setup, { externalId: 'ord-42' });
     const pending = await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     expect(pending.approvalState).toBe('pending');
     const listed = await approvals(setup, '?status=pending');
     expect(listed.approvals).toEqual([
       expect.objectContaining({
         actionId,
+        eventType: 'order.created',
+        externalId: 'ord-42',
         toolName: 'generateDocument',
         mode: 'ask',
         status: 'pending',
@@ -230,6 +232,16 @@ describe('approvals', () => {
       (await app.request('GET', `/api/threads/${row.execution.threadId}/messages`, { token: other.tenant.token })).status,
     ).toBe(404);
     expect((await approvals(setup)).approvals).toHaveLength(1);
+  });
+
+  it("lists a call's action without an external id as null, as its sender gave none", async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    model.script(documentThenText());
+    const actionId = await runEvent(setup, { externalId: undefined });
+    await waitForAction(app, auth(setup), actionId, ['pending_approval']);
+    expect((await approvals(setup)).approvals).toEqual([
+      expect.objectContaining({ actionId, eventType: 'order.created', externalId: null }),
+    ]);
   });
 
   it('answers 404 for an unknown action or call, and 400 for a bad status filter', async () => {
