@@ -6,10 +6,10 @@ import { api, unwrap } from '../../api/client';
 import { AnchorLink } from '../../components/links';
 import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
-import { counted, usd } from '../../lib/format';
+import { actionName, counted, usd } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
 import { unfinished } from './ExperimentsSection';
-import { actionName, ResultComparison } from './ResultComparison';
+import { ResultComparison } from './ResultComparison';
 import { pageNotices } from '../../lib/notices';
 
 const OUTCOMES = ['all', 'changed', 'same', 'failed'] as const;

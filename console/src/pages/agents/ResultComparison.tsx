@@ -2,14 +2,10 @@ import { Alert, Badge, Card, Group, List, SimpleGrid, Stack, Text, Title } from 
 import { CallInput } from '../../components/EditedInput';
 import { StatusBadge } from '../../components/StatusBadge';
 import { AnchorLink } from '../../components/links';
-import { counted, usd } from '../../lib/format';
+import { actionName, counted, usd } from '../../lib/format';
 import type { Answer } from '../../api/client';
 
 export type ExperimentResult = Answer<'/orgs/{org}/experiments/{experimentId}', 'get'>['results'][number];
-
-/** The replayed action as its sender named it: "order.refund_requested (r-250)". */
-export const actionName = (result: Pick<ExperimentResult, 'eventType' | 'externalId'>) =>
-  result.externalId ? `${result.eventType} (${result.externalId})` : result.eventType;
 
 /** Says one difference as a person reads it. */
 function describe(difference: ExperimentResult['differences'][number]): string {

@@ -10,14 +10,10 @@ import { CallInput, editableInput } from '../../components/EditedInput';
 import { WhyWaits } from '../../components/WhyWaits';
 import { UserName } from '../../components/UserName';
 import { QueryError } from '../../components/RouteError';
-import { formatTime, relativeTime } from '../../lib/format';
+import { actionName, formatTime, relativeTime } from '../../lib/format';
 import { useOrgSlug } from '../../lib/org';
 import { meQuery, pendingApprovalsQuery } from '../../lib/queries';
 import { LiveBadge } from '../OrgLayout';
-
-/** The action a call is of, as the approval emails and Slack messages name it: its event type and external id. */
-const eventOf = (approval: { eventType: string; externalId: string | null }) =>
-  approval.externalId ? `${approval.eventType} (${approval.externalId})` : approval.eventType;
 
 /** "in 4 min" that counts down while the page is open. */
 function useNow(everyMs: number) {
@@ -80,10 +76,10 @@ export function ApprovalsPage() {
                   <Table.Td>
                     {isAdmin ? (
                       <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
-                        {eventOf(approval)}
+                        {actionName(approval)}
                       </AnchorLink>
                     ) : (
-                      <Text size="sm">{eventOf(approval)}</Text>
+                      <Text size="sm">{actionName(approval)}</Text>
                     )}
                     <Text size="xs" c="dimmed">
                       as <UserName org={org} userId={approval.runAsUserId} />
