@@ -161,7 +161,7 @@ describe('job heartbeats', () => {
     );
   }, 60_000);
 
-  it('a job whose handler does not stop at its signal counts as abandoned when its slot is freed, and its late end counts nothing', async () => {
+  it('a job whose handler does not stop at its signal counts as abandoned when its slot is freed, and its late end records nothing', async () => {
     // A queue that holds no lease per key: the retry runs as soon as it is due, beside the abandoned handler.
     const plain = 'email.lookup-message-id';
     const messageRowId = randomUUID();
@@ -169,13 +169,16 @@ describe('job heartbeats', () => {
     const runner = await startJobRunner(app, undefined, undefined, { metrics, abandonAfterMs: 100 });
     onTestFinished(() => runner.stop());
     let end: () => void = () => {};
+    let ended = false;
     const attempts: number[] = [];
     await runner.work({
       [plain]: async (payload, { retryCount }) => {
         if (payload.messageRowId !== messageRowId) return;
         attempts.push(retryCount);
         // The first attempt ignores its signal until the test lets it end.
-        if (retryCount === 0) await new Promise<void>((resolve) => (end = resolve));
+        if (retryCount > 0) return;
+        await new Promise<void>((resolve) => (end = resolve));
+        ended = true;
       },
     });
     const outcomes = async () =>
@@ -184,20 +187,22 @@ describe('job heartbeats', () => {
           .filter((value) => value.labels.queue === plain)
           .map((value) => [value.labels.outcome, value.value]),
       );
+    const timed = async () =>
+      (await metrics.jobDuration.get()).values.find(
+        (value) => value.labels.queue === plain && value.metricName === 'job_duration_seconds_count',
+      )?.value;
     const job = await runner.enqueue(plain, { messageRowId });
     await eventually('the job running', () => (attempts.length === 1 ? true : undefined));
     await failElsewhere(app, plain, job!);
     await eventually('the job given up, its retry run', () => (attempts.length === 2 ? true : undefined));
     await eventually('the retry completed', async () => ((await outcomes()).completed === 1 ? true : undefined));
     expect(await outcomes()).toEqual({ abandoned: 1, completed: 1 });
+    expect(await timed()).toBe(2); // the abandoned attempt's time, up to its slot's release, and the retry's
     end();
-    const ended = async () =>
-      (await metrics.jobDuration.get()).values.find(
-        (value) => value.labels.queue === plain && value.metricName === 'job_duration_seconds_count',
-      )?.value;
-    await eventually('the abandoned handler ended too', async () => ((await ended()) === 2 ? true : undefined));
-    // Its end is not the job's outcome: that was counted when its slot was freed.
+    await eventually('the abandoned handler ended', () => (ended ? true : undefined));
+    // Its end is not the job's: that was recorded when its slot was freed.
     expect(await outcomes()).toEqual({ abandoned: 1, completed: 1 });
+    expect(await timed()).toBe(2);
   }, 60_000);
 
   it('a start sets the heartbeat on a queue an earlier build made without it, and writes nothing where the options match', async () => {

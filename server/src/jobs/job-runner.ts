@@ -63,8 +63,19 @@ export function createJobRunner(deps: {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
   const pumps = new Map<QueueName, QueuePump>();
-  /** Jobs whose handler did not stop at their signal, failed to their retry without it (queue-pump.ts). */
-  const givenUp = new WeakSet<FetchedJob>();
+  /**
+   * When each running job of this process started. Whichever settles it first records its outcome and
+   * duration: its handler's end, or the pump giving it up (queue-pump.ts), whose handler's late end then
+   * records nothing.
+   */
+  const running = new WeakMap<FetchedJob, number>();
+  const settle = (queue: QueueName, job: FetchedJob, outcome?: 'completed' | 'failed' | 'abandoned') => {
+    const started = running.get(job);
+    if (started === undefined) return;
+    running.delete(job);
+    if (outcome) deps.metrics.jobs.inc({ queue, outcome });
+    deps.metrics.jobDuration.observe({ queue }, (performance.now() - started) / 1000);
+  };
   // One mechanism for every queue: this process's workers hear the signal at once, other processes' within the bus's window.
   const wake = (queue: QueueName) => deps.bus.signal(jobsTopic(queue));
   let started = false;
@@ -130,7 +141,7 @@ export function createJobRunner(deps: {
         const { payload: schema } = jobQueues[name];
         const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
         const run = async (job: FetchedJob, claim: JobClaim) => {
-          const started = performance.now();
+          running.set(job, performance.now());
           let outcome: 'completed' | 'failed' | undefined;
           try {
             const payload = schema.parse(job.data);
@@ -149,9 +160,7 @@ export function createJobRunner(deps: {
             deps.logger.warn({ err: error, queue: name, jobId: job.id }, 'job failed');
             throw error;
           } finally {
-            // A job the pump gave up was counted then: its handler's late end is not the job's outcome.
-            if (outcome && !givenUp.has(job)) deps.metrics.jobs.inc({ queue: name, outcome });
-            deps.metrics.jobDuration.observe({ queue: name }, (performance.now() - started) / 1000);
+            settle(name, job, outcome); // a job put off has no outcome of its own, only its time
           }
         };
         pumps.set(
@@ -164,10 +173,7 @@ export function createJobRunner(deps: {
             run,
             onHeartbeat: (jobs) => oneAtATime.renew(name, jobs),
             abandonAfterMs: deps.abandonAfterMs,
-            onAbandon: (job) => {
-              givenUp.add(job);
-              deps.metrics.jobs.inc({ queue: name, outcome: 'abandoned' });
-            },
+            onAbandon: (job) => settle(name, job, 'abandoned'),
             logger: deps.logger,
           }),
         );
