@@ -17,12 +17,12 @@ export function relativeTime(iso: string, now = Date.now()): string {
   return seconds >= 0 ? `in ${value} ${unit}` : `${value} ${unit} ago`;
 }
 
-const integer = new Intl.NumberFormat('en');
-/** "1 call", "150,000 tokens": a count with its noun, singular for one. */
 /** An action as its sender named it, and as the approval emails and Slack messages name it: "order.refund_requested (r-250)". */
 export const actionName = (action: { eventType: string; externalId: string | null }) =>
   action.externalId ? `${action.eventType} (${action.externalId})` : action.eventType;
 
+const integer = new Intl.NumberFormat('en');
+/** "1 call", "150,000 tokens": a count with its noun, singular for one. */
 export const counted = (n: number, noun: string) => `${integer.format(n)} ${n === 1 ? noun : `${noun}s`}`;
 
 const oneDecimal = new Intl.NumberFormat('en', { maximumFractionDigits: 1 });
