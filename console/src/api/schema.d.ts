@@ -4754,6 +4754,12 @@ export interface operations {
                                 total: number;
                                 done: number;
                             };
+                            /** @description Its results stored so far, per outcome */
+                            outcomes: {
+                                same: number;
+                                changed: number;
+                                failed: number;
+                            };
                             /** @description Why it failed (a budget it reached) */
                             error: string | null;
                             /** Format: uuid */
@@ -4847,6 +4853,12 @@ export interface operations {
                             progress: {
                                 total: number;
                                 done: number;
+                            };
+                            /** @description Its results stored so far, per outcome */
+                            outcomes: {
+                                same: number;
+                                changed: number;
+                                failed: number;
                             };
                             /** @description Why it failed (a budget it reached) */
                             error: string | null;
@@ -4943,6 +4955,12 @@ export interface operations {
                             progress: {
                                 total: number;
                                 done: number;
+                            };
+                            /** @description Its results stored so far, per outcome */
+                            outcomes: {
+                                same: number;
+                                changed: number;
+                                failed: number;
                             };
                             /** @description Why it failed (a budget it reached) */
                             error: string | null;
@@ -5128,6 +5146,12 @@ export interface operations {
                             progress: {
                                 total: number;
                                 done: number;
+                            };
+                            /** @description Its results stored so far, per outcome */
+                            outcomes: {
+                                same: number;
+                                changed: number;
+                                failed: number;
                             };
                             /** @description Why it failed (a budget it reached) */
                             error: string | null;

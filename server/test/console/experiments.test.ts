@@ -165,6 +165,9 @@ describe('the console: versions and experiments', () => {
       const rolledBack = page.getByRole('table', { name: 'Versions' }).getByRole('row').filter({ hasText: 'v3' });
       await rolledBack.getByText(/^was live from .+ to .+$/).waitFor();
       expect(await rolledBack.getByText('draft', { exact: true }).count()).toBe(0);
+      // The agent's experiments say what each found without opening it.
+      const experiments = page.getByRole('table', { name: 'Experiments' });
+      await experiments.getByRole('row').filter({ hasText: 'v3' }).getByText('1 changed · 1 same · 0 failed').waitFor();
       await capture(page, 'agent-rolled-back');
     });
     const agent = await (await app.request('GET', `/orgs/${org.slug}/agents/${made.agentId}`, { token })).json();

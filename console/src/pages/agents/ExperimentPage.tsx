@@ -8,7 +8,7 @@ import { QueryError } from '../../components/RouteError';
 import { StatusBadge } from '../../components/StatusBadge';
 import { actionName, counted, usd } from '../../lib/format';
 import { agentQuery, keys } from '../../lib/queries';
-import { unfinished } from './ExperimentsSection';
+import { outcomeLine, unfinished } from './ExperimentsSection';
 import { ResultComparison } from './ResultComparison';
 import { pageNotices } from '../../lib/notices';
 
@@ -107,9 +107,7 @@ export function ExperimentPage() {
           <Text size="sm" c="dimmed">
             Outcomes
           </Text>
-          <Text>
-            {summary.outcomes.changed} changed · {summary.outcomes.same} same · {summary.outcomes.failed} failed
-          </Text>
+          <Text>{outcomeLine(summary.outcomes)}</Text>
         </Card>
         {(['baseline', 'candidate'] as const).map((side) => (
           <Card withBorder key={side}>

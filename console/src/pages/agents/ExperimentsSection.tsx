@@ -14,6 +14,9 @@ import { experimentsQuery, keys } from '../../lib/queries';
 const ENDINGS = ['completed', 'failed', 'rejected', 'expired'] as const;
 /** An experiment still replaying (or about to): its page and list refresh while it is. */
 export const unfinished = (state: string) => state === 'queued' || state === 'running';
+/** An experiment's results stored so far, per outcome, in one line. */
+export const outcomeLine = (outcomes: { same: number; changed: number; failed: number }) =>
+  `${outcomes.changed} changed · ${outcomes.same} same · ${outcomes.failed} failed`;
 
 /** The agent's experiments, with their progress while they run, and a form to start one from a version. */
 export function ExperimentsSection(props: {
@@ -50,6 +53,7 @@ export function ExperimentsSection(props: {
               <Table.Th>Version</Table.Th>
               <Table.Th>State</Table.Th>
               <Table.Th>Progress</Table.Th>
+              <Table.Th>Outcomes</Table.Th>
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
@@ -71,6 +75,9 @@ export function ExperimentsSection(props: {
                       {item.progress.done} of {item.progress.total}
                     </Text>
                   </Group>
+                </Table.Td>
+                <Table.Td>
+                  <Text size="sm">{outcomeLine(item.outcomes)}</Text>
                 </Table.Td>
               </Table.Tr>
             ))}

@@ -12,24 +12,27 @@ export interface SideTotals {
   approvalsNeeded: number;
 }
 
-/** An experiment with its progress (done of total). */
+/** An experiment with its progress (done of total) and its stored results per outcome, counted in one pass over them. */
 function withProgress(db: Kysely<DB>, orgId: string) {
   return db
     .selectFrom('experiments as e')
+    .innerJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('experimentResults as r')
+          .whereRef('r.experimentId', '=', 'e.id')
+          .select((eb) => [
+            eb.fn.countAll<string>().as('total'),
+            eb.fn.countAll<string>().filterWhere('r.state', '=', 'done').as('done'),
+            eb.fn.countAll<string>().filterWhere('r.outcome', '=', 'same').as('same'),
+            eb.fn.countAll<string>().filterWhere('r.outcome', '=', 'changed').as('changed'),
+            eb.fn.countAll<string>().filterWhere('r.outcome', '=', 'failed').as('failed'),
+          ])
+          .as('p'),
+      (join) => join.onTrue(),
+    )
     .selectAll('e')
-    .select((eb) => [
-      eb
-        .selectFrom('experimentResults as r')
-        .whereRef('r.experimentId', '=', 'e.id')
-        .select(eb.fn.countAll<number>().as('n'))
-        .as('total'),
-      eb
-        .selectFrom('experimentResults as r')
-        .whereRef('r.experimentId', '=', 'e.id')
-        .where('r.state', '=', 'done')
-        .select(eb.fn.countAll<number>().as('n'))
-        .as('done'),
-    ])
+    .select(['p.total', 'p.done', 'p.same', 'p.changed', 'p.failed'])
     .where('e.orgId', '=', orgId);
 }
 export type ExperimentRow = Awaited<ReturnType<ReturnType<typeof withProgress>['executeTakeFirstOrThrow']>>;

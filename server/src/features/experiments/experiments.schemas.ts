@@ -47,6 +47,8 @@ const sideTotals = z.object({
   approvalsNeeded: z.number().describe('Calls that waited (would have waited) for a person'),
 });
 
+const outcomeCounts = z.object({ same: z.int(), changed: z.int(), failed: z.int() });
+
 export const experimentSchema = z.object({
   id: z.uuid(),
   agentId: z.uuid(),
@@ -59,6 +61,7 @@ export const experimentSchema = z.object({
     limit: z.int(),
   }),
   progress: z.object({ total: z.int(), done: z.int() }),
+  outcomes: outcomeCounts.describe('Its results stored so far, per outcome'),
   error: z.string().nullable().describe('Why it failed (a budget it reached)'),
   createdBy: z.uuid().nullable(),
   createdAt: z.date(),
@@ -67,7 +70,7 @@ export const experimentSchema = z.object({
 });
 
 export const experimentSummarySchema = z.object({
-  outcomes: z.object({ same: z.int(), changed: z.int(), failed: z.int() }),
+  outcomes: outcomeCounts,
   baseline: sideTotals,
   candidate: sideTotals,
 });

@@ -118,7 +118,11 @@ describe('experiments', () => {
     const { experiment } = await started.json();
     expect(experiment).toMatchObject({ version: 3, state: expect.stringMatching(/^(queued|running)$/), progress: { total: 20 } });
     const done = await finished(made, experiment.id);
-    expect(done.experiment).toMatchObject({ state: 'completed', progress: { total: 20, done: 20 } });
+    expect(done.experiment).toMatchObject({
+      state: 'completed',
+      progress: { total: 20, done: 20 },
+      outcomes: { same: 10, changed: 10, failed: 0 },
+    });
 
     // Amounts 10..200: those over 100 are refunded at 100 now; the ones over 150 no longer wait for a person.
     const amountOf = (actionId: string) => (20 - recorded.indexOf(actionId)) * 10;
@@ -182,7 +186,10 @@ describe('experiments', () => {
     expect(sameDone.summary.outcomes).toEqual({ same: 20, changed: 0, failed: 0 });
     expect(orders.sideEffects.length).toBe(effects);
     const listed = await (await api(made).get(`/experiments?agentId=${made.agentId}`)).json();
-    expect(listed.experiments.map((item: any) => item.id)).toEqual([same.experiment.id, experiment.id]);
+    expect(listed.experiments.map((item: any) => [item.id, item.outcomes])).toEqual([
+      [same.experiment.id, { same: 20, changed: 0, failed: 0 }],
+      [experiment.id, { same: 10, changed: 10, failed: 0 }],
+    ]);
 
     // Asked for, the read-only lookup runs for real (the refund still does not).
     const lookups = await (
@@ -307,6 +314,31 @@ describe('experiments', () => {
     });
     const after = await (await api(made).get(`/experiments/${experiment.id}`)).json();
     expect(after).toMatchObject({ experiment: { state: 'cancelled', progress: { total: 6, done: 0 } }, results: [] });
+  }, 60_000);
+
+  it("counts each experiment's results per outcome, a replay the model refused as failed", async () => {
+    const made = await setup();
+    model.script((request) =>
+      systemOf(request).includes('Refuse O-2.') && eventData(request).order_id === 'O-2'
+        ? { error: { status: 400, message: 'The prompt was refused' } }
+        : followInstructions(request),
+    );
+    const recorded = await recordActions(made, 3);
+    const draft = await (
+      await api(made).post(`/agents/${made.agentId}/versions`, { instructions: 'Refund what the customer asks. Refuse O-2.' })
+    ).json();
+    const { experiment } = await (
+      await api(made).post(`/agents/${made.agentId}/experiments`, { version: draft.version.version, actionIds: recorded })
+    ).json();
+    const done = await finished(made, experiment.id);
+    expect(done.experiment).toMatchObject({ state: 'completed', outcomes: { same: 2, changed: 0, failed: 1 } });
+    expect(done.summary.outcomes).toEqual(done.experiment.outcomes);
+    const failed = done.results.find((result: any) => result.outcome === 'failed');
+    expect(failed.candidate.error).toMatch(/The prompt was refused/);
+    const listed = await (await api(made).get(`/experiments?agentId=${made.agentId}`)).json();
+    expect(listed.experiments).toEqual([
+      expect.objectContaining({ id: experiment.id, outcomes: { same: 2, changed: 0, failed: 1 } }),
+    ]);
   }, 60_000);
 
   it("counts against the agent's budget: an experiment that reaches it stops with the budget's reason", async () => {
