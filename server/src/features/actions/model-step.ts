@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import {
   asLanguageModelUsage,
@@ -138,7 +139,8 @@ export async function callModel(options: {
   } finally {
     limit.clear();
   }
-  const { text, calls, usage } = answer;
+  const { text, usage } = answer;
+  const calls = uniqueCallIds(answer.calls, options.messages);
   const assistant: unknown[] = [];
   if (text) assistant.push({ type: 'text', text });
   for (const call of calls)
@@ -153,4 +155,22 @@ export async function callModel(options: {
       cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens ?? 0,
     },
   };
+}
+
+/**
+ * The calls with ids unique in the conversation, which keys each call and its result (and the action's
+ * stored calls). A provider's own id is kept, but one that is empty or was used already (some servers
+ * number each step's calls from 0 again, or give every call the same id) gets a fresh one: stored
+ * under the provider's id, the second call would have collided with the first.
+ */
+function uniqueCallIds(calls: ProposedCall[], messages: ModelMessage[]): ProposedCall[] {
+  const used = new Set<string>();
+  for (const message of messages)
+    if (Array.isArray(message.content)) for (const part of message.content) if ('toolCallId' in part) used.add(part.toolCallId);
+  return calls.map((call) => {
+    const toolCallId =
+      call.toolCallId && !used.has(call.toolCallId) ? call.toolCallId : `call_${randomUUID().replaceAll('-', '')}`;
+    used.add(toolCallId);
+    return toolCallId === call.toolCallId ? call : { ...call, toolCallId };
+  });
 }

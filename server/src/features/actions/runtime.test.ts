@@ -154,6 +154,35 @@ describe('failures and limits', () => {
     expect(row.execution.result.text).toContain('There is no tool named "noSuchTool" available to you.');
     expect(row.execution.toolCalls.map((call: { status: string }) => call.status)).toEqual(['failed', 'failed', 'failed']);
   });
+
+  it('a model that gives its calls ids used already (each step numbered from 0 again) has each call stored and answered apart', async () => {
+    const setup = await setupWebhook(app);
+    const document = (title: string) => ({ name: 'generateDocument', arguments: { title, content: `# ${title}` }, id: 'call_0' });
+    model.script((request) => {
+      const seen = toolResults(request).length;
+      if (seen === 0) return { toolCalls: [document('First')] };
+      if (seen === 1) return { toolCalls: [document('Second'), document('Third')] };
+      return { text: 'Done.' };
+    });
+    const row = await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed']);
+    expect(row.status).toBe('completed');
+    const calls = row.execution.toolCalls as Array<{ toolCallId: string; status: string; input: { title: string } }>;
+    const byTitle = new Map(calls.map((call) => [call.input.title, call]));
+    expect([...byTitle.keys()].sort()).toEqual(['First', 'Second', 'Third']);
+    expect(calls.every((call) => call.status === 'completed')).toBe(true);
+    // The provider's id is kept while it is new in the conversation; the repeats get ids of their own.
+    expect(byTitle.get('First')!.toolCallId).toBe('call_0');
+    expect(new Set(calls.map((call) => call.toolCallId)).size).toBe(3);
+    // The model saw each result under the id of its own call, in the order it proposed them.
+    const last = model.requests.at(-1)!;
+    const proposed = last.messages.flatMap((message) => message.tool_calls ?? []).map((call) => call.id);
+    expect(proposed).toEqual(['First', 'Second', 'Third'].map((title) => byTitle.get(title)!.toolCallId));
+    expect(toolResults(last).map((result) => result.toolCallId)).toEqual(proposed);
+    const documents = await (
+      await app.request('GET', `/orgs/${setup.tenant.org.slug}/documents`, { token: setup.tenant.token })
+    ).json();
+    expect(documents.documents.map((made: { title: string }) => made.title).sort()).toEqual(['First', 'Second', 'Third']);
+  });
 });
 
 describe('modes from rule, override and preference', () => {
