@@ -12,6 +12,8 @@ export interface SideEffect {
   arguments: Record<string, unknown>;
   /** The `_meta` tool call id the platform sent. */
   toolCallId: string | undefined;
+  /** The `_meta` action id the platform sent with it. */
+  actionId: string | undefined;
 }
 
 export interface TestMcpServerOptions {
@@ -45,7 +47,13 @@ export async function startTestMcpServer(options: TestMcpServerOptions = {}) {
     const held = hold;
     if (held && !held.afterEffect) await held.released;
     const toolCallId = meta?.['io.agent-platform/tool-call-id'];
-    sideEffects.push({ tool, arguments: args, toolCallId: typeof toolCallId === 'string' ? toolCallId : undefined });
+    const actionId = meta?.['io.agent-platform/action-id'];
+    sideEffects.push({
+      tool,
+      arguments: args,
+      toolCallId: typeof toolCallId === 'string' ? toolCallId : undefined,
+      actionId: typeof actionId === 'string' ? actionId : undefined,
+    });
     if (held?.afterEffect) await held.released;
   };
   const metaOf = (ctx: unknown) => (ctx as { mcpReq?: { _meta?: Record<string, unknown> } }).mcpReq?._meta;

@@ -29,14 +29,18 @@ export interface McpConnection {
   /** Every page of tools/list, each tool as the server sent it (one malformed tool must not hide the others). */
   listTools(): Promise<unknown[]>;
   callTool(
-    request: { name: string; arguments: unknown; toolCallId: string },
+    request: { name: string; arguments: unknown; toolCallId: string; actionId: string },
     options: { timeoutMs: number; signal: AbortSignal },
   ): Promise<CallToolResult>;
   close(): Promise<void>;
 }
 
-/** The `_meta` key of a tools/call request that carries our tool call id, so that a server can deduplicate. */
+/**
+ * The `_meta` keys of a tools/call request that carry our tool call id and its action's, so that a server
+ * can deduplicate: the tool call id is unique within its action only (a provider may give it again).
+ */
 export const TOOL_CALL_ID_META = 'io.agent-platform/tool-call-id';
+export const ACTION_ID_META = 'io.agent-platform/action-id';
 /** More tools than this from one server is refused: what an agent is offered must stay readable. */
 export const MAX_TOOLS_PER_SERVER = 500;
 const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
@@ -107,7 +111,7 @@ export async function connectMcp(
         {
           name: request.name,
           arguments: (request.arguments ?? {}) as Record<string, unknown>,
-          _meta: { [TOOL_CALL_ID_META]: request.toolCallId },
+          _meta: { [TOOL_CALL_ID_META]: request.toolCallId, [ACTION_ID_META]: request.actionId },
         },
         { timeout: options.timeoutMs, signal: options.signal },
       )) as CallToolResult;

@@ -47,7 +47,7 @@ const callThenReport = (name: string, args: unknown) => (request: ChatRequest) =
 const effectsOf = (toolCallId: string) => orders.sideEffects.filter((effect) => effect.toolCallId === toolCallId);
 
 describe('MCP tools in a run', () => {
-  it('an allow call runs once, with the tool call id in _meta, and its result reaches the model and the ledger', async () => {
+  it('an allow call runs once, with the tool call id and its action id in _meta, and its result reaches the model and the ledger', async () => {
     const made = await setup({ orders__refund_order: 'allow' });
     model.script(callThenReport('orders__refund_order', { orderId: 'A-1', amount: 30 }));
     const actionId = await runEvent(app, made);
@@ -62,7 +62,7 @@ describe('MCP tools in a run', () => {
       input: { orderId: 'A-1', amount: 30 },
     });
     expect(effectsOf(call.toolCallId)).toEqual([
-      { tool: 'refund_order', arguments: { orderId: 'A-1', amount: 30 }, toolCallId: call.toolCallId },
+      { tool: 'refund_order', arguments: { orderId: 'A-1', amount: 30 }, toolCallId: call.toolCallId, actionId },
     ]);
     // The model saw the server's description and schema, under the prefixed name.
     const offered = model.requests.at(-2)!.tools!.find((tool) => tool.function.name === 'orders__refund_order')!;

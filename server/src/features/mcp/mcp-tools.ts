@@ -86,7 +86,7 @@ export function toolDefinitions(
         try {
           result = await deps.connections.callTool(
             target,
-            { name: tool.name, arguments: input, toolCallId: context.toolCallId },
+            { name: tool.name, arguments: input, toolCallId: context.toolCallId, actionId: context.actionId },
             { timeoutMs: deps.callTimeoutMs, signal: context.signal, repeatable: isRepeatable(tool) },
           );
         } catch (error) {
