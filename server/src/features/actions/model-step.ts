@@ -164,9 +164,8 @@ export async function callModel(options: {
  * under the provider's id, the second call would have collided with the first.
  */
 function uniqueCallIds(calls: ProposedCall[], messages: ModelMessage[]): ProposedCall[] {
-  const used = new Set<string>();
-  for (const message of messages)
-    if (Array.isArray(message.content)) for (const part of message.content) if ('toolCallId' in part) used.add(part.toolCallId);
+  const parts = messages.flatMap((message): readonly object[] => (Array.isArray(message.content) ? message.content : []));
+  const used = new Set(parts.flatMap((part) => ('toolCallId' in part ? [String(part.toolCallId)] : [])));
   return calls.map((call) => {
     const toolCallId =
       call.toolCallId && !used.has(call.toolCallId) ? call.toolCallId : `call_${randomUUID().replaceAll('-', '')}`;

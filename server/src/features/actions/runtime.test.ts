@@ -183,6 +183,20 @@ describe('failures and limits', () => {
     ).json();
     expect(documents.documents.map((made: { title: string }) => made.title).sort()).toEqual(['First', 'Second', 'Third']);
   });
+
+  it('a call the model gives an empty id gets an id (the provider client makes one up, else the service), paired with its result', async () => {
+    const setup = await setupWebhook(app);
+    model.script((request) =>
+      calledTools(request)
+        ? { text: 'Done.' }
+        : { toolCalls: [{ name: 'generateDocument', arguments: { title: 'Nameless', content: '# Nameless' }, id: '' }] },
+    );
+    const row = await waitForAction(app, auth(setup), await runEvent(setup), ['completed', 'failed']);
+    expect(row.status).toBe('completed');
+    const [call] = row.execution.toolCalls;
+    expect(call).toMatchObject({ status: 'completed', toolCallId: expect.stringMatching(/^\S+$/) });
+    expect(toolResults(model.requests.at(-1)!).map((result) => result.toolCallId)).toEqual([call.toolCallId]);
+  });
 });
 
 describe('modes from rule, override and preference', () => {
