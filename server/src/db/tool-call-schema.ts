@@ -59,6 +59,8 @@ export interface ToolCallsTable {
   actionId: string;
   toolCallId: string;
   toolName: string;
+  /** Its place among the action's calls (from 0), in the order the model proposed them. */
+  position: number;
   input: Json;
   mode: ToolCallMode;
   status: ToolCallStatus;

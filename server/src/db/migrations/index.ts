@@ -36,6 +36,7 @@ import * as jobLeases from './0034_job_leases.ts';
 import * as leaseWaiters from './0035_lease_waiters.ts';
 import * as abandonedSends from './0036_abandoned_sends.ts';
 import * as callbackClaimPlan from './0037_callback_claim_plan.ts';
+import * as toolCallPosition from './0038_tool_call_position.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -76,6 +77,7 @@ const migrations: Record<string, Migration> = {
   '0035_lease_waiters': leaseWaiters,
   '0036_abandoned_sends': abandonedSends,
   '0037_callback_claim_plan': callbackClaimPlan,
+  '0038_tool_call_position': toolCallPosition,
 };
 
 export const migrationProvider: MigrationProvider = {

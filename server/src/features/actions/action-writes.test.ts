@@ -89,6 +89,7 @@ describe('writeActions', () => {
             actionId: stepping!,
             toolCallId: 'call-1',
             toolName: 'generateDocument',
+            position: 0,
             input: JSON.stringify({ title: 'x' }),
             mode: 'allow',
             status: 'ready',

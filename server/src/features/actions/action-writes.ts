@@ -128,11 +128,11 @@ const conversationParts = ({ threads, links, messages }: Rows) => [
 const callParts = ({ calls, usage, started, finished }: Rows) => [
   calls.length > 0 &&
     sql`new_calls as (
-      insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, input, mode, status, approval, output, requested_at,
-        expires_at, completed_at, mode_source, started_at, staged_reason)
+      insert into tool_calls (id, org_id, action_id, tool_call_id, tool_name, position, input, mode, status, approval, output,
+        requested_at, expires_at, completed_at, mode_source, started_at, staged_reason)
       select * from unnest(${uncountedIds(calls.map((c) => c.id))}, ${calls.map((c) => c.orgId)}::uuid[],
         ${calls.map((c) => c.actionId)}::uuid[], ${calls.map((c) => c.toolCallId)}::text[],
-          ${calls.map((c) => c.toolName)}::text[],
+          ${calls.map((c) => c.toolName)}::text[], ${calls.map((c) => c.position)}::int[],
         ${calls.map((c) => c.input ?? null)}::jsonb[], ${calls.map((c) => c.mode)}::text[], ${calls.map((c) => c.status)}::text[],
         ${calls.map((c) => c.approval)}::text[], ${calls.map((c) => c.output ?? null)}::jsonb[],
         ${calls.map((c) => c.requestedAt ?? null)}::timestamptz[], ${calls.map((c) => c.expiresAt ?? null)}::timestamptz[],

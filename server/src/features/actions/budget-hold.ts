@@ -63,7 +63,7 @@ export async function pauseForBudget(
       run,
       {
         actionId: context.id,
-        toolCalls: [toRow(call, context, now)],
+        toolCalls: [toRow(call, context, now, run.calls.size)],
         transition: {
           actionId: context.id,
           from: 'running',

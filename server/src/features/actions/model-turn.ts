@@ -106,7 +106,7 @@ export function createModelTurn(
       ...stepWrite,
       actionId: context.id,
       messages: [message],
-      toolCalls: calls.map((call) => toRow(call, context, now)),
+      toolCalls: calls.map((call, index) => toRow(call, context, now, run.calls.size + index)),
     };
     const staged = calls.filter((call) => call.status === 'staged');
     if (staged.length === 0) await store(run, stored);

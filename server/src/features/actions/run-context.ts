@@ -88,12 +88,14 @@ export const notifiesApprovers = (run: Run) => (run.context.notify?.length ?? 0)
 export const approvalDeadline = (context: RunContext, now: Date) =>
   new Date(now.getTime() + (context.approvalTimeoutSeconds ?? 86_400) * 1000);
 
-export const toRow = (call: Call, context: RunContext, requestedAt: Date): Insertable<ToolCallsTable> => ({
+/** The row of a call: `position` is its place among the action's calls, as proposed. */
+export const toRow = (call: Call, context: RunContext, requestedAt: Date, position: number): Insertable<ToolCallsTable> => ({
   id: call.id,
   orgId: context.orgId,
   actionId: context.id,
   toolCallId: call.toolCallId,
   toolName: call.toolName,
+  position,
   input: JSON.stringify(call.input ?? null),
   mode: call.mode,
   modeSource: call.modeSource === null ? null : JSON.stringify(call.modeSource),

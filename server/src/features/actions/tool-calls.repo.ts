@@ -1,18 +1,10 @@
-import type { Insertable, Kysely } from 'kysely';
-import type { DB, ToolCallRow, ToolCallsTable } from '../../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { DB, ToolCallRow } from '../../db/schema.ts';
 
 export const toolCallsRepo = {
-  insertMany: (trx: Kysely<DB>, rows: Insertable<ToolCallsTable>[]) =>
-    rows.length === 0
-      ? Promise.resolve()
-      : trx
-          .insertInto('toolCalls')
-          .values(rows)
-          .execute()
-          .then(() => undefined),
-
+  /** The action's calls in the order the model proposed them. */
   forAction: (db: Kysely<DB>, actionId: string): Promise<ToolCallRow[]> =>
-    db.selectFrom('toolCalls').selectAll().where('actionId', '=', actionId).orderBy('requestedAt').orderBy('id').execute(),
+    db.selectFrom('toolCalls').selectAll().where('actionId', '=', actionId).orderBy('position').execute(),
 
   /** A `ready` call waits for a human after all (an interrupted one), with the reason. */
   stage: (trx: Kysely<DB>, id: string, staged: { reason: string; expiresAt: Date }) =>

@@ -5,24 +5,6 @@ import { BUDGET_APPROVAL } from '../actions/budget-hold.ts';
 import { experimentsRepo } from './experiments.repo.ts';
 import { type RunRecord, whyWaits } from './experiment-record.ts';
 
-/** The calls of a run in the order the model proposed them: step by step, each step's in its own order. */
-export function inProposalOrder<T extends { toolCallId: string }>(
-  messages: Array<{ role: string; content: unknown }>,
-  calls: T[],
-): T[] {
-  const order = messages
-    .filter((message) => message.role === 'assistant' && Array.isArray(message.content))
-    .flatMap((message) =>
-      (message.content as Array<{ type: string; toolCallId?: string }>).filter((part) => part.type === 'tool-call'),
-    )
-    .map((part) => part.toolCallId);
-  const rank = (call: T) => {
-    const at = order.indexOf(call.toolCallId);
-    return at === -1 ? order.length : at;
-  };
-  return [...calls].sort((a, b) => rank(a) - rank(b));
-}
-
 /** A call a person had to decide (or that waited): approved, rejected, expired, still waiting. */
 const neededApproval = (call: ToolCallRow) => call.approval !== 'not_required';
 
@@ -33,12 +15,9 @@ export async function baselineOf(db: Kysely<DB>, actionId: string): Promise<{ re
     toolCallsRepo.forAction(db, actionId),
     experimentsRepo.actionUsage(db, actionId),
   ]);
-  const messages = action?.threadId ? await experimentsRepo.actionMessages(db, action.threadId, actionId) : [];
+  const steps = action?.threadId ? await experimentsRepo.actionSteps(db, action.threadId, actionId) : 0;
   // A run over its budget waited for a person too, but that is the budget's, not the agent's, doing.
-  const calls = inProposalOrder(
-    messages,
-    rows.filter((row) => row.toolName !== BUDGET_APPROVAL),
-  );
+  const calls = rows.filter((row) => row.toolName !== BUDGET_APPROVAL);
   const result = action?.result as { text?: unknown } | null | undefined;
   return {
     calls,
@@ -55,7 +34,7 @@ export async function baselineOf(db: Kysely<DB>, actionId: string): Promise<{ re
       approvalsNeeded: calls.filter(neededApproval).length,
       finalText: typeof result?.text === 'string' ? result.text : null,
       error: action?.error ?? null,
-      steps: messages.filter((message) => message.role === 'assistant').length,
+      steps,
       ...usage,
     },
   };

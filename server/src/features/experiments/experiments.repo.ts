@@ -250,14 +250,19 @@ export const experimentsRepo = {
   actionRecord: (db: Kysely<DB>, actionId: string) =>
     db.selectFrom('actions').select(['status', 'result', 'error', 'threadId']).where('id', '=', actionId).executeTakeFirst(),
 
-  actionMessages: (db: Kysely<DB>, threadId: string, actionId: string) =>
-    db
-      .selectFrom('threadMessages')
-      .select(['role', 'content'])
-      .where('threadId', '=', threadId)
-      .where('actionId', '=', actionId)
-      .orderBy('seq')
-      .execute(),
+  /** The model's steps in an action's run: its assistant messages. */
+  actionSteps: async (db: Kysely<DB>, threadId: string, actionId: string) =>
+    Number(
+      (
+        await db
+          .selectFrom('threadMessages')
+          .select((eb) => eb.fn.countAll<string>().as('steps'))
+          .where('threadId', '=', threadId)
+          .where('actionId', '=', actionId)
+          .where('role', '=', 'assistant')
+          .executeTakeFirstOrThrow()
+      ).steps,
+    ),
 
   actionUsage: async (db: Kysely<DB>, actionId: string) => {
     const row = await db

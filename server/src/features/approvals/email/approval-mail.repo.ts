@@ -69,8 +69,7 @@ export const approvalMailRepo = {
       .select(['id', 'toolCallId', 'toolName', 'input', 'mode', 'modeSource', 'stagedReason', 'expiresAt', 'requestedAt'])
       .where('actionId', '=', actionId)
       .where('status', '=', 'staged')
-      .orderBy('requestedAt')
-      .orderBy('id')
+      .orderBy('position')
       .execute(),
 
   notificationsOf: (db: Kysely<DB>, actionId: string, channel: NotifyChannel) =>
@@ -215,7 +214,7 @@ export const approvalMailRepo = {
       .innerJoin('toolCalls as c', 'c.id', 'n.toolCallId')
       .select(['c.id', 'c.toolCallId', 'c.toolName', 'c.status', 'c.approval', 'c.decidedByUserId', 'c.decisionChannel'])
       .where('n.emailMessageId', '=', message.id)
-      .orderBy('c.requestedAt')
+      .orderBy('c.position')
       .execute();
     return { ...message, calls };
   },

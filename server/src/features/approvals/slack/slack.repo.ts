@@ -91,8 +91,7 @@ export const slackRepo = {
       .where('n.actionId', '=', actionId)
       .where('n.channel', '=', 'slack')
       .where('n.slackTs', 'is not', null)
-      .orderBy('c.requestedAt')
-      .orderBy('c.id')
+      .orderBy('c.position')
       .execute(),
 };
 

@@ -1,0 +1,67 @@
+import { type Kysely, sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { waitForAction } from '../../../test/helpers/actions.ts';
+import { approveStaged, auth, runEvent } from '../../../test/helpers/callbacks.ts';
+import { toolResults } from '../../../test/helpers/fake-model.ts';
+import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
+import type { TestApp } from '../../../test/helpers/test-app.ts';
+import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
+import { down, up } from '../../db/migrations/0038_tool_call_position.ts';
+
+let app: TestApp;
+let model: FakeModel;
+useAppWithModel({ ACTION_MAX_STEPS: '4' }, (started) => {
+  ({ app, model } = started);
+});
+
+const document = (title: string) => ({ name: 'generateDocument', arguments: { title, content: `# ${title}` } });
+
+/** Step one proposes G, F, E, D, C and B at once (C waits for a person), step two A. */
+function scriptSteps(fake: FakeModel) {
+  fake.script((request) => {
+    const seen = toolResults(request).length;
+    if (seen === 0) return { toolCalls: ['G', 'F', 'E', 'D', 'C', 'B'].map(document) };
+    if (seen === 6) return { toolCalls: [document('A')] };
+    return { text: 'Done.' };
+  });
+}
+
+async function runSteps(setup: WebhookSetup): Promise<string> {
+  scriptSteps(model);
+  const actionId = await runEvent(app, setup);
+  expect((await waitForAction(app, auth(setup), actionId, ['pending_approval', 'failed'])).status).toBe('pending_approval');
+  await approveStaged(app, setup, actionId);
+  expect((await waitForAction(app, auth(setup), actionId, ['completed', 'failed'])).status).toBe('completed');
+  return actionId;
+}
+
+const titlesOf = (calls: Array<{ input: { title: string } }>) => calls.map((call) => call.input.title);
+
+describe("an action's tool calls, in the order the model proposed them", () => {
+  const waitsForC = {
+    argumentRules: [{ tool: 'generateDocument', path: '/title', op: 'eq', value: 'C', mode: 'ask' }],
+  };
+
+  it('are listed so in the ledger, across a step resumed after a decision', async () => {
+    const setup = await setupWebhook(app, {}, waitsForC);
+    const actionId = await runSteps(setup);
+    const row = await waitForAction(app, auth(setup), actionId, ['completed']);
+    // The calls of one step share their request time, and their row ids are random.
+    expect(titlesOf(row.execution.toolCalls)).toEqual(['G', 'F', 'E', 'D', 'C', 'B', 'A']);
+    // The model saw the results in the order it asked for them.
+    const results = toolResults(model.requests.at(-1)!).map((result) => result.toolCallId);
+    expect(results).toEqual(row.execution.toolCalls.map((call: { toolCallId: string }) => call.toolCallId));
+  });
+
+  it('are numbered from their conversation by migration 0038 for the calls stored before it', async () => {
+    const setup = await setupWebhook(app, {}, waitsForC);
+    const actionId = await runSteps(setup);
+    const db = app.container.database.db as unknown as Kysely<unknown>;
+    // As the migrator found a database of before: no position, and requested_at as it was (equal within a step).
+    await down(db);
+    await up(db);
+    const { rows } = await sql<{ title: string; position: number }>`
+      select input ->> 'title' as title, position from tool_calls where action_id = ${actionId} order by position`.execute(db);
+    expect(rows).toEqual(['G', 'F', 'E', 'D', 'C', 'B', 'A'].map((title, position) => ({ title, position })));
+  });
+});
