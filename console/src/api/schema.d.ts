@@ -1535,6 +1535,11 @@ export interface components {
             eventType: string;
             /** @description The action's `externalId`, as its sender gave it */
             externalId: string | null;
+            /** @description An inbox's action: the email it answers (its sender and subject); null for a webhook's */
+            email: {
+                from: string;
+                subject: string;
+            } | null;
             /** Format: date-time */
             requestedAt: string;
             /** Format: date-time */

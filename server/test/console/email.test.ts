@@ -172,6 +172,21 @@ describe('the console: email', () => {
       await page.getByText('No suppressed addresses.').waitFor();
       await capture(page, 'email-suppressions');
     });
+
+    await step(page, 'an answer that waits: the approvals inbox says which email it answers', async () => {
+      const assignment = `/email/inboxes/${org.inbox.id}/agents/${org.agentId}`;
+      expect((await org.api('PATCH', assignment, { approvalRules: { sendEmail: 'ask' } })).status).toBe(200);
+      const subject = 'Refund for order 7';
+      await org.deliver({ from: 'Carol <carol@customer.test>', to: [org.inbox.emailAddress], subject, text: 'Please refund.' });
+      await page
+        .getByRole('navigation', { name: 'Pages' })
+        .getByRole('link', { name: /^Approvals/ })
+        .click();
+      const row = page.getByRole('table', { name: 'Pending approvals' }).getByRole('row').filter({ hasText: 'sendEmail' });
+      await row.getByText(`from Carol <carol@customer.test>: "${subject}"`).waitFor();
+      await capture(page, 'approvals-email');
+    });
+
     const { agents } = await (await org.api('GET', `/email/inboxes/${org.inbox.id}`)).json();
     expect(agents).toContainEqual(
       expect.objectContaining({

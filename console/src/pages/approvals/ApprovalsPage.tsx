@@ -73,13 +73,19 @@ export function ApprovalsPage() {
                       maxHeight={200}
                     />
                   </Table.Td>
-                  <Table.Td>
+                  <Table.Td maw={280}>
                     {isAdmin ? (
                       <AnchorLink to="/o/$org/ledger/$id" params={{ org, id: approval.actionId }} size="sm">
                         {actionName(approval)}
                       </AnchorLink>
                     ) : (
                       <Text size="sm">{actionName(approval)}</Text>
+                    )}
+                    {approval.email && (
+                      // An inbox's action: which email the call would answer, as the approval email and Slack say it.
+                      <Text size="xs" lineClamp={2}>
+                        {`from ${approval.email.from}: "${approval.email.subject}"`}
+                      </Text>
                     )}
                     <Text size="xs" c="dimmed">
                       as <UserName org={org} userId={approval.runAsUserId} />

@@ -8,7 +8,7 @@ import type {
   ToolCallStatus,
 } from '../../db/schema.ts';
 import { olderThan } from '../../db/keyset.ts';
-import { decisionRules } from './approvers.repo.ts';
+import { answeredEmail, decisionRules } from './approvers.repo.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
 /** The record of decisions: each call's decision, each approval (a rule may ask for several), each refused attempt. */
@@ -83,8 +83,10 @@ export const approvalsRepo = {
       .selectFrom('toolCalls as t')
       .innerJoin('actions as a', 'a.id', 't.actionId')
       .innerJoin(decisionRules(db).as('d'), 'd.actionId', 'a.id')
+      .leftJoin('emailMessages as m', 'm.id', 'a.emailMessageId')
       .selectAll('t')
       .select(['a.runAsUserId', 'a.status as actionStatus', 'a.eventType', 'a.externalId', 'd.minApprovals as approvalsRequired'])
+      .select(['m.fromAddress as emailFrom', 'm.subject as emailSubject'])
       .where('t.orgId', '=', orgId)
       .where('t.approval', '=', query.approval)
       .$if(query.namedUserId !== undefined, (q) =>
@@ -94,7 +96,10 @@ export const approvalsRepo = {
       .orderBy('t.requestedAt', 'desc')
       .orderBy('t.id', 'desc')
       .limit(limit + 1)
-      .execute(),
+      .execute()
+      .then((rows) =>
+        rows.map(({ emailFrom, emailSubject, ...row }) => ({ ...row, email: answeredEmail({ emailFrom, emailSubject }) })),
+      ),
 
   /** One approver's approval, for the record and the count. */
   insertApproval: (trx: Kysely<DB>, approval: Insertable<ToolCallApprovalsTable>) =>

@@ -45,6 +45,7 @@ const toApproval = (row: Awaited<ReturnType<ApprovalsService['list']>>['approval
   runAsUserId: row.runAsUserId,
   eventType: row.eventType,
   externalId: row.externalId,
+  email: row.email,
   requestedAt: row.requestedAt,
   expiresAt: row.expiresAt,
   modeSource: row.modeSource ?? null,

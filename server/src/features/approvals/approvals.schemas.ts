@@ -70,6 +70,10 @@ export const approvalSchema = z
     runAsUserId: z.uuid().nullable(),
     eventType: z.string(),
     externalId: z.string().nullable().describe("The action's `externalId`, as its sender gave it"),
+    email: z
+      .object({ from: z.string(), subject: z.string() })
+      .nullable()
+      .describe("An inbox's action: the email it answers (its sender and subject); null for a webhook's"),
     requestedAt: z.date(),
     expiresAt: z.date().nullable(),
     modeSource: z

@@ -240,7 +240,7 @@ describe('approvals', () => {
     const actionId = await runEvent(setup, { externalId: undefined });
     await waitForAction(app, auth(setup), actionId, ['pending_approval']);
     expect((await approvals(setup)).approvals).toEqual([
-      expect.objectContaining({ actionId, eventType: 'order.created', externalId: null }),
+      expect.objectContaining({ actionId, eventType: 'order.created', externalId: null, email: null }),
     ]);
   });
 

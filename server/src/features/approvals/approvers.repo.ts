@@ -49,3 +49,7 @@ export async function decisionRuleOf(db: Kysely<DB>, orgId: string, actionId: st
 export async function isApprover(db: Kysely<DB>, orgId: string, rule: DecisionRule, userId: string): Promise<boolean> {
   return (await approversQuery(db, orgId, rule.approvers).where('u.id', '=', userId).executeTakeFirst()) !== undefined;
 }
+
+/** An inbox's action: the email it answers (its sender and subject), for an approver to know which; null for a webhook's. */
+export const answeredEmail = (row: { emailFrom: string | null; emailSubject: string | null }) =>
+  row.emailFrom === null ? null : { from: row.emailFrom, subject: row.emailSubject ?? '' };

@@ -214,7 +214,8 @@ export function createInboundEmail(deps: {
       inbox,
       payload.data.email_id,
       email,
-      decision.refusal ?? `answered by ${decision.responder.agentName} (action ${actionId})`,
+      // Written at receipt: the action may yet wait for a person, fail or be rejected (its own status says).
+      decision.refusal ?? `given to ${decision.responder.agentName} to answer (action ${actionId})`,
     );
     const action =
       decision.responder && (await answeringAction(notification, inbox, email, decision.responder, { actionId, known, message }));

@@ -95,6 +95,7 @@ describe('inbound email', () => {
       status: 'received',
       actionId: expect.any(String),
     });
+    expect(inbound.statusDetail).toBe(`given to Support to answer (action ${inbound.actionId})`);
     expect(inbound.html).toContain('<b>my order</b>');
     expect(inbound.html).toContain('href="https://shop.test/orders/1"');
     expect(inbound.html).toContain('src="data:image/png;base64,iVBORw0KGgo="');

@@ -69,6 +69,15 @@ describe("an inbox assignment's argument rules: an email's calls made stricter b
     const waiting = await answered('Order 42', ['pending_approval']);
     const [call] = waiting.execution.toolCalls;
     expect(call).toMatchObject({ mode: 'ask', status: 'staged', modeSource: { source: 'argument_rule', index: 1 } });
+    // The approvals inbox says which email the call would answer.
+    const { approvals } = await (await org.api('GET', '/approvals')).json();
+    expect(approvals).toEqual([
+      expect.objectContaining({
+        actionId: waiting.id,
+        eventType: 'email.received',
+        email: { from: 'Dana <dana@customer.test>', subject: 'Order 42' },
+      }),
+    ]);
 
     // Taken off after the email came: the next email runs without them, the waiting call keeps them.
     expect((await org.api('PATCH', assignmentPath(org), { argumentRules: [] })).status).toBe(200);

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { ApprovalLinksTable, ApprovalNotificationStatus, DB, NotifyChannel, RuleApprovers } from '../../../db/schema.ts';
 import { approversQuery } from '../../users/org-approvers.repo.ts';
-import { decisionRules } from '../approvers.repo.ts';
+import { answeredEmail, decisionRules } from '../approvers.repo.ts';
 
 export interface Approver {
   id: string;
@@ -54,14 +54,7 @@ export const approvalMailRepo = {
       ])
       .where('a.id', '=', actionId)
       .executeTakeFirst()
-      .then(
-        (row) =>
-          row && {
-            ...row,
-            // An inbox's action: the email it answers, for the approver to know which.
-            email: row.emailFrom === null ? null : { from: row.emailFrom, subject: row.emailSubject ?? '' },
-          },
-      ),
+      .then((row) => row && { ...row, email: answeredEmail(row) }),
 
   stagedCalls: (db: Kysely<DB>, actionId: string) =>
     db
