@@ -8,41 +8,20 @@ import { AppError, notFound } from '../../lib/errors.ts';
 import { decodeCursor, encodeCursor } from '../../lib/pagination.ts';
 import { actionsRepo } from '../actions/actions.repo.ts';
 import { toolCallsRepo } from '../actions/tool-calls.repo.ts';
-import { BUDGET_APPROVAL } from '../actions/budget-hold.ts';
-import type { ToolRegistry } from '../agents/tool-registry.ts';
+import type { OrgTools, ToolRegistry } from '../agents/tool-registry.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { approvalsRepo } from './approvals.repo.ts';
-import { type DecisionRule, decisionRuleOf, isApprover } from './approvers.repo.ts';
-import { checkEditedArguments } from './edited-arguments.ts';
+import { decisionRuleOf } from './approvers.repo.ts';
 import { type ApprovalCount, callChanges, countApproval, type Decision, moveAction } from './decision-steps.ts';
 import { type DecidedCall, standingApproval } from './standing-approvals.ts';
 import { transaction } from '../../db/after-commit.ts';
+import { type Decider, type DecisionGuard, refusalOf, refusalToDecide } from './decision-refusals.ts';
 
 export type { Decision } from './decision-steps.ts';
+export type { Decider, DecisionGuard } from './decision-refusals.ts';
 
 /** The longest reason a decision keeps, whichever channel it comes by. */
 export const MAX_DECISION_REASON_CHARS = 2000;
-
-/**
- * What a channel checks with the action locked, once the call is found waiting (a link is used
- * once, before its deadline). Its refusal refuses the decision and is recorded as an attempt.
- */
-export type DecisionGuard = (trx: Kysely<DB>) => Promise<string | undefined>;
-
-/** Why a person the rule does not name decides nothing (recorded as their attempt). */
-export const NOT_AN_APPROVER =
-  "Not one of this call's approvers: its action rule, or its inbox's assignment of the agent, names who may decide " +
-  "(by default, the org's admins)";
-
-/** Who decides, and how: a person through a channel, or (both null) the deadline. */
-export interface Decider {
-  userId: string | null;
-  channel: DecisionChannel | null;
-  /** The person as the channel knows them (a Slack user id). */
-  externalId?: string | null;
-  /** Names an attempt that may be made again (a reply read again by a retried job): its refusals are recorded once. */
-  attemptOf?: string;
-}
 
 /**
  * Human decisions on staged tool calls, and their deadline: the one place that says who may decide
@@ -63,54 +42,6 @@ export function createApprovalsService(deps: {
   /** In the decision's transaction, once it is made (a channel that shows the call updates it: Slack). */
   afterDecision?: (trx: Kysely<DB>, call: ToolCallRow) => Promise<void>;
 }) {
-  /** Why this person may not decide the call now: decided already, the channel's own check, or not an approver. */
-  async function refusalToDecide(
-    trx: Kysely<DB>,
-    call: ToolCallRow,
-    rule: DecisionRule,
-    decider: Decider,
-    guard: DecisionGuard | undefined,
-  ): Promise<{ refusal: string; code: 'already_decided' | 'not_an_approver' } | undefined> {
-    if (call.status !== 'staged') {
-      const refusal =
-        call.approval === 'not_required' ? 'This tool call did not need approval' : `This tool call was ${call.approval} already`;
-      return { refusal, code: 'already_decided' };
-    }
-    const guarded = await guard?.(trx);
-    if (guarded) return { refusal: guarded, code: 'already_decided' };
-    // One rule of who decides, whatever the channel: a person the action's rule names (the deadline is no one).
-    if (decider.userId && !(await isApprover(trx, call.orgId, rule, decider.userId)))
-      return { refusal: NOT_AN_APPROVER, code: 'not_an_approver' };
-    return undefined;
-  }
-
-  /**
-   * Why this decision changes nothing, if it does not (refusalToDecide). Edited arguments the tool or
-   * the rule refuse, and a budget's continuation sent back, are errors (the call waits on).
-   */
-  async function refusalOf(
-    trx: Kysely<DB>,
-    call: ToolCallRow,
-    rule: DecisionRule,
-    decider: Decider,
-    decision: Decision,
-    guard: DecisionGuard | undefined,
-  ) {
-    const refused = await refusalToDecide(trx, call, rule, decider, guard);
-    if (refused) return refused;
-    const edited = decision.kind === 'approve' && decision.arguments !== undefined;
-    if (call.toolName === BUDGET_APPROVAL && (edited || decision.kind === 'send_back')) {
-      const what = edited ? 'it has no arguments to edit' : 'there is no call to send back';
-      throw new AppError('validation_failed', `A run over its budget is approved or rejected as it stands; ${what}`);
-    }
-    // Edited arguments are checked like the model's would be; a refusal leaves the call waiting.
-    if (decision.kind === 'approve' && decision.arguments) {
-      const tool = (await deps.tools.forOrg(call.orgId)).get(call.toolName);
-      checkEditedArguments(tool, call.toolName, decision.arguments, rule);
-    }
-    return undefined;
-  }
-
   /** Refused attempts, on each call's record (a link used twice, a reply from the wrong address, another approver first). */
   async function recordRefusals(
     orgId: string,
@@ -140,6 +71,7 @@ export function createApprovalsService(deps: {
     decision: Decision,
     guard: DecisionGuard | undefined,
     locked: { runnable: boolean },
+    orgTools: OrgTools | undefined,
   ) {
     const { orgId, actionId, toolCallId } = ref;
     const { userId, channel } = decider;
@@ -149,7 +81,7 @@ export function createApprovalsService(deps: {
     const call = await toolCallsRepo.find(trx, orgId, actionId, toolCallId);
     const rule = await decisionRuleOf(trx, orgId, actionId);
     if (!call || !rule) throw notFound('Tool call');
-    const refused = await refusalOf(trx, call, rule, decider, decision, guard);
+    const refused = await refusalOf(trx, call, rule, { decider, decision, guard, orgTools });
     if (refused) return { kind: 'refused' as const, call, ...refused };
     const now = deps.clock.now();
     const reason = decision.kind === 'expire' ? 'not decided before the deadline' : (decision.reason ?? null);
@@ -189,7 +121,10 @@ export function createApprovalsService(deps: {
     const { channel } = decider;
     const ref = { orgId, actionId, toolCallId };
     const locked = { runnable: false };
-    const deciding = transaction(deps.db, (trx) => decideLocked(trx, ref, decider, decision, guard, locked));
+    // Read before the transaction: the org's tools may come from the database (its MCP servers), and on
+    // PGlite's one connection a read beside the open transaction would wait for it for ever.
+    const orgTools = decision.kind === 'approve' && decision.arguments ? await deps.tools.forOrg(orgId) : undefined;
+    const deciding = transaction(deps.db, (trx) => decideLocked(trx, ref, decider, decision, guard, locked, orgTools));
     const outcome = await deciding.finally(() => {
       // A runners' claim that ran while this held a runnable action's lock skipped it: it would wait for the poll.
       if (locked.runnable) deps.wakeRunners();

@@ -108,6 +108,25 @@ describe('approve with edits', () => {
     const approvedEvent = done.lifecycleEvents.find((event: { status: string }) => event.status === 'approved');
     expect(approvedEvent.data).toMatchObject({ argumentsEdited: false });
   });
+
+  it("checks an edit against the org's tools read anew (its MCP servers changed meanwhile), outside the decision's transaction", async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { orders__refund_order: 'ask' } });
+    const { org, token } = setup.tenant;
+    const { actionId, toolCallId } = await waitingToolCall(app, setup, { orders, model, script: refund });
+    // Another server of the org: its tools are read from the database again at the next use. Read within the
+    // decision's transaction, on PGlite's one connection, that read waited for the transaction for ever.
+    const added = await app.request('POST', `/orgs/${org.slug}/mcp-servers`, {
+      token,
+      body: { name: 'billing', url: orders.url },
+    });
+    expect(added.status).toBe(201);
+    const approve = (body: unknown) =>
+      app.request('POST', `/orgs/${org.slug}/actions/${actionId}/tool-calls/${toolCallId}/approve`, { token, body });
+    expect((await approve({ arguments: { orderId: 'A-1', amount: 'lots' } })).status).toBe(400);
+    expect((await approve({ arguments: { orderId: 'A-1', amount: 120 } })).status).toBe(200);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.execution.toolCalls[0]).toMatchObject({ approvedInput: { orderId: 'A-1', amount: 120 }, status: 'completed' });
+  });
 });
 
 describe('send back with guidance', () => {
