@@ -15,7 +15,6 @@ export async function baselineOf(db: Kysely<DB>, actionId: string): Promise<{ re
     toolCallsRepo.forAction(db, actionId),
     experimentsRepo.actionUsage(db, actionId),
   ]);
-  const steps = action?.threadId ? await experimentsRepo.actionSteps(db, action.threadId, actionId) : 0;
   // A run over its budget waited for a person too, but that is the budget's, not the agent's, doing.
   const calls = rows.filter((row) => row.toolName !== BUDGET_APPROVAL);
   const result = action?.result as { text?: unknown } | null | undefined;
@@ -34,7 +33,7 @@ export async function baselineOf(db: Kysely<DB>, actionId: string): Promise<{ re
       approvalsNeeded: calls.filter(neededApproval).length,
       finalText: typeof result?.text === 'string' ? result.text : null,
       error: action?.error ?? null,
-      steps,
+      steps: Number(action?.steps ?? 0),
       ...usage,
     },
   };

@@ -247,22 +247,24 @@ export const experimentsRepo = {
 
   insertModelCall: (db: Kysely<DB>, row: Insertable<ModelCallsTable>) => db.insertInto('modelCalls').values(row).execute(),
 
+  /** What an action's run ended with, and its model steps (its assistant messages). */
   actionRecord: (db: Kysely<DB>, actionId: string) =>
-    db.selectFrom('actions').select(['status', 'result', 'error', 'threadId']).where('id', '=', actionId).executeTakeFirst(),
-
-  /** The model's steps in an action's run: its assistant messages. */
-  actionSteps: async (db: Kysely<DB>, threadId: string, actionId: string) =>
-    Number(
-      (
-        await db
-          .selectFrom('threadMessages')
-          .select((eb) => eb.fn.countAll<string>().as('steps'))
-          .where('threadId', '=', threadId)
-          .where('actionId', '=', actionId)
-          .where('role', '=', 'assistant')
-          .executeTakeFirstOrThrow()
-      ).steps,
-    ),
+    db
+      .selectFrom('actions as a')
+      .select((eb) => [
+        'a.status',
+        'a.result',
+        'a.error',
+        eb
+          .selectFrom('threadMessages as m')
+          .select(eb.fn.countAll<string>().as('steps'))
+          .whereRef('m.threadId', '=', 'a.threadId')
+          .whereRef('m.actionId', '=', 'a.id')
+          .where('m.role', '=', 'assistant')
+          .as('steps'),
+      ])
+      .where('a.id', '=', actionId)
+      .executeTakeFirst(),
 
   actionUsage: async (db: Kysely<DB>, actionId: string) => {
     const row = await db
