@@ -7,8 +7,8 @@ const pending = new WeakMap<Kysely<DB>, Array<() => void>>();
 /**
  * Runs `work` in a transaction, then what it registered with `afterCommit` (wake-ups of the work it
  * committed: a job's workers), in order; nothing when it rolls back. Everything `work` awaits reads
- * through `trx`: on PGlite's one connection, a query on `db` waits for this transaction to end, and the
- * transaction for it (read what needs `db`, such as the org's tools, before opening it).
+ * through `trx`: on PGlite's one connection, a query on `db` could only run after this transaction, so
+ * it fails at once (PGliteSelfWaitError; read what needs `db`, such as the org's tools, before opening it).
  */
 export async function transaction<T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   const hooks: Array<() => void> = [];

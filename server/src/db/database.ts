@@ -4,7 +4,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { ConstructorOptions, Db as JobsDb } from 'pg-boss';
 import { migrationProvider } from './migrations/index.ts';
-import { PGliteDialect, PGliteLock } from './pglite-dialect.ts';
+import { holdingOnLock, PGliteDialect, PGliteLock } from './pglite-dialect.ts';
 import { createPgliteMaintenance, type PgliteMaintenance } from './pglite-maintenance.ts';
 import { createPgliteQuery } from './pglite-query.ts';
 import { createStatementNamer, preparingPool } from './prepared.ts';
@@ -112,7 +112,7 @@ export function databaseOnPglite(pglite: PGlite): Database {
   const lock = new PGliteLock();
   // One connection: one namer for Kysely's statements and pg-boss's.
   const query = createPgliteQuery(pglite, createStatementNamer());
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock, query), plugins: [camelCase] });
+  const db = holdingOnLock(new Kysely<DB>({ dialect: new PGliteDialect(pglite, lock, query), plugins: [camelCase] }), lock);
   const jobsDb: JobsDb = {
     // pg-boss sends parameterless multi-statement scripts (exec) and single statements (query).
     // An error inside its BEGIN ... COMMIT blocks must not leave the shared connection aborted,
@@ -138,7 +138,8 @@ export function databaseOnPglite(pglite: PGlite): Database {
   });
   // LISTEN takes its turn on the one connection: inside someone's transaction it would die with a rollback.
   const listenInProcess = async (channel: string, handler: (payload: string) => void) => {
-    await lock.run(() => pglite.listen(channel, handler));
+    // Called inside the statement that notified, maybe a transaction's commit: the handler is not that transaction's code.
+    await lock.run(() => pglite.listen(channel, (payload) => lock.outsideHolders(() => handler(payload))));
   };
   return { ...database, listenInProcess, maintenance };
 }

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PGlite } from '@electric-sql/pglite';
 import {
   CompiledQuery,
@@ -9,9 +10,30 @@ import {
   type Driver,
   type Kysely,
   type QueryResult,
+  type Transaction,
   type TransactionSettings,
 } from 'kysely';
 import type { PgliteQuery } from './pglite-query.ts';
+
+/**
+ * Where a statement on the service's handle would wait for the connection that the transaction it was
+ * issued from holds: a wait that never ends, for that transaction and, behind it, every statement of
+ * the process. It is refused at once instead (read through the transaction, or before opening it).
+ */
+export class PGliteSelfWaitError extends Error {
+  constructor() {
+    super(
+      'PGlite has one connection, held by the open transaction this statement was issued from: it would wait ' +
+        'for that transaction forever. Run it through the transaction, or before the transaction opens.',
+    );
+    this.name = 'PGliteSelfWaitError';
+  }
+}
+
+/** The connection's state as seen by the code a holder (a transaction) runs: `held` from its grant to its release. */
+interface Hold {
+  state: 'new' | 'waiting' | 'held' | 'released';
+}
 
 /**
  * PGlite has one connection. Kysely's transactions and pg-boss's statements must take turns on it,
@@ -19,6 +41,23 @@ import type { PgliteQuery } from './pglite-query.ts';
  */
 export class PGliteLock {
   #tail: Promise<void> = Promise.resolve();
+  readonly #holds = new AsyncLocalStorage<Hold>();
+
+  /**
+   * Runs `holder`, which takes the connection and keeps it across awaits (a transaction), so that a
+   * statement on the lock issued by the code it runs, while it holds the connection, is refused with
+   * PGliteSelfWaitError rather than left waiting for it.
+   */
+  holding<T>(holder: () => Promise<T>): Promise<T> {
+    // A transaction opened by a holder's code would wait for that holder as a statement would.
+    if (this.#holds.getStore()?.state === 'held') return Promise.reject(new PGliteSelfWaitError());
+    return this.#holds.run({ state: 'new' }, holder);
+  }
+
+  /** Runs `fn` outside any holder's code: PGlite calls its listeners inside the statement that notified. */
+  outsideHolders<T>(fn: () => T): T {
+    return this.#holds.exit(fn);
+  }
 
   /** Runs `fn` once every earlier holder has released the connection. */
   async run<T>(fn: () => Promise<T>): Promise<T> {
@@ -31,12 +70,47 @@ export class PGliteLock {
   }
 
   acquire(): Promise<() => void> {
+    const hold = this.#holds.getStore();
+    if (hold?.state === 'held') return Promise.reject(new PGliteSelfWaitError());
+    // The first acquire within `holding` is the holder's own.
+    const own = hold?.state === 'new' ? hold : undefined;
+    if (own) own.state = 'waiting';
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const acquired = this.#tail.then(() => release);
+    const acquired = this.#tail.then(() => {
+      if (own) own.state = 'held';
+      return own
+        ? () => {
+            own.state = 'released';
+            release();
+          }
+        : release;
+    });
     this.#tail = this.#tail.then(() => released);
     return acquired;
   }
+}
+
+/**
+ * Makes each transaction and reserved connection of `db` a holder of `lock` (PGliteLock.holding): a
+ * statement on `db` awaited inside one fails at once rather than hanging the process.
+ */
+export function holdingOnLock<D>(db: Kysely<D>, lock: PGliteLock): Kysely<D> {
+  const openTransaction = db.transaction.bind(db);
+  db.transaction = () => {
+    const builder = openTransaction();
+    const execute = builder.execute.bind(builder);
+    builder.execute = <T>(callback: (trx: Transaction<D>) => Promise<T>) => lock.holding(() => execute(callback));
+    return builder;
+  };
+  const reserveConnection = db.connection.bind(db);
+  db.connection = () => {
+    const builder = reserveConnection();
+    const execute = builder.execute.bind(builder);
+    builder.execute = <T>(callback: (connection: Kysely<D>) => Promise<T>) => lock.holding(() => execute(callback));
+    return builder;
+  };
+  return db;
 }
 
 class PGliteConnection implements DatabaseConnection {
