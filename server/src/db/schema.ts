@@ -169,6 +169,8 @@ export interface ActionsTable {
   leaseExpiresAt: Date | null;
   /** Runs of it taken over after their runner died (lease lapsed); see MAX_TAKEOVERS. */
   takeovers: Generated<number>;
+  /** Set by each claim for a run (claimRunnable): the run holding it now keeps this one. */
+  runToken: Generated<string | null>;
   /** What created it: a webhook delivery, or an email to an inbox (then emailMessageId names it). */
   source: ColumnType<ActionSource, ActionSource | undefined, never>;
   emailMessageId: string | null;

@@ -37,6 +37,7 @@ import * as leaseWaiters from './0035_lease_waiters.ts';
 import * as abandonedSends from './0036_abandoned_sends.ts';
 import * as callbackClaimPlan from './0037_callback_claim_plan.ts';
 import * as toolCallPosition from './0038_tool_call_position.ts';
+import * as actionRunTokens from './0039_action_run_tokens.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -78,6 +79,7 @@ const migrations: Record<string, Migration> = {
   '0036_abandoned_sends': abandonedSends,
   '0037_callback_claim_plan': callbackClaimPlan,
   '0038_tool_call_position': toolCallPosition,
+  '0039_action_run_tokens': actionRunTokens,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -15,6 +15,7 @@ import { createRunLoop } from './run-loop.ts';
 import { liveEffects } from './run-effects.ts';
 import type { ToolRegistry } from '../agents/tool-registry.ts';
 import { ActionFailure, type Run, type RunContext } from './run-context.ts';
+import type { ClaimedRun } from './lifecycle.ts';
 import { storableText } from '../../lib/json-input.ts';
 
 /**
@@ -72,17 +73,19 @@ export function createActionRunner(
     /** Resolves once every step written so far is committed (shutdown waits for it before closing the database). */
     drain,
 
-    /** What the runs of these claimed actions need, in one read (an action since deleted is missing). */
-    async contexts(actionIds: string[]): Promise<Map<string, RunContext>> {
-      const rows = actionIds.length === 0 ? [] : await actionsRepo.runContexts(db, actionIds, deps.defaultProvider);
-      return new Map(rows.map((row) => [row.id, row]));
+    /** What the runs of these claimed actions need, in one read, with their claims' tokens (a deleted action is missing). */
+    async contexts(claims: ClaimedRun[]): Promise<Map<string, ClaimedContext>> {
+      const ids = claims.map((claim) => claim.id);
+      const rows = ids.length === 0 ? [] : await actionsRepo.runContexts(db, ids, deps.defaultProvider);
+      const tokens = new Map(claims.map((claim) => [claim.id, claim.runToken]));
+      return new Map(rows.map((row) => [row.id, { ...row, runToken: tokens.get(row.id)! }]));
     },
 
     /**
      * Runs an action this process claimed (claimRunnable) until it completes, fails, or waits for a
      * human, renewing the lease meanwhile.
      */
-    async runClaimed(context: RunContext): Promise<void> {
+    async runClaimed(context: ClaimedContext): Promise<void> {
       const actionId = context.id;
       if (context.takeovers > MAX_TAKEOVERS) {
         await finish(actionId, 'failed', {
@@ -112,7 +115,9 @@ export function createActionRunner(
         await drive(run);
       } catch (error) {
         if (span) deps.tracing.fail(span, error);
-        if (isUniqueViolation(error) || error instanceof RunSuperseded) {
+        // A write that conflicts: another runner's, which claimed the action since (it runs it now), or this run's own fault.
+        const conflict = isUniqueViolation(error) || error instanceof RunSuperseded;
+        if (conflict && (await actionsRepo.runToken(db, actionId)) !== context.runToken) {
           deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
           return;
         }
@@ -127,7 +132,9 @@ export function createActionRunner(
           ? (error as Error).message
           : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
         try {
-          await finish(actionId, 'failed', { error: message }, run, unsettledCall(run, message, deps.clock.now()));
+          // After its own conflict, the run's pending opening of the conversation is not written again.
+          const pending = conflict ? undefined : run;
+          await finish(actionId, 'failed', { error: message }, pending, unsettledCall(run, message, deps.clock.now()));
         } catch (failError) {
           // The database is unreachable: let the lease lapse so that the action resumes later.
           deps.logger.error({ err: failError, actionId }, 'could not record the failure of an action');
@@ -162,6 +169,9 @@ function unsettledCall(run: Run | undefined, failure: string, now: Date) {
   );
   return { finishedCall: { id: call.id, status: 'failed' as const, output: { type: 'error-text', value }, completedAt: now } };
 }
+
+/** A claimed action's run context, with the token of the claim (actions.run_token while no other claim took it). */
+export type ClaimedContext = RunContext & { runToken: string };
 
 /** Takeovers of an action's run (its runner died each time) after which it is failed, not run again. */
 export const MAX_TAKEOVERS = 5;

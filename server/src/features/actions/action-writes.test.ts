@@ -35,7 +35,7 @@ async function runningActions(count: number): Promise<string[]> {
     ids.push((await response.json()).actionId);
   }
   const claimed = await claimRunnable(app.container.db, 100, 60_000);
-  expect(claimed).toEqual(expect.arrayContaining(ids));
+  expect(claimed.map((claim) => claim.id)).toEqual(expect.arrayContaining(ids));
   return ids;
 }
 
@@ -61,7 +61,7 @@ describe('claimRunnable', () => {
     const response = await postEvent(app, setup, { eventType: 'order.created', externalId: randomUUID() });
     const { actionId } = await response.json();
     const claimed = await expectCommitWithoutFlush(app.container.db, (trx) => claimRunnable(trx, 100, 60_000));
-    expect(claimed).toContain(actionId);
+    expect(claimed.map((claim) => claim.id)).toContain(actionId);
     const { status } = await app.container.db
       .selectFrom('actions')
       .select('status')

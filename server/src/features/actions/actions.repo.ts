@@ -168,6 +168,10 @@ export const actionsRepo = {
       .where('status', '=', 'running')
       .execute(),
 
+  /** The token of the action's latest claim for a run (lifecycle.ts: claimRunnable). */
+  runToken: async (db: Kysely<DB>, actionId: string) =>
+    (await db.selectFrom('actions').select('runToken').where('id', '=', actionId).executeTakeFirst())?.runToken,
+
   /** Gives up a runner's lease at once (its process is stopping): another runner may claim the action now. */
   releaseLease: (db: Kysely<DB>, actionId: string) =>
     db.updateTable('actions').set({ leaseExpiresAt: null }).where('id', '=', actionId).where('status', '=', 'running').execute(),

@@ -60,7 +60,7 @@ if (!CLAIMABLE.every((from) => canTransition(from, 'running')))
  * commits without waiting for the flush: a claim a crash of the database loses is an action taken
  * again, as when its runner dies.
  */
-export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<string[]> {
+export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: number): Promise<ClaimedRun[]> {
   // Prepared (db/prepared.ts: planned again as the table grows). The taken rows are updated by their keys
   // (`= any`), so that a generic plan is index scans, never a join that scans the table. Lapsed and
   // given-up leases are two plain index scans, not one bitmap scan of `is null or <= now()`: the running
@@ -69,7 +69,7 @@ export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: numb
   // `for no key update`, the lock its update takes anyway: `for update` also skipped a row that another
   // transaction was inserting a reference to (its foreign-key check holds `for key share` on the action:
   // an approval email's record, a ledger event), and that action then waited for the poll.
-  const result = await sql<{ id: string }>`
+  const result = await sql<ClaimedRun>`
     with fresh as (
       select id, status, lease_expires_at from actions where status in ('queued', 'approved')
         order by updated_at limit ${limit} for no key update skip locked
@@ -83,17 +83,23 @@ export async function claimRunnable(db: Kysely<DB>, limit: number, leaseMs: numb
       select * from (select * from fresh union all select * from lapsed union all select * from given_up) t limit ${limit}
     ), claimed as (
       update actions a set status = 'running', lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
-        updated_at = now(),
+        updated_at = now(), run_token = gen_random_uuid(),
         -- a lapsed lease is a runner that died; one given up (null) was a process stopping cleanly
         takeovers = a.takeovers + (t.status = 'running' and t.lease_expires_at is not null)::int
       from taken t where a.id = any(array(select id from taken)) and a.id = t.id
-      returning a.id, a.org_id, t.status as previous
+      returning a.id, a.org_id, a.run_token, t.status as previous
     ), recorded as (
       insert into action_events (id, action_id, org_id, status, cause)
       select gen_random_uuid(), id, org_id, 'running', case previous when 'queued' then 'picked up by a worker'
         else 'resumed after approval' end
       from claimed where previous <> 'running'
     )
-    select id from claimed where ${commitWithoutFlush}`.execute(db);
-  return result.rows.map((row) => row.id);
+    select id, run_token from claimed where ${commitWithoutFlush}`.execute(db);
+  return result.rows;
+}
+
+/** An action claimed for a run, with the token that the claim gave it (its runner's, until another claim). */
+export interface ClaimedRun {
+  id: string;
+  runToken: string;
 }

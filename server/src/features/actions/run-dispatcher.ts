@@ -3,9 +3,8 @@ import type { Logger } from 'pino';
 import type { DB } from '../../db/schema.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { createSlotPump } from '../../lib/slot-pump.ts';
-import type { ActionRunner } from './action-runner.ts';
+import type { ActionRunner, ClaimedContext } from './action-runner.ts';
 import { claimRunnable } from './lifecycle.ts';
-import type { RunContext } from './run-context.ts';
 
 /**
  * Runs actions in this process, up to `concurrency` at once, claiming them straight from the actions
@@ -24,7 +23,7 @@ export function createRunDispatcher(deps: {
   metrics: Pick<Metrics, 'jobs' | 'jobDuration'>;
   logger: Logger;
 }) {
-  async function run(context: RunContext): Promise<void> {
+  async function run(context: ClaimedContext): Promise<void> {
     const begun = performance.now();
     try {
       await deps.runner.runClaimed(context);

@@ -33,7 +33,7 @@ describe('an action claimed by a worker that died', () => {
     const auth = { token: setup.tenant.token, org: setup.tenant.org.slug };
 
     // The dying worker: it claims the action (running, under a 1 s lease) and never runs it.
-    expect(await claimRunnable(serving.container.db, 10, 1000)).toEqual([actionId]);
+    expect((await claimRunnable(serving.container.db, 10, 1000)).map((claim) => claim.id)).toEqual([actionId]);
     expect((await waitForAction(serving, auth, actionId, ['running'])).status).toBe('running');
     // While the lease holds, nobody else may claim it.
     expect(await claimRunnable(serving.container.db, 10, 1000)).toEqual([]);
@@ -76,7 +76,7 @@ describe('an action claimed by a worker that died', () => {
       });
       await holding.promise;
       try {
-        expect(await claimRunnable(db, 10, 60_000)).toEqual([actionId]);
+        expect((await claimRunnable(db, 10, 60_000)).map((claim) => claim.id)).toEqual([actionId]);
       } finally {
         released.resolve();
         await other;
