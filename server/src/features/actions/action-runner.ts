@@ -55,10 +55,97 @@ export function createActionRunner(
   });
 
   /** Gives up the lease, so that a worker of another process claims the action at once (woken now). */
-  async function handOver(actionId: string): Promise<void> {
-    await actionsRepo.releaseLease(db, actionId);
+  async function handOver({ id: actionId, runToken }: ClaimedContext): Promise<void> {
+    await actionsRepo.releaseLease(db, actionId, runToken);
     deps.wakeRunners();
     deps.logger.info({ actionId }, 'the process is stopping: action handed over to another worker');
+  }
+
+  /** `afterConflict`: the run resumed within the same claim after one of its writes conflicted (see the catch). */
+  async function runClaimed(context: ClaimedContext, afterConflict: boolean): Promise<void> {
+    const actionId = context.id;
+    if (context.takeovers > MAX_TAKEOVERS) {
+      await finish(actionId, 'failed', {
+        error:
+          `The action's run was cut short ${context.takeovers} times (its worker process died while running it each ` +
+          `time); it is not run again`,
+      });
+      return;
+    }
+    const controller = new AbortController();
+    /** Another claim took the action since this one (a runner stalled past its lease is taken over). */
+    const claimedElsewhere = async () => (await actionsRepo.runToken(db, actionId)) !== context.runToken;
+    const renew = setInterval(
+      () => {
+        actionsRepo
+          .renewLease(db, actionId, context.runToken, deps.leaseMs)
+          // The run stops at once (its model call or tool is aborted), not at its next write.
+          .then(async (renewed) => {
+            if (!renewed && (await claimedElsewhere())) controller.abort(CLAIMED_ELSEWHERE);
+          })
+          .catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
+      },
+      Math.max(100, deps.leaseMs / 3),
+    );
+    renew.unref();
+    let run: Run | undefined;
+    let span: Span | undefined;
+    let resume = false;
+    try {
+      // A resumed run reads its calls back (and the decisions it resumes after, for its trace).
+      const calls = context.threadId ? await toolCallsRepo.forAction(db, actionId) : null;
+      span = startRunSpans(deps.tracing, context, calls, deps.clock.now());
+      run = await begin(context, controller.signal, span, calls);
+      await drive(run);
+    } catch (error) {
+      if (span) deps.tracing.fail(span, error);
+      // A write that conflicts: another runner's, which claimed the action since (it runs it now), or this run's own fault.
+      const conflict = isUniqueViolation(error) || error instanceof RunSuperseded;
+      if (controller.signal.reason === CLAIMED_ELSEWHERE || (conflict && (await claimedElsewhere()))) {
+        deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
+        return;
+      }
+      if (stopping.signal.aborted) {
+        // Whatever failed here may be the stop's own abort: the action is not failed but continued elsewhere.
+        await handOver(context);
+        return;
+      }
+      // Still this claim's: the row may be a stalled runner's, written before it learned of this claim.
+      // The run resumes once from what is stored; a conflict again is its own fault, which resuming repeats.
+      if (conflict && !afterConflict) {
+        deps.logger.warn({ actionId }, 'a write of the run conflicted with a stored row; resuming from what is stored');
+        resume = true;
+      } else await failRun(actionId, run, error, conflict);
+    } finally {
+      span?.end();
+      clearInterval(renew);
+      controller.abort(RUN_ENDED);
+    }
+    if (!resume) return;
+    const [stored] = await actionsRepo.runContexts(db, [actionId], deps.defaultProvider);
+    if (stored?.status === 'running') await runClaimed({ ...stored, runToken: context.runToken }, true);
+  }
+
+  /** Fails the action with the run's error; after a conflict, without the run's pending opening of the conversation. */
+  async function failRun(actionId: string, run: Run | undefined, error: unknown, conflict: boolean): Promise<void> {
+    const known = error instanceof ActionFailure || error instanceof ModelCallError || error instanceof ModelUnavailableError;
+    if (!known) deps.logger.error({ err: error, actionId }, 'action run failed unexpectedly');
+    const message = known
+      ? (error as Error).message
+      : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
+    try {
+      await finish(
+        actionId,
+        'failed',
+        { error: message },
+        conflict ? undefined : run,
+        unsettledCall(run, message, deps.clock.now()),
+      );
+    } catch (failError) {
+      // The database is unreachable: let the lease lapse so that the action resumes later.
+      deps.logger.error({ err: failError, actionId }, 'could not record the failure of an action');
+      throw error;
+    }
   }
 
   return {
@@ -85,67 +172,7 @@ export function createActionRunner(
      * Runs an action this process claimed (claimRunnable) until it completes, fails, or waits for a
      * human, renewing the lease meanwhile.
      */
-    async runClaimed(context: ClaimedContext): Promise<void> {
-      const actionId = context.id;
-      if (context.takeovers > MAX_TAKEOVERS) {
-        await finish(actionId, 'failed', {
-          error:
-            `The action's run was cut short ${context.takeovers} times (its worker process died while running it each ` +
-            `time); it is not run again`,
-        });
-        return;
-      }
-      const controller = new AbortController();
-      const renew = setInterval(
-        () => {
-          actionsRepo
-            .renewLease(db, actionId, deps.leaseMs)
-            .catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
-        },
-        Math.max(100, deps.leaseMs / 3),
-      );
-      renew.unref();
-      let run: Run | undefined;
-      let span: Span | undefined;
-      try {
-        // A resumed run reads its calls back (and the decisions it resumes after, for its trace).
-        const calls = context.threadId ? await toolCallsRepo.forAction(db, actionId) : null;
-        span = startRunSpans(deps.tracing, context, calls, deps.clock.now());
-        run = await begin(context, controller.signal, span, calls);
-        await drive(run);
-      } catch (error) {
-        if (span) deps.tracing.fail(span, error);
-        // A write that conflicts: another runner's, which claimed the action since (it runs it now), or this run's own fault.
-        const conflict = isUniqueViolation(error) || error instanceof RunSuperseded;
-        if (conflict && (await actionsRepo.runToken(db, actionId)) !== context.runToken) {
-          deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
-          return;
-        }
-        if (stopping.signal.aborted) {
-          // Whatever failed here may be the stop's own abort: the action is not failed but continued elsewhere.
-          await handOver(actionId);
-          return;
-        }
-        const known = error instanceof ActionFailure || error instanceof ModelCallError || error instanceof ModelUnavailableError;
-        if (!known) deps.logger.error({ err: error, actionId }, 'action run failed unexpectedly');
-        const message = known
-          ? (error as Error).message
-          : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
-        try {
-          // After its own conflict, the run's pending opening of the conversation is not written again.
-          const pending = conflict ? undefined : run;
-          await finish(actionId, 'failed', { error: message }, pending, unsettledCall(run, message, deps.clock.now()));
-        } catch (failError) {
-          // The database is unreachable: let the lease lapse so that the action resumes later.
-          deps.logger.error({ err: failError, actionId }, 'could not record the failure of an action');
-          throw error;
-        }
-      } finally {
-        span?.end();
-        clearInterval(renew);
-        controller.abort(RUN_ENDED);
-      }
-    },
+    runClaimed: (context: ClaimedContext) => runClaimed(context, false),
   };
 }
 
@@ -154,6 +181,8 @@ export function createActionRunner(
  * made per run cost its stack trace each time).
  */
 const RUN_ENDED = new DOMException('The action run ended', 'AbortError');
+/** Why a run is aborted when its renewal finds that another claim took its action. */
+const CLAIMED_ELSEWHERE = new DOMException('Another runner claimed the action', 'AbortError');
 
 export type ActionRunner = ReturnType<typeof createActionRunner>;
 

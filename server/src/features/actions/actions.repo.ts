@@ -159,20 +159,30 @@ export const actionsRepo = {
   runContexts: (db: Kysely<DB>, actionIds: string[], defaultProvider: ModelProvider, version?: number) =>
     runContexts.rows(db, { actionIds, defaultProvider, version: version ?? null }),
 
-  /** Renews a runner's lease (on the database's clock, like the claim). */
-  renewLease: (db: Kysely<DB>, actionId: string, leaseMs: number) =>
-    db
+  /** Renews a runner's lease (on the database's clock, like the claim) while its claim's token holds; false when not renewed. */
+  renewLease: async (db: Kysely<DB>, actionId: string, runToken: string, leaseMs: number) => {
+    const { numUpdatedRows } = await db
       .updateTable('actions')
       .set({ leaseExpiresAt: sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'` })
       .where('id', '=', actionId)
       .where('status', '=', 'running')
-      .execute(),
+      .where('runToken', '=', runToken)
+      .executeTakeFirstOrThrow();
+    return numUpdatedRows > 0n;
+  },
 
   /** The token of the action's latest claim for a run (lifecycle.ts: claimRunnable). */
   runToken: async (db: Kysely<DB>, actionId: string) =>
     (await db.selectFrom('actions').select('runToken').where('id', '=', actionId).executeTakeFirst())?.runToken,
 
   /** Gives up a runner's lease at once (its process is stopping): another runner may claim the action now. */
-  releaseLease: (db: Kysely<DB>, actionId: string) =>
-    db.updateTable('actions').set({ leaseExpiresAt: null }).where('id', '=', actionId).where('status', '=', 'running').execute(),
+  releaseLease: (db: Kysely<DB>, actionId: string, runToken: string) =>
+    db
+      .updateTable('actions')
+      .set({ leaseExpiresAt: null })
+      .where('id', '=', actionId)
+      .where('status', '=', 'running')
+      // Not another claim's: that runner holds the action now.
+      .where('runToken', '=', runToken)
+      .execute(),
 };

@@ -15,7 +15,8 @@ import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.
  * runner's having continued the action, and the run stopped in silence. When the conflict was the
  * run's own, the action stayed running, was taken over once its lease lapsed, stopped again, and
  * failed only after MAX_TAKEOVERS leases as if its workers had died. Each claim now gives the action a
- * token that its runner keeps: the action still carrying it means the conflict is the run's own.
+ * token that its runner keeps: with another claim's token on the action, the run stops; with its own,
+ * it resumes once from what is stored (the row may be a stalled runner's), and a second conflict fails it.
  */
 let app: TestApp;
 let model: FakeModel;
@@ -66,12 +67,38 @@ const takeoversOf = async (actionId: string) =>
     .takeovers;
 
 describe('a run whose write conflicts', () => {
-  it('fails its action at once with the conflict when its claim still holds the action (its own fault)', async () => {
+  it('resumes once from what is stored when its claim still holds the action, and completes after it', async () => {
     const setup = await setupWebhook(app);
-    documentThenAnswer(setup, (threadId, seq) => intruder(threadId, seq));
+    let answers = 0;
+    // A row of the conversation that a runner which stalled past its lease may have written.
+    documentThenAnswer(setup, async (threadId, seq) => {
+      if (answers++ === 0) await intruder(threadId, seq);
+    });
+    const actionId = await runEvent(app, setup);
+    const row = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(row.status).toBe('completed');
+    expect(answers).toBe(2);
+    expect(await takeoversOf(actionId)).toBe(0);
+    const contents = await app.container.db
+      .selectFrom('threadMessages as m')
+      .innerJoin('actions as a', 'a.threadId', 'm.threadId')
+      .select('m.content')
+      .where('a.id', '=', actionId)
+      .execute();
+    expect(contents.map((message) => message.content)).toContain('written by no runner of it');
+  });
+
+  it('fails its action with the conflict when it conflicts again after resuming (its own fault)', async () => {
+    const setup = await setupWebhook(app);
+    let answers = 0;
+    documentThenAnswer(setup, async (threadId, seq) => {
+      answers++;
+      await intruder(threadId, seq);
+    });
     const actionId = await runEvent(app, setup);
     const row = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
     expect(row.status).toBe('failed');
+    expect(answers).toBe(2);
     expect(row.execution.error).toMatch(
       /^Internal error while running the action: duplicate key value violates unique constraint/,
     );
@@ -97,5 +124,32 @@ describe('a run whose write conflicts', () => {
     expect(log.text()).toContain('another runner continued this action; stopping');
     const events = await app.container.db.selectFrom('actionEvents').select('status').where('actionId', '=', actionId).execute();
     expect(events.map((event) => event.status)).not.toContain('failed');
+  });
+});
+
+describe('a run whose action another claim took', () => {
+  it('stops at its next renewal, its model call aborted, without waiting for an answer or a write', async () => {
+    const setup = await setupWebhook(app);
+    const answer = Promise.withResolvers<void>();
+    let asked = 0;
+    documentThenAnswer(setup, async (threadId) => {
+      if (asked++ > 0) return;
+      // Another runner claimed the action meanwhile; this model call answers only once the test ends.
+      await sql`update actions set run_token = gen_random_uuid() where thread_id = ${threadId}`.execute(app.container.db);
+      await answer.promise;
+    });
+    try {
+      const actionId = await runEvent(app, setup);
+      const row = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+      expect(row.status).toBe('completed');
+      // The first run stopped while its model call was still unanswered (its lease then lapsed, and a claim resumed it).
+      const stopped = log.lines.filter(
+        (line) => line.includes(actionId) && line.includes('another runner continued this action'),
+      );
+      expect(stopped).toHaveLength(1);
+      expect(await takeoversOf(actionId)).toBe(1);
+    } finally {
+      answer.resolve();
+    }
   });
 });
