@@ -10,7 +10,6 @@ import {
   type Driver,
   type Kysely,
   type QueryResult,
-  type Transaction,
   type TransactionSettings,
 } from 'kysely';
 import type { PgliteQuery } from './pglite-query.ts';
@@ -96,20 +95,16 @@ export class PGliteLock {
  * statement on `db` awaited inside one fails at once rather than hanging the process.
  */
 export function holdingOnLock<D>(db: Kysely<D>, lock: PGliteLock): Kysely<D> {
+  // Kysely's builders of both: `execute(callback)` runs the callback on the connection they take.
+  const holdingBuilder = <B extends { execute(callback: never): Promise<unknown> }>(builder: B): B => {
+    const execute = builder.execute.bind(builder) as (callback: never) => Promise<unknown>;
+    builder.execute = ((callback: never) => lock.holding(() => execute(callback))) as B['execute'];
+    return builder;
+  };
   const openTransaction = db.transaction.bind(db);
-  db.transaction = () => {
-    const builder = openTransaction();
-    const execute = builder.execute.bind(builder);
-    builder.execute = <T>(callback: (trx: Transaction<D>) => Promise<T>) => lock.holding(() => execute(callback));
-    return builder;
-  };
+  db.transaction = () => holdingBuilder(openTransaction());
   const reserveConnection = db.connection.bind(db);
-  db.connection = () => {
-    const builder = reserveConnection();
-    const execute = builder.execute.bind(builder);
-    builder.execute = <T>(callback: (connection: Kysely<D>) => Promise<T>) => lock.holding(() => execute(callback));
-    return builder;
-  };
+  db.connection = () => holdingBuilder(reserveConnection());
   return db;
 }
 
