@@ -61,6 +61,31 @@ export function createActionRunner(
     deps.logger.info({ actionId }, 'the process is stopping: action handed over to another worker');
   }
 
+  /** Another claim took the action since this one (a runner stalled past its lease is taken over). */
+  async function claimedElsewhere({ id, runToken }: ClaimedContext): Promise<boolean> {
+    return (await actionsRepo.runToken(db, id)) !== runToken;
+  }
+
+  /**
+   * Renews the claim's lease every third of it while the run goes on; a renewal that finds another
+   * claim's token aborts the run there (its model call or tool), not at its next write.
+   */
+  function renewWhileRunning(context: ClaimedContext, controller: AbortController): NodeJS.Timeout {
+    const renew = setInterval(
+      () => {
+        actionsRepo
+          .renewLease(db, context.id, context.runToken, deps.leaseMs)
+          .then(async (renewed) => {
+            if (!renewed && (await claimedElsewhere(context))) controller.abort(CLAIMED_ELSEWHERE);
+          })
+          .catch((error) => deps.logger.warn({ err: error, actionId: context.id }, 'could not renew an action lease'));
+      },
+      Math.max(100, deps.leaseMs / 3),
+    );
+    renew.unref();
+    return renew;
+  }
+
   /** `afterConflict`: the run resumed within the same claim after one of its writes conflicted (see the catch). */
   async function runClaimed(context: ClaimedContext, afterConflict: boolean): Promise<void> {
     const actionId = context.id;
@@ -73,21 +98,7 @@ export function createActionRunner(
       return;
     }
     const controller = new AbortController();
-    /** Another claim took the action since this one (a runner stalled past its lease is taken over). */
-    const claimedElsewhere = async () => (await actionsRepo.runToken(db, actionId)) !== context.runToken;
-    const renew = setInterval(
-      () => {
-        actionsRepo
-          .renewLease(db, actionId, context.runToken, deps.leaseMs)
-          // The run stops at once (its model call or tool is aborted), not at its next write.
-          .then(async (renewed) => {
-            if (!renewed && (await claimedElsewhere())) controller.abort(CLAIMED_ELSEWHERE);
-          })
-          .catch((error) => deps.logger.warn({ err: error, actionId }, 'could not renew an action lease'));
-      },
-      Math.max(100, deps.leaseMs / 3),
-    );
-    renew.unref();
+    const renew = renewWhileRunning(context, controller);
     let run: Run | undefined;
     let span: Span | undefined;
     let resume = false;
@@ -101,7 +112,7 @@ export function createActionRunner(
       if (span) deps.tracing.fail(span, error);
       // A write that conflicts: another runner's, which claimed the action since (it runs it now), or this run's own fault.
       const conflict = isUniqueViolation(error) || error instanceof RunSuperseded;
-      if (controller.signal.reason === CLAIMED_ELSEWHERE || (conflict && (await claimedElsewhere()))) {
+      if (controller.signal.reason === CLAIMED_ELSEWHERE || (conflict && (await claimedElsewhere(context)))) {
         deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
         return;
       }
