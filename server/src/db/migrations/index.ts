@@ -38,6 +38,7 @@ import * as abandonedSends from './0036_abandoned_sends.ts';
 import * as callbackClaimPlan from './0037_callback_claim_plan.ts';
 import * as toolCallPosition from './0038_tool_call_position.ts';
 import * as actionRunTokens from './0039_action_run_tokens.ts';
+import * as runClaimFence from './0040_run_claim_fence.ts';
 
 /** Every migration, in order. PGlite and PostgreSQL run the same list. */
 const migrations: Record<string, Migration> = {
@@ -80,6 +81,7 @@ const migrations: Record<string, Migration> = {
   '0037_callback_claim_plan': callbackClaimPlan,
   '0038_tool_call_position': toolCallPosition,
   '0039_action_run_tokens': actionRunTokens,
+  '0040_run_claim_fence': runClaimFence,
 };
 
 export const migrationProvider: MigrationProvider = {

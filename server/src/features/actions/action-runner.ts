@@ -4,6 +4,7 @@ import type { DB } from '../../db/schema.ts';
 import type { Span } from '../../lib/tracing.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { JobRunner } from '../../jobs/job-runner.ts';
+import { isRunClaimLost } from './action-writes.ts';
 import { actionsRepo } from './actions.repo.ts';
 import { toolCallsRepo } from './tool-calls.repo.ts';
 import { ModelUnavailableError } from '../agents/model-provider.ts';
@@ -110,9 +111,11 @@ export function createActionRunner(
       await drive(run);
     } catch (error) {
       if (span) deps.tracing.fail(span, error);
-      // A write that conflicts: another runner's, which claimed the action since (it runs it now), or this run's own fault.
+      // A write refused by its claim's fence, or one that conflicts: another runner's, which claimed the
+      // action since (it runs it now), or this run's own fault.
       const conflict = isUniqueViolation(error) || error instanceof RunSuperseded;
-      if (controller.signal.reason === CLAIMED_ELSEWHERE || (conflict && (await claimedElsewhere(context)))) {
+      const elsewhere = controller.signal.reason === CLAIMED_ELSEWHERE || isRunClaimLost(error);
+      if (elsewhere || (conflict && (await claimedElsewhere(context)))) {
         deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
         return;
       }

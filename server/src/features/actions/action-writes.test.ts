@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addCallback } from '../../../test/helpers/callbacks.ts';
 import { expectCommitWithoutFlush } from '../../../test/helpers/flushless.ts';
@@ -7,7 +8,7 @@ import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
 import { postEvent, setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { createGroupCommit } from '../../lib/group-commit.ts';
-import { messageRow, writeActions, type ActionWrite, type ActionWriteResult } from './action-writes.ts';
+import { isRunClaimLost, messageRow, writeActions, type ActionWrite, type ActionWriteResult } from './action-writes.ts';
 import { claimRunnable } from './lifecycle.ts';
 
 /**
@@ -48,6 +49,25 @@ const opening = (actionId: string) => {
   };
 };
 
+/** A call a model step proposed that may run at once; `startedAt`: one that may not be repeated, started with its step. */
+const readyCall = (actionId: string, id: string, startedAt: Date | null = null) => ({
+  id,
+  orgId: setup.tenant.org.id,
+  actionId,
+  toolCallId: 'call-1',
+  toolName: 'generateDocument',
+  position: 0,
+  input: JSON.stringify({ title: 'x' }),
+  mode: 'allow' as const,
+  status: 'ready' as const,
+  approval: 'not_required' as const,
+  output: null,
+  requestedAt: app.container.clock.now(),
+  expiresAt: null,
+  completedAt: null,
+  startedAt,
+});
+
 const completed = (actionId: string, text: string): ActionWrite['transition'] => ({
   actionId,
   from: 'running',
@@ -82,24 +102,7 @@ describe('writeActions', () => {
         actionId: stepping!,
         thread: a.thread,
         messages: [a.first, messageRow(a.threadId, 1, { role: 'assistant', content: [{ type: 'tool-call' }] }, stepping!)],
-        toolCalls: [
-          {
-            id: callRowId,
-            orgId: setup.tenant.org.id,
-            actionId: stepping!,
-            toolCallId: 'call-1',
-            toolName: 'generateDocument',
-            position: 0,
-            input: JSON.stringify({ title: 'x' }),
-            mode: 'allow',
-            status: 'ready',
-            approval: 'not_required',
-            output: null,
-            requestedAt: app.container.clock.now(),
-            expiresAt: null,
-            completedAt: null,
-          },
-        ],
+        toolCalls: [readyCall(stepping!, callRowId)],
       },
       // Opened and finished at once: the transition links the thread.
       { actionId: finishing!, thread: b.thread, messages: [b.first], transition: completed(finishing!, 'at once') },
@@ -229,6 +232,52 @@ describe('writeActions', () => {
       .where('id', '=', actionId!)
       .executeTakeFirst();
     expect(row).toEqual({ status: 'completed', threadId: thread.id });
+  });
+
+  it("refuses a run's write whole once another claim took its action; the batch's other writes are stored", async () => {
+    const db = app.container.db;
+    const [held, taken] = await runningActions(2);
+    const tokens = new Map(
+      (await db.selectFrom('actions').select(['id', 'runToken']).where('id', 'in', [held!, taken!]).execute()).map((row) => [
+        row.id,
+        row.runToken!,
+      ]),
+    );
+    // Another claim took `taken` since: its runner stalled past its lease and still holds the old token.
+    await sql`update actions set run_token = gen_random_uuid() where id = ${taken!}`.execute(db);
+    const a = opening(held!);
+    const b = opening(taken!);
+    const commits = createGroupCommit<ActionWrite, ActionWriteResult>({
+      maxInFlight: 1,
+      maxBatch: 10,
+      writeBatch: (writes) => writeActions(db, writes),
+      writeAlone: async (write) => (await writeActions(db, [write]))[0]!,
+    });
+    const stepOf = (actionId: string, opened: ReturnType<typeof opening>, callId: string): ActionWrite => ({
+      actionId,
+      runToken: tokens.get(actionId)!,
+      thread: opened.thread,
+      messages: [opened.first],
+      // A call that may not be repeated, started with its step: its request leaves once this write commits.
+      toolCalls: [readyCall(actionId, callId, app.container.clock.now())],
+    });
+    const [stored, refused] = await Promise.allSettled([
+      commits.write(stepOf(held!, a, randomUUID())),
+      commits.write(stepOf(taken!, b, randomUUID())),
+    ]);
+    expect(stored).toEqual({ status: 'fulfilled', value: { moved: false, callbacks: 0, linked: true } });
+    expect(refused.status).toBe('rejected');
+    expect(isRunClaimLost((refused as PromiseRejectedResult).reason)).toBe(true);
+    expect((refused as PromiseRejectedResult).reason.message).toBe(`another runner claimed action ${taken} since this run did`);
+    // Nothing of the refused write: no thread, no message, no call.
+    expect(await db.selectFrom('threads').select('id').where('id', 'in', [a.threadId, b.threadId]).execute()).toEqual([
+      { id: a.threadId },
+    ]);
+    expect(await db.selectFrom('threadMessages').select('id').where('threadId', '=', b.threadId).execute()).toEqual([]);
+    expect(await db.selectFrom('toolCalls').select('id').where('actionId', '=', taken!).execute()).toEqual([]);
+    // A write without a token (a person's decision, the lifecycle's own moves) is not fenced.
+    const [moved] = await writeActions(db, [{ actionId: taken!, transition: completed(taken!, 'by a person') }]);
+    expect(moved!.moved).toBe(true);
   });
 
   it('refuses a transition the lifecycle does not have, writing nothing', async () => {

@@ -11,6 +11,11 @@ import type { Message } from './run-context.ts';
 /** What one step of an action stores at once; every part but the action is optional. */
 export interface ActionWrite {
   actionId: string;
+  /**
+   * The token of the claim the writing run holds (a run's writes carry it): when another claim took the
+   * action since, the statement is refused whole (isRunClaimLost). Writes of people's decisions carry none.
+   */
+  runToken?: string;
   /** The action's conversation, opened with its first step: the thread, linked to the action. */
   thread?: { id: string; orgId: string; userId: string; title: string; actionId: string };
   messages?: Insertable<ThreadMessagesTable>[];
@@ -60,7 +65,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   const planning = sql.raw(writes.length >= PLANNED_FROM_WRITES ? `${PLANNED_PER_CALL}\n` : '');
   // Only the parts this batch has are in the statement: a step that only moves an action does not
   // open the tables of threads, messages and calls.
-  const parts = [...conversationParts(batch), ...callParts(batch), ...transitionParts(batch)].filter(
+  const parts = [...fenceParts(batch), ...conversationParts(batch), ...callParts(batch), ...transitionParts(batch)].filter(
     (part): part is RawBuilder<unknown> => part !== false,
   );
   const ctes = parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ` : sql``;
@@ -69,7 +74,8 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
   const result = await sql<{ moved: string[]; announced: string[]; linked: string[] }>`${planning}${ctes}
     select ${moves ? sql`(select coalesce(array_agg(id::text), '{}') from moved)` : none} as moved,
       ${moves ? sql`(select coalesce(array_agg(action_id::text), '{}') from callbacks)` : none} as announced,
-      ${batch.links.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from linked)` : none} as linked`.execute(db);
+      ${batch.links.length > 0 ? sql`(select coalesce(array_agg(id::text), '{}') from linked)` : none} as linked
+      ${batch.claims.length > 0 ? sql`, (select bool_or(lost) from claims_lost) as lost` : sql``}`.execute(db);
   const { moved, announced, linked } = result.rows[0]!;
   return writes.map((write) => {
     const actionId = write.transition?.actionId;
@@ -84,6 +90,7 @@ export async function writeActions(db: Kysely<DB>, writes: ActionWrite[]): Promi
 /** The batch's rows, table by table. */
 function rowsOf(writes: ActionWrite[]) {
   return {
+    claims: writes.flatMap((write) => (write.runToken ? [{ actionId: write.actionId, token: write.runToken }] : [])),
     threads: writes.flatMap((write) => (write.thread ? [write.thread] : [])),
     // A thread opened with a transition is linked by it: the action's row is updated once.
     links: writes.flatMap((write) => (write.thread && !write.transition ? [write.thread] : [])),
@@ -98,6 +105,24 @@ function rowsOf(writes: ActionWrite[]) {
 type Rows = ReturnType<typeof rowsOf>;
 
 const json = (value: unknown) => JSON.stringify(value) ?? null;
+
+/**
+ * The runs' claims: a write whose token is no longer the action's raises (run_claim_lost, migration
+ * 0040), which refuses the whole statement. Read in the statement's snapshot: a claim committed while
+ * it runs is not seen, and the run's next write finds it (or the claim's run conflicts with this one).
+ */
+const fenceParts = ({ claims }: Rows) => [
+  claims.length > 0 &&
+    sql`claims_lost as (
+      select run_claim_lost(c.id) as lost
+      from unnest(${uncountedIds(claims.map((c) => c.actionId))}, ${claims.map((c) => c.token)}::uuid[]) as c(id, token)
+      where not exists (select 1 from actions a where a.id = c.id and a.run_token = c.token)
+    )`,
+];
+
+const RUN_CLAIM_LOST = 'AP001';
+/** The run's claim was taken by another (raised by a write's fence): the run stops, leaving the action to that one. */
+export const isRunClaimLost = (error: unknown): boolean => (error as { code?: string } | null)?.code === RUN_CLAIM_LOST;
 
 /** The conversation: threads opened, linked to their actions, and their messages. */
 const conversationParts = ({ threads, links, messages }: Rows) => [

@@ -18,8 +18,11 @@ import { randomUUID } from 'node:crypto';
 import { agentModePolicy, readApprovalDecision, resolveToolMode } from './approval-policy.ts';
 import type { ProposedCall, ToolPlan } from './model-step.ts';
 
-/** What a run of the action runner works with: the action's context, its calls, its first message. */
-export type RunContext = Awaited<ReturnType<typeof actionsRepo.runContexts>>[number];
+/**
+ * What a run of the action runner works with: the action's context, its calls, its first message; a
+ * live run's, the token of the claim it holds (its writes carry it), an experiment's replay none.
+ */
+export type RunContext = Awaited<ReturnType<typeof actionsRepo.runContexts>>[number] & { runToken?: string };
 export type Message = { role: 'user' | 'assistant' | 'tool'; content: unknown };
 
 /** A tool call as the runner tracks it (input and output parsed). */

@@ -22,13 +22,16 @@ export function createRunWriter(deps: {
   });
 
   /**
-   * Stores a write of the run (in `trx`, or group-committed with other runs' writes); the first one
-   * opens the conversation too. A conversation another runner opened first means this run is not
-   * the action's runner any more (RunSuperseded).
+   * Stores a write of the run (in `trx`, or group-committed with other runs' writes), fenced by its
+   * claim's token; the first one opens the conversation too. A conversation another runner opened
+   * first means this run is not the action's runner any more (RunSuperseded).
    */
   async function store(run: Run | undefined, write: ActionWrite, trx?: Kysely<DB>): Promise<ActionWriteResult> {
     const opening = run?.opening;
-    const full = opening ? { ...write, thread: opening.thread, messages: [opening.message, ...(write.messages ?? [])] } : write;
+    const claimed = run?.context.runToken ? { ...write, runToken: run.context.runToken } : write;
+    const full = opening
+      ? { ...claimed, thread: opening.thread, messages: [opening.message, ...(write.messages ?? [])] }
+      : claimed;
     const result = trx ? (await writeActions(trx, [full]))[0]! : await commits.write(full);
     if (opening) {
       if (!result.linked) throw new RunSuperseded();
