@@ -64,4 +64,32 @@ describe("an action's tool calls, in the order the model proposed them", () => {
       select input ->> 'title' as title, position from tool_calls where action_id = ${actionId} order by position`.execute(db);
     expect(rows).toEqual(['G', 'F', 'E', 'D', 'C', 'B', 'A'].map((title, position) => ({ title, position })));
   });
+
+  it('are listed so by the approvals inbox, newest step first, page by page', async () => {
+    const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+    model.script(() => ({ toolCalls: ['G', 'F', 'E', 'D', 'C', 'B'].map(document) }));
+    const waiting = async () => {
+      const actionId = await runEvent(app, setup);
+      expect((await waitForAction(app, auth(setup), actionId, ['pending_approval', 'failed'])).status).toBe('pending_approval');
+      return actionId;
+    };
+    const first = await waiting();
+    const second = await waiting();
+    const listed: Array<{ actionId: string; title: string }> = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `?limit=4${cursor ? `&cursor=${cursor}` : ''}`;
+      const response = await app.request('GET', `/orgs/${setup.tenant.org.slug}/approvals${query}`, {
+        token: setup.tenant.token,
+      });
+      const page = (await response.json()) as {
+        approvals: Array<{ actionId: string; input: { title: string } }>;
+        nextCursor: string | null;
+      };
+      listed.push(...page.approvals.map((call) => ({ actionId: call.actionId, title: call.input.title })));
+      cursor = page.nextCursor;
+    } while (cursor);
+    const titles = ['G', 'F', 'E', 'D', 'C', 'B'];
+    expect(listed).toEqual([second, first].flatMap((actionId) => titles.map((title) => ({ actionId, title }))));
+  });
 });

@@ -7,7 +7,6 @@ import type {
   ToolCallApprovalsTable,
   ToolCallStatus,
 } from '../../db/schema.ts';
-import { olderThan } from '../../db/keyset.ts';
 import { answeredEmail, decisionRules } from './approvers.repo.ts';
 import type { Cursor } from '../../lib/pagination.ts';
 
@@ -71,7 +70,10 @@ export const approvalsRepo = {
       .orderBy('a.id')
       .execute(),
 
-  /** The calls that needed approval; with `namedUserId`, only those whose rule (or inbox) names that member as an approver. */
+  /**
+   * The calls that needed approval, newest first (a step's calls in their order; `after`: the cursor's
+   * call and its requestedAt); with `namedUserId`, only those whose rule (or inbox) names that member as an approver.
+   */
   listApprovals: (
     db: Kysely<DB>,
     orgId: string,
@@ -92,9 +94,11 @@ export const approvalsRepo = {
       .$if(query.namedUserId !== undefined, (q) =>
         q.where(sql<boolean>`d.approvers -> 'userIds' @> ${JSON.stringify([query.namedUserId])}::jsonb`),
       )
-      .$if(after !== undefined, (q) => q.where(olderThan(after!, 't.requestedAt', 't.id')))
+      .$if(after !== undefined, (q) => q.where(afterCall(orgId, after!)))
+      // The calls of one step share their requested_at: they come in the order the model proposed them.
       .orderBy('t.requestedAt', 'desc')
-      .orderBy('t.id', 'desc')
+      .orderBy('t.actionId', 'desc')
+      .orderBy('t.position')
       .limit(limit + 1)
       .execute()
       .then((rows) =>
@@ -141,3 +145,16 @@ export const approvalsRepo = {
           .orderBy('id')
           .execute(),
 };
+
+/**
+ * The calls after the cursor's in (requested_at desc, action desc, position) order. The cursor names its
+ * call (read in the org), whose action and position place it among the calls requested at the same
+ * moment; `requested_at <=` lets the (org, approval, requested_at desc) index bound the scan.
+ */
+function afterCall(orgId: string, after: Cursor) {
+  const cursorCall = (column: 'action_id' | 'position') =>
+    sql`(select ${sql.ref(column)} from tool_calls where id = ${after.id} and org_id = ${orgId})`;
+  const { createdAt } = after;
+  return sql<boolean>`t.requested_at <= ${createdAt}
+    and (t.requested_at, t.action_id, -t.position) < (${createdAt}, ${cursorCall('action_id')}, -${cursorCall('position')})`;
+}
