@@ -91,11 +91,10 @@ export function createActionRunner(
   async function runClaimed(context: ClaimedContext, afterConflict: boolean): Promise<void> {
     const actionId = context.id;
     if (context.takeovers > MAX_TAKEOVERS) {
-      await finish(actionId, 'failed', {
-        error:
-          `The action's run was cut short ${context.takeovers} times (its worker process died while running it each ` +
-          `time); it is not run again`,
-      });
+      const error =
+        `The action's run was cut short ${context.takeovers} times (its worker process died while running it each ` +
+        `time); it is not run again`;
+      await finishFenced(context, () => finish(actionId, 'failed', { error }, undefined, { runToken: context.runToken }));
       return;
     }
     const controller = new AbortController();
@@ -129,7 +128,7 @@ export function createActionRunner(
       if (conflict && !afterConflict) {
         deps.logger.warn({ actionId }, 'a write of the run conflicted with a stored row; resuming from what is stored');
         resume = true;
-      } else await failRun(actionId, run, error, conflict);
+      } else await failRun(context, run, error, conflict);
     } finally {
       span?.end();
       clearInterval(renew);
@@ -140,24 +139,33 @@ export function createActionRunner(
     if (stored?.status === 'running') await runClaimed({ ...stored, runToken: context.runToken }, true);
   }
 
+  /**
+   * Ends the action unless another claim took it meanwhile (the write, fenced by this claim's token, is
+   * refused whole): that claim's runner goes on with it.
+   */
+  async function finishFenced(context: ClaimedContext, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      if (!isRunClaimLost(error)) throw error;
+      deps.logger.warn({ actionId: context.id }, 'another runner continued this action; stopping');
+    }
+  }
+
   /** Fails the action with the run's error; after a conflict, without the run's pending opening of the conversation. */
-  async function failRun(actionId: string, run: Run | undefined, error: unknown, conflict: boolean): Promise<void> {
+  async function failRun(context: ClaimedContext, run: Run | undefined, error: unknown, conflict: boolean): Promise<void> {
     const known = error instanceof ActionFailure || error instanceof ModelCallError || error instanceof ModelUnavailableError;
-    if (!known) deps.logger.error({ err: error, actionId }, 'action run failed unexpectedly');
+    if (!known) deps.logger.error({ err: error, actionId: context.id }, 'action run failed unexpectedly');
     const message = known
       ? (error as Error).message
       : `Internal error while running the action: ${error instanceof Error ? error.message : String(error)}`;
+    // Fenced even without the run (it failed to begin, or its opening conflicted).
+    const step = { ...unsettledCall(run, message, deps.clock.now()), runToken: context.runToken };
     try {
-      await finish(
-        actionId,
-        'failed',
-        { error: message },
-        conflict ? undefined : run,
-        unsettledCall(run, message, deps.clock.now()),
-      );
+      await finishFenced(context, () => finish(context.id, 'failed', { error: message }, conflict ? undefined : run, step));
     } catch (failError) {
       // The database is unreachable: let the lease lapse so that the action resumes later.
-      deps.logger.error({ err: failError, actionId }, 'could not record the failure of an action');
+      deps.logger.error({ err: failError, actionId: context.id }, 'could not record the failure of an action');
       throw error;
     }
   }

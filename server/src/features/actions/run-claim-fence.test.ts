@@ -81,3 +81,37 @@ describe('a run whose action another claim took while it waited for the model', 
     expect(asked).toBe(2);
   });
 });
+
+describe('a run that fails while another claim holds its action', () => {
+  it('leaves the action to that claim: it is not failed, and the run stops without an error', async () => {
+    const setup = await setupWebhook(app);
+    const { org } = setup.tenant;
+    const { db } = app.container;
+    let asked = 0;
+    model.script(async () => {
+      if (asked++ > 0) return { text: 'done' };
+      await sql`update actions set run_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour',
+        takeovers = takeovers + 1 where org_id = ${org.id}`.execute(db);
+      // A refusal that is not retried: the first run fails the action, with a write its claim no longer fences.
+      return { error: { status: 400, message: 'The request was malformed' } };
+    });
+    const actionId = await runEvent(app, setup);
+    const linesOf = () => log.lines.filter((line) => line.includes(actionId));
+
+    await eventually('the first run to stop', () =>
+      linesOf().some((line) => line.includes('another runner continued this action; stopping')) ? true : undefined,
+    );
+    expect(linesOf().filter((line) => line.includes('"level":50') || line.includes('lease lapses'))).toEqual([]);
+    const stored = await db
+      .selectFrom('actions')
+      .select(['status', 'error'])
+      .where('id', '=', actionId)
+      .executeTakeFirstOrThrow();
+    expect(stored).toEqual({ status: 'running', error: null });
+
+    await sql`update actions set lease_expires_at = now() - interval '1 second' where id = ${actionId}`.execute(db);
+    const done = await waitForAction(app, auth(setup), actionId, ['completed', 'failed']);
+    expect(done.status).toBe('completed');
+    expect(asked).toBe(2);
+  });
+});

@@ -49,8 +49,11 @@ export function createRunWriter(deps: {
       to: Extract<ActionStatus, 'completed' | 'failed'>,
       outcome: { result?: unknown; error?: string; message?: Insertable<ThreadMessagesTable> },
       run?: Run,
-      /** What the last step stores with the end: its model call, a continuation over budget it used. */
-      step?: Pick<ActionWrite, 'modelCall' | 'finishedCall'>,
+      /**
+       * What the last step stores with the end (its model call, a continuation over budget it used), and
+       * the claim's token that fences it when there is no run.
+       */
+      step?: Pick<ActionWrite, 'modelCall' | 'finishedCall' | 'runToken'>,
     ): Promise<void> {
       const { callbacks } = await store(run, {
         ...step,
