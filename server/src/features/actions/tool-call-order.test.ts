@@ -6,6 +6,7 @@ import { toolResults } from '../../../test/helpers/fake-model.ts';
 import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook, type WebhookSetup } from '../../../test/helpers/webhooks.ts';
+import { encodeCursor } from '../../lib/pagination.ts';
 import { down, up } from '../../db/migrations/0038_tool_call_position.ts';
 
 let app: TestApp;
@@ -91,5 +92,34 @@ describe("an action's tool calls, in the order the model proposed them", () => {
     } while (cursor);
     const titles = ['G', 'F', 'E', 'D', 'C', 'B'];
     expect(listed).toEqual([second, first].flatMap((actionId) => titles.map((title) => ({ actionId, title }))));
+  });
+
+  it("are placed by a cursor's call only when it is the organization's: another's reads as a call that is gone", async () => {
+    model.script(() => ({ toolCalls: ['C', 'B', 'A'].map(document) }));
+    const waiting = async () => {
+      const setup = await setupWebhook(app, {}, { approvalRules: { generateDocument: 'ask' } });
+      const actionId = await runEvent(app, setup);
+      expect((await waitForAction(app, auth(setup), actionId, ['pending_approval', 'failed'])).status).toBe('pending_approval');
+      return { setup, actionId };
+    };
+    const { db } = app.container;
+    const callsOf = (actionId: string) =>
+      db.selectFrom('toolCalls').select(['id', 'requestedAt']).where('actionId', '=', actionId).execute();
+    // Read outside its organization, the call of the higher action would place the lower one's three
+    // calls (requested at the cursor's moment) after it.
+    const [lower, higher] = (await Promise.all([waiting(), waiting()])).sort((a, b) => (a.actionId < b.actionId ? -1 : 1));
+    const [own] = await callsOf(lower!.actionId);
+    const [foreign] = await callsOf(higher!.actionId);
+    const listAfter = async (id: string) => {
+      const cursor = encodeCursor({ createdAt: own!.requestedAt, id });
+      const response = await app.request('GET', `/orgs/${lower!.setup.tenant.org.slug}/approvals?cursor=${cursor}`, {
+        token: lower!.setup.tenant.token,
+      });
+      return { status: response.status, body: await response.json() };
+    };
+    // A call that is gone places nothing: the calls requested at the cursor's moment are not listed after it.
+    const gone = await listAfter(crypto.randomUUID());
+    expect(gone).toEqual({ status: 200, body: { approvals: [], nextCursor: null } });
+    expect(await listAfter(foreign!.id)).toEqual(gone);
   });
 });

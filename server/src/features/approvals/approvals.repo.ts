@@ -149,7 +149,9 @@ export const approvalsRepo = {
 /**
  * The calls after the cursor's in (requested_at desc, action desc, position) order. The cursor names its
  * call (read in the org), whose action and position place it among the calls requested at the same
- * moment; `requested_at <=` lets the (org, approval, requested_at desc) index bound the scan.
+ * moment; `requested_at <=` lets the (org, approval, requested_at desc) index bound the scan. A call not
+ * found (gone since, or another organization's) places nothing: the page goes on from before its moment
+ * (each scalar subquery is null; a row subquery would find no row and end the list).
  */
 function afterCall(orgId: string, after: Cursor) {
   const cursorCall = (column: 'action_id' | 'position') =>
