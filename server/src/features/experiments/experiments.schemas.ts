@@ -103,6 +103,37 @@ const runRecord = z.object({
   outputTokens: z.number(),
   costUsd: z.number().nullable(),
 });
+
+/**
+ * One difference between the runs (experiment-record.ts: Difference). Stored as jsonb, whose keys come
+ * back in its own order (`to`, `from`, `path`): the schema gives them in the order a person reads them.
+ */
+export const differenceSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal(['tool_call_added', 'tool_call_missing']),
+    toolName: z.string(),
+    arguments: z.unknown().optional().describe('The arguments of the call only one run made'),
+  }),
+  z.object({
+    kind: z.literal('arguments_changed'),
+    toolName: z.string(),
+    changes: z.array(
+      z.object({
+        path: z.string().describe('JSON Pointer to the argument that changed'),
+        from: z.unknown().optional().describe('In the original run (absent: it had none)'),
+        to: z.unknown().optional().describe('In the candidate run (absent: it has none)'),
+      }),
+    ),
+  }),
+  z.object({
+    kind: z.literal(['approval_needed_now', 'approval_no_longer_needed']),
+    toolName: z.string(),
+    reason: z.string().describe('Why the call waits (or waited) for a person'),
+  }),
+  z.object({ kind: z.literal('final_text_changed'), from: z.string().nullable(), to: z.string().nullable() }),
+  z.object({ kind: z.literal('status_changed'), from: z.string(), to: z.string() }),
+]);
+
 export const experimentResultSchema = z.object({
   actionId: z.uuid(),
   eventType: z.string().describe("The original action's event type (`email.received` for an email's)"),
@@ -110,12 +141,7 @@ export const experimentResultSchema = z.object({
   outcome: z.enum(EXPERIMENT_OUTCOMES),
   baseline: runRecord.describe('What the original run did'),
   candidate: runRecord.describe('What the candidate version did on the same input'),
-  differences: z
-    .array(z.looseObject({ kind: z.string() }))
-    .describe(
-      'tool_call_added, tool_call_missing, arguments_changed (changes: JSON Pointer path, from, to), approval_needed_now, ' +
-        'approval_no_longer_needed, final_text_changed, status_changed',
-    ),
+  differences: z.array(differenceSchema).describe('How the candidate run differs from the original, in order'),
   finishedAt: z.date().nullable(),
 });
 

@@ -141,6 +141,13 @@ describe('experiments', () => {
       },
       { kind: 'final_text_changed', from: 'Done: "Refunded 180 on order O-18"', to: expect.stringContaining('Not executed') },
     ]);
+    // In the order a person reads them, not jsonb's (`to`, `from`, `path`).
+    expect(big.differences.map((difference: object) => Object.keys(difference))).toEqual([
+      ['kind', 'toolName', 'changes'],
+      ['kind', 'toolName', 'reason'],
+      ['kind', 'from', 'to'],
+    ]);
+    expect(Object.keys(big.differences[0].changes[0])).toEqual(['path', 'from', 'to']);
     expect(big.baseline).toMatchObject({ status: 'completed', approvalsNeeded: 1, steps: 3 });
     expect(big.candidate.toolCalls).toEqual([
       expect.objectContaining({ toolName: 'orders__lookup_order', replayed: 'recorded', approval: null }),
