@@ -5062,11 +5062,41 @@ export interface operations {
                                 outputTokens: number;
                                 costUsd: number | null;
                             };
-                            /** @description tool_call_added, tool_call_missing, arguments_changed (changes: JSON Pointer path, from, to), approval_needed_now, approval_no_longer_needed, final_text_changed, status_changed */
+                            /** @description How the candidate run differs from the original, in order */
                             differences: ({
-                                kind: string;
-                            } & {
-                                [key: string]: unknown;
+                                /** @enum {string} */
+                                kind: "tool_call_added" | "tool_call_missing";
+                                toolName: string;
+                                /** @description The arguments of the call only one run made */
+                                arguments?: unknown;
+                            } | {
+                                /** @enum {string} */
+                                kind: "arguments_changed";
+                                toolName: string;
+                                changes: {
+                                    /** @description JSON Pointer to the argument that changed */
+                                    path: string;
+                                    /** @description In the original run (absent: it had none) */
+                                    from?: unknown;
+                                    /** @description In the candidate run (absent: it has none) */
+                                    to?: unknown;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "approval_needed_now" | "approval_no_longer_needed";
+                                toolName: string;
+                                /** @description Why the call waits (or waited) for a person */
+                                reason: string;
+                            } | {
+                                /** @enum {string} */
+                                kind: "final_text_changed";
+                                from: string | null;
+                                to: string | null;
+                            } | {
+                                /** @enum {string} */
+                                kind: "status_changed";
+                                from: string;
+                                to: string;
                             })[];
                             /** Format: date-time */
                             finishedAt: string | null;

@@ -9,33 +9,30 @@ export type ExperimentResult = Answer<'/orgs/{org}/experiments/{experimentId}', 
 
 /** Says one difference as a person reads it. */
 function describe(difference: ExperimentResult['differences'][number]): string {
-  const tool = difference.toolName as string | undefined;
   switch (difference.kind) {
     case 'tool_call_added':
-      return `${tool} is called now, not before`;
+      return `${difference.toolName} is called now, not before`;
     case 'tool_call_missing':
-      return `${tool} is no longer called`;
+      return `${difference.toolName} is no longer called`;
     case 'arguments_changed':
-      return `${tool}: ${(difference.changes as Array<{ path: string; from: unknown; to: unknown }>)
+      return `${difference.toolName}: ${difference.changes
         .map((change) => `${change.path || '/'} ${JSON.stringify(change.from)} → ${JSON.stringify(change.to)}`)
         .join('; ')}`;
     case 'approval_needed_now':
-      return `${tool} would wait for approval now: ${difference.reason}`;
+      return `${difference.toolName} would wait for approval now: ${difference.reason}`;
     case 'approval_no_longer_needed':
-      return `${tool} would no longer wait for approval (${difference.reason})`;
+      return `${difference.toolName} would no longer wait for approval (${difference.reason})`;
     case 'final_text_changed':
       return 'The final answer changed';
     case 'status_changed':
       return `Ended ${difference.from} before, ${difference.to} now`;
-    default:
-      return difference.kind;
   }
 }
 
 /** One action of an experiment: what the original run did beside what the version did, the differences marked. */
 export function ResultComparison({ org, result, version }: { org: string; result: ExperimentResult; version: number }) {
   const changedTools = new Set(
-    result.differences.filter((difference) => difference.kind !== 'final_text_changed').map((difference) => difference.toolName),
+    result.differences.flatMap((difference) => ('toolName' in difference ? [difference.toolName] : [])),
   );
   return (
     <Stack role="region" aria-label="Comparison">
