@@ -115,7 +115,7 @@ export function createActionRunner(
       const conflict = isUniqueViolation(error) || error instanceof RunSuperseded;
       const elsewhere = controller.signal.reason === CLAIMED_ELSEWHERE || isRunClaimLost(error);
       if (elsewhere || (conflict && (await claimedElsewhere(context)))) {
-        deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
+        yieldToOtherClaim(actionId);
         return;
       }
       if (stopping.signal.aborted) {
@@ -148,8 +148,13 @@ export function createActionRunner(
       await write();
     } catch (error) {
       if (!isRunClaimLost(error)) throw error;
-      deps.logger.warn({ actionId: context.id }, 'another runner continued this action; stopping');
+      yieldToOtherClaim(context.id);
     }
+  }
+
+  /** This run stops without a word on the action: the claim that took it since goes on with it. */
+  function yieldToOtherClaim(actionId: string): void {
+    deps.logger.warn({ actionId }, 'another runner continued this action; stopping');
   }
 
   /** Fails the action with the run's error; after a conflict, without the run's pending opening of the conversation. */
