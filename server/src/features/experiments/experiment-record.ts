@@ -1,6 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
+import type { z } from 'zod';
 import type { ExperimentOutcome, ModeSource, ToolCallMode } from '../../db/schema.ts';
 import { describeTest } from '../agents/argument-rules.ts';
+import type { differenceSchema } from './experiments.schemas.ts';
 
 /** How a replayed call got the result the model saw next. */
 export type ReplayedAs = 'recorded' | 'not_executed' | 'live' | 'denied' | 'no_such_tool';
@@ -34,12 +36,8 @@ export interface RunRecord {
   costUsd: number | null;
 }
 
-export type Difference =
-  | { kind: 'tool_call_added' | 'tool_call_missing'; toolName: string; arguments: unknown }
-  | { kind: 'arguments_changed'; toolName: string; changes: Array<{ path: string; from: unknown; to: unknown }> }
-  | { kind: 'approval_needed_now' | 'approval_no_longer_needed'; toolName: string; reason: string }
-  | { kind: 'final_text_changed'; from: string | null; to: string | null }
-  | { kind: 'status_changed'; from: string; to: string };
+/** One difference between the runs; its schema gives the order a person reads its keys in. */
+export type Difference = z.output<typeof differenceSchema>;
 
 /** Why a call waits for a person, in words: "argument rule 1: /amount gt 100". */
 export function whyWaits(call: { mode: ToolCallMode; modeSource: ModeSource | null; stagedReason: string | null }): string {

@@ -105,7 +105,7 @@ const runRecord = z.object({
 });
 
 /**
- * One difference between the runs (experiment-record.ts: Difference). Stored as jsonb, whose keys come
+ * One difference between the runs (experiment-record.ts derives its type from this). Stored as jsonb, whose keys come
  * back in its own order (`to`, `from`, `path`): the schema gives them in the order a person reads them.
  */
 export const differenceSchema = z.discriminatedUnion('kind', [
