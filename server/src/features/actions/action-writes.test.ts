@@ -275,6 +275,25 @@ describe('writeActions', () => {
     ]);
     expect(await db.selectFrom('threadMessages').select('id').where('threadId', '=', b.threadId).execute()).toEqual([]);
     expect(await db.selectFrom('toolCalls').select('id').where('actionId', '=', taken!).execute()).toEqual([]);
+    // A failure written without the run's step (a run that failed to begin, a sixth takeover) carries
+    // the claim's token alone, and is refused the same: the action stays with the claim that holds it.
+    const failure: ActionWrite = {
+      actionId: taken!,
+      runToken: tokens.get(taken!)!,
+      transition: {
+        actionId: taken!,
+        from: 'running',
+        to: 'failed',
+        cause: 'The run-as user of the action no longer exists',
+        changes: { result: null, error: 'The run-as user of the action no longer exists', leaseExpiresAt: null },
+      },
+    };
+    const lateFailure = await writeActions(db, [failure]).catch((error: unknown) => error);
+    expect(isRunClaimLost(lateFailure)).toBe(true);
+    expect(await db.selectFrom('actions').select(['status', 'error']).where('id', '=', taken!).executeTakeFirst()).toEqual({
+      status: 'running',
+      error: null,
+    });
     // A write without a token (a person's decision, the lifecycle's own moves) is not fenced.
     const [moved] = await writeActions(db, [{ actionId: taken!, transition: completed(taken!, 'by a person') }]);
     expect(moved!.moved).toBe(true);
