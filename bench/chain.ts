@@ -54,12 +54,8 @@ function run(step: Step): Promise<number> {
   const child = spawn('npm', ['run', step.script], { env: { ...process.env, ...step.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
-  return new Promise((resolve) =>
-    child.on('close', (code) => {
-      log.end();
-      resolve(code ?? 1);
-    }),
-  );
+  // Resolved once the log is on disk: the summary at the end reads it back.
+  return new Promise((resolve) => child.on('close', (code) => log.end(() => resolve(code ?? 1))));
 }
 
 console.log(`bench:chain: ${steps.map((step) => step.name).join(', ')}; logs in ${dir}`);
