@@ -3,7 +3,7 @@
  * chain takes about 25 minutes on a 2-core machine). Each one's whole output goes to a log of its own in
  * BENCH_CHAIN_DIR (default: a new folder under the system's temporary one), with its start and end
  * times; at the end each benchmark's summary (its lines from the last that names a median on) is
- * printed together.
+ * printed together, then the machine's speed in the chain (the ranges of the baselines printed).
  *
  *   npm run bench:chain
  *   BENCH_CHAIN_ONLY=email,scale npm run bench:chain
@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { machineSpeed, summary } from './lib/chain-summary.ts';
 
 interface Step {
   name: string;
@@ -29,13 +30,6 @@ const STEPS: Step[] = [
   { name: 'ingest-postgres', script: 'bench:ingest', env: { BENCH_DB: 'postgres' } },
   { name: 'session', script: 'bench:session' },
 ];
-
-/** A benchmark's summary: its lines from the last one that names a median (the last 6 lines of a single round). */
-function summary(output: string): string[] {
-  const lines = output.split('\n').filter((line) => line.trim() !== '');
-  const last = lines.findLastIndex((line) => line.includes('median of'));
-  return last >= 0 ? lines.slice(last) : lines.slice(-6);
-}
 
 const only = process.env.BENCH_CHAIN_ONLY?.split(',').map((name) => name.trim());
 const unknown = only?.filter((name) => !STEPS.some((step) => step.name === name)) ?? [];
@@ -71,8 +65,11 @@ for (const step of steps) {
   outcomes.push({ step, code, began, ended: time() });
 }
 console.log(`${time()} done\n`);
-for (const { step, code, began, ended } of outcomes) {
+const logs = outcomes.map(({ step }) => readFileSync(join(dir, `${step.name}.log`), 'utf8'));
+outcomes.forEach(({ step, code, began, ended }, index) => {
   console.log(`${step.name} (${began} to ${ended}${code === 0 ? '' : `, exit code ${code}`}):`);
-  for (const line of summary(readFileSync(join(dir, `${step.name}.log`), 'utf8'))) console.log(`  ${line}`);
-}
+  for (const line of summary(logs[index]!)) console.log(`  ${line}`);
+});
+console.log('the machine in this chain (its baselines in the logs, lowest to highest):');
+for (const line of machineSpeed(logs)) console.log(`  ${line}`);
 process.exitCode = outcomes.some((outcome) => outcome.code !== 0) ? 1 : 0;
