@@ -1,5 +1,4 @@
 import cookie from '@fastify/cookie';
-import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import proxyAddr from '@fastify/proxy-addr';
@@ -16,9 +15,11 @@ import {
 import type { Container } from './container.ts';
 import { createIngestFastPath, type IngestFastPath } from './features/ingest/ingest.fast-path.ts';
 import { createClientErrorHandler } from './lib/client-errors.ts';
+import { corsHeaders } from './lib/cors.ts';
 import { finishOpenApiDocument } from './lib/openapi.ts';
 import { errorResponse } from './lib/error-response.ts';
 import { RequestLogController } from './lib/request-log.ts';
+import { deferredRequestLogger } from './lib/request-logger.ts';
 import { unstorableText } from './lib/json-input.ts';
 import { AppError, type ErrorCode } from './lib/errors.ts';
 import { securityHeaderValues, securityHeaders } from './lib/security-headers.ts';
@@ -85,6 +86,7 @@ function createFastify(
   const { trust, responseHeaders, nextRequestId, ingestFastPath } = http;
   return Fastify({
     loggerInstance: container.logger,
+    childLoggerFactory: deferredRequestLogger(container.logger),
     // Registering the plugins reads files (the API docs' UI): on a loaded machine that took over
     // Fastify's default of 10 s, and the process failed to start instead of starting late.
     pluginTimeout: 60_000,
@@ -164,14 +166,14 @@ async function guard(
     ingestFastPath.close();
     done();
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (closing) {
-      reply.header('connection', 'close');
-      throw new AppError('not_ready', 'The service is shutting down');
-    }
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    reply.header('connection', 'close');
+    done(new AppError('not_ready', 'The service is shutting down'));
   });
-  // An OPTIONS request that is no CORS preflight (no Origin) gets 204, not the plugin's plain-text 400.
-  await app.register(cors, { origin: [...container.trustedOrigins], credentials: true, strictPreflight: false });
+  app.addHook('onRequest', corsHeaders(container.trustedOrigins));
+  // Every path answers OPTIONS with 204 and no body: a preflight with the headers corsHeaders set.
+  app.options('*', { schema: { hide: true } }, (_request, reply) => reply.code(204).header('content-length', '0').send());
 }
 
 /** The OpenAPI document (/openapi.json) and its reader (/docs), generated from the route schemas. */
