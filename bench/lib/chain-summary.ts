@@ -12,8 +12,8 @@ export function summary(output: string): string[] {
   return last >= 0 ? lines.slice(last) : lines.slice(-6);
 }
 
-/** The baselines the benchmarks print, and the one figure of the service's own speed read from them. */
-const SPEEDS: Array<{ what: string; unit: string; pattern: RegExp; decimals?: number }> = [
+/** The baselines the benchmarks print: what each is, its unit, and the line that gives it. */
+const SPEEDS: Array<{ what: string; unit: string; pattern: RegExp }> = [
   { what: 'pgbench', unit: 'single-row inserts/s', pattern: /^pgbench[^:]*:\s*([\d,]+) (?:tps|single-row inserts\/s)/ },
   { what: 'bare Node server (bench:session)', unit: 'requests/s', pattern: /^bare node http\s+:\s*([\d,]+) req\/s/ },
   { what: 'bare Node POST server (bench:ingest)', unit: 'requests/s', pattern: /^bare node http POST\s*:\s*([\d,]+) req\/s/ },
