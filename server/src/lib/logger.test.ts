@@ -27,6 +27,14 @@ describe('log redaction', () => {
     expect(line).toContain('[REDACTED]');
   });
 
+  it('hides a credential logged at the top level of a line, and keeps the other fields', () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    logger.info({ password: 'hunter22', apiKey: 're_live_123', accessToken: 'xoxb-1', orgId: 'org-1' }, 'top level');
+    const line = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
+    expect(line).toMatchObject({ password: '[REDACTED]', apiKey: '[REDACTED]', accessToken: '[REDACTED]', orgId: 'org-1' });
+    expect(line.msg).toBe('top level');
+  });
+
   it('logs a database error without the values of its query, on PGlite as on PostgreSQL', async () => {
     const database = await createTestDatabase();
     const { logger, text } = captureLog(loggerOptions('info'));

@@ -31,6 +31,9 @@ function serializeError(error: unknown): unknown {
   return serialized;
 }
 
+/** Keys whose value is a credential: redacted at a line's top level and one object down (`{ body: { password } }`). */
+const CREDENTIAL_KEYS = ['password', 'newPassword', 'token', 'authToken', 'secret', 'apiKey', 'accessToken'];
+
 /** pino options shared by the server and the CLI: secrets never reach a log line. */
 export function loggerOptions(level: string): LoggerOptions {
   return {
@@ -42,13 +45,8 @@ export function loggerOptions(level: string): LoggerOptions {
         'req.headers.session',
         'req.headers["x-webhook-token"]',
         'res.headers["set-cookie"]',
-        '*.password',
-        '*.newPassword',
-        '*.token',
-        '*.authToken',
-        '*.secret',
-        '*.apiKey',
-        '*.accessToken',
+        ...CREDENTIAL_KEYS,
+        ...CREDENTIAL_KEYS.map((key) => `*.${key}`),
       ],
       censor: '[REDACTED]',
     },
