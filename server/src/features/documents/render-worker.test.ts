@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
  */
 const STOPS = 40;
 const script = `
+import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 const renderWorker = ${JSON.stringify(new URL('./render-worker.ts', import.meta.url).href)};
 const code = \`
@@ -20,7 +21,7 @@ const code = \`
 \`;
 for (let stop = 0; stop < ${STOPS}; stop++) {
   const worker = new Worker(code, { eval: true, execArgv: ['--input-type=module'] });
-  await new Promise((resolve) => worker.once('message', resolve));
+  await once(worker, 'message'); // rejects, and the process exits 1, if the thread failed instead
   await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 10));
   await worker.terminate();
 }
@@ -57,6 +58,13 @@ describe('the render worker', () => {
       expect(compressed).toBeInstanceOf(Buffer);
       expect(compressed.length).toBeLessThan(text.length / 10);
       expect(zlib.inflateSync(compressed).equals(text)).toBe(true);
+      // What else zlib.deflateSync takes: a string, an ArrayBuffer, a level (0 stores; -1 is the default).
+      expect(zlib.inflateSync(zlib.deflateSync('ünïcode text')).toString()).toBe('ünïcode text');
+      const buffer = new Uint8Array(text).buffer;
+      expect(zlib.inflateSync(zlib.deflateSync(buffer)).equals(text)).toBe(true);
+      expect(zlib.deflateSync(text, { level: 0 }).length).toBeGreaterThan(text.length);
+      expect(zlib.deflateSync(text, { level: -1 }).equals(compressed)).toBe(true);
+      expect(zlib.inflateSync(zlib.deflateSync(Buffer.alloc(0))).length).toBe(0);
     } finally {
       zlib.deflateSync = native;
     }
