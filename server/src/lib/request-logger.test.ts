@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { captureLog } from '../../test/helpers/log-capture.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
@@ -91,5 +92,20 @@ describe('deferredRequestLogger', () => {
     quieter.warn('at the level set');
     expect(children).toBe(2);
     expect(JSON.parse(written.at(-1)!)).toMatchObject({ reqId: 'req-2', msg: 'at the level set' });
+  });
+
+  it("answers pino's own questions as its child would: levels enabled, bindings, flush", async () => {
+    const { logger } = captureLog(loggerOptions('warn'));
+    const requestLog = deferredRequestLogger(logger)(logger, { reqId: 'req-3' }, {}) as unknown as Logger;
+    expect(['debug', 'info', 'warn', 'error'].map((level) => requestLog.isLevelEnabled(level))).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
+    const quieter = deferredRequestLogger(logger)(logger, { reqId: 'req-4' }, { level: 'error' }) as unknown as Logger;
+    expect(quieter.isLevelEnabled('warn')).toBe(false);
+    expect(requestLog.bindings()).toEqual({ reqId: 'req-3' });
+    await new Promise<void>((resolve, reject) => requestLog.flush((error) => (error ? reject(error) : resolve())));
   });
 });

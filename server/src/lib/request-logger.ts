@@ -73,6 +73,20 @@ class DeferredRequestLogger implements FastifyBaseLogger {
 
   silent(): void {}
 
+  // pino's own members beside Fastify's interface, for a caller that treats `request.log` as pino's.
+  isLevelEnabled(level: string): boolean {
+    return this.#enabled(level as Level);
+  }
+
+  bindings(): Bindings {
+    return this.#logger().bindings();
+  }
+
+  /** The child writes to its parent's stream: flushing the parent flushes the request's lines. */
+  flush(callback?: (error?: Error) => void): void {
+    this.#parent.flush(callback);
+  }
+
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#logger().child(bindings, options);
   }
