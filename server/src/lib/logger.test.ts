@@ -35,6 +35,36 @@ describe('log redaction', () => {
     expect(line.msg).toBe('top level');
   });
 
+  it('hides a credential at any depth and inside arrays, without changing what the caller logged', () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    const logged = {
+      a: { b: { password: 'deep-pass', c: { token: 'deeper-token', kept: 'visible' } } },
+      list: [{ apiKey: 're_live_456' }, 'plain', [{ secret: 'nested-secret' }]],
+      untouched: { n: 1 },
+    };
+    const before = structuredClone(logged);
+    logger.warn(logged, 'deep');
+    const line = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
+    expect(line).toMatchObject({
+      a: { b: { password: '[REDACTED]', c: { token: '[REDACTED]', kept: 'visible' } } },
+      list: [{ apiKey: '[REDACTED]' }, 'plain', [{ secret: '[REDACTED]' }]],
+      untouched: { n: 1 },
+      msg: 'deep',
+    });
+    expect(logged).toEqual(before);
+  });
+
+  it('writes a line whose object refers to itself, and an error as its serializer gives it', () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    const cyclic: Record<string, unknown> = { password: 'cyclic-pass' };
+    cyclic.self = cyclic;
+    logger.info({ cyclic }, 'cycle');
+    expect(lines.at(-1)).not.toContain('cyclic-pass');
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ cyclic: { password: '[REDACTED]', self: '[Circular]' } });
+    logger.error({ err: new Error('it failed') }, 'failed');
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ err: { type: 'Error', message: 'it failed' }, msg: 'failed' });
+  });
+
   it('logs a database error without the values of its query, on PGlite as on PostgreSQL', async () => {
     const database = await createTestDatabase();
     const { logger, text } = captureLog(loggerOptions('info'));

@@ -31,8 +31,49 @@ function serializeError(error: unknown): unknown {
   return serialized;
 }
 
-/** Keys whose value is a credential: redacted at a line's top level and one object down (`{ body: { password } }`). */
-const CREDENTIAL_KEYS = ['password', 'newPassword', 'token', 'authToken', 'secret', 'apiKey', 'accessToken'];
+/** Keys whose value is a credential, redacted wherever they appear in a line's plain objects and arrays. */
+const CREDENTIAL_KEYS = new Set(['password', 'newPassword', 'token', 'authToken', 'secret', 'apiKey', 'accessToken']);
+const CENSOR = '[REDACTED]';
+
+/**
+ * `value` with every credential key's value censored, at any depth of its plain objects and arrays (pino's
+ * redaction paths name each depth: `*.password` is one object down only). The caller's objects are not
+ * changed: what holds a credential is copied, and a reference back to an enclosing object becomes
+ * "[Circular]", as pino prints it. Other objects (errors, requests, buffers) are left to their serializers.
+ */
+function redactCredentials(value: unknown, enclosing: Set<object>): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const isArray = Array.isArray(value);
+  const prototype = Object.getPrototypeOf(value);
+  if (!isArray && prototype !== Object.prototype && prototype !== null) return value;
+  if (enclosing.has(value)) return '[Circular]';
+  enclosing.add(value);
+  const redacted = isArray ? redactItems(value, enclosing) : redactFields(value as Record<string, unknown>, enclosing);
+  enclosing.delete(value);
+  return redacted;
+}
+
+function redactItems(items: unknown[], enclosing: Set<object>): unknown[] {
+  let copy: unknown[] | undefined;
+  items.forEach((item, index) => {
+    const redacted = redactCredentials(item, enclosing);
+    if (redacted === item) return;
+    copy ??= [...items];
+    copy[index] = redacted;
+  });
+  return copy ?? items;
+}
+
+function redactFields(fields: Record<string, unknown>, enclosing: Set<object>): Record<string, unknown> {
+  let copy: Record<string, unknown> | undefined;
+  for (const [key, field] of Object.entries(fields)) {
+    const redacted = CREDENTIAL_KEYS.has(key) && field !== undefined ? CENSOR : redactCredentials(field, enclosing);
+    if (redacted === field) continue;
+    copy ??= { ...fields };
+    copy[key] = redacted;
+  }
+  return copy ?? fields;
+}
 
 /** pino options shared by the server and the CLI: secrets never reach a log line. */
 export function loggerOptions(level: string): LoggerOptions {
@@ -45,11 +86,11 @@ export function loggerOptions(level: string): LoggerOptions {
         'req.headers.session',
         'req.headers["x-webhook-token"]',
         'res.headers["set-cookie"]',
-        ...CREDENTIAL_KEYS,
-        ...CREDENTIAL_KEYS.map((key) => `*.${key}`),
       ],
-      censor: '[REDACTED]',
+      censor: CENSOR,
     },
+    // Runs on the lines written only (a line below the level is never built).
+    formatters: { log: (object) => redactCredentials(object, new Set()) as Record<string, unknown> },
     serializers: {
       err: serializeError,
       // Method, path and client only: headers (cookies, tokens) never reach the log.
