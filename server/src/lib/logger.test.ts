@@ -65,6 +65,42 @@ describe('log redaction', () => {
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ err: { type: 'Error', message: 'it failed' }, msg: 'failed' });
   });
 
+  it("hides a credential in an error's own fields and in an instance's, and writes dates and buffers as they are", () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    class ClientError extends Error {
+      token: string;
+      constructor(message: string, token: string) {
+        super(message);
+        this.token = token;
+      }
+    }
+    class Account {
+      settings: { secret: string; plan: string };
+      constructor(settings: { secret: string; plan: string }) {
+        this.settings = settings;
+      }
+    }
+    const when = new Date('2026-12-07T05:00:00Z');
+    logger.error(
+      {
+        err: new ClientError('the provider refused', 'err-token-1'),
+        error: new ClientError('another', 'err-token-2'),
+        account: new Account({ secret: 'instance-secret', plan: 'pro' }),
+        when,
+        bytes: Buffer.from('ab'),
+      },
+      'with instances',
+    );
+    expect(lines.at(-1)).not.toMatch(/err-token|instance-secret/);
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({
+      err: { type: 'ClientError', message: 'the provider refused', token: '[REDACTED]' },
+      error: { token: '[REDACTED]' },
+      account: { settings: { secret: '[REDACTED]', plan: 'pro' } },
+      when: when.toISOString(),
+      bytes: { type: 'Buffer', data: [97, 98] },
+    });
+  });
+
   it('logs a database error without the values of its query, on PGlite as on PostgreSQL', async () => {
     const database = await createTestDatabase();
     const { logger, text } = captureLog(loggerOptions('info'));

@@ -28,27 +28,28 @@ function serializeError(error: unknown): unknown {
   ) {
     for (const key of QUERY_VALUES) delete current[key];
   }
-  return serialized;
+  // The serializer copied the error's own fields (a client's `token`, say): censored as any line's.
+  return redactCredentials(serialized, new Set());
 }
 
-/** Keys whose value is a credential, redacted wherever they appear in a line's plain objects and arrays. */
+/** Keys whose value is a credential, redacted wherever they appear in a written line. */
 const CREDENTIAL_KEYS = new Set(['password', 'newPassword', 'token', 'authToken', 'secret', 'apiKey', 'accessToken']);
 const CENSOR = '[REDACTED]';
+/** A line's keys that pino's serializers write in shapes of their own (`err` redacted in its serializer). */
+const SERIALIZED_KEYS = new Set(['err', 'req', 'res']);
 
 /**
- * `value` with every credential key's value censored, at any depth of its plain objects and arrays (pino's
+ * `value` as JSON will write it, with every credential key's value censored at any depth (pino's
  * redaction paths name each depth: `*.password` is one object down only). The caller's objects are not
- * changed: what holds a credential is copied, and a reference back to an enclosing object becomes
- * "[Circular]", as pino prints it. Other objects (errors, requests, buffers) are left to their serializers.
+ * changed: what holds a credential is copied (an instance as its own enumerable fields, which is what
+ * JSON writes of it), and a reference back to an enclosing object becomes "[Circular]", as pino writes
+ * it. A value that writes itself (`toJSON`: dates, buffers) is left as it is.
  */
 function redactCredentials(value: unknown, enclosing: Set<object>): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  const isArray = Array.isArray(value);
-  const prototype = Object.getPrototypeOf(value);
-  if (!isArray && prototype !== Object.prototype && prototype !== null) return value;
+  if (typeof value !== 'object' || value === null || typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
   if (enclosing.has(value)) return '[Circular]';
   enclosing.add(value);
-  const redacted = isArray ? redactItems(value, enclosing) : redactFields(value as Record<string, unknown>, enclosing);
+  const redacted = Array.isArray(value) ? redactItems(value, enclosing) : redactFields(value, enclosing);
   enclosing.delete(value);
   return redacted;
 }
@@ -64,15 +65,16 @@ function redactItems(items: unknown[], enclosing: Set<object>): unknown[] {
   return copy ?? items;
 }
 
-function redactFields(fields: Record<string, unknown>, enclosing: Set<object>): Record<string, unknown> {
+function redactFields(object: object, enclosing: Set<object>, skipped?: Set<string>): object {
   let copy: Record<string, unknown> | undefined;
-  for (const [key, field] of Object.entries(fields)) {
+  for (const [key, field] of Object.entries(object)) {
+    if (skipped?.has(key)) continue;
     const redacted = CREDENTIAL_KEYS.has(key) && field !== undefined ? CENSOR : redactCredentials(field, enclosing);
     if (redacted === field) continue;
-    copy ??= { ...fields };
+    copy ??= { ...object };
     copy[key] = redacted;
   }
-  return copy ?? fields;
+  return copy ?? object;
 }
 
 /** pino options shared by the server and the CLI: secrets never reach a log line. */
@@ -90,7 +92,7 @@ export function loggerOptions(level: string): LoggerOptions {
       censor: CENSOR,
     },
     // Runs on the lines written only (a line below the level is never built).
-    formatters: { log: (object) => redactCredentials(object, new Set()) as Record<string, unknown> },
+    formatters: { log: (line) => redactFields(line, new Set([line]), SERIALIZED_KEYS) as Record<string, unknown> },
     serializers: {
       err: serializeError,
       // Method, path and client only: headers (cookies, tokens) never reach the log.
