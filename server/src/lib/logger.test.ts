@@ -65,6 +65,22 @@ describe('log redaction', () => {
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ err: { type: 'Error', message: 'it failed' }, msg: 'failed' });
   });
 
+  it('writes a line nested deeper than the walk follows without failing the call, and without its credentials', () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    let array: unknown = { password: 'deep-array-pass' };
+    let object: unknown = { token: 'deep-object-token' };
+    for (let level = 0; level < 100_000; level++) {
+      array = [array];
+      object = { inner: object };
+    }
+    expect(() => logger.warn({ array, object, res: { statusCode: 200, token: 'res-token' } }, 'hostile')).not.toThrow();
+    const line = lines.at(-1)!;
+    expect(line).not.toMatch(/deep-array-pass|deep-object-token|res-token/);
+    expect(line).toContain('"[Array]"');
+    expect(line).toContain('"[Object]"');
+    expect(JSON.parse(line)).toMatchObject({ res: { statusCode: 200, token: '[REDACTED]' }, msg: 'hostile' });
+  });
+
   it("hides a credential in an error's own fields and in an instance's, and writes dates and buffers as they are", () => {
     const { logger, lines } = captureLog(loggerOptions('info'));
     class ClientError extends Error {

@@ -1,5 +1,7 @@
 import { stdSerializers, type LoggerOptions } from 'pino';
 
+const CENSOR = '[REDACTED]';
+
 const SENSITIVE_QUERY_KEYS = /^(code|state|token|access_token|id_token|session)$/i;
 
 /** Paths whose last segment is a credential: an approval email's one-time link. */
@@ -7,11 +9,11 @@ const SECRET_PATH = /^(\/approvals\/decide\/)[^/?#]+/;
 
 /** Replaces sensitive query values (OAuth codes, tokens) and path tokens so URLs can be logged. */
 export function redactUrl(rawUrl: string): string {
-  const url = rawUrl.replace(SECRET_PATH, '$1[REDACTED]');
+  const url = rawUrl.replace(SECRET_PATH, `$1${CENSOR}`);
   const index = url.indexOf('?');
   if (index === -1) return url;
   const params = new URLSearchParams(url.slice(index + 1));
-  for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key)) params.set(key, '[REDACTED]');
+  for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key)) params.set(key, CENSOR);
   return `${url.slice(0, index)}?${params.toString()}`;
 }
 
@@ -34,9 +36,8 @@ function serializeError(error: unknown): unknown {
 
 /** Keys whose value is a credential, redacted wherever they appear in a written line. */
 const CREDENTIAL_KEYS = new Set(['password', 'newPassword', 'token', 'authToken', 'secret', 'apiKey', 'accessToken']);
-const CENSOR = '[REDACTED]';
-/** A line's keys that pino's serializers write in shapes of their own (`err` redacted in its serializer). */
-const SERIALIZED_KEYS = new Set(['err', 'req', 'res']);
+/** How many objects deep the walk follows a line; what lies below is written as pino's depth marker. */
+const MAX_DEPTH = 100;
 
 /**
  * `value` as JSON will write it, with every credential key's value censored at any depth (pino's
@@ -48,6 +49,8 @@ const SERIALIZED_KEYS = new Set(['err', 'req', 'res']);
 function redactCredentials(value: unknown, enclosing: Set<object>): unknown {
   if (typeof value !== 'object' || value === null || typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
   if (enclosing.has(value)) return '[Circular]';
+  // Deeper than any shape the service logs (a hostile payload): pino's own marker, and no stack overflow.
+  if (enclosing.size >= MAX_DEPTH) return Array.isArray(value) ? '[Array]' : '[Object]';
   enclosing.add(value);
   const redacted = Array.isArray(value) ? redactItems(value, enclosing) : redactFields(value, enclosing);
   enclosing.delete(value);
@@ -77,6 +80,18 @@ function redactFields(object: object, enclosing: Set<object>, skipped?: Set<stri
   return copy ?? object;
 }
 
+const serializers = {
+  err: serializeError,
+  // Method, path and client only: headers (cookies, tokens) never reach the log.
+  req: (req: { method?: string; url?: string; ip?: string }) => ({
+    method: req.method,
+    url: req.url === undefined ? undefined : redactUrl(req.url),
+    ip: req.ip,
+  }),
+};
+/** A line's keys that its serializers write in shapes of their own (`err`'s redacted there): not walked before them. */
+const SERIALIZED_KEYS = new Set(Object.keys(serializers));
+
 /** pino options shared by the server and the CLI: secrets never reach a log line. */
 export function loggerOptions(level: string): LoggerOptions {
   return {
@@ -91,16 +106,8 @@ export function loggerOptions(level: string): LoggerOptions {
       ],
       censor: CENSOR,
     },
-    // Runs on the lines written only (a line below the level is never built).
+    // Runs on the lines written only (a line below the level is never built), before the serializers.
     formatters: { log: (line) => redactFields(line, new Set([line]), SERIALIZED_KEYS) as Record<string, unknown> },
-    serializers: {
-      err: serializeError,
-      // Method, path and client only: headers (cookies, tokens) never reach the log.
-      req: (req: { method?: string; url?: string; ip?: string }) => ({
-        method: req.method,
-        url: req.url === undefined ? undefined : redactUrl(req.url),
-        ip: req.ip,
-      }),
-    },
+    serializers,
   };
 }
