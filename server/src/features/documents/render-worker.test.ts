@@ -97,7 +97,7 @@ describe('the render worker', () => {
     }
   }, 60_000);
 
-  it('stops the renders in progress when the pool closes: they fail, and closing ends', async () => {
+  it('fails the renders asked for when the pool closes, and closing ends', async () => {
     const pool = createRenderPool({ threads: 2, timeoutMs: 60_000 });
     const outcomes = [pool.render('Long', longListing), pool.render('Long too', longListing)].map((rendering) =>
       rendering.then(
