@@ -117,6 +117,59 @@ describe('log redaction', () => {
     });
   });
 
+  it('hides a credential whatever its case and separators, and the headers an HTTP client error carries', () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    const failure = Object.assign(new Error('Request failed with status code 401'), {
+      config: { url: 'https://api.example/x', headers: { Authorization: 'Bearer client-bearer', 'X-Api-Key': 'client-key' } },
+      response: { status: 401, headers: { 'set-cookie': ['sid=client-cookie'] } },
+    });
+    logger.warn(
+      {
+        err: failure,
+        provider: {
+          API_KEY: 'upper-key',
+          client_secret: 'snake-secret',
+          refreshToken: 'refresh-1',
+          privateKey: '-----BEGIN PRIVATE KEY-----',
+          webhookSigningSecret: 'whsec_signing',
+          Cookie: 'session=cookie-1',
+        },
+        request: { cookies: { sid: 'parsed-cookie' }, method: 'GET' },
+        usage: { inputTokens: 12, outputTokens: 3, maxTokens: 400 },
+        key: 'cache-key-1',
+        idempotencyKey: 'send-1',
+      },
+      'spellings',
+    );
+    const written = lines.at(-1)!;
+    for (const secret of [
+      'client-bearer',
+      'client-key',
+      'client-cookie',
+      'upper-key',
+      'snake-secret',
+      'refresh-1',
+      'PRIVATE KEY',
+      'whsec_signing',
+      'cookie-1',
+      'parsed-cookie',
+    ])
+      expect(written).not.toContain(secret);
+    expect(JSON.parse(written)).toMatchObject({
+      err: {
+        message: 'Request failed with status code 401',
+        config: { url: 'https://api.example/x', headers: { Authorization: '[REDACTED]', 'X-Api-Key': '[REDACTED]' } },
+        response: { status: 401, headers: { 'set-cookie': '[REDACTED]' } },
+      },
+      provider: { API_KEY: '[REDACTED]', client_secret: '[REDACTED]', Cookie: '[REDACTED]' },
+      request: { cookies: '[REDACTED]', method: 'GET' },
+      // Counts of tokens, and keys that are not credentials, are written as they are.
+      usage: { inputTokens: 12, outputTokens: 3, maxTokens: 400 },
+      key: 'cache-key-1',
+      idempotencyKey: 'send-1',
+    });
+  });
+
   it('logs a database error without the values of its query, on PGlite as on PostgreSQL', async () => {
     const database = await createTestDatabase();
     const { logger, text } = captureLog(loggerOptions('info'));

@@ -34,8 +34,28 @@ function serializeError(error: unknown): unknown {
   return redactCredentials(serialized, new Set());
 }
 
-/** Keys whose value is a credential, redacted wherever they appear in a written line. */
-const CREDENTIAL_KEYS = new Set(['password', 'newPassword', 'token', 'authToken', 'secret', 'apiKey', 'accessToken']);
+/**
+ * A key whose value is a credential, whatever its case and separators (`apiKey`, `API_KEY`, `x-api-key`):
+ * a password, secret or token of any kind (`clientSecret`, `refresh_token`; not `inputTokens`, a count),
+ * an API, private or signing key, and what carries them (an HTTP client's error holds its request's
+ * `Authorization` or `Cookie` header; a framework's parsed `cookies`). A plain `key` names too many other
+ * things (a cache's, a job's).
+ */
+const CREDENTIAL_KEY = /(passwords?|passwd|secrets?|token|apikeys?|privatekey|signingkey|masterkey|authorization|cookies?)$/;
+/** What `isCredentialKey` said of each key seen: the same few keys recur on every line. */
+const credentialKeys = new Map<string, boolean>();
+/** The memo's bounds: keys that a logged payload invents (many, or long) are checked each time instead. */
+const MEMO_KEYS = 2_000;
+const MEMO_KEY_LENGTH = 64;
+
+function isCredentialKey(key: string): boolean {
+  let credential = credentialKeys.get(key);
+  if (credential === undefined) {
+    credential = CREDENTIAL_KEY.test(key.toLowerCase().replace(/[-_]/g, ''));
+    if (credentialKeys.size < MEMO_KEYS && key.length <= MEMO_KEY_LENGTH) credentialKeys.set(key, credential);
+  }
+  return credential;
+}
 /** How many objects deep the walk follows a line; what lies below is written as pino's depth marker. */
 const MAX_DEPTH = 100;
 
@@ -72,7 +92,7 @@ function redactFields(object: object, enclosing: Set<object>, skipped?: Set<stri
   let copy: Record<string, unknown> | undefined;
   for (const [key, field] of Object.entries(object)) {
     if (skipped?.has(key)) continue;
-    const redacted = CREDENTIAL_KEYS.has(key) && field !== undefined ? CENSOR : redactCredentials(field, enclosing);
+    const redacted = field !== undefined && isCredentialKey(key) ? CENSOR : redactCredentials(field, enclosing);
     if (redacted === field) continue;
     copy ??= { ...object };
     copy[key] = redacted;
