@@ -18,12 +18,14 @@ describe('log redaction', () => {
     logger.info(
       {
         body: { password: 'hunter22', token: 'tok-123', secret: 'whsec_x' },
-        req: { headers: { authorization: 'Bearer abc', cookie: 'session=xyz' } },
+        req: { headers: { authorization: 'Bearer abc', cookie: 'session=xyz', session: 'sess-1', 'x-webhook-token': 'wh-1' } },
+        res: { statusCode: 200, headers: { 'set-cookie': 'sid=set-1' } },
       },
       'hello',
     );
     const line = text();
-    for (const secret of ['hunter22', 'tok-123', 'whsec_x', 'Bearer abc', 'session=xyz']) expect(line).not.toContain(secret);
+    for (const secret of ['hunter22', 'tok-123', 'whsec_x', 'Bearer abc', 'session=xyz', 'sess-1', 'wh-1', 'sid=set-1'])
+      expect(line).not.toContain(secret);
     expect(line).toContain('[REDACTED]');
   });
 
