@@ -10,6 +10,9 @@ describe('log redaction', () => {
       '/auth/idp/callback?code=%5BREDACTED%5D&state=%5BREDACTED%5D&x=1',
     );
     expect(redactUrl('/auth/me')).toBe('/auth/me');
+    expect(redactUrl('/x?api_key=k1&client_secret=s1&access_token=t1&id_token=t2&page=2')).toBe(
+      '/x?api_key=%5BREDACTED%5D&client_secret=%5BREDACTED%5D&access_token=%5BREDACTED%5D&id_token=%5BREDACTED%5D&page=2',
+    );
     expect(redactUrl('/approvals/decide/abcDEF_-123?x=1')).toBe('/approvals/decide/[REDACTED]?x=1');
   });
 

@@ -2,18 +2,22 @@ import { stdSerializers, type LoggerOptions } from 'pino';
 
 const CENSOR = '[REDACTED]';
 
-const SENSITIVE_QUERY_KEYS = /^(code|state|token|access_token|id_token|session)$/i;
+/** Query parameters that carry a one-time credential without a credential's name (OAuth's `code`, `state`). */
+const SENSITIVE_QUERY_KEYS = /^(code|state|session)$/i;
 
 /** Paths whose last segment is a credential: an approval email's one-time link. */
 const SECRET_PATH = /^(\/approvals\/decide\/)[^/?#]+/;
 
-/** Replaces sensitive query values (OAuth codes, tokens) and path tokens so URLs can be logged. */
+/**
+ * Replaces sensitive query values (OAuth codes, and any parameter named as a credential is named in a
+ * line: `token`, `access_token`, `api_key`, `client_secret`) and path tokens so URLs can be logged.
+ */
 export function redactUrl(rawUrl: string): string {
   const url = rawUrl.replace(SECRET_PATH, `$1${CENSOR}`);
   const index = url.indexOf('?');
   if (index === -1) return url;
   const params = new URLSearchParams(url.slice(index + 1));
-  for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key)) params.set(key, CENSOR);
+  for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key) || isCredentialKey(key)) params.set(key, CENSOR);
   return `${url.slice(0, index)}?${params.toString()}`;
 }
 
