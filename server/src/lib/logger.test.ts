@@ -175,6 +175,52 @@ describe('log redaction', () => {
     });
   });
 
+  it('hides a credential of a recognizable shape wherever the line carries it, and keeps the line valid JSON', () => {
+    const { logger, lines } = captureLog(loggerOptions('info'));
+    const pem = '-----BEGIN PRIVATE KEY-----\nMIIEvQ"quoted"\n-----END PRIVATE KEY-----';
+    const child = logger.child({ bound: 'Bearer bound-bearer-token' });
+    child.error(
+      {
+        err: new Error('connect ECONNREFUSED postgres://app:db-password@db.internal:5432/app'),
+        // Keys that name no credential, holding one.
+        key: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La',
+        session: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkw.c2lnbmF0dXJl',
+        notes: ['re_c1tpEyD8_NKFusih9vKVQknRAQfmF', 'sk-proj-abcdefghijklmnop', 'xoxb-1234567890-abcdefghij', pem],
+        // A value that writes itself: its output is not walked by key, but it is by shape.
+        config: { toJSON: () => ({ url: 'redis://:redis-password@cache:6379', github: 'ghp_abcdefghijklmnopqrstuvwxyz0123' }) },
+        // Look-alikes that are not credentials.
+        kept: ['https://example.com/a@b', 'http://localhost:3000', 'disk-usage-monitoring-daemon', 'Bearer short'],
+      },
+      'the provider answered 401 to Authorization: Bearer msg-bearer-token',
+    );
+    const written = lines.at(-1)!;
+    for (const secret of [
+      'bound-bearer-token',
+      'db-password',
+      'MfKQ9r8GKYqrTwjUPD8ILPZIo2La',
+      'eyJzdWIiOiIxMjM0NTY3ODkw',
+      'c1tpEyD8',
+      'abcdefghijklmnop',
+      '1234567890-abcdefghij',
+      'MIIEvQ',
+      'redis-password',
+      'ghp_',
+      'msg-bearer-token',
+    ])
+      expect(written).not.toContain(secret);
+    const line = JSON.parse(written) as Record<string, unknown>;
+    expect(line).toMatchObject({
+      bound: '[REDACTED]',
+      err: { message: 'connect ECONNREFUSED postgres://app:[REDACTED]@db.internal:5432/app' },
+      key: '[REDACTED]',
+      session: '[REDACTED]',
+      notes: ['[REDACTED]', '[REDACTED]', '[REDACTED]', '[REDACTED]'],
+      config: { url: 'redis://:[REDACTED]@cache:6379', github: '[REDACTED]' },
+      kept: ['https://example.com/a@b', 'http://localhost:3000', 'disk-usage-monitoring-daemon', 'Bearer short'],
+      msg: 'the provider answered 401 to Authorization: [REDACTED]',
+    });
+  });
+
   it('logs a database error without the values of its query, on PGlite as on PostgreSQL', async () => {
     const database = await createTestDatabase();
     const { logger, text } = captureLog(loggerOptions('info'));

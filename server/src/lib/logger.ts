@@ -104,6 +104,35 @@ function redactFields(object: object, enclosing: Set<object>, skipped?: Set<stri
   return copy ?? object;
 }
 
+/**
+ * Credentials recognizable by their shape, censored wherever a written line carries them: in its
+ * message, an error's text, a value under a key not named as a credential (`key`, `session`), what a
+ * `toJSON` wrote, a child logger's bindings. Matched on the line's JSON text, so no pattern takes a `"`
+ * or a `\` (the end of a JSON string, or its escapes) and the line stays valid JSON. The shapes are those
+ * the service holds or is sent: a URL's password (`DATABASE_URL`), an Authorization value, a Standard
+ * Webhooks secret (ours and the mail provider's), a JWT (ID and OAuth access tokens), the mail, model,
+ * Slack and GitHub providers' prefixed keys, and a PEM private key (to the end of its JSON string).
+ */
+const CREDENTIAL_TEXT = new RegExp(
+  [
+    String.raw`(?<userinfo>:\/\/[^\s\/:@"\\]*:)[^\s\/@"\\]+(?=@)`,
+    String.raw`\b(?:[Bb]earer|[Bb]asic)\s+[\w.~+\/=-]{8,}`,
+    String.raw`\bwhsec_[A-Za-z0-9+\/=]{8,}`,
+    String.raw`\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*`,
+    String.raw`\b(?:re_|sk-|xox[abeoprs]-|xapp-|gh[pousr]_|github_pat_)[\w-]{12,}`,
+    String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[^"\\]|\\.)*`,
+  ].join('|'),
+  'g',
+);
+
+/** A written line with every credential of a recognizable shape censored (a URL keeps its user and host). */
+export function redactCredentialText(line: string): string {
+  return line.replace(CREDENTIAL_TEXT, (...match) => {
+    const { userinfo } = match.at(-1) as { userinfo?: string };
+    return userinfo === undefined ? CENSOR : `${userinfo}${CENSOR}`;
+  });
+}
+
 const serializers = {
   err: serializeError,
   // Method, path and client only: headers (cookies, tokens) never reach the log.
@@ -125,5 +154,7 @@ export function loggerOptions(level: string): LoggerOptions {
     // Runs on the lines written only (a line below the level is never built), before the serializers.
     formatters: { log: (line) => redactFields(line, new Set([line]), SERIALIZED_KEYS) as Record<string, unknown> },
     serializers,
+    // The last pass, on the line as written: what no key names but its shape gives away.
+    hooks: { streamWrite: redactCredentialText },
   };
 }
