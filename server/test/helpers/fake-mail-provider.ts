@@ -125,10 +125,17 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       size: attachment.content.length,
     };
   };
+  /** An attachment with where to download it, as its own answer and the listing give it. */
+  const linkedAttachmentJson = (id: string) => ({
+    ...attachmentJson(id),
+    download_url: `${server.url}/downloads/${attachments.get(id)!.token}`,
+    expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+  });
   /** Answers held back until released: a test kills the server while it waits for them. */
   /** `failWith`: the status the held answer is, once released (a provider that sent, then answered 5xx). */
   const holds: Array<{ kind: 'send' | 'fetch-received'; answer: AnswerHold; failWith?: number }> = [];
   let downloadFailures = 0;
+  let listingFailures = 0;
   const sendFailures: number[] = [];
   let unknownMessageIds = 0;
   const holdIf = async (kind: 'send' | 'fetch-received') => {
@@ -193,22 +200,25 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
       if (receiving[2]) {
         const attachment = attachments.get(receiving[2]);
         if (!attachment || attachment.emailId !== email.id) return refuse(response, 404, 'not_found', 'Attachment not found');
-        return sendJson(response, 200, {
-          object: 'attachment',
-          ...attachmentJson(receiving[2]),
-          download_url: `${server.url}/downloads/${attachment.token}`,
-          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
-        });
+        return sendJson(response, 200, { object: 'attachment', ...linkedAttachmentJson(receiving[2]) });
       }
       if (request.url!.includes('/attachments')) {
-        // One per page, so that paging is exercised.
-        const after = new URL(request.url!, server.url).searchParams.get('after');
+        if (listingFailures > 0) {
+          listingFailures--;
+          return refuse(response, 500, 'application_error', 'Something went wrong');
+        }
+        // Pages of `limit` (1 to 100; all of them without it), each attachment with its link, as documented.
+        const query = new URL(request.url!, server.url).searchParams;
+        const limit = query.has('limit') ? Number(query.get('limit')) : email.attachmentIds.length;
+        if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+          return refuse(response, 422, 'validation_error', 'The `limit` must be between 1 and 100');
+        const after = query.get('after');
         const start = after ? email.attachmentIds.indexOf(after) + 1 : 0;
-        const page = email.attachmentIds.slice(start, start + 1);
+        const page = email.attachmentIds.slice(start, start + limit);
         return sendJson(response, 200, {
           object: 'list',
-          has_more: start + 1 < email.attachmentIds.length,
-          data: page.map(attachmentJson),
+          has_more: start + limit < email.attachmentIds.length,
+          data: page.map(linkedAttachmentJson),
         });
       }
       return sendJson(response, 200, {
@@ -339,6 +349,10 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
     /** The next `count` lookups of a sent email answer it without its Message-ID (not known yet). */
     withholdMessageIds: (count: number) => {
       unknownMessageIds += count;
+    },
+    /** The next `count` listings of a received email's attachments answer 500. */
+    failNextListings: (count: number) => {
+      listingFailures += count;
     },
     /** The next `count` attachment downloads answer 410 (an expired link). */
     failNextDownloads: (count: number) => {

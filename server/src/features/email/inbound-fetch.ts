@@ -71,21 +71,42 @@ function rawHeader(headers: unknown, name: string): string | undefined {
 }
 
 /**
- * Fetches a received email and downloads its attachments (their links expire in an hour). A
- * transient failure throws, so that the notification is retried; on the last attempt, or for a
- * final answer (gone, too large), the attachment is kept as failed or skipped with its reason.
+ * Where each attachment to download is: the provider's listing of them carries every link, so an email
+ * with several takes one request (a page per 100) in place of one each; a link it lacks, or a listing
+ * that failed, is asked for on its own, as a single attachment's is.
  */
-export async function fetchReceivedEmail(
+async function linksOf(
   api: MailClientForKey,
   emailId: string,
+  wanted: ReceivedAttachmentSummary[],
+): Promise<Map<string, string>> {
+  const listed = wanted.every((summary) => summary.download_url)
+    ? wanted
+    : wanted.length > 1
+      ? await api.listReceivedAttachments(emailId).catch(() => [])
+      : [];
+  return new Map(
+    listed.flatMap((summary) => (typeof summary.download_url === 'string' ? [[summary.id, summary.download_url] as const] : [])),
+  );
+}
+
+/**
+ * Downloads an email's attachments within the limits (their links expire in an hour); the others are
+ * kept as skipped with why. A transient failure throws, so that the notification is retried; on the
+ * last attempt, or for a final answer (gone, too large), the attachment is kept as failed or skipped.
+ */
+async function downloadAttachments(
+  api: MailClientForKey,
+  emailId: string,
+  summaries: ReceivedAttachmentSummary[],
   limits: InboundLimits,
   lastAttempt: boolean,
-): Promise<FetchedEmail> {
-  // Every part of a received email is the sender's: text PostgreSQL cannot store (NUL) is replaced.
-  const email = storableJson(await api.getReceivedEmail(emailId)).value;
-  const summaries: ReceivedAttachmentSummary[] = Array.isArray(email.attachments)
-    ? email.attachments
-    : await api.listReceivedAttachments(emailId);
+): Promise<FetchedAttachment[]> {
+  const sizeOf = (summary: ReceivedAttachmentSummary) => (Number.isSafeInteger(summary.size) ? summary.size! : 0);
+  const wanted = summaries.filter(
+    (summary, index) => index < limits.maxAttachments && sizeOf(summary) <= limits.maxAttachmentBytes,
+  );
+  const links = await linksOf(api, emailId, wanted);
   const attachments: FetchedAttachment[] = [];
   for (const [index, summary] of summaries.entries()) {
     const base = {
@@ -94,7 +115,7 @@ export async function fetchReceivedEmail(
       contentType: (summary.content_type ?? 'application/octet-stream').slice(0, 255),
       contentDisposition: summary.content_disposition?.slice(0, 100) ?? null,
       contentId: summary.content_id?.slice(0, 255) ?? null,
-      sizeBytes: Number.isSafeInteger(summary.size) ? summary.size! : 0,
+      sizeBytes: sizeOf(summary),
       content: null,
     };
     if (index >= limits.maxAttachments) {
@@ -111,8 +132,8 @@ export async function fetchReceivedEmail(
       });
     } else {
       try {
-        const link = await api.getReceivedAttachment(emailId, summary.id);
-        const content = await downloadAttachment(link.download_url, {
+        const url = links.get(summary.id) ?? (await api.getReceivedAttachment(emailId, summary.id)).download_url;
+        const content = await downloadAttachment(url, {
           maxBytes: limits.maxAttachmentBytes,
           timeoutMs: limits.downloadTimeoutMs,
         });
@@ -128,6 +149,26 @@ export async function fetchReceivedEmail(
       }
     }
   }
+  return attachments;
+}
+
+/**
+ * Fetches a received email and downloads its attachments (their links expire in an hour). A
+ * transient failure throws, so that the notification is retried; on the last attempt, or for a
+ * final answer (gone, too large), the attachment is kept as failed or skipped with its reason.
+ */
+export async function fetchReceivedEmail(
+  api: MailClientForKey,
+  emailId: string,
+  limits: InboundLimits,
+  lastAttempt: boolean,
+): Promise<FetchedEmail> {
+  // Every part of a received email is the sender's: text PostgreSQL cannot store (NUL) is replaced.
+  const email = storableJson(await api.getReceivedEmail(emailId)).value;
+  const summaries: ReceivedAttachmentSummary[] = Array.isArray(email.attachments)
+    ? email.attachments
+    : await api.listReceivedAttachments(emailId);
+  const attachments = await downloadAttachments(api, emailId, summaries, limits, lastAttempt);
 
   const html = typeof email.html === 'string' && email.html.length > 0 ? sanitizeEmailHtml(email.html) : null;
   const text = (typeof email.text === 'string' && email.text.trim() ? email.text : html ? textOfHtml(html) : '').slice(

@@ -105,6 +105,10 @@ describe('inbound email', () => {
       expect.objectContaining({ filename: 'invoice.pdf', contentType: 'application/pdf', sizeBytes: 1200, status: 'stored' }),
       expect.objectContaining({ filename: 'photo.pdf', sizeBytes: 800, status: 'stored' }),
     ]);
+    // Two requests to the provider's API for the email and both links: the listing carries every link.
+    expect(
+      provider.requests.filter((request) => request.url.includes(received.id)).map((request) => request.url.split('?')[0]),
+    ).toEqual([`/emails/receiving/${received.id}`, `/emails/receiving/${received.id}/attachments`]);
     expect(outbound).toMatchObject({
       direction: 'outbound',
       inReplyTo: 'alice-1@customer.test',
@@ -315,6 +319,35 @@ describe('inbound email', () => {
       reason: 'not answered automatically: the thread had 3 automatic replies within the hour (the limit)',
     });
     expect(provider.sent.filter((email) => email.to.includes(customer))).toHaveLength(3);
+  });
+
+  it("asks for each attachment's link on its own when the listing of them fails", async () => {
+    model.script(() => ({ text: 'Nothing to send.' }));
+    const org = await setUpEmailOrg(app, provider);
+    const received = provider.receive({
+      from: 'Lin <lin@customer.test>',
+      to: [org.inbox.emailAddress],
+      subject: 'Three files',
+      text: 'See attached.',
+      attachments: [attachment('a.pdf', 10), attachment('b.pdf', 20), attachment('c.pdf', 30)],
+    });
+    provider.failNextListings(1);
+    await org.notify(provider.receivedEvent(received.id));
+    const { threads } = await eventually('the email stored', async () => {
+      const body = await (await org.api('GET', '/email/threads')).json();
+      return body.threads.length === 1 ? body : undefined;
+    });
+    const [message] = (await (await org.api('GET', `/email/threads/${threads[0].id}`)).json()).messages;
+    expect(message.attachments.map((stored: { status: string }) => stored.status)).toEqual(['stored', 'stored', 'stored']);
+    const asked = provider.requests.filter((request) => request.url.includes(received.id)).map((request) => request.url);
+    expect(asked.slice(0, 2).map((url) => url.split('?')[0])).toEqual([
+      `/emails/receiving/${received.id}`,
+      `/emails/receiving/${received.id}/attachments`,
+    ]);
+    const each = asked.slice(2);
+    expect(each).toHaveLength(3);
+    expect(new Set(each).size).toBe(3);
+    for (const url of each) expect(url).toMatch(new RegExp(`^/emails/receiving/${received.id}/attachments/[\\w-]+$`));
   });
 
   it('keeps attachments over the limit out (recorded, not dropped) and bounds huge or malformed headers', async () => {

@@ -53,6 +53,16 @@ describe('mail provider client', () => {
     expect(email.headers).toMatchObject({ references: '<abc@email.example>' });
     const listed = await mail.listReceivedAttachments(id);
     expect(listed.map((attachment) => attachment.filename)).toEqual(['invoice.pdf', 'photo.png']);
+    expect(listed.every((attachment) => attachment.download_url?.startsWith('http'))).toBe(true);
+    // Page by page: the same attachments, one request per page.
+    const before = provider.requests.length;
+    expect((await mail.listReceivedAttachments(id, 1)).map((attachment) => attachment.id)).toEqual(
+      listed.map((attachment) => attachment.id),
+    );
+    expect(provider.requests.slice(before).map((request) => request.url)).toEqual([
+      `/emails/receiving/${id}/attachments?limit=1`,
+      `/emails/receiving/${id}/attachments?limit=1&after=${listed[0]!.id}`,
+    ]);
     const photo = await mail.getReceivedAttachment(id, listed[1]!.id);
     expect(photo).toMatchObject({ filename: 'photo.png', content_type: 'image/png', size: 4, download_url: expect.any(String) });
     expect(Buffer.from(await (await fetch(photo.download_url)).arrayBuffer())).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47]));

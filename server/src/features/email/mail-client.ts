@@ -46,6 +46,8 @@ export interface ReceivedAttachmentSummary {
   content_disposition?: string | null;
   content_id?: string | null;
   size?: number;
+  /** In the attachments' listing (not in the email's own list): where to download it, valid one hour. */
+  download_url?: string;
 }
 
 /** GET /emails/receiving/{id}: a received message, with its bodies and (flat) headers. */
@@ -220,11 +222,11 @@ export function createMailClient(options: MailClientOptions) {
 
     getReceivedEmail: (id: string): Promise<ReceivedEmail> => call(apiKey, 'GET', `/emails/receiving/${segment(id)}`),
 
-    /** Every attachment of a received email (all pages). */
-    async listReceivedAttachments(emailId: string): Promise<ReceivedAttachmentSummary[]> {
+    /** Every attachment of a received email (all pages, of up to `pageSize`), each with its download link. */
+    async listReceivedAttachments(emailId: string, pageSize = 100): Promise<ReceivedAttachmentSummary[]> {
       const all: ReceivedAttachmentSummary[] = [];
       for (let after: string | undefined; ; ) {
-        const query = `?limit=100${after ? `&after=${segment(after)}` : ''}`;
+        const query = `?limit=${pageSize}${after ? `&after=${segment(after)}` : ''}`;
         const page = await call<{ data: ReceivedAttachmentSummary[]; has_more?: boolean }>(
           apiKey,
           'GET',
