@@ -14,6 +14,10 @@ describe('log redaction', () => {
       '/x?api_key=%5BREDACTED%5D&client_secret=%5BREDACTED%5D&access_token=%5BREDACTED%5D&id_token=%5BREDACTED%5D&page=2',
     );
     expect(redactUrl('/approvals/decide/abcDEF_-123?x=1')).toBe('/approvals/decide/[REDACTED]?x=1');
+    // A credential of a recognizable shape in any parameter, which the query's encoding would hide.
+    expect(redactUrl('/auth/me?next=postgres://app:pw-leak-1@db/app&note=whsec_LeakLeakLeak123&a=1&a=2')).toBe(
+      '/auth/me?next=postgres%3A%2F%2Fapp%3A%5BREDACTED%5D%40db%2Fapp&note=%5BREDACTED%5D&a=1&a=2',
+    );
   });
 
   it('hides passwords, tokens, secrets and auth headers', () => {

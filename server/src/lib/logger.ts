@@ -9,15 +9,18 @@ const SENSITIVE_QUERY_KEYS = /^(code|state|session)$/i;
 const SECRET_PATH = /^(\/approvals\/decide\/)[^/?#]+/;
 
 /**
- * Replaces sensitive query values (OAuth codes, and any parameter named as a credential is named in a
- * line: `token`, `access_token`, `api_key`, `client_secret`) and path tokens so URLs can be logged.
+ * Replaces sensitive query values (OAuth codes, any parameter named as a credential is named in a
+ * line: `token`, `access_token`, `api_key`, `client_secret`, and a credential of a recognizable shape in
+ * any parameter, which the URL's encoding would hide from the line's last pass) and path tokens so
+ * URLs can be logged.
  */
 export function redactUrl(rawUrl: string): string {
   const url = rawUrl.replace(SECRET_PATH, `$1${CENSOR}`);
   const index = url.indexOf('?');
   if (index === -1) return url;
-  const params = new URLSearchParams(url.slice(index + 1));
-  for (const key of [...params.keys()]) if (SENSITIVE_QUERY_KEYS.test(key) || isCredentialKey(key)) params.set(key, CENSOR);
+  const params = new URLSearchParams();
+  for (const [key, value] of new URLSearchParams(url.slice(index + 1)))
+    params.append(key, SENSITIVE_QUERY_KEYS.test(key) || isCredentialKey(key) ? CENSOR : redactCredentialText(value));
   return `${url.slice(0, index)}?${params.toString()}`;
 }
 
