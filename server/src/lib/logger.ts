@@ -128,9 +128,12 @@ const CREDENTIAL_TEXT = new RegExp(
   'g',
 );
 
-/** A written line with every credential of a recognizable shape censored (a URL keeps its user and host). */
-export function redactCredentialText(line: string): string {
-  return line.replace(CREDENTIAL_TEXT, (...match) => {
+/**
+ * `text` (a written line, a URL's query value) with every credential of a recognizable shape censored;
+ * a URL keeps its user and host.
+ */
+function redactCredentialText(text: string): string {
+  return text.replace(CREDENTIAL_TEXT, (...match) => {
     const { userinfo } = match.at(-1) as { userinfo?: string };
     return userinfo === undefined ? CENSOR : `${userinfo}${CENSOR}`;
   });

@@ -80,11 +80,10 @@ async function linksOf(
   emailId: string,
   wanted: ReceivedAttachmentSummary[],
 ): Promise<Map<string, string>> {
-  const listed = wanted.every((summary) => summary.download_url)
-    ? wanted
-    : wanted.length > 1
+  const listed =
+    wanted.length > 1 && wanted.some((summary) => !summary.download_url)
       ? await api.listReceivedAttachments(emailId).catch(() => [])
-      : [];
+      : wanted;
   return new Map(
     listed.flatMap((summary) => (typeof summary.download_url === 'string' ? [[summary.id, summary.download_url] as const] : [])),
   );
