@@ -209,8 +209,8 @@ export async function startFakeMailProvider(apiKey = 're_test_key') {
         }
         // Pages of `limit` (1 to 100; all of them without it), each attachment with its link, as documented.
         const query = new URL(request.url!, server.url).searchParams;
-        const limit = query.has('limit') ? Number(query.get('limit')) : email.attachmentIds.length;
-        if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+        const limit = query.has('limit') ? Number(query.get('limit')) : Math.max(1, email.attachmentIds.length);
+        if (!Number.isInteger(limit) || limit < 1 || (query.has('limit') && limit > 100))
           return refuse(response, 422, 'validation_error', 'The `limit` must be between 1 and 100');
         const after = query.get('after');
         const start = after ? email.attachmentIds.indexOf(after) + 1 : 0;
