@@ -33,6 +33,15 @@ const attachment = (filename: string, size: number) => ({
   content: Buffer.alloc(size, filename.length),
 });
 
+/** The one message of an org's one thread, once the email is stored. */
+async function onlyStoredMessage(org: Awaited<ReturnType<typeof setUpEmailOrg>>) {
+  const { threads } = await eventually('the email stored', async () => {
+    const body = await (await org.api('GET', '/email/threads')).json();
+    return body.threads.length === 1 ? body : undefined;
+  });
+  return (await (await org.api('GET', `/email/threads/${threads[0].id}`)).json()).messages[0];
+}
+
 describe('inbound email', () => {
   it('fetches a received email with two attachments, stores it clean, and the inbox agent answers in its thread', async () => {
     model.script(replyToSender());
@@ -333,11 +342,7 @@ describe('inbound email', () => {
     });
     provider.failNextListings(1);
     await org.notify(provider.receivedEvent(received.id));
-    const { threads } = await eventually('the email stored', async () => {
-      const body = await (await org.api('GET', '/email/threads')).json();
-      return body.threads.length === 1 ? body : undefined;
-    });
-    const [message] = (await (await org.api('GET', `/email/threads/${threads[0].id}`)).json()).messages;
+    const message = await onlyStoredMessage(org);
     expect(message.attachments.map((stored: { status: string }) => stored.status)).toEqual(['stored', 'stored', 'stored']);
     const asked = provider.requests.filter((request) => request.url.includes(received.id)).map((request) => request.url);
     expect(asked.slice(0, 2).map((url) => url.split('?')[0])).toEqual([
@@ -367,11 +372,7 @@ describe('inbound email', () => {
       attachments: [attachment('small.pdf', 100), attachment('large.pdf', 5000)],
     });
     await org.notify(provider.receivedEvent(received.id));
-    const { threads } = await eventually('the email stored', async () => {
-      const body = await (await org.api('GET', '/email/threads')).json();
-      return body.threads.length === 1 ? body : undefined;
-    });
-    const [message] = (await (await org.api('GET', `/email/threads/${threads[0].id}`)).json()).messages;
+    const message = await onlyStoredMessage(org);
     expect(message.text).toBe('Only HTML here');
     expect(message.messageId).toBe('not-bracketed@customer.test');
     expect(message.references).toHaveLength(100);
