@@ -6,6 +6,8 @@ const PROCESS_TESTS = [
   'src/features/callbacks/restart.test.ts',
   'src/features/actions/resume.test.ts',
   'src/features/email/restart.test.ts',
+  'src/features/approvals/slack/slack-restart.test.ts',
+  'src/features/experiments/experiments-restart.test.ts',
   'src/features/mcp/mcp-crash.test.ts',
   'test/process-lifecycle.test.ts',
 ];

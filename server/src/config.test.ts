@@ -51,8 +51,9 @@ describe('loadConfig', () => {
     expect(config.ingestWriteConcurrency).toBe(2);
     expect(config.email.batchWindowMs).toBe(250);
     expect(config.worker).toEqual({ niceness: 10, databasePoolSize: 3 });
-    expect(config.jobs).toEqual({ pollMs: 2000, heartbeatSeconds: 30 });
+    expect(config.jobs).toEqual({ pollMs: 2000, heartbeatSeconds: 30, stopGraceMs: 10_000 });
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), EMAIL_BATCH_WINDOW_MS: '0' }).email.batchWindowMs).toBe(0);
+    expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), SHUTDOWN_GRACE_SECONDS: '2.5' }).jobs.stopGraceMs).toBe(2500);
   });
 
   it('rejects bad values with a message naming the variable, and treats empty ones as unset', () => {
@@ -69,6 +70,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '12.5' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
     expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: '3601' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
     expect(() => loadConfig({ JOB_HEARTBEAT_SECONDS: 'thirty' })).toThrow(/JOB_HEARTBEAT_SECONDS/);
+    expect(() => loadConfig({ SHUTDOWN_GRACE_SECONDS: '0' })).toThrow(/SHUTDOWN_GRACE_SECONDS/);
+    expect(() => loadConfig({ SHUTDOWN_GRACE_SECONDS: '301' })).toThrow(/SHUTDOWN_GRACE_SECONDS/);
+    expect(() => loadConfig({ SHUTDOWN_GRACE_SECONDS: 'ten' })).toThrow(/SHUTDOWN_GRACE_SECONDS/);
     expect(() => loadConfig({ EMAIL_BATCH_WINDOW_MS: '60000' })).toThrow(/EMAIL_BATCH_WINDOW_MS/);
     expect(() => loadConfig({ MODEL_PRICES: 'gpt=1' })).toThrow(/MODEL_PRICES: must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"gpt":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES\.gpt\.input/);

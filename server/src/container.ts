@@ -176,9 +176,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
       // Another worker process hears the signals of new work from now on, while this one drains.
       await bus.stopWork();
       await writer.drain();
-      await runDispatcher.stop(10_000);
-      await experiments.dispatcher.stop(10_000);
-      await email.notifications.stop(10_000);
+      await runDispatcher.stop(config.jobs.stopGraceMs);
+      await experiments.dispatcher.stop(config.jobs.stopGraceMs);
+      await email.notifications.stop(config.jobs.stopGraceMs);
       await runner.drain();
       await dispatcher.stop();
       await httpClient.close();

@@ -4,9 +4,10 @@ import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createContainer, type Container } from './container.ts';
 
-const SHUTDOWN_TIMEOUT_MS = 25_000;
 /** How long requests in flight get to finish once a serve process stops accepting; the rest are cut. */
 const REQUEST_DRAIN_MS = 10_000;
+/** Past the requests' drain and the work's grace (SHUTDOWN_GRACE_SECONDS), a shutdown that has not ended hung: 25 s by default. */
+const shutdownTimeoutMs = (config: Config) => REQUEST_DRAIN_MS + config.jobs.stopGraceMs + 5_000;
 
 /**
  * Closes the HTTP server: stops accepting, lets requests in flight finish, and closes each kept-alive
@@ -40,7 +41,7 @@ function onShutdown(container: Container, started: Promise<{ app?: HttpApp }>, h
     const timer = setTimeout(() => {
       container.logger.error('shutdown timed out; exiting');
       process.exit(1);
-    }, SHUTDOWN_TIMEOUT_MS);
+    }, shutdownTimeoutMs(container.config));
     timer.unref();
     try {
       container.beginDraining();

@@ -59,6 +59,8 @@ export function createJobRunner(deps: {
   heartbeatSeconds: number;
   /** How long a job's handler has to stop once its signal is aborted (queue-pump.ts; 10 s unless given). */
   abandonAfterMs?: number;
+  /** At stop, how long running jobs get to finish before they are handed back to their retry (10 s unless given). */
+  stopGraceMs?: number;
 }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
@@ -243,7 +245,7 @@ export function createJobRunner(deps: {
       clearInterval(poller);
       poller = undefined;
       // Jobs still running may enqueue (a run handing its action over): the queue stays open for them.
-      await Promise.all([...pumps.values()].map((pump) => pump.stop(10_000)));
+      await Promise.all([...pumps.values()].map((pump) => pump.stop(deps.stopGraceMs ?? 10_000)));
       pumps.clear();
       started = false;
       await boss.stop({ graceful: true, timeout: 10_000, close: true });

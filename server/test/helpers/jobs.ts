@@ -19,7 +19,7 @@ export const jobsOfAction = async (db: Kysely<DB>, queue: string, actionId: stri
 export type StartRunnerArgs = [
   beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>,
   bossOptions?: Partial<ConstructorOptions>,
-  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number },
+  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number; stopGraceMs?: number },
 ];
 
 /**
@@ -50,6 +50,7 @@ export async function startJobRunner(
     pollMs: 100,
     heartbeatSeconds: 10,
     abandonAfterMs: runnerOptions.abandonAfterMs,
+    stopGraceMs: runnerOptions.stopGraceMs,
   });
   await runner.start();
   return runner;

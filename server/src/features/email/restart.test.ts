@@ -24,6 +24,8 @@ beforeAll(async () => {
     MAIL_API_RETRIES: '0',
     EMAIL_PROCESSING_LEASE_SECONDS: '1',
     ACTION_LEASE_SECONDS: '1',
+    // Work held at a SIGTERM gets 1 s to finish, not 10: it is handed back the same way.
+    SHUTDOWN_GRACE_SECONDS: '1',
   });
 });
 afterAll(async () => {
@@ -74,6 +76,7 @@ describe('email across a SIGTERM', () => {
       MAIL_API_URL: provider.url,
       MAIL_API_RETRIES: '0',
       EMAIL_PROCESSING_LEASE_SECONDS: '300',
+      SHUTDOWN_GRACE_SECONDS: '1',
     });
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -155,7 +158,12 @@ describe('email across a SIGKILL', () => {
  * generateDocument (an inbox's default) and tells the admins by email, from agents@`domain`.
  */
 async function approvalInboxServer(domain: string) {
-  const own = await serverProcessEnvironment({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0' });
+  const own = await serverProcessEnvironment({
+    ...model.env,
+    MAIL_API_URL: provider.url,
+    MAIL_API_RETRIES: '0',
+    SHUTDOWN_GRACE_SECONDS: '1',
+  });
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   onTestFinished(own.cleanup);

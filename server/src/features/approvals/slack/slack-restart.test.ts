@@ -28,13 +28,14 @@ const APPROVAL_SCOPES = ['chat:write', 'users:read', 'users:read.email'];
  * A server process whose org posts approvals in a Slack workspace of its own, granted `scopes`, and an
  * action whose generateDocument call waits while Slack holds the answer to its message's post (the
  * message is in the channel; the service has not heard so). The post waits for its answer up to 60 s
- * unless `env` says otherwise. `restart` stops the server (SIGTERM), lets Slack answer, and starts it again.
+ * unless `env` says otherwise. `restart` stops the server (SIGTERM), lets Slack answer, and starts it again:
+ * the held post is handed back after 1 s (SHUTDOWN_GRACE_SECONDS), not the default 10.
  */
 async function postHeldInSlack(scopes: string[], env: Record<string, string> = { SLACK_API_TIMEOUT_SECONDS: '60' }) {
   const slack = await startFakeSlack();
   onTestFinished(slack.close);
   slack.grantScopes(scopes);
-  const own = await serverProcessEnvironment({ ...model.env, SLACK_API_URL: slack.url, ...env });
+  const own = await serverProcessEnvironment({ ...model.env, SLACK_API_URL: slack.url, SHUTDOWN_GRACE_SECONDS: '1', ...env });
   onTestFinished(own.cleanup);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
