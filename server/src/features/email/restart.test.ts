@@ -15,17 +15,19 @@ import {
 let model: Awaited<ReturnType<typeof startFakeModel>>;
 let provider: Awaited<ReturnType<typeof startFakeMailProvider>>;
 let environment: Awaited<ReturnType<typeof serverProcessEnvironment>>;
+/**
+ * A server process's model and mail provider, the fakes of this file. Work that a fake holds at a
+ * SIGTERM gets 1 s to finish (SHUTDOWN_GRACE_SECONDS), not 10: it is handed back the same way.
+ */
+const providersEnv = () => ({ ...model.env, MAIL_API_URL: provider.url, MAIL_API_RETRIES: '0', SHUTDOWN_GRACE_SECONDS: '1' });
+
 beforeAll(async () => {
   model = await startFakeModel();
   provider = await startFakeMailProvider();
   environment = await serverProcessEnvironment({
-    ...model.env,
-    MAIL_API_URL: provider.url,
-    MAIL_API_RETRIES: '0',
+    ...providersEnv(),
     EMAIL_PROCESSING_LEASE_SECONDS: '1',
     ACTION_LEASE_SECONDS: '1',
-    // Work held at a SIGTERM gets 1 s to finish, not 10: it is handed back the same way.
-    SHUTDOWN_GRACE_SECONDS: '1',
   });
 });
 afterAll(async () => {
@@ -71,13 +73,7 @@ async function restartWhileHeld(server: ChildProcess, held: { release(): void },
 describe('email across a SIGTERM', () => {
   it('a notification its stopping worker could not finish is taken over at once, not after its lease', async () => {
     // A lease far longer than the test may wait: only its release lets the next process take over.
-    const stopping = await serverProcessEnvironment({
-      ...model.env,
-      MAIL_API_URL: provider.url,
-      MAIL_API_RETRIES: '0',
-      EMAIL_PROCESSING_LEASE_SECONDS: '300',
-      SHUTDOWN_GRACE_SECONDS: '1',
-    });
+    const stopping = await serverProcessEnvironment({ ...providersEnv(), EMAIL_PROCESSING_LEASE_SECONDS: '300' });
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     onTestFinished(stopping.cleanup); // after the server's kill: those hooks run last registered first
@@ -158,12 +154,7 @@ describe('email across a SIGKILL', () => {
  * generateDocument (an inbox's default) and tells the admins by email, from agents@`domain`.
  */
 async function approvalInboxServer(domain: string) {
-  const own = await serverProcessEnvironment({
-    ...model.env,
-    MAIL_API_URL: provider.url,
-    MAIL_API_RETRIES: '0',
-    SHUTDOWN_GRACE_SECONDS: '1',
-  });
+  const own = await serverProcessEnvironment(providersEnv());
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   onTestFinished(own.cleanup);
