@@ -1,4 +1,4 @@
-import { enableCompileCache } from 'node:module';
+import { enableCompileCache, flushCompileCache } from 'node:module';
 import { ConfigError, loadConfig } from './config.ts';
 import { AppError } from './lib/errors.ts';
 import { adminSocketPath, lockEmbeddedDatabase, sendToAdminSocket } from './admin-socket.ts';
@@ -43,7 +43,11 @@ async function main(argv: string[]): Promise<number> {
       const lock = await lockIfEmbedded();
       const { serve, work } = await service();
       await (command === 'serve' ? serve : work)(config, {
-        started: (container) => lock?.answerWith((args) => runAdminCommand(container, args)),
+        started: (container) => {
+          // Written now, not at exit: a process that is killed or crashes never reaches it.
+          flushCompileCache();
+          lock?.answerWith((args) => runAdminCommand(container, args));
+        },
         closed: async () => lock?.release(),
       });
       return -1;

@@ -51,9 +51,10 @@ describe('loadConfig', () => {
     expect(config.ingestWriteConcurrency).toBe(2);
     expect(config.email.batchWindowMs).toBe(250);
     expect(config.worker).toEqual({ niceness: 10, databasePoolSize: 3 });
-    expect(config.jobs).toEqual({ pollMs: 2000, heartbeatSeconds: 30, stopGraceMs: 10_000 });
+    expect(config.jobs).toEqual({ pollMs: 2000, heartbeatSeconds: 30 });
+    expect(config.shutdownGraceMs).toBe(10_000);
     expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), EMAIL_BATCH_WINDOW_MS: '0' }).email.batchWindowMs).toBe(0);
-    expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), SHUTDOWN_GRACE_SECONDS: '2.5' }).jobs.stopGraceMs).toBe(2500);
+    expect(loadConfig({ ENCRYPTION_MASTER_KEY: 'k'.repeat(32), SHUTDOWN_GRACE_SECONDS: '2.5' }).shutdownGraceMs).toBe(2500);
   });
 
   it('rejects bad values with a message naming the variable, and treats empty ones as unset', () => {

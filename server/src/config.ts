@@ -106,10 +106,7 @@ const envSchema = z.object({
   JOB_POLL_SECONDS: z.coerce.number().positive().max(3600).default(2),
   /** A running job's worker says it lives every half of this; silent this long (it died), the job goes to its retry. */
   JOB_HEARTBEAT_SECONDS: z.coerce.number().int().min(10).max(3600).default(30),
-  /**
-   * Once a process is told to stop: how long work in flight (an agent run reaching its next safe point,
-   * an email notification, a job) gets to finish before it is handed back to be taken over.
-   */
+  /** At a stop, how long work in flight (runs, email notifications, jobs) gets to finish before it is handed back. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().positive().max(300).default(10),
   WORKER_NICENESS: z.coerce.number().int().min(0).max(19).default(10),
   /** A `worker`'s main pool: PostgreSQL runs its statements at full priority, so few at once leave cores to the serves. */
@@ -197,6 +194,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: e.LOG_LEVEL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     runWorkers: e.RUN_WORKERS,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     worker: { niceness: e.WORKER_NICENESS, databasePoolSize: e.WORKER_DATABASE_POOL_SIZE },
     http: {
       headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
@@ -273,11 +271,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       maxRetries: e.MODEL_MAX_RETRIES,
       prices: e.MODEL_PRICES ?? (new Map() as ModelPrices),
     },
-    jobs: {
-      pollMs: e.JOB_POLL_SECONDS * 1000,
-      heartbeatSeconds: e.JOB_HEARTBEAT_SECONDS,
-      stopGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
-    },
+    jobs: { pollMs: e.JOB_POLL_SECONDS * 1000, heartbeatSeconds: e.JOB_HEARTBEAT_SECONDS },
     actions: { maxSteps: e.ACTION_MAX_STEPS, leaseMs: e.ACTION_LEASE_SECONDS * 1000, concurrency: e.ACTION_CONCURRENCY },
     experiments: { concurrency: e.EXPERIMENT_CONCURRENCY },
     callbacks: {

@@ -50,7 +50,15 @@ export async function createContainer(config: Config, options: ContainerOptions 
     }));
   const metrics = createMetrics();
   const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
-  const jobs = createJobRunner({ boss: database.jobsOptions, db: database.db, logger, metrics, bus, ...config.jobs });
+  const jobs = createJobRunner({
+    ...config.jobs,
+    stopGraceMs: config.shutdownGraceMs,
+    boss: database.jobsOptions,
+    db: database.db,
+    logger,
+    metrics,
+    bus,
+  });
   const shared: Shared = {
     config,
     database,
@@ -176,9 +184,9 @@ export async function createContainer(config: Config, options: ContainerOptions 
       // Another worker process hears the signals of new work from now on, while this one drains.
       await bus.stopWork();
       await writer.drain();
-      await runDispatcher.stop(config.jobs.stopGraceMs);
-      await experiments.dispatcher.stop(config.jobs.stopGraceMs);
-      await email.notifications.stop(config.jobs.stopGraceMs);
+      await runDispatcher.stop(config.shutdownGraceMs);
+      await experiments.dispatcher.stop(config.shutdownGraceMs);
+      await email.notifications.stop(config.shutdownGraceMs);
       await runner.drain();
       await dispatcher.stop();
       await httpClient.close();

@@ -6,8 +6,8 @@ import { createContainer, type Container } from './container.ts';
 
 /** How long requests in flight get to finish once a serve process stops accepting; the rest are cut. */
 const REQUEST_DRAIN_MS = 10_000;
-/** Past the requests' drain and the work's grace (SHUTDOWN_GRACE_SECONDS), a shutdown that has not ended hung: 25 s by default. */
-const shutdownTimeoutMs = (config: Config) => REQUEST_DRAIN_MS + config.jobs.stopGraceMs + 5_000;
+/** A shutdown still going past the requests' drain and the work's grace (SHUTDOWN_GRACE_SECONDS) hung: 25 s by default. */
+const shutdownTimeoutMs = (config: Config) => REQUEST_DRAIN_MS + config.shutdownGraceMs + 5_000;
 
 /**
  * Closes the HTTP server: stops accepting, lets requests in flight finish, and closes each kept-alive
