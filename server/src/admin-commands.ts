@@ -82,10 +82,12 @@ export function parseAdminCommand(args: string[]): AdminCommand {
   }
 }
 
-/** Admin commands, run against a container: in this process, or inside a running server. */
-export async function runAdminCommand(container: Container, args: string[]): Promise<string> {
+/** Admin commands, run on the services of a running server's container, or of this process (composition/admin.ts). */
+export async function runAdminCommand(
+  { orgs, users }: Pick<Container['services'], 'orgs' | 'users'>,
+  args: string[],
+): Promise<string> {
   const command = parseAdminCommand(args);
-  const { orgs, users } = container.services;
   switch (command.kind) {
     case 'orgs create': {
       const org = await orgs.create(command.slug, command.name);

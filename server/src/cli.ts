@@ -46,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
         started: (container) => {
           // Written now, not at exit: a process that is killed or crashes never reaches it.
           flushCompileCache();
-          lock?.answerWith((args) => runAdminCommand(container, args));
+          lock?.answerWith((args) => runAdminCommand(container.services, args));
         },
         closed: async () => lock?.release(),
       });
@@ -54,11 +54,13 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'migrate': {
       const lock = await lockIfEmbedded();
-      const { createContainer } = await service();
-      const container = await createContainer(config);
-      await container.database.migrate();
-      await container.database.close();
-      await lock?.release();
+      try {
+        const { configuredDatabase, openDatabase } = await import('./db/database.ts');
+        const database = await openDatabase(configuredDatabase(config));
+        await database.migrate().finally(() => database.close());
+      } finally {
+        await lock?.release();
+      }
       process.stdout.write('Migrations applied\n');
       return 0;
     }
@@ -100,14 +102,16 @@ async function main(argv: string[]): Promise<number> {
         );
       }
       const lock = await lockIfEmbedded();
-      const { createContainer } = await service();
-      const container = await createContainer({ ...config, logLevel: 'warn' });
       try {
-        await container.database.migrate();
-        process.stdout.write(`${await runAdminCommand(container, argv)}\n`);
-        return 0;
+        const { openForAdminCommands } = await import('./composition/admin.ts');
+        const admin = await openForAdminCommands(config);
+        try {
+          process.stdout.write(`${await runAdminCommand(admin.services, argv)}\n`);
+          return 0;
+        } finally {
+          await admin.close();
+        }
       } finally {
-        await container.database.close();
         await lock?.release();
       }
     }

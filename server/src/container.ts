@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { composeAccounts } from './composition/accounts.ts';
 import { composeExperiments } from './composition/experiments.ts';
@@ -10,7 +9,7 @@ import { composeMcp } from './composition/mcp.ts';
 import type { Shared } from './composition/shared.ts';
 import { composeWebhooks } from './composition/webhooks.ts';
 import type { Config } from './config.ts';
-import { openDatabase, type Database } from './db/database.ts';
+import { configuredDatabase, openDatabase, type Database } from './db/database.ts';
 import { approvalsJobHandlers } from './features/approvals/approvals.jobs.ts';
 import { createApprovalReplyClaims } from './features/approvals/email/approval-replies.ts';
 import { authJobHandlers } from './features/auth/auth.jobs.ts';
@@ -41,18 +40,11 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   // What the configuration fell back on (a generated development key, an unknown sampler), in every kind of process.
   for (const notice of config.notices) logger.warn(notice);
-  const database =
-    options.database ??
-    (await openDatabase({
-      url: config.databaseUrl,
-      poolSize: config.databasePoolSize,
-      pgliteDataDir: join(config.dataDir, 'pglite'),
-    }));
+  const database = options.database ?? (await openDatabase(configuredDatabase(config)));
   const metrics = createMetrics();
   const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
   const jobs = createJobRunner({
     ...config.jobs,
-    stopGraceMs: config.shutdownGraceMs,
     boss: database.jobsOptions,
     db: database.db,
     logger,
@@ -181,16 +173,19 @@ export async function createContainer(config: Config, options: ContainerOptions 
 
     async close() {
       draining = true;
+      // One grace for all the work in flight, which runs on meanwhile: each stop below gets what is left of it.
+      const graceEnds = performance.now() + config.shutdownGraceMs;
+      const graceLeft = () => Math.max(0, graceEnds - performance.now());
       // Another worker process hears the signals of new work from now on, while this one drains.
       await bus.stopWork();
       await writer.drain();
-      await runDispatcher.stop(config.shutdownGraceMs);
-      await experiments.dispatcher.stop(config.shutdownGraceMs);
-      await email.notifications.stop(config.shutdownGraceMs);
+      await runDispatcher.stop(graceLeft());
+      await experiments.dispatcher.stop(graceLeft());
+      await email.notifications.stop(graceLeft());
       await runner.drain();
       await dispatcher.stop();
       await httpClient.close();
-      await jobs.stop();
+      await jobs.stop(graceLeft());
       await renderPool.close();
       await mcp.connections.close();
       await bus.close();

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
@@ -35,6 +36,17 @@ export interface DatabaseOptions {
   pgliteDataDir?: string;
   poolSize?: number;
 }
+
+/** The database a configuration names: its PostgreSQL, or PGlite in its data directory. */
+export const configuredDatabase = (config: {
+  databaseUrl?: string;
+  databasePoolSize: number;
+  dataDir: string;
+}): DatabaseOptions => ({
+  url: config.databaseUrl,
+  poolSize: config.databasePoolSize,
+  pgliteDataDir: join(config.dataDir, 'pglite'),
+});
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.pgliteDataDir ?? 'memory://');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { failElsewhere, jobsOfAction, startJobRunner } from '../../test/helpers/jobs.ts';
+import { failElsewhere, jobsOfAction, startJobRunner, STOP_GRACE_MS } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { jobQueues } from './registry.ts';
@@ -103,7 +103,7 @@ describe('job heartbeats', () => {
       expect(runs).toHaveLength(3);
     } finally {
       dying.end();
-      await Promise.all([dying.runner.stop(), alive.stop()]);
+      await Promise.all([dying.runner.stop(STOP_GRACE_MS), alive.stop(STOP_GRACE_MS)]);
     }
   }, 120_000);
 
@@ -130,14 +130,14 @@ describe('job heartbeats', () => {
       expect((await jobsOfAction(app.container.db, queue, actionId))[0]).toMatchObject({ id: job, state: 'active' });
     } finally {
       dying.end();
-      await Promise.all([dying.runner.stop(), alive.stop()]);
+      await Promise.all([dying.runner.stop(STOP_GRACE_MS), alive.stop(STOP_GRACE_MS)]);
     }
   }, 60_000);
 
   it("a running job's signal aborts once its attempt no longer has the job (failed elsewhere, as past its expiry); its retry runs it", async () => {
     const actionId = randomUUID();
     const runner = await startJobRunner(app);
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     const attempts: Array<{ retryCount: number; aborted?: string }> = [];
     await runner.work({
       [queue]: async (payload, { retryCount, signal }) => {
@@ -167,7 +167,7 @@ describe('job heartbeats', () => {
     const messageRowId = randomUUID();
     const metrics = createMetrics();
     const runner = await startJobRunner(app, undefined, undefined, { metrics, abandonAfterMs: 100 });
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     let end: () => void = () => {};
     let ended = false;
     const attempts: number[] = [];
@@ -215,11 +215,11 @@ describe('job heartbeats', () => {
       ).rows[0]!;
     await sql`update pgboss.queue set heartbeat_seconds = null where name = 'auth.purge-expired'`.execute(db);
     const first = await startJobRunner(app);
-    await first.stop();
+    await first.stop(STOP_GRACE_MS);
     const updated = await queueRow();
     expect(updated.heartbeatSeconds).toBe(10);
     const second = await startJobRunner(app);
-    await second.stop();
+    await second.stop(STOP_GRACE_MS);
     expect(await queueRow()).toEqual(updated);
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
-import { jobsOfAction, startJobRunner, type StartRunnerArgs } from '../../test/helpers/jobs.ts';
+import { jobsOfAction, startJobRunner, type StartRunnerArgs, STOP_GRACE_MS } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { jobLeaseHandlers } from './job-leases.jobs.ts';
 import { jobLeasesRepo } from './job-leases.repo.ts';
@@ -66,7 +66,7 @@ describe('job leases', () => {
 
   it('two jobs of one key never run at once, in any slot: the second is put off, to run as a new job once the first is done', async () => {
     const runner = await startRunner();
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     const busy = new Map<string, number>();
     const overlaps: string[] = [];
     const runs: string[] = [];
@@ -120,7 +120,7 @@ describe('job leases', () => {
     const { db } = app.container;
     const actionId = randomUUID();
     const runner = await startRunner();
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     const runs: string[] = [];
     await runner.work({
       'approvals.slack-update': async (payload, { jobId }) => {
@@ -149,7 +149,7 @@ describe('job leases', () => {
       letGo = true;
       expect(await jobLeasesRepo.release(db, key, holder)).toBe(false);
     });
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     const runs: string[] = [];
     await runner.work({
       'approvals.slack-update': async (payload, { jobId }) => {
@@ -167,7 +167,7 @@ describe('job leases', () => {
 
   it("a put-off job that has run since and failed keeps its retry's time when the key is let go again", async () => {
     const runner = await startRunner();
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     const actionId = randomUUID();
     const gates = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
     let runs = 0;
@@ -216,13 +216,13 @@ describe('job leases', () => {
     expect(runs).toBe(4);
   });
 
-  it('a job handed back by a stopping process lets its lease go, so that its retry is not kept waiting', async () => {
-    // The stop's grace (SHUTDOWN_GRACE_SECONDS) is a fifth of a second here: past it, work in flight is handed back.
-    const runner = await startRunner(undefined, undefined, { stopGraceMs: 200 });
+  it('a job handed back by a stopping process lets its lease go and runs again at once elsewhere, spending no retry', async () => {
+    const runner = await startRunner();
     let openGate: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       openGate = resolve;
     });
+    onTestFinished(() => openGate());
     let started = false;
     await runner.work({
       'approvals.slack-update': async () => {
@@ -234,11 +234,22 @@ describe('job leases', () => {
     const job = await runner.enqueue('approvals.slack-update', { actionId });
     await eventually('the job running', async () => (started ? true : undefined));
     expect(await leasesOf(actionId)).toHaveLength(1);
-    // The job outlasts the stop's grace: it is handed back to its queue's retry, well before the default 10 s.
-    await runner.stop();
+    // The job outlasts the stop's grace (a fifth of a second): it is handed back, its lease let go.
+    await runner.stop(200);
     expect((await stateOf(job))?.state).toBe('retry');
     expect(await leasesOf(actionId)).toEqual([]);
-    openGate();
+    const other = await startRunner();
+    onTestFinished(() => other.stop(STOP_GRACE_MS));
+    const attempts: Array<{ retryCount: number; lastAttempt: boolean }> = [];
+    await other.work({
+      'approvals.slack-update': async (payload, { retryCount, lastAttempt }) => {
+        if (payload.actionId === actionId) attempts.push({ retryCount, lastAttempt });
+      },
+    });
+    await eventually('the job completed', async () => ((await stateOf(job))?.state === 'completed' ? true : undefined));
+    // A new attempt, with all of the queue's retries still ahead of it.
+    expect(attempts).toEqual([{ retryCount: 1, lastAttempt: false }]);
+    expect((await jobsOf(actionId))[0]).toMatchObject({ retryCount: 1, retryLimit: 6 });
   }, 8_000);
 
   it('are counted on /metrics: held, and lapsed while their job is unfinished (its retry takes them over)', async () => {
@@ -260,7 +271,7 @@ describe('job leases', () => {
     await jobLeasesRepo.take(db, `approvals.slack-update:${randomUUID()}`, { jobId: waiting!, attempt: 0 }, 0);
     // Lapsed leases whose jobs are finished or gone (one that died at its last attempt): they hold nothing back.
     const runner = await startRunner();
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     await runner.work({ 'approvals.slack-update': async () => {} });
     const done = await runner.enqueue('approvals.slack-update', { actionId: randomUUID() });
     await eventually('the job completed', async () => ((await stateOf(done))?.state === 'completed' ? true : undefined));
@@ -278,7 +289,7 @@ describe('job leases', () => {
     };
     const [held, lapsedLately, lapsedLongAgo] = [await lease(60), await lease(-60), await lease(-3700)];
     const runner = await startRunner();
-    onTestFinished(() => runner.stop());
+    onTestFinished(() => runner.stop(STOP_GRACE_MS));
     await runner.work(jobLeaseHandlers({ db }));
     const purge = await runner.enqueue('jobs.purge-lapsed-leases', {});
     await eventually('the purge done', async () => ((await stateOf(purge))?.state === 'completed' ? true : undefined));

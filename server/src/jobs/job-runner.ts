@@ -31,7 +31,8 @@ export interface JobRunner {
   backlog(): Promise<QueueBacklog[]>;
   /** Keys held by running jobs (`oneAtATimePer`), and lapsed ones whose job is not finished (its retry takes them over). */
   leases(): Promise<{ held: number; lapsed: number }>;
-  stop(): Promise<void>;
+  /** Stops working: running jobs get `graceMs` to finish, then are handed back to run again at once (queue-pump.ts). */
+  stop(graceMs: number): Promise<void>;
 }
 
 export interface QueueBacklog {
@@ -59,8 +60,6 @@ export function createJobRunner(deps: {
   heartbeatSeconds: number;
   /** How long a job's handler has to stop once its signal is aborted (queue-pump.ts; 10 s unless given). */
   abandonAfterMs?: number;
-  /** At stop, how long running jobs get to finish before they are handed back to their retry (10 s unless given). */
-  stopGraceMs?: number;
 }): JobRunner {
   const boss = new PgBoss({ ...deps.boss, schedule: true, supervise: true });
   const schema = `"${(deps.boss.schema ?? 'pgboss').replaceAll('"', '""')}"`;
@@ -140,15 +139,16 @@ export function createJobRunner(deps: {
       for (const name of Object.keys(jobQueues) as QueueName[]) {
         const handler = handlers[name] as ((payload: unknown, meta: JobMeta) => Promise<void>) | undefined;
         if (!handler) continue;
-        const { payload: schema } = jobQueues[name];
+        const { payload: payloadSchema } = jobQueues[name];
         const oneAtATimePer = (jobQueues[name] as { oneAtATimePer?: string }).oneAtATimePer;
         const run = async (job: FetchedJob, claim: JobClaim) => {
           running.set(job, performance.now());
           let outcome: 'completed' | 'failed' | undefined;
           try {
-            const payload = schema.parse(job.data);
+            const payload = payloadSchema.parse(job.data);
             const key = oneAtATimePer && `${name}:${String((payload as Record<string, unknown>)[oneAtATimePer])}`;
-            const lastAttempt = job.retryCount >= (jobQueues[name].options.retryLimit ?? 0);
+            // The job's own limit: a job handed back at a stop was allowed one more attempt (queue-pump.ts).
+            const lastAttempt = job.retryCount >= job.retryLimit;
             const work = () => handler(payload, { ...claim, jobId: job.id, retryCount: job.retryCount, lastAttempt });
             const holder = { jobId: job.id, attempt: job.retryCount };
             if (!key) await work();
@@ -169,6 +169,7 @@ export function createJobRunner(deps: {
           name,
           createQueuePump({
             boss,
+            schema,
             name,
             concurrency: options.concurrency?.[name] ?? 1,
             heartbeatSeconds: deps.heartbeatSeconds,
@@ -240,13 +241,15 @@ export function createJobRunner(deps: {
       return counts ?? { held: 0, lapsed: 0 };
     },
 
-    async stop() {
+    async stop(graceMs) {
       if (!started) return;
       clearInterval(poller);
       poller = undefined;
       // Jobs still running may enqueue (a run handing its action over): the queue stays open for them.
-      await Promise.all([...pumps.values()].map((pump) => pump.stop(deps.stopGraceMs ?? 10_000)));
+      const handedBack = await Promise.all([...pumps].map(async ([name, pump]) => ({ name, count: await pump.stop(graceMs) })));
       pumps.clear();
+      // Workers of other processes take what was handed back now, not at their next poll.
+      for (const { name, count } of handedBack) if (count > 0) wake(name);
       started = false;
       await boss.stop({ graceful: true, timeout: 10_000, close: true });
     },

@@ -45,7 +45,7 @@ const pumpOf = (
   name: string,
   handler: ReturnType<typeof controlledHandler>,
   options: { concurrency: number; heartbeatSeconds: number; abandonAfterMs?: number; onAbandon?: (job: FetchedJob) => void },
-) => createQueuePump({ boss, name, ...options, run: (job, claim) => handler.run(job, claim), logger });
+) => createQueuePump({ boss, schema: 'pgboss', name, ...options, run: (job, claim) => handler.run(job, claim), logger });
 
 /**
  * One job of a queue whose jobs expire a second after their fetch, running in a pump of one slot that
@@ -105,7 +105,7 @@ describe('queue pump', () => {
     }
   });
 
-  it('a failed job goes back to pg-boss for its retry; stopping hands a running job back', async () => {
+  it('a failed job goes back to pg-boss for its retry', async () => {
     const name = 'pump-failures';
     await boss.createQueue(name, { retryLimit: 1, retryDelay: 60 });
     const failing = await boss.send(name, { key: 'failing', fail: true });
@@ -114,13 +114,51 @@ describe('queue pump', () => {
     await eventually('the failure recorded for a retry', async () =>
       (await state(name, failing!)) === 'retry' ? true : undefined,
     );
-    const slow = await boss.send(name, { key: 'slow' });
-    pump.wake();
-    await eventually('the slow job', async () => (handler.running.has('slow') ? true : undefined));
     await pump.stop(50);
-    expect(await state(name, slow!)).toBe('retry');
-    const job = await boss.getJobById(name, slow!);
-    expect(JSON.stringify(job?.output)).toContain('the worker stopped before the job finished');
+  });
+
+  it('stopping hands a running job back to run again at once without spending a retry, at its last attempt too', async () => {
+    const name = 'pump-hand-back';
+    // No retry at all, and a minute's delay before one: neither applies to a job handed back.
+    await boss.createQueue(name, { retryLimit: 0, retryDelay: 60 });
+    const id = (await boss.send(name, { key: 'slow' }))!;
+    const stopping = controlledHandler();
+    const pump = pumpOf(name, stopping, { concurrency: 1, heartbeatSeconds: 30 });
+    await eventually('the job running', async () => (stopping.running.has('slow') ? true : undefined));
+    expect(await pump.stop(50)).toBe(1);
+    const handedBack = (await boss.getJobById(name, id))!;
+    expect(handedBack).toMatchObject({ state: 'retry', retryCount: 0, retryLimit: 1 });
+    expect(handedBack.startAfter.getTime()).toBeLessThanOrEqual(Date.now());
+    expect(JSON.stringify(handedBack.output)).toContain('the worker stopped before the job finished');
+
+    // Another worker takes it as a new attempt, the job's last.
+    const next = controlledHandler();
+    const attempts: FetchedJob[] = [];
+    const other = createQueuePump({
+      boss,
+      schema: 'pgboss',
+      name,
+      concurrency: 1,
+      heartbeatSeconds: 30,
+      logger,
+      run: (job, claim) => {
+        attempts.push(job);
+        return next.run(job, claim);
+      },
+    });
+    try {
+      other.wake();
+      await eventually('the job running again', async () => (next.running.has('slow') ? true : undefined));
+      expect(attempts).toMatchObject([{ id, retryCount: 1, retryLimit: 1 }]);
+      // The stopped attempt's late end settles nothing of the running one (stop again: it records what it has).
+      stopping.finish('slow');
+      await pump.stop(0);
+      expect(await state(name, id)).toBe('active');
+      next.finish('slow');
+      await eventually('the job completed', async () => ((await state(name, id)) === 'completed' ? true : undefined));
+    } finally {
+      await other.stop(1000);
+    }
   });
 
   it('aborts the signal of a job that runs past its expiry at its expiry, not at a heartbeat', async () => {

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
-import type { Job, PgBoss } from 'pg-boss';
+import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import { createSlotPump } from '../lib/slot-pump.ts';
 
-export type FetchedJob = Pick<Job, 'id' | 'data' | 'retryCount' | 'expireInSeconds'>;
+/** A job as the pump fetches it (with pg-boss's metadata: `retryLimit` is the job's own, see `handBack`). */
+export type FetchedJob = Pick<JobWithMetadata, 'id' | 'data' | 'retryCount' | 'retryLimit' | 'expireInSeconds'>;
 
 /** What a running job's attempt is handed besides the job (and its handler, in JobMeta). */
 export interface JobClaim {
@@ -19,6 +20,9 @@ export interface JobClaim {
    */
   signal: AbortSignal;
 }
+
+/** What a job handed back by a stopping process (or failed by it: its claim was gone) says of its attempt. */
+const STOPPED = 'the worker stopped before the job finished';
 
 /** How long a job's handler has to stop once its signal is aborted (past its expiry, or its claim lost). */
 const ABANDON_AFTER_MS = 10_000;
@@ -39,7 +43,9 @@ const ABANDON_AFTER_MS = 10_000;
  * its expiry (`expireInSeconds` from its fetch), when pg-boss's monitor may fail it to its retry.
  */
 export function createQueuePump(deps: {
-  boss: Pick<PgBoss, 'fetch' | 'complete' | 'fail' | 'touch'>;
+  boss: Pick<PgBoss, 'fetch' | 'complete' | 'fail' | 'touch' | 'getDb'>;
+  /** pg-boss's schema, quoted. */
+  schema: string;
   name: string;
   concurrency: number;
   /** The heartbeat the queue's jobs are sent with (pg-boss's `heartbeatSeconds`). */
@@ -106,6 +112,22 @@ export function createQueuePump(deps: {
     }
   }
 
+  /**
+   * Hands jobs this process stopped before they finished back to run again now, on any worker, without
+   * spending one of their retries: a stop is not the job's failure. pg-boss's `fail` would spend one (at
+   * the last, the job died unrun) and wait its retry delay; its `restore` keeps the attempt's number, so
+   * this attempt's late end would settle the next attempt. Here the next fetch counts a new attempt (the
+   * fence of pg-boss's `complete`, `fail` and `touch` moves on), and the job is allowed one more.
+   */
+  async function handBack(jobs: FetchedJob[]): Promise<void> {
+    await boss.getDb().executeSql(
+      `update ${deps.schema}.job
+          set state = 'retry', retry_limit = retry_limit + 1, start_after = ${deps.schema}.job_now(), output = $3::jsonb
+        where name = $1 and state = 'active' and (id::text || ':' || retry_count::text) = any($2::text[])`,
+      [name, jobs.map((job) => `${job.id}:${job.retryCount}`), JSON.stringify({ message: STOPPED })],
+    );
+  }
+
   async function heartbeat(): Promise<void> {
     const held = [...claims].flatMap(([job, claim]) => (claim.signal.aborted ? [] : [job]));
     if (held.length === 0) return;
@@ -153,7 +175,7 @@ export function createQueuePump(deps: {
   const slots = createSlotPump<FetchedJob>({
     concurrency: deps.concurrency,
     // No poll of its own: the job runner polls every queue in one statement and wakes this pump.
-    take: async (free) => (await boss.fetch(name, { batchSize: free })) as FetchedJob[],
+    take: async (free) => (await boss.fetch(name, { batchSize: free, includeMetadata: true })) as FetchedJob[],
     run,
     onTakeError: (error) => deps.logger.error({ err: error, queue: name }, 'job fetch failed'),
   });
@@ -163,20 +185,33 @@ export function createQueuePump(deps: {
     /** Fetch now (jobs were enqueued). */
     wake: slots.wake,
 
-    /** Stops fetching; waits up to `timeoutMs` for running jobs, then hands the rest back to be retried. */
-    async stop(timeoutMs: number): Promise<void> {
+    /**
+     * Stops fetching; waits up to `timeoutMs` for running jobs, then hands the rest back (`handBack`);
+     * one whose claim is gone (past its expiry, failed elsewhere) is failed to its retry, as at its end.
+     * Says how many were handed back.
+     */
+    async stop(timeoutMs: number): Promise<number> {
       const unfinished = await slots.stop(timeoutMs);
+      // From now on a heartbeat would find the jobs handed back no longer this attempt's.
+      clearInterval(heartbeats);
+      const held = unfinished.filter((job) => claims.get(job)?.signal.aborted === false);
+      const lost = unfinished.filter((job) => !held.includes(job));
       if (unfinished.length > 0) {
-        // Before the hand-back: a retry that started first would find the job's lease still held.
+        // Before the hand-back: the next attempt, starting first, would find the job's lease still held.
         const undo = unfinished.flatMap((job) => releases.get(job) ?? []);
         for (const outcome of await Promise.allSettled(undo.map((release) => release())))
           if (outcome.status === 'rejected')
             deps.logger.warn({ err: outcome.reason, queue: name }, 'could not release what a handed-back job held');
-        await boss.fail(name, unfinished, { message: 'the worker stopped before the job finished' }).catch(() => {});
+        // Not handed back: pg-boss's monitor fails them to their retry once their heartbeat is stale, as a dead process's.
+        if (held.length > 0)
+          await handBack(held).catch((error: unknown) =>
+            deps.logger.warn({ err: error, queue: name, count: held.length }, 'could not hand running jobs back'),
+          );
+        if (lost.length > 0) await boss.fail(name, lost, { message: STOPPED }).catch(() => {});
       }
-      clearInterval(heartbeats);
       flushCompletions();
       await completing;
+      return held.length;
     },
   };
 }

@@ -27,7 +27,7 @@ async function prepare(database: Database): Promise<void> {
     ...loadConfig({}).jobs,
   });
   await jobs.start();
-  await jobs.stop();
+  await jobs.stop(0); // nothing runs
 }
 
 /** Global setup: a migrated PGlite dumped to `file`. */

@@ -16,10 +16,13 @@ export const jobsOfAction = async (db: Kysely<DB>, queue: string, actionId: stri
        order by created_on`.execute(db)
   ).rows;
 
+/** The grace a test gives its runner's running jobs at a stop (SHUTDOWN_GRACE_SECONDS's part): short, none should need it. */
+export const STOP_GRACE_MS = 1_000;
+
 export type StartRunnerArgs = [
   beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>,
   bossOptions?: Partial<ConstructorOptions>,
-  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number; stopGraceMs?: number },
+  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number },
 ];
 
 /**
@@ -50,7 +53,6 @@ export async function startJobRunner(
     pollMs: 100,
     heartbeatSeconds: 10,
     abandonAfterMs: runnerOptions.abandonAfterMs,
-    stopGraceMs: runnerOptions.stopGraceMs,
   });
   await runner.start();
   return runner;
