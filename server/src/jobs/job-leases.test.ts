@@ -6,6 +6,7 @@ import { jobsOfAction, startJobRunner, type StartRunnerArgs, STOP_GRACE_MS } fro
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { jobLeaseHandlers } from './job-leases.jobs.ts';
 import { jobLeasesRepo } from './job-leases.repo.ts';
+import { createMetrics } from '../lib/metrics.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -217,17 +218,20 @@ describe('job leases', () => {
   });
 
   it('a job handed back by a stopping process lets its lease go and runs again at once elsewhere, spending no retry', async () => {
-    const runner = await startRunner();
+    const metrics = createMetrics();
+    const runner = await startRunner(undefined, undefined, { metrics });
     let openGate: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       openGate = resolve;
     });
     onTestFinished(() => openGate());
     let started = false;
+    let ended = false;
     await runner.work({
       'approvals.slack-update': async () => {
         started = true;
         await gate;
+        ended = true;
       },
     });
     const actionId = randomUUID();
@@ -250,6 +254,12 @@ describe('job leases', () => {
     // A new attempt, with all of the queue's retries still ahead of it.
     expect(attempts).toEqual([{ retryCount: 1, lastAttempt: false }]);
     expect((await jobsOf(actionId))[0]).toMatchObject({ retryCount: 1, retryLimit: 6 });
+    // Counted by the stopped process as handed back; its handler's late end records nothing.
+    const outcomes = async () => (await metrics.jobs.get()).values.map(({ labels, value }) => ({ ...labels, value }));
+    expect(await outcomes()).toEqual([{ queue: 'approvals.slack-update', outcome: 'handed_back', value: 1 }]);
+    openGate();
+    await eventually('the stopped attempt ended', async () => (ended ? true : undefined));
+    expect(await outcomes()).toEqual([{ queue: 'approvals.slack-update', outcome: 'handed_back', value: 1 }]);
   }, 8_000);
 
   it('are counted on /metrics: held, and lapsed while their job is unfinished (its retry takes them over)', async () => {

@@ -66,11 +66,11 @@ export function createJobRunner(deps: {
   const pumps = new Map<QueueName, QueuePump>();
   /**
    * When each running job of this process started. Whichever settles it first records its outcome and
-   * duration: its handler's end, or the pump giving it up (queue-pump.ts), whose handler's late end then
-   * records nothing.
+   * duration: its handler's end, or the pump giving it up or handing it back at a stop (queue-pump.ts),
+   * whose handler's late end then records nothing.
    */
   const running = new WeakMap<FetchedJob, number>();
-  const settle = (queue: QueueName, job: FetchedJob, outcome?: 'completed' | 'failed' | 'abandoned') => {
+  const settle = (queue: QueueName, job: FetchedJob, outcome?: 'completed' | 'failed' | 'abandoned' | 'handed_back') => {
     const started = running.get(job);
     if (started === undefined) return;
     running.delete(job);
@@ -177,6 +177,7 @@ export function createJobRunner(deps: {
             onHeartbeat: (jobs) => oneAtATime.renew(name, jobs),
             abandonAfterMs: deps.abandonAfterMs,
             onAbandon: (job) => settle(name, job, 'abandoned'),
+            onHandedBack: (job) => settle(name, job, 'handed_back'),
             logger: deps.logger,
           }),
         );

@@ -57,6 +57,8 @@ export function createQueuePump(deps: {
   abandonAfterMs?: number;
   /** A job given up (its handler did not stop within `abandonAfterMs`): failed to its retry now, whatever its handler does. */
   onAbandon?: (job: FetchedJob) => void;
+  /** A job handed back at the stop (its handler, still running, is no longer watched). */
+  onHandedBack?: (job: FetchedJob) => void;
   logger: Logger;
 }) {
   const abandonAfterMs = deps.abandonAfterMs ?? ABANDON_AFTER_MS;
@@ -204,8 +206,12 @@ export function createQueuePump(deps: {
             deps.logger.warn({ err: outcome.reason, queue: name }, 'could not release what a handed-back job held');
         // Not handed back: pg-boss's monitor fails them to their retry once their heartbeat is stale, as a dead process's.
         if (held.length > 0)
-          await handBack(held).catch((error: unknown) =>
-            deps.logger.warn({ err: error, queue: name, count: held.length }, 'could not hand running jobs back'),
+          await handBack(held).then(
+            () => {
+              for (const job of held) deps.onHandedBack?.(job);
+            },
+            (error: unknown) =>
+              deps.logger.warn({ err: error, queue: name, count: held.length }, 'could not hand running jobs back'),
           );
         if (lost.length > 0) await boss.fail(name, lost, { message: STOPPED }).catch(() => {});
       }
