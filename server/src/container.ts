@@ -43,14 +43,7 @@ export async function createContainer(config: Config, options: ContainerOptions 
   const database = options.database ?? (await openDatabase(configuredDatabase(config)));
   const metrics = createMetrics();
   const bus = createProcessBus({ postgresUrl: database.url, listenInProcess: database.listenInProcess, logger });
-  const jobs = createJobRunner({
-    ...config.jobs,
-    boss: database.jobsOptions,
-    db: database.db,
-    logger,
-    metrics,
-    bus,
-  });
+  const jobs = createJobRunner({ boss: database.jobsOptions, db: database.db, logger, metrics, bus, ...config.jobs });
   const shared: Shared = {
     config,
     database,

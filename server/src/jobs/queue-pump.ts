@@ -204,12 +204,12 @@ export function createQueuePump(deps: {
         for (const outcome of await Promise.allSettled(undo.map((release) => release())))
           if (outcome.status === 'rejected')
             deps.logger.warn({ err: outcome.reason, queue: name }, 'could not release what a handed-back job held');
-        // Not handed back: pg-boss's monitor fails them to their retry once their heartbeat is stale, as a dead process's.
         if (held.length > 0)
           await handBack(held).then(
             () => {
               for (const job of held) deps.onHandedBack?.(job);
             },
+            // Not handed back: pg-boss's monitor fails them to their retry once their heartbeat is stale, as a dead process's.
             (error: unknown) =>
               deps.logger.warn({ err: error, queue: name, count: held.length }, 'could not hand running jobs back'),
           );

@@ -16,7 +16,7 @@ export const jobsOfAction = async (db: Kysely<DB>, queue: string, actionId: stri
        order by created_on`.execute(db)
   ).rows;
 
-/** The grace a test gives its runner's running jobs at a stop (SHUTDOWN_GRACE_SECONDS's part): short, none should need it. */
+/** The grace a test's runner gives its running jobs at a stop (what SHUTDOWN_GRACE_SECONDS gives a server's): short. */
 export const STOP_GRACE_MS = 1_000;
 
 export type StartRunnerArgs = [
