@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +63,30 @@ describe('agent-platform CLI', () => {
         expect(result.stderr, args.join(' ')).toMatch(message);
       }
       expect(cli().status).toBe(1);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'says on stderr that it generated a development key; a mistyped command or bad arguments write nothing to the data directory',
+    () => {
+      const fresh = mkdtempSync(join(tmpdir(), 'ap-cli-key-'));
+      try {
+        const run = (...args: string[]) =>
+          spawnSync(process.execPath, [CLI, ...args], { env: { ...env, DATA_DIR: fresh }, encoding: 'utf8', timeout: 60_000 });
+        const keyFile = join(fresh, 'master.key');
+        expect(run('frobnicate').status).toBe(1);
+        expect(run('orgs', 'create', '--slug', 'acme').stderr).toMatch(/Missing --name/);
+        expect(existsSync(keyFile)).toBe(false);
+        const first = run('migrate');
+        expect(first.status, first.stderr).toBe(0);
+        expect(first.stdout).toBe('Migrations applied\n');
+        expect(first.stderr).toContain(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}`);
+        // The key is reused from then on, and nothing more is said.
+        expect(run('migrate').stderr).toBe('');
+      } finally {
+        rmSync(fresh, { recursive: true, force: true });
+      }
     },
     CLI_TEST_TIMEOUT_MS,
   );
