@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { freePort, setCookies } from '../test/helpers/http.ts';
 import { eventually } from '../test/helpers/eventually.ts';
-import { endsWithTest, waitForReady } from '../test/helpers/server-process.ts';
+import { endsWithTest, killServerProcess, waitForReady } from '../test/helpers/server-process.ts';
 import { createTestDatabaseUrl } from '../test/helpers/test-database.ts';
 
 const CLI = join(import.meta.dirname, 'cli.ts');
@@ -68,24 +68,39 @@ describe('agent-platform CLI', () => {
   );
 
   it(
-    'says on stderr that it generated a development key; a mistyped command or bad arguments write nothing to the data directory',
-    () => {
+    'says on stderr that it generated a development key; a mistyped command or bad arguments write nothing; a start after orgs create names that org',
+    async () => {
       const fresh = mkdtempSync(join(tmpdir(), 'ap-cli-key-'));
+      // Its own database on PostgreSQL: the other tests' server must find no org and no user.
+      const database = env.DATABASE_URL ? await createTestDatabaseUrl() : undefined;
+      const ownEnv = { ...env, DATA_DIR: fresh, ...(database ? { DATABASE_URL: database.url } : {}) };
       try {
         const run = (...args: string[]) =>
-          spawnSync(process.execPath, [CLI, ...args], { env: { ...env, DATA_DIR: fresh }, encoding: 'utf8', timeout: 60_000 });
+          spawnSync(process.execPath, [CLI, ...args], { env: ownEnv, encoding: 'utf8', timeout: 60_000 });
         const keyFile = join(fresh, 'master.key');
         expect(run('frobnicate').status).toBe(1);
-        expect(run('orgs', 'create', '--slug', 'acme').stderr).toMatch(/Missing --name/);
+        expect(run('orgs', 'create', '--slug', 'beta').stderr).toMatch(/Missing --name/);
         expect(existsSync(keyFile)).toBe(false);
-        const first = run('migrate');
-        expect(first.status, first.stderr).toBe(0);
-        expect(first.stdout).toBe('Migrations applied\n');
-        expect(first.stderr).toContain(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}`);
-        // The key is reused from then on, and nothing more is said.
+        const created = run('orgs', 'create', '--slug', 'beta', '--name', 'Beta');
+        expect(created.status, created.stderr).toBe(0);
+        expect(created.stderr).toContain(`Generated a development ENCRYPTION_MASTER_KEY in ${keyFile}`);
+        // The key is reused from then on, and nothing more is said of it.
         expect(run('migrate').stderr).toBe('');
+
+        // The server's first-admin hint names the org that exists instead of telling to create one.
+        const port = await freePort();
+        const server = endsWithTest(
+          spawn(process.execPath, [CLI, 'serve'], { env: { ...ownEnv, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] }),
+        );
+        let output = '';
+        server.stdout!.on('data', (chunk) => (output += chunk));
+        await eventually('the first-admin hint', () => (output.includes('No users yet.') ? true : undefined), 60_000);
+        expect(output).toMatch(/No users yet\. Create the first admin of beta: .*npm run cli -- users create .* --org beta/);
+        expect(output).not.toContain('orgs create');
+        await killServerProcess(server);
       } finally {
         rmSync(fresh, { recursive: true, force: true });
+        await database?.drop();
       }
     },
     CLI_TEST_TIMEOUT_MS,

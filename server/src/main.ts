@@ -109,15 +109,25 @@ export async function serve(config: Config, hooks: ProcessHooks = {}) {
     `Agent Platform API on ${config.apiHost} (listening on ${config.host}:${config.port}; ` +
       `database: ${where}; workers: ${config.runWorkers ? 'on' : 'off'})`,
   );
-  if ((await container.services.users.count()) === 0) {
-    // On PostgreSQL the CLI opens the database itself: it needs the server's DATABASE_URL.
-    const cli = container.database.kind === 'pglite' ? 'npm run cli --' : 'DATABASE_URL=postgres://... npm run cli --';
-    container.logger.warn(
-      `No users yet. Create the first organization and its admin: ${cli} orgs create --slug acme --name "Acme", then ` +
-        `${cli} users create --email admin@example.com --password 'a long password' --role Admin --org acme`,
-    );
-  }
+  await hintFirstAdmin(container);
   return { container, app };
+}
+
+/** With no user yet, the log says how to create the first admin (and org, if none was made before this start). */
+async function hintFirstAdmin(container: Container) {
+  if ((await container.services.users.count()) > 0) return;
+  // On PostgreSQL the CLI opens the database itself: it needs the server's DATABASE_URL.
+  const cli = container.database.kind === 'pglite' ? 'npm run cli --' : 'DATABASE_URL=postgres://... npm run cli --';
+  // An org made before this start (`orgs create` needs no server) is named, not created again.
+  const org = await container.services.orgs.oldest();
+  const createAdmin = (slug: string) =>
+    `${cli} users create --email admin@example.com --password 'a long password' --role Admin --org ${slug}`;
+  const createOrg = `${cli} orgs create --slug acme --name "Acme"`;
+  container.logger.warn(
+    org
+      ? `No users yet. Create the first admin of ${org.slug}: ${createAdmin(org.slug)}`
+      : `No users yet. Create the first organization and its admin: ${createOrg}, then ${createAdmin('acme')}`,
+  );
 }
 
 /** `worker`: runs jobs only, for scaling workers apart from the API on PostgreSQL. */

@@ -8,6 +8,10 @@ export const orgsRepo = {
   insert: (db: Kysely<DB>, org: { id: string; slug: string; name: string }): Promise<OrganizationRow> =>
     db.insertInto('organizations').values(org).returningAll().executeTakeFirstOrThrow(),
 
+  /** The first org created, if any (the server's hint at its first start names it). */
+  oldest: (db: Kysely<DB>): Promise<OrganizationRow | undefined> =>
+    db.selectFrom('organizations').selectAll().orderBy('createdAt').orderBy('id').limit(1).executeTakeFirst(),
+
   /** `{org}` in a URL is the slug or the ID. */
   findBySlugOrId: (db: Kysely<DB>, slugOrId: string): Promise<OrganizationRow | undefined> =>
     db

@@ -40,6 +40,8 @@ export function createOrgsService(deps: { db: Kysely<DB> }) {
 
     find: (orgSlugOrId: string) => orgsRepo.findBySlugOrId(deps.db, orgSlugOrId),
 
+    oldest: () => orgsRepo.oldest(deps.db),
+
     listForUser: (userId: string) => orgsRepo.listForUser(deps.db, userId),
 
     async listMembers(orgSlugOrId: string, userId: string) {
