@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { waitForAction } from '../../test/helpers/actions.ts';
+import { eventually } from '../../test/helpers/eventually.ts';
 import { uniqueEmail } from '../../test/helpers/factories.ts';
+import { startJobRunner, STOP_GRACE_MS } from '../../test/helpers/jobs.ts';
 import { startFakeModel } from '../../test/helpers/fake-model.ts';
 import { postEvent, setupWebhook } from '../../test/helpers/webhooks.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { transaction } from '../db/after-commit.ts';
+import { createProcessBus } from '../lib/process-bus.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -103,5 +107,44 @@ describe.skipIf(process.env.TEST_DB !== 'postgres')('wake-ups across processes',
       await serve.close();
       await model.close();
     }
+  });
+
+  it('a job handed back by a stopping process runs at once in another process, not at its next poll', async () => {
+    const queue = 'email.lookup-message-id';
+    const messageRowId = randomUUID();
+    // A database whose app runs no workers: only the two runners below take its jobs.
+    const own = await startTestApp({}, { workers: false });
+    onTestFinished(() => own.close());
+    // Each runner as a process of its own: its bus on its own connection, its fallback poll ten minutes.
+    const crossProcessRunner = async () => {
+      const bus = createProcessBus({ postgresUrl: own.container.database.url, logger: pino({ level: 'silent' }) });
+      onTestFinished(() => bus.close());
+      await bus.listenForWork();
+      const runner = await startJobRunner(own, undefined, undefined, { bus, pollMs: 600_000 });
+      onTestFinished(() => runner.stop(STOP_GRACE_MS));
+      return runner;
+    };
+    const [stopping, other] = [await crossProcessRunner(), await crossProcessRunner()];
+    const { promise: held, resolve: release } = Promise.withResolvers<void>();
+    onTestFinished(() => release());
+    const ranIn: Array<{ runner: string; retryCount: number }> = [];
+    const handlerOf =
+      (runner: string) =>
+      async (payload: { messageRowId: string }, { retryCount }: { retryCount: number }) => {
+        if (payload.messageRowId !== messageRowId) return;
+        ranIn.push({ runner, retryCount });
+        if (runner === 'stopping') await held;
+      };
+    await stopping.work({ [queue]: handlerOf('stopping') });
+    await stopping.enqueue(queue, { messageRowId });
+    await eventually('the job running in the process that stops', () => (ranIn.length === 1 ? true : undefined));
+    // Working from now on, the other process found nothing at its start, and polls again in ten minutes.
+    await other.work({ [queue]: handlerOf('other') });
+    await stopping.stop(200);
+    await eventually('the job run in the other process', () => (ranIn.length === 2 ? true : undefined), 20_000);
+    expect(ranIn).toEqual([
+      { runner: 'stopping', retryCount: 0 },
+      { runner: 'other', retryCount: 1 },
+    ]);
   });
 });

@@ -50,6 +50,31 @@ describe.runIf(onPostgres)('process bus between processes (PostgreSQL)', () => {
     expect(otherHeard.heard.toSorted()).toEqual(['callbacks:', 'session:after', 'session:after-busy']);
   });
 
+  it('a signal held in its window is sent when the bus closes, not lost with it', async () => {
+    const [stopping, worker, marker] = [bus(), bus(), bus()];
+    const workerHeard = listen(worker);
+    await worker.listenForWork();
+    await turnTaken(worker);
+    await connected([stopping, listen(stopping)], [worker, workerHeard], [marker, listen(marker)]);
+
+    // A signal whose NOTIFY went with its commit opens a window; a signal within it waits for the window's end.
+    const committed = stopping.commitNotice(BUS_TOPICS.callbacks)!;
+    const client = new pg.Client({ connectionString: url() });
+    await client.connect();
+    try {
+      await client.query('select pg_notify($1, $2)', [committed.channel, committed.payload]);
+    } finally {
+      await client.end();
+    }
+    stopping.signal(BUS_TOPICS.callbacks, committed);
+    stopping.signal(BUS_TOPICS.callbacks);
+    // Closed within the window: the held signal goes before the close ends.
+    await stopping.close();
+    await marker.publish(BUS_TOPICS.session, 'after-the-close');
+    await workerHeard.until('session:after-the-close');
+    expect(workerHeard.heard).toEqual(['callbacks:', 'callbacks:', 'session:after-the-close']);
+  });
+
   it("a serve's NOTIFY goes with the commit of its work: once, and not when it rolls back", async () => {
     const serve = bus();
     const worker = bus();

@@ -200,10 +200,14 @@ export function createProcessBus(options: {
   };
   /** Where other processes hear a signal: the turn's holder, unless this process is it (then every worker). */
   const channelOf = (topic: string) => (TURN_TOPICS.has(topic) && !turn?.holding ? TURN_CHANNEL : WORK_CHANNEL);
-  const notify = (topic: string) =>
-    void send(channelOf(topic), topic, '').catch((error: unknown) =>
-      options.logger.warn({ err: error, topic }, 'could not signal other processes'),
-    );
+  /** Signals on their way to the database: a close waits for them before it ends the connection. */
+  const sending = new Set<Promise<void>>();
+  const notify = (topic: string) => {
+    const sent = send(channelOf(topic), topic, '')
+      .catch((error: unknown) => options.logger.warn({ err: error, topic }, 'could not signal other processes'))
+      .finally(() => sending.delete(sent));
+    sending.add(sent);
+  };
   const signalWindows = createSignalWindows(notify);
   /** Tells the other processes of work this one does not take, a burst within the window as one NOTIFY. */
   function tellOthers(topic: string, sent?: CommitNotice): void {
@@ -260,6 +264,7 @@ export function createProcessBus(options: {
       await turn?.stop();
       clearTimeout(retryTimer);
       signalWindows.close();
+      await Promise.all(sending);
       await ready;
       const current = client;
       client = undefined;

@@ -34,9 +34,14 @@ export function createSignalWindows(notify: (topic: string) => void) {
     },
     /** A NOTIFY of the topic went within the window: one follows at its end. */
     isOpen: (topic: string) => windows.has(topic),
+    /** Sends at once what the open windows held (a wake-up of a stopping process is not lost), then nothing more. */
     close(): void {
       closed = true;
-      for (const { timer } of windows.values()) clearTimeout(timer);
+      for (const [topic, { timer, again }] of windows) {
+        clearTimeout(timer);
+        if (again) notify(topic);
+      }
+      windows.clear();
     },
   };
 }

@@ -4,7 +4,7 @@ import pino from 'pino';
 import type { DB } from '../../src/db/schema.ts';
 import { createJobRunner } from '../../src/jobs/job-runner.ts';
 import { createMetrics, type Metrics } from '../../src/lib/metrics.ts';
-import { createProcessBus } from '../../src/lib/process-bus.ts';
+import { createProcessBus, type ProcessBus } from '../../src/lib/process-bus.ts';
 import type { TestApp } from './test-app.ts';
 
 /** The jobs of a queue whose payload names `actionId`, oldest first: where each stands in pg-boss. */
@@ -22,12 +22,13 @@ export const STOP_GRACE_MS = 1_000;
 export type StartRunnerArgs = [
   beforeJobStatement?: (text: string, values?: unknown[]) => Promise<void>,
   bossOptions?: Partial<ConstructorOptions>,
-  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number },
+  runnerOptions?: { metrics?: Metrics; abandonAfterMs?: number; bus?: ProcessBus; pollMs?: number },
 ];
 
 /**
  * A job runner of its own on the app's database (an app started without workers works no jobs),
- * finding jobs by a quick poll, its jobs' heartbeat pg-boss's shortest (10 s); `beforeJobStatement`
+ * finding jobs by a quick poll (or every `pollMs`), hearing the wake-ups of its own process only (or
+ * those `bus` carries), its jobs' heartbeat pg-boss's shortest (10 s); `beforeJobStatement`
  * runs before each of pg-boss's statements is sent (a statement it throws at is not).
  */
 export async function startJobRunner(
@@ -49,8 +50,8 @@ export async function startJobRunner(
     db: app.container.db,
     logger: pino({ level: 'silent' }),
     metrics: runnerOptions.metrics ?? createMetrics(),
-    bus: createProcessBus({ logger: pino({ level: 'silent' }) }),
-    pollMs: 100,
+    bus: runnerOptions.bus ?? createProcessBus({ logger: pino({ level: 'silent' }) }),
+    pollMs: runnerOptions.pollMs ?? 100,
     heartbeatSeconds: 10,
     abandonAfterMs: runnerOptions.abandonAfterMs,
   });
