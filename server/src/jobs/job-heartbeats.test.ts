@@ -1,17 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, it, type TestContext } from 'vitest';
 import { eventually } from '../../test/helpers/eventually.ts';
 import { failElsewhere, jobsOfAction, startJobRunner, STOP_GRACE_MS } from '../../test/helpers/jobs.ts';
 import { startTestApp, type TestApp } from '../../test/helpers/test-app.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { jobQueues } from './registry.ts';
 
-let app: TestApp;
-beforeAll(async () => {
-  app = await startTestApp({ RUN_WORKERS: 'false' }, { workers: false });
-});
-afterAll(async () => app?.close());
+/**
+ * A database of the test's own, whose app runs no workers: the tests run at once (each waits out pg-boss's
+ * 10 s heartbeat or a part of it), and a runner of one test must not take another's jobs.
+ */
+async function ownApp(context: TestContext): Promise<TestApp> {
+  const app = await startTestApp({ RUN_WORKERS: 'false' }, { workers: false });
+  context.onTestFinished(() => app.close());
+  return app;
+}
 
 const queue = 'approvals.slack-update';
 
@@ -19,7 +23,7 @@ const queue = 'approvals.slack-update';
  * A runner whose process dies once it runs a job of `actionId`: from then on nothing of it reaches
  * pg-boss's tables (its heartbeat neither), and it renews no lease. `end` lets the hung run go.
  */
-async function startDyingRunner(actionId: string) {
+async function startDyingRunner(app: TestApp, actionId: string) {
   let dead = false;
   let end: () => void = () => {};
   const runner = await startJobRunner(app, async () => {
@@ -45,11 +49,13 @@ interface Run {
   endedAt?: number;
 }
 
-describe('job heartbeats', () => {
-  it("a job whose worker died runs again once its heartbeat stops, long before its expiry; a live worker's long job keeps its key", async () => {
+describe.concurrent('job heartbeats', () => {
+  it("a job whose worker died runs again once its heartbeat stops, long before its expiry; a live worker's long job keeps its key", async (context) => {
+    const app = await ownApp(context);
+    const { expect } = context;
     const { expireInSeconds } = jobQueues[queue].options;
     const [orphaned, long] = [randomUUID(), randomUUID()];
-    const dying = await startDyingRunner(orphaned);
+    const dying = await startDyingRunner(app, orphaned);
     // The other process's pg-boss looks for stale heartbeats every second (its default: every minute).
     const alive = await startJobRunner(app, undefined, { monitorIntervalSeconds: 1, superviseIntervalSeconds: 1 });
     const runs: Run[] = [];
@@ -107,10 +113,12 @@ describe('job heartbeats', () => {
     }
   }, 120_000);
 
-  it("a job put off by a holder that died runs once the holder's lease goes a heartbeat unrenewed, not at the holder's expiry", async () => {
+  it("a job put off by a holder that died runs once the holder's lease goes a heartbeat unrenewed, not at the holder's expiry", async (context) => {
+    const app = await ownApp(context);
+    const { expect } = context;
     const { expireInSeconds } = jobQueues[queue].options;
     const actionId = randomUUID();
-    const dying = await startDyingRunner(actionId);
+    const dying = await startDyingRunner(app, actionId);
     const alive = await startJobRunner(app);
     const runs: Run[] = [];
     try {
@@ -134,7 +142,9 @@ describe('job heartbeats', () => {
     }
   }, 60_000);
 
-  it("a running job's signal aborts once its attempt no longer has the job (failed elsewhere, as past its expiry); its retry runs it", async () => {
+  it("a running job's signal aborts once its attempt no longer has the job (failed elsewhere, as past its expiry); its retry runs it", async (context) => {
+    const app = await ownApp(context);
+    const { expect, onTestFinished } = context;
     const actionId = randomUUID();
     const runner = await startJobRunner(app);
     onTestFinished(() => runner.stop(STOP_GRACE_MS));
@@ -161,7 +171,9 @@ describe('job heartbeats', () => {
     );
   }, 60_000);
 
-  it('a job whose handler does not stop at its signal counts as abandoned when its slot is freed, and its late end records nothing', async () => {
+  it('a job whose handler does not stop at its signal counts as abandoned when its slot is freed, and its late end records nothing', async (context) => {
+    const app = await ownApp(context);
+    const { expect, onTestFinished } = context;
     // A queue that holds no lease per key: the retry runs as soon as it is due, beside the abandoned handler.
     const plain = 'email.lookup-message-id';
     const messageRowId = randomUUID();
@@ -205,7 +217,9 @@ describe('job heartbeats', () => {
     expect(await timed()).toBe(2);
   }, 60_000);
 
-  it('a start sets the heartbeat on a queue an earlier build made without it, and writes nothing where the options match', async () => {
+  it('a start sets the heartbeat on a queue an earlier build made without it, and writes nothing where the options match', async (context) => {
+    const app = await ownApp(context);
+    const { expect } = context;
     const { db } = app.container;
     const queueRow = async () =>
       (
