@@ -73,7 +73,7 @@ export function createOutboundMail(deps: {
       (email) => (email?.message_id ? (normalizeMessageId(email.message_id) ?? null) : null),
       () => null,
     );
-    const sent = await outboundRepo.markSent(deps.db, message.id, { providerEmailId, providerMessageId });
+    const sent = { ...message, ...(await outboundRepo.markSent(deps.db, message.id, { providerEmailId, providerMessageId })) };
     if (!providerMessageId) {
       await deps.jobs.enqueue(
         'email.lookup-message-id',

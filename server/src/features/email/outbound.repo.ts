@@ -46,7 +46,9 @@ const markSent = queryTemplate((db, sent: { id: string; providerEmailId: string;
       updatedAt: sql<Date>`now()`,
     })
     .where('id', '=', sent.id)
-    .returningAll(),
+    // What this may have changed (a delivery event may have moved the status on first); the rest, the
+    // bodies among it, is as the caller stored it.
+    .returning(['status', 'statusDetail', 'providerEmailId', 'providerMessageId', 'sealedExtras', 'sentAt', 'updatedAt']),
 );
 
 /** A message failed, with why: what a send keeps sealed for its retry goes with it. */
