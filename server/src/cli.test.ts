@@ -68,7 +68,7 @@ describe('agent-platform CLI', () => {
   );
 
   it(
-    'says on stderr that it generated a development key; a mistyped command or bad arguments write nothing; a start after orgs create names that org',
+    'says on stderr that it generated a development key; a mistyped command, bad arguments or the OpenAPI document write nothing; a start after orgs create names that org',
     async () => {
       const fresh = mkdtempSync(join(tmpdir(), 'ap-cli-key-'));
       // Its own database on PostgreSQL: the other tests' server must find no org and no user.
@@ -80,6 +80,17 @@ describe('agent-platform CLI', () => {
         const keyFile = join(fresh, 'master.key');
         expect(run('frobnicate').status).toBe(1);
         expect(run('orgs', 'create', '--slug', 'beta').stderr).toMatch(/Missing --name/);
+        // The OpenAPI document is printed alone on stdout, and needs no key.
+        const openapi = run('openapi');
+        expect(openapi.status, openapi.stderr).toBe(0);
+        expect(JSON.parse(openapi.stdout)).toMatchObject({ openapi: expect.stringMatching(/^3\./), paths: expect.any(Object) });
+        // A reader that stops early (`| head`) ends it quietly: the document (700 kB) outlasts the pipe's buffer.
+        const cut = spawn(process.execPath, [CLI, 'openapi'], { env: ownEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+        let cutStderr = '';
+        cut.stderr!.on('data', (chunk) => (cutStderr += chunk));
+        cut.stdout!.once('data', () => cut.stdout!.destroy());
+        expect(await new Promise((resolve) => cut.once('exit', resolve))).toBe(0);
+        expect(cutStderr).toBe('');
         expect(existsSync(keyFile)).toBe(false);
         const created = run('orgs', 'create', '--slug', 'beta', '--name', 'Beta');
         expect(created.status, created.stderr).toBe(0);
