@@ -177,9 +177,58 @@ export function causesOf(error: unknown): Error[] {
 export function describe(error: unknown): string {
   const parts: string[] = [];
   for (let cause: unknown = error; cause && parts.length < 4; cause = (cause as Error).cause) {
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = withShapeSummarized(cause instanceof Error ? cause.message : String(cause));
     if (message && !parts.some((part) => part.includes(message))) parts.push(message);
     if (!(cause instanceof Error)) break;
   }
   return (parts.join(': ') || 'unknown error').slice(0, 1000);
+}
+
+interface SchemaIssue {
+  code: string;
+  path: PropertyKey[];
+  message: string;
+  errors?: SchemaIssue[][];
+}
+
+const isSchemaIssue = (value: unknown): value is SchemaIssue =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as SchemaIssue).code === 'string' &&
+  typeof (value as SchemaIssue).message === 'string' &&
+  Array.isArray((value as SchemaIssue).path);
+
+/**
+ * The SDK says an answer of the wrong shape with its schema check's issues as pretty-printed JSON (a
+ * union's every branch included: a kilobyte of it for one wrong field), which then reaches people
+ * and the model. Said instead in a line: the first few fields and what is wrong with each.
+ */
+function withShapeSummarized(message: string): string {
+  const start = message.search(/\[\s*\{/);
+  const end = message.lastIndexOf(']');
+  if (start < 0 || end < start) return message;
+  let issues: unknown;
+  try {
+    issues = JSON.parse(message.slice(start, end + 1));
+  } catch {
+    return message;
+  }
+  if (!Array.isArray(issues) || issues.length === 0 || !issues.every(isSchemaIssue)) return message;
+  const leaves = leafIssues(issues, []);
+  const said = leaves.slice(0, 3).map(({ path, message: what }) => `${path.map(String).join('.') || 'the answer'}: ${what}`);
+  if (leaves.length > 3) said.push(`and ${leaves.length - 3} more`);
+  return `${message.slice(0, start)}the answer does not have MCP's shape (${said.join('; ')})${message.slice(end + 1)}`;
+}
+
+/** The issues under a union: those of its closest branch (the one with the fewest), under the union's path. */
+function leafIssues(issues: SchemaIssue[], prefix: PropertyKey[]): SchemaIssue[] {
+  return issues.flatMap((issue) => {
+    const path = [...prefix, ...issue.path];
+    const branches = (issue.errors ?? []).filter((branch) => branch.length > 0 && branch.every(isSchemaIssue));
+    if (issue.code !== 'invalid_union' || branches.length === 0) return [{ ...issue, path }];
+    return leafIssues(
+      branches.reduce((closest, branch) => (branch.length < closest.length ? branch : closest)),
+      path,
+    );
+  });
 }

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitForAction } from '../../../test/helpers/actions.ts';
@@ -7,6 +9,7 @@ import { type FakeModel, useAppWithModel } from '../../../test/helpers/model-app
 import { type ScriptedMcpServer, scriptedTool, startScriptedMcpServer } from '../../../test/helpers/scripted-mcp-server.ts';
 import type { TestApp } from '../../../test/helpers/test-app.ts';
 import { setupWebhook } from '../../../test/helpers/webhooks.ts';
+import { createTenant } from '../../../test/helpers/factories.ts';
 
 let app: TestApp;
 let model: FakeModel;
@@ -78,6 +81,41 @@ describe('an MCP server whose answers the database cannot hold as they are', () 
       expect(said).toMatch(/it may or may not have done it/);
       expect(said).not.toMatch(/could not be reached|Maximum call stack/);
     }
+  });
+});
+
+describe('an answer that does not have the shape MCP gives it', () => {
+  it("a JSON API that is not an MCP server: refused with what is wrong, in a line, not the schema check's dump", async () => {
+    // What pointing at the wrong path of a JSON API gives: 200, JSON, no JSON-RPC.
+    const api = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"cmpl-1","object":"chat.completion"}'),
+    );
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    try {
+      const { org, token } = await createTenant(app);
+      const url = `http://127.0.0.1:${(api.address() as AddressInfo).port}/v1`;
+      const response = await app.request('POST', `/orgs/${org.slug}/mcp-servers/test`, { token, body: { name: 'api', url } });
+      expect(response.status).toBe(422);
+      const { code, error } = await response.json();
+      expect(code).toBe('mcp_protocol');
+      expect(error).toMatch(
+        /^The server at .* did not answer as an MCP server: the answer does not have MCP's shape \(jsonrpc: /,
+      );
+      expect(error).not.toMatch(/\n|"code"|invalid_union/);
+      expect(error.length).toBeLessThan(400);
+    } finally {
+      await new Promise<void>((resolve) => api.close(() => resolve()));
+    }
+  });
+
+  it('a tool result of the wrong shape: the call failed, said in a line, and may have been done', async () => {
+    const { row, server } = await refundRun('{"content":"refunded"}');
+    expect(server.calls).toHaveLength(1);
+    const [call] = row.execution.toolCalls;
+    expect(call.status).toBe('failed');
+    const said = JSON.stringify(call.output.value);
+    expect(said).toMatch(/the answer does not have MCP's shape \(content: /);
+    expect(said).not.toMatch(/\\n|invalid_union|"code"/);
   });
 });
 
