@@ -27,7 +27,10 @@ function jsonSchemaProblem(schema: Record<string, unknown>, value: unknown): str
   }
   if (validate(value)) return undefined;
   const [error] = validate.errors ?? [];
-  return error ? `${error.instancePath || '/'} ${error.message ?? 'is not valid'}` : 'not valid';
+  if (!error) return 'not valid';
+  // A missing argument is named as the field it is (Ajv says it of the object that lacks it, at "/").
+  if (error.keyword === 'required') return `${error.instancePath}/${String(error.params.missingProperty)} is required`;
+  return `${error.instancePath || '/'} ${error.message ?? 'is not valid'}`;
 }
 
 /**
