@@ -27,10 +27,12 @@ function jsonSchemaProblem(schema: Record<string, unknown>, value: unknown): str
   }
   if (validate(value)) return undefined;
   const [error] = validate.errors ?? [];
-  if (!error) return 'not valid';
-  // A missing argument is named as the field it is (Ajv says it of the object that lacks it, at "/").
+  if (!error) return ' are not valid';
+  // A missing or unknown argument is named as the field it is (Ajv says it of the object around it).
   if (error.keyword === 'required') return `${error.instancePath}/${String(error.params.missingProperty)} is required`;
-  return `${error.instancePath || '/'} ${error.message ?? 'is not valid'}`;
+  if (error.keyword === 'additionalProperties')
+    return `${error.instancePath}/${String(error.params.additionalProperty)} is not an argument the tool takes`;
+  return `${error.instancePath} ${error.message ?? 'is not valid'}`;
 }
 
 /**
@@ -54,7 +56,8 @@ export function checkEditedArguments(
     }
   } else if (tool.inputJsonSchema) {
     const problem = jsonSchemaProblem(tool.inputJsonSchema, args);
-    if (problem) throw new AppError('validation_failed', `body/arguments${problem.startsWith('/') ? '' : ' '}${problem}`);
+    // "/amount must be number", "/orderId is required", or " must be object" (the arguments as a whole).
+    if (problem) throw new AppError('validation_failed', `body/arguments${problem}`);
   }
   const refusing = decisiveRule(rule.argumentRules, toolName, args);
   if (refusing?.rule.mode === 'deny')
