@@ -26,7 +26,7 @@ describe("an approver's edited arguments against an MCP tool's JSON Schema", () 
     properties: {
       orderId: { type: 'string' },
       amount: { type: 'number' },
-      address: { type: 'object', properties: { zip: { type: 'string' } }, required: ['zip'] },
+      address: { type: 'object', properties: { zip: { type: 'string' } }, required: ['zip'], additionalProperties: false },
     },
     required: ['orderId', 'amount'],
     additionalProperties: false,
@@ -36,9 +36,12 @@ describe("an approver's edited arguments against an MCP tool's JSON Schema", () 
     expect(refusal(strict, { orderId: 'A-1', amount: 'lots' })).toBe('body/arguments/amount must be number');
     expect(refusal(strict, { orderId: 'A-1' })).toBe('body/arguments/amount is required');
     expect(refusal(strict, { orderId: 'A-1', amount: 5, note: 'x' })).toBe(
-      'body/arguments/note is not an argument the tool takes',
+      "body/arguments/note is not in the tool's input schema",
     );
     expect(refusal(strict, { orderId: 'A-1', amount: 5, address: {} })).toBe('body/arguments/address/zip is required');
+    expect(refusal(strict, { orderId: 'A-1', amount: 5, address: { zip: '1', floor: 2 } })).toBe(
+      "body/arguments/address/floor is not in the tool's input schema",
+    );
   });
 
   it('says what is wrong with the arguments as a whole without a dangling slash', () => {

@@ -28,10 +28,10 @@ function jsonSchemaProblem(schema: Record<string, unknown>, value: unknown): str
   if (validate(value)) return undefined;
   const [error] = validate.errors ?? [];
   if (!error) return ' are not valid';
-  // A missing or unknown argument is named as the field it is (Ajv says it of the object around it).
+  // A missing or unknown argument is named as the field it is, at any depth (Ajv says it of the object around it).
   if (error.keyword === 'required') return `${error.instancePath}/${String(error.params.missingProperty)} is required`;
   if (error.keyword === 'additionalProperties')
-    return `${error.instancePath}/${String(error.params.additionalProperty)} is not an argument the tool takes`;
+    return `${error.instancePath}/${String(error.params.additionalProperty)} is not in the tool's input schema`;
   return `${error.instancePath} ${error.message ?? 'is not valid'}`;
 }
 
