@@ -30,8 +30,9 @@ Commands:
 
 /** The key of the throwaway in-memory database `openapi` builds its routes on: nothing is sealed with it. */
 const DOCUMENT_ONLY_KEY = 'openapi-document-only-no-secrets-are-sealed';
-const unknownCommand = (command: string) => new UsageError(`Unknown command: ${command}`);
-const COMMANDS = new Set(['serve', 'worker', 'migrate', 'openapi', 'orgs', 'users']);
+const COMMANDS = ['serve', 'worker', 'migrate', 'openapi', 'orgs', 'users'] as const;
+/** One of the commands `main` switches on: the compiler checks that it handles each of them. */
+const isCommand = (command: string): command is (typeof COMMANDS)[number] => (COMMANDS as readonly string[]).includes(command);
 
 /** Whoever opens the embedded database holds its data directory's socket first (see admin-socket.ts). */
 const lockIfEmbedded = (config: Config) => (config.databaseUrl ? undefined : lockEmbeddedDatabase(config.dataDir));
@@ -43,7 +44,7 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1;
   }
   // Before the configuration is read: a mistyped command writes nothing (no development key) to the data directory.
-  if (!COMMANDS.has(command)) throw unknownCommand(command);
+  if (!isCommand(command)) throw new UsageError(`Unknown command: ${command}`);
   if (command === 'orgs' || command === 'users') parseAdminCommand(argv);
   // The OpenAPI document needs no master key (printOpenApiDocument), so none is generated for it.
   const config = loadConfig(command === 'openapi' ? { ...process.env, ENCRYPTION_MASTER_KEY: DOCUMENT_ONLY_KEY } : process.env);
@@ -82,8 +83,6 @@ async function main(argv: string[]): Promise<number> {
     case 'orgs':
     case 'users':
       return adminCommand(config, argv);
-    default:
-      throw unknownCommand(command);
   }
 }
 
