@@ -111,6 +111,9 @@ interface PhaseResult {
   maxBehind: number;
   p50: number;
   p99: number;
+  /** The p50 of the two parts of the latency: commit -> the first attempt's start (the signal, the claim), and that start -> receipt. */
+  p50ToAttempt: number;
+  p50AttemptToReceipt: number;
   /** Per delivery, from the first commit to the last receipt: the server (its dispatcher), PostgreSQL, and the machine left idle. */
   cpu: CpuPerRequest | undefined;
   /** Per delivery, the CPU of this process (the producer) and the receiver, which share the machine with the service. */
@@ -233,7 +236,16 @@ async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
         states.set(key, (states.get(key) ?? 0) + 1);
       }
       console.log(`  deliveries by state         : ${[...states].map(([key, count]) => `${count} ${key}`).join(', ')}`);
+      // Where the latency goes: the first attempt's start is stamped by the server's clock, to the millisecond.
+      const firstAttempts = await producer.db
+        .selectFrom('callbackAttempts')
+        .select(['deliveryId', (eb) => eb.fn.min('attemptedAt').as('attemptedAt')])
+        .groupBy('deliveryId')
+        .execute();
+      const attemptedAt = new Map(firstAttempts.map((row) => [row.deliveryId, new Date(row.attemptedAt).getTime()]));
       const latencies: number[] = [];
+      const toAttempt: number[] = [];
+      const attemptToReceipt: number[] = [];
       let last = 0;
       for (const delivery of deliveries) {
         const received = arrivals.get(delivery.id);
@@ -241,8 +253,12 @@ async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
         if (received === undefined || at === undefined) continue;
         latencies.push(received - at);
         last = Math.max(last, received);
+        const started = attemptedAt.get(delivery.id);
+        if (started === undefined) continue;
+        toAttempt.push(started - at);
+        attemptToReceipt.push(received - started);
       }
-      latencies.sort((a, b) => a - b);
+      for (const values of [latencies, toAttempt, attemptToReceipt]) values.sort((a, b) => a - b);
       return {
         committedPerSecond: committedAt.size / DURATION,
         deliveriesPerSecond: latencies.length / ((last - begin) / 1000),
@@ -252,6 +268,8 @@ async function phase(endpoints: number, rate: number): Promise<PhaseResult> {
         maxBehind,
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
+        p50ToAttempt: percentile(toAttempt, 50),
+        p50AttemptToReceipt: percentile(attemptToReceipt, 50),
         cpu: cpuBefore && cpuAfter ? cpuPerRequest(cpuBefore, cpuAfter, latencies.length) : undefined,
         loadUs: Math.round(((loadAfter - loadBefore) * 1e6) / latencies.length),
       };
@@ -273,7 +291,10 @@ const printPhase = (title: string, result: PhaseResult, baseline: number) => {
   console.log(
     `  callbacks delivered         : ${fmt(result.deliveriesPerSecond).padStart(6)} deliveries/s (${result.delivered} of ${result.expected}) = ${percent(result.deliveriesPerSecond / baseline)} of the bare client`,
   );
-  console.log(`  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms`);
+  console.log(
+    `  commit -> receipt           : p50 ${result.p50.toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms ` +
+      `(p50 commit -> attempt ${result.p50ToAttempt.toFixed(1)} ms, attempt -> receipt ${result.p50AttemptToReceipt.toFixed(1)} ms)`,
+  );
   if (result.cpu)
     console.log(
       `  CPU per delivery            : server ${result.cpu.serverUs} us, PostgreSQL ${result.cpu.postgresUs} us (with the transition's commit), producer and receiver ${result.loadUs} us; machine ${result.cpu.idlePercent}% idle`,
