@@ -1224,7 +1224,7 @@ export interface paths {
         };
         /** The org's email integration (hints of its secrets only) and its sender domain's last known status */
         get: operations["getEmailIntegration"];
-        /** Save the email integration (the API key and webhook secret are encrypted and never shown again) */
+        /** Save the email integration (the API key and webhook secret are encrypted and never shown again; left out, the saved ones are kept) */
         put: operations["saveEmailIntegration"];
         post?: never;
         /** Remove the email integration */
@@ -9950,8 +9950,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The provider's API key (full access: inbound email reads domains and received mail) */
-                    apiKey: string;
+                    /** @description The provider's API key (full access: inbound email reads domains and received mail); left out, the saved one is kept */
+                    apiKey?: string;
                     /**
                      * Format: email
                      * @description The default sender, on a verified domain
@@ -9959,8 +9959,8 @@ export interface operations {
                     fromEmail: string;
                     /** @description The display name of the default sender */
                     fromName?: string | null;
-                    /** @description The signing secret of the provider's webhook that posts to /webhooks/mail */
-                    webhookSecret: string;
+                    /** @description The signing secret of the provider's webhook that posts to /webhooks/mail; left out, the saved one is kept */
+                    webhookSecret?: string;
                 };
             };
         };
@@ -10100,8 +10100,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description The provider's API key (full access: inbound email reads domains and received mail) */
-                    apiKey: string;
+                    /** @description The provider's API key (full access: inbound email reads domains and received mail); left out, the saved one is kept */
+                    apiKey?: string;
                     /**
                      * Format: email
                      * @description The default sender, on a verified domain
@@ -10109,8 +10109,8 @@ export interface operations {
                     fromEmail: string;
                     /** @description The display name of the default sender */
                     fromName?: string | null;
-                    /** @description The signing secret of the provider's webhook that posts to /webhooks/mail */
-                    webhookSecret: string;
+                    /** @description The signing secret of the provider's webhook that posts to /webhooks/mail; left out, the saved one is kept */
+                    webhookSecret?: string;
                 } | Record<string, never>;
             };
         };

@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 describe('the console: email', () => {
-  it('shows a thread with its sanitized HTML in a sandboxed frame that loads nothing, and tests the integration before saving', async () => {
+  it('shows a thread with its sanitized HTML in a sandboxed frame that loads nothing, tests the integration before saving, and changes its sender alone', async () => {
     const org = await setUpEmailOrg(app, provider, { agentTools: ['sendEmail'] });
     const customer = `bob-${crypto.randomUUID().slice(0, 6)}@customer.test`;
     const received = provider.receive({
@@ -104,6 +104,27 @@ describe('the console: email', () => {
       await page.getByRole('button', { name: 'Save' }).click();
       await page.getByText('Email integration saved').waitFor();
     });
+
+    await step(page, 'change the sender alone: the saved key and secret are kept', async () => {
+      // The form holds the sender as saved; the key and the secret fields are empty, and say so.
+      expect(await page.getByLabel('From email').inputValue()).toBe(`agents@${org.domain}`);
+      expect(await page.getByLabel('API key').inputValue()).toBe('');
+      expect(await page.getByLabel('API key').getAttribute('placeholder')).toMatch(
+        /^Saved \(\.\.\..{4}\): leave empty to keep it$/,
+      );
+      await page.getByLabel('From name').fill('Help team');
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      await page.getByText('Connection works').waitFor();
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText(`From: Help team <agents@${org.domain}>`).waitFor();
+    });
+    const kept = await app.container.db
+      .selectFrom('emailIntegrations')
+      .selectAll()
+      .where('orgId', '=', org.org.id)
+      .executeTakeFirstOrThrow();
+    expect(app.container.box.decrypt(kept.apiKeyEncrypted)).toBe(org.apiKey);
+    expect(app.container.box.decrypt(kept.webhookSecretEncrypted)).toBe(org.webhook.secret);
 
     const quoter = await (await org.api('POST', '/agents', { name: 'Quoter', instructions: 'Quote.', tools: [] })).json();
     const lead = await createUser(app, { role: 'Guest', org: org.org.slug });

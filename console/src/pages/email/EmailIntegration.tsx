@@ -8,14 +8,22 @@ import { formatTime } from '../../lib/format';
 import { keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
 
-const integrationSchema = z.object({
-  apiKey: z.string().min(8, 'The provider API key').max(500),
-  fromEmail: z.email('An address on a verified domain').max(320),
-  fromName: z.string().max(200),
-  webhookSecret: z.string().min(1, "The signing secret of the provider's webhook"),
+/** With an integration saved, an empty key or secret keeps the saved one (the provider shows a key once). */
+const integrationSchema = (saved: boolean) =>
+  z.object({
+    apiKey: saved ? z.string().max(500) : z.string().min(8, 'The provider API key').max(500),
+    fromEmail: z.email('An address on a verified domain').max(320),
+    fromName: z.string().max(200),
+    webhookSecret: saved ? z.string() : z.string().min(1, "The signing secret of the provider's webhook"),
+  });
+type IntegrationValues = z.infer<ReturnType<typeof integrationSchema>>;
+const toBody = ({ apiKey, webhookSecret, fromEmail, fromName }: IntegrationValues) => ({
+  fromEmail,
+  fromName: fromName.trim() || null,
+  ...(apiKey.trim() && { apiKey }),
+  ...(webhookSecret.trim() && { webhookSecret }),
 });
-type IntegrationValues = z.infer<typeof integrationSchema>;
-const toBody = (values: IntegrationValues) => ({ ...values, fromName: values.fromName.trim() || null });
+const keepHint = (hint: string | null | undefined) => (hint ? `Saved (${hint}): leave empty to keep it` : undefined);
 
 /**
  * Spec 4.3.3: the org's email provider. The connection test checks the key, the sender's domain and
@@ -28,9 +36,15 @@ export function EmailIntegration({ org }: { org: string }) {
     queryKey,
     queryFn: () => unwrap(api.GET('/orgs/{org}/email/integration', { params: { path: { org } } })),
   });
+  const saved = current.data;
+  const configured = saved?.configured ?? false;
+  // The sender as saved, to change in place; the key and the secret are never shown again.
+  const savedValues = { apiKey: '', fromEmail: saved?.fromEmail ?? '', fromName: saved?.fromName ?? '', webhookSecret: '' };
   const form = useForm<IntegrationValues>({
-    resolver: zodResolver(integrationSchema),
-    defaultValues: { apiKey: '', fromEmail: '', fromName: '', webhookSecret: '' },
+    resolver: zodResolver(integrationSchema(configured)),
+    defaultValues: savedValues,
+    values: savedValues,
+    resetOptions: { keepDirtyValues: true },
   });
   const test = useMutation({
     mutationFn: (values: IntegrationValues) =>
@@ -40,8 +54,11 @@ export function EmailIntegration({ org }: { org: string }) {
   const save = useMutation({
     mutationFn: (values: IntegrationValues) =>
       unwrap(api.PUT('/orgs/{org}/email/integration', { params: { path: { org } }, body: toBody(values) })),
-    onSuccess: () => {
-      form.reset();
+    onSuccess: (integration) => {
+      queryClient.setQueryData(queryKey, integration);
+      // Back to the sender as saved (the form's values), the key and secret fields emptied: what was typed
+      // is not kept here, as it is when the saved integration arrives (resetOptions).
+      form.reset(undefined, { keepDirtyValues: false });
       test.reset();
       succeeded('Email integration saved');
     },
@@ -49,12 +66,17 @@ export function EmailIntegration({ org }: { org: string }) {
     onSettled: () => void queryClient.invalidateQueries({ queryKey }),
   });
   const errors = form.formState.errors;
-  const saved = current.data;
   return (
     <SimpleGrid cols={{ base: 1, lg: 2 }}>
       <form onSubmit={form.handleSubmit((values) => test.mutate(values))} noValidate>
         <Stack>
-          <PasswordInput label="API key" autoComplete="off" {...form.register('apiKey')} error={errors.apiKey?.message} />
+          <PasswordInput
+            label="API key"
+            placeholder={keepHint(configured ? saved?.apiKeyHint : null)}
+            autoComplete="off"
+            {...form.register('apiKey')}
+            error={errors.apiKey?.message}
+          />
           <Group grow>
             <TextInput label="From email" {...form.register('fromEmail')} error={errors.fromEmail?.message} />
             <TextInput label="From name" {...form.register('fromName')} />
@@ -62,6 +84,7 @@ export function EmailIntegration({ org }: { org: string }) {
           <PasswordInput
             label="Webhook secret"
             description="The signing secret of the provider's webhook to /webhooks/mail"
+            placeholder={keepHint(configured ? saved?.webhookSecretHint : null)}
             autoComplete="off"
             {...form.register('webhookSecret')}
             error={errors.webhookSecret?.message}

@@ -14,7 +14,7 @@ import type { EmailIntegrationService } from './email-integration.service.ts';
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
 /** The integration to test before saving it, or nothing: the saved one. */
 const testBody = z.union([emailIntegrationInput, z.object({}).strict()]).prefault({});
-const isIntegration = (body: z.output<typeof testBody>): body is EmailIntegrationInput => 'apiKey' in body;
+const isIntegration = (body: z.output<typeof testBody>): body is EmailIntegrationInput => 'fromEmail' in body;
 
 export function emailIntegrationRoutes(deps: {
   emailIntegration: EmailIntegrationService;
@@ -45,7 +45,9 @@ export function emailIntegrationRoutes(deps: {
         schema: {
           operationId: 'saveEmailIntegration',
           ...common,
-          summary: 'Save the email integration (the API key and webhook secret are encrypted and never shown again)',
+          summary:
+            'Save the email integration (the API key and webhook secret are encrypted and never shown again; left out, ' +
+            'the saved ones are kept)',
           params: orgParams,
           body: emailIntegrationInput,
           response: { 200: emailIntegrationSchema, ...errors },

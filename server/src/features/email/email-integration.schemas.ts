@@ -6,22 +6,33 @@ const signingSecret = z
   .trim()
   .regex(/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/, 'the webhook signing secret the provider shows: whsec_ followed by base64');
 
+/**
+ * The integration as saved or tested. The key and the secret may be left out where an integration is saved:
+ * the saved ones are kept (a change of the sender does not need them again; the provider shows a key once).
+ */
 export const emailIntegrationInput = z.object({
   apiKey: z
     .string()
     .trim()
     .min(8)
     .max(500)
-    .describe("The provider's API key (full access: inbound email reads domains and received mail)"),
+    .optional()
+    .describe(
+      "The provider's API key (full access: inbound email reads domains and received mail); left out, the saved one is kept",
+    ),
   fromEmail: z
     .email()
     .max(320)
     .transform((address) => address.toLowerCase())
     .describe('The default sender, on a verified domain'),
   fromName: z.string().trim().min(1).max(200).nullish().describe('The display name of the default sender'),
-  webhookSecret: signingSecret.describe("The signing secret of the provider's webhook that posts to /webhooks/mail"),
+  webhookSecret: signingSecret
+    .optional()
+    .describe("The signing secret of the provider's webhook that posts to /webhooks/mail; left out, the saved one is kept"),
 });
 export type EmailIntegrationInput = z.output<typeof emailIntegrationInput>;
+/** The input with its key and secret, given or kept. */
+export type CompleteEmailIntegration = EmailIntegrationInput & { apiKey: string; webhookSecret: string };
 
 export const emailIntegrationSchema = z
   .object({

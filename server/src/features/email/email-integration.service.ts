@@ -7,7 +7,12 @@ import type { SecretBox } from '../../lib/crypto.ts';
 import type { ProcessBus } from '../../lib/process-bus.ts';
 import { AppError, domainNotVerified, emailNotConfigured, notFound } from '../../lib/errors.ts';
 import { domainOf } from './email-content.ts';
-import type { ConnectionTest, EmailIntegrationInput, PublicEmailIntegration } from './email-integration.schemas.ts';
+import type {
+  CompleteEmailIntegration,
+  ConnectionTest,
+  EmailIntegrationInput,
+  PublicEmailIntegration,
+} from './email-integration.schemas.ts';
 import { inboxRoutesChanged } from './inbox-routes.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { type MailClient, type MailDomain, MailProviderError } from './mail-client.ts';
@@ -137,11 +142,31 @@ export function createEmailIntegrationService(deps: {
     return (await emailIntegrationRepo.recordDomainCheck(deps.db, row.orgId, row.fromEmail, check)) ?? row;
   }
 
+  /** The input with the saved key and secret where it leaves them out; 400 naming the field when nothing is saved. */
+  async function withSaved(orgId: string, input: EmailIntegrationInput): Promise<CompleteEmailIntegration> {
+    const { apiKey, webhookSecret } = input;
+    if (apiKey !== undefined && webhookSecret !== undefined) return { ...input, apiKey, webhookSecret };
+    const row = await emailIntegrationRepo.find(deps.db, orgId);
+    if (!row) {
+      const missing = apiKey === undefined ? 'apiKey' : 'webhookSecret';
+      throw new AppError('validation_failed', `body/${missing}: required: no integration is saved to keep it from`);
+    }
+    return {
+      ...input,
+      apiKey: apiKey ?? deps.box.decrypt(row.apiKeyEncrypted),
+      webhookSecret: webhookSecret ?? deps.box.decrypt(row.webhookSecretEncrypted),
+    };
+  }
+
   return {
     get: async (orgId: string) => toPublic(await emailIntegrationRepo.find(deps.db, orgId)),
 
-    /** Saves the integration, then asks the provider about the sender's domain (its answer is shown, not required). */
-    async save(orgId: string, input: EmailIntegrationInput): Promise<PublicEmailIntegration> {
+    /**
+     * Saves the integration (the saved key and secret kept where the input leaves them out), then asks the
+     * provider about the sender's domain (its answer is shown, not required).
+     */
+    async save(orgId: string, change: EmailIntegrationInput): Promise<PublicEmailIntegration> {
+      const input = await withSaved(orgId, change);
       forgetVerified(orgId);
       const row = await emailIntegrationRepo.upsert(deps.db, {
         orgId,
@@ -195,9 +220,15 @@ export function createEmailIntegrationService(deps: {
       await inboxRoutesChanged.integration(deps.bus, orgId);
     },
 
-    /** The connection test, of `input` before it is saved, or else of the saved integration (whose domain status it updates). */
-    async test(orgId: string, input: EmailIntegrationInput | undefined): Promise<ConnectionTest> {
-      if (input) return judge(input.fromEmail, await domainsWith(input.apiKey));
+    /**
+     * The connection test, of `input` before it is saved (with the saved key where it leaves it out), or else
+     * of the saved integration (whose domain status it updates).
+     */
+    async test(orgId: string, change: EmailIntegrationInput | undefined): Promise<ConnectionTest> {
+      if (change) {
+        const input = await withSaved(orgId, change);
+        return judge(input.fromEmail, await domainsWith(input.apiKey));
+      }
       const row = await emailIntegrationRepo.find(deps.db, orgId);
       if (!row) throw emailNotConfigured();
       const domains = await domainsWith(deps.box.decrypt(row.apiKeyEncrypted));

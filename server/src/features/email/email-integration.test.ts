@@ -125,6 +125,62 @@ describe('email integration', () => {
     expect((await (await test()).json()).ok).toBe(true);
   });
 
+  it('keeps the saved key and secret where a change leaves them out, and says which is missing when none is saved', async () => {
+    const { org, token } = await createTenant(app);
+    const base = `/orgs/${org.slug}/email/integration`;
+    const apiKey = newKey({ domains: [{ name: 'mail.example.com' }] });
+    await app.request('PUT', base, { token, body: integration(apiKey) });
+    const stored = () =>
+      app.container.db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', org.id).executeTakeFirstOrThrow();
+
+    // A new sender alone: the saved key checks its domain, and both secrets stay as they were.
+    const renamed = await app.request('PUT', base, {
+      token,
+      body: { fromEmail: 'support@mail.example.com', fromName: 'Support' },
+    });
+    expect(renamed.status).toBe(200);
+    expect(await renamed.json()).toMatchObject({
+      fromEmail: 'support@mail.example.com',
+      fromName: 'Support',
+      apiKeyHint: `...${apiKey.slice(-4)}`,
+      webhookSecretHint: `...${SECRET.slice(-4)}`,
+      domain: { name: 'mail.example.com', status: 'verified', receiving: true },
+    });
+    expect(app.container.box.decrypt((await stored()).apiKeyEncrypted)).toBe(apiKey);
+    expect(app.container.box.decrypt((await stored()).webhookSecretEncrypted)).toBe(SECRET);
+
+    // A connection test of a new sender, with the saved key.
+    const test = await app.request('POST', `${base}/test`, { token, body: { fromEmail: 'agents@other.example' } });
+    expect((await test.json()).checks).toEqual([
+      { name: 'api_key', ok: true, message: 'The API key is accepted' },
+      { name: 'domain_verified', ok: false, message: expect.stringMatching(/^other\.example is not a domain/) },
+      { name: 'domain_receiving', ok: false, message: expect.any(String) },
+    ]);
+
+    // A new secret, the key kept.
+    const newSecret = 'whsec_bmV3IHNlY3JldCBmb3IgdGhlIHRlc3Q=';
+    await app.request('PUT', base, { token, body: { fromEmail: 'support@mail.example.com', webhookSecret: newSecret } });
+    expect(app.container.box.decrypt((await stored()).webhookSecretEncrypted)).toBe(newSecret);
+    expect(app.container.box.decrypt((await stored()).apiKeyEncrypted)).toBe(apiKey);
+
+    // Nothing saved: nothing to keep.
+    const other = await createTenant(app);
+    const otherBase = `/orgs/${other.org.slug}/email/integration`;
+    for (const [method, url, body, missing] of [
+      ['PUT', otherBase, { fromEmail: 'a@mail.example.com' }, 'apiKey'],
+      ['PUT', otherBase, { fromEmail: 'a@mail.example.com', apiKey: newKey() }, 'webhookSecret'],
+      ['POST', `${otherBase}/test`, { fromEmail: 'a@mail.example.com' }, 'apiKey'],
+    ] as const) {
+      const response = await app.request(method, url, { token: other.token, body });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        error: `body/${missing}: required: no integration is saved to keep it from`,
+        code: 'validation_failed',
+      });
+    }
+    expect((await (await app.request('GET', otherBase, { token: other.token })).json()).configured).toBe(false);
+  });
+
   it('retries a provider that answers 429 (after retry-after) or 5xx, and reports one that stays down', async () => {
     const { org, token } = await createTenant(app);
     const test = (body: unknown) => app.request('POST', `/orgs/${org.slug}/email/integration/test`, { token, body });
