@@ -178,6 +178,12 @@ describe('email integration', () => {
         code: 'validation_failed',
       });
     }
+    // A test needs the key alone.
+    const firstTest = await app.request('POST', `${otherBase}/test`, {
+      token: other.token,
+      body: { fromEmail: 'a@mail.example.com', apiKey: newKey({ domains: [{ name: 'mail.example.com' }] }) },
+    });
+    expect((await firstTest.json()).ok).toBe(true);
     expect((await (await app.request('GET', otherBase, { token: other.token })).json()).configured).toBe(false);
   });
 
