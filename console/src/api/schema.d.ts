@@ -914,7 +914,7 @@ export interface paths {
         };
         /** The org's Slack app: its channel, workspace and hints of its secrets (never the secrets) */
         get: operations["getSlackIntegration"];
-        /** Connects the org's own Slack app: auth.test checks the bot token first (422 with Slack's error) */
+        /** Connects the org's own Slack app: auth.test checks the bot token first (422 with Slack's error); a token or secret left out keeps the saved one */
         put: operations["putSlackIntegration"];
         post?: never;
         /** Disconnects the org's Slack app (its secrets are deleted) */
@@ -7590,10 +7590,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The Slack app's Bot User OAuth Token (xoxb-...); scopes chat:write, users:read, users:read.email */
-                    botToken: string;
-                    /** @description The Slack app's Signing Secret: every interaction is verified with it */
-                    signingSecret: string;
+                    /** @description The Slack app's Bot User OAuth Token (xoxb-...); scopes chat:write, users:read, users:read.email. Left out, the saved one is kept */
+                    botToken?: string;
+                    /** @description The Slack app's Signing Secret: every interaction is verified with it. Left out, the saved one is kept */
+                    signingSecret?: string;
                     /** @description Where approval messages go: a channel id or name; the app must be in the channel */
                     channel: string;
                 };

@@ -82,3 +82,6 @@ export function agentModel({ provider, model }: { provider: string | null; model
   if (provider) return `${provider} with the server's model name`;
   return "the server's default model";
 }
+
+/** The placeholder of a secret's field once one is saved: its hint, and that an empty field keeps it. */
+export const keepSavedHint = (hint: string | null | undefined) => (hint ? `Saved (${hint}): leave empty to keep it` : undefined);

@@ -55,6 +55,20 @@ describe('the console: Slack', () => {
     expect(await page.content()).not.toContain(slack.token);
     expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
 
+    await step(page, 'a new channel alone: the saved token and secret are kept', async () => {
+      const form = page.getByRole('form', { name: 'Connect a Slack app' });
+      expect(await form.getByLabel('Channel').inputValue()).toBe('C0APPROVALS');
+      expect(await form.getByLabel('Bot token').inputValue()).toBe('');
+      expect(await form.getByLabel('Bot token').getAttribute('placeholder')).toBe(
+        `Saved (...${slack.token.slice(-4)}): leave empty to keep it`,
+      );
+      await form.getByLabel('Channel').fill('C0OTHERS');
+      await form.getByRole('button', { name: 'Connect' }).click();
+      await page.getByText('Workspace Acme · channel C0OTHERS').waitFor();
+    });
+    const moved = await app.request('PUT', `/orgs/${org.slug}/slack`, { token, body: { channel: 'C0APPROVALS' } });
+    expect(await moved.json()).toMatchObject({ channel: 'C0APPROVALS', botTokenHint: `...${slack.token.slice(-4)}` });
+
     await step(page, 'the rule form turns on "Post in Slack"', async () => {
       await page.goto(`${app.baseUrl}/o/${org.slug}/agents`);
       await page.getByRole('table', { name: 'Action rules' }).getByRole('button', { name: 'Edit' }).first().click();

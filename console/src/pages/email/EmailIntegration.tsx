@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { api, unwrap } from '../../api/client';
-import { formatTime } from '../../lib/format';
+import { formatTime, keepSavedHint } from '../../lib/format';
 import { keys } from '../../lib/queries';
 import { pageNotices } from '../../lib/notices';
 
@@ -23,7 +23,6 @@ const toBody = ({ apiKey, webhookSecret, fromEmail, fromName }: IntegrationValue
   ...(apiKey.trim() && { apiKey }),
   ...(webhookSecret.trim() && { webhookSecret }),
 });
-const keepHint = (hint: string | null | undefined) => (hint ? `Saved (${hint}): leave empty to keep it` : undefined);
 
 /**
  * Spec 4.3.3: the org's email provider. The connection test checks the key, the sender's domain and
@@ -72,7 +71,7 @@ export function EmailIntegration({ org }: { org: string }) {
         <Stack>
           <PasswordInput
             label="API key"
-            placeholder={keepHint(configured ? saved?.apiKeyHint : null)}
+            placeholder={keepSavedHint(configured ? saved?.apiKeyHint : null)}
             autoComplete="off"
             {...form.register('apiKey')}
             error={errors.apiKey?.message}
@@ -84,7 +83,7 @@ export function EmailIntegration({ org }: { org: string }) {
           <PasswordInput
             label="Webhook secret"
             description="The signing secret of the provider's webhook to /webhooks/mail"
-            placeholder={keepHint(configured ? saved?.webhookSecretHint : null)}
+            placeholder={keepSavedHint(configured ? saved?.webhookSecretHint : null)}
             autoComplete="off"
             {...form.register('webhookSecret')}
             error={errors.webhookSecret?.message}

@@ -5,26 +5,35 @@ import { useForm } from 'react-hook-form';
 import { z } from 'zod';
 import { type Answer, api, unwrap } from '../../api/client';
 import { QueryError } from '../../components/RouteError';
-import { formatTime } from '../../lib/format';
+import { formatTime, keepSavedHint } from '../../lib/format';
 import { pageNotices } from '../../lib/notices';
 import { useOrgSlug } from '../../lib/org';
 import { keys } from '../../lib/queries';
 
-const slackSchema = z.object({
-  botToken: z
-    .string()
-    .trim()
-    .regex(/^xoxb-[A-Za-z0-9-]+$/, "The app's Bot User OAuth Token (xoxb-...)"),
-  signingSecret: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9]{16,128}$/, "The app's Signing Secret"),
-  channel: z
-    .string()
-    .trim()
-    .regex(/^(#?[a-z0-9][a-z0-9._-]{0,79}|[CGD][A-Z0-9]{2,30})$/, 'A channel id (C0123ABC) or name (#approvals)'),
+const botToken = z
+  .string()
+  .trim()
+  .regex(/^xoxb-[A-Za-z0-9-]+$/, "The app's Bot User OAuth Token (xoxb-...)");
+const signingSecret = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9]{16,128}$/, "The app's Signing Secret");
+/** With an app connected, an empty token or secret keeps the saved one. */
+const slackSchema = (connected: boolean) =>
+  z.object({
+    botToken: connected ? botToken.or(z.literal('')) : botToken,
+    signingSecret: connected ? signingSecret.or(z.literal('')) : signingSecret,
+    channel: z
+      .string()
+      .trim()
+      .regex(/^(#?[a-z0-9][a-z0-9._-]{0,79}|[CGD][A-Z0-9]{2,30})$/, 'A channel id (C0123ABC) or name (#approvals)'),
+  });
+type SlackValues = z.infer<ReturnType<typeof slackSchema>>;
+const toBody = ({ botToken, signingSecret, channel }: SlackValues) => ({
+  channel,
+  ...(botToken && { botToken }),
+  ...(signingSecret && { signingSecret }),
 });
-type SlackValues = z.infer<typeof slackSchema>;
 
 /**
  * The org's own Slack app, for approvals in Slack: the bot token is checked by Slack (auth.test)
@@ -36,22 +45,29 @@ export function SlackPage() {
   const queryKey = [...keys.org(org), 'slack'];
   const path = { params: { path: { org } } };
   const current = useQuery({ queryKey, queryFn: () => unwrap(api.GET('/orgs/{org}/slack', path)) });
+  const saved = current.data;
+  const connected = saved?.configured ?? false;
+  // The channel as saved, to change in place; the token and the secret are never shown again.
+  const savedValues = { botToken: '', signingSecret: '', channel: saved?.channel ?? '' };
   const form = useForm<SlackValues>({
-    resolver: zodResolver(slackSchema),
-    defaultValues: { botToken: '', signingSecret: '', channel: '' },
+    resolver: zodResolver(slackSchema(connected)),
+    defaultValues: savedValues,
+    values: savedValues,
+    resetOptions: { keepDirtyValues: true },
   });
   const settled = () => void queryClient.invalidateQueries({ queryKey });
   const { failed, succeeded } = pageNotices('slack');
   const save = useMutation({
-    mutationFn: (body: SlackValues) => unwrap(api.PUT('/orgs/{org}/slack', { ...path, body })),
-    onSuccess: () => {
-      form.reset();
+    mutationFn: (values: SlackValues) => unwrap(api.PUT('/orgs/{org}/slack', { ...path, body: toBody(values) })),
+    onSuccess: (connectedApp) => {
+      queryClient.setQueryData(queryKey, connectedApp);
+      // Back to the channel as saved, the token and secret fields emptied (not kept as typed, as resetOptions would).
+      form.reset(undefined, { keepDirtyValues: false });
       succeeded('Slack app connected');
     },
     onError: failed('Not connected'),
     onSettled: settled,
   });
-  const saved = current.data;
   const errors = form.formState.errors;
   return (
     <Stack>
@@ -68,9 +84,16 @@ export function SlackPage() {
       <SimpleGrid cols={{ base: 1, lg: 2 }}>
         <form onSubmit={form.handleSubmit((values) => save.mutate(values))} noValidate aria-label="Connect a Slack app">
           <Stack>
-            <PasswordInput label="Bot token" autoComplete="off" {...form.register('botToken')} error={errors.botToken?.message} />
+            <PasswordInput
+              label="Bot token"
+              placeholder={keepSavedHint(connected ? saved?.botTokenHint : null)}
+              autoComplete="off"
+              {...form.register('botToken')}
+              error={errors.botToken?.message}
+            />
             <PasswordInput
               label="Signing secret"
+              placeholder={keepSavedHint(connected ? saved?.signingSecretHint : null)}
               autoComplete="off"
               {...form.register('signingSecret')}
               error={errors.signingSecret?.message}

@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { ProcessBus } from '../../lib/process-bus.ts';
 import { AppError, domainNotVerified, emailNotConfigured, notFound } from '../../lib/errors.ts';
+import { withSavedSecrets } from '../../lib/saved-secrets.ts';
 import { domainOf } from './email-content.ts';
 import type {
   CompleteEmailIntegration,
@@ -142,21 +143,19 @@ export function createEmailIntegrationService(deps: {
     return (await emailIntegrationRepo.recordDomainCheck(deps.db, row.orgId, row.fromEmail, check)) ?? row;
   }
 
-  /** The input with the saved key and secret where it leaves them out; 400 naming the field when nothing is saved. */
-  async function withSaved(orgId: string, input: EmailIntegrationInput): Promise<CompleteEmailIntegration> {
-    const { apiKey, webhookSecret } = input;
-    if (apiKey !== undefined && webhookSecret !== undefined) return { ...input, apiKey, webhookSecret };
-    const row = await emailIntegrationRepo.find(deps.db, orgId);
-    if (!row) {
-      const missing = apiKey === undefined ? 'apiKey' : 'webhookSecret';
-      throw new AppError('validation_failed', `body/${missing}: required: no integration is saved to keep it from`);
-    }
-    return {
-      ...input,
-      apiKey: apiKey ?? deps.box.decrypt(row.apiKeyEncrypted),
-      webhookSecret: webhookSecret ?? deps.box.decrypt(row.webhookSecretEncrypted),
-    };
-  }
+  /** The input with the saved key and secret where it leaves them out. */
+  const withSaved = (orgId: string, input: EmailIntegrationInput): Promise<CompleteEmailIntegration> =>
+    withSavedSecrets(
+      input,
+      ['apiKey', 'webhookSecret'],
+      async () => {
+        const row = await emailIntegrationRepo.find(deps.db, orgId);
+        return (
+          row && { apiKey: deps.box.decrypt(row.apiKeyEncrypted), webhookSecret: deps.box.decrypt(row.webhookSecretEncrypted) }
+        );
+      },
+      'no integration is saved',
+    );
 
   return {
     get: async (orgId: string) => toPublic(await emailIntegrationRepo.find(deps.db, orgId)),

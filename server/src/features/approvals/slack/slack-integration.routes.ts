@@ -36,7 +36,9 @@ export function slackIntegrationRoutes(deps: {
         schema: {
           ...common,
           operationId: 'putSlackIntegration',
-          summary: "Connects the org's own Slack app: auth.test checks the bot token first (422 with Slack's error)",
+          summary:
+            "Connects the org's own Slack app: auth.test checks the bot token first (422 with Slack's error); a token or " +
+            'secret left out keeps the saved one',
           body: slackIntegrationInput,
           response: { 200: slackIntegrationSchema, ...errors },
         },

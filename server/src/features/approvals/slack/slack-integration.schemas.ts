@@ -1,17 +1,26 @@
 import { z } from 'zod';
 
+/**
+ * The app to connect. Where one is connected, the token and the secret may be left out: the saved ones are kept
+ * (a new channel does not need them again).
+ */
 export const slackIntegrationInput = z
   .object({
     botToken: z
       .string()
       .trim()
       .regex(/^xoxb-[A-Za-z0-9-]{1,500}$/, "a bot token starts with 'xoxb-' (the app's Bot User OAuth Token)")
-      .describe("The Slack app's Bot User OAuth Token (xoxb-...); scopes chat:write, users:read, users:read.email"),
+      .optional()
+      .describe(
+        "The Slack app's Bot User OAuth Token (xoxb-...); scopes chat:write, users:read, users:read.email. Left out, the " +
+          'saved one is kept',
+      ),
     signingSecret: z
       .string()
       .trim()
       .regex(/^[A-Za-z0-9]{16,128}$/, "the app's Signing Secret, as Slack shows it (letters and digits)")
-      .describe("The Slack app's Signing Secret: every interaction is verified with it"),
+      .optional()
+      .describe("The Slack app's Signing Secret: every interaction is verified with it. Left out, the saved one is kept"),
     channel: z
       .string()
       .trim()
@@ -20,6 +29,8 @@ export const slackIntegrationInput = z
   })
   .strict();
 export type SlackIntegrationInput = z.output<typeof slackIntegrationInput>;
+/** The input with its token and secret, given or kept. */
+export type CompleteSlackIntegration = SlackIntegrationInput & { botToken: string; signingSecret: string };
 
 export const slackIntegrationSchema = z
   .object({

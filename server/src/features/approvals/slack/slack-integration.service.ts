@@ -2,8 +2,9 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../../db/schema.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { notFound } from '../../../lib/errors.ts';
+import { withSavedSecrets } from '../../../lib/saved-secrets.ts';
 import { missingScopes, SlackApiError, type SlackClient, type SlackClients, slackRefused } from './slack-client.ts';
-import type { PublicSlackIntegration, SlackIntegrationInput } from './slack-integration.schemas.ts';
+import type { CompleteSlackIntegration, PublicSlackIntegration, SlackIntegrationInput } from './slack-integration.schemas.ts';
 import { type SlackIntegrationRow, slackIntegrationRepo } from './slack-integration.repo.ts';
 
 const hint = (secret: string) => `...${secret.slice(-4)}`;
@@ -54,12 +55,26 @@ export function createSlackIntegrationService(deps: {
     };
   }
 
+  /** The input with the saved token and secret where it leaves them out. */
+  const withSaved = (orgId: string, input: SlackIntegrationInput): Promise<CompleteSlackIntegration> =>
+    withSavedSecrets(
+      input,
+      ['botToken', 'signingSecret'],
+      async () => {
+        const row = await slackIntegrationRepo.find(deps.db, orgId);
+        return row && { botToken: deps.box.decrypt(row.botToken), signingSecret: deps.box.decrypt(row.signingSecret) };
+      },
+      'no Slack app is connected',
+    );
+
   return {
     open,
     async get(org: { id: string; slug: string }) {
       return toPublic(await slackIntegrationRepo.find(deps.db, org.id), interactivityUrl(org.slug));
     },
-    async save(org: { id: string; slug: string }, input: SlackIntegrationInput) {
+    /** Connects the app (the saved token and secret kept where the input leaves them out). */
+    async save(org: { id: string; slug: string }, change: SlackIntegrationInput) {
+      const input = await withSaved(org.id, change);
       let team: Awaited<ReturnType<SlackClient['authTest']>>;
       try {
         team = await deps.slack(input.botToken).authTest();

@@ -42,6 +42,11 @@ describe('approvals in Slack', () => {
       { botToken: 'x', signingSecret: SIGNING_SECRET, channel: 'a b' },
     ])
       expect((await put(body)).status).toBe(400);
+    // Nothing connected: a token left out has nothing to be kept from.
+    expect(await (await put({ signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' })).json()).toEqual({
+      error: 'body/botToken: required: no Slack app is connected to keep it from',
+      code: 'validation_failed',
+    });
 
     const saved = await put({ botToken: slack.token, signingSecret: SIGNING_SECRET, channel: 'C0APPROVALS' });
     expect(saved.status).toBe(200);
@@ -64,6 +69,21 @@ describe('approvals in Slack', () => {
     expect(JSON.stringify(row)).not.toContain(slack.token);
     expect(JSON.stringify(row)).not.toContain(SIGNING_SECRET);
     expect(app.container.box.decrypt(row.botToken)).toBe(slack.token);
+    // A new channel alone keeps the saved token (checked by auth.test again) and secret.
+    const moved = await put({ channel: '#approvals' });
+    expect(await moved.json()).toMatchObject({
+      channel: '#approvals',
+      botTokenHint: `...${slack.token.slice(-4)}`,
+      teamId: 'T0ACME',
+    });
+    const movedRow = await app.container.db
+      .selectFrom('slackIntegrations')
+      .selectAll()
+      .where('orgId', '=', org.id)
+      .executeTakeFirstOrThrow();
+    expect(app.container.box.decrypt(movedRow.botToken)).toBe(slack.token);
+    expect(app.container.box.decrypt(movedRow.signingSecret)).toBe(SIGNING_SECRET);
+    await put({ channel: 'C0APPROVALS' });
     const tested = await app.request('POST', `/orgs/${org.slug}/slack/test`, { token });
     expect(await tested.json()).toMatchObject({ ok: true, channel: 'C0APPROVALS', readsHistory: false });
     // With the optional history scope, the test says that cut-off posts are found in the channel.
