@@ -189,11 +189,21 @@ const STYLES: Record<string, Record<string, unknown>> = {
 };
 const DEFAULT_STYLE = { font: 'Sans' as FontName, fontSize: BODY_FONT_SIZE, lineHeight: BODY_LINE_SPACING };
 
+/** The same words, whatever their case and spacing. */
+const sameWords = (a: string, b: string) => {
+  const words = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase();
+  return words(a) === words(b);
+};
+
 async function render(title: string, markdown: string): Promise<RenderedDocument> {
   const fallback = new FontFallback();
+  const tokens = marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true });
+  // Content that opens with the title as its first heading (as a model often writes it) shows it once, as the title.
+  const first = tokens.find((token) => token.type !== 'space');
+  const repeatsTitle = first?.type === 'heading' && first.depth === 1 && sameWords(first.text, title);
   const blocksOfText = keepWithNext([
     { text: breakLongWords(title), style: 'title' },
-    ...blocks(marked.lexer(markdown.replace(DEEP_QUOTE, '$1'), { gfm: true })),
+    ...blocks(repeatsTitle ? tokens.filter((token) => token !== first) : tokens),
   ]);
   const content = setFaces(blocksOfText, { font: DEFAULT_STYLE.font, bold: false, italics: false }, fallback);
   const definition = {
