@@ -41,7 +41,7 @@ export function EmailIntegration({ org }: { org: string }) {
   const savedValues = { apiKey: '', fromEmail: saved?.fromEmail ?? '', fromName: saved?.fromName ?? '', webhookSecret: '' };
   const form = useForm<IntegrationValues>({
     resolver: zodResolver(integrationSchema(configured)),
-    defaultValues: savedValues,
+    // The form's defaults too (react-hook-form starts from `values` where no defaultValues are given).
     values: savedValues,
     resetOptions: { keepDirtyValues: true },
   });

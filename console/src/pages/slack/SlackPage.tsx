@@ -51,7 +51,7 @@ export function SlackPage() {
   const savedValues = { botToken: '', signingSecret: '', channel: saved?.channel ?? '' };
   const form = useForm<SlackValues>({
     resolver: zodResolver(slackSchema(connected)),
-    defaultValues: savedValues,
+    // The form's defaults too (react-hook-form starts from `values` where no defaultValues are given).
     values: savedValues,
     resetOptions: { keepDirtyValues: true },
   });
