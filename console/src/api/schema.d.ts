@@ -10097,6 +10097,7 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description The integration to test, as a PUT would save it (fromEmail required); none, or {}: the saved integration */
         requestBody?: {
             content: {
                 "application/json": {
@@ -10106,12 +10107,12 @@ export interface operations {
                      * Format: email
                      * @description The default sender, on a verified domain
                      */
-                    fromEmail: string;
+                    fromEmail?: string;
                     /** @description The display name of the default sender */
                     fromName?: string | null;
                     /** @description The signing secret of the provider's webhook that posts to /webhooks/mail; left out, the saved one is kept */
                     webhookSecret?: string;
-                } | Record<string, never>;
+                };
             };
         };
         responses: {

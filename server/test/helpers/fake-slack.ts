@@ -49,6 +49,8 @@ export async function startFakeSlack() {
   const holds: AnswerHold[] = [];
   /** Held chat.update calls: received, not yet applied (a call slow on its way lands late). */
   const updateHolds: AnswerHold[] = [];
+  /** Held auth.test calls: received, not yet answered. */
+  const authTestHolds: AnswerHold[] = [];
 
   const server = await startLoopbackServer(async (request, response, body) => {
     const method = request.url?.replace(/^\/api\//, '') ?? '';
@@ -66,6 +68,7 @@ export async function startFakeSlack() {
     if (given !== token) return fail('invalid_auth');
     switch (method) {
       case 'auth.test':
+        await authTestHolds.shift()?.hold();
         return ok({ url: 'https://acme.slack.test/', team: 'Acme', user: 'approvals', team_id: 'T0ACME', user_id: 'U0BOT' });
       case 'chat.postMessage': {
         if (!knownChannels.has(args.channel)) return fail('channel_not_found');
@@ -170,6 +173,12 @@ export async function startFakeSlack() {
     holdNextUpdate() {
       const answer = answerHold();
       updateHolds.push(answer);
+      return answer.control;
+    },
+    /** The next auth.test waits for `release` to answer. */
+    holdNextAuthTest() {
+      const answer = answerHold();
+      authTestHolds.push(answer);
       return answer.control;
     },
     close: server.close,

@@ -18,6 +18,25 @@ export const emailIntegrationRepo = {
       .returningAll()
       .executeTakeFirstOrThrow(),
 
+  /**
+   * Writes over the saved integration only while the secrets it keeps are still those read (their stored
+   * ciphertexts): undefined when it was removed or they were replaced meanwhile.
+   */
+  updateKeeping: (
+    db: Kysely<DB>,
+    row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>,
+    kept: { apiKeyEncrypted?: string; webhookSecretEncrypted?: string },
+  ): Promise<EmailIntegrationRow | undefined> => {
+    let update = db
+      .updateTable('emailIntegrations')
+      .set({ ...row, updatedAt: sql<Date>`now()` })
+      .where('orgId', '=', row.orgId);
+    if (kept.apiKeyEncrypted !== undefined) update = update.where('apiKeyEncrypted', '=', kept.apiKeyEncrypted);
+    if (kept.webhookSecretEncrypted !== undefined)
+      update = update.where('webhookSecretEncrypted', '=', kept.webhookSecretEncrypted);
+    return update.returningAll().executeTakeFirst();
+  },
+
   recordDomainCheck: (
     db: Kysely<DB>,
     orgId: string,

@@ -12,9 +12,24 @@ import {
 import type { EmailIntegrationService } from './email-integration.service.ts';
 
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema };
-/** The integration to test before saving it, or nothing: the saved one. */
-const testBody = z.union([emailIntegrationInput, z.object({}).strict()]).prefault({});
-const isIntegration = (body: z.output<typeof testBody>): body is EmailIntegrationInput => 'fromEmail' in body;
+/**
+ * The integration to test before saving it, or nothing: the saved one. One object rather than a union
+ * of the two, so that a bad field is named as the save names it (a union says "Invalid input", or
+ * answers for its other branch: `{"apiKey": ...}` was "Unrecognized key").
+ */
+const testBody = emailIntegrationInput
+  .partial({ fromEmail: true })
+  .superRefine((body, context) => {
+    if (body.fromEmail === undefined && Object.keys(body).length > 0)
+      context.addIssue({
+        code: 'custom',
+        path: ['fromEmail'],
+        message: 'required: the sender to test (with no body, the saved integration is tested)',
+      });
+  })
+  .describe('The integration to test, as a PUT would save it (fromEmail required); none, or {}: the saved integration')
+  .prefault({});
+const isIntegration = (body: z.output<typeof testBody>): body is EmailIntegrationInput => body.fromEmail !== undefined;
 
 export function emailIntegrationRoutes(deps: {
   emailIntegration: EmailIntegrationService;

@@ -31,8 +31,6 @@ export const emailIntegrationInput = z.object({
     .describe("The signing secret of the provider's webhook that posts to /webhooks/mail; left out, the saved one is kept"),
 });
 export type EmailIntegrationInput = z.output<typeof emailIntegrationInput>;
-/** The input with its key and secret, given or kept. */
-export type CompleteEmailIntegration = EmailIntegrationInput & { apiKey: string; webhookSecret: string };
 
 export const emailIntegrationSchema = z
   .object({

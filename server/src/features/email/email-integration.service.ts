@@ -6,14 +6,9 @@ import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import type { ProcessBus } from '../../lib/process-bus.ts';
 import { AppError, domainNotVerified, emailNotConfigured, notFound } from '../../lib/errors.ts';
-import { withSavedSecrets } from '../../lib/saved-secrets.ts';
+import { savedSecretsChanged, withSavedSecrets } from '../../lib/saved-secrets.ts';
 import { domainOf } from './email-content.ts';
-import type {
-  CompleteEmailIntegration,
-  ConnectionTest,
-  EmailIntegrationInput,
-  PublicEmailIntegration,
-} from './email-integration.schemas.ts';
+import type { ConnectionTest, EmailIntegrationInput, PublicEmailIntegration } from './email-integration.schemas.ts';
 import { inboxRoutesChanged } from './inbox-routes.ts';
 import { emailIntegrationRepo } from './email-integration.repo.ts';
 import { type MailClient, type MailDomain, MailProviderError } from './mail-client.ts';
@@ -143,17 +138,16 @@ export function createEmailIntegrationService(deps: {
     return (await emailIntegrationRepo.recordDomainCheck(deps.db, row.orgId, row.fromEmail, check)) ?? row;
   }
 
-  /** The input with the saved key and secret where it leaves them out. */
-  const withSaved = (orgId: string, input: EmailIntegrationInput): Promise<CompleteEmailIntegration> =>
+  /** The input with the saved key or secret (`names`) where it leaves them out. */
+  const withSaved = <Name extends 'apiKey' | 'webhookSecret'>(orgId: string, input: EmailIntegrationInput, names: Name[]) =>
     withSavedSecrets(
-      input,
-      ['apiKey', 'webhookSecret'],
+      input as EmailIntegrationInput & Partial<Record<Name, string>>,
+      names,
       async () => {
         const row = await emailIntegrationRepo.find(deps.db, orgId);
-        return (
-          row && { apiKey: deps.box.decrypt(row.apiKeyEncrypted), webhookSecret: deps.box.decrypt(row.webhookSecretEncrypted) }
-        );
+        return row && { apiKey: row.apiKeyEncrypted, webhookSecret: row.webhookSecretEncrypted };
       },
+      (sealed) => deps.box.decrypt(sealed),
       'no integration is saved',
     );
 
@@ -165,20 +159,28 @@ export function createEmailIntegrationService(deps: {
      * provider about the sender's domain (its answer is shown, not required).
      */
     async save(orgId: string, change: EmailIntegrationInput): Promise<PublicEmailIntegration> {
-      const input = await withSaved(orgId, change);
+      const { input, kept } = await withSaved(orgId, change, ['apiKey', 'webhookSecret']);
       forgetVerified(orgId);
-      const row = await emailIntegrationRepo.upsert(deps.db, {
+      const fields = {
         orgId,
-        apiKeyEncrypted: deps.box.encrypt(input.apiKey),
+        apiKeyEncrypted: kept.apiKey ?? deps.box.encrypt(input.apiKey),
         apiKeyHint: hint(input.apiKey),
-        webhookSecretEncrypted: deps.box.encrypt(input.webhookSecret),
+        webhookSecretEncrypted: kept.webhookSecret ?? deps.box.encrypt(input.webhookSecret),
         webhookSecretHint: hint(input.webhookSecret),
         fromEmail: input.fromEmail,
         fromName: input.fromName ?? null,
         domainStatus: null,
         domainReceiving: null,
         domainCheckedAt: null,
-      });
+      };
+      const row =
+        kept.apiKey === undefined && kept.webhookSecret === undefined
+          ? await emailIntegrationRepo.upsert(deps.db, fields)
+          : await emailIntegrationRepo.updateKeeping(deps.db, fields, {
+              apiKeyEncrypted: kept.apiKey,
+              webhookSecretEncrypted: kept.webhookSecret,
+            });
+      if (!row) throw savedSecretsChanged('email integration');
       await inboxRoutesChanged.integration(deps.bus, orgId);
       const domains = await domainsWith(input.apiKey);
       if (typeof domains === 'string')
@@ -226,8 +228,8 @@ export function createEmailIntegrationService(deps: {
     async test(orgId: string, change: EmailIntegrationInput | undefined): Promise<ConnectionTest> {
       if (change) {
         // The test needs the key alone: a secret left out with nothing saved is not asked for here.
-        const apiKey = change.apiKey ?? (await withSaved(orgId, change)).apiKey;
-        return judge(change.fromEmail, await domainsWith(apiKey));
+        const { input } = await withSaved(orgId, change, ['apiKey']);
+        return judge(change.fromEmail, await domainsWith(input.apiKey));
       }
       const row = await emailIntegrationRepo.find(deps.db, orgId);
       if (!row) throw emailNotConfigured();

@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/helpers/eventually.ts';
 import { createTenant, createUser, signIn } from '../../../test/helpers/factories.ts';
 import { startFakeMailProvider } from '../../../test/helpers/fake-mail-provider.ts';
 import { startTestApp, type TestApp } from '../../../test/helpers/test-app.ts';
@@ -199,20 +201,61 @@ describe('email integration', () => {
     expect(down.checks[0]).toEqual({ name: 'api_key', ok: false, message: 'temporary failure' });
   });
 
-  it('refuses bad input with 400 and says which field', async () => {
+  it('refuses bad input with 400 and says which field, when saving and when testing', async () => {
     const { org, token } = await createTenant(app);
-    const put = (body: unknown) => app.request('PUT', `/orgs/${org.slug}/email/integration`, { token, body });
-    for (const body of [
-      { ...integration(newKey()), fromEmail: 'not an address' },
-      { ...integration(newKey()), webhookSecret: 'plain-secret' },
-      { ...integration(newKey()), apiKey: '' },
-      { fromEmail: 'a@b.example' },
-    ]) {
-      const response = await put(body);
-      expect(response.status).toBe(400);
-      expect((await response.json()).code).toBe('validation_failed');
+    const base = `/orgs/${org.slug}/email/integration`;
+    const put = (body: unknown) => app.request('PUT', base, { token, body });
+    const test = (body: unknown) => app.request('POST', `${base}/test`, { token, body });
+    // The test takes the integration or nothing (the saved one): a bad field is named as the save names it.
+    const missingSender = /^body\/fromEmail: Invalid input: expected string, received undefined$/;
+    for (const [body, said, testSays = said] of [
+      [{ ...integration(newKey()), fromEmail: 'not an address' }, /^body\/fromEmail: Invalid email address$/],
+      [{ ...integration(newKey()), webhookSecret: 'plain-secret' }, /^body\/webhookSecret: the webhook signing secret/],
+      [{ ...integration(newKey()), apiKey: '' }, /^body\/apiKey: Too small: expected string to have >=8 characters$/],
+      [{ apiKey: newKey() }, missingSender, /^body\/fromEmail: required: the sender to test \(with no body, the saved/],
+      [[integration(newKey())], /^body: Invalid input: expected object, received array$/],
+    ] as const) {
+      for (const [send, expected] of [
+        [put, said],
+        [test, testSays],
+      ] as const) {
+        const response = await send(body);
+        expect(response.status).toBe(400);
+        const refused = await response.json();
+        expect(refused.code).toBe('validation_failed');
+        expect(refused.error).toMatch(expected);
+      }
     }
+    expect((await put({ fromEmail: 'a@b.example' })).status).toBe(400);
   });
+
+  it.runIf(process.env.TEST_DB === 'postgres')(
+    'a change that keeps the saved key and secret does not undo a removal made while it was saved',
+    async () => {
+      const { org, token } = await createTenant(app);
+      const base = `/orgs/${org.slug}/email/integration`;
+      await app.request('PUT', base, { token, body: integration(newKey({ domains: [{ name: 'mail.example.com' }] })) });
+      const { db } = app.container;
+      const waitingOnLocks = async () =>
+        (
+          await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'`.execute(db)
+        ).rows[0]!.n;
+      // The change has read the saved secrets when the removal, not yet committed, holds the row.
+      let changed: Promise<Response> | undefined;
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('emailIntegrations').where('orgId', '=', org.id).execute();
+        changed = app.request('PUT', base, { token, body: { fromEmail: 'support@mail.example.com' } });
+        await eventually('the change waiting for the row', async () => ((await waitingOnLocks()) === 1 ? true : undefined));
+      });
+      expect(await (await changed!).json()).toEqual({
+        code: 'conflict',
+        error:
+          'The email integration was removed or its secrets replaced while this change was saved: nothing was saved; send it again',
+      });
+      expect((await (await app.request('GET', base, { token })).json()).configured).toBe(false);
+    },
+  );
 
   it("is for the org's admins: a guest gets 403, another org's admin 404, no session 401", async () => {
     const { org, token } = await createTenant(app);

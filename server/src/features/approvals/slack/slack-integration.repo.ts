@@ -13,6 +13,24 @@ export const slackIntegrationRepo = {
       .returningAll()
       .executeTakeFirstOrThrow(),
 
+  /**
+   * Writes over the connected app only while the secrets it keeps are still those read (their stored
+   * ciphertexts): undefined when it was removed or they were replaced meanwhile.
+   */
+  updateKeeping: (
+    db: Kysely<DB>,
+    row: Omit<Insertable<SlackIntegrationsTable>, 'createdAt' | 'updatedAt'>,
+    kept: { botToken?: string; signingSecret?: string },
+  ) => {
+    let update = db
+      .updateTable('slackIntegrations')
+      .set({ ...row, updatedAt: sql<Date>`now()` })
+      .where('orgId', '=', row.orgId);
+    if (kept.botToken !== undefined) update = update.where('botToken', '=', kept.botToken);
+    if (kept.signingSecret !== undefined) update = update.where('signingSecret', '=', kept.signingSecret);
+    return update.returningAll().executeTakeFirst();
+  },
+
   remove: async (db: Kysely<DB>, orgId: string): Promise<boolean> =>
     (await db.deleteFrom('slackIntegrations').where('orgId', '=', orgId).executeTakeFirst()).numDeletedRows > 0n,
 

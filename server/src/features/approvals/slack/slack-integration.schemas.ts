@@ -29,8 +29,6 @@ export const slackIntegrationInput = z
   })
   .strict();
 export type SlackIntegrationInput = z.output<typeof slackIntegrationInput>;
-/** The input with its token and secret, given or kept. */
-export type CompleteSlackIntegration = SlackIntegrationInput & { botToken: string; signingSecret: string };
 
 export const slackIntegrationSchema = z
   .object({

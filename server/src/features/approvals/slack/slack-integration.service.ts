@@ -2,9 +2,9 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../../db/schema.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { notFound } from '../../../lib/errors.ts';
-import { withSavedSecrets } from '../../../lib/saved-secrets.ts';
+import { savedSecretsChanged, withSavedSecrets } from '../../../lib/saved-secrets.ts';
 import { missingScopes, SlackApiError, type SlackClient, type SlackClients, slackRefused } from './slack-client.ts';
-import type { CompleteSlackIntegration, PublicSlackIntegration, SlackIntegrationInput } from './slack-integration.schemas.ts';
+import type { PublicSlackIntegration, SlackIntegrationInput } from './slack-integration.schemas.ts';
 import { type SlackIntegrationRow, slackIntegrationRepo } from './slack-integration.repo.ts';
 
 const hint = (secret: string) => `...${secret.slice(-4)}`;
@@ -56,14 +56,15 @@ export function createSlackIntegrationService(deps: {
   }
 
   /** The input with the saved token and secret where it leaves them out. */
-  const withSaved = (orgId: string, input: SlackIntegrationInput): Promise<CompleteSlackIntegration> =>
+  const withSaved = (orgId: string, input: SlackIntegrationInput) =>
     withSavedSecrets(
       input,
       ['botToken', 'signingSecret'],
       async () => {
         const row = await slackIntegrationRepo.find(deps.db, orgId);
-        return row && { botToken: deps.box.decrypt(row.botToken), signingSecret: deps.box.decrypt(row.signingSecret) };
+        return row && { botToken: row.botToken, signingSecret: row.signingSecret };
       },
+      (sealed) => deps.box.decrypt(sealed),
       'no Slack app is connected',
     );
 
@@ -74,7 +75,7 @@ export function createSlackIntegrationService(deps: {
     },
     /** Connects the app (the saved token and secret kept where the input leaves them out). */
     async save(org: { id: string; slug: string }, change: SlackIntegrationInput) {
-      const input = await withSaved(org.id, change);
+      const { input, kept } = await withSaved(org.id, change);
       let team: Awaited<ReturnType<SlackClient['authTest']>>;
       try {
         team = await deps.slack(input.botToken).authTest();
@@ -85,17 +86,22 @@ export function createSlackIntegrationService(deps: {
       // A bot that cannot post, or cannot tell who clicked, would refuse every decision: said now, not at the first click.
       const lacking = missingScopes(team.scopes);
       if (lacking) throw slackRefused(lacking, 'The bot token cannot be used for approvals');
-      const row = await slackIntegrationRepo.upsert(deps.db, {
+      const fields = {
         orgId: org.id,
-        botToken: deps.box.encrypt(input.botToken),
+        botToken: kept.botToken ?? deps.box.encrypt(input.botToken),
         botTokenHint: hint(input.botToken),
-        signingSecret: deps.box.encrypt(input.signingSecret),
+        signingSecret: kept.signingSecret ?? deps.box.encrypt(input.signingSecret),
         signingSecretHint: hint(input.signingSecret),
         channel: input.channel,
         teamId: team.teamId,
         teamName: team.team,
         botUserId: team.botUserId,
-      });
+      };
+      const row =
+        kept.botToken === undefined && kept.signingSecret === undefined
+          ? await slackIntegrationRepo.upsert(deps.db, fields)
+          : await slackIntegrationRepo.updateKeeping(deps.db, fields, kept);
+      if (!row) throw savedSecretsChanged('Slack app');
       return toPublic(row, interactivityUrl(org.slug));
     },
     async remove(orgId: string) {

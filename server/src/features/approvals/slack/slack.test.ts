@@ -98,6 +98,41 @@ describe('approvals in Slack', () => {
     expect((await app.request('DELETE', `/orgs/${org.slug}/slack`, { token })).status).toBe(404);
   });
 
+  it('a change that keeps the saved secrets does not undo a removal or a new secret saved while Slack checked it', async () => {
+    const { org, token } = (await setupWebhook(app)).tenant;
+    const url = `/orgs/${org.slug}/slack`;
+    const put = (body: unknown) => app.request('PUT', url, { token, body });
+    const connect = (signingSecret: string) => put({ botToken: slack.token, signingSecret, channel: 'C0APPROVALS' });
+    const conflict = {
+      code: 'conflict',
+      error: 'The Slack app was removed or its secrets replaced while this change was saved: nothing was saved; send it again',
+    };
+    expect((await connect(SIGNING_SECRET)).status).toBe(200);
+    // Removed while the kept token is checked with Slack: the change saves nothing, the app stays removed.
+    let hold = slack.holdNextAuthTest();
+    const moving = put({ channel: '#approvals' });
+    await hold.held;
+    expect((await app.request('DELETE', url, { token })).status).toBe(204);
+    hold.release();
+    expect(await (await moving).json()).toEqual(conflict);
+    expect((await (await app.request('GET', url, { token })).json()).configured).toBe(false);
+    // A new signing secret saved meanwhile is not put back to the one read before it.
+    expect((await connect(SIGNING_SECRET)).status).toBe(200);
+    const newSecret = 'f0e1d2c3b4a5968778695a4b3c2d1e0f';
+    hold = slack.holdNextAuthTest();
+    const movingAgain = put({ channel: '#approvals' });
+    await hold.held;
+    expect((await connect(newSecret)).status).toBe(200);
+    hold.release();
+    expect(await (await movingAgain).json()).toEqual(conflict);
+    const row = await app.container.db
+      .selectFrom('slackIntegrations')
+      .selectAll()
+      .where('orgId', '=', org.id)
+      .executeTakeFirstOrThrow();
+    expect([app.container.box.decrypt(row.signingSecret), row.channel]).toEqual([newSecret, 'C0APPROVALS']);
+  });
+
   it('refuses a bot token without the scopes approvals need, when it is saved and when it is tested', async () => {
     const setup = await setupWebhook(app);
     const { org, token } = setup.tenant;
