@@ -46,3 +46,9 @@ export function costOf(price: ModelPrice | undefined, usage: TokenUsage): number
     (usage.inputTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + usage.outputTokens * price.output;
   return perMillion / 1_000_000;
 }
+
+/**
+ * A sum of costs as shown, to a billionth of a dollar: costs are floating-point, and a budget's spend
+ * (added to call by call) or a sum in SQL reads 0.00008000000000000003 where 0.00008 was spent.
+ */
+export const roundUsd = (usd: number): number => Math.round(usd * 1e9) / 1e9;

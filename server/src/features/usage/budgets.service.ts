@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Budget, BudgetAction, BudgetPeriod, DB } from '../../db/schema.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { costOf, priceOf, type ModelPrices, type TokenUsage } from '../../lib/model-prices.ts';
+import { costOf, priceOf, roundUsd, type ModelPrices, type TokenUsage } from '../../lib/model-prices.ts';
 import { BUS_TOPICS, INVALIDATE_ALL, type ProcessBus } from '../../lib/process-bus.ts';
 import { budgetSpendRepo, type BudgetScope, type Period, type Spend } from './budget-spend.repo.ts';
 import { usageRepo } from './usage.repo.ts';
@@ -91,7 +91,13 @@ export function createBudgetsService(deps: { db: Kysely<DB>; bus: ProcessBus; cl
         reserved.tokens > 0 || reserved.costUsd > 0
           ? reserved
           : { tokens: recorded.inputTokens + recorded.outputTokens, costUsd: recorded.costUsd ?? 0 };
-      return { budget, periodStart: period.start, periodEnd: period.end, spentTokens: spent.tokens, spentCostUsd: spent.costUsd };
+      return {
+        budget,
+        periodStart: period.start,
+        periodEnd: period.end,
+        spentTokens: spent.tokens,
+        spentCostUsd: roundUsd(spent.costUsd),
+      };
     };
     return {
       org: budgets.org ? await spentOf({ kind: 'org', id: orgId }, budgets.org) : null,

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DB } from '../../db/schema.ts';
+import { roundUsd } from '../../lib/model-prices.ts';
 
 export const USAGE_GROUPINGS = ['agent', 'model', 'user', 'day', 'experiment'] as const;
 /** Which calls count: all, those of live actions only, or those of experiments' replays only. */
@@ -45,7 +46,7 @@ export const toTotals = (row: TotalsRow | undefined): UsageTotals => ({
   outputTokens: Number(row?.outputTokens ?? 0),
   cachedInputTokens: Number(row?.cachedInputTokens ?? 0),
   totalTokens: Number(row?.inputTokens ?? 0) + Number(row?.outputTokens ?? 0),
-  costUsd: row?.costUsd ?? null,
+  costUsd: row?.costUsd == null ? null : roundUsd(row.costUsd),
   unpricedCalls: row?.unpricedCalls ?? 0,
   durationMs: Number(row?.durationMs ?? 0),
 });

@@ -179,6 +179,25 @@ describe('usage', () => {
     expect(before.totals).toMatchObject({ calls: 2, totalTokens: 2800 });
   });
 
+  it("shows a cost budget's spend and /usage's sums as the dollars they are, not floating-point sums", async () => {
+    const setup = await setupWebhook(app);
+    const { slug } = setup.tenant.org;
+    const { token } = setup.tenant;
+    const budget = { period: 'day', maxCostUsd: 1, onExceed: 'fail' };
+    const patched = await app.request('PATCH', `/orgs/${slug}/agents/${setup.agentId}`, { token, body: { budget } });
+    expect(patched.status).toBe(200);
+    // Each call costs 0.00007 (10 input tokens at 2, 5 output at 10, per million): added up as floats,
+    // three of them were 0.00020999999999999995.
+    model.script(() => ({ text: 'ok', usage: { prompt: 10, completion: 5 } }));
+    for (let i = 0; i < 3; i++)
+      expect((await waitForAction(app, auth(setup), await runEvent(app, setup), ['completed', 'failed'])).status).toBe(
+        'completed',
+      );
+    const { agents } = await (await app.request('GET', `/orgs/${slug}/budgets`, { token })).json();
+    expect(agents).toEqual([expect.objectContaining({ agentId: setup.agentId, spentCostUsd: 0.00021 })]);
+    expect((await usageOf(token, slug, 'groupBy=agent')).totals.costUsd).toBe(0.00021);
+  });
+
   it("is for the org's admins only, and refuses a bad range or grouping with 400", async () => {
     const setup = await setupWebhook(app);
     const { token, org } = auth(setup);
