@@ -6,31 +6,25 @@ export const emailIntegrationRepo = {
   find: (db: Kysely<DB>, orgId: string): Promise<EmailIntegrationRow | undefined> =>
     db.selectFrom('emailIntegrations').selectAll().where('orgId', '=', orgId).executeTakeFirst(),
 
-  /** Saves the integration (the caller resets what was known of the sender's domain). */
-  upsert: (
-    db: Kysely<DB>,
-    row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>,
-  ): Promise<EmailIntegrationRow> =>
-    db
-      .insertInto('emailIntegrations')
-      .values(row)
-      .onConflict((oc) => oc.column('orgId').doUpdateSet({ ...row, updatedAt: sql<Date>`now()` }))
-      .returningAll()
-      .executeTakeFirstOrThrow(),
-
   /**
-   * Writes over the saved integration only while the secrets it keeps are still those read (their stored
-   * ciphertexts): undefined when it was removed or they were replaced meanwhile.
+   * Saves the integration (the caller resets what was known of the sender's domain). One that keeps saved
+   * secrets (`kept`: their stored ciphertexts) is written only over the row they were read from: undefined
+   * when it was removed or they were replaced meanwhile.
    */
-  updateKeeping: (
+  save: async (
     db: Kysely<DB>,
     row: Omit<Insertable<EmailIntegrationsTable>, 'createdAt' | 'updatedAt'>,
     kept: { apiKeyEncrypted?: string; webhookSecretEncrypted?: string },
   ): Promise<EmailIntegrationRow | undefined> => {
-    let update = db
-      .updateTable('emailIntegrations')
-      .set({ ...row, updatedAt: sql<Date>`now()` })
-      .where('orgId', '=', row.orgId);
+    const written = { ...row, updatedAt: sql<Date>`now()` };
+    if (kept.apiKeyEncrypted === undefined && kept.webhookSecretEncrypted === undefined)
+      return db
+        .insertInto('emailIntegrations')
+        .values(row)
+        .onConflict((oc) => oc.column('orgId').doUpdateSet(written))
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    let update = db.updateTable('emailIntegrations').set(written).where('orgId', '=', row.orgId);
     if (kept.apiKeyEncrypted !== undefined) update = update.where('apiKeyEncrypted', '=', kept.apiKeyEncrypted);
     if (kept.webhookSecretEncrypted !== undefined)
       update = update.where('webhookSecretEncrypted', '=', kept.webhookSecretEncrypted);

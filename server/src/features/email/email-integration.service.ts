@@ -173,13 +173,10 @@ export function createEmailIntegrationService(deps: {
         domainReceiving: null,
         domainCheckedAt: null,
       };
-      const row =
-        kept.apiKey === undefined && kept.webhookSecret === undefined
-          ? await emailIntegrationRepo.upsert(deps.db, fields)
-          : await emailIntegrationRepo.updateKeeping(deps.db, fields, {
-              apiKeyEncrypted: kept.apiKey,
-              webhookSecretEncrypted: kept.webhookSecret,
-            });
+      const row = await emailIntegrationRepo.save(deps.db, fields, {
+        apiKeyEncrypted: kept.apiKey,
+        webhookSecretEncrypted: kept.webhookSecret,
+      });
       if (!row) throw savedSecretsChanged('email integration');
       await inboxRoutesChanged.integration(deps.bus, orgId);
       const domains = await domainsWith(input.apiKey);

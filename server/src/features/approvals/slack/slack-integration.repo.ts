@@ -5,27 +5,24 @@ export const slackIntegrationRepo = {
   find: (db: Kysely<DB>, orgId: string) =>
     db.selectFrom('slackIntegrations').selectAll().where('orgId', '=', orgId).executeTakeFirst(),
 
-  upsert: (db: Kysely<DB>, row: Omit<Insertable<SlackIntegrationsTable>, 'createdAt' | 'updatedAt'>) =>
-    db
-      .insertInto('slackIntegrations')
-      .values(row)
-      .onConflict((oc) => oc.column('orgId').doUpdateSet({ ...row, updatedAt: sql<Date>`now()` }))
-      .returningAll()
-      .executeTakeFirstOrThrow(),
-
   /**
-   * Writes over the connected app only while the secrets it keeps are still those read (their stored
-   * ciphertexts): undefined when it was removed or they were replaced meanwhile.
+   * Connects the app. One that keeps saved secrets (`kept`: their stored ciphertexts) is written only over
+   * the row they were read from: undefined when it was removed or they were replaced meanwhile.
    */
-  updateKeeping: (
+  save: async (
     db: Kysely<DB>,
     row: Omit<Insertable<SlackIntegrationsTable>, 'createdAt' | 'updatedAt'>,
     kept: { botToken?: string; signingSecret?: string },
   ) => {
-    let update = db
-      .updateTable('slackIntegrations')
-      .set({ ...row, updatedAt: sql<Date>`now()` })
-      .where('orgId', '=', row.orgId);
+    const written = { ...row, updatedAt: sql<Date>`now()` };
+    if (kept.botToken === undefined && kept.signingSecret === undefined)
+      return db
+        .insertInto('slackIntegrations')
+        .values(row)
+        .onConflict((oc) => oc.column('orgId').doUpdateSet(written))
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    let update = db.updateTable('slackIntegrations').set(written).where('orgId', '=', row.orgId);
     if (kept.botToken !== undefined) update = update.where('botToken', '=', kept.botToken);
     if (kept.signingSecret !== undefined) update = update.where('signingSecret', '=', kept.signingSecret);
     return update.returningAll().executeTakeFirst();

@@ -97,10 +97,7 @@ export function createSlackIntegrationService(deps: {
         teamName: team.team,
         botUserId: team.botUserId,
       };
-      const row =
-        kept.botToken === undefined && kept.signingSecret === undefined
-          ? await slackIntegrationRepo.upsert(deps.db, fields)
-          : await slackIntegrationRepo.updateKeeping(deps.db, fields, kept);
+      const row = await slackIntegrationRepo.save(deps.db, fields, kept);
       if (!row) throw savedSecretsChanged('Slack app');
       return toPublic(row, interactivityUrl(org.slug));
     },
